@@ -1,0 +1,343 @@
+import {
+  BatchWriteCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import type { TaskKey } from '../core/ids';
+import { partitionKey, secondRange } from '../core/ids';
+import type {
+  CancelOutcome,
+  ClockState,
+  ClockStore,
+  DeliveryRecord,
+  DueTask,
+  Target,
+  Task,
+  TaskStatus,
+  TaskStore,
+} from '../core/task';
+
+/** DynamoDB reports a failed condition by name; checking the name also works across SDK copies. */
+export function isConditionalCheckFailed(error: unknown): boolean {
+  return error instanceof Error && error.name === 'ConditionalCheckFailedException';
+}
+
+/** Sends a conditional write; true if it was applied, false if its condition did not hold. */
+async function unlessConditionFails(write: Promise<unknown>): Promise<boolean> {
+  try {
+    await write;
+    return true;
+  } catch (error) {
+    if (isConditionalCheckFailed(error)) return false;
+    throw error;
+  }
+}
+
+const LEASABLE = '#status = :pending OR (#status = :delivering AND leaseUntilMs < :now)';
+const BATCH_WRITE_LIMIT = 25;
+const UNPROCESSED_RETRIES = 8;
+const CANCEL_ATTEMPTS = 3;
+
+type Item = Record<string, unknown>;
+
+function toItem(task: Task, key: TaskKey): Item {
+  return {
+    ...key,
+    id: task.id,
+    status: task.status,
+    dueAtMs: task.dueAtMs,
+    createdAtMs: task.createdAtMs,
+    target: task.target,
+    payload: task.payloadJson,
+    attempts: task.attempts,
+    ...(task.bizType !== undefined && { bizType: task.bizType }),
+    ...(task.bizId !== undefined && { bizId: task.bizId }),
+    ...(task.idempotencyKey !== undefined && { idempotencyKey: task.idempotencyKey }),
+  };
+}
+
+function optional<K extends string, V>(name: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [name]: value }) as { [P in K]?: V };
+}
+
+function fromItem(item: Item): Task {
+  return {
+    id: item.id as string,
+    status: item.status as TaskStatus,
+    dueAtMs: item.dueAtMs as number,
+    createdAtMs: item.createdAtMs as number,
+    target: item.target as Target,
+    payloadJson: item.payload as string,
+    attempts: item.attempts as number,
+    ...optional('bizType', item.bizType as string | undefined),
+    ...optional('bizId', item.bizId as string | undefined),
+    ...optional('idempotencyKey', item.idempotencyKey as string | undefined),
+    ...optional('leaseUntilMs', item.leaseUntilMs as number | undefined),
+    ...optional('deliveredAtMs', item.deliveredAtMs as number | undefined),
+    ...optional('latenessMs', item.latenessMs as number | undefined),
+    ...optional('lastError', item.lastError as string | undefined),
+    ...optional('cancelledAtMs', item.cancelledAtMs as number | undefined),
+  };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export interface DynamoStoreOptions {
+  readonly client: DynamoDBDocumentClient;
+  readonly tableName: string;
+  readonly bucketCount: number;
+  /** Items per Query page; only tests set it, to prove every page is read. */
+  readonly queryPageSize?: number;
+}
+
+/** Tasks in the one table: one item per task, keyed by bucket, shard and due time. */
+export class DynamoTaskStore implements TaskStore {
+  constructor(private readonly options: DynamoStoreOptions) {}
+
+  async create(task: Task, key: TaskKey): Promise<void> {
+    await this.options.client.send(
+      new PutCommand({
+        TableName: this.options.tableName,
+        Item: toItem(task, key),
+        ConditionExpression: 'attribute_not_exists(pk)',
+      }),
+    );
+  }
+
+  async createMany(entries: ReadonlyArray<{ task: Task; key: TaskKey }>): Promise<void> {
+    const { client, tableName } = this.options;
+    for (let start = 0; start < entries.length; start += BATCH_WRITE_LIMIT) {
+      let requests = entries
+        .slice(start, start + BATCH_WRITE_LIMIT)
+        .map(({ task, key }) => ({ PutRequest: { Item: toItem(task, key) } }));
+      for (let retry = 0; requests.length > 0; retry++) {
+        if (retry > UNPROCESSED_RETRIES)
+          throw new Error(`${requests.length} task writes stayed unprocessed after retries`);
+        if (retry > 0) await sleep(25 * 2 ** retry);
+        const result = await client.send(new BatchWriteCommand({ RequestItems: { [tableName]: requests } }));
+        requests = (result.UnprocessedItems?.[tableName] ?? []) as typeof requests;
+      }
+    }
+  }
+
+  async get(key: TaskKey): Promise<Task | undefined> {
+    const result = await this.options.client.send(
+      new GetCommand({ TableName: this.options.tableName, Key: key, ConsistentRead: true }),
+    );
+    return result.Item ? fromItem(result.Item) : undefined;
+  }
+
+  async cancel(key: TaskKey, nowMs: number, expiresAtSeconds: number): Promise<CancelOutcome> {
+    // A failed condition is re-read; if the task was only between two states (a lease just
+    // released), the cancel is tried again rather than refused.
+    for (let attempt = 0; attempt < CANCEL_ATTEMPTS; attempt++) {
+      if (await this.tryCancel(key, nowMs, expiresAtSeconds)) return { cancelled: true };
+      const current = await this.get(key);
+      if (!current) return { cancelled: false, reason: 'not-found' };
+      if (current.status === 'DELIVERING' && (current.leaseUntilMs ?? 0) >= nowMs) {
+        return { cancelled: false, reason: 'in-delivery', status: current.status };
+      }
+      if (current.status !== 'PENDING' && current.status !== 'DELIVERING') {
+        return { cancelled: false, reason: 'already-final', status: current.status };
+      }
+    }
+    return { cancelled: false, reason: 'in-delivery', status: 'DELIVERING' };
+  }
+
+  private async tryCancel(key: TaskKey, nowMs: number, expiresAtSeconds: number): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: key,
+          UpdateExpression:
+            'SET #status = :cancelled, cancelledAtMs = :now, expiresAt = :expiresAt REMOVE leaseUntilMs',
+          ConditionExpression: LEASABLE,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':cancelled': 'CANCELLED',
+            ':pending': 'PENDING',
+            ':delivering': 'DELIVERING',
+            ':now': nowMs,
+            ':expiresAt': expiresAtSeconds,
+          },
+        }),
+      ),
+    );
+  }
+
+  async listDue(second: number, shard: number): Promise<DueTask[]> {
+    const { client, tableName, bucketCount, queryPageSize } = this.options;
+    const range = secondRange(second);
+    const due: DueTask[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await client.send(
+        new QueryCommand({
+          TableName: tableName,
+          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+          FilterExpression: '#status = :pending',
+          ProjectionExpression: 'id, dueAtMs',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':pk': partitionKey(second, shard, bucketCount),
+            ':from': range.from,
+            ':to': range.to,
+            ':pending': 'PENDING',
+          },
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+          Limit: queryPageSize,
+        }),
+      );
+      for (const item of page.Items ?? []) due.push({ id: item.id as string, dueAtMs: item.dueAtMs as number });
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return due;
+  }
+
+  async claimDelivery(key: TaskKey, nowMs: number, leaseUntilMs: number): Promise<Task | undefined> {
+    try {
+      const result = await this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: key,
+          UpdateExpression: 'SET #status = :delivering, leaseUntilMs = :lease ADD attempts :one',
+          ConditionExpression: LEASABLE,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':pending': 'PENDING',
+            ':delivering': 'DELIVERING',
+            ':now': nowMs,
+            ':lease': leaseUntilMs,
+            ':one': 1,
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return result.Attributes ? fromItem(result.Attributes) : undefined;
+    } catch (error) {
+      if (isConditionalCheckFailed(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async finishDelivery(key: TaskKey, attempt: number, outcome: DeliveryRecord): Promise<boolean> {
+    const values: Record<string, unknown> = {
+      ':status': outcome.status,
+      ':delivering': 'DELIVERING',
+      ':attempt': attempt,
+    };
+    const sets = ['#status = :status'];
+    const assign = (name: string, value: unknown) => {
+      sets.push(`${name} = :${name}`);
+      values[`:${name}`] = value;
+    };
+    if (outcome.status === 'DELIVERED') {
+      assign('deliveredAtMs', outcome.deliveredAtMs);
+      assign('latenessMs', outcome.latenessMs);
+    } else {
+      assign('lastError', outcome.lastError);
+    }
+    if (outcome.status !== 'PENDING') assign('expiresAt', outcome.expiresAtSeconds);
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: key,
+          UpdateExpression: `SET ${sets.join(', ')} REMOVE leaseUntilMs`,
+          ConditionExpression: '#status = :delivering AND attempts = :attempt',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: values,
+        }),
+      ),
+    );
+  }
+}
+
+const CLOCK_KEY = { pk: 'CLOCK', sk: 'CLOCK' } as const;
+const SECONDS_PER_MARKER_PARTITION = 3600;
+const markerPartition = (second: number) => `SCANNED#${Math.floor(second / SECONDS_PER_MARKER_PARTITION)}`;
+const markerSort = (second: number) => String(second).padStart(12, '0');
+
+/** The scan cursor and per-second progress markers, in the same table as the tasks. */
+export class DynamoClockStore implements ClockStore {
+  constructor(private readonly options: Omit<DynamoStoreOptions, 'bucketCount' | 'queryPageSize'>) {}
+
+  async read(): Promise<ClockState | undefined> {
+    const result = await this.options.client.send(
+      new GetCommand({ TableName: this.options.tableName, Key: CLOCK_KEY, ConsistentRead: true }),
+    );
+    if (!result.Item) return undefined;
+    return { cursor: result.Item.cursor as number, startedAt: result.Item.startedAt as number };
+  }
+
+  async start(second: number): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new PutCommand({
+          TableName: this.options.tableName,
+          Item: { ...CLOCK_KEY, cursor: second, startedAt: second },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      ),
+    );
+  }
+
+  async advance(from: number): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: CLOCK_KEY,
+          UpdateExpression: 'SET #cursor = :next',
+          ConditionExpression: '#cursor = :from',
+          ExpressionAttributeNames: { '#cursor': 'cursor' },
+          ExpressionAttributeValues: { ':from': from, ':next': from + 1 },
+        }),
+      ),
+    );
+  }
+
+  async markScanned(second: number, enqueued: number, expiresAtSeconds: number): Promise<void> {
+    await this.options.client.send(
+      new PutCommand({
+        TableName: this.options.tableName,
+        Item: { pk: markerPartition(second), sk: markerSort(second), enqueued, expiresAt: expiresAtSeconds },
+      }),
+    );
+  }
+
+  async scannedSeconds(from: number, to: number): Promise<Set<number>> {
+    const seconds = new Set<number>();
+    for (
+      let hourStart = from;
+      hourStart <= to;
+      hourStart = (Math.floor(hourStart / SECONDS_PER_MARKER_PARTITION) + 1) * SECONDS_PER_MARKER_PARTITION
+    ) {
+      let startKey: Record<string, unknown> | undefined;
+      do {
+        const page = await this.options.client.send(
+          new QueryCommand({
+            TableName: this.options.tableName,
+            KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+            ProjectionExpression: 'sk',
+            ExpressionAttributeValues: {
+              ':pk': markerPartition(hourStart),
+              ':from': markerSort(from),
+              ':to': markerSort(to),
+            },
+            ConsistentRead: true,
+            ExclusiveStartKey: startKey,
+          }),
+        );
+        for (const item of page.Items ?? []) seconds.add(Number(item.sk));
+        startKey = page.LastEvaluatedKey;
+      } while (startKey);
+    }
+    return seconds;
+  }
+}

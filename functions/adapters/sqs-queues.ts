@@ -1,0 +1,114 @@
+import {
+  ChangeMessageVisibilityCommand,
+  SendMessageBatchCommand,
+  type SendMessageBatchRequestEntry,
+  SendMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { DeadLetter, DeadLetterQueue } from '../core/deliver';
+import type { DeliveryMessage, DeliveryQueue } from '../core/task';
+import type { Tick, TickQueue } from '../core/tick';
+
+const SQS_BATCH_LIMIT = 10;
+const FAILED_ENTRY_RETRIES = 3;
+/** Batches in flight at once: enough to push a 20,000-task second out quickly without a connection storm. */
+const PARALLEL_BATCHES = 16;
+
+export interface OutgoingMessage {
+  readonly body: string;
+  readonly delaySeconds: number;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function sendBatch(sqs: SQSClient, queueUrl: string, batch: readonly OutgoingMessage[]): Promise<void> {
+  let entries: SendMessageBatchRequestEntry[] = batch.map((message, index) => ({
+    Id: String(index),
+    MessageBody: message.body,
+    DelaySeconds: message.delaySeconds,
+  }));
+  for (let retry = 0; entries.length > 0; retry++) {
+    if (retry > 0) await sleep(50 * 2 ** retry);
+    const result = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }));
+    const failed = new Set((result.Failed ?? []).map((entry) => entry.Id));
+    entries = entries.filter((entry) => failed.has(entry.Id));
+    if (entries.length > 0 && retry >= FAILED_ENTRY_RETRIES) {
+      const reasons = (result.Failed ?? []).map((entry) => `${entry.Code}: ${entry.Message}`).join('; ');
+      throw new Error(`${entries.length} messages to ${queueUrl} failed after retries (${reasons})`);
+    }
+  }
+}
+
+/** Sends every message in batches of ten, a bounded number of batches at a time; throws if any message could not be sent. */
+export async function sendAll(sqs: SQSClient, queueUrl: string, messages: readonly OutgoingMessage[]): Promise<void> {
+  const batches: OutgoingMessage[][] = [];
+  for (let start = 0; start < messages.length; start += SQS_BATCH_LIMIT) {
+    batches.push(messages.slice(start, start + SQS_BATCH_LIMIT));
+  }
+  let next = 0;
+  const worker = async () => {
+    while (next < batches.length) {
+      const batch = batches[next++];
+      if (batch) await sendBatch(sqs, queueUrl, batch);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PARALLEL_BATCHES, batches.length) }, worker));
+}
+
+/** The body of a delivery message: only the id, because the id says where the task lives. */
+export interface DeliveryMessageBody {
+  readonly id: string;
+}
+
+/** A queue that sends items of one kind, encoded as messages, in parallel batches. */
+export class SqsBatchQueue<T> {
+  constructor(
+    private readonly sqs: SQSClient,
+    private readonly queueUrl: string,
+    private readonly encode: (item: T) => OutgoingMessage,
+  ) {}
+
+  send(items: readonly T[]): Promise<void> {
+    return sendAll(this.sqs, this.queueUrl, items.map(this.encode));
+  }
+}
+
+export function sqsDeliveryQueue(sqs: SQSClient, queueUrl: string): DeliveryQueue {
+  return new SqsBatchQueue<DeliveryMessage>(sqs, queueUrl, (message) => ({
+    body: JSON.stringify({ id: message.id } satisfies DeliveryMessageBody),
+    delaySeconds: message.delaySeconds,
+  }));
+}
+
+export function sqsTickQueue(sqs: SQSClient, queueUrl: string): TickQueue {
+  return new SqsBatchQueue<Tick>(sqs, queueUrl, (tick) => ({
+    body: JSON.stringify({ second: tick.second }),
+    delaySeconds: tick.delaySeconds,
+  }));
+}
+
+/**
+ * Dead letters share the delivery message's shape (plus why it failed), so a DLQ
+ * redrive puts them straight back on the delivery queue.
+ */
+export class SqsDeadLetterQueue implements DeadLetterQueue {
+  constructor(
+    private readonly sqs: SQSClient,
+    private readonly queueUrl: string,
+  ) {}
+
+  async send(letter: DeadLetter): Promise<void> {
+    await this.sqs.send(new SendMessageCommand({ QueueUrl: this.queueUrl, MessageBody: JSON.stringify(letter) }));
+  }
+}
+
+/** Hides a received message for `seconds`, which is how a retry is scheduled without a second queue. */
+export async function delayRedelivery(sqs: SQSClient, queueUrl: string, receiptHandle: string, seconds: number) {
+  await sqs.send(
+    new ChangeMessageVisibilityCommand({
+      QueueUrl: queueUrl,
+      ReceiptHandle: receiptHandle,
+      VisibilityTimeout: seconds,
+    }),
+  );
+}

@@ -1,0 +1,119 @@
+import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { Notification, TargetDispatcher, TargetResult } from '../core/deliver';
+import { signWebhook } from '../core/signature';
+import type { Clock, Target } from '../core/task';
+
+export const USER_AGENT = 'distributed-timer/0.1 (+https://www.standardwebhooks.com)';
+export const DEFAULT_EVENT_SOURCE = 'timer.service';
+export const DEFAULT_DETAIL_TYPE = 'Timer Fired';
+
+export interface TargetDispatcherOptions {
+  readonly signingSecret: () => Promise<string>;
+  readonly webhookTimeoutMs: number;
+  readonly clock: Clock;
+  /** The SQS client for a target queue's region (queues may live in other regions than the service). */
+  readonly sqsFor: (queueUrl: string) => SQSClient;
+  readonly eventBridge: EventBridgeClient;
+  readonly fetch?: typeof fetch;
+}
+
+const describe = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+
+/** Seconds from a Retry-After header (delta-seconds or an HTTP date), if it has one. */
+export function retryAfterSeconds(header: string | null, nowMs: number): number | undefined {
+  if (!header) return undefined;
+  if (/^\d+$/.test(header.trim())) return Number(header.trim());
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - nowMs) / 1000));
+}
+
+/** Delivers notifications to webhooks, SQS queues and EventBridge buses. */
+export class AwsTargetDispatcher implements TargetDispatcher {
+  private readonly fetch: typeof fetch;
+
+  constructor(private readonly options: TargetDispatcherOptions) {
+    this.fetch = options.fetch ?? globalThis.fetch;
+  }
+
+  async dispatch(target: Target, notification: Notification): Promise<TargetResult> {
+    const body = JSON.stringify(notification);
+    try {
+      switch (target.type) {
+        case 'http':
+          return await this.postWebhook(target, notification.id, body);
+        case 'sqs':
+          await this.options.sqsFor(target.queueUrl).send(
+            new SendMessageCommand({
+              QueueUrl: target.queueUrl,
+              MessageBody: body,
+              MessageAttributes: {
+                'timer-task-id': { DataType: 'String', StringValue: notification.id },
+                'timer-attempt': { DataType: 'Number', StringValue: String(notification.attempt) },
+              },
+            }),
+          );
+          return { ok: true };
+        case 'eventbridge':
+          return await this.putEvent(target, body);
+      }
+    } catch (error) {
+      return { ok: false, error: describe(error) };
+    }
+  }
+
+  private async postWebhook(
+    target: Extract<Target, { type: 'http' }>,
+    id: string,
+    body: string,
+  ): Promise<TargetResult> {
+    const { clock, webhookTimeoutMs } = this.options;
+    const signed = signWebhook(await this.options.signingSecret(), id, Math.floor(clock.now() / 1000), body);
+    let response: Response;
+    try {
+      response = await this.fetch(target.url, {
+        method: 'POST',
+        headers: { ...target.headers, 'content-type': 'application/json', 'user-agent': USER_AGENT, ...signed },
+        body,
+        // A redirect could point anywhere, including inside our own network; the target must give its final URL.
+        redirect: 'manual',
+        signal: AbortSignal.timeout(webhookTimeoutMs),
+      });
+    } catch (error) {
+      const timedOut = error instanceof Error && error.name === 'TimeoutError';
+      return { ok: false, error: timedOut ? `no answer within ${webhookTimeoutMs} ms` : describe(error) };
+    }
+    // The body is not needed; draining it lets the keep-alive connection be reused.
+    await response.body?.cancel().catch(() => undefined);
+    if (response.status >= 200 && response.status < 300) return { ok: true, detail: `HTTP ${response.status}` };
+    const retryAfter = retryAfterSeconds(response.headers.get('retry-after'), clock.now());
+    return {
+      ok: false,
+      error: `HTTP ${response.status} from ${new URL(target.url).host}`,
+      ...(retryAfter !== undefined && { retryAfterSeconds: retryAfter }),
+    };
+  }
+
+  private async putEvent(target: Extract<Target, { type: 'eventbridge' }>, detail: string): Promise<TargetResult> {
+    const result = await this.options.eventBridge.send(
+      new PutEventsCommand({
+        Entries: [
+          {
+            EventBusName: target.eventBusName,
+            Source: target.source ?? DEFAULT_EVENT_SOURCE,
+            DetailType: target.detailType ?? DEFAULT_DETAIL_TYPE,
+            Detail: detail,
+          },
+        ],
+      }),
+    );
+    const failed = result.Entries?.find((entry) => entry.ErrorCode);
+    if ((result.FailedEntryCount ?? 0) > 0 || failed) {
+      return {
+        ok: false,
+        error: `EventBridge rejected the event: ${failed?.ErrorCode} ${failed?.ErrorMessage ?? ''}`.trim(),
+      };
+    }
+    return { ok: true };
+  }
+}

@@ -1,0 +1,41 @@
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import middy from '@middy/core';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { ENV } from '../../lib/topology';
+import { sqsDeliveryQueue } from '../adapters/sqs-queues';
+import { sqs } from '../commons/clients';
+import { booleanEnv, integerEnv, requireEnv } from '../commons/config';
+import { createLogger } from '../commons/logger';
+import { tableFromEnv } from '../commons/stores';
+import { systemClock } from '../core/task';
+import { type HttpResult, problem, problemResponse } from './http';
+import { type ApiPorts, route } from './routes';
+
+const logger = createLogger();
+
+const ports: ApiPorts = {
+  ...tableFromEnv(),
+  deliveryQueue: sqsDeliveryQueue(sqs, requireEnv(ENV.deliveryQueueUrl)),
+  clock: systemClock,
+  retentionDays: integerEnv(ENV.retentionDays),
+  allowInsecureTargets: booleanEnv(ENV.allowInsecureTargets),
+};
+
+/** Turns anything unexpected into a problem+json 500 and logs it, so callers never see a stack trace. */
+const problemOnError = (): middy.MiddlewareObj<APIGatewayProxyEventV2, HttpResult> => ({
+  onError: async function internalErrorAsProblem(request) {
+    logger.error('request failed', { error: request.error as Error, routeKey: request.event.routeKey });
+    request.response = problemResponse(
+      problem(
+        500,
+        'internal',
+        'The request could not be completed. It is safe to retry; if a task was created, retrying creates another.',
+      ),
+    );
+  },
+});
+
+export const handler = middy<APIGatewayProxyEventV2, HttpResult>()
+  .use(injectLambdaContext(logger))
+  .use(problemOnError())
+  .handler((event) => route(ports, event));

@@ -1,0 +1,75 @@
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import type { FieldError } from '../core/schemas';
+
+export type HttpResult = APIGatewayProxyStructuredResultV2 & { statusCode: number; body: string };
+
+const PROBLEM_TITLES: Record<number, string> = {
+  400: 'The request is not valid',
+  404: 'Not found',
+  409: 'The task is not in a state that allows this',
+  413: 'The request is too large',
+  500: 'Internal error',
+};
+
+/** RFC 9457 problem details; `type` names the kind of problem so clients can branch on it. */
+export interface Problem {
+  readonly type: string;
+  readonly title: string;
+  readonly status: number;
+  readonly detail: string;
+  readonly errors?: readonly FieldError[];
+}
+
+export function problem(status: number, kind: string, detail: string, errors?: readonly FieldError[]): Problem {
+  return {
+    type: `/problems/${kind}`,
+    title: PROBLEM_TITLES[status] ?? 'Error',
+    status,
+    detail,
+    ...(errors && { errors }),
+  };
+}
+
+export function validationProblem(errors: readonly FieldError[]): Problem {
+  const summary = errors.map((error) => `${error.path} ${error.message}`).join('; ');
+  return problem(
+    400,
+    'validation',
+    `${errors.length === 1 ? 'One field is' : `${errors.length} fields are`} invalid: ${summary}`,
+    errors,
+  );
+}
+
+export function problemResponse(body: Problem): HttpResult {
+  return {
+    statusCode: body.status,
+    headers: { 'content-type': 'application/problem+json' },
+    body: JSON.stringify(body),
+  };
+}
+
+export function jsonResponse(statusCode: number, body: unknown): HttpResult {
+  return { statusCode, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
+}
+
+export type JsonBody =
+  | { readonly ok: true; readonly value: unknown }
+  | { readonly ok: false; readonly problem: Problem };
+
+/** Parses the request body as JSON, or explains in problem form why it is not. */
+export function readJsonBody(event: APIGatewayProxyEventV2): JsonBody {
+  const raw =
+    event.body === undefined
+      ? ''
+      : event.isBase64Encoded
+        ? Buffer.from(event.body, 'base64').toString('utf8')
+        : event.body;
+  if (raw.trim() === '')
+    return { ok: false, problem: validationProblem([{ path: '(body)', message: 'is empty; send a JSON object' }]) };
+  try {
+    return { ok: true, value: JSON.parse(raw) };
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    return { ok: false, problem: validationProblem([{ path: '(body)', message: `is not valid JSON (${reason})` }]) };
+  }
+}

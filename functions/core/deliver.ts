@@ -1,0 +1,131 @@
+import { parseTaskId, taskKey } from './ids';
+import type { Clock, Target, Task, TaskStore } from './task';
+import { expiryAfter } from './task';
+
+/** What a business system receives: the same fields for a webhook body, an SQS message or an event's detail. */
+export interface Notification {
+  /** The task id: stable across attempts, so receivers can drop duplicates. */
+  readonly id: string;
+  readonly dueAt: string;
+  readonly firedAt: string;
+  readonly attempt: number;
+  readonly bizType: string | null;
+  readonly bizId: string | null;
+  readonly payload: unknown;
+}
+
+export type TargetResult =
+  | { readonly ok: true; readonly detail?: string }
+  | { readonly ok: false; readonly error: string; readonly retryAfterSeconds?: number };
+
+/** Calls a business system. Implementations never throw for the target's failures; they report them. */
+export interface TargetDispatcher {
+  dispatch(target: Target, notification: Notification): Promise<TargetResult>;
+}
+
+export interface DeadLetter {
+  readonly id: string;
+  readonly attempt: number;
+  readonly error: string;
+}
+
+export interface DeadLetterQueue {
+  send(letter: DeadLetter): Promise<void>;
+}
+
+export interface DeliveryPorts {
+  readonly taskStore: TaskStore;
+  readonly targets: TargetDispatcher;
+  readonly deadLetters: DeadLetterQueue;
+  readonly clock: Clock;
+  readonly bucketCount: number;
+  readonly shardCount: number;
+  readonly maxAttempts: number;
+  readonly backoffBaseSeconds: number;
+  readonly backoffMaxSeconds: number;
+  readonly retentionDays: number;
+  /** How long a claimed delivery stays exclusive; must outlast one invocation and stay under the queue's visibility timeout. */
+  readonly leaseMs: number;
+  /** Messages that surface at most this early are held in memory; earlier ones go back to the queue. */
+  readonly maxEarlyWaitMs: number;
+}
+
+export type DeliveryOutcome =
+  | { readonly kind: 'delivered'; readonly attempt: number; readonly latenessMs: number }
+  | { readonly kind: 'skipped'; readonly reason: 'malformed-id' | 'not-claimable' | 'lease-lost' }
+  | { readonly kind: 'early'; readonly retryAfterSeconds: number }
+  | { readonly kind: 'retry'; readonly attempt: number; readonly retryAfterSeconds: number; readonly error: string }
+  | { readonly kind: 'failed'; readonly attempt: number; readonly error: string };
+
+export function notificationOf(task: Task, attempt: number, firedAtMs: number): Notification {
+  return {
+    id: task.id,
+    dueAt: new Date(task.dueAtMs).toISOString(),
+    firedAt: new Date(firedAtMs).toISOString(),
+    attempt,
+    bizType: task.bizType ?? null,
+    bizId: task.bizId ?? null,
+    payload: JSON.parse(task.payloadJson),
+  };
+}
+
+/** Exponential backoff: base, 2×base, 4×base … capped. */
+export function backoffSeconds(attempt: number, baseSeconds: number, maxSeconds: number): number {
+  return Math.min(maxSeconds, baseSeconds * 2 ** Math.max(0, attempt - 1));
+}
+
+/** Waits until `dueAtMs` by the injected clock; timers can fire a millisecond early, hence the loop. */
+async function waitUntil(clock: Clock, dueAtMs: number): Promise<void> {
+  for (let rest = dueAtMs - clock.now(); rest > 0; rest = dueAtMs - clock.now()) await clock.sleep(rest);
+}
+
+/**
+ * Delivers one task named by a delivery message. Never early: it waits out the
+ * sub-second rest, or hands a message that surfaced too early back to the queue.
+ * Never after a cancel: it takes the delivery lease with a conditional write before
+ * calling the target, and a cancelled task cannot be leased. On failure it either
+ * schedules a retry with backoff or, when attempts run out, dead-letters the task
+ * (DLQ first, then FAILED, so a crash in between re-delivers rather than loses it).
+ */
+export async function deliverTask(ports: DeliveryPorts, id: string): Promise<DeliveryOutcome> {
+  const { taskStore, clock } = ports;
+  const location = parseTaskId(id, ports.shardCount);
+  if (!location) return { kind: 'skipped', reason: 'malformed-id' };
+  const early = location.dueAtMs - clock.now();
+  if (early > ports.maxEarlyWaitMs) return { kind: 'early', retryAfterSeconds: Math.ceil(early / 1000) };
+  await waitUntil(clock, location.dueAtMs);
+
+  const key = taskKey(id, location, ports.bucketCount);
+  const claimedAtMs = clock.now();
+  const task = await taskStore.claimDelivery(key, claimedAtMs, claimedAtMs + ports.leaseMs);
+  if (!task) return { kind: 'skipped', reason: 'not-claimable' };
+  const attempt = task.attempts;
+
+  const firedAtMs = clock.now();
+  const result = await ports.targets.dispatch(task.target, notificationOf(task, attempt, firedAtMs));
+  if (result.ok) {
+    const latenessMs = firedAtMs - task.dueAtMs;
+    await taskStore.finishDelivery(key, attempt, {
+      status: 'DELIVERED',
+      deliveredAtMs: firedAtMs,
+      latenessMs,
+      expiresAtSeconds: expiryAfter(clock.now(), ports.retentionDays),
+    });
+    return { kind: 'delivered', attempt, latenessMs };
+  }
+
+  if (attempt >= ports.maxAttempts) {
+    await ports.deadLetters.send({ id, attempt, error: result.error });
+    await taskStore.finishDelivery(key, attempt, {
+      status: 'FAILED',
+      lastError: result.error,
+      expiresAtSeconds: expiryAfter(clock.now(), ports.retentionDays),
+    });
+    return { kind: 'failed', attempt, error: result.error };
+  }
+  const released = await taskStore.finishDelivery(key, attempt, { status: 'PENDING', lastError: result.error });
+  if (!released) return { kind: 'skipped', reason: 'lease-lost' };
+  const backoff = backoffSeconds(attempt, ports.backoffBaseSeconds, ports.backoffMaxSeconds);
+  const retryAfterSeconds = Math.min(ports.backoffMaxSeconds, Math.max(backoff, result.retryAfterSeconds ?? 0));
+  return { kind: 'retry', attempt, retryAfterSeconds, error: result.error };
+}

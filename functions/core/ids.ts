@@ -1,0 +1,103 @@
+import { randomBytes } from 'node:crypto';
+
+/**
+ * Task ids say where the task lives, so GET and DELETE are single-item reads with no
+ * index: 10 Crockford base32 characters of dueAt in milliseconds (sortable, as in a
+ * ULID), 2 of the shard, 14 of randomness (70 bits). 26 characters in all.
+ */
+const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+const ID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+const TIME_CHARS = 10;
+const SHARD_CHARS = 2;
+const RANDOM_CHARS = 14;
+/** Largest dueAt an id can carry: 2^48 - 1 ms, the year 10889. */
+export const MAX_ENCODABLE_MS = 2 ** 48 - 1;
+/** Largest shard count an id can carry. */
+export const MAX_SHARDS = 32 ** SHARD_CHARS;
+
+export interface TaskLocation {
+  readonly dueAtMs: number;
+  readonly shard: number;
+}
+
+export interface TaskKey {
+  readonly pk: string;
+  readonly sk: string;
+}
+
+function encode(value: number, length: number): string {
+  let out = '';
+  let rest = value;
+  for (let i = 0; i < length; i++) {
+    out = ALPHABET[rest % 32] + out;
+    rest = Math.floor(rest / 32);
+  }
+  return out;
+}
+
+function decode(text: string): number {
+  let value = 0;
+  for (const char of text) value = value * 32 + ALPHABET.indexOf(char);
+  return value;
+}
+
+function randomChars(length: number): string {
+  const bytes = randomBytes(length);
+  let out = '';
+  for (const byte of bytes) out += ALPHABET[byte % 32];
+  return out;
+}
+
+/** A new id for a task due at `dueAtMs` stored in `shard`. */
+export function newTaskId(location: TaskLocation): string {
+  if (!Number.isInteger(location.dueAtMs) || location.dueAtMs < 0 || location.dueAtMs > MAX_ENCODABLE_MS) {
+    throw new RangeError(`dueAtMs ${location.dueAtMs} cannot be encoded in a task id`);
+  }
+  if (!Number.isInteger(location.shard) || location.shard < 0 || location.shard >= MAX_SHARDS) {
+    throw new RangeError(`shard ${location.shard} cannot be encoded in a task id`);
+  }
+  return encode(location.dueAtMs, TIME_CHARS) + encode(location.shard, SHARD_CHARS) + randomChars(RANDOM_CHARS);
+}
+
+/**
+ * Where the task with this id lives, or undefined when the text is not an id this
+ * deployment could have issued (so the caller answers 404 rather than crashing).
+ */
+export function parseTaskId(id: unknown, shardCount: number): TaskLocation | undefined {
+  if (typeof id !== 'string' || !ID_PATTERN.test(id)) return undefined;
+  const dueAtMs = decode(id.slice(0, TIME_CHARS));
+  const shard = decode(id.slice(TIME_CHARS, TIME_CHARS + SHARD_CHARS));
+  if (dueAtMs > MAX_ENCODABLE_MS || shard >= shardCount) return undefined;
+  return { dueAtMs, shard };
+}
+
+/** The bucket a second falls in: seconds repeat every `bucketCount`, like a timing wheel's slots. */
+export function bucketOf(second: number, bucketCount: number): number {
+  return ((second % bucketCount) + bucketCount) % bucketCount;
+}
+
+/** Partition key of one shard of one second's bucket. */
+export function partitionKey(second: number, shard: number, bucketCount: number): string {
+  return `B#${bucketOf(second, bucketCount)}#${shard}`;
+}
+
+const SORT_TIME_DIGITS = 15;
+
+/** Sort key prefix for a millisecond: zero-padded so string order is time order. */
+export function sortTime(ms: number): string {
+  return String(ms).padStart(SORT_TIME_DIGITS, '0');
+}
+
+export function taskKey(id: string, location: TaskLocation, bucketCount: number): TaskKey {
+  const second = Math.floor(location.dueAtMs / 1000);
+  return { pk: partitionKey(second, location.shard, bucketCount), sk: `${sortTime(location.dueAtMs)}#${id}` };
+}
+
+/**
+ * The sort-key range holding exactly one second's tasks. Buckets wrap every
+ * `bucketCount` seconds, so a bucket also holds tasks due whole rounds later; the
+ * range keeps them out.
+ */
+export function secondRange(second: number): { from: string; to: string } {
+  return { from: sortTime(second * 1000), to: `${sortTime(second * 1000 + 999)}#~` };
+}

@@ -1,0 +1,254 @@
+/**
+ * The request contract of HTTP API v1. These schemas are the single definition the api
+ * validates with; time-relative checks (how far in the past or future) need the clock
+ * and live in `parseTaskRequest`.
+ */
+import { z } from 'zod';
+import { MAX_ENCODABLE_MS } from './ids';
+import type { Target } from './task';
+
+export const LIMITS = {
+  payloadBytes: 64 * 1024,
+  batchItems: 100,
+  urlLength: 2048,
+  headerCount: 20,
+  headerValueLength: 1024,
+  bizTypeLength: 64,
+  bizIdLength: 256,
+  idempotencyKeyLength: 128,
+  /** A dueAt further ahead is almost certainly a unit mistake (seconds for milliseconds). */
+  horizonDays: 366,
+  /** A dueAt further back is almost certainly a mistake, not a late arrival. */
+  pastDays: 1,
+} as const;
+
+/** A field that failed validation, as reported in problem+json `errors`. */
+export interface FieldError {
+  readonly path: string;
+  readonly message: string;
+}
+
+const DAY_MS = 24 * 3600 * 1000;
+
+const ISO_8601_WITH_ZONE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:\d{2})$/;
+
+/** Epoch milliseconds of an ISO-8601 date-time with an explicit zone; undefined if it is not one or names no real instant. */
+export function parseIsoInstant(text: string): number | undefined {
+  const match = ISO_8601_WITH_ZONE.exec(text);
+  if (!match) return undefined;
+  const [, year, month, day, hour, minute, second = '00', fraction = '', zone] = match;
+  const ms = Date.parse(
+    `${year}-${month}-${day}T${hour}:${minute}:${second}.${fraction.padEnd(3, '0').slice(0, 3)}${zone}`,
+  );
+  if (Number.isNaN(ms)) return undefined;
+  // Date.parse rolls 2026-02-30 over to March 2; a timer must not guess what was meant.
+  const calendar = new Date(Date.UTC(Number(year), Number(month) - 1, Number(day)));
+  const real =
+    calendar.getUTCFullYear() === Number(year) &&
+    calendar.getUTCMonth() === Number(month) - 1 &&
+    calendar.getUTCDate() === Number(day) &&
+    Number(hour) < 24 &&
+    Number(minute) < 60 &&
+    Number(second) < 60;
+  return real ? ms : undefined;
+}
+
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,64}$/;
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+/** Headers the service sets itself; a caller's copy would forge or break the signed request. */
+const RESERVED_HEADERS = new Set([
+  'content-type',
+  'content-length',
+  'host',
+  'connection',
+  'transfer-encoding',
+  'user-agent',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
+]);
+
+const headersSchema = z
+  .record(
+    z.string().regex(HEADER_NAME, "must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)"),
+    z
+      .string()
+      .max(LIMITS.headerValueLength, `must be at most ${LIMITS.headerValueLength} characters`)
+      .regex(HEADER_VALUE, 'must not contain control characters such as CR or LF'),
+  )
+  .superRefine((headers, ctx) => {
+    const names = Object.keys(headers);
+    if (names.length > LIMITS.headerCount) {
+      ctx.addIssue({ code: 'custom', message: `at most ${LIMITS.headerCount} headers are allowed` });
+    }
+    for (const name of names) {
+      if (RESERVED_HEADERS.has(name.toLowerCase())) {
+        ctx.addIssue({ code: 'custom', path: [name], message: 'is set by the timer service and cannot be overridden' });
+      }
+    }
+  });
+
+const EVENT_BUS = /^(arn:aws[\w-]*:events:[a-z0-9-]+:\d{12}:event-bus\/)?[/.\-_A-Za-z0-9]{1,256}$/;
+
+function targetSchema(allowInsecureTargets: boolean) {
+  const url = z
+    .string()
+    .max(LIMITS.urlLength, `must be at most ${LIMITS.urlLength} characters`)
+    .refine((text) => URL.canParse(text), 'must be an absolute URL such as https://example.com/hook');
+  return z.discriminatedUnion(
+    'type',
+    [
+      z.strictObject({
+        type: z.literal('http'),
+        url: url.refine(
+          (text) => {
+            const protocol = URL.canParse(text) ? new URL(text).protocol : '';
+            return protocol === 'https:' || (allowInsecureTargets && protocol === 'http:');
+          },
+          allowInsecureTargets ? 'must use http:// or https://' : 'must use https://',
+        ),
+        headers: headersSchema.optional(),
+      }),
+      z.strictObject({
+        type: z.literal('sqs'),
+        queueUrl: url.refine(
+          (text) =>
+            allowInsecureTargets ||
+            /^https:\/\/sqs\.[a-z0-9-]+\.amazonaws\.com(\.cn)?\/\d{12}\/[\w-]{1,80}(\.fifo)?$/.test(text),
+          'must be an SQS queue URL such as https://sqs.us-east-1.amazonaws.com/123456789012/my-queue',
+        ),
+      }),
+      z.strictObject({
+        type: z.literal('eventbridge'),
+        eventBusName: z.string().regex(EVENT_BUS, 'must be an event bus name or ARN'),
+        source: z
+          .string()
+          .min(1)
+          .max(256)
+          .refine((text) => !text.startsWith('aws.'), 'must not start with "aws." (reserved by AWS)')
+          .optional(),
+        detailType: z.string().min(1).max(128).optional(),
+      }),
+    ],
+    { error: 'must be one of "http", "sqs" or "eventbridge"' },
+  );
+}
+
+const optionalText = (max: number) =>
+  z.string().min(1, 'must not be empty').max(max, `must be at most ${max} characters`).optional();
+
+/** The body of POST /v1/tasks, and of each item of POST /v1/tasks/batch. */
+export function taskRequestSchema(options: { allowInsecureTargets: boolean }) {
+  return z.strictObject({
+    dueAt: z
+      .union([z.string(), z.number()], { error: 'must be an ISO-8601 date-time string or epoch milliseconds' })
+      .optional(),
+    delaySeconds: z
+      .number({ error: 'must be a number of seconds' })
+      .int('must be a whole number of seconds')
+      .min(0, 'must not be negative')
+      .max(LIMITS.horizonDays * 24 * 3600, `must be at most ${LIMITS.horizonDays} days`)
+      .optional(),
+    target: targetSchema(options.allowInsecureTargets),
+    payload: z.unknown().optional(),
+    bizType: optionalText(LIMITS.bizTypeLength),
+    bizId: optionalText(LIMITS.bizIdLength),
+    idempotencyKey: optionalText(LIMITS.idempotencyKeyLength),
+  });
+}
+
+export type TaskRequest = z.infer<ReturnType<typeof taskRequestSchema>>;
+
+/** A validated request, with dueAt resolved against the clock. */
+export interface NewTask {
+  readonly dueAtMs: number;
+  readonly target: Target;
+  readonly payloadJson: string;
+  readonly bizType?: string;
+  readonly bizId?: string;
+  readonly idempotencyKey?: string;
+}
+
+export type Parsed<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly errors: FieldError[] };
+
+/** Formats a zod path (`['tasks', 3, 'target', 'url']`) as `tasks[3].target.url`. */
+export function formatPath(path: ReadonlyArray<PropertyKey>): string {
+  return path
+    .map((part, index) => (typeof part === 'number' ? `[${part}]` : index === 0 ? String(part) : `.${String(part)}`))
+    .join('');
+}
+
+export function issuesToErrors(
+  issues: readonly z.core.$ZodIssue[],
+  prefix: ReadonlyArray<PropertyKey> = [],
+): FieldError[] {
+  return issues.flatMap((issue) => {
+    const path = [...prefix, ...issue.path];
+    if (issue.code === 'unrecognized_keys') {
+      return issue.keys.map((key) => ({ path: formatPath([...path, key]), message: 'is not a known field' }));
+    }
+    return [{ path: formatPath(path) || '(body)', message: issue.message }];
+  });
+}
+
+/** Resolves dueAt or delaySeconds to epoch milliseconds, or says what is wrong with dueAt. */
+function resolveDueAt(request: TaskRequest, nowMs: number): number | string {
+  if (request.dueAt !== undefined && request.delaySeconds !== undefined) {
+    return 'give either dueAt or delaySeconds, not both';
+  }
+  if (request.delaySeconds !== undefined) return nowMs + request.delaySeconds * 1000;
+  if (request.dueAt === undefined) return 'is required (or give delaySeconds)';
+  if (typeof request.dueAt === 'number') {
+    const valid = Number.isSafeInteger(request.dueAt) && request.dueAt >= 0 && request.dueAt <= MAX_ENCODABLE_MS;
+    if (!valid) return 'must be a whole number of epoch milliseconds';
+  }
+  const dueAtMs = typeof request.dueAt === 'number' ? request.dueAt : parseIsoInstant(request.dueAt);
+  if (dueAtMs === undefined) return 'must be an ISO-8601 date-time with a time zone, such as 2030-01-31T09:30:00Z';
+  if (dueAtMs > nowMs + LIMITS.horizonDays * DAY_MS) {
+    return `must be at most ${LIMITS.horizonDays} days ahead (was it seconds instead of milliseconds?)`;
+  }
+  if (dueAtMs < nowMs - LIMITS.pastDays * DAY_MS) return `must not be more than ${LIMITS.pastDays} day in the past`;
+  return dueAtMs;
+}
+
+/** Validates one task request against the contract and the clock. */
+export function parseTaskRequest(
+  body: unknown,
+  options: { allowInsecureTargets: boolean; nowMs: number; pathPrefix?: ReadonlyArray<PropertyKey> },
+): Parsed<NewTask> {
+  const prefix = options.pathPrefix ?? [];
+  const fieldError = (field: string, message: string): Parsed<NewTask> => ({
+    ok: false,
+    errors: [{ path: formatPath([...prefix, field]), message }],
+  });
+  const parsed = taskRequestSchema(options).safeParse(body);
+  if (!parsed.success) return { ok: false, errors: issuesToErrors(parsed.error.issues, prefix) };
+  const request = parsed.data;
+  const dueAtMs = resolveDueAt(request, options.nowMs);
+  if (typeof dueAtMs === 'string') return fieldError('dueAt', dueAtMs);
+  const payloadJson = JSON.stringify(request.payload ?? null);
+  if (Buffer.byteLength(payloadJson) > LIMITS.payloadBytes) {
+    return fieldError('payload', `must be at most ${LIMITS.payloadBytes} bytes of JSON`);
+  }
+  return {
+    ok: true,
+    value: {
+      dueAtMs,
+      target: request.target,
+      payloadJson,
+      ...(request.bizType !== undefined && { bizType: request.bizType }),
+      ...(request.bizId !== undefined && { bizId: request.bizId }),
+      ...(request.idempotencyKey !== undefined && { idempotencyKey: request.idempotencyKey }),
+    },
+  };
+}
+
+/** The body of POST /v1/tasks/batch; items are validated one by one so each gets its own result. */
+export const batchRequestSchema = z.strictObject({
+  tasks: z
+    .array(z.unknown(), { error: 'must be an array of task requests' })
+    .min(1, 'must hold at least one task')
+    .max(LIMITS.batchItems, `must hold at most ${LIMITS.batchItems} tasks`),
+});

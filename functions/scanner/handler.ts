@@ -1,0 +1,39 @@
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import middy from '@middy/core';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { ENV, SCANNER_BUDGET_MS } from '../../lib/topology';
+import { sqsDeliveryQueue } from '../adapters/sqs-queues';
+import { sqs } from '../commons/clients';
+import { integerEnv, requireEnv } from '../commons/config';
+import { createLogger } from '../commons/logger';
+import { tableFromEnv } from '../commons/stores';
+import { runScanner } from '../core/scan';
+import { systemClock } from '../core/task';
+
+const logger = createLogger();
+
+const ports = {
+  ...tableFromEnv(),
+  deliveryQueue: sqsDeliveryQueue(sqs, requireEnv(ENV.deliveryQueueUrl)),
+  clock: systemClock,
+  lookaheadSeconds: integerEnv(ENV.lookaheadSeconds),
+};
+
+/** Leaves time to finish the second in hand before the function times out. */
+const FINISH_RESERVE_MS = 15_000;
+
+/**
+ * Each tick starts a claim-and-scan loop. A tick carries no work of its own, so a
+ * failure here is reported for the whole batch and the tick is simply retried; the
+ * sweeper re-scans any second this run claimed but could not finish.
+ */
+export const handler = middy<SQSEvent, SQSBatchResponse>()
+  .use(injectLambdaContext(logger))
+  .handler(async (_event: SQSEvent, context: Context) => {
+    const budgetMs = Math.min(SCANNER_BUDGET_MS, context.getRemainingTimeInMillis() - FINISH_RESERVE_MS);
+    const run = await runScanner(ports, budgetMs);
+    const facts = { first: run.seconds[0], count: run.seconds.length, enqueued: run.enqueued };
+    if (run.enqueued > 0) logger.info('seconds scanned', facts);
+    else if (run.seconds.length > 0) logger.debug('empty seconds scanned', facts);
+    return { batchItemFailures: [] };
+  });

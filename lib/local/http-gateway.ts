@@ -1,0 +1,140 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { API_ROUTES } from '../topology';
+import { type LambdaHandler, lambdaContext } from './lambda-context';
+
+/** API Gateway HTTP APIs refuse bodies over 10 MB; the local gateway does the same. */
+const MAX_BODY_BYTES = 10 * 1024 * 1024;
+
+interface Route {
+  readonly routeKey: string;
+  readonly method: string;
+  readonly pattern: RegExp;
+  readonly parameterNames: string[];
+}
+
+const routes: Route[] = API_ROUTES.map((routeKey) => {
+  const [method = '', path = ''] = routeKey.split(' ');
+  const parameterNames: string[] = [];
+  const pattern = path.replace(/\{(\w+)\}/g, (_, name: string) => {
+    parameterNames.push(name);
+    return '([^/]+)';
+  });
+  return { routeKey, method, pattern: new RegExp(`^${pattern}$`), parameterNames };
+});
+
+/** The route a request matches, with its path parameters, as API Gateway would resolve it. */
+export function matchRoute(method: string, path: string) {
+  for (const route of routes) {
+    const match = route.method === method ? route.pattern.exec(path) : null;
+    if (!match) continue;
+    const pathParameters = Object.fromEntries(
+      route.parameterNames.map((name, index) => [name, decodeURIComponent(match[index + 1] ?? '')]),
+    );
+    return { routeKey: route.routeKey, pathParameters };
+  }
+  return undefined;
+}
+
+async function readBody(request: IncomingMessage): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) return undefined;
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+function toEvent(
+  request: IncomingMessage,
+  url: URL,
+  body: Buffer,
+  routeKey: string,
+  pathParameters: Record<string, string>,
+): APIGatewayProxyEventV2 {
+  const headers = Object.fromEntries(
+    Object.entries(request.headers).map(([name, value]) => [
+      name,
+      Array.isArray(value) ? value.join(',') : (value ?? ''),
+    ]),
+  );
+  const now = Date.now();
+  return {
+    version: '2.0',
+    routeKey,
+    rawPath: url.pathname,
+    rawQueryString: url.search.slice(1),
+    headers,
+    queryStringParameters: Object.fromEntries(url.searchParams),
+    pathParameters,
+    isBase64Encoded: false,
+    body: body.toString('utf8'),
+    requestContext: {
+      accountId: '000000000000',
+      apiId: 'local',
+      domainName: url.host,
+      domainPrefix: 'local',
+      http: {
+        method: request.method ?? 'GET',
+        path: url.pathname,
+        protocol: `HTTP/${request.httpVersion}`,
+        sourceIp: request.socket.remoteAddress ?? '127.0.0.1',
+        userAgent: headers['user-agent'] ?? '',
+      },
+      requestId: randomUUID(),
+      routeKey,
+      stage: '$default',
+      time: new Date(now).toUTCString(),
+      timeEpoch: now,
+    },
+  };
+}
+
+/** An HTTP server in front of the api handler, translating requests to HTTP API (v2) events as API Gateway does. */
+export async function startHttpGateway(options: {
+  port: number;
+  handler: LambdaHandler<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>;
+  onError: (error: unknown) => void;
+}): Promise<{ url: string; close(): Promise<void> }> {
+  const server: Server = createServer(async (request, response) => {
+    try {
+      const url = new URL(request.url ?? '/', `http://${request.headers.host ?? 'localhost'}`);
+      const matched = matchRoute(request.method ?? 'GET', url.pathname);
+      if (!matched) {
+        response.writeHead(404, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ message: 'Not Found' }));
+        return;
+      }
+      const body = await readBody(request);
+      if (!body) {
+        response.writeHead(413, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ message: 'Request Entity Too Large' }));
+        return;
+      }
+      const result = await options.handler(
+        toEvent(request, url, body, matched.routeKey, matched.pathParameters),
+        lambdaContext('api'),
+      );
+      response.writeHead(result.statusCode ?? 200, (result.headers ?? {}) as Record<string, string>);
+      response.end(result.body ?? '');
+    } catch (error) {
+      options.onError(error);
+      response.writeHead(500, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ message: 'Internal Server Error' }));
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(options.port, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,330 @@
+/**
+ * Local mode: the whole service on one machine. dynalite stands in for DynamoDB (on disk,
+ * so tasks survive a restart), fauxqs for SQS (in memory), a small sink for EventBridge;
+ * the real handlers run unchanged, driven the way Lambda drives them, with every queue,
+ * batch size, timeout and schedule taken from the topology the CDK stack also reads.
+ */
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import dynalite from 'dynalite';
+import { startFauxqs } from 'fauxqs';
+import { DynamoClockStore } from '../../functions/adapters/dynamo-store';
+import { sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
+import { toDeliveryMessages } from '../../functions/core/scan';
+import { generateSigningSecret } from '../../functions/core/signature';
+import {
+  DEFAULT_SETTINGS,
+  deliveryMaxReceiveCount,
+  ENV,
+  environmentFor,
+  FUNCTIONS,
+  type FunctionName,
+  QUEUES,
+  type QueueSpec,
+  SCHEDULES,
+  TABLE,
+  type TimerSettings,
+} from '../topology';
+import { type SunkEvent, startEventBridgeSink } from './eventbridge-sink';
+import { startHttpGateway } from './http-gateway';
+import { type LambdaHandler, lambdaContext } from './lambda-context';
+import { startQueuePollers } from './queue-poller';
+
+export const LOCAL_TABLE_NAME = 'timer-tasks';
+const LOCAL_REGION = 'us-east-1';
+const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
+
+export interface LocalTimerOptions {
+  /** Where dynalite keeps its data and the signing secret; omit for a throw-away in-memory run. */
+  readonly dataDir?: string;
+  /** API port; 0 picks a free one. */
+  readonly port?: number;
+  /** Overrides of the deployment settings (local mode always allows http:// webhooks). */
+  readonly settings?: Partial<TimerSettings>;
+  /** Powertools log level for the handlers, e.g. INFO or ERROR. */
+  readonly logLevel?: string;
+}
+
+export interface LocalQueue {
+  readonly url: string;
+  readonly arn: string;
+}
+
+export interface LocalTimer {
+  readonly apiUrl: string;
+  readonly signingSecret: string;
+  readonly settings: TimerSettings;
+  readonly queues: Record<keyof typeof QUEUES, LocalQueue>;
+  readonly sqs: SQSClient;
+  readonly dynamo: DynamoDBDocumentClient;
+  readonly eventBridgeEvents: readonly SunkEvent[];
+  /** Tasks re-enqueued at start because the in-memory queues of a previous run were lost. */
+  readonly recovered: number;
+  stop(): Promise<void>;
+}
+
+let running = false;
+
+async function loadSigningSecret(dataDir: string | undefined): Promise<string> {
+  const fromEnv = process.env[ENV.signingSecret];
+  if (fromEnv) return fromEnv;
+  if (!dataDir) return generateSigningSecret();
+  const file = join(dataDir, 'signing-secret');
+  try {
+    return (await readFile(file, 'utf8')).trim();
+  } catch {
+    const secret = generateSigningSecret();
+    await writeFile(file, `${secret}\n`, { mode: 0o600 });
+    return secret;
+  }
+}
+
+async function ensureTable(client: DynamoDBClient): Promise<void> {
+  try {
+    await client.send(new DescribeTableCommand({ TableName: LOCAL_TABLE_NAME }));
+  } catch {
+    await client.send(
+      new CreateTableCommand({
+        TableName: LOCAL_TABLE_NAME,
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [
+          { AttributeName: TABLE.partitionKey, AttributeType: 'S' },
+          { AttributeName: TABLE.sortKey, AttributeType: 'S' },
+        ],
+        KeySchema: [
+          { AttributeName: TABLE.partitionKey, KeyType: 'HASH' },
+          { AttributeName: TABLE.sortKey, KeyType: 'RANGE' },
+        ],
+      }),
+    );
+  }
+}
+
+async function createQueue(
+  sqs: SQSClient,
+  spec: QueueSpec,
+  redrive?: { dlqArn: string; maxReceiveCount: number },
+): Promise<LocalQueue> {
+  const created = await sqs.send(
+    new CreateQueueCommand({
+      QueueName: `timer-${spec.name}`,
+      Attributes: {
+        VisibilityTimeout: String(spec.visibilityTimeoutSeconds),
+        MessageRetentionPeriod: String(spec.retentionSeconds),
+        ...(redrive && {
+          RedrivePolicy: JSON.stringify({
+            deadLetterTargetArn: redrive.dlqArn,
+            maxReceiveCount: String(redrive.maxReceiveCount),
+          }),
+        }),
+      },
+    }),
+  );
+  const url = created.QueueUrl ?? '';
+  const attributes = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }));
+  return { url, arn: attributes.Attributes?.QueueArn ?? '' };
+}
+
+/**
+ * fauxqs keeps messages in memory, so a restart loses what was queued. Anything still
+ * PENDING (or leased by a delivery that died with the process) whose second was already
+ * claimed is sent again; a lease still running is waited out by the message's delay.
+ */
+async function requeueLostTasks(
+  dynamo: DynamoDBDocumentClient,
+  deliveryQueueUrl: string,
+  sqs: SQSClient,
+): Promise<number> {
+  const clock = await new DynamoClockStore({ client: dynamo, tableName: LOCAL_TABLE_NAME }).read();
+  if (!clock) return 0;
+  const nowMs = Date.now();
+  const lost: Array<{ id: string; dueAtMs: number }> = [];
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await dynamo.send(
+      new ScanCommand({
+        TableName: LOCAL_TABLE_NAME,
+        FilterExpression: '#status IN (:pending, :delivering) AND dueAtMs < :claimedBefore',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: {
+          ':pending': 'PENDING',
+          ':delivering': 'DELIVERING',
+          ':claimedBefore': clock.cursor * 1000,
+        },
+        ConsistentRead: true,
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    for (const item of page.Items ?? []) {
+      const leaseUntilMs = typeof item.leaseUntilMs === 'number' ? item.leaseUntilMs : 0;
+      lost.push({ id: item.id as string, dueAtMs: Math.max(item.dueAtMs as number, leaseUntilMs + 1000) });
+    }
+    startKey = page.LastEvaluatedKey;
+  } while (startKey);
+  if (lost.length > 0) await sqsDeliveryQueue(sqs, deliveryQueueUrl).send(toDeliveryMessages(lost, nowMs));
+  return lost.length;
+}
+
+type AnyHandler = LambdaHandler<unknown, unknown>;
+
+/** Imports the handlers only after the environment is set: they read it, and build their clients, at load. */
+async function loadHandlers(): Promise<Record<FunctionName, AnyHandler>> {
+  const [api, ticker, scanner, callback, sweeper] = await Promise.all([
+    import('../../functions/api/handler'),
+    import('../../functions/ticker/handler'),
+    import('../../functions/scanner/handler'),
+    import('../../functions/callback/handler'),
+    import('../../functions/sweeper/handler'),
+  ]);
+  return {
+    api: api.handler as unknown as AnyHandler,
+    ticker: ticker.handler as unknown as AnyHandler,
+    scanner: scanner.handler as unknown as AnyHandler,
+    callback: callback.handler as unknown as AnyHandler,
+    sweeper: sweeper.handler as unknown as AnyHandler,
+  };
+}
+
+function logLine(level: string, message: string, fields: Record<string, unknown> = {}) {
+  process.stderr.write(
+    `${JSON.stringify({ level, message, service: 'timer-local', timestamp: new Date().toISOString(), ...fields })}\n`,
+  );
+}
+
+const describeError = (error: unknown) =>
+  error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : { error: String(error) };
+
+/**
+ * Starts local mode. Handlers bind their AWS clients to the environment when first
+ * loaded, so one process hosts one local timer at a time.
+ */
+export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<LocalTimer> {
+  if (running) throw new Error('a local timer is already running in this process; stop it first');
+  running = true;
+  // The SDK's notice that it will need Node.js 22 concerns this workstation, not Lambda's runtime.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+  const settings: TimerSettings = { ...DEFAULT_SETTINGS, allowInsecureTargets: true, ...options.settings };
+  if (options.dataDir) await mkdir(options.dataDir, { recursive: true });
+
+  const dynamoServer = dynalite({
+    createTableMs: 0,
+    ...(options.dataDir && { path: join(options.dataDir, 'dynamodb') }),
+  });
+  await new Promise<void>((resolve, reject) => {
+    dynamoServer.once('error', reject);
+    dynamoServer.listen(0, '127.0.0.1', () => resolve());
+  });
+  const dynamoEndpoint = `http://127.0.0.1:${(dynamoServer.address() as AddressInfo).port}`;
+  const sqsServer = await startFauxqs({ port: 0, logger: false, host: 'localhost' });
+  const sink = await startEventBridgeSink(
+    options.dataDir ? { logFile: join(options.dataDir, 'eventbridge-events.jsonl') } : {},
+  );
+
+  const rawDynamo = new DynamoDBClient({
+    region: LOCAL_REGION,
+    endpoint: dynamoEndpoint,
+    credentials: LOCAL_CREDENTIALS,
+  });
+  const dynamo = DynamoDBDocumentClient.from(rawDynamo, { marshallOptions: { removeUndefinedValues: true } });
+  const sqs = new SQSClient({
+    region: LOCAL_REGION,
+    endpoint: sqsServer.address,
+    credentials: LOCAL_CREDENTIALS,
+    useQueueUrlAsEndpoint: false,
+  });
+  await ensureTable(rawDynamo);
+  const deliveryDlq = await createQueue(sqs, QUEUES.deliveryDlq);
+  const queues = {
+    tick: await createQueue(sqs, QUEUES.tick),
+    delivery: await createQueue(sqs, QUEUES.delivery, {
+      dlqArn: deliveryDlq.arn,
+      maxReceiveCount: deliveryMaxReceiveCount(settings),
+    }),
+    deliveryDlq,
+  };
+  const signingSecret = await loadSigningSecret(options.dataDir);
+
+  const resources = {
+    [ENV.tableName]: LOCAL_TABLE_NAME,
+    [ENV.tickQueueUrl]: queues.tick.url,
+    [ENV.deliveryQueueUrl]: queues.delivery.url,
+    [ENV.deliveryDlqUrl]: queues.deliveryDlq.url,
+  };
+  Object.assign(
+    process.env,
+    {
+      AWS_REGION: LOCAL_REGION,
+      AWS_ACCESS_KEY_ID: LOCAL_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: LOCAL_CREDENTIALS.secretAccessKey,
+      AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint,
+      AWS_ENDPOINT_URL_SQS: sqsServer.address,
+      AWS_ENDPOINT_URL_EVENTBRIDGE: sink.endpoint,
+      POWERTOOLS_LOG_LEVEL: options.logLevel ?? 'INFO',
+      POWERTOOLS_SERVICE_NAME: 'distributed-timer',
+      [ENV.signingSecret]: signingSecret,
+    },
+    ...(Object.keys(FUNCTIONS) as FunctionName[]).map((fn) => environmentFor(fn, settings, resources)),
+  );
+  const handlers = await loadHandlers();
+  const onError = (source: string) => (error: unknown) => logLine('ERROR', `${source} failed`, describeError(error));
+
+  const recovered = await requeueLostTasks(dynamo, queues.delivery.url, sqs);
+  if (recovered > 0)
+    logLine('WARN', 're-enqueued tasks whose queue messages were lost with the last run', { recovered });
+
+  const pollers = (Object.entries(QUEUES) as Array<[keyof typeof QUEUES, QueueSpec]>).flatMap(([name, spec]) => {
+    if (!spec.consumer) return [];
+    const { fn, batchSize, localPollers } = spec.consumer;
+    return [
+      startQueuePollers({
+        sqs,
+        queueUrl: queues[name].url,
+        queueArn: queues[name].arn,
+        fn,
+        handler: handlers[fn] as LambdaHandler<SQSEvent, SQSBatchResponse | undefined>,
+        batchSize,
+        pollers: localPollers,
+        onError: onError(fn),
+      }),
+    ];
+  });
+
+  const invokeScheduled = (fn: FunctionName) => () => {
+    handlers[fn]({ source: 'local.scheduler' }, lambdaContext(fn)).catch(onError(fn));
+  };
+  const timers = Object.values(SCHEDULES).map(({ fn, everySeconds }) => {
+    invokeScheduled(fn)();
+    return setInterval(invokeScheduled(fn), everySeconds * 1000);
+  });
+
+  const gateway = await startHttpGateway({
+    port: options.port ?? 0,
+    handler: handlers.api as LambdaHandler<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>,
+    onError: onError('api gateway'),
+  });
+
+  return {
+    apiUrl: gateway.url,
+    signingSecret,
+    settings,
+    queues,
+    sqs,
+    dynamo,
+    eventBridgeEvents: sink.events,
+    recovered,
+    async stop() {
+      for (const timer of timers) clearInterval(timer);
+      await gateway.close();
+      await Promise.all(pollers.map((poller) => poller.stop()));
+      await sink.close();
+      await sqsServer.stop();
+      await new Promise<void>((resolve) => dynamoServer.close(() => resolve()));
+      running = false;
+    },
+  };
+}

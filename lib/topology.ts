@@ -1,0 +1,241 @@
+/**
+ * The one description of the service's moving parts that both worlds read: the CDK
+ * stack turns it into AWS resources, the local runtime into dynalite tables, fauxqs
+ * queues, pollers and timers, and the handlers' config loader into typed settings.
+ * Nothing here imports aws-cdk-lib or an AWS SDK, so the Lambda bundles stay small.
+ */
+
+/** Environment variable names shared by the stack (which sets them) and the handlers (which read them). */
+export const ENV = {
+  tableName: 'TIMER_TABLE_NAME',
+  tickQueueUrl: 'TIMER_TICK_QUEUE_URL',
+  deliveryQueueUrl: 'TIMER_DELIVERY_QUEUE_URL',
+  deliveryDlqUrl: 'TIMER_DELIVERY_DLQ_URL',
+  bucketCount: 'TIMER_BUCKET_COUNT',
+  shardCount: 'TIMER_SHARD_COUNT',
+  lookaheadSeconds: 'TIMER_LOOKAHEAD_SECONDS',
+  maxAttempts: 'TIMER_MAX_ATTEMPTS',
+  backoffBaseSeconds: 'TIMER_BACKOFF_BASE_SECONDS',
+  backoffMaxSeconds: 'TIMER_BACKOFF_MAX_SECONDS',
+  webhookTimeoutMs: 'TIMER_WEBHOOK_TIMEOUT_MS',
+  allowInsecureTargets: 'TIMER_ALLOW_INSECURE_TARGETS',
+  signingSecret: 'TIMER_SIGNING_SECRET',
+  signingSecretArn: 'TIMER_SIGNING_SECRET_ARN',
+  retentionDays: 'TIMER_RETENTION_DAYS',
+  sweepWindowSeconds: 'TIMER_SWEEP_WINDOW_SECONDS',
+  sweepGraceSeconds: 'TIMER_SWEEP_GRACE_SECONDS',
+} as const;
+
+export type EnvName = (typeof ENV)[keyof typeof ENV];
+
+/** Service settings a deployment may choose; each has a default that suits a payments-grade timer. */
+export interface TimerSettings {
+  /** Buckets `floor(dueAt s) mod N`; 10,000,000 s is about 115 days, as in the WeChat Pay timer. */
+  readonly bucketCount: number;
+  /** Partitions per second, so a hot second spreads over this many DynamoDB partition keys. */
+  readonly shardCount: number;
+  /** How many seconds ahead of now the scanner may claim, so deliveries can be on time. */
+  readonly lookaheadSeconds: number;
+  /** Delivery attempts before a task ends FAILED and its message goes to the DLQ. */
+  readonly maxAttempts: number;
+  /** First retry delay; each further attempt doubles it up to `backoffMaxSeconds`. */
+  readonly backoffBaseSeconds: number;
+  readonly backoffMaxSeconds: number;
+  /** Total time a webhook may take to answer before the attempt counts as failed. */
+  readonly webhookTimeoutMs: number;
+  /** Whether http:// webhooks and non-AWS queue URLs are accepted (local mode only). */
+  readonly allowInsecureTargets: boolean;
+  /** Days a finished (DELIVERED, FAILED, CANCELLED) task stays readable before TTL removes it. */
+  readonly retentionDays: number;
+  /** How far behind the cursor the sweeper looks for seconds claimed but never finished. */
+  readonly sweepWindowSeconds: number;
+  /** How long a claimed second may stay unfinished before the sweeper re-scans it (beyond any live scan). */
+  readonly sweepGraceSeconds: number;
+}
+
+export const DEFAULT_SETTINGS: TimerSettings = {
+  bucketCount: 10_000_000,
+  shardCount: 16,
+  lookaheadSeconds: 2,
+  maxAttempts: 8,
+  backoffBaseSeconds: 5,
+  backoffMaxSeconds: 900,
+  webhookTimeoutMs: 10_000,
+  allowInsecureTargets: false,
+  retentionDays: 30,
+  sweepWindowSeconds: 600,
+  sweepGraceSeconds: 90,
+};
+
+export type FunctionName = 'api' | 'ticker' | 'scanner' | 'callback' | 'sweeper';
+
+export interface FunctionSpec {
+  /** Entry file, relative to the repository root. */
+  readonly entry: string;
+  readonly timeoutSeconds: number;
+  readonly memoryMb: number;
+  /** Settings and resources this function reads from its environment. */
+  readonly env: readonly EnvName[];
+}
+
+const coreEnv = [ENV.tableName, ENV.bucketCount, ENV.shardCount] as const;
+
+export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
+  api: {
+    entry: 'functions/api/handler.ts',
+    timeoutSeconds: 10,
+    memoryMb: 512,
+    env: [...coreEnv, ENV.deliveryQueueUrl, ENV.allowInsecureTargets, ENV.retentionDays],
+  },
+  ticker: {
+    entry: 'functions/ticker/handler.ts',
+    timeoutSeconds: 10,
+    memoryMb: 256,
+    env: [ENV.tickQueueUrl],
+  },
+  scanner: {
+    entry: 'functions/scanner/handler.ts',
+    timeoutSeconds: 60,
+    memoryMb: 512,
+    env: [...coreEnv, ENV.deliveryQueueUrl, ENV.lookaheadSeconds],
+  },
+  callback: {
+    entry: 'functions/callback/handler.ts',
+    timeoutSeconds: 30,
+    memoryMb: 512,
+    env: [
+      ...coreEnv,
+      ENV.deliveryQueueUrl,
+      ENV.deliveryDlqUrl,
+      ENV.maxAttempts,
+      ENV.backoffBaseSeconds,
+      ENV.backoffMaxSeconds,
+      ENV.webhookTimeoutMs,
+      ENV.retentionDays,
+      ENV.signingSecretArn,
+    ],
+  },
+  sweeper: {
+    entry: 'functions/sweeper/handler.ts',
+    timeoutSeconds: 120,
+    memoryMb: 512,
+    env: [...coreEnv, ENV.deliveryQueueUrl, ENV.sweepWindowSeconds, ENV.sweepGraceSeconds],
+  },
+};
+
+export interface QueueSpec {
+  readonly name: string;
+  readonly visibilityTimeoutSeconds: number;
+  readonly retentionSeconds: number;
+  /** The function the queue feeds, with the event source mapping's batch settings. */
+  readonly consumer?: {
+    readonly fn: FunctionName;
+    readonly batchSize: number;
+    readonly maxBatchingWindowSeconds: number;
+    /** Parallel pollers the local runtime runs; Lambda scales this itself in the cloud. */
+    readonly localPollers: number;
+  };
+}
+
+/**
+ * Queues. Visibility timeouts follow the Lambda guidance of six times the consumer's
+ * timeout, and the delivery queue's also outlasts a delivery lease so a message is
+ * never re-delivered while another consumer may still be calling the target.
+ */
+export const QUEUES = {
+  tick: {
+    name: 'tick',
+    visibilityTimeoutSeconds: 6 * FUNCTIONS.scanner.timeoutSeconds,
+    // A tick only says "scan now"; a stale one is worthless, so it expires quickly and has no DLQ.
+    retentionSeconds: 300,
+    consumer: { fn: 'scanner', batchSize: 1, maxBatchingWindowSeconds: 0, localPollers: 2 },
+  },
+  delivery: {
+    name: 'delivery',
+    visibilityTimeoutSeconds: 6 * FUNCTIONS.callback.timeoutSeconds,
+    retentionSeconds: 14 * 24 * 3600,
+    consumer: { fn: 'callback', batchSize: 10, maxBatchingWindowSeconds: 0, localPollers: 4 },
+  },
+  deliveryDlq: {
+    name: 'delivery-dlq',
+    visibilityTimeoutSeconds: 30,
+    retentionSeconds: 14 * 24 * 3600,
+  },
+} as const satisfies Record<string, QueueSpec>;
+
+/**
+ * How long a callback holds a task exclusively while calling its target: twice the
+ * function timeout, so a live invocation never loses it, and well under the delivery
+ * queue's visibility timeout, so a crashed invocation's message comes back after the
+ * lease has lapsed and can take it over.
+ */
+export const DELIVERY_LEASE_MS = 2 * FUNCTIONS.callback.timeoutSeconds * 1000;
+
+/** A delivery message that surfaces at most this early is held in memory; an earlier one goes back to the queue. */
+export const MAX_EARLY_WAIT_MS = 5000;
+
+/** Scanner invocations stop claiming new seconds after this long, leaving room to finish the last one. */
+export const SCANNER_BUDGET_MS = 40_000;
+
+/**
+ * Receives before SQS moves a delivery message to the DLQ. It sits above maxAttempts because
+ * receives that only hand an early message back also count, and the callback moves a task whose
+ * attempts ran out to the DLQ itself; this is the net for a message whose processing keeps crashing.
+ */
+export function deliveryMaxReceiveCount(settings: TimerSettings): number {
+  return settings.maxAttempts + 4;
+}
+
+/** Schedules: the ticker fans one minute out into per-second ticks; the sweeper repairs missed seconds. */
+export const SCHEDULES = {
+  ticker: { fn: 'ticker', everySeconds: 60 },
+  sweeper: { fn: 'sweeper', everySeconds: 60 },
+} as const satisfies Record<string, { fn: FunctionName; everySeconds: number }>;
+
+/** Ticks per ticker run: one per second of the coming minute. */
+export const TICKS_PER_RUN = SCHEDULES.ticker.everySeconds;
+
+/** HTTP API routes, as API Gateway route keys; the local gateway matches the same list. */
+export const API_ROUTES = [
+  'POST /v1/tasks',
+  'POST /v1/tasks/batch',
+  'GET /v1/tasks/{id}',
+  'DELETE /v1/tasks/{id}',
+] as const;
+
+export type ApiRouteKey = (typeof API_ROUTES)[number];
+
+/** The table's key and TTL attribute names. */
+export const TABLE = {
+  partitionKey: 'pk',
+  sortKey: 'sk',
+  ttlAttribute: 'expiresAt',
+} as const;
+
+/** Maps settings and resource locations to the environment a function is given. */
+export function environmentFor(
+  fn: FunctionName,
+  settings: TimerSettings,
+  resources: Partial<Record<EnvName, string>>,
+): Record<string, string> {
+  const values: Partial<Record<EnvName, string>> = {
+    [ENV.bucketCount]: String(settings.bucketCount),
+    [ENV.shardCount]: String(settings.shardCount),
+    [ENV.lookaheadSeconds]: String(settings.lookaheadSeconds),
+    [ENV.maxAttempts]: String(settings.maxAttempts),
+    [ENV.backoffBaseSeconds]: String(settings.backoffBaseSeconds),
+    [ENV.backoffMaxSeconds]: String(settings.backoffMaxSeconds),
+    [ENV.webhookTimeoutMs]: String(settings.webhookTimeoutMs),
+    [ENV.allowInsecureTargets]: String(settings.allowInsecureTargets),
+    [ENV.retentionDays]: String(settings.retentionDays),
+    [ENV.sweepWindowSeconds]: String(settings.sweepWindowSeconds),
+    [ENV.sweepGraceSeconds]: String(settings.sweepGraceSeconds),
+    ...resources,
+  };
+  const env: Record<string, string> = {};
+  for (const name of FUNCTIONS[fn].env) {
+    const value = values[name];
+    if (value !== undefined) env[name] = value;
+  }
+  return env;
+}

@@ -10,6 +10,7 @@ import { integerEnv, requireEnv } from '../commons/config';
 import { createLogger } from '../commons/logger';
 import { tableFromEnv } from '../commons/stores';
 import { type DeliveryOutcome, type DeliveryPorts, deliverTask } from '../core/deliver';
+import { asSigningSecret } from '../core/signature';
 import { systemClock } from '../core/task';
 
 const logger = createLogger();
@@ -25,7 +26,7 @@ function signingSecretLoader(): () => Promise<string> {
   return () => {
     secret ??= secretsManager.send(new GetSecretValueCommand({ SecretId: arn })).then((result) => {
       if (!result.SecretString) throw new Error(`secret ${arn} has no string value`);
-      return result.SecretString;
+      return asSigningSecret(result.SecretString);
     });
     secret.catch(() => {
       secret = undefined;

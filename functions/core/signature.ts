@@ -13,6 +13,14 @@ export function generateSigningSecret(): string {
   return SECRET_PREFIX + randomBytes(32).toString('base64');
 }
 
+/**
+ * A secret in `whsec_<base64>` form. Secrets Manager can only generate plain strings, so
+ * a plain value is taken as the key bytes themselves and given the standard form.
+ */
+export function asSigningSecret(value: string): string {
+  return value.startsWith(SECRET_PREFIX) ? value : SECRET_PREFIX + Buffer.from(value, 'utf8').toString('base64');
+}
+
 function secretBytes(secret: string): Buffer {
   if (!secret.startsWith(SECRET_PREFIX)) throw new Error(`a signing secret must start with "${SECRET_PREFIX}"`);
   return Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64');

@@ -34,7 +34,9 @@ function actionsOf(name: keyof typeof FUNCTIONS): string[] {
   const policies = Object.values(template.findResources('AWS::IAM::Policy')) as Resource[];
   return policies
     .filter((policy) => (policy.Properties.Roles as Array<{ Ref: string }>).some((role) => role.Ref === roleRef))
-    .flatMap((policy) => (policy.Properties.PolicyDocument as { Statement: Array<{ Action: string | string[] }> }).Statement)
+    .flatMap(
+      (policy) => (policy.Properties.PolicyDocument as { Statement: Array<{ Action: string | string[] }> }).Statement,
+    )
     .flatMap((statement) => (Array.isArray(statement.Action) ? statement.Action : [statement.Action]));
 }
 
@@ -100,7 +102,9 @@ describe('Stack: TimerStack', () => {
   });
 
   it('deploys five functions on the current Node.js runtime for arm64 with the topology timeouts', () => {
-    for (const [name, spec] of Object.entries(FUNCTIONS) as Array<[keyof typeof FUNCTIONS, (typeof FUNCTIONS)['api']]>) {
+    for (const [name, spec] of Object.entries(FUNCTIONS) as Array<
+      [keyof typeof FUNCTIONS, (typeof FUNCTIONS)['api']]
+    >) {
       const fn = template.findResources('AWS::Lambda::Function')[functionIdFor(name)] as Resource;
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs24.x',
@@ -124,7 +128,9 @@ describe('Stack: TimerStack', () => {
   it('grants each function only the table actions its code performs', () => {
     expect(actionsOf('ticker').filter((action) => action.startsWith('dynamodb:'))).toEqual([]);
     expect(actionsOf('callback').filter((action) => action.startsWith('dynamodb:'))).toEqual(['dynamodb:UpdateItem']);
-    expect(actionsOf('api')).toEqual(expect.arrayContaining(['dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:GetItem']));
+    expect(actionsOf('api')).toEqual(
+      expect.arrayContaining(['dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:GetItem']),
+    );
     expect(actionsOf('scanner')).toEqual(expect.arrayContaining(['dynamodb:Query', 'dynamodb:UpdateItem']));
     for (const name of Object.keys(FUNCTIONS) as Array<keyof typeof FUNCTIONS>) {
       expect(actionsOf(name)).not.toContain('dynamodb:DeleteItem');

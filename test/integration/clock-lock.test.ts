@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claimNextSecond } from '../../functions/core/clock';
+import { runScanner } from '../../functions/core/scan';
+import type { DeliveryMessage } from '../../functions/core/task';
+import { ManualClock } from '../support/clock';
+import { type Emulators, startEmulators } from '../support/emulators';
+
+let emulators: Emulators;
+
+beforeAll(async () => {
+  emulators = await startEmulators();
+});
+
+afterAll(async () => {
+  await emulators.stop();
+});
+
+describe('Invariant 4: one scanner per second (conditional write on CLOCK, real dynalite)', () => {
+  it('gives each second of a backlog to exactly one of many racing scanners', async () => {
+    // Prepare: the clock stopped 5 minutes ago and 12 scanners wake up at once.
+    const { clockStore } = emulators.stores();
+    const nowMs = 1_800_000_000_000;
+    const clock = new ManualClock(nowMs);
+    const lookaheadSeconds = 2;
+    const backlogStart = nowMs / 1000 - 300;
+    await clockStore.start(backlogStart);
+    const claimsBy = Array.from({ length: 12 }, () => [] as number[]);
+
+    // Act
+    await Promise.all(
+      claimsBy.map(async (claims) => {
+        for (;;) {
+          const claim = await claimNextSecond({ clockStore, clock, lookaheadSeconds });
+          if (!claim.claimed) return;
+          claims.push(claim.second);
+        }
+      }),
+    );
+
+    // Assess: every second from the backlog start to now + lookahead claimed once, and the work was shared.
+    const all = claimsBy.flat().sort((a, b) => a - b);
+    const expected = Array.from({ length: 300 + lookaheadSeconds + 1 }, (_, index) => backlogStart + index);
+    expect(all).toEqual(expected);
+    expect(claimsBy.filter((claims) => claims.length > 0).length).toBeGreaterThan(1);
+    expect((await clockStore.read())?.cursor).toBe(nowMs / 1000 + lookaheadSeconds + 1);
+  });
+
+  it('does not claim a second beyond now + lookahead, however often it is asked', async () => {
+    // Prepare
+    const emulatorsStores = emulators.stores();
+    await emulators.resetClock();
+    const clock = new ManualClock(1_900_000_000_500);
+
+    // Act
+    const claims = await Promise.all(
+      Array.from({ length: 20 }, () => claimNextSecond({ ...emulatorsStores, clock, lookaheadSeconds: 1 })),
+    );
+
+    // Assess: the clock started at the current second; only it and the next one are claimable.
+    const seconds = claims.flatMap((claim) => (claim.claimed ? [claim.second] : [])).sort();
+    expect(seconds).toEqual([1_900_000_000, 1_900_000_001]);
+  });
+
+  it('drains a backlog with concurrent scanner runs, recording every second as scanned once', async () => {
+    // Prepare
+    const { taskStore, clockStore } = emulators.stores();
+    await emulators.resetClock();
+    const nowMs = 1_950_000_000_000;
+    await clockStore.start(nowMs / 1000 - 120);
+    const sent: DeliveryMessage[] = [];
+    const ports = {
+      taskStore,
+      clockStore,
+      clock: new ManualClock(nowMs),
+      shardCount: 2,
+      lookaheadSeconds: 0,
+      deliveryQueue: { send: async (messages: readonly DeliveryMessage[]) => void sent.push(...messages) },
+    };
+
+    // Act
+    const runs = await Promise.all(Array.from({ length: 4 }, () => runScanner(ports, 60_000)));
+
+    // Assess
+    const scanned = runs.flatMap((run) => run.seconds).sort((a, b) => a - b);
+    expect(scanned).toHaveLength(121);
+    expect(new Set(scanned).size).toBe(121);
+    const marked = await clockStore.scannedSeconds(nowMs / 1000 - 120, nowMs / 1000);
+    expect(marked.size).toBe(121);
+  });
+});

@@ -1,0 +1,105 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newTaskId, taskKey } from '../../functions/core/ids';
+import type { Task } from '../../functions/core/task';
+import { type Emulators, startEmulators } from '../support/emulators';
+
+let emulators: Emulators;
+
+beforeAll(async () => {
+  emulators = await startEmulators();
+});
+
+afterAll(async () => {
+  await emulators.stop();
+});
+
+const BUCKETS = 1000;
+
+function task(dueAtMs: number, shard: number): { task: Task; key: ReturnType<typeof taskKey> } {
+  const id = newTaskId({ dueAtMs, shard });
+  return {
+    task: {
+      id,
+      status: 'PENDING',
+      dueAtMs,
+      createdAtMs: dueAtMs - 60_000,
+      target: { type: 'http', url: 'https://example.com/hook' },
+      payloadJson: '{"n":1}',
+      attempts: 0,
+    },
+    key: taskKey(id, { dueAtMs, shard }, BUCKETS),
+  };
+}
+
+describe('Store: DynamoTaskStore on dynalite', () => {
+  it('reads every page of a shard and only the PENDING tasks of that exact second', async () => {
+    // Prepare: 23 tasks in one second and shard, plus neighbours that share the partition.
+    const { taskStore } = emulators.stores({ bucketCount: BUCKETS, queryPageSize: 4 });
+    const second = 1_700_000_123;
+    const inSecond = Array.from({ length: 23 }, (_, index) => task(second * 1000 + index * 40, 3));
+    const neighbours = [
+      task(second * 1000 - 1, 3), // the millisecond before
+      task(second * 1000 + 1000, 3), // the next second
+      task((second + BUCKETS) * 1000 + 5, 3), // a whole round of buckets later: same partition key
+      task(second * 1000 + 10, 4), // same second, other shard
+    ];
+    await taskStore.createMany([...inSecond, ...neighbours]);
+    const [cancelled] = inSecond;
+    if (!cancelled) throw new Error('no task to cancel');
+    await taskStore.cancel(cancelled.key, Date.now(), 0);
+
+    // Act
+    const due = await taskStore.listDue(second, 3);
+
+    // Assess
+    expect(neighbours[2]?.key.pk).toBe(inSecond[1]?.key.pk);
+    expect(due.map((entry) => entry.id).sort()).toEqual(
+      inSecond
+        .slice(1)
+        .map((entry) => entry.task.id)
+        .sort(),
+    );
+  });
+
+  it('never lets a cancel and a delivery claim both succeed (cancelled tasks are never delivered)', async () => {
+    // Prepare
+    const { taskStore } = emulators.stores({ bucketCount: BUCKETS });
+    const rounds = Array.from({ length: 40 }, (_, index) => task(1_700_100_000_000 + index, index % 16));
+    await taskStore.createMany(rounds);
+    const now = Date.now();
+
+    // Act: each task is cancelled and claimed at the same moment.
+    const outcomes = await Promise.all(
+      rounds.map(async ({ key }) => {
+        const [cancel, claim] = await Promise.all([
+          taskStore.cancel(key, now, 0),
+          taskStore.claimDelivery(key, now, now + 60_000),
+        ]);
+        return { cancelled: cancel.cancelled, claimed: claim !== undefined };
+      }),
+    );
+
+    // Assess: exactly one of the two wins every time.
+    for (const outcome of outcomes) expect(outcome.cancelled !== outcome.claimed).toBe(true);
+  });
+
+  it('lets a new claim take over a lapsed lease but not a live one', async () => {
+    // Prepare
+    const { taskStore } = emulators.stores({ bucketCount: BUCKETS });
+    const entry = task(1_700_200_000_000, 0);
+    await taskStore.create(entry.task, entry.key);
+    const t0 = 1_000_000;
+
+    // Act
+    const first = await taskStore.claimDelivery(entry.key, t0, t0 + 60_000);
+    const whileLive = await taskStore.claimDelivery(entry.key, t0 + 59_999, t0 + 120_000);
+    const afterLapse = await taskStore.claimDelivery(entry.key, t0 + 60_001, t0 + 120_000);
+    const staleFinish = await taskStore.finishDelivery(entry.key, 1, { status: 'PENDING', lastError: 'late' });
+
+    // Assess
+    expect(first?.attempts).toBe(1);
+    expect(whileLive).toBeUndefined();
+    expect(afterLapse?.attempts).toBe(2);
+    expect(staleFinish).toBe(false);
+  });
+});

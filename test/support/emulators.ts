@@ -1,0 +1,105 @@
+import type { AddressInfo } from 'node:net';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DeleteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import dynalite from 'dynalite';
+import { startFauxqs } from 'fauxqs';
+import { DynamoClockStore, DynamoTaskStore } from '../../functions/adapters/dynamo-store';
+import { TABLE } from '../../lib/topology';
+
+const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
+const region = 'us-east-1';
+
+export interface Emulators {
+  readonly dynamo: DynamoDBDocumentClient;
+  readonly sqs: SQSClient;
+  readonly tableName: string;
+  createQueue(name: string, attributes?: Record<string, string>): Promise<{ url: string; arn: string }>;
+  stores(options?: { bucketCount?: number; queryPageSize?: number }): {
+    taskStore: DynamoTaskStore;
+    clockStore: DynamoClockStore;
+  };
+  /** Deletes the CLOCK item, so a test can start the clock where it needs it. */
+  resetClock(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+let tables = 0;
+
+/** In-memory dynalite and fauxqs on free ports, spoken to over their real wire protocols. */
+export async function startEmulators(): Promise<Emulators> {
+  const dynamoServer = dynalite({ createTableMs: 0 });
+  await new Promise<void>((resolve) => dynamoServer.listen(0, '127.0.0.1', () => resolve()));
+  const rawDynamo = new DynamoDBClient({
+    region,
+    credentials,
+    endpoint: `http://127.0.0.1:${(dynamoServer.address() as AddressInfo).port}`,
+  });
+  const dynamo = DynamoDBDocumentClient.from(rawDynamo, { marshallOptions: { removeUndefinedValues: true } });
+  const sqsServer = await startFauxqs({ port: 0, logger: false });
+  const sqs = new SQSClient({ region, credentials, endpoint: sqsServer.address, useQueueUrlAsEndpoint: false });
+
+  const tableName = `tasks-${++tables}`;
+  await rawDynamo.send(
+    new CreateTableCommand({
+      TableName: tableName,
+      BillingMode: 'PAY_PER_REQUEST',
+      AttributeDefinitions: [
+        { AttributeName: TABLE.partitionKey, AttributeType: 'S' },
+        { AttributeName: TABLE.sortKey, AttributeType: 'S' },
+      ],
+      KeySchema: [
+        { AttributeName: TABLE.partitionKey, KeyType: 'HASH' },
+        { AttributeName: TABLE.sortKey, KeyType: 'RANGE' },
+      ],
+    }),
+  );
+
+  return {
+    dynamo,
+    sqs,
+    tableName,
+    async createQueue(name, attributes = {}) {
+      const created = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
+      const url = created.QueueUrl ?? '';
+      const arn = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }));
+      return { url, arn: arn.Attributes?.QueueArn ?? '' };
+    },
+    stores(options = {}) {
+      return {
+        taskStore: new DynamoTaskStore({
+          client: dynamo,
+          tableName,
+          bucketCount: options.bucketCount ?? 10_000_000,
+          ...(options.queryPageSize !== undefined && { queryPageSize: options.queryPageSize }),
+        }),
+        clockStore: new DynamoClockStore({ client: dynamo, tableName }),
+      };
+    },
+    async resetClock() {
+      await dynamo.send(new DeleteCommand({ TableName: tableName, Key: { pk: 'CLOCK', sk: 'CLOCK' } }));
+    },
+    async stop() {
+      await sqsServer.stop();
+      await new Promise<void>((resolve) => dynamoServer.close(() => resolve()));
+    },
+  };
+}
+
+/** Receives until the queue stays empty for one long poll, returning every body (messages are left in flight). */
+export async function drainBodies(sqs: SQSClient, queueUrl: string): Promise<string[]> {
+  const bodies: string[] = [];
+  for (;;) {
+    const received = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 1,
+        VisibilityTimeout: 300,
+      }),
+    );
+    const messages = received.Messages ?? [];
+    if (messages.length === 0) return bodies;
+    bodies.push(...messages.map((message) => message.Body ?? ''));
+  }
+}

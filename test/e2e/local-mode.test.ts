@@ -1,0 +1,223 @@
+import { CreateQueueCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyWebhook } from '../../functions/core/signature';
+import { LOCAL_TABLE_NAME, type LocalTimer, startLocalTimer } from '../../lib/local/runtime';
+import { drainBodies } from '../support/emulators';
+import { eventually, quantile, startWebhookReceiver } from '../support/webhook-receiver';
+
+type Receiver = Awaited<ReturnType<typeof startWebhookReceiver>>;
+
+let timer: LocalTimer;
+let receiver: Receiver;
+
+const MAX_ATTEMPTS = 3;
+
+beforeAll(async () => {
+  timer = await startLocalTimer({
+    port: 0,
+    logLevel: 'SILENT',
+    settings: { maxAttempts: MAX_ATTEMPTS, backoffBaseSeconds: 1, backoffMaxSeconds: 2 },
+  });
+  receiver = await startWebhookReceiver({
+    '/ok': () => 204,
+    '/flaky': (_, attemptsSoFar) => (attemptsSoFar < 2 ? 503 : 200),
+    '/down': () => 500,
+  });
+});
+
+afterAll(async () => {
+  await receiver?.close();
+  await timer?.stop();
+});
+
+interface Submitted {
+  readonly id: string;
+  readonly dueAtMs: number;
+  /** When the API answered 201: a task accepted after its dueAt cannot fire before this. */
+  readonly acceptedAtMs: number;
+  readonly kind: 'future' | 'lookahead' | 'past' | 'cancelled' | 'flaky' | 'down' | 'sqs' | 'eventbridge';
+}
+
+async function api(method: string, path: string, body?: unknown) {
+  const response = await fetch(`${timer.apiUrl}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  });
+  return {
+    status: response.status,
+    contentType: response.headers.get('content-type'),
+    body: (await response.json()) as Record<string, unknown>,
+  };
+}
+
+describe('End to end: local mode over HTTP', () => {
+  it('delivers every non-cancelled task once due, never early, never a cancelled one, and dead-letters the hopeless', async () => {
+    // Prepare: a target queue for SQS deliveries.
+    const targetQueue = await timer.sqs.send(new CreateQueueCommand({ QueueName: 'business-inbox' }));
+    const targetQueueUrl = targetQueue.QueueUrl ?? '';
+    const start = Date.now();
+    const plan: Array<Omit<Submitted, 'id' | 'acceptedAtMs'> & { target: unknown }> = [];
+    const http = (path: string) => ({ type: 'http', url: receiver.url(path), headers: { 'x-tenant-ref': 'e2e' } });
+    for (let i = 0; i < 200; i++)
+      plan.push({ kind: 'future', dueAtMs: start + 3000 + Math.floor((i * 17_000) / 200), target: http('/ok') });
+    for (let i = 0; i < 20; i++) plan.push({ kind: 'lookahead', dueAtMs: start + 300 + i * 50, target: http('/ok') });
+    for (let i = 0; i < 20; i++) plan.push({ kind: 'past', dueAtMs: start - 5000 - i * 1000, target: http('/ok') });
+    for (let i = 0; i < 20; i++) plan.push({ kind: 'cancelled', dueAtMs: start + 8000 + i * 400, target: http('/ok') });
+    for (let i = 0; i < 20; i++) plan.push({ kind: 'flaky', dueAtMs: start + 4000 + i * 300, target: http('/flaky') });
+    for (let i = 0; i < 20; i++) plan.push({ kind: 'down', dueAtMs: start + 4000 + i * 300, target: http('/down') });
+    for (let i = 0; i < 5; i++)
+      plan.push({ kind: 'sqs', dueAtMs: start + 5000 + i * 500, target: { type: 'sqs', queueUrl: targetQueueUrl } });
+    for (let i = 0; i < 5; i++) {
+      plan.push({
+        kind: 'eventbridge',
+        dueAtMs: start + 5000 + i * 500,
+        target: { type: 'eventbridge', eventBusName: 'orders', detailType: 'Order Expired' },
+      });
+    }
+
+    // Act: submit through the batch endpoint (ISO dates) and, for every fifth task, the single one (epoch ms).
+    const submitted: Submitted[] = [];
+    const singles = plan.filter((_, index) => index % 5 === 0);
+    const batched = plan.filter((_, index) => index % 5 !== 0);
+    for (const item of singles) {
+      const created = await api('POST', '/v1/tasks', {
+        dueAt: item.dueAtMs,
+        target: item.target,
+        payload: { kind: item.kind },
+        bizType: 'e2e',
+        bizId: item.kind,
+      });
+      expect(created.status).toBe(201);
+      submitted.push({
+        id: created.body.id as string,
+        dueAtMs: item.dueAtMs,
+        acceptedAtMs: Date.now(),
+        kind: item.kind,
+      });
+    }
+    for (let offset = 0; offset < batched.length; offset += 100) {
+      const chunk = batched.slice(offset, offset + 100);
+      const created = await api('POST', '/v1/tasks/batch', {
+        tasks: chunk.map((item) => ({
+          dueAt: new Date(item.dueAtMs).toISOString(),
+          target: item.target,
+          payload: { kind: item.kind },
+        })),
+      });
+      expect(created.status).toBe(201);
+      const results = created.body.results as Array<{ status: number; task: { id: string } }>;
+      const acceptedAtMs = Date.now();
+      results.forEach((result, index) =>
+        submitted.push({
+          id: result.task.id,
+          acceptedAtMs,
+          dueAtMs: chunk[index]?.dueAtMs ?? 0,
+          kind: chunk[index]?.kind ?? 'future',
+        }),
+      );
+    }
+    for (const task of submitted.filter((entry) => entry.kind === 'cancelled')) {
+      expect((await api('DELETE', `/v1/tasks/${task.id}`)).status).toBe(200);
+    }
+    const byKind = (...kinds: Submitted['kind'][]) => submitted.filter((task) => kinds.includes(task.kind));
+    const webhookIds = new Set(byKind('future', 'lookahead', 'past', 'flaky').map((task) => task.id));
+    const delivered = () =>
+      new Set(receiver.receipts.filter((receipt) => receipt.path !== '/down').map((receipt) => receipt.body.id));
+    await eventually('every webhook task has arrived', () => [...webhookIds].every((id) => delivered().has(id)), 120);
+    await eventually('the dead webhook tasks are FAILED', async () => {
+      const states = await Promise.all(byKind('down').map((task) => api('GET', `/v1/tasks/${task.id}`)));
+      return states.every((state) => state.body.status === 'FAILED');
+    });
+    await eventually('the EventBridge events are in the sink', () => timer.eventBridgeEvents.length >= 5);
+    const latest = Math.max(...byKind('cancelled').map((task) => task.dueAtMs));
+    await eventually('the cancelled tasks are past due', () => Date.now() > latest + 2000);
+
+    // Assess: at least once, never early (by the receiver's clock), never when cancelled.
+    const dueById = new Map(submitted.map((task) => [task.id, task.dueAtMs]));
+    const early = receiver.receipts.filter((receipt) => receipt.receivedAtMs < (dueById.get(receipt.body.id) ?? 0));
+    expect(early).toEqual([]);
+    const cancelledIds = new Set(byKind('cancelled').map((task) => task.id));
+    expect(receiver.receipts.filter((receipt) => cancelledIds.has(receipt.body.id))).toEqual([]);
+
+    // Every webhook is signed, carries the caller's header and the task id as the stable webhook id.
+    for (const receipt of receiver.receipts) {
+      expect(verifyWebhook(timer.signingSecret, receipt.headers, receipt.rawBody)).toBe(true);
+      expect(receipt.headers['webhook-id']).toBe(receipt.body.id);
+      expect(receipt.headers['x-tenant-ref']).toBe('e2e');
+    }
+
+    // Flaky targets succeeded on the third attempt; dead ones were tried MAX_ATTEMPTS times, then dead-lettered.
+    for (const task of byKind('flaky')) {
+      const state = await api('GET', `/v1/tasks/${task.id}`);
+      expect(state.body).toMatchObject({ status: 'DELIVERED', attempts: 3 });
+    }
+    const downAttempts = receiver.receipts.filter((receipt) => receipt.path === '/down');
+    expect(downAttempts.length).toBe(20 * MAX_ATTEMPTS);
+    const dead = (await drainBodies(timer.sqs, timer.queues.deliveryDlq.url)).map(
+      (body) => (JSON.parse(body) as { id: string }).id,
+    );
+    expect(new Set(dead)).toEqual(new Set(byKind('down').map((task) => task.id)));
+    const failed = await api('GET', `/v1/tasks/${byKind('down')[0]?.id}`);
+    expect(failed.body.lastError).toMatch(/HTTP 500/);
+
+    // SQS and EventBridge targets got the same notification.
+    const inbox = await timer.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: targetQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+    );
+    expect(
+      new Set((inbox.Messages ?? []).map((message) => (JSON.parse(message.Body ?? '{}') as { id: string }).id)),
+    ).toEqual(new Set(byKind('sqs').map((task) => task.id)));
+    expect(new Set(timer.eventBridgeEvents.map((event) => (event.detail as { id: string }).id))).toEqual(
+      new Set(byKind('eventbridge').map((task) => task.id)),
+    );
+    expect(timer.eventBridgeEvents[0]).toMatchObject({
+      eventBusName: 'orders',
+      detailType: 'Order Expired',
+      source: 'timer.service',
+    });
+
+    // On time: first arrival minus the moment the task could first fire (its dueAt, or its acceptance if that came later).
+    const firstArrival = new Map<string, number>();
+    for (const receipt of receiver.receipts) {
+      if (!firstArrival.has(receipt.body.id)) firstArrival.set(receipt.body.id, receipt.receivedAtMs);
+    }
+    const lateness = byKind('future', 'lookahead', 'past').map(
+      (task) => (firstArrival.get(task.id) ?? Number.NaN) - Math.max(task.dueAtMs, task.acceptedAtMs),
+    );
+    const duplicates =
+      receiver.receipts.filter((receipt) => receipt.path === '/ok').length -
+      byKind('future', 'lookahead', 'past').length;
+    console.log(
+      `e2e lateness over ${lateness.length} webhook tasks: p50 ${quantile(lateness, 0.5)} ms, p99 ${quantile(lateness, 0.99)} ms, max ${Math.max(...lateness)} ms; duplicate deliveries: ${duplicates}`,
+    );
+    expect(quantile(lateness, 0.99)).toBeLessThan(1000);
+  }, 150_000);
+
+  it('answers bad input with problem+json naming the field, and writes nothing', async () => {
+    // Prepare
+    const countTasks = async () =>
+      (
+        await timer.dynamo.send(
+          new ScanCommand({ TableName: LOCAL_TABLE_NAME, FilterExpression: 'attribute_exists(id)', Select: 'COUNT' }),
+        )
+      ).Count;
+    const before = await countTasks();
+
+    // Act
+    const invalid = await api('POST', '/v1/tasks', {
+      delaySeconds: 5,
+      dueAt: '2030-01-01T00:00:00Z',
+      target: { type: 'http', url: 'ftp://x' },
+    });
+    const unknown = await api('GET', '/v1/tasks/NOT-AN-ID');
+
+    // Assess
+    expect(invalid.status).toBe(400);
+    expect(invalid.contentType).toBe('application/problem+json');
+    expect((invalid.body.errors as Array<{ path: string }>).map((error) => error.path).sort()).toEqual(['target.url']);
+    expect(unknown.status).toBe(404);
+    expect(await countTasks()).toBe(before);
+  });
+});

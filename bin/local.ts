@@ -4,7 +4,7 @@
  * (default 3000).
  */
 import { resolve } from 'node:path';
-import { startLocalTimer } from '../lib/local/runtime';
+import { LOCAL_INBOX_PATH, startLocalTimer } from '../lib/local/runtime';
 
 const port = Number(process.env.TIMER_PORT ?? 3000);
 const dataDir = resolve(process.env.TIMER_DATA_DIR ?? '.timer-data');
@@ -25,12 +25,13 @@ process.stdout.write(
     `  API:             ${timer.apiUrl}/v1/tasks`,
     `  Data:            ${dataDir}`,
     `  Signing secret:  ${timer.signingSecret}  (webhooks carry Standard Webhooks signatures made with it)`,
+    `  Webhook inbox:   ${timer.apiUrl}${LOCAL_INBOX_PATH}  (a receiver for trying it out: checks signatures, logs arrivals)`,
     `  EventBridge:     events to eventbridge targets are appended to ${resolve(dataDir, 'eventbridge-events.jsonl')}`,
     timer.recovered > 0 ? `  Recovered:       ${timer.recovered} tasks re-enqueued after the restart` : '',
     '',
-    'Schedule a webhook 10 seconds from now:',
+    'Schedule a webhook 10 seconds from now, to the inbox:',
     `  curl -s -X POST ${timer.apiUrl}/v1/tasks -H 'content-type: application/json' \\`,
-    `    -d '{"delaySeconds":10,"target":{"type":"http","url":"http://127.0.0.1:8080/hook"},"payload":{"hello":"world"}}'`,
+    `    -d '{"delaySeconds":10,"target":{"type":"http","url":"${timer.apiUrl}${LOCAL_INBOX_PATH}"},"payload":{"hello":"world"}}'`,
     '',
     'Press Ctrl+C to stop.',
     '',

@@ -4,5 +4,6 @@ import { TimerStack } from '../lib/timer-stack';
 
 const app = new App();
 new TimerStack(app, 'DistributedTimer', {
-  description: 'Serverless distributed timer: HTTP API, DynamoDB time buckets, clock-locked scanner, SQS delivery with DLQ',
+  description:
+    'Serverless distributed timer: HTTP API, DynamoDB time buckets, clock-locked scanner, SQS delivery with DLQ',
 });

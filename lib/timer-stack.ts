@@ -169,7 +169,9 @@ export class TimerStack extends Stack {
         new SqsEventSource(this.queues[key], {
           batchSize: spec.consumer.batchSize,
           maxBatchingWindow:
-            spec.consumer.maxBatchingWindowSeconds > 0 ? Duration.seconds(spec.consumer.maxBatchingWindowSeconds) : undefined,
+            spec.consumer.maxBatchingWindowSeconds > 0
+              ? Duration.seconds(spec.consumer.maxBatchingWindowSeconds)
+              : undefined,
           reportBatchItemFailures: true,
         }),
       );
@@ -189,10 +191,19 @@ export class TimerStack extends Stack {
       this.api.addRoutes({ path, methods: [HttpMethod[method]], integration });
     }
 
-    new CfnOutput(this, 'ApiUrl', { value: this.api.apiEndpoint, description: 'Base URL of the timer API (POST {ApiUrl}/v1/tasks)' });
+    new CfnOutput(this, 'ApiUrl', {
+      value: this.api.apiEndpoint,
+      description: 'Base URL of the timer API (POST {ApiUrl}/v1/tasks)',
+    });
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
-    new CfnOutput(this, 'DeliveryDlqUrl', { value: this.queues.deliveryDlq.queueUrl, description: 'Tasks whose attempts ran out' });
-    new CfnOutput(this, 'SigningSecretArn', { value: this.signingSecret.secretArn, description: 'Webhook signing secret' });
+    new CfnOutput(this, 'DeliveryDlqUrl', {
+      value: this.queues.deliveryDlq.queueUrl,
+      description: 'Tasks whose attempts ran out',
+    });
+    new CfnOutput(this, 'SigningSecretArn', {
+      value: this.signingSecret.secretArn,
+      description: 'Webhook signing secret',
+    });
   }
 
   /** Each function gets the table actions and queues its code uses, and nothing else. */

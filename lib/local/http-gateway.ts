@@ -94,15 +94,34 @@ function toEvent(
   };
 }
 
+/** A local-only endpoint served beside the API (never deployed). */
+export type LocalRoute = (
+  method: string,
+  headers: Record<string, string | undefined>,
+  body: string,
+) => { status: number; body: unknown };
+
 /** An HTTP server in front of the api handler, translating requests to HTTP API (v2) events as API Gateway does. */
 export async function startHttpGateway(options: {
   port: number;
   handler: LambdaHandler<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>;
+  localRoutes: Record<string, LocalRoute>;
   onError: (error: unknown) => void;
 }): Promise<{ url: string; close(): Promise<void> }> {
   const server: Server = createServer(async (request, response) => {
     try {
       const url = new URL(request.url ?? '/', `http://${request.headers.host ?? 'localhost'}`);
+      const local = options.localRoutes[url.pathname];
+      if (local) {
+        const body = (await readBody(request)) ?? Buffer.alloc(0);
+        const headers = Object.fromEntries(
+          Object.entries(request.headers).map(([name, value]) => [name, String(value)]),
+        );
+        const result = local(request.method ?? 'GET', headers, body.toString('utf8'));
+        response.writeHead(result.status, { 'content-type': 'application/json' });
+        response.end(JSON.stringify(result.body));
+        return;
+      }
       const matched = matchRoute(request.method ?? 'GET', url.pathname);
       if (!matched) {
         response.writeHead(404, { 'content-type': 'application/json' });

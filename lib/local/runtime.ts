@@ -34,8 +34,11 @@ import { type SunkEvent, startEventBridgeSink } from './eventbridge-sink';
 import { startHttpGateway } from './http-gateway';
 import { type LambdaHandler, lambdaContext } from './lambda-context';
 import { startQueuePollers } from './queue-poller';
+import { createWebhookInbox } from './webhook-inbox';
 
 export const LOCAL_TABLE_NAME = 'timer-tasks';
+/** Where local mode's built-in webhook receiver listens (POST to deliver, GET to list). */
+export const LOCAL_INBOX_PATH = '/local/webhooks';
 const LOCAL_REGION = 'us-east-1';
 const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
 
@@ -63,6 +66,8 @@ export interface LocalTimer {
   readonly sqs: SQSClient;
   readonly dynamo: DynamoDBDocumentClient;
   readonly eventBridgeEvents: readonly SunkEvent[];
+  /** Webhooks delivered to the built-in receiver at LOCAL_INBOX_PATH. */
+  readonly inbox: ReturnType<typeof createWebhookInbox>;
   /** Tasks re-enqueued at start because the in-memory queues of a previous run were lost. */
   readonly recovered: number;
   stop(): Promise<void>;
@@ -302,9 +307,14 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     return setInterval(invokeScheduled(fn), everySeconds * 1000);
   });
 
+  const inbox = createWebhookInbox(signingSecret, (message, fields) => logLine('INFO', message, fields));
   const gateway = await startHttpGateway({
     port: options.port ?? 0,
     handler: handlers.api as LambdaHandler<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>,
+    localRoutes: {
+      [LOCAL_INBOX_PATH]: (method, headers, body) =>
+        method === 'POST' ? inbox.receive(headers, body) : { status: 200, body: { webhooks: inbox.entries } },
+    },
     onError: onError('api gateway'),
   });
 
@@ -316,6 +326,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     sqs,
     dynamo,
     eventBridgeEvents: sink.events,
+    inbox,
     recovered,
     async stop() {
       for (const timer of timers) clearInterval(timer);

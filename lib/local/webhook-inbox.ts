@@ -1,0 +1,53 @@
+import type { Notification } from '../../functions/core/deliver';
+import { verifyWebhook } from '../../functions/core/signature';
+
+export interface InboxEntry {
+  readonly receivedAt: string;
+  readonly latenessMs: number;
+  readonly signatureValid: boolean;
+  readonly notification: Notification;
+}
+
+/** Newest arrivals kept for GET; older ones are only in the log. */
+const KEPT = 100;
+
+/**
+ * A webhook receiver built into local mode, so the README's first curl has somewhere to
+ * land: it checks the Standard Webhooks signature as a real receiver would, prints the
+ * arrival with its lateness, and lists recent arrivals on GET.
+ */
+export function createWebhookInbox(
+  signingSecret: string,
+  print: (message: string, fields: Record<string, unknown>) => void,
+) {
+  const entries: InboxEntry[] = [];
+  return {
+    entries: entries as readonly InboxEntry[],
+    receive(headers: Record<string, string | undefined>, rawBody: string): { status: number; body: unknown } {
+      const receivedAtMs = Date.now();
+      let notification: Notification;
+      try {
+        notification = JSON.parse(rawBody) as Notification;
+      } catch {
+        return { status: 400, body: { message: 'the body is not JSON' } };
+      }
+      const entry: InboxEntry = {
+        receivedAt: new Date(receivedAtMs).toISOString(),
+        latenessMs: receivedAtMs - Date.parse(notification.dueAt),
+        signatureValid: verifyWebhook(signingSecret, headers, rawBody),
+        notification,
+      };
+      entries.push(entry);
+      if (entries.length > KEPT) entries.shift();
+      print('webhook received', {
+        taskId: notification.id,
+        dueAt: notification.dueAt,
+        latenessMs: entry.latenessMs,
+        attempt: notification.attempt,
+        signature: entry.signatureValid ? 'valid' : 'INVALID',
+        payload: notification.payload,
+      });
+      return { status: 200, body: { received: true } };
+    },
+  };
+}

@@ -256,6 +256,22 @@ export class DynamoTaskStore implements TaskStore {
       ),
     );
   }
+
+  async reviveFailed(key: TaskKey): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: key,
+          // Attempts start again from zero; lastError stays until the next attempt replaces it.
+          UpdateExpression: 'SET #status = :pending, attempts = :zero REMOVE expiresAt',
+          ConditionExpression: '#status = :failed',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':pending': 'PENDING', ':failed': 'FAILED', ':zero': 0 },
+        }),
+      ),
+    );
+  }
 }
 
 const CLOCK_KEY = { pk: 'CLOCK', sk: 'CLOCK' } as const;

@@ -88,8 +88,9 @@ export function sqsTickQueue(sqs: SQSClient, queueUrl: string): TickQueue {
 }
 
 /**
- * Dead letters share the delivery message's shape (plus why it failed), so a DLQ
- * redrive puts them straight back on the delivery queue.
+ * Dead letters share the delivery message's shape plus why it failed, so a DLQ redrive
+ * puts them straight back on the delivery queue, where the `error` field tells the
+ * callback to revive the FAILED task before delivering it.
  */
 export class SqsDeadLetterQueue implements DeadLetterQueue {
   constructor(

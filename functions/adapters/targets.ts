@@ -22,9 +22,12 @@ const describe = (error: unknown) => (error instanceof Error ? `${error.name}: $
 
 /** Seconds from a Retry-After header (delta-seconds or an HTTP date), if it has one. */
 export function retryAfterSeconds(header: string | null, nowMs: number): number | undefined {
-  if (!header) return undefined;
-  if (/^\d+$/.test(header.trim())) return Number(header.trim());
-  const at = Date.parse(header);
+  const value = header?.trim();
+  if (!value) return undefined;
+  if (/^\d+$/.test(value)) return Number(value);
+  // An HTTP-date (RFC 9110) always ends in GMT; anything else is not a Retry-After we understand.
+  if (!value.endsWith('GMT')) return undefined;
+  const at = Date.parse(value);
   return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - nowMs) / 1000));
 }
 

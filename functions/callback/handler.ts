@@ -9,7 +9,7 @@ import { eventBridge, secretsManager, sqs, sqsForQueueUrl } from '../commons/cli
 import { integerEnv, requireEnv } from '../commons/config';
 import { createLogger } from '../commons/logger';
 import { tableFromEnv } from '../commons/stores';
-import { type DeliveryOutcome, type DeliveryPorts, deliverTask } from '../core/deliver';
+import { type DeliveryOutcome, type DeliveryPorts, deliverTask, redeliverDeadLetter } from '../core/deliver';
 import { asSigningSecret } from '../core/signature';
 import { systemClock } from '../core/task';
 
@@ -54,11 +54,11 @@ const ports: DeliveryPorts = {
   maxEarlyWaitMs: MAX_EARLY_WAIT_MS,
 };
 
-function taskIdOf(record: SQSRecord): string | undefined {
+/** The task a message names, and whether it is a dead letter (which carries its last error) being redriven. */
+function messageOf(record: SQSRecord): { id: string; redriven: boolean } | undefined {
   try {
-    const body: unknown = JSON.parse(record.body);
-    const id = (body as { id?: unknown } | null)?.id;
-    return typeof id === 'string' ? id : undefined;
+    const body = JSON.parse(record.body) as { id?: unknown; error?: unknown } | null;
+    return typeof body?.id === 'string' ? { id: body.id, redriven: body.error !== undefined } : undefined;
   } catch {
     return undefined;
   }
@@ -66,15 +66,18 @@ function taskIdOf(record: SQSRecord): string | undefined {
 
 /** Delivers one record; true when the message is done with, false when it must come back later. */
 async function processRecord(record: SQSRecord): Promise<boolean> {
-  const id = taskIdOf(record);
-  if (id === undefined) {
+  const message = messageOf(record);
+  if (message === undefined) {
     logger.error('delivery message without a task id dropped', {
       messageId: record.messageId,
       body: record.body.slice(0, 200),
     });
     return true;
   }
-  const outcome: DeliveryOutcome = await deliverTask(ports, id);
+  const { id } = message;
+  const outcome: DeliveryOutcome = message.redriven
+    ? await redeliverDeadLetter(ports, id)
+    : await deliverTask(ports, id);
   const facts = { taskId: id, messageId: record.messageId, receiveCount: record.attributes.ApproximateReceiveCount };
   switch (outcome.kind) {
     case 'delivered':

@@ -1,5 +1,6 @@
 import { ENV } from '../../lib/topology';
 import { DynamoClockStore, DynamoTaskStore } from '../adapters/dynamo-store';
+import { MAX_SHARDS } from '../core/ids';
 import { dynamo } from './clients';
 import { integerEnv, requireEnv } from './config';
 
@@ -9,7 +10,11 @@ export function tableFromEnv(env: NodeJS.ProcessEnv = process.env) {
   const bucketCount = integerEnv(ENV.bucketCount, env);
   const shardCount = integerEnv(ENV.shardCount, env);
   if (bucketCount < 1) throw new Error(`Environment variable ${ENV.bucketCount} must be at least 1`);
-  if (shardCount < 1) throw new Error(`Environment variable ${ENV.shardCount} must be at least 1`);
+  if (shardCount < 1 || shardCount > MAX_SHARDS) {
+    throw new Error(
+      `Environment variable ${ENV.shardCount} must be between 1 and ${MAX_SHARDS} (task ids hold the shard in two characters)`,
+    );
+  }
   return {
     bucketCount,
     shardCount,

@@ -129,3 +129,15 @@ export async function deliverTask(ports: DeliveryPorts, id: string): Promise<Del
   const retryAfterSeconds = Math.min(ports.backoffMaxSeconds, Math.max(backoff, result.retryAfterSeconds ?? 0));
   return { kind: 'retry', attempt, retryAfterSeconds, error: result.error };
 }
+
+/**
+ * A dead letter that comes back on the delivery queue was put there by a DLQ redrive:
+ * an operator asking for another round of attempts. The FAILED task is made PENDING
+ * again (a task in any other state is left alone) and delivered as usual.
+ */
+export async function redeliverDeadLetter(ports: DeliveryPorts, id: string): Promise<DeliveryOutcome> {
+  const location = parseTaskId(id, ports.shardCount);
+  if (!location) return { kind: 'skipped', reason: 'malformed-id' };
+  await ports.taskStore.reviveFailed(taskKey(id, location, ports.bucketCount));
+  return deliverTask(ports, id);
+}

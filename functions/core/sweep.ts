@@ -5,7 +5,11 @@ import { scanSecond } from './scan';
 export interface SweepSettings {
   /** How far behind the cursor to look. */
   readonly windowSeconds: number;
-  /** Seconds this close behind the cursor may still be in a live scan, so they are left alone. */
+  /**
+   * Seconds due within this long before now may still be in a live scan, so they are left
+   * alone. While scanners drain a backlog, a second just behind the cursor can be older than
+   * this and still in flight; re-scanning it then only sends duplicates, which leases absorb.
+   */
   readonly graceSeconds: number;
 }
 

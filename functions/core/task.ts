@@ -74,6 +74,8 @@ export interface TaskStore {
   claimDelivery(key: TaskKey, nowMs: number, leaseUntilMs: number): Promise<Task | undefined>;
   /** Records the outcome of the attempt that holds the lease; false if the lease was lost. */
   finishDelivery(key: TaskKey, attempt: number, outcome: DeliveryRecord): Promise<boolean>;
+  /** FAILED → PENDING with a fresh attempt budget; false if the task is not FAILED. */
+  reviveFailed(key: TaskKey): Promise<boolean>;
 }
 
 export type DeliveryRecord =

@@ -1,8 +1,10 @@
 import type { Clock } from '../../functions/core/task';
 
-/** A clock the test moves by hand; sleeping advances it instead of waiting. */
+/** A clock that moves only when told to; `sleep` moves it, so waits end at once and exactly on time. */
 export class ManualClock implements Clock {
-  constructor(private nowMs: number) {}
+  readonly sleeps: number[] = [];
+
+  constructor(public nowMs: number) {}
 
   now(): number {
     return this.nowMs;
@@ -17,6 +19,7 @@ export class ManualClock implements Clock {
   }
 
   async sleep(ms: number): Promise<void> {
+    this.sleeps.push(ms);
     this.nowMs += Math.max(0, ms);
   }
 }

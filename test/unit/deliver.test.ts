@@ -1,0 +1,293 @@
+import { describe, expect, it, vi } from 'vitest';
+import {
+  backoffSeconds,
+  type DeadLetter,
+  type DeliveryPorts,
+  deliverTask,
+  type Notification,
+  redeliverDeadLetter,
+  type TargetResult,
+} from '../../functions/core/deliver';
+import type { Task } from '../../functions/core/task';
+import { aTask, FakeTaskStore, ManualClock } from './fakes';
+
+const DUE_AT_MS = Date.UTC(2026, 5, 1, 8, 0, 0, 250);
+const LEASE_MS = 60_000;
+
+/** Delivery ports over fakes; the target answers `result` and records when it was called. */
+function deliveryPorts(task: Task, options: { nowMs: number; result?: TargetResult }) {
+  const clock = new ManualClock(options.nowMs);
+  const calls: Array<{ atMs: number; notification: Notification }> = [];
+  const letters: DeadLetter[] = [];
+  const ports = {
+    taskStore: new FakeTaskStore([task]),
+    targets: {
+      dispatch: vi.fn(async (_target: Task['target'], notification: Notification): Promise<TargetResult> => {
+        calls.push({ atMs: clock.now(), notification });
+        return options.result ?? { ok: true };
+      }),
+    },
+    deadLetters: { send: vi.fn(async (letter: DeadLetter) => void letters.push(letter)) },
+    clock,
+    bucketCount: 1000,
+    shardCount: 4,
+    maxAttempts: 5,
+    backoffBaseSeconds: 5,
+    backoffMaxSeconds: 900,
+    retentionDays: 30,
+    leaseMs: LEASE_MS,
+    maxEarlyWaitMs: 5000,
+  } satisfies DeliveryPorts;
+  return { ports, clock, calls, letters, stored: () => ports.taskStore.tasks.get(task.id) };
+}
+
+describe('Function: deliverTask', () => {
+  it('waits out the rest of an early message so the target is never called before dueAt', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 2);
+    const { ports, clock, calls } = deliveryPorts(task, { nowMs: DUE_AT_MS - 1500 });
+
+    // Act
+    const outcome = await deliverTask(ports, task.id);
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'delivered', attempt: 1, latenessMs: 0 });
+    expect(clock.sleeps).toEqual([1500]);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]?.atMs).toBeGreaterThanOrEqual(DUE_AT_MS);
+  });
+
+  it('keeps waiting when a timer fires a little early', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 2);
+    const { ports, clock, calls } = deliveryPorts(task, { nowMs: DUE_AT_MS - 1500 });
+    // Real timers may fire a millisecond early; this one falls 1 ms short the first time.
+    vi.spyOn(clock, 'sleep').mockImplementationOnce(async (ms) => clock.advance(ms - 1));
+
+    // Act
+    await deliverTask(ports, task.id);
+
+    // Assess
+    expect(calls[0]?.atMs).toBe(DUE_AT_MS);
+  });
+
+  it('hands a message back to the queue when it surfaced more than the allowed wait early', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 2);
+    const { ports, clock, calls, stored } = deliveryPorts(task, { nowMs: DUE_AT_MS - 7200 });
+
+    // Act
+    const outcome = await deliverTask(ports, task.id);
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'early', retryAfterSeconds: 8 });
+    expect(calls).toHaveLength(0);
+    expect(clock.sleeps).toEqual([]);
+    expect(stored()).toEqual(task);
+  });
+
+  it('skips a task it cannot claim, such as a cancelled one, without calling the target', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 1, { status: 'CANCELLED', cancelledAtMs: DUE_AT_MS - 10_000 });
+    const { ports, calls, stored } = deliveryPorts(task, { nowMs: DUE_AT_MS + 100 });
+
+    // Act
+    const outcome = await deliverTask(ports, task.id);
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'skipped', reason: 'not-claimable' });
+    expect(calls).toHaveLength(0);
+    expect(stored()?.status).toBe('CANCELLED');
+  });
+
+  it('skips a task another consumer holds a live lease on', async () => {
+    // Prepare
+    const nowMs = DUE_AT_MS + 100;
+    const task = aTask(DUE_AT_MS, 1, { status: 'DELIVERING', attempts: 1, leaseUntilMs: nowMs + 1000 });
+    const { ports, calls } = deliveryPorts(task, { nowMs });
+
+    // Act
+    const outcome = await deliverTask(ports, task.id);
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'skipped', reason: 'not-claimable' });
+    expect(calls).toHaveLength(0);
+  });
+
+  it('records a success as DELIVERED with its lateness', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 3, { bizType: 'order', bizId: 'o-1' });
+    const { ports, calls, stored } = deliveryPorts(task, { nowMs: DUE_AT_MS + 250 });
+
+    // Act
+    const outcome = await deliverTask(ports, task.id);
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'delivered', attempt: 1, latenessMs: 250 });
+    expect(stored()).toMatchObject({
+      status: 'DELIVERED',
+      attempts: 1,
+      deliveredAtMs: DUE_AT_MS + 250,
+      latenessMs: 250,
+    });
+    expect(stored()?.leaseUntilMs).toBeUndefined();
+    expect(calls[0]?.notification).toEqual({
+      id: task.id,
+      dueAt: new Date(DUE_AT_MS).toISOString(),
+      firedAt: new Date(DUE_AT_MS + 250).toISOString(),
+      attempt: 1,
+      bizType: 'order',
+      bizId: 'o-1',
+      payload: { orderId: 'o-1' },
+    });
+  });
+
+  it('schedules a retry with the backoff of the attempt and puts the task back to PENDING', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 0, { attempts: 2 });
+    const { ports, stored } = deliveryPorts(task, {
+      nowMs: DUE_AT_MS + 40_000,
+      result: { ok: false, error: 'HTTP 503 from hooks.example.com' },
+    });
+
+    // Act
+    const outcome = await deliverTask(ports, task.id);
+
+    // Assess
+    expect(outcome).toEqual({
+      kind: 'retry',
+      attempt: 3,
+      retryAfterSeconds: backoffSeconds(3, 5, 900),
+      error: 'HTTP 503 from hooks.example.com',
+    });
+    expect(backoffSeconds(3, 5, 900)).toBe(20);
+    expect(stored()).toMatchObject({ status: 'PENDING', attempts: 3, lastError: 'HTTP 503 from hooks.example.com' });
+  });
+
+  it('waits as long as the target asks when that is longer than the backoff', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 0);
+    const { ports } = deliveryPorts(task, {
+      nowMs: DUE_AT_MS,
+      result: { ok: false, error: 'HTTP 429 from hooks.example.com', retryAfterSeconds: 120 },
+    });
+
+    // Act
+    const outcome = await deliverTask(ports, task.id);
+
+    // Assess
+    expect(outcome).toMatchObject({ kind: 'retry', attempt: 1, retryAfterSeconds: 120 });
+  });
+
+  it('keeps the backoff when the target asks for less', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 0);
+    const { ports } = deliveryPorts(task, {
+      nowMs: DUE_AT_MS,
+      result: { ok: false, error: 'HTTP 429 from hooks.example.com', retryAfterSeconds: 1 },
+    });
+
+    // Act
+    const outcome = await deliverTask(ports, task.id);
+
+    // Assess
+    expect(outcome).toMatchObject({ kind: 'retry', attempt: 1, retryAfterSeconds: 5 });
+  });
+
+  it('dead-letters the task before marking it FAILED when the last attempt fails', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 0, { attempts: 4 });
+    const { ports, letters, stored } = deliveryPorts(task, {
+      nowMs: DUE_AT_MS + 600_000,
+      result: { ok: false, error: 'HTTP 500 from hooks.example.com' },
+    });
+    const finishDelivery = vi.spyOn(ports.taskStore, 'finishDelivery');
+
+    // Act
+    const outcome = await deliverTask(ports, task.id);
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'failed', attempt: 5, error: 'HTTP 500 from hooks.example.com' });
+    expect(letters).toEqual([{ id: task.id, attempt: 5, error: 'HTTP 500 from hooks.example.com' }]);
+    expect(stored()).toMatchObject({ status: 'FAILED', attempts: 5, lastError: 'HTTP 500 from hooks.example.com' });
+    expect(ports.deadLetters.send.mock.invocationCallOrder[0]).toBeLessThan(
+      finishDelivery.mock.invocationCallOrder[0] ?? 0,
+    );
+  });
+
+  it('leaves the task leased, not FAILED, when the dead letter cannot be sent', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 0, { attempts: 4 });
+    const { ports, stored } = deliveryPorts(task, {
+      nowMs: DUE_AT_MS + 600_000,
+      result: { ok: false, error: 'HTTP 500 from hooks.example.com' },
+    });
+    ports.deadLetters.send.mockRejectedValueOnce(new Error('DLQ unavailable'));
+
+    // Act
+    const delivering = deliverTask(ports, task.id);
+
+    // Assess
+    await expect(delivering).rejects.toThrow('DLQ unavailable');
+    expect(stored()?.status).toBe('DELIVERING');
+  });
+
+  it('skips a malformed id without touching the store or the target', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 0);
+    const { ports, calls } = deliveryPorts(task, { nowMs: DUE_AT_MS });
+    const claimDelivery = vi.spyOn(ports.taskStore, 'claimDelivery');
+
+    // Act
+    const outcome = await deliverTask(ports, 'not-a-task-id');
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'skipped', reason: 'malformed-id' });
+    expect(claimDelivery).not.toHaveBeenCalled();
+    expect(calls).toHaveLength(0);
+  });
+});
+
+describe('Function: redeliverDeadLetter', () => {
+  it('gives a FAILED task a fresh attempt budget and delivers it (DLQ redrive)', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 0, { status: 'FAILED', attempts: 5, lastError: 'HTTP 500 from hooks.example.com' });
+    const { ports, calls, stored } = deliveryPorts(task, { nowMs: DUE_AT_MS + 3_600_000 });
+
+    // Act
+    const outcome = await redeliverDeadLetter(ports, task.id);
+
+    // Assess
+    expect(outcome).toMatchObject({ kind: 'delivered', attempt: 1 });
+    expect(calls).toHaveLength(1);
+    expect(stored()).toMatchObject({ status: 'DELIVERED', attempts: 1 });
+  });
+
+  it('leaves a task that is not FAILED as it is, so a stale dead letter cannot resurrect a cancelled one', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 0, { status: 'CANCELLED', attempts: 2 });
+    const { ports, calls, stored } = deliveryPorts(task, { nowMs: DUE_AT_MS + 3_600_000 });
+
+    // Act
+    const outcome = await redeliverDeadLetter(ports, task.id);
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'skipped', reason: 'not-claimable' });
+    expect(calls).toEqual([]);
+    expect(stored()?.status).toBe('CANCELLED');
+  });
+});
+
+describe('Function: backoffSeconds', () => {
+  it('doubles from the base with each attempt', () => {
+    // Act & Assess
+    expect([1, 2, 3, 4].map((attempt) => backoffSeconds(attempt, 5, 900))).toEqual([5, 10, 20, 40]);
+  });
+
+  it('never exceeds the cap', () => {
+    // Act & Assess
+    expect(backoffSeconds(8, 5, 900)).toBe(640);
+    expect(backoffSeconds(9, 5, 900)).toBe(900);
+    expect(backoffSeconds(60, 5, 900)).toBe(900);
+  });
+});

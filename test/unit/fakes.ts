@@ -1,0 +1,154 @@
+/**
+ * In-memory stand-ins for the core's ports. They keep only the state the core's
+ * contracts talk about (cursor, markers, task status, attempts, lease), so a test can
+ * set up a situation in one line and read the outcome back without any AWS client.
+ */
+export { ManualClock } from '../support/clock';
+
+import { MAX_SHARDS, newTaskId, parseTaskId, type TaskKey } from '../../functions/core/ids';
+import type {
+  CancelOutcome,
+  ClockState,
+  ClockStore,
+  DeliveryMessage,
+  DeliveryQueue,
+  DeliveryRecord,
+  DueTask,
+  Task,
+  TaskStore,
+} from '../../functions/core/task';
+
+export class FakeClockStore implements ClockStore {
+  /** Second → how many tasks its scan enqueued. */
+  readonly markers = new Map<number, number>();
+  private rivalClaims = 0;
+
+  constructor(public state?: ClockState) {}
+
+  /** The next `count` advance() calls lose to a rival scanner that moves the cursor just before them. */
+  loseNextAdvances(count: number): void {
+    this.rivalClaims = count;
+  }
+
+  async read(): Promise<ClockState | undefined> {
+    return this.state;
+  }
+
+  async start(second: number): Promise<boolean> {
+    if (this.state) return false;
+    this.state = { cursor: second, startedAt: second };
+    return true;
+  }
+
+  async advance(from: number): Promise<boolean> {
+    if (!this.state) return false;
+    if (this.rivalClaims > 0) {
+      this.rivalClaims--;
+      this.state = { ...this.state, cursor: this.state.cursor + 1 };
+    }
+    if (this.state.cursor !== from) return false;
+    this.state = { ...this.state, cursor: from + 1 };
+    return true;
+  }
+
+  async markScanned(second: number, enqueued: number): Promise<void> {
+    this.markers.set(second, enqueued);
+  }
+
+  async scannedSeconds(from: number, to: number): Promise<Set<number>> {
+    return new Set([...this.markers.keys()].filter((second) => second >= from && second <= to));
+  }
+}
+
+// The sort key ends with the id, which is all the fake needs to find a task.
+const idOf = (key: TaskKey) => key.sk.slice(key.sk.indexOf('#') + 1);
+
+/** Tasks by id, with the lease and attempt rules of the real store's conditional writes. */
+export class FakeTaskStore implements TaskStore {
+  readonly tasks = new Map<string, Task>();
+
+  constructor(tasks: readonly Task[] = []) {
+    for (const task of tasks) this.tasks.set(task.id, task);
+  }
+
+  async create(task: Task): Promise<void> {
+    this.tasks.set(task.id, task);
+  }
+
+  async createMany(entries: ReadonlyArray<{ task: Task }>): Promise<void> {
+    for (const { task } of entries) this.tasks.set(task.id, task);
+  }
+
+  async get(key: TaskKey): Promise<Task | undefined> {
+    return this.tasks.get(idOf(key));
+  }
+
+  async cancel(key: TaskKey, nowMs: number): Promise<CancelOutcome> {
+    const task = this.tasks.get(idOf(key));
+    if (!task) return { cancelled: false, reason: 'not-found' };
+    if (!this.leasable(task, nowMs)) {
+      const reason = task.status === 'DELIVERING' ? 'in-delivery' : 'already-final';
+      return { cancelled: false, reason, status: task.status };
+    }
+    this.tasks.set(task.id, { ...task, status: 'CANCELLED', cancelledAtMs: nowMs });
+    return { cancelled: true };
+  }
+
+  async listDue(second: number, shard: number): Promise<DueTask[]> {
+    return [...this.tasks.values()]
+      .filter((task) => task.status === 'PENDING' && Math.floor(task.dueAtMs / 1000) === second)
+      .filter((task) => parseTaskId(task.id, MAX_SHARDS)?.shard === shard)
+      .map(({ id, dueAtMs }) => ({ id, dueAtMs }));
+  }
+
+  async claimDelivery(key: TaskKey, nowMs: number, leaseUntilMs: number): Promise<Task | undefined> {
+    const task = this.tasks.get(idOf(key));
+    if (!task || !this.leasable(task, nowMs)) return undefined;
+    const claimed: Task = { ...task, status: 'DELIVERING', leaseUntilMs, attempts: task.attempts + 1 };
+    this.tasks.set(task.id, claimed);
+    return claimed;
+  }
+
+  async finishDelivery(key: TaskKey, attempt: number, outcome: DeliveryRecord): Promise<boolean> {
+    const task = this.tasks.get(idOf(key));
+    if (task?.status !== 'DELIVERING' || task.attempts !== attempt) return false;
+    this.tasks.set(task.id, { ...task, ...outcome, leaseUntilMs: undefined });
+    return true;
+  }
+
+  async reviveFailed(key: TaskKey): Promise<boolean> {
+    const task = this.tasks.get(idOf(key));
+    if (task?.status !== 'FAILED') return false;
+    this.tasks.set(task.id, { ...task, status: 'PENDING', attempts: 0 });
+    return true;
+  }
+
+  private leasable(task: Task, nowMs: number): boolean {
+    return task.status === 'PENDING' || (task.status === 'DELIVERING' && (task.leaseUntilMs ?? 0) < nowMs);
+  }
+}
+
+export class FakeDeliveryQueue implements DeliveryQueue {
+  readonly sent: DeliveryMessage[] = [];
+  /** When set, every send throws it, as SQS would after its retries ran out. */
+  failure: Error | undefined;
+
+  async send(messages: readonly DeliveryMessage[]): Promise<void> {
+    if (this.failure) throw this.failure;
+    this.sent.push(...messages);
+  }
+}
+
+/** A PENDING webhook task with a real id for `dueAtMs` and `shard`. */
+export function aTask(dueAtMs: number, shard = 0, overrides: Partial<Task> = {}): Task {
+  return {
+    id: newTaskId({ dueAtMs, shard }),
+    status: 'PENDING',
+    dueAtMs,
+    createdAtMs: dueAtMs - 60_000,
+    target: { type: 'http', url: 'https://hooks.example.com/timer' },
+    payloadJson: '{"orderId":"o-1"}',
+    attempts: 0,
+    ...overrides,
+  };
+}

@@ -1,0 +1,276 @@
+import { describe, expect, it, vi } from 'vitest';
+import { claimNextSecond } from '../../functions/core/clock';
+import { runScanner, scanSecond } from '../../functions/core/scan';
+import { sweepUnfinishedSeconds } from '../../functions/core/sweep';
+import { aTask, FakeClockStore, FakeDeliveryQueue, FakeTaskStore, ManualClock } from './fakes';
+
+const NOW_SECOND = 1_780_000_000;
+const SHARD_COUNT = 4;
+
+function scanPorts(options: { nowMs?: number; tasks?: ReturnType<typeof aTask>[]; clockStore?: FakeClockStore } = {}) {
+  return {
+    clock: new ManualClock(options.nowMs ?? NOW_SECOND * 1000),
+    clockStore: options.clockStore ?? new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 3600 }),
+    taskStore: new FakeTaskStore(options.tasks),
+    deliveryQueue: new FakeDeliveryQueue(),
+    shardCount: SHARD_COUNT,
+  };
+}
+
+describe('Function: claimNextSecond', () => {
+  it('starts the clock at the current second when it has never run', async () => {
+    // Prepare
+    const clock = new ManualClock(NOW_SECOND * 1000 + 750);
+    const clockStore = new FakeClockStore();
+
+    // Act
+    const claim = await claimNextSecond({ clockStore, clock, lookaheadSeconds: 2 });
+
+    // Assess
+    expect(claim).toEqual({ claimed: true, second: NOW_SECOND });
+    expect(clockStore.state).toEqual({ cursor: NOW_SECOND + 1, startedAt: NOW_SECOND });
+  });
+
+  it('claims each second up to now plus the lookahead, then nothing', async () => {
+    // Prepare
+    const clock = new ManualClock(NOW_SECOND * 1000 + 999);
+    const clockStore = new FakeClockStore({ cursor: NOW_SECOND - 1, startedAt: NOW_SECOND - 100 });
+
+    // Act
+    const claims = [];
+    for (let call = 0; call < 5; call++) claims.push(await claimNextSecond({ clockStore, clock, lookaheadSeconds: 2 }));
+
+    // Assess
+    expect(claims).toEqual([
+      { claimed: true, second: NOW_SECOND - 1 },
+      { claimed: true, second: NOW_SECOND },
+      { claimed: true, second: NOW_SECOND + 1 },
+      { claimed: true, second: NOW_SECOND + 2 },
+      { claimed: false },
+    ]);
+    expect(clockStore.state?.cursor).toBe(NOW_SECOND + 3);
+  });
+
+  it('re-reads the cursor after losing a race and claims the next second', async () => {
+    // Prepare
+    const clock = new ManualClock(NOW_SECOND * 1000);
+    const clockStore = new FakeClockStore({ cursor: NOW_SECOND - 5, startedAt: NOW_SECOND - 100 });
+    clockStore.loseNextAdvances(1);
+    const advance = vi.spyOn(clockStore, 'advance');
+
+    // Act
+    const claim = await claimNextSecond({ clockStore, clock, lookaheadSeconds: 2 });
+
+    // Assess
+    expect(claim).toEqual({ claimed: true, second: NOW_SECOND - 4 });
+    expect(advance.mock.calls).toEqual([[NOW_SECOND - 5], [NOW_SECOND - 4]]);
+  });
+
+  it('gives up without a claim when a lost race leaves the cursor past the lookahead', async () => {
+    // Prepare
+    const clock = new ManualClock(NOW_SECOND * 1000);
+    const clockStore = new FakeClockStore({ cursor: NOW_SECOND + 2, startedAt: NOW_SECOND - 100 });
+    clockStore.loseNextAdvances(1);
+
+    // Act
+    const claim = await claimNextSecond({ clockStore, clock, lookaheadSeconds: 2 });
+
+    // Assess
+    expect(claim).toEqual({ claimed: false });
+    expect(clockStore.state?.cursor).toBe(NOW_SECOND + 3);
+  });
+});
+
+describe('Function: scanSecond', () => {
+  it('reads every shard of the second', async () => {
+    // Prepare
+    const ports = scanPorts();
+    const listDue = vi.spyOn(ports.taskStore, 'listDue');
+
+    // Act
+    await scanSecond(ports, NOW_SECOND);
+
+    // Assess
+    expect(listDue.mock.calls.map(([second, shard]) => [second, shard]).sort()).toEqual(
+      [0, 1, 2, 3].map((shard) => [NOW_SECOND, shard]).sort(),
+    );
+  });
+
+  it('enqueues the PENDING tasks of every shard and of that second only', async () => {
+    // Prepare
+    const due = [aTask(NOW_SECOND * 1000, 0), aTask(NOW_SECOND * 1000 + 400, 3), aTask(NOW_SECOND * 1000 + 999, 2)];
+    const others = [
+      aTask(NOW_SECOND * 1000 + 1000, 1),
+      aTask(NOW_SECOND * 1000 - 1, 1),
+      aTask(NOW_SECOND * 1000 + 5, 1, { status: 'CANCELLED' }),
+    ];
+    const ports = scanPorts({ tasks: [...due, ...others] });
+
+    // Act
+    const result = await scanSecond(ports, NOW_SECOND);
+
+    // Assess
+    expect(result).toEqual({ enqueued: 3 });
+    expect(ports.deliveryQueue.sent.map((message) => message.id).sort()).toEqual(due.map((task) => task.id).sort());
+  });
+
+  it('delays each message by the whole seconds until its due time, rounding down', async () => {
+    // Prepare
+    const nowMs = (NOW_SECOND - 3) * 1000 + 500;
+    const tasks = [
+      aTask(nowMs + 2999, 0),
+      aTask(nowMs + 1000, 1),
+      aTask(nowMs + 999, 2),
+      aTask(nowMs - 1500, 3), // overdue: a past second scanned late
+    ];
+    const ports = scanPorts({ nowMs, tasks });
+
+    // Act
+    for (const second of new Set(tasks.map((task) => Math.floor(task.dueAtMs / 1000)))) await scanSecond(ports, second);
+
+    // Assess
+    const delays = Object.fromEntries(ports.deliveryQueue.sent.map((message) => [message.id, message.delaySeconds]));
+    expect(tasks.map((task) => delays[task.id])).toEqual([2, 1, 0, 0]);
+  });
+
+  it('marks the second as scanned only after sending its messages', async () => {
+    // Prepare
+    const ports = scanPorts({ tasks: [aTask(NOW_SECOND * 1000 + 10, 1)] });
+    const send = vi.spyOn(ports.deliveryQueue, 'send');
+    const markScanned = vi.spyOn(ports.clockStore, 'markScanned');
+
+    // Act
+    await scanSecond(ports, NOW_SECOND);
+
+    // Assess
+    expect(ports.clockStore.markers.get(NOW_SECOND)).toBe(1);
+    expect(send.mock.invocationCallOrder[0]).toBeLessThan(markScanned.mock.invocationCallOrder[0] ?? 0);
+  });
+
+  it('marks an empty second as scanned without sending', async () => {
+    // Prepare
+    const ports = scanPorts();
+    const send = vi.spyOn(ports.deliveryQueue, 'send');
+
+    // Act
+    await scanSecond(ports, NOW_SECOND);
+
+    // Assess
+    expect(send).not.toHaveBeenCalled();
+    expect(ports.clockStore.markers.get(NOW_SECOND)).toBe(0);
+  });
+
+  it('writes no marker when sending fails, so the sweeper scans the second again', async () => {
+    // Prepare
+    const ports = scanPorts({ tasks: [aTask(NOW_SECOND * 1000 + 10, 1)] });
+    ports.deliveryQueue.failure = new Error('SQS unavailable');
+
+    // Act
+    const scanning = scanSecond(ports, NOW_SECOND);
+
+    // Assess
+    await expect(scanning).rejects.toThrow('SQS unavailable');
+    expect(ports.clockStore.markers.has(NOW_SECOND)).toBe(false);
+  });
+});
+
+describe('Function: runScanner', () => {
+  it('claims and scans seconds until the cursor passes the lookahead', async () => {
+    // Prepare
+    const task = aTask((NOW_SECOND + 1) * 1000 + 200, 2);
+    const ports = {
+      ...scanPorts({ tasks: [task], clockStore: new FakeClockStore({ cursor: NOW_SECOND - 1, startedAt: 0 }) }),
+      lookaheadSeconds: 2,
+    };
+
+    // Act
+    const run = await runScanner(ports, 40_000);
+
+    // Assess
+    expect(run).toEqual({ seconds: [NOW_SECOND - 1, NOW_SECOND, NOW_SECOND + 1, NOW_SECOND + 2], enqueued: 1 });
+    expect(ports.deliveryQueue.sent).toEqual([{ id: task.id, delaySeconds: 1 }]);
+  });
+
+  it('stops claiming once its time budget is spent', async () => {
+    // Prepare: a backlog far behind now, and scans slow enough that the budget runs out first.
+    const ports = {
+      ...scanPorts({ clockStore: new FakeClockStore({ cursor: NOW_SECOND - 600, startedAt: 0 }) }),
+      shardCount: 1,
+      lookaheadSeconds: 2,
+    };
+    vi.spyOn(ports.taskStore, 'listDue').mockImplementation(async () => {
+      ports.clock.advance(400);
+      return [];
+    });
+
+    // Act
+    const run = await runScanner(ports, 1000);
+
+    // Assess
+    expect(run.seconds).toEqual([NOW_SECOND - 600, NOW_SECOND - 599, NOW_SECOND - 598]);
+    expect(ports.clockStore.state?.cursor).toBe(NOW_SECOND - 597);
+  });
+});
+
+describe('Function: sweepUnfinishedSeconds', () => {
+  const settings = { windowSeconds: 600, graceSeconds: 5 };
+
+  it('rescans only the unmarked seconds up to now minus the grace', async () => {
+    // Prepare: the cursor runs ahead of now, so the grace bounds the window.
+    const clockStore = new FakeClockStore({ cursor: NOW_SECOND + 2, startedAt: NOW_SECOND - 12 });
+    for (let second = NOW_SECOND - 12; second <= NOW_SECOND + 1; second++) clockStore.markers.set(second, 0);
+    for (const unfinished of [NOW_SECOND - 10, NOW_SECOND - 7, NOW_SECOND - 4]) clockStore.markers.delete(unfinished);
+    const lost = aTask((NOW_SECOND - 10) * 1000 + 100, 3);
+    const ports = scanPorts({ tasks: [lost], clockStore });
+
+    // Act
+    const report = await sweepUnfinishedSeconds(ports, settings);
+
+    // Assess
+    expect(report).toEqual({ rescanned: [NOW_SECOND - 10, NOW_SECOND - 7], enqueued: 1, lagSeconds: -2 });
+    expect(ports.deliveryQueue.sent).toEqual([{ id: lost.id, delaySeconds: 0 }]);
+    expect(clockStore.markers.get(NOW_SECOND - 10)).toBe(1);
+    expect(clockStore.markers.has(NOW_SECOND - 4)).toBe(false);
+  });
+
+  it('looks no earlier than the second the clock started', async () => {
+    // Prepare
+    const clockStore = new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 8 });
+    const ports = scanPorts({ clockStore });
+
+    // Act
+    const report = await sweepUnfinishedSeconds(ports, settings);
+
+    // Assess
+    expect(report.rescanned).toEqual([NOW_SECOND - 8, NOW_SECOND - 7, NOW_SECOND - 6, NOW_SECOND - 5]);
+  });
+
+  it('stops before the cursor and looks back one window when the scanners lag', async () => {
+    // Prepare
+    const clockStore = new FakeClockStore({ cursor: NOW_SECOND - 100, startedAt: NOW_SECOND - 100_000 });
+    const ports = scanPorts({ clockStore });
+
+    // Act
+    const report = await sweepUnfinishedSeconds(ports, { windowSeconds: 3, graceSeconds: 5 });
+
+    // Assess
+    expect(report).toEqual({
+      rescanned: [NOW_SECOND - 103, NOW_SECOND - 102, NOW_SECOND - 101],
+      enqueued: 0,
+      lagSeconds: 100,
+    });
+  });
+
+  it('does nothing before the clock has started', async () => {
+    // Prepare
+    const ports = scanPorts({ clockStore: new FakeClockStore() });
+    const listDue = vi.spyOn(ports.taskStore, 'listDue');
+
+    // Act
+    const report = await sweepUnfinishedSeconds(ports, settings);
+
+    // Assess
+    expect(report).toEqual({ rescanned: [], enqueued: 0, lagSeconds: 0 });
+    expect(listDue).not.toHaveBeenCalled();
+  });
+});

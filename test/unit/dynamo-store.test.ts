@@ -1,0 +1,325 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  BatchWriteCommand,
+  DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { mockClient } from 'aws-sdk-client-mock';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { DynamoClockStore, DynamoTaskStore } from '../../functions/adapters/dynamo-store';
+import { partitionKey, secondRange, taskKey } from '../../functions/core/ids';
+import { aTask } from './fakes';
+
+const TABLE = 'timer-table';
+const BUCKET_COUNT = 1000;
+const SECOND = 1_780_000_000;
+const NOW_MS = SECOND * 1000 + 300;
+
+const ddbMock = mockClient(DynamoDBDocumentClient);
+const client = DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'us-east-1' }));
+const taskStore = new DynamoTaskStore({ client, tableName: TABLE, bucketCount: BUCKET_COUNT });
+
+const conditionFailed = () => Object.assign(new Error('x'), { name: 'ConditionalCheckFailedException' });
+const keyOf = (task: ReturnType<typeof aTask>) => taskKey(task.id, { dueAtMs: task.dueAtMs, shard: 2 }, BUCKET_COUNT);
+
+/** The item the store writes for a task, as DynamoDB would return it. */
+const itemOf = (task: ReturnType<typeof aTask>, extra: Record<string, unknown> = {}) => ({
+  ...keyOf(task),
+  id: task.id,
+  status: task.status,
+  dueAtMs: task.dueAtMs,
+  createdAtMs: task.createdAtMs,
+  target: task.target,
+  payload: task.payloadJson,
+  attempts: task.attempts,
+  ...extra,
+});
+
+describe('Class: DynamoTaskStore', () => {
+  beforeEach(() => {
+    ddbMock.reset();
+  });
+
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  describe('Method: claimDelivery', () => {
+    it('takes the lease with a conditional update that only a PENDING or lapsed task passes', async () => {
+      // Prepare
+      const task = aTask(SECOND * 1000, 2);
+      ddbMock.on(UpdateCommand).resolves({ Attributes: itemOf(task, { status: 'DELIVERING', attempts: 1 }) });
+
+      // Act
+      const claimed = await taskStore.claimDelivery(keyOf(task), NOW_MS, NOW_MS + 60_000);
+
+      // Assess
+      expect(claimed).toEqual({ ...task, status: 'DELIVERING', attempts: 1 });
+      const input = ddbMock.commandCalls(UpdateCommand)[0]?.args[0].input;
+      expect(input).toMatchObject({
+        TableName: TABLE,
+        Key: keyOf(task),
+        ConditionExpression: '#status = :pending OR (#status = :delivering AND leaseUntilMs < :now)',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':pending': 'PENDING', ':delivering': 'DELIVERING', ':now': NOW_MS },
+        ReturnValues: 'ALL_NEW',
+      });
+      expect(input?.ExpressionAttributeValues?.[':lease']).toBe(NOW_MS + 60_000);
+      expect(input?.UpdateExpression).toContain('ADD attempts :one');
+    });
+
+    it('returns nothing when the condition fails', async () => {
+      // Prepare
+      const task = aTask(SECOND * 1000, 2);
+      ddbMock.on(UpdateCommand).rejects(conditionFailed());
+
+      // Act
+      const claimed = await taskStore.claimDelivery(keyOf(task), NOW_MS, NOW_MS + 60_000);
+
+      // Assess
+      expect(claimed).toBeUndefined();
+    });
+
+    it('lets any other error through', async () => {
+      // Prepare
+      const task = aTask(SECOND * 1000, 2);
+      ddbMock.on(UpdateCommand).rejects(Object.assign(new Error('slow down'), { name: 'ThrottlingException' }));
+
+      // Act
+      const claiming = taskStore.claimDelivery(keyOf(task), NOW_MS, NOW_MS + 60_000);
+
+      // Assess
+      await expect(claiming).rejects.toThrow('slow down');
+    });
+  });
+
+  describe('Method: listDue', () => {
+    it('reads every page with consistent reads, within the one second', async () => {
+      // Prepare
+      const pageEnd = { pk: partitionKey(SECOND, 2, BUCKET_COUNT), sk: 'cursor' };
+      ddbMock
+        .on(QueryCommand)
+        .resolvesOnce({ Items: [{ id: 'A', dueAtMs: SECOND * 1000 }], LastEvaluatedKey: pageEnd })
+        .resolvesOnce({ Items: [{ id: 'B', dueAtMs: SECOND * 1000 + 999 }] });
+
+      // Act
+      const due = await taskStore.listDue(SECOND, 2);
+
+      // Assess
+      expect(due).toEqual([
+        { id: 'A', dueAtMs: SECOND * 1000 },
+        { id: 'B', dueAtMs: SECOND * 1000 + 999 },
+      ]);
+      const inputs = ddbMock.commandCalls(QueryCommand).map((call) => call.args[0].input);
+      expect(inputs).toHaveLength(2);
+      expect(inputs[0]?.ExclusiveStartKey).toBeUndefined();
+      expect(inputs[1]?.ExclusiveStartKey).toEqual(pageEnd);
+      for (const input of inputs) {
+        expect(input.ConsistentRead).toBe(true);
+        expect(input.ExpressionAttributeValues).toEqual({
+          ':pk': partitionKey(SECOND, 2, BUCKET_COUNT),
+          ':from': secondRange(SECOND).from,
+          ':to': secondRange(SECOND).to,
+          ':pending': 'PENDING',
+        });
+      }
+    });
+  });
+
+  describe('Method: createMany', () => {
+    it('writes in chunks of 25 and retries the items DynamoDB left unprocessed', async () => {
+      // Prepare
+      vi.useFakeTimers();
+      const entries = Array.from({ length: 30 }, (_, index) => {
+        const task = aTask(SECOND * 1000 + index, 2);
+        return { task, key: keyOf(task) };
+      });
+      const leftOver = { PutRequest: { Item: itemOf(entries[7]?.task ?? aTask(0)) } };
+      ddbMock
+        .on(BatchWriteCommand)
+        .resolvesOnce({ UnprocessedItems: { [TABLE]: [leftOver] } })
+        .resolves({ UnprocessedItems: {} });
+
+      // Act
+      const writing = taskStore.createMany(entries);
+      await vi.runAllTimersAsync();
+      await writing;
+
+      // Assess
+      const requests = ddbMock.commandCalls(BatchWriteCommand).map((call) => call.args[0].input.RequestItems?.[TABLE]);
+      expect(requests.map((chunk) => chunk?.length)).toEqual([25, 1, 5]);
+      expect(requests[1]).toEqual([leftOver]);
+    });
+
+    it('gives up with an error when items stay unprocessed', async () => {
+      // Prepare
+      vi.useFakeTimers();
+      const task = aTask(SECOND * 1000, 2);
+      const leftOver = { PutRequest: { Item: itemOf(task) } };
+      ddbMock.on(BatchWriteCommand).resolves({ UnprocessedItems: { [TABLE]: [leftOver] } });
+
+      // Act
+      const writing = taskStore.createMany([{ task, key: keyOf(task) }]);
+      const failure = expect(writing).rejects.toThrow('1 task writes stayed unprocessed after retries');
+      await vi.runAllTimersAsync();
+
+      // Assess
+      await failure;
+    });
+  });
+
+  describe('Method: create', () => {
+    it('never overwrites an existing item', async () => {
+      // Prepare
+      const task = aTask(SECOND * 1000, 2, { bizId: 'o-1' });
+      ddbMock.on(PutCommand).resolves({});
+
+      // Act
+      await taskStore.create(task, keyOf(task));
+
+      // Assess
+      expect(ddbMock.commandCalls(PutCommand)[0]?.args[0].input).toEqual({
+        TableName: TABLE,
+        Item: itemOf(task, { bizId: 'o-1' }),
+        ConditionExpression: 'attribute_not_exists(pk)',
+      });
+    });
+  });
+
+  describe('Method: cancel', () => {
+    it('cancels a PENDING task with one conditional update', async () => {
+      // Prepare
+      const task = aTask(SECOND * 1000, 2);
+      ddbMock.on(UpdateCommand).resolves({});
+
+      // Act
+      const outcome = await taskStore.cancel(keyOf(task), NOW_MS, SECOND + 86_400);
+
+      // Assess
+      expect(outcome).toEqual({ cancelled: true });
+      expect(ddbMock.commandCalls(UpdateCommand)[0]?.args[0].input.ExpressionAttributeValues).toMatchObject({
+        ':cancelled': 'CANCELLED',
+        ':now': NOW_MS,
+        ':expiresAt': SECOND + 86_400,
+      });
+      expect(ddbMock.commandCalls(GetCommand)).toHaveLength(0);
+    });
+
+    it('reports a DELIVERED task as already final', async () => {
+      // Prepare
+      const task = aTask(SECOND * 1000, 2, { status: 'DELIVERED', attempts: 1 });
+      ddbMock.on(UpdateCommand).rejects(conditionFailed());
+      ddbMock.on(GetCommand).resolves({ Item: itemOf(task) });
+
+      // Act
+      const outcome = await taskStore.cancel(keyOf(task), NOW_MS, SECOND + 86_400);
+
+      // Assess
+      expect(outcome).toEqual({ cancelled: false, reason: 'already-final', status: 'DELIVERED' });
+    });
+
+    it('reports a DELIVERING task with a live lease as in delivery', async () => {
+      // Prepare
+      const task = aTask(SECOND * 1000, 2, { status: 'DELIVERING', attempts: 1 });
+      ddbMock.on(UpdateCommand).rejects(conditionFailed());
+      ddbMock.on(GetCommand).resolves({ Item: itemOf(task, { leaseUntilMs: NOW_MS + 30_000 }) });
+
+      // Act
+      const outcome = await taskStore.cancel(keyOf(task), NOW_MS, SECOND + 86_400);
+
+      // Assess
+      expect(outcome).toEqual({ cancelled: false, reason: 'in-delivery', status: 'DELIVERING' });
+      // A live lease will not lapse within a retry, so the store answers at once.
+      expect(ddbMock.commandCalls(UpdateCommand)).toHaveLength(1);
+    });
+
+    it('reports a task that does not exist as not found', async () => {
+      // Prepare
+      const task = aTask(SECOND * 1000, 2);
+      ddbMock.on(UpdateCommand).rejects(conditionFailed());
+      ddbMock.on(GetCommand).resolves({});
+
+      // Act
+      const outcome = await taskStore.cancel(keyOf(task), NOW_MS, SECOND + 86_400);
+
+      // Assess
+      expect(outcome).toEqual({ cancelled: false, reason: 'not-found' });
+    });
+
+    it('tries again when the lease was released between the update and the read', async () => {
+      // Prepare
+      const task = aTask(SECOND * 1000, 2);
+      ddbMock.on(UpdateCommand).rejectsOnce(conditionFailed()).resolves({});
+      ddbMock.on(GetCommand).resolves({ Item: itemOf(task) });
+
+      // Act
+      const outcome = await taskStore.cancel(keyOf(task), NOW_MS, SECOND + 86_400);
+
+      // Assess
+      expect(outcome).toEqual({ cancelled: true });
+      expect(ddbMock.commandCalls(UpdateCommand)).toHaveLength(2);
+    });
+  });
+
+  describe('Method: finishDelivery', () => {
+    it('records the outcome only while this attempt still holds the lease', async () => {
+      // Prepare
+      const task = aTask(SECOND * 1000, 2);
+      ddbMock.on(UpdateCommand).rejects(conditionFailed());
+
+      // Act
+      const finished = await taskStore.finishDelivery(keyOf(task), 3, { status: 'PENDING', lastError: 'HTTP 500' });
+
+      // Assess
+      expect(finished).toBe(false);
+      const input = ddbMock.commandCalls(UpdateCommand)[0]?.args[0].input;
+      expect(input?.ConditionExpression).toBe('#status = :delivering AND attempts = :attempt');
+      expect(input?.ExpressionAttributeValues).toMatchObject({ ':attempt': 3, ':status': 'PENDING' });
+      expect(input?.UpdateExpression).toContain('REMOVE leaseUntilMs');
+    });
+  });
+});
+
+describe('Class: DynamoClockStore', () => {
+  const clockStore = new DynamoClockStore({ client, tableName: TABLE });
+
+  beforeEach(() => {
+    ddbMock.reset();
+  });
+
+  it('advances the cursor only from the value it read', async () => {
+    // Prepare
+    ddbMock.on(UpdateCommand).rejects(conditionFailed());
+
+    // Act
+    const advanced = await clockStore.advance(SECOND);
+
+    // Assess
+    expect(advanced).toBe(false);
+    expect(ddbMock.commandCalls(UpdateCommand)[0]?.args[0].input).toMatchObject({
+      Key: { pk: 'CLOCK', sk: 'CLOCK' },
+      ConditionExpression: '#cursor = :from',
+      ExpressionAttributeValues: { ':from': SECOND, ':next': SECOND + 1 },
+    });
+  });
+
+  it('finds scan markers across an hour boundary', async () => {
+    // Prepare
+    const hourEnd = Math.ceil(SECOND / 3600) * 3600;
+    ddbMock
+      .on(QueryCommand, { ExpressionAttributeValues: { ':pk': `SCANNED#${hourEnd / 3600 - 1}` } })
+      .resolves({ Items: [{ sk: String(hourEnd - 1).padStart(12, '0') }] })
+      .on(QueryCommand, { ExpressionAttributeValues: { ':pk': `SCANNED#${hourEnd / 3600}` } })
+      .resolves({ Items: [{ sk: String(hourEnd + 1).padStart(12, '0') }] });
+
+    // Act
+    const seconds = await clockStore.scannedSeconds(hourEnd - 2, hourEnd + 2);
+
+    // Assess
+    expect(seconds).toEqual(new Set([hourEnd - 1, hourEnd + 1]));
+    expect(ddbMock.commandCalls(QueryCommand)).toHaveLength(2);
+  });
+});

@@ -1,0 +1,241 @@
+import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  BatchWriteCommand,
+  DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { mockClient } from 'aws-sdk-client-mock';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { newTaskId, parseTaskId } from '../../../functions/core/ids';
+import { DELIVERY_QUEUE_URL, lambdaContext, SHARD_COUNT, stubHandlerEnv, TABLE_NAME } from './setup';
+
+const ddbMock = mockClient(DynamoDBDocumentClient);
+const sqsMock = mockClient(SQSClient);
+stubHandlerEnv();
+const { handler } = await import('../../../functions/api/handler');
+
+const TARGET = { type: 'http', url: 'https://hooks.example.com/timer' };
+
+function apiEvent(routeKey: string, options: { body?: string; id?: string } = {}): APIGatewayProxyEventV2 {
+  return {
+    version: '2.0',
+    routeKey,
+    rawPath: routeKey.split(' ')[1]?.replace('{id}', options.id ?? '') ?? '/',
+    rawQueryString: '',
+    headers: { 'content-type': 'application/json' },
+    requestContext: { routeKey, http: { method: routeKey.split(' ')[0] } } as APIGatewayProxyEventV2['requestContext'],
+    isBase64Encoded: false,
+    ...(options.body !== undefined && { body: options.body }),
+    ...(options.id !== undefined && { pathParameters: { id: options.id } }),
+  };
+}
+
+async function call(routeKey: string, options: { body?: unknown; rawBody?: string; id?: string } = {}) {
+  const body = options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
+  const response = await handler(apiEvent(routeKey, { ...options, body }), lambdaContext(10_000));
+  return { ...response, json: JSON.parse(response.body) };
+}
+
+const nowSecond = () => Math.floor(Date.now() / 1000);
+const clockAt = (cursor: number) => ({ Item: { pk: 'CLOCK', sk: 'CLOCK', cursor, startedAt: cursor - 3600 } });
+const conditionFailed = () => Object.assign(new Error('x'), { name: 'ConditionalCheckFailedException' });
+
+describe('Function: api handler', () => {
+  beforeEach(() => {
+    ddbMock.reset();
+    sqsMock.reset();
+    ddbMock.on(GetCommand, { Key: { pk: 'CLOCK', sk: 'CLOCK' } }).resolves(clockAt(nowSecond()));
+    sqsMock.on(SendMessageBatchCommand).resolves({ Failed: [] });
+  });
+
+  it('creates a task and answers 201 with its id, status and due time', async () => {
+    // Prepare
+    ddbMock.on(PutCommand).resolves({});
+    const before = Date.now();
+
+    // Act
+    const response = await call('POST /v1/tasks', { body: { delaySeconds: 60, target: TARGET, payload: { n: 1 } } });
+
+    // Assess
+    expect(response.statusCode).toBe(201);
+    expect(response.headers).toEqual({ 'content-type': 'application/json' });
+    const location = parseTaskId(response.json.id, SHARD_COUNT);
+    expect(location).toBeDefined();
+    expect(response.json.status).toBe('PENDING');
+    expect(response.json.dueAt).toBe(new Date(location?.dueAtMs ?? 0).toISOString());
+    expect(location?.dueAtMs).toBeGreaterThanOrEqual(before + 60_000);
+    expect(location?.dueAtMs).toBeLessThanOrEqual(Date.now() + 60_000);
+    const puts = ddbMock.commandCalls(PutCommand).map((put) => put.args[0].input);
+    expect(puts).toHaveLength(1);
+    expect(puts[0]).toMatchObject({
+      TableName: TABLE_NAME,
+      Item: { id: response.json.id, status: 'PENDING', target: TARGET, payload: '{"n":1}', attempts: 0 },
+    });
+    expect(sqsMock.commandCalls(SendMessageBatchCommand)).toHaveLength(0);
+  });
+
+  it('enqueues a task at once when its second was already claimed by a scanner', async () => {
+    // Prepare
+    ddbMock.on(PutCommand).resolves({});
+    ddbMock.on(GetCommand, { Key: { pk: 'CLOCK', sk: 'CLOCK' } }).resolves(clockAt(nowSecond() + 2));
+
+    // Act
+    const response = await call('POST /v1/tasks', { body: { delaySeconds: 0, target: TARGET } });
+
+    // Assess
+    expect(response.statusCode).toBe(201);
+    const batches = sqsMock.commandCalls(SendMessageBatchCommand).map((batch) => batch.args[0].input);
+    expect(batches).toHaveLength(1);
+    expect(batches[0]?.QueueUrl).toBe(DELIVERY_QUEUE_URL);
+    expect(batches[0]?.Entries?.map((entry) => entry.MessageBody)).toEqual([JSON.stringify({ id: response.json.id })]);
+  });
+
+  it('answers malformed JSON with a 400 problem naming the body, and writes nothing', async () => {
+    // Act
+    const response = await call('POST /v1/tasks', { rawBody: '{"delaySeconds": 60,' });
+
+    // Assess
+    expect(response.statusCode).toBe(400);
+    expect(response.headers).toEqual({ 'content-type': 'application/problem+json' });
+    expect(response.json.errors[0].path).toBe('(body)');
+    expect(ddbMock.commandCalls(PutCommand)).toHaveLength(0);
+  });
+
+  it('answers an invalid request with a 400 problem per field', async () => {
+    // Act
+    const response = await call('POST /v1/tasks', {
+      body: { delaySeconds: 60, target: { ...TARGET, url: 'ftp://x' } },
+    });
+
+    // Assess
+    expect(response.statusCode).toBe(400);
+    expect(response.json).toMatchObject({ type: '/problems/validation', status: 400 });
+    expect(response.json.errors.map((error: { path: string }) => error.path)).toEqual(['target.url']);
+    expect(ddbMock.commandCalls(PutCommand)).toHaveLength(0);
+  });
+
+  it('answers 404 for an id that cannot exist without reading the table', async () => {
+    // Act
+    const response = await call('GET /v1/tasks/{id}', { id: 'not-a-task-id' });
+
+    // Assess
+    expect(response.statusCode).toBe(404);
+    expect(response.headers).toEqual({ 'content-type': 'application/problem+json' });
+    expect(ddbMock.commandCalls(GetCommand)).toHaveLength(0);
+  });
+
+  it('returns a stored task with its delivery facts', async () => {
+    // Prepare
+    const dueAtMs = Date.now() - 5000;
+    const id = newTaskId({ dueAtMs, shard: 1 });
+    ddbMock.on(GetCommand, { Key: { sk: `${String(dueAtMs).padStart(15, '0')}#${id}` } }).resolves({
+      Item: {
+        id,
+        status: 'DELIVERED',
+        dueAtMs,
+        createdAtMs: dueAtMs - 60_000,
+        target: TARGET,
+        payload: '{"n":1}',
+        attempts: 1,
+        deliveredAtMs: dueAtMs + 40,
+        latenessMs: 40,
+      },
+    });
+
+    // Act
+    const response = await call('GET /v1/tasks/{id}', { id });
+
+    // Assess
+    expect(response.statusCode).toBe(200);
+    expect(response.json).toMatchObject({
+      id,
+      status: 'DELIVERED',
+      dueAt: new Date(dueAtMs).toISOString(),
+      payload: { n: 1 },
+      attempts: 1,
+      deliveredAt: new Date(dueAtMs + 40).toISOString(),
+      latenessMs: 40,
+    });
+  });
+
+  it('refuses with 409 to cancel a task that was already delivered', async () => {
+    // Prepare
+    const dueAtMs = Date.now() - 5000;
+    const id = newTaskId({ dueAtMs, shard: 0 });
+    ddbMock.on(UpdateCommand).rejects(conditionFailed());
+    ddbMock
+      .on(GetCommand, { Key: { sk: `${String(dueAtMs).padStart(15, '0')}#${id}` } })
+      .resolves({ Item: { id, status: 'DELIVERED', dueAtMs, createdAtMs: dueAtMs, target: TARGET, payload: 'null' } });
+
+    // Act
+    const response = await call('DELETE /v1/tasks/{id}', { id });
+
+    // Assess
+    expect(response.statusCode).toBe(409);
+    expect(response.headers).toEqual({ 'content-type': 'application/problem+json' });
+    expect(response.json.type).toBe('/problems/already-final');
+  });
+
+  it('turns an unexpected DynamoDB error into a 500 problem without internals', async () => {
+    // Prepare
+    ddbMock
+      .on(PutCommand)
+      .rejects(Object.assign(new Error('arn:aws:dynamodb:secret-table exploded'), { name: 'InternalServerError' }));
+
+    // Act
+    const response = await call('POST /v1/tasks', { body: { delaySeconds: 60, target: TARGET } });
+
+    // Assess
+    expect(response.statusCode).toBe(500);
+    expect(response.headers).toEqual({ 'content-type': 'application/problem+json' });
+    expect(response.json).toMatchObject({ type: '/problems/internal', status: 500 });
+    expect(response.body).not.toContain('exploded');
+  });
+
+  it('creates the valid items of a batch and answers 207 with a result per item', async () => {
+    // Prepare
+    ddbMock.on(PutCommand).resolves({});
+
+    // Act
+    const response = await call('POST /v1/tasks/batch', {
+      body: {
+        tasks: [
+          { delaySeconds: 60, target: TARGET },
+          { dueAt: 'tomorrow', target: TARGET },
+        ],
+      },
+    });
+
+    // Assess
+    expect(response.statusCode).toBe(207);
+    expect(response.json).toMatchObject({ created: 1, rejected: 1 });
+    const [created, rejected] = response.json.results;
+    expect(created).toMatchObject({ index: 0, status: 201, task: { status: 'PENDING' } });
+    expect(rejected).toMatchObject({ index: 1, status: 400, problem: { errors: [{ path: 'tasks[1].dueAt' }] } });
+    const writes = [
+      ...ddbMock.commandCalls(PutCommand).map((put) => put.args[0].input.Item?.id),
+      ...ddbMock
+        .commandCalls(BatchWriteCommand)
+        .flatMap((batch) =>
+          (batch.args[0].input.RequestItems?.[TABLE_NAME] ?? []).map((request) => request.PutRequest?.Item?.id),
+        ),
+    ];
+    expect(writes).toEqual([created.task.id]);
+  });
+
+  it('rejects a batch of more than 100 tasks as a whole, naming the tasks field', async () => {
+    // Act
+    const response = await call('POST /v1/tasks/batch', {
+      body: { tasks: Array.from({ length: 101 }, () => ({ delaySeconds: 60, target: TARGET })) },
+    });
+
+    // Assess
+    expect(response.statusCode).toBe(400);
+    expect(response.json.errors.map((error: { path: string }) => error.path)).toEqual(['tasks']);
+    expect(ddbMock.commandCalls(PutCommand)).toHaveLength(0);
+    expect(ddbMock.commandCalls(BatchWriteCommand)).toHaveLength(0);
+  });
+});

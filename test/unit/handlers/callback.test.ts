@@ -1,0 +1,149 @@
+import { once } from 'node:events';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ChangeMessageVisibilityCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { mockClient } from 'aws-sdk-client-mock';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { newTaskId, taskKey } from '../../../functions/core/ids';
+import { verifyWebhook } from '../../../functions/core/signature';
+import {
+  BACKOFF_BASE_SECONDS,
+  BUCKET_COUNT,
+  DELIVERY_QUEUE_URL,
+  lambdaContext,
+  SIGNING_SECRET,
+  sqsRecord,
+  stubHandlerEnv,
+} from './setup';
+
+const ddbMock = mockClient(DynamoDBDocumentClient);
+const sqsMock = mockClient(SQSClient);
+stubHandlerEnv();
+const { handler } = await import('../../../functions/callback/handler');
+
+/** A real webhook receiver: /ok answers 204, anything else 500. */
+const received: Array<{ path: string; headers: IncomingHttpHeaders; body: string }> = [];
+const receiver = createServer((request, response) => {
+  const chunks: Buffer[] = [];
+  request.on('data', (chunk: Buffer) => chunks.push(chunk));
+  request.on('end', () => {
+    received.push({ path: request.url ?? '', headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
+    response.writeHead(request.url === '/ok' ? 204 : 500).end();
+  });
+});
+let receiverUrl = '';
+
+beforeAll(async () => {
+  receiver.listen(0, '127.0.0.1');
+  await once(receiver, 'listening');
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  receiver.close();
+  await once(receiver, 'close');
+});
+
+/** A due webhook task whose lease the mocked table grants; returns its delivery message. */
+function leasableTask(path: string, messageId: string) {
+  const dueAtMs = Date.now() - 1500;
+  const id = newTaskId({ dueAtMs, shard: 1 });
+  const key = taskKey(id, { dueAtMs, shard: 1 }, BUCKET_COUNT);
+  ddbMock.on(UpdateCommand, { Key: key, ReturnValues: 'ALL_NEW' }).resolves({
+    Attributes: {
+      ...key,
+      id,
+      status: 'DELIVERING',
+      dueAtMs,
+      createdAtMs: dueAtMs - 60_000,
+      target: { type: 'http', url: `${receiverUrl}${path}` },
+      payload: '{"orderId":"o-1"}',
+      attempts: 1,
+      leaseUntilMs: Date.now() + 60_000,
+    },
+  });
+  return { id, key, record: sqsRecord(JSON.stringify({ id }), messageId) };
+}
+
+/** The update that recorded the attempt's outcome (the one that is not the lease). */
+const outcomeUpdates = () =>
+  ddbMock
+    .commandCalls(UpdateCommand)
+    .map((call) => call.args[0].input)
+    .filter((input) => input.ReturnValues !== 'ALL_NEW');
+
+describe('Function: callback handler', () => {
+  beforeEach(() => {
+    ddbMock.reset();
+    sqsMock.reset();
+    received.length = 0;
+    ddbMock.on(UpdateCommand).resolves({});
+    sqsMock.on(ChangeMessageVisibilityCommand).resolves({});
+    sqsMock.on(SendMessageCommand).resolves({});
+  });
+
+  it('delivers a signed webhook and reports no failure for its message', async () => {
+    // Prepare
+    const task = leasableTask('/ok', 'm-ok');
+
+    // Act
+    const result = await handler({ Records: [task.record] }, lambdaContext(30_000));
+
+    // Assess
+    expect(result).toEqual({ batchItemFailures: [] });
+    expect(received).toHaveLength(1);
+    const [request] = received;
+    expect(JSON.parse(request?.body ?? '{}')).toMatchObject({ id: task.id, attempt: 1, payload: { orderId: 'o-1' } });
+    expect(verifyWebhook(SIGNING_SECRET, request?.headers as Record<string, string>, request?.body ?? '')).toBe(true);
+    expect(outcomeUpdates().map((input) => input.ExpressionAttributeValues?.[':status'])).toEqual(['DELIVERED']);
+    expect(sqsMock.commandCalls(ChangeMessageVisibilityCommand)).toHaveLength(0);
+  });
+
+  it('reports a failing webhook and hides its message for the backoff', async () => {
+    // Prepare
+    const task = leasableTask('/fail', 'm-fail');
+
+    // Act
+    const result = await handler({ Records: [task.record] }, lambdaContext(30_000));
+
+    // Assess
+    expect(result).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-fail' }] });
+    expect(received).toHaveLength(1);
+    expect(sqsMock.commandCalls(ChangeMessageVisibilityCommand).map((call) => call.args[0].input)).toEqual([
+      { QueueUrl: DELIVERY_QUEUE_URL, ReceiptHandle: 'receipt-m-fail', VisibilityTimeout: BACKOFF_BASE_SECONDS },
+    ]);
+    expect(outcomeUpdates().map((input) => input.ExpressionAttributeValues)).toMatchObject([
+      { ':status': 'PENDING', ':lastError': `HTTP 500 from ${new URL(receiverUrl).host}` },
+    ]);
+  });
+
+  it('drops a message without a task id instead of failing it', async () => {
+    // Act
+    const result = await handler(
+      { Records: [sqsRecord('not json', 'm-bad'), sqsRecord('{"second":1}', 'm-no-id')] },
+      lambdaContext(30_000),
+    );
+
+    // Assess
+    expect(result).toEqual({ batchItemFailures: [] });
+    expect(ddbMock.calls()).toHaveLength(0);
+    expect(sqsMock.calls()).toHaveLength(0);
+  });
+
+  it('fails only the record that must come back when a batch mixes outcomes', async () => {
+    // Prepare
+    const delivered = leasableTask('/ok', 'm-1');
+    const failing = leasableTask('/fail', 'm-2');
+
+    // Act
+    const result = await handler(
+      { Records: [delivered.record, sqsRecord('garbage', 'm-3'), failing.record] },
+      lambdaContext(30_000),
+    );
+
+    // Assess
+    expect(result).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-2' }] });
+    expect(received.map((request) => request.path).sort()).toEqual(['/fail', '/ok']);
+  });
+});

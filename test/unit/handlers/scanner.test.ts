@@ -1,0 +1,98 @@
+import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { mockClient } from 'aws-sdk-client-mock';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { newTaskId, partitionKey, secondRange } from '../../../functions/core/ids';
+import {
+  BUCKET_COUNT,
+  DELIVERY_QUEUE_URL,
+  LOOKAHEAD_SECONDS,
+  lambdaContext,
+  SHARD_COUNT,
+  sqsRecord,
+  stubHandlerEnv,
+} from './setup';
+
+const ddbMock = mockClient(DynamoDBDocumentClient);
+const sqsMock = mockClient(SQSClient);
+stubHandlerEnv();
+const { handler } = await import('../../../functions/scanner/handler');
+
+const CLOCK_KEY = { pk: 'CLOCK', sk: 'CLOCK' };
+const conditionFailed = () => Object.assign(new Error('x'), { name: 'ConditionalCheckFailedException' });
+
+/** A CLOCK item that behaves like the real one: the conditional advance moves it by one. */
+function clockItemAt(start: number) {
+  let cursor = start;
+  ddbMock.on(GetCommand, { Key: CLOCK_KEY }).callsFake(() => ({ Item: { ...CLOCK_KEY, cursor, startedAt: start } }));
+  ddbMock.on(UpdateCommand, { Key: CLOCK_KEY }).callsFake((input) => {
+    if (input.ExpressionAttributeValues[':from'] !== cursor) throw conditionFailed();
+    cursor += 1;
+    return {};
+  });
+  return { cursor: () => cursor };
+}
+
+describe('Function: scanner handler', () => {
+  beforeEach(() => {
+    ddbMock.reset();
+    sqsMock.reset();
+    ddbMock.on(QueryCommand).resolves({ Items: [] });
+    ddbMock.on(PutCommand).resolves({});
+    sqsMock.on(SendMessageBatchCommand).resolves({ Failed: [] });
+  });
+
+  it('claims the due seconds, enqueues their tasks and marks each second scanned', async () => {
+    // Prepare
+    const second = Math.floor(Date.now() / 1000);
+    const clock = clockItemAt(second);
+    const due = [second * 1000 + 100, second * 1000 + 900].map((dueAtMs) => ({
+      id: newTaskId({ dueAtMs, shard: 1 }),
+      dueAtMs,
+    }));
+    ddbMock
+      .on(QueryCommand, {
+        ExpressionAttributeValues: { ':pk': partitionKey(second, 1, BUCKET_COUNT), ':from': secondRange(second).from },
+      })
+      .resolves({ Items: due });
+
+    // Act
+    const result = await handler({ Records: [sqsRecord(JSON.stringify({ second }), 'tick-1')] }, lambdaContext());
+
+    // Assess
+    expect(result).toEqual({ batchItemFailures: [] });
+    expect(clock.cursor()).toBeGreaterThan(second + LOOKAHEAD_SECONDS);
+    const sends = sqsMock.commandCalls(SendMessageBatchCommand);
+    expect(sends).toHaveLength(1);
+    expect(sends[0]?.args[0].input.QueueUrl).toBe(DELIVERY_QUEUE_URL);
+    expect(sends[0]?.args[0].input.Entries?.map((entry) => JSON.parse(entry.MessageBody ?? '{}').id)).toEqual(
+      due.map((task) => task.id),
+    );
+    const shardsRead = ddbMock
+      .commandCalls(QueryCommand)
+      .filter((query) => query.args[0].input.ExpressionAttributeValues?.[':from'] === secondRange(second).from)
+      .map((query) => query.args[0].input.ExpressionAttributeValues?.[':pk']);
+    expect(shardsRead.sort()).toEqual(
+      Array.from({ length: SHARD_COUNT }, (_, shard) => partitionKey(second, shard, BUCKET_COUNT)).sort(),
+    );
+    const markers = ddbMock.commandCalls(PutCommand);
+    const marker = markers.find((put) => put.args[0].input.Item?.sk === String(second).padStart(12, '0'));
+    expect(marker?.args[0].input.Item?.enqueued).toBe(2);
+    expect(sends[0]?.calledBefore(marker ?? sends[0])).toBe(true);
+    expect(markers).toHaveLength(clock.cursor() - second);
+  });
+
+  it('claims nothing when the cursor is already past the lookahead', async () => {
+    // Prepare
+    const clock = clockItemAt(Math.floor(Date.now() / 1000) + LOOKAHEAD_SECONDS + 60);
+
+    // Act
+    const result = await handler({ Records: [sqsRecord('{}', 'tick-2')] }, lambdaContext());
+
+    // Assess
+    expect(result).toEqual({ batchItemFailures: [] });
+    expect(ddbMock.commandCalls(UpdateCommand)).toHaveLength(0);
+    expect(ddbMock.commandCalls(QueryCommand)).toHaveLength(0);
+    expect(clock.cursor()).toBeGreaterThan(Date.now() / 1000);
+  });
+});

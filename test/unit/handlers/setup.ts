@@ -1,0 +1,86 @@
+/**
+ * What every handler test needs before it imports its handler: the environment the
+ * stack would set (handlers read it once, at import) and a Lambda context.
+ */
+import type { Context, SQSRecord } from 'aws-lambda';
+import { vi } from 'vitest';
+import { generateSigningSecret } from '../../../functions/core/signature';
+import { ENV } from '../../../lib/topology';
+
+export const TABLE_NAME = 'timer-unit';
+export const BUCKET_COUNT = 1000;
+export const SHARD_COUNT = 2;
+export const LOOKAHEAD_SECONDS = 2;
+export const MAX_ATTEMPTS = 5;
+export const BACKOFF_BASE_SECONDS = 5;
+export const SWEEP_GRACE_SECONDS = 5;
+export const SIGNING_SECRET = generateSigningSecret();
+export const TICK_QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/timer-tick';
+export const DELIVERY_QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/timer-delivery';
+export const DELIVERY_DLQ_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/timer-delivery-dlq';
+
+/** Sets every variable any handler reads, plus dummy AWS credentials so no SDK looks further. */
+export function stubHandlerEnv(): void {
+  const values: Record<string, string> = {
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'AKIAUNITTEST',
+    AWS_SECRET_ACCESS_KEY: 'unit-test-secret',
+    [ENV.tableName]: TABLE_NAME,
+    [ENV.tickQueueUrl]: TICK_QUEUE_URL,
+    [ENV.deliveryQueueUrl]: DELIVERY_QUEUE_URL,
+    [ENV.deliveryDlqUrl]: DELIVERY_DLQ_URL,
+    [ENV.bucketCount]: String(BUCKET_COUNT),
+    [ENV.shardCount]: String(SHARD_COUNT),
+    [ENV.lookaheadSeconds]: String(LOOKAHEAD_SECONDS),
+    [ENV.maxAttempts]: String(MAX_ATTEMPTS),
+    [ENV.backoffBaseSeconds]: String(BACKOFF_BASE_SECONDS),
+    [ENV.backoffMaxSeconds]: '900',
+    [ENV.webhookTimeoutMs]: '5000',
+    [ENV.allowInsecureTargets]: 'false',
+    // An inline secret, so the callback never calls Secrets Manager.
+    [ENV.signingSecret]: SIGNING_SECRET,
+    [ENV.retentionDays]: '30',
+    [ENV.sweepWindowSeconds]: '600',
+    [ENV.sweepGraceSeconds]: String(SWEEP_GRACE_SECONDS),
+  };
+  for (const [name, value] of Object.entries(values)) vi.stubEnv(name, value);
+}
+
+/** A Lambda context with the function's full timeout still ahead of it. */
+export function lambdaContext(timeoutMs = 60_000): Context {
+  const deadline = Date.now() + timeoutMs;
+  return {
+    callbackWaitsForEmptyEventLoop: false,
+    functionName: 'timer-unit',
+    functionVersion: '$LATEST',
+    invokedFunctionArn: 'arn:aws:lambda:us-east-1:123456789012:function:timer-unit',
+    memoryLimitInMB: '512',
+    awsRequestId: 'request-1',
+    logGroupName: '/aws/lambda/timer-unit',
+    logStreamName: 'unit',
+    getRemainingTimeInMillis: () => deadline - Date.now(),
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+}
+
+/** An SQS record as Lambda hands it over; only the fields the handlers read carry meaning. */
+export function sqsRecord(body: string, messageId: string): SQSRecord {
+  return {
+    messageId,
+    receiptHandle: `receipt-${messageId}`,
+    body,
+    attributes: {
+      ApproximateReceiveCount: '1',
+      SentTimestamp: String(Date.now()),
+      SenderId: 'AIDAUNITTEST',
+      ApproximateFirstReceiveTimestamp: String(Date.now()),
+    },
+    messageAttributes: {},
+    md5OfBody: '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:timer-unit',
+    awsRegion: 'us-east-1',
+  };
+}

@@ -1,0 +1,69 @@
+import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { mockClient } from 'aws-sdk-client-mock';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { newTaskId, partitionKey, secondRange } from '../../../functions/core/ids';
+import { BUCKET_COUNT, DELIVERY_QUEUE_URL, lambdaContext, stubHandlerEnv } from './setup';
+
+const ddbMock = mockClient(DynamoDBDocumentClient);
+const sqsMock = mockClient(SQSClient);
+stubHandlerEnv();
+const { handler } = await import('../../../functions/sweeper/handler');
+
+const markerSk = (second: number) => String(second).padStart(12, '0');
+
+describe('Function: sweeper handler', () => {
+  beforeEach(() => {
+    ddbMock.reset();
+    sqsMock.reset();
+    ddbMock.on(PutCommand).resolves({});
+    sqsMock.on(SendMessageBatchCommand).resolves({ Failed: [] });
+  });
+
+  it('rescans the one claimed second that has no marker and marks it', async () => {
+    // Prepare: ten seconds claimed well before now, all finished but one.
+    const cursor = Math.floor(Date.now() / 1000) - 30;
+    const startedAt = cursor - 10;
+    const unfinished = cursor - 4;
+    const finished = Array.from({ length: 10 }, (_, index) => startedAt + index).filter((s) => s !== unfinished);
+    const lost = { id: newTaskId({ dueAtMs: unfinished * 1000 + 250, shard: 0 }), dueAtMs: unfinished * 1000 + 250 };
+    ddbMock.on(GetCommand).resolves({ Item: { pk: 'CLOCK', sk: 'CLOCK', cursor, startedAt } });
+    // Markers and tasks share the table; markers are the queries that project only the sort key.
+    ddbMock.on(QueryCommand).resolves({ Items: [] });
+    ddbMock
+      .on(QueryCommand, { ProjectionExpression: 'sk' })
+      .resolves({ Items: finished.map((second) => ({ sk: markerSk(second) })) });
+    ddbMock
+      .on(QueryCommand, {
+        ExpressionAttributeValues: {
+          ':pk': partitionKey(unfinished, 0, BUCKET_COUNT),
+          ':from': secondRange(unfinished).from,
+        },
+      })
+      .resolves({ Items: [lost] });
+
+    // Act
+    const report = await handler({}, lambdaContext(120_000));
+
+    // Assess
+    expect(report).toMatchObject({ rescanned: [unfinished], enqueued: 1 });
+    const taskQueries = ddbMock
+      .commandCalls(QueryCommand)
+      .map((query) => query.args[0].input)
+      .filter((input) => input.ProjectionExpression !== 'sk');
+    expect(
+      taskQueries.every((input) => input.ExpressionAttributeValues?.[':from'] === secondRange(unfinished).from),
+    ).toBe(true);
+    const sends = sqsMock.commandCalls(SendMessageBatchCommand).map((call) => call.args[0].input);
+    expect(sends).toEqual([
+      {
+        QueueUrl: DELIVERY_QUEUE_URL,
+        Entries: [{ Id: '0', MessageBody: JSON.stringify({ id: lost.id }), DelaySeconds: 0 }],
+      },
+    ]);
+    expect(ddbMock.commandCalls(PutCommand).map((put) => put.args[0].input.Item)).toMatchObject([
+      { sk: markerSk(unfinished), enqueued: 1 },
+    ]);
+    expect(ddbMock.commandCalls(UpdateCommand)).toHaveLength(0);
+  });
+});

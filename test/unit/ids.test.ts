@@ -1,0 +1,142 @@
+import { describe, expect, it } from 'vitest';
+import { bucketOf, newTaskId, parseTaskId, partitionKey, secondRange, taskKey } from '../../functions/core/ids';
+
+const DUE_AT_MS = Date.UTC(2026, 2, 1, 9, 30, 15, 250);
+const SHARD_COUNT = 16;
+
+describe('Function: newTaskId and parseTaskId', () => {
+  it('round-trips the due time and the shard', () => {
+    // Prepare
+    const location = { dueAtMs: DUE_AT_MS, shard: 11 };
+
+    // Act
+    const parsed = parseTaskId(newTaskId(location), SHARD_COUNT);
+
+    // Assess
+    expect(parsed).toEqual(location);
+  });
+
+  it('issues 26-character ids that sort in due-time order', () => {
+    // Prepare
+    const dueTimes = [DUE_AT_MS + 86_400_000, DUE_AT_MS, DUE_AT_MS + 1, DUE_AT_MS + 999, DUE_AT_MS - 1000];
+    // Shards vary on purpose: the time prefix alone must decide the order.
+    const ids = dueTimes.map((dueAtMs, index) =>
+      newTaskId({ dueAtMs, shard: (SHARD_COUNT - 1 - index) % SHARD_COUNT }),
+    );
+
+    // Act
+    const sorted = [...ids].sort();
+
+    // Assess
+    for (const id of ids) expect(id).toHaveLength(26);
+    expect(sorted.map((id) => parseTaskId(id, SHARD_COUNT)?.dueAtMs)).toEqual([...dueTimes].sort((a, b) => a - b));
+  });
+
+  it('gives two tasks with the same due time and shard different ids', () => {
+    // Prepare
+    const location = { dueAtMs: DUE_AT_MS, shard: 0 };
+
+    // Act
+    const first = newTaskId(location);
+    const second = newTaskId(location);
+
+    // Assess
+    expect(first).not.toBe(second);
+  });
+
+  it('refuses to encode a due time or shard an id cannot carry', () => {
+    // Act & Assess
+    expect(() => newTaskId({ dueAtMs: -1, shard: 0 })).toThrow(RangeError);
+    expect(() => newTaskId({ dueAtMs: 1.5, shard: 0 })).toThrow(RangeError);
+    expect(() => newTaskId({ dueAtMs: DUE_AT_MS, shard: 1024 })).toThrow(RangeError);
+  });
+
+  it('rejects text of the wrong length', () => {
+    // Prepare
+    const id = newTaskId({ dueAtMs: DUE_AT_MS, shard: 3 });
+
+    // Act & Assess
+    expect(parseTaskId(id.slice(0, 25), SHARD_COUNT)).toBeUndefined();
+    expect(parseTaskId(`${id}0`, SHARD_COUNT)).toBeUndefined();
+    expect(parseTaskId('', SHARD_COUNT)).toBeUndefined();
+  });
+
+  it('rejects lowercase letters and the letters Crockford base32 leaves out', () => {
+    // Prepare
+    const head = newTaskId({ dueAtMs: DUE_AT_MS, shard: 3 }).slice(0, 25);
+
+    // Act & Assess
+    expect(parseTaskId(`${head}A`, SHARD_COUNT)).toBeDefined();
+    expect(parseTaskId(`${head}a`, SHARD_COUNT)).toBeUndefined();
+    for (const letter of ['I', 'L', 'O', 'U']) expect(parseTaskId(`${head}${letter}`, SHARD_COUNT)).toBeUndefined();
+  });
+
+  it('rejects values that are not strings', () => {
+    // Act & Assess
+    for (const value of [undefined, null, 42, { id: 'x' }, ['01']])
+      expect(parseTaskId(value, SHARD_COUNT)).toBeUndefined();
+  });
+
+  it('rejects an id whose shard this deployment does not have', () => {
+    // Prepare
+    const id = newTaskId({ dueAtMs: DUE_AT_MS, shard: 5 });
+
+    // Act & Assess
+    expect(parseTaskId(id, 5)).toBeUndefined();
+    expect(parseTaskId(id, 6)).toEqual({ dueAtMs: DUE_AT_MS, shard: 5 });
+  });
+});
+
+describe('Function: bucketOf and partitionKey', () => {
+  it('wraps seconds modulo the bucket count, like a timing wheel', () => {
+    // Act & Assess
+    expect(bucketOf(10_000_005, 10_000_000)).toBe(5);
+    expect(bucketOf(9_999_999, 10_000_000)).toBe(9_999_999);
+    expect(bucketOf(-1, 10)).toBe(9);
+    expect(partitionKey(10_000_005, 3, 10_000_000)).toBe('B#5#3');
+    expect(partitionKey(10_000_005, 3, 10_000_000)).toBe(partitionKey(5, 3, 10_000_000));
+  });
+
+  it('puts a task in the partition of its own second and shard', () => {
+    // Prepare
+    const id = newTaskId({ dueAtMs: DUE_AT_MS, shard: 7 });
+
+    // Act
+    const key = taskKey(id, { dueAtMs: DUE_AT_MS, shard: 7 }, 1000);
+
+    // Assess
+    expect(key.pk).toBe(`B#${Math.floor(DUE_AT_MS / 1000) % 1000}#7`);
+    expect(key.sk.endsWith(`#${id}`)).toBe(true);
+  });
+});
+
+describe('Function: secondRange', () => {
+  const second = Math.floor(DUE_AT_MS / 1000);
+  const skAt = (ms: number) => taskKey(newTaskId({ dueAtMs: ms, shard: 0 }), { dueAtMs: ms, shard: 0 }, 1000).sk;
+  const inRange = (sk: string) => {
+    const { from, to } = secondRange(second);
+    return sk >= from && sk <= to;
+  };
+
+  it('holds the first and the last millisecond of the second', () => {
+    // Act & Assess
+    expect(inRange(skAt(second * 1000))).toBe(true);
+    expect(inRange(skAt(second * 1000 + 999))).toBe(true);
+  });
+
+  it('leaves out the neighbouring seconds', () => {
+    // Act & Assess
+    expect(inRange(skAt((second + 1) * 1000))).toBe(false);
+    expect(inRange(skAt(second * 1000 - 1))).toBe(false);
+  });
+
+  it('leaves out a task due a whole number of wheel turns later in the same bucket', () => {
+    // Prepare
+    const bucketCount = 1000;
+    const later = (second + bucketCount) * 1000 + 500;
+
+    // Act & Assess
+    expect(partitionKey(second + bucketCount, 0, bucketCount)).toBe(partitionKey(second, 0, bucketCount));
+    expect(inRange(skAt(later))).toBe(false);
+  });
+});

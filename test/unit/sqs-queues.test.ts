@@ -1,0 +1,158 @@
+import {
+  ChangeMessageVisibilityCommand,
+  SendMessageBatchCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import { mockClient } from 'aws-sdk-client-mock';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import {
+  delayRedelivery,
+  SqsDeadLetterQueue,
+  sendAll,
+  sqsDeliveryQueue,
+  sqsTickQueue,
+} from '../../functions/adapters/sqs-queues';
+
+const QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/timer-delivery';
+const sqsMock = mockClient(SQSClient);
+const sqs = new SQSClient({ region: 'us-east-1' });
+
+const messages = (count: number) =>
+  Array.from({ length: count }, (_, index) => ({ body: `m${index}`, delaySeconds: 0 }));
+const batches = () => sqsMock.commandCalls(SendMessageBatchCommand).map((call) => call.args[0].input.Entries ?? []);
+
+describe('Function: sendAll', () => {
+  beforeEach(() => {
+    sqsMock.reset();
+  });
+
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('sends 25 messages in batches of 10, 10 and 5', async () => {
+    // Prepare
+    sqsMock.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
+
+    // Act
+    await sendAll(sqs, QUEUE_URL, messages(25));
+
+    // Assess
+    expect(batches().map((entries) => entries.length)).toEqual([10, 10, 5]);
+    expect(
+      batches()
+        .flat()
+        .map((entry) => entry.MessageBody),
+    ).toEqual(messages(25).map((message) => message.body));
+    expect(
+      sqsMock.commandCalls(SendMessageBatchCommand).every((call) => call.args[0].input.QueueUrl === QUEUE_URL),
+    ).toBe(true);
+  });
+
+  it('sends nothing for no messages', async () => {
+    // Act
+    await sendAll(sqs, QUEUE_URL, []);
+
+    // Assess
+    expect(sqsMock.commandCalls(SendMessageBatchCommand)).toHaveLength(0);
+  });
+
+  it('retries only the entries SQS reported as failed', async () => {
+    // Prepare
+    vi.useFakeTimers();
+    sqsMock
+      .on(SendMessageBatchCommand)
+      .resolvesOnce({ Failed: [{ Id: '3', Code: 'InternalError', SenderFault: false }] })
+      .resolves({ Failed: [] });
+
+    // Act
+    const sending = sendAll(sqs, QUEUE_URL, messages(5));
+    await vi.runAllTimersAsync();
+    await sending;
+
+    // Assess
+    expect(batches().map((entries) => entries.map((entry) => entry.MessageBody))).toEqual([
+      ['m0', 'm1', 'm2', 'm3', 'm4'],
+      ['m3'],
+    ]);
+  });
+
+  it('throws naming the queue when entries still fail after the retries', async () => {
+    // Prepare
+    vi.useFakeTimers();
+    sqsMock
+      .on(SendMessageBatchCommand)
+      .resolves({ Failed: [{ Id: '0', Code: 'KmsThrottled', Message: 'slow down', SenderFault: false }] });
+
+    // Act
+    const sending = sendAll(sqs, QUEUE_URL, messages(2));
+    const failure = expect(sending).rejects.toThrow(QUEUE_URL);
+    await vi.runAllTimersAsync();
+
+    // Assess
+    await failure;
+    await expect(sending).rejects.toThrow('KmsThrottled: slow down');
+    expect(batches().map((entries) => entries.length)).toEqual([2, 1, 1, 1]);
+  });
+});
+
+describe('Function: sqsDeliveryQueue', () => {
+  beforeEach(() => {
+    sqsMock.reset();
+    sqsMock.on(SendMessageBatchCommand).resolves({ Failed: [] });
+  });
+
+  it('sends only the task id as the body, delayed as asked', async () => {
+    // Act
+    await sqsDeliveryQueue(sqs, QUEUE_URL).send([{ id: 'T1', delaySeconds: 3 }]);
+
+    // Assess
+    expect(batches()[0]).toEqual([{ Id: '0', MessageBody: '{"id":"T1"}', DelaySeconds: 3 }]);
+  });
+
+  it('sends ticks with their second, delayed as asked', async () => {
+    // Act
+    await sqsTickQueue(sqs, QUEUE_URL).send([{ second: 1_780_000_000, delaySeconds: 42 }]);
+
+    // Assess
+    expect(batches()[0]).toEqual([{ Id: '0', MessageBody: '{"second":1780000000}', DelaySeconds: 42 }]);
+  });
+});
+
+describe('Class: SqsDeadLetterQueue', () => {
+  beforeEach(() => {
+    sqsMock.reset();
+  });
+
+  it('sends the id, attempt and error, so a redrive can deliver it again', async () => {
+    // Prepare
+    const dlqUrl = `${QUEUE_URL}-dlq`;
+
+    // Act
+    await new SqsDeadLetterQueue(sqs, dlqUrl).send({ id: 'T1', attempt: 8, error: 'HTTP 500 from h' });
+
+    // Assess
+    const input = sqsMock.commandCalls(SendMessageCommand)[0]?.args[0].input;
+    expect(input?.QueueUrl).toBe(dlqUrl);
+    expect(JSON.parse(input?.MessageBody ?? '')).toEqual({ id: 'T1', attempt: 8, error: 'HTTP 500 from h' });
+  });
+});
+
+describe('Function: delayRedelivery', () => {
+  beforeEach(() => {
+    sqsMock.reset();
+  });
+
+  it('hides a message for the retry delay', async () => {
+    // Act
+    await delayRedelivery(sqs, QUEUE_URL, 'receipt-1', 40);
+
+    // Assess
+    expect(sqsMock.commandCalls(ChangeMessageVisibilityCommand)[0]?.args[0].input).toEqual({
+      QueueUrl: QUEUE_URL,
+      ReceiptHandle: 'receipt-1',
+      VisibilityTimeout: 40,
+    });
+  });
+});

@@ -1,4 +1,4 @@
-import { claimNextSecond } from './clock';
+import { claimNextSecond, secondOf } from './clock';
 import type { Clock, ClockStore, DeliveryMessage, DeliveryQueue, DueTask, TaskStore } from './task';
 import { DAY_SECONDS } from './task';
 
@@ -63,6 +63,8 @@ export async function runScanner(
     if (!claim.claimed) break;
     seconds.push(claim.second);
     enqueued += (await scanSecond(ports, claim.second)).enqueued;
+    // The next second is not claimable yet: stop without paying for a clock read to learn that.
+    if (claim.second + 1 > secondOf(ports.clock.now()) + ports.lookaheadSeconds) break;
   }
   return { seconds, enqueued };
 }

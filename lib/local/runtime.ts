@@ -68,6 +68,11 @@ export interface LocalTimer {
   readonly eventBridgeEvents: readonly SunkEvent[];
   /** Webhooks delivered to the built-in receiver at LOCAL_INBOX_PATH. */
   readonly inbox: ReturnType<typeof createWebhookInbox>;
+  /**
+   * AWS requests made so far, by `Client.Command`: the handlers' own calls plus the queue
+   * pollers' receives and deletes, which Lambda's event source mappings make in the cloud.
+   */
+  requestCounts(): Record<string, number>;
   /** Tasks re-enqueued at start because the in-memory queues of a previous run were lost. */
   readonly recovered: number;
   stop(): Promise<void>;
@@ -177,6 +182,19 @@ async function requeueLostTasks(
 
 type AnyHandler = LambdaHandler<unknown, unknown>;
 
+/** Counts each request a client sends, so local runs can report AWS requests per task. */
+function countRequests(client: { middlewareStack: unknown }, counts: Map<string, number>): void {
+  // Every SDK v3 client has the same middleware stack; SQS's type stands for all of them.
+  (client.middlewareStack as SQSClient['middlewareStack']).add(
+    (next, context) => (args) => {
+      const name = `${(context.clientName ?? 'Unknown').replace(/Client$/, '')}.${(context.commandName ?? 'Unknown').replace(/Command$/, '')}`;
+      counts.set(name, (counts.get(name) ?? 0) + 1);
+      return next(args);
+    },
+    { step: 'initialize', name: 'countRequests' },
+  );
+}
+
 /** Imports the handlers only after the environment is set: they read it, and build their clients, at load. */
 async function loadHandlers(): Promise<Record<FunctionName, AnyHandler>> {
   const [api, ticker, scanner, callback, sweeper] = await Promise.all([
@@ -276,6 +294,10 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     ...(Object.keys(FUNCTIONS) as FunctionName[]).map((fn) => environmentFor(fn, settings, resources)),
   );
   const handlers = await loadHandlers();
+  const counts = new Map<string, number>();
+  const handlerClients = await import('../../functions/commons/clients');
+  for (const client of [handlerClients.dynamo, handlerClients.sqs, handlerClients.eventBridge, sqs])
+    countRequests(client, counts);
   const onError = (source: string) => (error: unknown) => logLine('ERROR', `${source} failed`, describeError(error));
 
   const recovered = await requeueLostTasks(dynamo, queues.delivery.url, sqs);
@@ -325,6 +347,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     queues,
     sqs,
     dynamo,
+    requestCounts: () => Object.fromEntries([...counts.entries()].sort(([a], [b]) => a.localeCompare(b))),
     eventBridgeEvents: sink.events,
     inbox,
     recovered,

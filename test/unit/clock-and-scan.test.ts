@@ -191,6 +191,22 @@ describe('Function: runScanner', () => {
     expect(ports.deliveryQueue.sent).toEqual([{ id: task.id, delaySeconds: 1 }]);
   });
 
+  it('reads the clock once per caught-up tick, not again to learn it is caught up', async () => {
+    // Prepare: the usual steady state, one second to claim per tick.
+    const ports = {
+      ...scanPorts({ clockStore: new FakeClockStore({ cursor: NOW_SECOND + 2, startedAt: 0 }) }),
+      lookaheadSeconds: 2,
+    };
+    const reads = vi.spyOn(ports.clockStore, 'read');
+
+    // Act
+    const run = await runScanner(ports, 40_000);
+
+    // Assess
+    expect(run.seconds).toEqual([NOW_SECOND + 2]);
+    expect(reads).toHaveBeenCalledTimes(1);
+  });
+
   it('stops claiming once its time budget is spent', async () => {
     // Prepare: a backlog far behind now, and scans slow enough that the budget runs out first.
     const ports = {

@@ -83,6 +83,22 @@ function fromItem(item: Item): Task {
   };
 }
 
+type Page = { Items?: Item[]; LastEvaluatedKey?: Record<string, unknown> };
+
+/** Every item of a Query or Scan, page after page: a page ends at 1 MB, not at the last match. */
+export async function allItems(
+  fetchPage: (startKey: Record<string, unknown> | undefined) => Promise<Page>,
+): Promise<Item[]> {
+  const items: Item[] = [];
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await fetchPage(startKey);
+    items.push(...(page.Items ?? []));
+    startKey = page.LastEvaluatedKey;
+  } while (startKey);
+  return items;
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export interface DynamoStoreOptions {
@@ -172,10 +188,8 @@ export class DynamoTaskStore implements TaskStore {
   async listDue(second: number, shard: number): Promise<DueTask[]> {
     const { client, tableName, bucketCount, queryPageSize } = this.options;
     const range = secondRange(second);
-    const due: DueTask[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await client.send(
+    const items = await allItems((startKey) =>
+      client.send(
         new QueryCommand({
           TableName: tableName,
           KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
@@ -192,11 +206,9 @@ export class DynamoTaskStore implements TaskStore {
           ExclusiveStartKey: startKey,
           Limit: queryPageSize,
         }),
-      );
-      for (const item of page.Items ?? []) due.push({ id: item.id as string, dueAtMs: item.dueAtMs as number });
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
-    return due;
+      ),
+    );
+    return items.map((item) => ({ id: item.id as string, dueAtMs: item.dueAtMs as number }));
   }
 
   async claimDelivery(key: TaskKey, nowMs: number, leaseUntilMs: number): Promise<Task | undefined> {
@@ -334,9 +346,8 @@ export class DynamoClockStore implements ClockStore {
       hourStart <= to;
       hourStart = (Math.floor(hourStart / SECONDS_PER_MARKER_PARTITION) + 1) * SECONDS_PER_MARKER_PARTITION
     ) {
-      let startKey: Record<string, unknown> | undefined;
-      do {
-        const page = await this.options.client.send(
+      const items = await allItems((startKey) =>
+        this.options.client.send(
           new QueryCommand({
             TableName: this.options.tableName,
             KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
@@ -349,10 +360,9 @@ export class DynamoClockStore implements ClockStore {
             ConsistentRead: true,
             ExclusiveStartKey: startKey,
           }),
-        );
-        for (const item of page.Items ?? []) seconds.add(Number(item.sk));
-        startKey = page.LastEvaluatedKey;
-      } while (startKey);
+        ),
+      );
+      for (const item of items) seconds.add(Number(item.sk));
     }
     return seconds;
   }

@@ -13,7 +13,7 @@ import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import dynalite from 'dynalite';
 import { startFauxqs } from 'fauxqs';
-import { DynamoClockStore } from '../../functions/adapters/dynamo-store';
+import { allItems, DynamoClockStore } from '../../functions/adapters/dynamo-store';
 import { sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
 import { toDeliveryMessages } from '../../functions/core/scan';
 import { generateSigningSecret } from '../../functions/core/signature';
@@ -94,24 +94,29 @@ async function loadSigningSecret(dataDir: string | undefined): Promise<string> {
   }
 }
 
+/** Creates the task table as the stack defines it: string pk and sk, on demand. */
+export async function createTaskTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  await client.send(
+    new CreateTableCommand({
+      TableName: tableName,
+      BillingMode: 'PAY_PER_REQUEST',
+      AttributeDefinitions: [
+        { AttributeName: TABLE.partitionKey, AttributeType: 'S' },
+        { AttributeName: TABLE.sortKey, AttributeType: 'S' },
+      ],
+      KeySchema: [
+        { AttributeName: TABLE.partitionKey, KeyType: 'HASH' },
+        { AttributeName: TABLE.sortKey, KeyType: 'RANGE' },
+      ],
+    }),
+  );
+}
+
 async function ensureTable(client: DynamoDBClient): Promise<void> {
   try {
     await client.send(new DescribeTableCommand({ TableName: LOCAL_TABLE_NAME }));
   } catch {
-    await client.send(
-      new CreateTableCommand({
-        TableName: LOCAL_TABLE_NAME,
-        BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: [
-          { AttributeName: TABLE.partitionKey, AttributeType: 'S' },
-          { AttributeName: TABLE.sortKey, AttributeType: 'S' },
-        ],
-        KeySchema: [
-          { AttributeName: TABLE.partitionKey, KeyType: 'HASH' },
-          { AttributeName: TABLE.sortKey, KeyType: 'RANGE' },
-        ],
-      }),
-    );
+    await createTaskTable(client, LOCAL_TABLE_NAME);
   }
 }
 
@@ -153,10 +158,8 @@ async function requeueLostTasks(
   const clock = await new DynamoClockStore({ client: dynamo, tableName: LOCAL_TABLE_NAME }).read();
   if (!clock) return 0;
   const nowMs = Date.now();
-  const lost: Array<{ id: string; dueAtMs: number }> = [];
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await dynamo.send(
+  const items = await allItems((startKey) =>
+    dynamo.send(
       new ScanCommand({
         TableName: LOCAL_TABLE_NAME,
         FilterExpression: '#status IN (:pending, :delivering) AND dueAtMs < :claimedBefore',
@@ -169,13 +172,12 @@ async function requeueLostTasks(
         ConsistentRead: true,
         ExclusiveStartKey: startKey,
       }),
-    );
-    for (const item of page.Items ?? []) {
-      const leaseUntilMs = typeof item.leaseUntilMs === 'number' ? item.leaseUntilMs : 0;
-      lost.push({ id: item.id as string, dueAtMs: Math.max(item.dueAtMs as number, leaseUntilMs + 1000) });
-    }
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
+    ),
+  );
+  const lost = items.map((item) => ({
+    id: item.id as string,
+    dueAtMs: Math.max(item.dueAtMs as number, (typeof item.leaseUntilMs === 'number' ? item.leaseUntilMs : 0) + 1000),
+  }));
   if (lost.length > 0) await sqsDeliveryQueue(sqs, deliveryQueueUrl).send(toDeliveryMessages(lost, nowMs));
   return lost.length;
 }

@@ -1,11 +1,11 @@
 import type { AddressInfo } from 'node:net';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DeleteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
 import { startFauxqs } from 'fauxqs';
 import { DynamoClockStore, DynamoTaskStore } from '../../functions/adapters/dynamo-store';
-import { TABLE } from '../../lib/topology';
+import { createTaskTable } from '../../lib/local/runtime';
 
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
 const region = 'us-east-1';
@@ -40,20 +40,7 @@ export async function startEmulators(): Promise<Emulators> {
   const sqs = new SQSClient({ region, credentials, endpoint: sqsServer.address, useQueueUrlAsEndpoint: false });
 
   const tableName = `tasks-${++tables}`;
-  await rawDynamo.send(
-    new CreateTableCommand({
-      TableName: tableName,
-      BillingMode: 'PAY_PER_REQUEST',
-      AttributeDefinitions: [
-        { AttributeName: TABLE.partitionKey, AttributeType: 'S' },
-        { AttributeName: TABLE.sortKey, AttributeType: 'S' },
-      ],
-      KeySchema: [
-        { AttributeName: TABLE.partitionKey, KeyType: 'HASH' },
-        { AttributeName: TABLE.sortKey, KeyType: 'RANGE' },
-      ],
-    }),
-  );
+  await createTaskTable(rawDynamo, tableName);
 
   return {
     dynamo,

@@ -22,7 +22,7 @@ export const ENV = {
   signingSecret: 'TIMER_SIGNING_SECRET',
   signingSecretArn: 'TIMER_SIGNING_SECRET_ARN',
   retentionDays: 'TIMER_RETENTION_DAYS',
-  sweepWindowSeconds: 'TIMER_SWEEP_WINDOW_SECONDS',
+  sweepMaxSecondsPerRun: 'TIMER_SWEEP_MAX_SECONDS_PER_RUN',
   sweepGraceSeconds: 'TIMER_SWEEP_GRACE_SECONDS',
 } as const;
 
@@ -47,8 +47,8 @@ export interface TimerSettings {
   readonly allowInsecureTargets: boolean;
   /** Days a finished (DELIVERED, FAILED, CANCELLED) task stays readable before TTL removes it. */
   readonly retentionDays: number;
-  /** How far behind the cursor the sweeper looks for seconds claimed but never finished. */
-  readonly sweepWindowSeconds: number;
+  /** The most seconds one sweep examines for being claimed but never finished; it resumes where the last left off. */
+  readonly sweepMaxSecondsPerRun: number;
   /** How long a claimed second may stay unfinished before the sweeper re-scans it (beyond any live scan). */
   readonly sweepGraceSeconds: number;
 }
@@ -63,7 +63,7 @@ export const DEFAULT_SETTINGS: TimerSettings = {
   webhookTimeoutMs: 10_000,
   allowInsecureTargets: false,
   retentionDays: 30,
-  sweepWindowSeconds: 600,
+  sweepMaxSecondsPerRun: 3600,
   sweepGraceSeconds: 90,
 };
 
@@ -119,7 +119,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     entry: 'functions/sweeper/handler.ts',
     timeoutSeconds: 120,
     memoryMb: 512,
-    env: [...coreEnv, ENV.deliveryQueueUrl, ENV.sweepWindowSeconds, ENV.sweepGraceSeconds],
+    env: [...coreEnv, ENV.deliveryQueueUrl, ENV.sweepMaxSecondsPerRun, ENV.sweepGraceSeconds],
   },
 };
 
@@ -174,16 +174,22 @@ export const DELIVERY_LEASE_MS = 2 * FUNCTIONS.callback.timeoutSeconds * 1000;
 /** A delivery message that surfaces at most this early is held in memory; an earlier one goes back to the queue. */
 export const MAX_EARLY_WAIT_MS = 5000;
 
+/** A sweep stops re-scanning after this long, well inside its function timeout; the next run continues. */
+export const SWEEPER_BUDGET_MS = 60_000;
+
 /** Scanner invocations stop claiming new seconds after this long, leaving room to finish the last one. */
 export const SCANNER_BUDGET_MS = 40_000;
 
 /**
- * Receives before SQS moves a delivery message to the DLQ. It sits above maxAttempts because
- * receives that only hand an early message back also count, and the callback moves a task whose
- * attempts ran out to the DLQ itself; this is the net for a message whose processing keeps crashing.
+ * Receives before SQS moves a delivery message to the DLQ. The callback dead-letters a task
+ * whose attempts ran out itself, so this is only the net for a message whose processing keeps
+ * crashing. It sits far above maxAttempts because receives that never reach an attempt count
+ * too: an early message handed back, a throttled lease write, a timed-out invocation. A message
+ * moved by SQS leaves its task PENDING, so it must take sustained failure, not a hot second:
+ * at the 180 s visibility timeout, 100 receives are about five hours.
  */
 export function deliveryMaxReceiveCount(settings: TimerSettings): number {
-  return settings.maxAttempts + 4;
+  return settings.maxAttempts + 100;
 }
 
 /** Schedules: the ticker fans one minute out into per-second ticks; the sweeper repairs missed seconds. */
@@ -228,7 +234,7 @@ export function environmentFor(
     [ENV.webhookTimeoutMs]: String(settings.webhookTimeoutMs),
     [ENV.allowInsecureTargets]: String(settings.allowInsecureTargets),
     [ENV.retentionDays]: String(settings.retentionDays),
-    [ENV.sweepWindowSeconds]: String(settings.sweepWindowSeconds),
+    [ENV.sweepMaxSecondsPerRun]: String(settings.sweepMaxSecondsPerRun),
     [ENV.sweepGraceSeconds]: String(settings.sweepGraceSeconds),
     ...resources,
   };

@@ -287,6 +287,8 @@ export class DynamoTaskStore implements TaskStore {
 }
 
 const CLOCK_KEY = { pk: 'CLOCK', sk: 'CLOCK' } as const;
+/** Its own item, so sweeps never contend with the once-a-second cursor writes. */
+const SWEEP_KEY = { pk: 'SWEEP', sk: 'SWEEP' } as const;
 const SECONDS_PER_MARKER_PARTITION = 3600;
 const markerPartition = (second: number) => `SCANNED#${Math.floor(second / SECONDS_PER_MARKER_PARTITION)}`;
 const markerSort = (second: number) => String(second).padStart(12, '0');
@@ -336,6 +338,27 @@ export class DynamoClockStore implements ClockStore {
         TableName: this.options.tableName,
         Item: { pk: markerPartition(second), sk: markerSort(second), enqueued, expiresAt: expiresAtSeconds },
       }),
+    );
+  }
+
+  async sweptThrough(): Promise<number | undefined> {
+    const result = await this.options.client.send(
+      new GetCommand({ TableName: this.options.tableName, Key: SWEEP_KEY, ConsistentRead: true }),
+    );
+    return result.Item?.sweptThrough as number | undefined;
+  }
+
+  async recordSweptThrough(second: number): Promise<void> {
+    await unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: SWEEP_KEY,
+          UpdateExpression: 'SET sweptThrough = :second',
+          ConditionExpression: 'attribute_not_exists(sweptThrough) OR sweptThrough < :second',
+          ExpressionAttributeValues: { ':second': second },
+        }),
+      ),
     );
   }
 

@@ -105,6 +105,10 @@ export interface ClockStore {
   markScanned(second: number, enqueued: number, expiresAtSeconds: number): Promise<void>;
   /** The seconds in [from, to] that have a finished marker. */
   scannedSeconds(from: number, to: number): Promise<Set<number>>;
+  /** The sweeper's watermark: every claimed second up to it is known to be finished. Undefined before the first sweep. */
+  sweptThrough(): Promise<number | undefined>;
+  /** Raises the watermark to `second`; it never moves back, even when two sweeps race. */
+  recordSweptThrough(second: number): Promise<void>;
 }
 
 export interface DeliveryMessage {

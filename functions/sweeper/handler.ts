@@ -1,6 +1,6 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy from '@middy/core';
-import { ENV } from '../../lib/topology';
+import { ENV, SWEEPER_BUDGET_MS } from '../../lib/topology';
 import { sqsDeliveryQueue } from '../adapters/sqs-queues';
 import { sqs } from '../commons/clients';
 import { integerEnv, requireEnv } from '../commons/config';
@@ -17,8 +17,9 @@ const ports = {
   clock: systemClock,
 };
 const settings = {
-  windowSeconds: integerEnv(ENV.sweepWindowSeconds),
+  maxSecondsPerRun: integerEnv(ENV.sweepMaxSecondsPerRun),
   graceSeconds: integerEnv(ENV.sweepGraceSeconds),
+  budgetMs: SWEEPER_BUDGET_MS,
 };
 
 /** Runs every minute: re-scans seconds a scanner claimed but never finished. */
@@ -31,6 +32,7 @@ export const handler = middy()
       rescanned: report.rescanned.length,
       enqueued: report.enqueued,
       lagSeconds: report.lagSeconds,
+      unsweptSeconds: report.unsweptSeconds,
     });
     return report;
   });

@@ -87,4 +87,16 @@ describe('Invariant 4: one scanner per second (conditional write on CLOCK, real 
     const marked = await clockStore.scannedSeconds(nowMs / 1000 - 120, nowMs / 1000);
     expect(marked.size).toBe(121);
   });
+
+  it('only ever raises the sweep watermark, whatever order racing sweeps record it in', async () => {
+    // Prepare
+    const { clockStore } = emulators.stores();
+
+    // Act
+    await Promise.all([1_000, 3_000, 2_000, 500].map((second) => clockStore.recordSweptThrough(second)));
+    await clockStore.recordSweptThrough(1_500);
+
+    // Assess
+    expect(await clockStore.sweptThrough()).toBe(3_000);
+  });
 });

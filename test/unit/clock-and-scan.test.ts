@@ -229,10 +229,10 @@ describe('Function: runScanner', () => {
 });
 
 describe('Function: sweepUnfinishedSeconds', () => {
-  const settings = { windowSeconds: 600, graceSeconds: 5 };
+  const settings = { maxSecondsPerRun: 3600, graceSeconds: 5, budgetMs: 60_000 };
 
-  it('rescans only the unmarked seconds up to now minus the grace', async () => {
-    // Prepare: the cursor runs ahead of now, so the grace bounds the window.
+  it('rescans only the unmarked seconds up to now minus the grace, and records how far it got', async () => {
+    // Prepare: the cursor runs ahead of now, so the grace bounds the run.
     const clockStore = new FakeClockStore({ cursor: NOW_SECOND + 2, startedAt: NOW_SECOND - 12 });
     for (let second = NOW_SECOND - 12; second <= NOW_SECOND + 1; second++) clockStore.markers.set(second, 0);
     for (const unfinished of [NOW_SECOND - 10, NOW_SECOND - 7, NOW_SECOND - 4]) clockStore.markers.delete(unfinished);
@@ -243,13 +243,14 @@ describe('Function: sweepUnfinishedSeconds', () => {
     const report = await sweepUnfinishedSeconds(ports, settings);
 
     // Assess
-    expect(report).toEqual({ rescanned: [NOW_SECOND - 10, NOW_SECOND - 7], enqueued: 1, lagSeconds: -2 });
+    expect(report).toEqual({ rescanned: [NOW_SECOND - 10, NOW_SECOND - 7], enqueued: 1, lagSeconds: -2, unsweptSeconds: 5 });
     expect(ports.deliveryQueue.sent).toEqual([{ id: lost.id, delaySeconds: 0 }]);
     expect(clockStore.markers.get(NOW_SECOND - 10)).toBe(1);
     expect(clockStore.markers.has(NOW_SECOND - 4)).toBe(false);
+    expect(clockStore.swept).toBe(NOW_SECOND - 5);
   });
 
-  it('looks no earlier than the second the clock started', async () => {
+  it('starts at the second the clock started when it has never swept', async () => {
     // Prepare
     const clockStore = new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 8 });
     const ports = scanPorts({ clockStore });
@@ -261,20 +262,75 @@ describe('Function: sweepUnfinishedSeconds', () => {
     expect(report.rescanned).toEqual([NOW_SECOND - 8, NOW_SECOND - 7, NOW_SECOND - 6, NOW_SECOND - 5]);
   });
 
-  it('stops before the cursor and looks back one window when the scanners lag', async () => {
+  it('resumes after its watermark and never looks behind it', async () => {
     // Prepare
-    const clockStore = new FakeClockStore({ cursor: NOW_SECOND - 100, startedAt: NOW_SECOND - 100_000 });
+    const clockStore = new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 1000 });
+    clockStore.swept = NOW_SECOND - 7;
     const ports = scanPorts({ clockStore });
 
     // Act
-    const report = await sweepUnfinishedSeconds(ports, { windowSeconds: 3, graceSeconds: 5 });
+    const report = await sweepUnfinishedSeconds(ports, settings);
 
     // Assess
-    expect(report).toEqual({
-      rescanned: [NOW_SECOND - 103, NOW_SECOND - 102, NOW_SECOND - 101],
-      enqueued: 0,
-      lagSeconds: 100,
+    expect(report.rescanned).toEqual([NOW_SECOND - 6, NOW_SECOND - 5]);
+  });
+
+  it('leaves no second behind when scans failed for longer than one run can cover', async () => {
+    // Prepare: for 12 minutes every scanner claimed its second and then failed to send, so
+    // nothing after T-720 has a marker; a sweep covers at most 5 minutes of seconds per run.
+    const clockStore = new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 1000 });
+    clockStore.swept = NOW_SECOND - 900;
+    for (let second = NOW_SECOND - 899; second <= NOW_SECOND - 720; second++) clockStore.markers.set(second, 0);
+    const oldest = aTask((NOW_SECOND - 719) * 1000 + 500, 1);
+    const ports = scanPorts({ tasks: [oldest], clockStore });
+
+    // Act: the sweeper runs every minute while time goes on.
+    const rescanned: number[] = [];
+    for (let run = 0; run < 4; run++) {
+      rescanned.push(...(await sweepUnfinishedSeconds(ports, { ...settings, maxSecondsPerRun: 300 })).rescanned);
+      ports.clock.advance(60_000);
+      if (clockStore.state) clockStore.state = { ...clockStore.state, cursor: clockStore.state.cursor + 60 };
+    }
+
+    // Assess: every unmarked second up to the grace was re-scanned exactly once, the oldest first.
+    expect(rescanned[0]).toBe(NOW_SECOND - 719);
+    expect(new Set(rescanned).size).toBe(rescanned.length);
+    expect(rescanned).toContain(NOW_SECOND - 6);
+    expect(ports.deliveryQueue.sent.map((message) => message.id)).toEqual([oldest.id]);
+  });
+
+  it('holds its watermark at a second whose re-scan fails, so the next run tries it again', async () => {
+    // Prepare
+    const clockStore = new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 20 });
+    clockStore.swept = NOW_SECOND - 21;
+    for (let second = NOW_SECOND - 20; second < NOW_SECOND - 12; second++) clockStore.markers.set(second, 0);
+    const stuck = aTask((NOW_SECOND - 12) * 1000, 0);
+    const ports = scanPorts({ tasks: [stuck], clockStore });
+    ports.deliveryQueue.failure = new Error('SQS unavailable');
+
+    // Act
+    const sweeping = sweepUnfinishedSeconds(ports, settings);
+
+    // Assess
+    await expect(sweeping).rejects.toThrow('SQS unavailable');
+    expect(clockStore.swept).toBe(NOW_SECOND - 13);
+  });
+
+  it('stops re-scanning when its time budget is spent and records only what it finished', async () => {
+    // Prepare: every second is unfinished and each re-scan takes 400 ms.
+    const clockStore = new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 100 });
+    const ports = { ...scanPorts({ clockStore }), shardCount: 1 };
+    vi.spyOn(ports.taskStore, 'listDue').mockImplementation(async () => {
+      ports.clock.advance(400);
+      return [];
     });
+
+    // Act
+    const report = await sweepUnfinishedSeconds(ports, { ...settings, budgetMs: 1000 });
+
+    // Assess
+    expect(report.rescanned).toEqual([NOW_SECOND - 100, NOW_SECOND - 99, NOW_SECOND - 98]);
+    expect(clockStore.swept).toBe(NOW_SECOND - 98);
   });
 
   it('does nothing before the clock has started', async () => {
@@ -286,7 +342,7 @@ describe('Function: sweepUnfinishedSeconds', () => {
     const report = await sweepUnfinishedSeconds(ports, settings);
 
     // Assess
-    expect(report).toEqual({ rescanned: [], enqueued: 0, lagSeconds: 0 });
+    expect(report).toEqual({ rescanned: [], enqueued: 0, lagSeconds: 0, unsweptSeconds: 0 });
     expect(listDue).not.toHaveBeenCalled();
   });
 });

@@ -58,6 +58,17 @@ export class FakeClockStore implements ClockStore {
   async scannedSeconds(from: number, to: number): Promise<Set<number>> {
     return new Set([...this.markers.keys()].filter((second) => second >= from && second <= to));
   }
+
+  /** The sweeper's watermark, as the real store keeps it in its own item. */
+  swept: number | undefined;
+
+  async sweptThrough(): Promise<number | undefined> {
+    return this.swept;
+  }
+
+  async recordSweptThrough(second: number): Promise<void> {
+    this.swept = Math.max(this.swept ?? Number.NEGATIVE_INFINITY, second);
+  }
 }
 
 // The sort key ends with the id, which is all the fake needs to find a task.

@@ -40,7 +40,7 @@ export function stubHandlerEnv(): void {
     // An inline secret, so the callback never calls Secrets Manager.
     [ENV.signingSecret]: SIGNING_SECRET,
     [ENV.retentionDays]: '30',
-    [ENV.sweepWindowSeconds]: '600',
+    [ENV.sweepMaxSecondsPerRun]: '3600',
     [ENV.sweepGraceSeconds]: String(SWEEP_GRACE_SECONDS),
   };
   for (const [name, value] of Object.entries(values)) vi.stubEnv(name, value);

@@ -64,6 +64,9 @@ describe('Function: sweeper handler', () => {
     expect(ddbMock.commandCalls(PutCommand).map((put) => put.args[0].input.Item)).toMatchObject([
       { sk: markerSk(unfinished), enqueued: 1 },
     ]);
-    expect(ddbMock.commandCalls(UpdateCommand)).toHaveLength(0);
+    // The watermark moves past the ten seconds, and only the watermark: no task is updated.
+    expect(ddbMock.commandCalls(UpdateCommand).map((update) => update.args[0].input)).toMatchObject([
+      { Key: { pk: 'SWEEP', sk: 'SWEEP' }, ExpressionAttributeValues: { ':second': cursor - 1 } },
+    ]);
   });
 });

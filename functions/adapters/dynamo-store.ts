@@ -147,18 +147,14 @@ export class DynamoTaskStore implements TaskStore {
   }
 
   async cancel(key: TaskKey, nowMs: number, expiresAtSeconds: number): Promise<CancelOutcome> {
-    // A failed condition is re-read; if the task was only between two states (a lease just
-    // released), the cancel is tried again rather than refused.
+    // A failed condition is re-read; if the task is PENDING again (an attempt just failed and
+    // released it), the cancel is tried again rather than refused.
     for (let attempt = 0; attempt < CANCEL_ATTEMPTS; attempt++) {
       if (await this.tryCancel(key, nowMs, expiresAtSeconds)) return { cancelled: true };
       const current = await this.get(key);
       if (!current) return { cancelled: false, reason: 'not-found' };
-      if (current.status === 'DELIVERING' && (current.leaseUntilMs ?? 0) >= nowMs) {
-        return { cancelled: false, reason: 'in-delivery', status: current.status };
-      }
-      if (current.status !== 'PENDING' && current.status !== 'DELIVERING') {
-        return { cancelled: false, reason: 'already-final', status: current.status };
-      }
+      if (current.status === 'DELIVERING') return { cancelled: false, reason: 'in-delivery', status: current.status };
+      if (current.status !== 'PENDING') return { cancelled: false, reason: 'already-final', status: current.status };
     }
     return { cancelled: false, reason: 'in-delivery', status: 'DELIVERING' };
   }
@@ -169,14 +165,14 @@ export class DynamoTaskStore implements TaskStore {
         new UpdateCommand({
           TableName: this.options.tableName,
           Key: key,
-          UpdateExpression:
-            'SET #status = :cancelled, cancelledAtMs = :now, expiresAt = :expiresAt REMOVE leaseUntilMs',
-          ConditionExpression: LEASABLE,
+          UpdateExpression: 'SET #status = :cancelled, cancelledAtMs = :now, expiresAt = :expiresAt',
+          // Only PENDING: a DELIVERING task whose lease lapsed may have reached its target
+          // before its callback died, so its outcome is unknown until the retry settles it.
+          ConditionExpression: '#status = :pending',
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: {
             ':cancelled': 'CANCELLED',
             ':pending': 'PENDING',
-            ':delivering': 'DELIVERING',
             ':now': nowMs,
             ':expiresAt': expiresAtSeconds,
           },

@@ -112,7 +112,7 @@ async function deleteTask(ports: ApiPorts, id: string): Promise<HttpResult> {
         problem(
           409,
           'in-delivery',
-          'A delivery attempt is in progress right now; the task may be delivered. Retry the cancel in a few seconds if it is not.',
+          'A delivery attempt is in progress, or one was cut short and its outcome is not known yet; the task may be delivered. Retry the cancel in a few minutes: it succeeds if the attempt failed.',
         ),
       );
   }

@@ -59,8 +59,9 @@ export async function getTask(ports: TaskLookupPorts, id: string): Promise<Task 
 /**
  * Cancels a task that has not been delivered. Once this returns `cancelled: true` the
  * task can never be delivered: the callback must take a lease on a PENDING task before
- * calling the target, and this write removed PENDING under the same condition.
- * Cancelling an already cancelled task succeeds again, so retries are safe.
+ * calling the target, and only a PENDING task can be cancelled, so no attempt is in flight
+ * or was cut short with an unknown outcome. Cancelling an already cancelled task succeeds
+ * again, so retries are safe.
  */
 export async function cancelTask(ports: TaskLookupPorts, id: string): Promise<CancelOutcome> {
   const location = parseTaskId(id, ports.shardCount);

@@ -63,7 +63,7 @@ export interface TaskStore {
   /** Writes many new tasks (up to any count; the adapter chunks and retries unprocessed items). */
   createMany(entries: ReadonlyArray<{ task: Task; key: TaskKey }>): Promise<void>;
   get(key: TaskKey): Promise<Task | undefined>;
-  /** PENDING (or a DELIVERING whose lease has lapsed) → CANCELLED, else says why not. */
+  /** PENDING → CANCELLED, else says why not (a DELIVERING task is in an attempt, or its outcome is not known yet). */
   cancel(key: TaskKey, nowMs: number, expiresAtSeconds: number): Promise<CancelOutcome>;
   /** All PENDING tasks of one shard of one second (consistent reads, every page). */
   listDue(second: number, shard: number): Promise<DueTask[]>;

@@ -102,4 +102,24 @@ describe('Store: DynamoTaskStore on dynalite', () => {
     expect(afterLapse?.attempts).toBe(2);
     expect(staleFinish).toBe(false);
   });
+
+  it('refuses to cancel while the outcome of an attempt is unknown, and cancels once the retry has released the task', async () => {
+    // Prepare: a callback took the lease, called the target (maybe) and died; the lease has lapsed.
+    const { taskStore } = emulators.stores({ bucketCount: BUCKETS });
+    const entry = task(1_700_300_000_000, 2);
+    await taskStore.create(entry.task, entry.key);
+    const t0 = 2_000_000;
+    await taskStore.claimDelivery(entry.key, t0, t0 + 60_000);
+
+    // Act
+    const whileUnknown = await taskStore.cancel(entry.key, t0 + 90_000, 0);
+    const retry = await taskStore.claimDelivery(entry.key, t0 + 180_000, t0 + 240_000);
+    await taskStore.finishDelivery(entry.key, retry?.attempts ?? 0, { status: 'PENDING', lastError: 'HTTP 503' });
+    const afterRelease = await taskStore.cancel(entry.key, t0 + 200_000, 0);
+
+    // Assess
+    expect(whileUnknown).toEqual({ cancelled: false, reason: 'in-delivery', status: 'DELIVERING' });
+    expect(afterRelease).toEqual({ cancelled: true });
+    expect((await taskStore.get(entry.key))?.status).toBe('CANCELLED');
+  });
 });

@@ -97,7 +97,7 @@ export class FakeTaskStore implements TaskStore {
   async cancel(key: TaskKey, nowMs: number): Promise<CancelOutcome> {
     const task = this.tasks.get(idOf(key));
     if (!task) return { cancelled: false, reason: 'not-found' };
-    if (!this.leasable(task, nowMs)) {
+    if (task.status !== 'PENDING') {
       const reason = task.status === 'DELIVERING' ? 'in-delivery' : 'already-final';
       return { cancelled: false, reason, status: task.status };
     }

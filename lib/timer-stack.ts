@@ -84,7 +84,7 @@ export class TimerStack extends Stack {
       minValue: 1,
       maxValue: MAX_SHARDS,
       description:
-        'Partitions each second is spread over (a partition takes about 1,000 writes/s). It may grow later; shrinking it strands tasks in the dropped shards.',
+        'Partitions each second is spread over (a partition takes about 1,000 writes/s). Fix it before the first task: changing it strands tasks.',
     });
 
     this.table = new TableV2(this, 'Tasks', {

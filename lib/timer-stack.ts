@@ -212,7 +212,7 @@ export class TimerStack extends Stack {
     this.table.grant(api, 'dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem');
     this.table.grant(scanner, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query');
     this.table.grant(callback, 'dynamodb:UpdateItem');
-    this.table.grant(sweeper, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query');
+    this.table.grant(sweeper, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query');
     this.queues.delivery.grantSendMessages(api);
     this.queues.delivery.grantSendMessages(scanner);
     this.queues.delivery.grantSendMessages(sweeper);

@@ -132,6 +132,10 @@ describe('Stack: TimerStack', () => {
       expect.arrayContaining(['dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:GetItem']),
     );
     expect(actionsOf('scanner')).toEqual(expect.arrayContaining(['dynamodb:Query', 'dynamodb:UpdateItem']));
+    // The sweeper re-scans seconds (Query, PutItem marker) and moves its watermark (UpdateItem).
+    expect(actionsOf('sweeper')).toEqual(
+      expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem']),
+    );
     for (const name of Object.keys(FUNCTIONS) as Array<keyof typeof FUNCTIONS>) {
       expect(actionsOf(name)).not.toContain('dynamodb:DeleteItem');
       expect(actionsOf(name)).not.toContain('dynamodb:Scan');

@@ -245,3 +245,49 @@ export function environmentFor(
   }
   return env;
 }
+
+/**
+ * CloudWatch metrics the handlers publish as embedded metric format (log lines, so no
+ * PutMetricData calls are paid for) and the stack's alarms and dashboard read. Powertools
+ * adds the `service` dimension to every one.
+ */
+export const METRICS = {
+  namespace: 'DistributedTimer',
+  dimensions: { service: 'distributed-timer' },
+  /** api: tasks stored (Count). */
+  tasksCreated: 'TasksCreated',
+  /** api: late arrivals the api enqueued itself (Count). */
+  tasksEnqueuedDirect: 'TasksEnqueuedDirect',
+  /** scanner: seconds claimed and scanned (Count). */
+  secondsScanned: 'SecondsScanned',
+  /** scanner: tasks sent to the delivery queue (Count). */
+  tasksEnqueued: 'TasksEnqueued',
+  /** scanner: tasks found in one second (Count, one value per second: its distribution shows hot seconds). */
+  tasksPerSecond: 'TasksPerSecond',
+  /** callback: records per invocation (Count). */
+  deliveryBatchSize: 'DeliveryBatchSize',
+  /** callback: successful deliveries (Count). */
+  tasksDelivered: 'TasksDelivered',
+  /** callback: delivery time minus dueAt, one value per delivery (Milliseconds). */
+  deliveryLatenessMs: 'DeliveryLatenessMs',
+  /** callback: attempts that failed, whether retried or not (Count). */
+  deliveryAttemptsFailed: 'DeliveryAttemptsFailed',
+  /** callback: tasks whose attempts ran out, now FAILED and in the DLQ (Count). */
+  tasksFailed: 'TasksFailed',
+  /** sweeper: tasks it had to enqueue because the normal path missed them (Count). Any is an incident. */
+  missedTasks: 'MissedTasks',
+  /** sweeper: now minus the scan cursor (Seconds); negative while scanners run ahead. */
+  scannerLagSeconds: 'ScannerLagSeconds',
+  /** sweeper: now minus its watermark (Seconds): how far back seconds are not yet known to be finished. */
+  unsweptSeconds: 'UnsweptSeconds',
+} as const;
+
+/** Alarm thresholds, shared by the stack and its runbook. */
+export const ALARM_THRESHOLDS = {
+  /** Scanners this far behind real time deliver late; the lookahead keeps healthy lag near -lookahead. */
+  scannerLagSeconds: 30,
+  /** The sweeper's grace plus two runs; beyond this it is not keeping up or not running. */
+  unsweptSeconds: 300,
+  /** Share of delivery attempts failing over five minutes. */
+  deliveryFailureRate: 0.1,
+} as const;

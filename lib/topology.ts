@@ -24,6 +24,7 @@ export const ENV = {
   retentionDays: 'TIMER_RETENTION_DAYS',
   sweepMaxSecondsPerRun: 'TIMER_SWEEP_MAX_SECONDS_PER_RUN',
   sweepGraceSeconds: 'TIMER_SWEEP_GRACE_SECONDS',
+  overdueGraceSeconds: 'TIMER_OVERDUE_GRACE_SECONDS',
 } as const;
 
 export type EnvName = (typeof ENV)[keyof typeof ENV];
@@ -51,6 +52,12 @@ export interface TimerSettings {
   readonly sweepMaxSecondsPerRun: number;
   /** How long a claimed second may stay unfinished before the sweeper re-scans it (beyond any live scan). */
   readonly sweepGraceSeconds: number;
+  /**
+   * How long after its due time a task no callback has claimed is taken for lost and enqueued
+   * again (counted as MissedTasks). Ten minutes, as in the payment timers this design follows:
+   * long enough that a busy but healthy delivery queue never trips it.
+   */
+  readonly overdueGraceSeconds: number;
 }
 
 export const DEFAULT_SETTINGS: TimerSettings = {
@@ -65,6 +72,7 @@ export const DEFAULT_SETTINGS: TimerSettings = {
   retentionDays: 30,
   sweepMaxSecondsPerRun: 3600,
   sweepGraceSeconds: 90,
+  overdueGraceSeconds: 600,
 };
 
 export type FunctionName = 'api' | 'ticker' | 'scanner' | 'callback' | 'sweeper';
@@ -119,7 +127,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     entry: 'functions/sweeper/handler.ts',
     timeoutSeconds: 120,
     memoryMb: 512,
-    env: [...coreEnv, ENV.deliveryQueueUrl, ENV.sweepMaxSecondsPerRun, ENV.sweepGraceSeconds],
+    env: [...coreEnv, ENV.deliveryQueueUrl, ENV.sweepMaxSecondsPerRun, ENV.sweepGraceSeconds, ENV.overdueGraceSeconds],
   },
 };
 
@@ -236,6 +244,7 @@ export function environmentFor(
     [ENV.retentionDays]: String(settings.retentionDays),
     [ENV.sweepMaxSecondsPerRun]: String(settings.sweepMaxSecondsPerRun),
     [ENV.sweepGraceSeconds]: String(settings.sweepGraceSeconds),
+    [ENV.overdueGraceSeconds]: String(settings.overdueGraceSeconds),
     ...resources,
   };
   const env: Record<string, string> = {};

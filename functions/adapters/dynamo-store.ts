@@ -17,7 +17,10 @@ import type {
   Target,
   Task,
   TaskStatus,
+  IdempotencyRecord,
+  IdempotencyStore,
   TaskStore,
+  Watermark,
 } from '../core/task';
 
 /** DynamoDB reports a failed condition by name; checking the name also works across SDK copies. */
@@ -181,7 +184,7 @@ export class DynamoTaskStore implements TaskStore {
     );
   }
 
-  async listDue(second: number, shard: number): Promise<DueTask[]> {
+  async listDue(second: number, shard: number, options: { neverAttempted?: boolean } = {}): Promise<DueTask[]> {
     const { client, tableName, bucketCount, queryPageSize } = this.options;
     const range = secondRange(second);
     const items = await allItems((startKey) =>
@@ -189,7 +192,7 @@ export class DynamoTaskStore implements TaskStore {
         new QueryCommand({
           TableName: tableName,
           KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
-          FilterExpression: '#status = :pending',
+          FilterExpression: options.neverAttempted ? '#status = :pending AND attempts = :zero' : '#status = :pending',
           ProjectionExpression: 'id, dueAtMs',
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: {
@@ -197,6 +200,7 @@ export class DynamoTaskStore implements TaskStore {
             ':from': range.from,
             ':to': range.to,
             ':pending': 'PENDING',
+            ...(options.neverAttempted && { ':zero': 0 }),
           },
           ConsistentRead: true,
           ExclusiveStartKey: startKey,
@@ -286,8 +290,11 @@ const CLOCK_KEY = { pk: 'CLOCK', sk: 'CLOCK' } as const;
 /** Its own item, so sweeps never contend with the once-a-second cursor writes. */
 const SWEEP_KEY = { pk: 'SWEEP', sk: 'SWEEP' } as const;
 const SECONDS_PER_MARKER_PARTITION = 3600;
-const markerPartition = (second: number) => `SCANNED#${Math.floor(second / SECONDS_PER_MARKER_PARTITION)}`;
-const markerSort = (second: number) => String(second).padStart(12, '0');
+/** Per-second markers live in one partition per hour and kind, so a range of seconds is one or two Queries. */
+const markerKey = (kind: 'SCANNED' | 'RECHECK', second: number) => ({
+  pk: `${kind}#${Math.floor(second / SECONDS_PER_MARKER_PARTITION)}`,
+  sk: String(second).padStart(12, '0'),
+});
 
 /** The scan cursor and per-second progress markers, in the same table as the tasks. */
 export class DynamoClockStore implements ClockStore {
@@ -332,57 +339,101 @@ export class DynamoClockStore implements ClockStore {
     await this.options.client.send(
       new PutCommand({
         TableName: this.options.tableName,
-        Item: { pk: markerPartition(second), sk: markerSort(second), enqueued, expiresAt: expiresAtSeconds },
+        Item: { ...markerKey('SCANNED', second), enqueued, expiresAt: expiresAtSeconds },
       }),
     );
   }
 
-  async sweptThrough(): Promise<number | undefined> {
+  async scannedSeconds(from: number, to: number): Promise<Map<number, number>> {
+    const items = await this.markersBetween('SCANNED', from, to);
+    return new Map(items.map((item) => [Number(item.sk), Number(item.enqueued ?? 0)]));
+  }
+
+  async markForRecheck(seconds: readonly number[], expiresAtSeconds: number): Promise<void> {
+    await Promise.all(
+      [...new Set(seconds)].map((second) =>
+        this.options.client.send(
+          new PutCommand({
+            TableName: this.options.tableName,
+            Item: { ...markerKey('RECHECK', second), expiresAt: expiresAtSeconds },
+          }),
+        ),
+      ),
+    );
+  }
+
+  async recheckSeconds(from: number, to: number): Promise<Set<number>> {
+    return new Set((await this.markersBetween('RECHECK', from, to)).map((item) => Number(item.sk)));
+  }
+
+  async watermark(name: Watermark): Promise<number | undefined> {
     const result = await this.options.client.send(
       new GetCommand({ TableName: this.options.tableName, Key: SWEEP_KEY, ConsistentRead: true }),
     );
-    return result.Item?.sweptThrough as number | undefined;
+    return result.Item?.[name] as number | undefined;
   }
 
-  async recordSweptThrough(second: number): Promise<void> {
+  async raiseWatermark(name: Watermark, second: number): Promise<void> {
     await unlessConditionFails(
       this.options.client.send(
         new UpdateCommand({
           TableName: this.options.tableName,
           Key: SWEEP_KEY,
-          UpdateExpression: 'SET sweptThrough = :second',
-          ConditionExpression: 'attribute_not_exists(sweptThrough) OR sweptThrough < :second',
+          UpdateExpression: 'SET #mark = :second',
+          ConditionExpression: 'attribute_not_exists(#mark) OR #mark < :second',
+          ExpressionAttributeNames: { '#mark': name },
           ExpressionAttributeValues: { ':second': second },
         }),
       ),
     );
   }
 
-  async scannedSeconds(from: number, to: number): Promise<Set<number>> {
-    const seconds = new Set<number>();
+  private async markersBetween(kind: 'SCANNED' | 'RECHECK', from: number, to: number): Promise<Item[]> {
+    const items: Item[] = [];
     for (
       let hourStart = from;
       hourStart <= to;
       hourStart = (Math.floor(hourStart / SECONDS_PER_MARKER_PARTITION) + 1) * SECONDS_PER_MARKER_PARTITION
     ) {
-      const items = await allItems((startKey) =>
+      const { pk } = markerKey(kind, hourStart);
+      const page = await allItems((startKey) =>
         this.options.client.send(
           new QueryCommand({
             TableName: this.options.tableName,
             KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
-            ProjectionExpression: 'sk',
-            ExpressionAttributeValues: {
-              ':pk': markerPartition(hourStart),
-              ':from': markerSort(from),
-              ':to': markerSort(to),
-            },
+            ExpressionAttributeValues: { ':pk': pk, ':from': markerKey(kind, from).sk, ':to': markerKey(kind, to).sk },
             ConsistentRead: true,
             ExclusiveStartKey: startKey,
           }),
         ),
       );
-      for (const item of items) seconds.add(Number(item.sk));
+      items.push(...page);
     }
-    return seconds;
+    return items;
+  }
+}
+
+/**
+ * Idempotency keys, one item each, claimed with a conditional put: of any number of
+ * concurrent submits with one key, exactly one gets to create the task.
+ */
+export class DynamoIdempotencyStore implements IdempotencyStore {
+  constructor(private readonly options: Omit<DynamoStoreOptions, 'bucketCount' | 'queryPageSize'>) {}
+
+  async claim(record: IdempotencyRecord, expiresAtSeconds: number): Promise<{ claimed: boolean; holder: IdempotencyRecord }> {
+    const key = { pk: `IDEM#${record.key}`, sk: 'IDEM' };
+    const claimed = await unlessConditionFails(
+      this.options.client.send(
+        new PutCommand({
+          TableName: this.options.tableName,
+          Item: { ...key, taskId: record.taskId, fingerprint: record.fingerprint, expiresAt: expiresAtSeconds },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      ),
+    );
+    if (claimed) return { claimed, holder: record };
+    const held = await this.options.client.send(new GetCommand({ TableName: this.options.tableName, Key: key, ConsistentRead: true }));
+    if (!held.Item) throw new Error(`idempotency key ${record.key} is taken but its record could not be read`);
+    return { claimed, holder: { key: record.key, taskId: held.Item.taskId as string, fingerprint: held.Item.fingerprint as string } };
   }
 }

@@ -1,17 +1,21 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { ENV } from '../../lib/topology';
+import { ENV, METRICS } from '../../lib/topology';
 import { sqsDeliveryQueue } from '../adapters/sqs-queues';
 import { sqs } from '../commons/clients';
 import { booleanEnv, integerEnv, requireEnv } from '../commons/config';
 import { createLogger } from '../commons/logger';
+import { createMetrics } from '../commons/metrics';
 import { tableFromEnv } from '../commons/stores';
 import { systemClock } from '../core/task';
 import { type HttpResult, problem, problemResponse } from './http';
 import { type ApiPorts, route } from './routes';
 
 const logger = createLogger();
+const metrics = createMetrics();
 
 const ports: ApiPorts = {
   ...tableFromEnv(),
@@ -19,6 +23,16 @@ const ports: ApiPorts = {
   clock: systemClock,
   retentionDays: integerEnv(ENV.retentionDays),
   allowInsecureTargets: booleanEnv(ENV.allowInsecureTargets),
+  onScheduled: function recordScheduled(result) {
+    const created = result.outcomes.filter((outcome) => outcome.kind === 'created').length;
+    metrics.addMetric(METRICS.tasksCreated, MetricUnit.Count, created);
+    metrics.addMetric(METRICS.tasksEnqueuedDirect, MetricUnit.Count, result.enqueuedDirect);
+    if (result.deferred > 0) {
+      logger.warn('late arrivals could not be enqueued; their seconds are flagged for the sweeper', {
+        deferred: result.deferred,
+      });
+    }
+  },
 };
 
 /** Turns anything unexpected into a problem+json 500 and logs it, so callers never see a stack trace. */
@@ -37,5 +51,6 @@ const problemOnError = (): middy.MiddlewareObj<APIGatewayProxyEventV2, HttpResul
 
 export const handler = middy<APIGatewayProxyEventV2, HttpResult>()
   .use(injectLambdaContext(logger))
+  .use(logMetrics(metrics))
   .use(problemOnError())
   .handler((event) => route(ports, event));

@@ -1,12 +1,24 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { ApiRouteKey } from '../../lib/topology';
-import type { SchedulePorts, TaskLookupPorts } from '../core/schedule';
-import { cancelTask, getTask, scheduleTasks } from '../core/schedule';
+import {
+  cancelTask,
+  getTask,
+  type ScheduleOutcome,
+  type SchedulePorts,
+  type ScheduleResult,
+  scheduleTasks,
+  type TaskLookupPorts,
+} from '../core/schedule';
 import { batchRequestSchema, type FieldError, issuesToErrors, type NewTask, parseTaskRequest } from '../core/schemas';
 import type { Task } from '../core/task';
 import { type HttpResult, jsonResponse, problem, problemResponse, readJsonBody, validationProblem } from './http';
 
-export type ApiPorts = SchedulePorts & TaskLookupPorts & { readonly allowInsecureTargets: boolean };
+export type ApiPorts = SchedulePorts &
+  TaskLookupPorts & {
+    readonly allowInsecureTargets: boolean;
+    /** Told what each schedule call did, for metrics and logs. */
+    readonly onScheduled?: (result: ScheduleResult) => void;
+  };
 
 const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
 
@@ -34,6 +46,33 @@ export function taskView(task: Task) {
 
 const notFound = (id: string) => problemResponse(problem(404, 'not-found', `No task has the id "${id}".`));
 
+/** The status and body of one schedule outcome, as both the single and the batch route report it. */
+function outcomeResult(outcome: ScheduleOutcome, path: string) {
+  switch (outcome.kind) {
+    case 'created':
+      return { status: 201 as const, task: createdView(outcome.task) };
+    case 'replayed':
+      return { status: 200 as const, task: createdView(outcome.task) };
+    case 'conflict':
+      return {
+        status: 409 as const,
+        problem: problem(
+          409,
+          'idempotency-conflict',
+          `This idempotency key was already used for a different request, which created task ${outcome.taskId}. Use a new key for a new task.`,
+          [{ path, message: `was already used for a different request (task ${outcome.taskId})` }],
+        ),
+      };
+  }
+}
+
+async function schedule(ports: ApiPorts, requests: readonly NewTask[]): Promise<ScheduleOutcome[]> {
+  const result = await scheduleTasks(ports, requests);
+  ports.onScheduled?.(result);
+  return result.outcomes;
+}
+
+/** 201 with the new task; 200 with the original task for a retry with the same idempotency key; 409 for a reused key. */
 async function createTask(ports: ApiPorts, event: APIGatewayProxyEventV2): Promise<HttpResult> {
   const body = readJsonBody(event);
   if (!body.ok) return problemResponse(body.problem);
@@ -42,17 +81,17 @@ async function createTask(ports: ApiPorts, event: APIGatewayProxyEventV2): Promi
     nowMs: ports.clock.now(),
   });
   if (!parsed.ok) return problemResponse(validationProblem(parsed.errors));
-  const [task] = await scheduleTasks(ports, [parsed.value]);
-  return jsonResponse(201, task && createdView(task));
+  const [outcome] = await schedule(ports, [parsed.value]);
+  if (!outcome) throw new Error('scheduleTasks returned no outcome for one request');
+  const result = outcomeResult(outcome, 'idempotencyKey');
+  if (result.status === 409) return problemResponse(result.problem);
+  return jsonResponse(result.status, result.task);
 }
 
-type BatchItemResult =
-  | { index: number; status: 201; task: ReturnType<typeof createdView> }
-  | { index: number; status: 400; problem: ReturnType<typeof validationProblem> };
-
 /**
- * Valid items are created and invalid ones rejected, each with its own result: 201
- * when every item was created, 207 when any was rejected (nothing is written for those).
+ * Each item gets its own result: created (201), replayed (200), reused key (409) or
+ * invalid (400, nothing written). The response is 201 when every item was created or
+ * replayed, 207 when any was rejected.
  */
 async function createTaskBatch(ports: ApiPorts, event: APIGatewayProxyEventV2): Promise<HttpResult> {
   const body = readJsonBody(event);
@@ -61,7 +100,7 @@ async function createTaskBatch(ports: ApiPorts, event: APIGatewayProxyEventV2): 
   if (!envelope.success) return problemResponse(validationProblem(issuesToErrors(envelope.error.issues)));
   const nowMs = ports.clock.now();
   const valid: Array<{ index: number; request: NewTask }> = [];
-  const rejected: Array<{ index: number; errors: FieldError[] }> = [];
+  const invalid: Array<{ index: number; errors: FieldError[] }> = [];
   envelope.data.tasks.forEach((item, index) => {
     const parsed = parseTaskRequest(item, {
       allowInsecureTargets: ports.allowInsecureTargets,
@@ -69,24 +108,18 @@ async function createTaskBatch(ports: ApiPorts, event: APIGatewayProxyEventV2): 
       pathPrefix: ['tasks', index],
     });
     if (parsed.ok) valid.push({ index, request: parsed.value });
-    else rejected.push({ index, errors: parsed.errors });
+    else invalid.push({ index, errors: parsed.errors });
   });
-  const created =
-    valid.length > 0
-      ? await scheduleTasks(
-          ports,
-          valid.map((item) => item.request),
-        )
-      : [];
-  const results: BatchItemResult[] = [
+  const outcomes = valid.length > 0 ? await schedule(ports, valid.map((item) => item.request)) : [];
+  const results = [
     ...valid.map((item, position) => ({
       index: item.index,
-      status: 201 as const,
-      task: createdView(created[position] as Task),
+      ...outcomeResult(outcomes[position] as ScheduleOutcome, `tasks[${item.index}].idempotencyKey`),
     })),
-    ...rejected.map((item) => ({ index: item.index, status: 400 as const, problem: validationProblem(item.errors) })),
+    ...invalid.map((item) => ({ index: item.index, status: 400 as const, problem: validationProblem(item.errors) })),
   ].sort((a, b) => a.index - b.index);
-  return jsonResponse(rejected.length === 0 ? 201 : 207, { created: valid.length, rejected: rejected.length, results });
+  const rejected = results.filter((result) => result.status >= 400).length;
+  return jsonResponse(rejected === 0 ? 201 : 207, { created: results.length - rejected, rejected, results });
 }
 
 async function readTask(ports: ApiPorts, id: string): Promise<HttpResult> {

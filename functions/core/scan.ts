@@ -43,6 +43,8 @@ export async function scanSecond(ports: ScanPorts, second: number): Promise<{ en
 
 export interface ScannerRun {
   readonly seconds: number[];
+  /** Tasks enqueued for each of `seconds`, in the same order. */
+  readonly enqueuedPerSecond: number[];
   readonly enqueued: number;
 }
 
@@ -57,14 +59,14 @@ export async function runScanner(
 ): Promise<ScannerRun> {
   const startedAt = ports.clock.now();
   const seconds: number[] = [];
-  let enqueued = 0;
+  const enqueuedPerSecond: number[] = [];
   while (ports.clock.now() - startedAt < budgetMs) {
     const claim = await claimNextSecond(ports);
     if (!claim.claimed) break;
     seconds.push(claim.second);
-    enqueued += (await scanSecond(ports, claim.second)).enqueued;
+    enqueuedPerSecond.push((await scanSecond(ports, claim.second)).enqueued);
     // The next second is not claimable yet: stop without paying for a clock read to learn that.
     if (claim.second + 1 > secondOf(ports.clock.now()) + ports.lookaheadSeconds) break;
   }
-  return { seconds, enqueued };
+  return { seconds, enqueuedPerSecond, enqueued: enqueuedPerSecond.reduce((sum, count) => sum + count, 0) };
 }

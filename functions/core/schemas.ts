@@ -3,6 +3,7 @@
  * validates with; time-relative checks (how far in the past or future) need the clock
  * and live in `parseTaskRequest`.
  */
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { MAX_ENCODABLE_MS } from './ids';
 import type { Target } from './task';
@@ -162,6 +163,11 @@ export type TaskRequest = z.infer<ReturnType<typeof taskRequestSchema>>;
 /** A validated request, with dueAt resolved against the clock. */
 export interface NewTask {
   readonly dueAtMs: number;
+  /**
+   * A digest of the request as sent (dueAt or delaySeconds as given, not resolved), so a
+   * retry with the same idempotency key is recognised and a different request is not.
+   */
+  readonly fingerprint: string;
   readonly target: Target;
   readonly payloadJson: string;
   readonly bizType?: string;
@@ -191,6 +197,22 @@ export function issuesToErrors(
     }
     return [{ path: formatPath(path) || '(body)', message: issue.message }];
   });
+}
+
+/** JSON with object keys sorted at every level, so equal requests serialise equally. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, field]) => field !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([key, field]) => `${JSON.stringify(key)}:${canonicalJson(field)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+function fingerprintOf(request: Record<string, unknown>): string {
+  return createHash('sha256').update(canonicalJson(request)).digest('base64url');
 }
 
 /** Resolves dueAt or delaySeconds to epoch milliseconds, or says what is wrong with dueAt. */
@@ -236,6 +258,7 @@ export function parseTaskRequest(
     ok: true,
     value: {
       dueAtMs,
+      fingerprint: fingerprintOf(request),
       target: request.target,
       payloadJson,
       ...(request.bizType !== undefined && { bizType: request.bizType }),

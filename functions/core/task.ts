@@ -65,8 +65,11 @@ export interface TaskStore {
   get(key: TaskKey): Promise<Task | undefined>;
   /** PENDING → CANCELLED, else says why not (a DELIVERING task is in an attempt, or its outcome is not known yet). */
   cancel(key: TaskKey, nowMs: number, expiresAtSeconds: number): Promise<CancelOutcome>;
-  /** All PENDING tasks of one shard of one second (consistent reads, every page). */
-  listDue(second: number, shard: number): Promise<DueTask[]>;
+  /**
+   * All PENDING tasks of one shard of one second (consistent reads, every page); with
+   * `neverAttempted`, only those no callback has ever claimed.
+   */
+  listDue(second: number, shard: number, options?: { neverAttempted?: boolean }): Promise<DueTask[]>;
   /**
    * Takes the delivery lease: PENDING, or DELIVERING with a lapsed lease, becomes
    * DELIVERING with attempts + 1. Undefined when the task is gone, final or leased.
@@ -103,12 +106,34 @@ export interface ClockStore {
   advance(from: number): Promise<boolean>;
   /** Records that a claimed second was fully scanned and enqueued. */
   markScanned(second: number, enqueued: number, expiresAtSeconds: number): Promise<void>;
-  /** The seconds in [from, to] that have a finished marker. */
-  scannedSeconds(from: number, to: number): Promise<Set<number>>;
-  /** The sweeper's watermark: every claimed second up to it is known to be finished. Undefined before the first sweep. */
-  sweptThrough(): Promise<number | undefined>;
-  /** Raises the watermark to `second`; it never moves back, even when two sweeps race. */
-  recordSweptThrough(second: number): Promise<void>;
+  /** The seconds in [from, to] that have a finished marker, each with how many tasks its scan enqueued. */
+  scannedSeconds(from: number, to: number): Promise<Map<number, number>>;
+  /** Asks the sweeper to look at these seconds again: the api stored a late arrival it could not enqueue. */
+  markForRecheck(seconds: readonly number[], expiresAtSeconds: number): Promise<void>;
+  /** The seconds in [from, to] marked for a recheck. */
+  recheckSeconds(from: number, to: number): Promise<Set<number>>;
+  /** A sweeper watermark; undefined before the first sweep. */
+  watermark(name: Watermark): Promise<number | undefined>;
+  /** Raises a watermark to `second`; it never moves back, even when two sweeps race. */
+  raiseWatermark(name: Watermark, second: number): Promise<void>;
+}
+
+/**
+ * `swept`: every claimed second up to it is known to be finished (scanned and enqueued).
+ * `overdueChecked`: every second up to it has been checked for tasks still never attempted long after their due time.
+ */
+export type Watermark = 'swept' | 'overdueChecked';
+
+/** An idempotency key's claim on a task: the request it was first used with, and the task that request made. */
+export interface IdempotencyRecord {
+  readonly key: string;
+  readonly fingerprint: string;
+  readonly taskId: string;
+}
+
+export interface IdempotencyStore {
+  /** Gives `record.key` to `record.taskId` unless the key is taken; returns whichever record holds the key. */
+  claim(record: IdempotencyRecord, expiresAtSeconds: number): Promise<{ claimed: boolean; holder: IdempotencyRecord }>;
 }
 
 export interface DeliveryMessage {

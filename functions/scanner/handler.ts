@@ -1,16 +1,20 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { ENV, SCANNER_BUDGET_MS } from '../../lib/topology';
+import { ENV, METRICS, SCANNER_BUDGET_MS } from '../../lib/topology';
 import { sqsDeliveryQueue } from '../adapters/sqs-queues';
 import { sqs } from '../commons/clients';
 import { integerEnv, requireEnv } from '../commons/config';
 import { createLogger } from '../commons/logger';
+import { createMetrics } from '../commons/metrics';
 import { tableFromEnv } from '../commons/stores';
 import { runScanner } from '../core/scan';
 import { systemClock } from '../core/task';
 
 const logger = createLogger();
+const metrics = createMetrics();
 
 const ports = {
   ...tableFromEnv(),
@@ -29,9 +33,13 @@ const FINISH_RESERVE_MS = 15_000;
  */
 export const handler = middy<SQSEvent, SQSBatchResponse>()
   .use(injectLambdaContext(logger))
+  .use(logMetrics(metrics))
   .handler(async (_event: SQSEvent, context: Context) => {
     const budgetMs = Math.min(SCANNER_BUDGET_MS, context.getRemainingTimeInMillis() - FINISH_RESERVE_MS);
     const run = await runScanner(ports, budgetMs);
+    metrics.addMetric(METRICS.secondsScanned, MetricUnit.Count, run.seconds.length);
+    metrics.addMetric(METRICS.tasksEnqueued, MetricUnit.Count, run.enqueued);
+    for (const count of run.enqueuedPerSecond) metrics.addMetric(METRICS.tasksPerSecond, MetricUnit.Count, count);
     const facts = { first: run.seconds[0], count: run.seconds.length, enqueued: run.enqueued };
     if (run.enqueued > 0) logger.info('seconds scanned', facts);
     else if (run.seconds.length > 0) logger.debug('empty seconds scanned', facts);

@@ -1,15 +1,19 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
-import { ENV, SWEEPER_BUDGET_MS } from '../../lib/topology';
+import { ENV, METRICS, SWEEPER_BUDGET_MS } from '../../lib/topology';
 import { sqsDeliveryQueue } from '../adapters/sqs-queues';
 import { sqs } from '../commons/clients';
 import { integerEnv, requireEnv } from '../commons/config';
 import { createLogger } from '../commons/logger';
+import { createMetrics } from '../commons/metrics';
 import { tableFromEnv } from '../commons/stores';
-import { sweepUnfinishedSeconds } from '../core/sweep';
+import { sweep } from '../core/sweep';
 import { systemClock } from '../core/task';
 
 const logger = createLogger();
+const metrics = createMetrics();
 
 const ports = {
   ...tableFromEnv(),
@@ -19,20 +23,32 @@ const ports = {
 const settings = {
   maxSecondsPerRun: integerEnv(ENV.sweepMaxSecondsPerRun),
   graceSeconds: integerEnv(ENV.sweepGraceSeconds),
+  overdueGraceSeconds: integerEnv(ENV.overdueGraceSeconds),
   budgetMs: SWEEPER_BUDGET_MS,
 };
 
-/** Runs every minute: re-scans seconds a scanner claimed but never finished. */
+/**
+ * Runs every minute: re-scans seconds a scanner claimed but never finished, re-enqueues
+ * tasks never attempted long after their due time, and reports how far behind things are.
+ * Whatever it had to enqueue is a missed task: the normal path should have sent it.
+ */
 export const handler = middy()
   .use(injectLambdaContext(logger))
+  .use(logMetrics(metrics))
   .handler(async () => {
-    const report = await sweepUnfinishedSeconds(ports, settings);
-    const log = report.rescanned.length > 0 ? logger.warn.bind(logger) : logger.info.bind(logger);
-    log('sweep finished', {
+    const report = await sweep(ports, settings);
+    const missed = report.enqueued + report.overdue;
+    metrics.addMetric(METRICS.missedTasks, MetricUnit.Count, missed);
+    metrics.addMetric(METRICS.scannerLagSeconds, MetricUnit.Seconds, report.lagSeconds);
+    metrics.addMetric(METRICS.unsweptSeconds, MetricUnit.Seconds, report.unsweptSeconds);
+    const facts = {
       rescanned: report.rescanned.length,
       enqueued: report.enqueued,
+      overdue: report.overdue,
       lagSeconds: report.lagSeconds,
       unsweptSeconds: report.unsweptSeconds,
-    });
+    };
+    if (missed > 0 || report.rescanned.length > 0) logger.warn('sweep found missed work', facts);
+    else logger.info('sweep finished', facts);
     return report;
   });

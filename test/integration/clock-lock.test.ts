@@ -93,10 +93,12 @@ describe('Invariant 4: one scanner per second (conditional write on CLOCK, real 
     const { clockStore } = emulators.stores();
 
     // Act
-    await Promise.all([1_000, 3_000, 2_000, 500].map((second) => clockStore.recordSweptThrough(second)));
-    await clockStore.recordSweptThrough(1_500);
+    await Promise.all([1_000, 3_000, 2_000, 500].map((second) => clockStore.raiseWatermark('swept', second)));
+    await clockStore.raiseWatermark('swept', 1_500);
+    await clockStore.raiseWatermark('overdueChecked', 700);
 
     // Assess
-    expect(await clockStore.sweptThrough()).toBe(3_000);
+    expect(await clockStore.watermark('swept')).toBe(3_000);
+    expect(await clockStore.watermark('overdueChecked')).toBe(700);
   });
 });

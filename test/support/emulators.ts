@@ -4,7 +4,7 @@ import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, S
 import { DeleteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
 import { startFauxqs } from 'fauxqs';
-import { DynamoClockStore, DynamoTaskStore } from '../../functions/adapters/dynamo-store';
+import { DynamoClockStore, DynamoIdempotencyStore, DynamoTaskStore } from '../../functions/adapters/dynamo-store';
 import { createTaskTable } from '../../lib/local/runtime';
 
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
@@ -18,6 +18,7 @@ export interface Emulators {
   stores(options?: { bucketCount?: number; queryPageSize?: number }): {
     taskStore: DynamoTaskStore;
     clockStore: DynamoClockStore;
+    idempotencyStore: DynamoIdempotencyStore;
   };
   /** Deletes the CLOCK item, so a test can start the clock where it needs it. */
   resetClock(): Promise<void>;
@@ -61,6 +62,7 @@ export async function startEmulators(): Promise<Emulators> {
           ...(options.queryPageSize !== undefined && { queryPageSize: options.queryPageSize }),
         }),
         clockStore: new DynamoClockStore({ client: dynamo, tableName }),
+        idempotencyStore: new DynamoIdempotencyStore({ client: dynamo, tableName }),
       };
     },
     async resetClock() {

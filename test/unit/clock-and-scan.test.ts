@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { claimNextSecond } from '../../functions/core/clock';
 import { runScanner, scanSecond } from '../../functions/core/scan';
-import { sweepUnfinishedSeconds } from '../../functions/core/sweep';
+import { sweep } from '../../functions/core/sweep';
 import { aTask, FakeClockStore, FakeDeliveryQueue, FakeTaskStore, ManualClock } from './fakes';
 
 const NOW_SECOND = 1_780_000_000;
@@ -187,7 +187,11 @@ describe('Function: runScanner', () => {
     const run = await runScanner(ports, 40_000);
 
     // Assess
-    expect(run).toEqual({ seconds: [NOW_SECOND - 1, NOW_SECOND, NOW_SECOND + 1, NOW_SECOND + 2], enqueued: 1 });
+    expect(run).toEqual({
+      seconds: [NOW_SECOND - 1, NOW_SECOND, NOW_SECOND + 1, NOW_SECOND + 2],
+      enqueuedPerSecond: [0, 0, 1, 0],
+      enqueued: 1,
+    });
     expect(ports.deliveryQueue.sent).toEqual([{ id: task.id, delaySeconds: 1 }]);
   });
 
@@ -228,8 +232,8 @@ describe('Function: runScanner', () => {
   });
 });
 
-describe('Function: sweepUnfinishedSeconds', () => {
-  const settings = { maxSecondsPerRun: 3600, graceSeconds: 5, budgetMs: 60_000 };
+describe('Function: sweep', () => {
+  const settings = { maxSecondsPerRun: 3600, graceSeconds: 5, overdueGraceSeconds: 600, budgetMs: 60_000 };
 
   it('rescans only the unmarked seconds up to now minus the grace, and records how far it got', async () => {
     // Prepare: the cursor runs ahead of now, so the grace bounds the run.
@@ -240,14 +244,20 @@ describe('Function: sweepUnfinishedSeconds', () => {
     const ports = scanPorts({ tasks: [lost], clockStore });
 
     // Act
-    const report = await sweepUnfinishedSeconds(ports, settings);
+    const report = await sweep(ports, settings);
 
     // Assess
-    expect(report).toEqual({ rescanned: [NOW_SECOND - 10, NOW_SECOND - 7], enqueued: 1, lagSeconds: -2, unsweptSeconds: 5 });
+    expect(report).toEqual({
+      rescanned: [NOW_SECOND - 10, NOW_SECOND - 7],
+      enqueued: 1,
+      overdue: 0,
+      lagSeconds: -2,
+      unsweptSeconds: 5,
+    });
     expect(ports.deliveryQueue.sent).toEqual([{ id: lost.id, delaySeconds: 0 }]);
     expect(clockStore.markers.get(NOW_SECOND - 10)).toBe(1);
     expect(clockStore.markers.has(NOW_SECOND - 4)).toBe(false);
-    expect(clockStore.swept).toBe(NOW_SECOND - 5);
+    expect(clockStore.watermarks.swept).toBe(NOW_SECOND - 5);
   });
 
   it('starts at the second the clock started when it has never swept', async () => {
@@ -256,7 +266,7 @@ describe('Function: sweepUnfinishedSeconds', () => {
     const ports = scanPorts({ clockStore });
 
     // Act
-    const report = await sweepUnfinishedSeconds(ports, settings);
+    const report = await sweep(ports, settings);
 
     // Assess
     expect(report.rescanned).toEqual([NOW_SECOND - 8, NOW_SECOND - 7, NOW_SECOND - 6, NOW_SECOND - 5]);
@@ -265,11 +275,11 @@ describe('Function: sweepUnfinishedSeconds', () => {
   it('resumes after its watermark and never looks behind it', async () => {
     // Prepare
     const clockStore = new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 1000 });
-    clockStore.swept = NOW_SECOND - 7;
+    clockStore.watermarks.swept = NOW_SECOND - 7;
     const ports = scanPorts({ clockStore });
 
     // Act
-    const report = await sweepUnfinishedSeconds(ports, settings);
+    const report = await sweep(ports, settings);
 
     // Assess
     expect(report.rescanned).toEqual([NOW_SECOND - 6, NOW_SECOND - 5]);
@@ -279,7 +289,7 @@ describe('Function: sweepUnfinishedSeconds', () => {
     // Prepare: for 12 minutes every scanner claimed its second and then failed to send, so
     // nothing after T-720 has a marker; a sweep covers at most 5 minutes of seconds per run.
     const clockStore = new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 1000 });
-    clockStore.swept = NOW_SECOND - 900;
+    clockStore.watermarks.swept = NOW_SECOND - 900;
     for (let second = NOW_SECOND - 899; second <= NOW_SECOND - 720; second++) clockStore.markers.set(second, 0);
     const oldest = aTask((NOW_SECOND - 719) * 1000 + 500, 1);
     const ports = scanPorts({ tasks: [oldest], clockStore });
@@ -287,7 +297,9 @@ describe('Function: sweepUnfinishedSeconds', () => {
     // Act: the sweeper runs every minute while time goes on.
     const rescanned: number[] = [];
     for (let run = 0; run < 4; run++) {
-      rescanned.push(...(await sweepUnfinishedSeconds(ports, { ...settings, maxSecondsPerRun: 300 })).rescanned);
+      // The overdue pass is kept out of this test: it would (rightly) send the undelivered task again.
+      const report = await sweep(ports, { ...settings, maxSecondsPerRun: 300, overdueGraceSeconds: 86_400 });
+      rescanned.push(...report.rescanned);
       ports.clock.advance(60_000);
       if (clockStore.state) clockStore.state = { ...clockStore.state, cursor: clockStore.state.cursor + 60 };
     }
@@ -302,18 +314,18 @@ describe('Function: sweepUnfinishedSeconds', () => {
   it('holds its watermark at a second whose re-scan fails, so the next run tries it again', async () => {
     // Prepare
     const clockStore = new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 20 });
-    clockStore.swept = NOW_SECOND - 21;
+    clockStore.watermarks.swept = NOW_SECOND - 21;
     for (let second = NOW_SECOND - 20; second < NOW_SECOND - 12; second++) clockStore.markers.set(second, 0);
     const stuck = aTask((NOW_SECOND - 12) * 1000, 0);
     const ports = scanPorts({ tasks: [stuck], clockStore });
     ports.deliveryQueue.failure = new Error('SQS unavailable');
 
     // Act
-    const sweeping = sweepUnfinishedSeconds(ports, settings);
+    const sweeping = sweep(ports, settings);
 
     // Assess
     await expect(sweeping).rejects.toThrow('SQS unavailable');
-    expect(clockStore.swept).toBe(NOW_SECOND - 13);
+    expect(clockStore.watermarks.swept).toBe(NOW_SECOND - 13);
   });
 
   it('stops re-scanning when its time budget is spent and records only what it finished', async () => {
@@ -326,11 +338,11 @@ describe('Function: sweepUnfinishedSeconds', () => {
     });
 
     // Act
-    const report = await sweepUnfinishedSeconds(ports, { ...settings, budgetMs: 1000 });
+    const report = await sweep(ports, { ...settings, budgetMs: 1000 });
 
     // Assess
     expect(report.rescanned).toEqual([NOW_SECOND - 100, NOW_SECOND - 99, NOW_SECOND - 98]);
-    expect(clockStore.swept).toBe(NOW_SECOND - 98);
+    expect(clockStore.watermarks.swept).toBe(NOW_SECOND - 98);
   });
 
   it('does nothing before the clock has started', async () => {
@@ -339,10 +351,10 @@ describe('Function: sweepUnfinishedSeconds', () => {
     const listDue = vi.spyOn(ports.taskStore, 'listDue');
 
     // Act
-    const report = await sweepUnfinishedSeconds(ports, settings);
+    const report = await sweep(ports, settings);
 
     // Assess
-    expect(report).toEqual({ rescanned: [], enqueued: 0, lagSeconds: 0, unsweptSeconds: 0 });
+    expect(report).toEqual({ rescanned: [], enqueued: 0, overdue: 0, lagSeconds: 0, unsweptSeconds: 0 });
     expect(listDue).not.toHaveBeenCalled();
   });
 });

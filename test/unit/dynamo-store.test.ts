@@ -311,15 +311,20 @@ describe('Class: DynamoClockStore', () => {
     const hourEnd = Math.ceil(SECOND / 3600) * 3600;
     ddbMock
       .on(QueryCommand, { ExpressionAttributeValues: { ':pk': `SCANNED#${hourEnd / 3600 - 1}` } })
-      .resolves({ Items: [{ sk: String(hourEnd - 1).padStart(12, '0') }] })
+      .resolves({ Items: [{ sk: String(hourEnd - 1).padStart(12, '0'), enqueued: 0 }] })
       .on(QueryCommand, { ExpressionAttributeValues: { ':pk': `SCANNED#${hourEnd / 3600}` } })
-      .resolves({ Items: [{ sk: String(hourEnd + 1).padStart(12, '0') }] });
+      .resolves({ Items: [{ sk: String(hourEnd + 1).padStart(12, '0'), enqueued: 7 }] });
 
     // Act
     const seconds = await clockStore.scannedSeconds(hourEnd - 2, hourEnd + 2);
 
     // Assess
-    expect(seconds).toEqual(new Set([hourEnd - 1, hourEnd + 1]));
+    expect(seconds).toEqual(
+      new Map([
+        [hourEnd - 1, 0],
+        [hourEnd + 1, 7],
+      ]),
+    );
     expect(ddbMock.commandCalls(QueryCommand)).toHaveLength(2);
   });
 });

@@ -14,8 +14,11 @@ import type {
   DeliveryQueue,
   DeliveryRecord,
   DueTask,
+  IdempotencyRecord,
+  IdempotencyStore,
   Task,
   TaskStore,
+  Watermark,
 } from '../../functions/core/task';
 
 export class FakeClockStore implements ClockStore {
@@ -55,19 +58,42 @@ export class FakeClockStore implements ClockStore {
     this.markers.set(second, enqueued);
   }
 
-  async scannedSeconds(from: number, to: number): Promise<Set<number>> {
-    return new Set([...this.markers.keys()].filter((second) => second >= from && second <= to));
+  async scannedSeconds(from: number, to: number): Promise<Map<number, number>> {
+    return new Map([...this.markers].filter(([second]) => second >= from && second <= to));
   }
 
-  /** The sweeper's watermark, as the real store keeps it in its own item. */
-  swept: number | undefined;
+  /** Seconds the api flagged for the sweeper. */
+  readonly rechecks = new Set<number>();
 
-  async sweptThrough(): Promise<number | undefined> {
-    return this.swept;
+  async markForRecheck(seconds: readonly number[]): Promise<void> {
+    for (const second of seconds) this.rechecks.add(second);
   }
 
-  async recordSweptThrough(second: number): Promise<void> {
-    this.swept = Math.max(this.swept ?? Number.NEGATIVE_INFINITY, second);
+  async recheckSeconds(from: number, to: number): Promise<Set<number>> {
+    return new Set([...this.rechecks].filter((second) => second >= from && second <= to));
+  }
+
+  /** The sweeper's watermarks, as the real store keeps them in their own item. */
+  readonly watermarks: Partial<Record<Watermark, number>> = {};
+
+  async watermark(name: Watermark): Promise<number | undefined> {
+    return this.watermarks[name];
+  }
+
+  async raiseWatermark(name: Watermark, second: number): Promise<void> {
+    this.watermarks[name] = Math.max(this.watermarks[name] ?? Number.NEGATIVE_INFINITY, second);
+  }
+}
+
+/** Idempotency keys in a map, with the real store's first-claim-wins rule. */
+export class FakeIdempotencyStore implements IdempotencyStore {
+  readonly records = new Map<string, IdempotencyRecord>();
+
+  async claim(record: IdempotencyRecord): Promise<{ claimed: boolean; holder: IdempotencyRecord }> {
+    const holder = this.records.get(record.key);
+    if (holder) return { claimed: false, holder };
+    this.records.set(record.key, record);
+    return { claimed: true, holder: record };
   }
 }
 
@@ -105,9 +131,10 @@ export class FakeTaskStore implements TaskStore {
     return { cancelled: true };
   }
 
-  async listDue(second: number, shard: number): Promise<DueTask[]> {
+  async listDue(second: number, shard: number, options: { neverAttempted?: boolean } = {}): Promise<DueTask[]> {
     return [...this.tasks.values()]
       .filter((task) => task.status === 'PENDING' && Math.floor(task.dueAtMs / 1000) === second)
+      .filter((task) => !options.neverAttempted || task.attempts === 0)
       .filter((task) => parseTaskId(task.id, MAX_SHARDS)?.shard === shard)
       .map(({ id, dueAtMs }) => ({ id, dueAtMs }));
   }

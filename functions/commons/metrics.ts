@@ -1,0 +1,7 @@
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import { METRICS } from '../../lib/topology';
+
+/** One embedded-metric-format publisher per function; `logMetrics` flushes it once per invocation. */
+export function createMetrics(): Metrics {
+  return new Metrics({ namespace: METRICS.namespace, serviceName: METRICS.dimensions.service });
+}

@@ -357,4 +357,70 @@ describe('Function: sweep', () => {
     expect(report).toEqual({ rescanned: [], enqueued: 0, overdue: 0, lagSeconds: 0, unsweptSeconds: 0 });
     expect(listDue).not.toHaveBeenCalled();
   });
+
+  describe('overdue pass', () => {
+    const overdueSettings = { ...settings, overdueGraceSeconds: 60 };
+
+    /** Every second from the clock's start to the cursor scanned, as a healthy run leaves them. */
+    function healthyClock(enqueuedBySecond: Record<number, number> = {}) {
+      const clockStore = new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 200 });
+      for (let second = NOW_SECOND - 200; second < NOW_SECOND; second++) {
+        clockStore.markers.set(second, enqueuedBySecond[second] ?? 0);
+      }
+      return clockStore;
+    }
+
+    it('enqueues again tasks never attempted long after they were due, in seconds that had work', async () => {
+      // Prepare
+      const second = NOW_SECOND - 120;
+      const lost = aTask(second * 1000 + 10, 1);
+      const retrying = aTask(second * 1000 + 20, 2, { attempts: 2, lastError: 'HTTP 503' });
+      const delivered = aTask(second * 1000 + 30, 3, { status: 'DELIVERED', attempts: 1 });
+      const clockStore = healthyClock({ [second]: 3 });
+      const ports = scanPorts({ tasks: [lost, retrying, delivered], clockStore });
+
+      // Act
+      const report = await sweep(ports, overdueSettings);
+
+      // Assess
+      expect(report.overdue).toBe(1);
+      expect(ports.deliveryQueue.sent).toEqual([{ id: lost.id, delaySeconds: 0 }]);
+      expect(clockStore.watermarks.overdueChecked).toBe(NOW_SECOND - 60);
+    });
+
+    it('does not query seconds whose scan sent nothing, unless the api flagged them', async () => {
+      // Prepare: a task in an empty-looking second (a late arrival whose enqueue failed).
+      const flagged = NOW_SECOND - 150;
+      const lost = aTask(flagged * 1000 + 500, 0);
+      const clockStore = healthyClock({ [NOW_SECOND - 100]: 1 });
+      clockStore.rechecks.add(flagged);
+      const ports = scanPorts({ tasks: [lost], clockStore });
+      const listDue = vi.spyOn(ports.taskStore, 'listDue');
+
+      // Act
+      await sweep(ports, overdueSettings);
+
+      // Assess: only the flagged and the busy second were read, each shard once.
+      const seconds = new Set(listDue.mock.calls.map(([second]) => second));
+      expect(seconds).toEqual(new Set([flagged, NOW_SECOND - 100]));
+      expect(ports.deliveryQueue.sent).toEqual([{ id: lost.id, delaySeconds: 0 }]);
+    });
+
+    it('waits for the grace and for the unfinished pass before judging a second', async () => {
+      // Prepare: a second within the grace, and one not yet known to be finished.
+      const clockStore = healthyClock({ [NOW_SECOND - 30]: 1 });
+      clockStore.markers.delete(NOW_SECOND - 150);
+      const tooRecent = aTask((NOW_SECOND - 30) * 1000, 0);
+      const unsent = aTask((NOW_SECOND - 150) * 1000, 1);
+      const ports = scanPorts({ tasks: [tooRecent, unsent], clockStore });
+      vi.spyOn(ports.deliveryQueue, 'send').mockRejectedValue(new Error('SQS unavailable'));
+
+      // Act: the re-scan of the unfinished second fails, so the sweep stops there.
+      await expect(sweep(ports, overdueSettings)).rejects.toThrow('SQS unavailable');
+
+      // Assess
+      expect(clockStore.watermarks.swept).toBe(NOW_SECOND - 151);
+      expect(clockStore.watermarks.overdueChecked).toBeUndefined();
+    });
+  });
 });

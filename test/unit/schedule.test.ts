@@ -1,0 +1,149 @@
+import { describe, expect, it, vi } from 'vitest';
+import { type ScheduleOutcome, type SchedulePorts, scheduleTasks } from '../../functions/core/schedule';
+import { parseTaskRequest } from '../../functions/core/schemas';
+import { FakeClockStore, FakeDeliveryQueue, FakeIdempotencyStore, FakeTaskStore, ManualClock } from './fakes';
+
+const NOW_SECOND = 1_790_000_000;
+const NOW_MS = NOW_SECOND * 1000 + 400;
+
+function schedulePorts(options: { cursor?: number } = {}) {
+  return {
+    taskStore: new FakeTaskStore(),
+    clockStore: new FakeClockStore({ cursor: options.cursor ?? NOW_SECOND + 3, startedAt: NOW_SECOND - 60 }),
+    idempotencyStore: new FakeIdempotencyStore(),
+    deliveryQueue: new FakeDeliveryQueue(),
+    clock: new ManualClock(NOW_MS),
+    bucketCount: 1000,
+    shardCount: 4,
+    retentionDays: 30,
+  } satisfies SchedulePorts;
+}
+
+/** A validated request as the api would pass it on. */
+function request(body: Record<string, unknown>) {
+  const parsed = parseTaskRequest(
+    { target: { type: 'http', url: 'https://hooks.example.com/t' }, payload: { n: 1 }, ...body },
+    { allowInsecureTargets: false, nowMs: NOW_MS },
+  );
+  if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
+  return parsed.value;
+}
+
+const idOf = (outcome: ScheduleOutcome | undefined) =>
+  outcome && outcome.kind !== 'conflict' ? outcome.task.id : outcome?.taskId;
+
+describe('Function: scheduleTasks', () => {
+  it('gives a retry with the same idempotency key and request the original task, and stores one task', async () => {
+    // Prepare
+    const ports = schedulePorts();
+    const first = request({ delaySeconds: 60, idempotencyKey: 'order-1' });
+
+    // Act: the retry comes 5 s later, so delaySeconds resolves to a different instant.
+    const created = await scheduleTasks(ports, [first]);
+    ports.clock.advance(5000);
+    const retried = await scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'order-1' })]);
+
+    // Assess
+    expect(created.outcomes[0]?.kind).toBe('created');
+    expect(retried.outcomes[0]).toMatchObject({ kind: 'replayed' });
+    expect(idOf(retried.outcomes[0])).toBe(idOf(created.outcomes[0]));
+    expect(ports.taskStore.tasks.size).toBe(1);
+  });
+
+  it('refuses an idempotency key reused for a different request, naming the task it made', async () => {
+    // Prepare
+    const ports = schedulePorts();
+    const created = await scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'order-1' })]);
+
+    // Act
+    const reused = await scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'order-1', payload: { n: 2 } })]);
+
+    // Assess
+    expect(reused.outcomes[0]).toEqual({ kind: 'conflict', taskId: idOf(created.outcomes[0]) });
+    expect(ports.taskStore.tasks.size).toBe(1);
+  });
+
+  it('stores the task on retry when the first submit died after claiming the key', async () => {
+    // Prepare: the first submit's task write never happens.
+    const ports = schedulePorts();
+    const create = vi.spyOn(ports.taskStore, 'create').mockRejectedValueOnce(new Error('Lambda timed out'));
+    await expect(scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'k' })])).rejects.toThrow();
+    const claimedId = [...ports.idempotencyStore.records.values()][0]?.taskId;
+    create.mockRestore();
+
+    // Act
+    const retried = await scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'k' })]);
+
+    // Assess
+    expect(retried.outcomes[0]).toMatchObject({ kind: 'replayed', task: { id: claimedId, status: 'PENDING' } });
+    expect([...ports.taskStore.tasks.keys()]).toEqual([claimedId]);
+  });
+
+  it('enqueues a replayed late arrival again, in case the first submit died before enqueueing it', async () => {
+    // Prepare: the task is due in a second the scanner has already claimed.
+    const ports = schedulePorts();
+    const late = request({ dueAt: NOW_MS - 2000, idempotencyKey: 'late' });
+    await scheduleTasks(ports, [late]);
+
+    // Act
+    const retried = await scheduleTasks(ports, [late]);
+
+    // Assess
+    expect(retried.enqueuedDirect).toBe(1);
+    expect(ports.deliveryQueue.sent).toHaveLength(2);
+  });
+
+  it('flags the second for the sweeper when a late arrival cannot be enqueued, and still accepts the task', async () => {
+    // Prepare
+    const ports = schedulePorts();
+    ports.deliveryQueue.failure = new Error('SQS unavailable');
+
+    // Act
+    const result = await scheduleTasks(ports, [request({ dueAt: NOW_MS - 2000 })]);
+
+    // Assess
+    expect(result).toMatchObject({ enqueuedDirect: 0, deferred: 1 });
+    expect([...ports.clockStore.rechecks]).toEqual([NOW_SECOND - 2]);
+  });
+
+  it('fails the submit when neither the enqueue nor the flag can be written', async () => {
+    // Prepare
+    const ports = schedulePorts();
+    ports.deliveryQueue.failure = new Error('SQS unavailable');
+    vi.spyOn(ports.clockStore, 'markForRecheck').mockRejectedValue(new Error('DynamoDB unavailable'));
+
+    // Act
+    const scheduling = scheduleTasks(ports, [request({ dueAt: NOW_MS - 2000 })]);
+
+    // Assess
+    await expect(scheduling).rejects.toThrow('SQS unavailable');
+  });
+
+  it('leaves tasks due after the cursor to the scanner', async () => {
+    // Prepare
+    const ports = schedulePorts();
+
+    // Act
+    const result = await scheduleTasks(ports, [request({ delaySeconds: 30 }), request({ delaySeconds: 40 })]);
+
+    // Assess
+    expect(result).toMatchObject({ enqueuedDirect: 0, deferred: 0 });
+    expect(ports.deliveryQueue.sent).toEqual([]);
+    expect(ports.taskStore.tasks.size).toBe(2);
+  });
+});
+
+describe('Function: parseTaskRequest fingerprint', () => {
+  it('is the same for the same request whatever its key order, and differs when anything differs', () => {
+    // Act
+    const a = request({ delaySeconds: 10, payload: { x: 1, y: [1, { z: 2 }] }, bizId: 'b' });
+    const reordered = request({ bizId: 'b', payload: { y: [1, { z: 2 }], x: 1 }, delaySeconds: 10 });
+    const otherDelay = request({ delaySeconds: 11, payload: { x: 1, y: [1, { z: 2 }] }, bizId: 'b' });
+    const otherPayload = request({ delaySeconds: 10, payload: { x: 1, y: [1, { z: 3 }] }, bizId: 'b' });
+
+    // Assess
+    expect(reordered.fingerprint).toBe(a.fingerprint);
+    expect(otherDelay.fingerprint).not.toBe(a.fingerprint);
+    expect(otherPayload.fingerprint).not.toBe(a.fingerprint);
+  });
+});

@@ -4,7 +4,8 @@
  * (default 3000).
  */
 import { resolve } from 'node:path';
-import { LOCAL_INBOX_PATH, startLocalTimer } from '../lib/local/runtime';
+import { LOCAL_INBOX_PATH } from '../lib/local/paths';
+import { startLocalTimer } from '../lib/local/runtime';
 
 const port = Number(process.env.TIMER_PORT ?? 3000);
 const dataDir = resolve(process.env.TIMER_DATA_DIR ?? '.timer-data');

@@ -1,9 +1,13 @@
 import {
   ChangeMessageVisibilityCommand,
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
   SendMessageBatchCommand,
   type SendMessageBatchRequestEntry,
   SendMessageCommand,
   type SQSClient,
+  StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
 import type { DeadLetter, DeadLetterQueue } from '../core/deliver';
 import type { DeliveryMessage, DeliveryQueue } from '../core/task';
@@ -112,4 +116,46 @@ export async function delayRedelivery(sqs: SQSClient, queueUrl: string, receiptH
       VisibilityTimeout: seconds,
     }),
   );
+}
+
+async function queueArn(sqs: SQSClient, queueUrl: string): Promise<string> {
+  const result = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+  const arn = result.Attributes?.QueueArn;
+  if (!arn) throw new Error(`no ARN for queue ${queueUrl}`);
+  return arn;
+}
+
+/**
+ * Moves every message of a DLQ back to the delivery queue with SQS's own message move
+ * task. The destination is named explicitly: the callback dead-letters exhausted tasks
+ * itself, so SQS has no source queue recorded for those messages.
+ */
+export async function startRedrive(sqs: SQSClient, dlqUrl: string, deliveryQueueUrl: string): Promise<string> {
+  const [sourceArn, destinationArn] = await Promise.all([queueArn(sqs, dlqUrl), queueArn(sqs, deliveryQueueUrl)]);
+  const started = await sqs.send(new StartMessageMoveTaskCommand({ SourceArn: sourceArn, DestinationArn: destinationArn }));
+  return started.TaskHandle ?? '';
+}
+
+/**
+ * The same move done by hand (receive, send, delete), for SQS implementations without
+ * message move tasks, such as local mode's fauxqs. A message is deleted from the DLQ only
+ * after it was sent on, so a crash midway duplicates at worst. Returns the bodies moved.
+ */
+export async function redriveByCopy(sqs: SQSClient, dlqUrl: string, deliveryQueueUrl: string): Promise<string[]> {
+  const moved: string[] = [];
+  for (;;) {
+    const received = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: dlqUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 60 }),
+    );
+    const messages = received.Messages ?? [];
+    if (messages.length === 0) return moved;
+    await sendAll(sqs, deliveryQueueUrl, messages.map((message) => ({ body: message.Body ?? '', delaySeconds: 0 })));
+    await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: dlqUrl,
+        Entries: messages.map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle })),
+      }),
+    );
+    moved.push(...messages.map((message) => message.Body ?? ''));
+  }
 }

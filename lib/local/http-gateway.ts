@@ -99,7 +99,7 @@ export type LocalRoute = (
   method: string,
   headers: Record<string, string | undefined>,
   body: string,
-) => { status: number; body: unknown };
+) => Promise<{ status: number; body: unknown }>;
 
 /** An HTTP server in front of the api handler, translating requests to HTTP API (v2) events as API Gateway does. */
 export async function startHttpGateway(options: {
@@ -117,7 +117,7 @@ export async function startHttpGateway(options: {
         const headers = Object.fromEntries(
           Object.entries(request.headers).map(([name, value]) => [name, String(value)]),
         );
-        const result = local(request.method ?? 'GET', headers, body.toString('utf8'));
+        const result = await local(request.method ?? 'GET', headers, body.toString('utf8'));
         response.writeHead(result.status, { 'content-type': 'application/json' });
         response.end(JSON.stringify(result.body));
         return;

@@ -14,7 +14,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, SQSBatc
 import dynalite from 'dynalite';
 import { startFauxqs } from 'fauxqs';
 import { allItems, DynamoClockStore } from '../../functions/adapters/dynamo-store';
-import { sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
+import { redriveByCopy, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
 import { toDeliveryMessages } from '../../functions/core/scan';
 import { generateSigningSecret } from '../../functions/core/signature';
 import {
@@ -34,11 +34,11 @@ import { type SunkEvent, startEventBridgeSink } from './eventbridge-sink';
 import { startHttpGateway } from './http-gateway';
 import { type LambdaHandler, lambdaContext } from './lambda-context';
 import { startQueuePollers } from './queue-poller';
+import { LOCAL_INBOX_PATH, LOCAL_REDRIVE_PATH } from './paths';
 import { createWebhookInbox } from './webhook-inbox';
 
 export const LOCAL_TABLE_NAME = 'timer-tasks';
-/** Where local mode's built-in webhook receiver listens (POST to deliver, GET to list). */
-export const LOCAL_INBOX_PATH = '/local/webhooks';
+
 const LOCAL_REGION = 'us-east-1';
 const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
 
@@ -290,6 +290,8 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
       AWS_ENDPOINT_URL_SQS: sqsServer.address,
       AWS_ENDPOINT_URL_EVENTBRIDGE: sink.endpoint,
       POWERTOOLS_LOG_LEVEL: options.logLevel ?? 'INFO',
+      // Metrics are CloudWatch's business; locally their EMF lines would only bury the logs.
+      POWERTOOLS_METRICS_DISABLED: 'true',
       POWERTOOLS_SERVICE_NAME: 'distributed-timer',
       [ENV.signingSecret]: signingSecret,
     },
@@ -336,8 +338,14 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     port: options.port ?? 0,
     handler: handlers.api as LambdaHandler<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>,
     localRoutes: {
-      [LOCAL_INBOX_PATH]: (method, headers, body) =>
+      [LOCAL_INBOX_PATH]: async (method, headers, body) =>
         method === 'POST' ? inbox.receive(headers, body) : { status: 200, body: { webhooks: inbox.entries } },
+      [LOCAL_REDRIVE_PATH]: async (method) => {
+        if (method !== 'POST') return { status: 405, body: { message: 'POST to redrive the delivery DLQ' } };
+        const moved = await redriveByCopy(sqs, queues.deliveryDlq.url, queues.delivery.url);
+        logLine('INFO', 'delivery DLQ redriven', { moved: moved.length });
+        return { status: 200, body: { moved: moved.length } };
+      },
     },
     onError: onError('api gateway'),
   });

@@ -7,7 +7,9 @@ import {
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../../functions/core/signature';
+import { LOCAL_REDRIVE_PATH } from '../../lib/local/paths';
 import { LOCAL_TABLE_NAME, type LocalTimer, startLocalTimer } from '../../lib/local/runtime';
+import { peekBodies } from '../support/emulators';
 import { eventually, quantile, startWebhookReceiver } from '../support/webhook-receiver';
 
 type Receiver = Awaited<ReturnType<typeof startWebhookReceiver>>;
@@ -43,31 +45,6 @@ interface Submitted {
   /** When the API answered 201: a task accepted after its dueAt cannot fire before this. */
   readonly acceptedAtMs: number;
   readonly kind: 'future' | 'lookahead' | 'past' | 'cancelled' | 'flaky' | 'down' | 'sqs' | 'eventbridge';
-}
-
-/** Moves every dead letter back to the delivery queue, as SQS's DLQ redrive would; returns their bodies. */
-async function redriveDeadLetters(): Promise<string[]> {
-  const moved: string[] = [];
-  for (;;) {
-    const received = await timer.sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: timer.queues.deliveryDlq.url,
-        MaxNumberOfMessages: 10,
-        WaitTimeSeconds: 1,
-      }),
-    );
-    const messages = received.Messages ?? [];
-    if (messages.length === 0) return moved;
-    for (const message of messages) {
-      moved.push(message.Body ?? '');
-      await timer.sqs.send(
-        new SendMessageCommand({ QueueUrl: timer.queues.delivery.url, MessageBody: message.Body ?? '' }),
-      );
-      await timer.sqs.send(
-        new DeleteMessageCommand({ QueueUrl: timer.queues.deliveryDlq.url, ReceiptHandle: message.ReceiptHandle }),
-      );
-    }
-  }
 }
 
 async function api(method: string, path: string, body?: unknown) {
@@ -189,10 +166,12 @@ describe('End to end: local mode over HTTP', () => {
     const failed = await api('GET', `/v1/tasks/${byKind('down')[0]?.id}`);
     expect(failed.body.lastError).toMatch(/HTTP 500/);
 
-    // A DLQ redrive (receive → send → delete, as fauxqs 1 has no message move task) delivers them once the target is back.
-    downIsUp = true;
-    const dead = (await redriveDeadLetters()).map((body) => (JSON.parse(body) as { id: string }).id);
+    // The DLQ holds exactly the dead tasks; a redrive (what npm run dlq:redrive -- --local calls) delivers them once the target is back.
+    const dead = (await peekBodies(timer.sqs, timer.queues.deliveryDlq.url)).map((body) => (JSON.parse(body) as { id: string }).id);
     expect(new Set(dead)).toEqual(new Set(byKind('down').map((task) => task.id)));
+    downIsUp = true;
+    const redrive = await fetch(`${timer.apiUrl}${LOCAL_REDRIVE_PATH}`, { method: 'POST' });
+    expect(await redrive.json()).toEqual({ moved: 20 });
     await eventually('the redriven tasks are DELIVERED', async () => {
       const states = await Promise.all(byKind('down').map((task) => api('GET', `/v1/tasks/${task.id}`)));
       return states.every((state) => state.body.status === 'DELIVERED');

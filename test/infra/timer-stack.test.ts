@@ -1,8 +1,19 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { TimerStack } from '../../lib/timer-stack';
-import { API_ROUTES, DEFAULT_SETTINGS, deliveryMaxReceiveCount, ENV, FUNCTIONS, QUEUES } from '../../lib/topology';
+import {
+  ALARM_THRESHOLDS,
+  API_ROUTES,
+  DEFAULT_SETTINGS,
+  deliveryMaxReceiveCount,
+  ENV,
+  FUNCTIONS,
+  METRICS,
+  QUEUES,
+} from '../../lib/topology';
 
 type Resource = { Type: string; Properties: Record<string, unknown> };
 
@@ -158,6 +169,236 @@ describe('Stack: TimerStack', () => {
   it('outputs the API URL', () => {
     const [apiId] = Object.keys(template.findResources('AWS::ApiGatewayV2::Api'));
     template.hasOutput('ApiUrl', { Value: { 'Fn::GetAtt': [apiId, 'ApiEndpoint'] } });
+  });
+});
+
+/** Every alarm in the template, by logical id. */
+function alarms(): Record<string, Resource> {
+  return template.findResources('AWS::CloudWatch::Alarm') as Record<string, Resource>;
+}
+
+/** The one logical id of a resource type whose id starts with `prefix`. */
+function idOf(type: string, prefix: string): string {
+  const ids = Object.keys(template.findResources(type)).filter((id) => id.startsWith(prefix));
+  expect(ids).toHaveLength(1);
+  return ids[0] as string;
+}
+
+/** The alarms whose single metric is `metricName` in `namespace`. */
+function alarmsOn(namespace: string, metricName: string): Resource[] {
+  return Object.values(alarms()).filter(
+    (alarm) => alarm.Properties.Namespace === namespace && alarm.Properties.MetricName === metricName,
+  );
+}
+
+/** The anchors GitHub gives a document's `##` and `###` headings: lowercase, punctuation dropped, spaces to '-'. */
+function headingAnchors(markdown: string): Set<string> {
+  return new Set(
+    [...markdown.matchAll(/^#{2,3} +(.+?) *$/gm)].map(([, heading]) =>
+      (heading as string)
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N}_ -]/gu, '')
+        .replace(/ /g, '-'),
+    ),
+  );
+}
+
+describe('Stack: TimerStack monitoring', () => {
+  it('sends every alarm and its recovery to one encrypted alarm topic', () => {
+    // Prepare
+    const topicId = idOf('AWS::SNS::Topic', 'AlarmTopic');
+
+    // Assess
+    template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: Match.anyValue() });
+    const all = Object.values(alarms());
+    expect(all.length).toBeGreaterThan(0);
+    for (const alarm of all) {
+      expect(alarm.Properties.AlarmActions).toEqual([{ Ref: topicId }]);
+      expect(alarm.Properties.OKActions).toEqual([{ Ref: topicId }]);
+    }
+    template.hasOutput('AlarmTopicArn', { Value: { Ref: topicId } });
+  });
+
+  it('lets CloudWatch publish to the TLS-only topic and use its key, which the aws/sns key would not allow', () => {
+    // Prepare
+    const topicId = idOf('AWS::SNS::Topic', 'AlarmTopic');
+    const cloudWatch = { Service: 'cloudwatch.amazonaws.com' };
+
+    // Assess
+    template.hasResourceProperties('AWS::SNS::TopicPolicy', {
+      Topics: [{ Ref: topicId }],
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+          Match.objectLike({ Effect: 'Allow', Principal: cloudWatch, Action: 'sns:Publish' }),
+        ]),
+      },
+    });
+    template.hasResourceProperties('AWS::KMS::Key', {
+      EnableKeyRotation: true,
+      KeyPolicy: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Effect: 'Allow',
+            Principal: cloudWatch,
+            Action: Match.arrayWith(['kms:Decrypt', 'kms:GenerateDataKey*']),
+          }),
+        ]),
+      },
+    });
+  });
+
+  it('subscribes the AlarmEmail address only when one is given', () => {
+    // Prepare
+    const subscriptions = Object.values(template.findResources('AWS::SNS::Subscription')) as Array<
+      Resource & { Condition?: string }
+    >;
+
+    // Assess
+    template.hasParameter('AlarmEmail', { Type: 'String', Default: '' });
+    expect(subscriptions).toHaveLength(1);
+    const [subscription] = subscriptions;
+    expect(subscription?.Properties).toMatchObject({ Protocol: 'email', Endpoint: { Ref: 'AlarmEmail' } });
+    expect(subscription?.Condition).toBeDefined();
+    template.hasCondition(subscription?.Condition as string, {
+      'Fn::Not': [{ 'Fn::Equals': [{ Ref: 'AlarmEmail' }, ''] }],
+    });
+  });
+
+  it('alarms on the first missed task, reading the metric the sweeper publishes', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: METRICS.namespace,
+      MetricName: METRICS.missedTasks,
+      Dimensions: [{ Name: 'service', Value: METRICS.dimensions.service }],
+      Statistic: 'Sum',
+      Period: 60,
+      Threshold: 0,
+      ComparisonOperator: 'GreaterThanThreshold',
+      EvaluationPeriods: 1,
+    });
+  });
+
+  it('alarms as soon as the delivery DLQ holds a message', () => {
+    // Prepare
+    const dlqId = idOf('AWS::SQS::Queue', 'DeliveryDlqQueue');
+
+    // Assess
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/SQS',
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [dlqId, 'QueueName'] } }],
+      Statistic: 'Maximum',
+      Threshold: 0,
+      ComparisonOperator: 'GreaterThanThreshold',
+    });
+  });
+
+  it('treats a silent sweeper as scanner lag, since it publishes the lag every minute', () => {
+    // Act
+    const [lag, ...others] = alarmsOn(METRICS.namespace, METRICS.scannerLagSeconds);
+
+    // Assess
+    expect(others).toEqual([]);
+    expect(lag?.Properties).toMatchObject({
+      Statistic: 'Maximum',
+      Threshold: ALARM_THRESHOLDS.scannerLagSeconds,
+      EvaluationPeriods: 2,
+      DatapointsToAlarm: 2,
+      TreatMissingData: 'breaching',
+    });
+  });
+
+  it('alarms when the sweep watermark stays behind for three minutes', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: METRICS.unsweptSeconds,
+      Statistic: 'Maximum',
+      Threshold: ALARM_THRESHOLDS.unsweptSeconds,
+      EvaluationPeriods: 3,
+      DatapointsToAlarm: 3,
+    });
+  });
+
+  it('computes the delivery failure rate with metric math over five minutes', () => {
+    // Act
+    const [rate, ...others] = Object.values(alarms()).filter((alarm) =>
+      ((alarm.Properties.Metrics ?? []) as Array<{ Expression?: string }>).some((query) => query.Expression),
+    );
+
+    // Assess
+    expect(others).toEqual([]);
+    expect(rate?.Properties).toMatchObject({
+      Threshold: ALARM_THRESHOLDS.deliveryFailureRate,
+      ComparisonOperator: 'GreaterThanThreshold',
+      TreatMissingData: 'notBreaching',
+    });
+    const queries = rate?.Properties.Metrics as Array<{
+      Id: string;
+      Expression?: string;
+      MetricStat?: { Metric: { MetricName: string }; Period: number; Stat: string };
+    }>;
+    const idOfMetric = (name: string) => queries.find((query) => query.MetricStat?.Metric.MetricName === name);
+    const failed = idOfMetric(METRICS.deliveryAttemptsFailed);
+    const delivered = idOfMetric(METRICS.tasksDelivered);
+    expect(failed?.MetricStat).toMatchObject({ Period: 300, Stat: 'Sum' });
+    expect(delivered?.MetricStat).toMatchObject({ Period: 300, Stat: 'Sum' });
+    const expression = queries.find((query) => query.Expression)?.Expression;
+    expect(expression).toContain(`${failed?.Id} /`);
+    expect(expression).toContain(delivered?.Id);
+  });
+
+  it('alarms on any 5xx answer from the API', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/ApiGateway',
+      MetricName: '5xx',
+      Dimensions: [{ Name: 'ApiId', Value: { Ref: idOf('AWS::ApiGatewayV2::Api', 'HttpApi') } }],
+      Statistic: 'Sum',
+      Threshold: 0,
+    });
+  });
+
+  it('has an Errors and a Throttles alarm for each of the five functions', () => {
+    for (const metricName of ['Errors', 'Throttles']) {
+      // Act
+      const watched = alarmsOn('AWS/Lambda', metricName).map(
+        (alarm) => (alarm.Properties.Dimensions as Array<{ Value: { Ref: string } }>)[0]?.Value.Ref,
+      );
+
+      // Assess
+      const names = Object.keys(FUNCTIONS) as Array<keyof typeof FUNCTIONS>;
+      expect(watched).toHaveLength(5);
+      expect(watched.sort()).toEqual(names.map(functionIdFor).sort());
+    }
+  });
+
+  it('links every alarm to a section of docs/runbook.md that exists', () => {
+    // Prepare
+    const runbook = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'runbook.md'), 'utf8');
+    const anchors = headingAnchors(runbook);
+
+    // Act
+    const descriptions = Object.values(alarms()).map((alarm) => alarm.Properties.AlarmDescription as string);
+
+    // Assess
+    expect(descriptions).toHaveLength(16);
+    for (const description of descriptions) {
+      const [, anchor] = description.match(/Runbook: docs\/runbook\.md#([\w-]+)$/) ?? [];
+      expect(anchor, description).toBeDefined();
+      expect([...anchors], description).toContain(anchor);
+    }
+  });
+
+  it('shows lateness percentiles and every alarm on the dashboard', () => {
+    // Prepare
+    const [dashboard, ...others] = Object.values(template.findResources('AWS::CloudWatch::Dashboard')) as Resource[];
+
+    // Act: the body is a join of JSON text and references (alarm ARNs, the region), kept here as their JSON.
+    const parts = (dashboard?.Properties.DashboardBody as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1];
+    const body = parts.map((part) => (typeof part === 'string' ? part : JSON.stringify(part))).join('');
+
+    // Assess
+    expect(others).toEqual([]);
+    expect(body).toMatch(new RegExp(`"${METRICS.deliveryLatenessMs}"[^\\]]*"stat":"p99"`));
+    for (const alarmId of Object.keys(alarms())) expect(body).toContain(alarmId);
   });
 });
 

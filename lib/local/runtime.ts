@@ -343,8 +343,9 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
       [LOCAL_REDRIVE_PATH]: async (method) => {
         if (method !== 'POST') return { status: 405, body: { message: 'POST to redrive the delivery DLQ' } };
         const moved = await redriveByCopy(sqs, queues.deliveryDlq.url, queues.delivery.url);
+        const taskIds = moved.map((body) => (JSON.parse(body) as { id?: string }).id);
         logLine('INFO', 'delivery DLQ redriven', { moved: moved.length });
-        return { status: 200, body: { moved: moved.length } };
+        return { status: 200, body: { moved: moved.length, taskIds } };
       },
     },
     onError: onError('api gateway'),

@@ -75,8 +75,8 @@ export async function startEmulators(): Promise<Emulators> {
   };
 }
 
-/** Receives until the queue stays empty for one long poll, returning every body; messages stay in flight for `visibilitySeconds`. */
-export async function drainBodies(sqs: SQSClient, queueUrl: string, visibilitySeconds = 300): Promise<string[]> {
+/** Receives until the queue stays empty for one long poll, returning every body (messages are left in flight). */
+export async function drainBodies(sqs: SQSClient, queueUrl: string): Promise<string[]> {
   const bodies: string[] = [];
   for (;;) {
     const received = await sqs.send(
@@ -93,7 +93,3 @@ export async function drainBodies(sqs: SQSClient, queueUrl: string, visibilitySe
   }
 }
 
-/** Reads every body and leaves the messages where they were: they are visible again within a few seconds. */
-export function peekBodies(sqs: SQSClient, queueUrl: string): Promise<string[]> {
-  return drainBodies(sqs, queueUrl, 2);
-}

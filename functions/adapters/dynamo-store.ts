@@ -349,21 +349,28 @@ export class DynamoClockStore implements ClockStore {
     return new Map(items.map((item) => [Number(item.sk), Number(item.enqueued ?? 0)]));
   }
 
-  async markForRecheck(seconds: readonly number[], expiresAtSeconds: number): Promise<void> {
+  async markForRecheck(dueSeconds: readonly number[], flaggedAt: number, expiresAtSeconds: number): Promise<void> {
+    const marker = markerKey('RECHECK', flaggedAt);
     await Promise.all(
-      [...new Set(seconds)].map((second) =>
+      [...new Set(dueSeconds)].map((dueSecond) =>
         this.options.client.send(
           new PutCommand({
             TableName: this.options.tableName,
-            Item: { ...markerKey('RECHECK', second), expiresAt: expiresAtSeconds },
+            // The due second follows the flag's own second, so a range of flag times is still one sort-key range.
+            Item: { pk: marker.pk, sk: `${marker.sk}#${dueSecond}`, dueSecond, expiresAt: expiresAtSeconds },
           }),
         ),
       ),
     );
   }
 
-  async recheckSeconds(from: number, to: number): Promise<Set<number>> {
-    return new Set((await this.markersBetween('RECHECK', from, to)).map((item) => Number(item.sk)));
+  async rechecksFlagged(from: number, to: number): Promise<Map<number, number[]>> {
+    const flags = new Map<number, number[]>();
+    for (const item of await this.markersBetween('RECHECK', from, to)) {
+      const flaggedAt = Number(String(item.sk).split('#')[0]);
+      flags.set(flaggedAt, [...(flags.get(flaggedAt) ?? []), Number(item.dueSecond)]);
+    }
+    return flags;
   }
 
   async watermark(name: Watermark): Promise<number | undefined> {
@@ -401,7 +408,8 @@ export class DynamoClockStore implements ClockStore {
           new QueryCommand({
             TableName: this.options.tableName,
             KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
-            ExpressionAttributeValues: { ':pk': pk, ':from': markerKey(kind, from).sk, ':to': markerKey(kind, to).sk },
+            // '~' sorts after '#', so the range takes in the flags filed under `to` too.
+            ExpressionAttributeValues: { ':pk': pk, ':from': markerKey(kind, from).sk, ':to': `${markerKey(kind, to).sk}~` },
             ConsistentRead: true,
             ExclusiveStartKey: startKey,
           }),

@@ -106,11 +106,14 @@ export async function scheduleTasks(ports: SchedulePorts, requests: readonly New
       );
     }
   });
-  const [single] = plain;
-  if (plain.length === 1 && single) await taskStore.create(single.entry.task, single.entry.key);
-  else if (plain.length > 1) await taskStore.createMany(plain.map(({ entry }) => entry));
-  for (const { index, entry } of plain) outcomes[index] = { kind: 'created', task: entry.task };
-  await Promise.all(keyed);
+  const writePlain = async () => {
+    const [single] = plain;
+    if (plain.length === 1 && single) await taskStore.create(single.entry.task, single.entry.key);
+    else if (plain.length > 1) await taskStore.createMany(plain.map(({ entry }) => entry));
+    for (const { index, entry } of plain) outcomes[index] = { kind: 'created', task: entry.task };
+  };
+  // Awaited together: a failure on one side must not leave the other's rejection unhandled.
+  await Promise.all([writePlain(), ...keyed]);
 
   const { cursor } = await readClock(clockStore, clock);
   const late = outcomes.flatMap((outcome) =>
@@ -123,8 +126,9 @@ export async function scheduleTasks(ports: SchedulePorts, requests: readonly New
     await deliveryQueue.send(toDeliveryMessages(late, clock.now()));
     return { outcomes, enqueuedDirect: late.length, deferred: 0 };
   } catch (error) {
-    const seconds = late.map((task) => secondOf(task.dueAtMs));
-    await clockStore.markForRecheck(seconds, expiryAfter(clock.now(), RECHECK_RETENTION_DAYS)).catch(() => {
+    const dueSeconds = late.map((task) => secondOf(task.dueAtMs));
+    const nowMs = clock.now();
+    await clockStore.markForRecheck(dueSeconds, secondOf(nowMs), expiryAfter(nowMs, RECHECK_RETENTION_DAYS)).catch(() => {
       throw error;
     });
     return { outcomes, enqueuedDirect: 0, deferred: late.length };

@@ -32,35 +32,48 @@ export interface SweepReport {
   readonly lagSeconds: number;
   /** Now minus the sweep watermark: how far back seconds are not yet known to be finished. */
   readonly unsweptSeconds: number;
+  /** Failures that stopped a pass early; its watermark holds there and the next run resumes. */
+  readonly errors: unknown[];
 }
 
 /**
- * Walks seconds after a watermark, handling those that need it, and raises the watermark
- * only over seconds it has fully handled. However long a failure lasts, no second is left
- * behind; one that keeps failing holds the watermark, and the lag shows.
+ * Walks seconds after a watermark, doing the work each one calls for (a list of seconds to
+ * handle, usually itself or nothing), and raises the watermark only over seconds whose work
+ * is done. However long a failure lasts, no second is left behind; one that keeps failing
+ * holds the watermark, and the lag shows.
  */
 async function walkSeconds(
   ports: ScanPorts,
   mark: Watermark,
   range: { after: number; to: number; deadlineMs: number },
-  needsWork: (from: number, to: number) => Promise<(second: number) => boolean>,
+  workFor: (from: number, to: number) => Promise<(second: number) => readonly number[]>,
   work: (second: number) => Promise<void>,
-): Promise<number> {
-  let handledThrough = range.after;
-  if (range.to <= range.after) return handledThrough;
-  const pending = await needsWork(range.after + 1, range.to);
+): Promise<{ through: number; error?: unknown }> {
+  let through = range.after;
+  if (range.to <= range.after) return { through };
   try {
+    const workAt = await workFor(range.after + 1, range.to);
     for (let second = range.after + 1; second <= range.to; second++) {
-      if (pending(second)) {
-        if (ports.clock.now() > range.deadlineMs) break;
-        await work(second);
-      }
-      handledThrough = second;
+      const targets = workAt(second);
+      if (targets.length > 0 && ports.clock.now() > range.deadlineMs) break;
+      for (const target of targets) await work(target);
+      through = second;
     }
-  } finally {
-    if (handledThrough > range.after) await ports.clockStore.raiseWatermark(mark, handledThrough);
+  } catch (error) {
+    return { through: await raised(ports, mark, range.after, through), error };
   }
-  return handledThrough;
+  return { through: await raised(ports, mark, range.after, through) };
+}
+
+/** Records progress; if even that fails, the next run simply redoes the work from the old mark. */
+async function raised(ports: ScanPorts, mark: Watermark, after: number, through: number): Promise<number> {
+  if (through <= after) return after;
+  try {
+    await ports.clockStore.raiseWatermark(mark, through);
+    return through;
+  } catch {
+    return after;
+  }
 }
 
 /**
@@ -75,24 +88,25 @@ export async function sweep(ports: ScanPorts, settings: SweepSettings): Promise<
   const startedAtMs = ports.clock.now();
   const nowSecond = secondOf(startedAtMs);
   const state = await ports.clockStore.read();
-  if (!state) return { rescanned: [], enqueued: 0, overdue: 0, lagSeconds: 0, unsweptSeconds: 0 };
-  const deadlineMs = startedAtMs + settings.budgetMs;
+  if (!state) return { rescanned: [], enqueued: 0, overdue: 0, lagSeconds: 0, unsweptSeconds: 0, errors: [] };
+  // Each pass gets half the budget, so a pass with a long queue of work cannot starve the other.
+  const passBudgetMs = settings.budgetMs / 2;
   const neverSwept = state.startedAt - 1;
 
   const rescanned: number[] = [];
   let enqueued = 0;
   const sweptAfter = (await ports.clockStore.watermark('swept')) ?? neverSwept;
-  const sweptThrough = await walkSeconds(
+  const unfinished = await walkSeconds(
     ports,
     'swept',
     {
       after: sweptAfter,
       to: Math.min(state.cursor - 1, nowSecond - settings.graceSeconds, sweptAfter + settings.maxSecondsPerRun),
-      deadlineMs,
+      deadlineMs: startedAtMs + passBudgetMs,
     },
     async (from, to) => {
       const finished = await ports.clockStore.scannedSeconds(from, to);
-      return (second) => !finished.has(second);
+      return (second) => (finished.has(second) ? [] : [second]);
     },
     async (second) => {
       enqueued += (await scanSecond(ports, second)).enqueued;
@@ -102,22 +116,23 @@ export async function sweep(ports: ScanPorts, settings: SweepSettings): Promise<
 
   let overdue = 0;
   const checkedAfter = (await ports.clockStore.watermark('overdueChecked')) ?? neverSwept;
-  await walkSeconds(
+  const overduePass = await walkSeconds(
     ports,
     'overdueChecked',
     {
       after: checkedAfter,
       // Only seconds known to be finished: before that, their tasks may not have been sent yet.
-      to: Math.min(sweptThrough, nowSecond - settings.overdueGraceSeconds, checkedAfter + settings.maxSecondsPerRun),
-      deadlineMs,
+      to: Math.min(unfinished.through, nowSecond - settings.overdueGraceSeconds, checkedAfter + settings.maxSecondsPerRun),
+      deadlineMs: ports.clock.now() + passBudgetMs,
     },
     async (from, to) => {
-      const [scanned, rechecks] = await Promise.all([
+      const [scanned, flags] = await Promise.all([
         ports.clockStore.scannedSeconds(from, to),
-        ports.clockStore.recheckSeconds(from, to),
+        ports.clockStore.rechecksFlagged(from, to),
       ]);
-      // A second whose scan sent nothing and that the api did not flag has nothing to lose.
-      return (second) => (scanned.get(second) ?? 0) > 0 || rechecks.has(second);
+      // A second whose scan sent nothing has nothing to lose; the api's flags name late
+      // arrivals, due at any earlier second, that it stored but could not enqueue.
+      return (second) => [...((scanned.get(second) ?? 0) > 0 ? [second] : []), ...(flags.get(second) ?? [])];
     },
     async (second) => {
       const shards = Array.from({ length: ports.shardCount }, (_, shard) => shard);
@@ -130,5 +145,12 @@ export async function sweep(ports: ScanPorts, settings: SweepSettings): Promise<
     },
   );
 
-  return { rescanned, enqueued, overdue, lagSeconds: nowSecond - state.cursor, unsweptSeconds: nowSecond - sweptThrough };
+  return {
+    rescanned,
+    enqueued,
+    overdue,
+    lagSeconds: nowSecond - state.cursor,
+    unsweptSeconds: nowSecond - unfinished.through,
+    errors: [unfinished.error, overduePass.error].filter((error) => error !== undefined),
+  };
 }

@@ -108,10 +108,15 @@ export interface ClockStore {
   markScanned(second: number, enqueued: number, expiresAtSeconds: number): Promise<void>;
   /** The seconds in [from, to] that have a finished marker, each with how many tasks its scan enqueued. */
   scannedSeconds(from: number, to: number): Promise<Map<number, number>>;
-  /** Asks the sweeper to look at these seconds again: the api stored a late arrival it could not enqueue. */
-  markForRecheck(seconds: readonly number[], expiresAtSeconds: number): Promise<void>;
-  /** The seconds in [from, to] marked for a recheck. */
-  recheckSeconds(from: number, to: number): Promise<Set<number>>;
+  /**
+   * Asks the sweeper to look at these due seconds again: the api stored late arrivals it
+   * could not enqueue. Flags are filed under the second they were raised (`flaggedAt`), not
+   * the due second: a late arrival can be due long before the sweeper's watermark, while the
+   * moment it was flagged is always ahead of it.
+   */
+  markForRecheck(dueSeconds: readonly number[], flaggedAt: number, expiresAtSeconds: number): Promise<void>;
+  /** The due seconds of the flags raised in [from, to], by the second they were raised. */
+  rechecksFlagged(from: number, to: number): Promise<Map<number, number[]>>;
   /** A sweeper watermark; undefined before the first sweep. */
   watermark(name: Watermark): Promise<number | undefined>;
   /** Raises a watermark to `second`; it never moves back, even when two sweeps race. */

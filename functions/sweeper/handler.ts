@@ -50,5 +50,8 @@ export const handler = middy()
     };
     if (missed > 0 || report.rescanned.length > 0) logger.warn('sweep found missed work', facts);
     else logger.info('sweep finished', facts);
+    // Metrics for the work done are published either way; a failure still fails the invocation, for the errors alarm.
+    const [failure] = report.errors;
+    if (failure !== undefined) throw failure;
     return report;
   });

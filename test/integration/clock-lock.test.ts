@@ -101,4 +101,23 @@ describe('Invariant 4: one scanner per second (conditional write on CLOCK, real 
     expect(await clockStore.watermark('swept')).toBe(3_000);
     expect(await clockStore.watermark('overdueChecked')).toBe(700);
   });
+
+  it('files recheck flags under the second they were raised and finds them by that second, edges included', async () => {
+    // Prepare
+    const { clockStore } = emulators.stores();
+    await clockStore.markForRecheck([100, 250], 5_000, 9_999_999);
+    await clockStore.markForRecheck([40], 5_001, 9_999_999);
+    await clockStore.markForRecheck([7], 5_002, 9_999_999);
+
+    // Act
+    const flags = await clockStore.rechecksFlagged(5_000, 5_001);
+
+    // Assess
+    expect(flags).toEqual(
+      new Map([
+        [5_000, [100, 250]],
+        [5_001, [40]],
+      ]),
+    );
+  });
 });

@@ -13,6 +13,8 @@ const region = 'us-east-1';
 export interface Emulators {
   readonly dynamo: DynamoDBDocumentClient;
   readonly sqs: SQSClient;
+  /** New clients to the same emulators, e.g. to give one component its own fault injection. */
+  clients(): { dynamo: DynamoDBDocumentClient; sqs: SQSClient };
   readonly tableName: string;
   createQueue(name: string, attributes?: Record<string, string>): Promise<{ url: string; arn: string }>;
   stores(options?: { bucketCount?: number; queryPageSize?: number }): {
@@ -31,14 +33,17 @@ let tables = 0;
 export async function startEmulators(): Promise<Emulators> {
   const dynamoServer = dynalite({ createTableMs: 0 });
   await new Promise<void>((resolve) => dynamoServer.listen(0, '127.0.0.1', () => resolve()));
-  const rawDynamo = new DynamoDBClient({
-    region,
-    credentials,
-    endpoint: `http://127.0.0.1:${(dynamoServer.address() as AddressInfo).port}`,
-  });
-  const dynamo = DynamoDBDocumentClient.from(rawDynamo, { marshallOptions: { removeUndefinedValues: true } });
+  const dynamoEndpoint = `http://127.0.0.1:${(dynamoServer.address() as AddressInfo).port}`;
   const sqsServer = await startFauxqs({ port: 0, logger: false });
-  const sqs = new SQSClient({ region, credentials, endpoint: sqsServer.address, useQueueUrlAsEndpoint: false });
+  const clients = () => {
+    const raw = new DynamoDBClient({ region, credentials, endpoint: dynamoEndpoint });
+    return {
+      raw,
+      dynamo: DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true } }),
+      sqs: new SQSClient({ region, credentials, endpoint: sqsServer.address, useQueueUrlAsEndpoint: false }),
+    };
+  };
+  const { raw: rawDynamo, dynamo, sqs } = clients();
 
   const tableName = `tasks-${++tables}`;
   await createTaskTable(rawDynamo, tableName);
@@ -46,6 +51,7 @@ export async function startEmulators(): Promise<Emulators> {
   return {
     dynamo,
     sqs,
+    clients,
     tableName,
     async createQueue(name, attributes = {}) {
       const created = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));

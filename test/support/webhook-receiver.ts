@@ -4,14 +4,24 @@ import type { Notification } from '../../functions/core/deliver';
 
 export interface Receipt {
   readonly path: string;
+  /** The status the receiver answered with; 0 when it dropped the connection instead. */
+  readonly status: number;
   readonly receivedAtMs: number;
   readonly headers: Record<string, string | undefined>;
   readonly rawBody: string;
   readonly body: Notification;
 }
 
-/** How the receiver answers a delivery to a path: a status code, chosen per request. */
-export type Responder = (notification: Notification, attemptsSoFar: number) => number;
+/** An answer with a delay, extra headers, or no answer at all (the connection is dropped). */
+export interface Answer {
+  readonly status?: number;
+  readonly delayMs?: number;
+  readonly headers?: Record<string, string>;
+  readonly dropConnection?: boolean;
+}
+
+/** How the receiver answers a delivery to a path, chosen per request. */
+export type Responder = (notification: Notification, attemptsSoFar: number) => number | Answer;
 
 /** A real HTTP server on loopback that records every webhook with the receiver's own clock. */
 export async function startWebhookReceiver(responders: Record<string, Responder>) {
@@ -26,12 +36,21 @@ export async function startWebhookReceiver(responders: Record<string, Responder>
       const body = JSON.parse(rawBody) as Notification;
       const path = request.url ?? '/';
       const headers = Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name, String(value)]));
-      receipts.push({ path, receivedAtMs, headers, rawBody, body });
       const seen = attemptsById.get(body.id) ?? 0;
       attemptsById.set(body.id, seen + 1);
-      const status = responders[path]?.(body, seen) ?? 404;
-      response.writeHead(status, { 'content-type': 'text/plain' });
-      response.end(status < 300 ? 'ok' : 'no');
+      const chosen = responders[path]?.(body, seen) ?? 404;
+      const answer: Answer = typeof chosen === 'number' ? { status: chosen } : chosen;
+      receipts.push({ path, status: answer.dropConnection ? 0 : (answer.status ?? 200), receivedAtMs, headers, rawBody, body });
+      if (answer.dropConnection) {
+        request.socket.destroy();
+        return;
+      }
+      const status = answer.status ?? 200;
+      setTimeout(() => {
+        if (response.destroyed) return;
+        response.writeHead(status, { 'content-type': 'text/plain', ...answer.headers });
+        response.end(status < 300 ? 'ok' : 'no');
+      }, answer.delayMs ?? 0);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

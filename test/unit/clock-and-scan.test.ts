@@ -253,6 +253,7 @@ describe('Function: sweep', () => {
       overdue: 0,
       lagSeconds: -2,
       unsweptSeconds: 5,
+      errors: [],
     });
     expect(ports.deliveryQueue.sent).toEqual([{ id: lost.id, delaySeconds: 0 }]);
     expect(clockStore.markers.get(NOW_SECOND - 10)).toBe(1);
@@ -321,15 +322,15 @@ describe('Function: sweep', () => {
     ports.deliveryQueue.failure = new Error('SQS unavailable');
 
     // Act
-    const sweeping = sweep(ports, settings);
+    const report = await sweep(ports, settings);
 
-    // Assess
-    await expect(sweeping).rejects.toThrow('SQS unavailable');
+    // Assess: the failure is reported, and the watermark stops just before the failing second.
+    expect(report.errors).toEqual([new Error('SQS unavailable')]);
     expect(clockStore.watermarks.swept).toBe(NOW_SECOND - 13);
   });
 
-  it('stops re-scanning when its time budget is spent and records only what it finished', async () => {
-    // Prepare: every second is unfinished and each re-scan takes 400 ms.
+  it('stops re-scanning when its half of the time budget is spent and records only what it finished', async () => {
+    // Prepare: every second is unfinished and each re-scan takes 400 ms; the pass gets 1 s of a 2 s budget.
     const clockStore = new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 100 });
     const ports = { ...scanPorts({ clockStore }), shardCount: 1 };
     vi.spyOn(ports.taskStore, 'listDue').mockImplementation(async () => {
@@ -338,7 +339,7 @@ describe('Function: sweep', () => {
     });
 
     // Act
-    const report = await sweep(ports, { ...settings, budgetMs: 1000 });
+    const report = await sweep(ports, { ...settings, budgetMs: 2000 });
 
     // Assess
     expect(report.rescanned).toEqual([NOW_SECOND - 100, NOW_SECOND - 99, NOW_SECOND - 98]);
@@ -354,7 +355,7 @@ describe('Function: sweep', () => {
     const report = await sweep(ports, settings);
 
     // Assess
-    expect(report).toEqual({ rescanned: [], enqueued: 0, overdue: 0, lagSeconds: 0, unsweptSeconds: 0 });
+    expect(report).toEqual({ rescanned: [], enqueued: 0, overdue: 0, lagSeconds: 0, unsweptSeconds: 0, errors: [] });
     expect(listDue).not.toHaveBeenCalled();
   });
 
@@ -389,11 +390,12 @@ describe('Function: sweep', () => {
     });
 
     it('does not query seconds whose scan sent nothing, unless the api flagged them', async () => {
-      // Prepare: a task in an empty-looking second (a late arrival whose enqueue failed).
-      const flagged = NOW_SECOND - 150;
+      // Prepare: a late arrival due before the clock even started, whose enqueue failed;
+      // the api flagged it at the second it was submitted.
+      const flagged = NOW_SECOND - 500;
       const lost = aTask(flagged * 1000 + 500, 0);
       const clockStore = healthyClock({ [NOW_SECOND - 100]: 1 });
-      clockStore.rechecks.add(flagged);
+      clockStore.rechecks.set(NOW_SECOND - 150, [flagged]);
       const ports = scanPorts({ tasks: [lost], clockStore });
       const listDue = vi.spyOn(ports.taskStore, 'listDue');
 
@@ -406,6 +408,31 @@ describe('Function: sweep', () => {
       expect(ports.deliveryQueue.sent).toEqual([{ id: lost.id, delaySeconds: 0 }]);
     });
 
+    it('still checks overdue tasks when the unfinished pass has more work than its budget', async () => {
+      // Prepare: seconds 400..300 before now were claimed but never finished; each re-scan is slow.
+      // Flagged tasks wait in an earlier, finished second.
+      const clockStore = healthyClock();
+      for (let second = NOW_SECOND - 200; second < NOW_SECOND; second++) clockStore.markers.delete(second);
+      clockStore.rechecks.set(NOW_SECOND - 201, [NOW_SECOND - 300]);
+      clockStore.state = { cursor: NOW_SECOND, startedAt: NOW_SECOND - 400 };
+      for (let second = NOW_SECOND - 400; second < NOW_SECOND - 200; second++) clockStore.markers.set(second, 0);
+      const lost = aTask((NOW_SECOND - 300) * 1000, 0);
+      const ports = { ...scanPorts({ tasks: [lost], clockStore }), shardCount: 1 };
+      const listDue = ports.taskStore.listDue.bind(ports.taskStore);
+      vi.spyOn(ports.taskStore, 'listDue').mockImplementation(async (second, shard, options) => {
+        ports.clock.advance(300);
+        return listDue(second, shard, options);
+      });
+
+      // Act
+      const report = await sweep(ports, { ...overdueSettings, budgetMs: 2000 });
+
+      // Assess: the unfinished pass stopped at its budget; the overdue pass still found the task.
+      expect(report.rescanned.length).toBeLessThan(200);
+      expect(report.overdue).toBe(1);
+      expect(ports.deliveryQueue.sent.map((message) => message.id)).toContain(lost.id);
+    });
+
     it('waits for the grace and for the unfinished pass before judging a second', async () => {
       // Prepare: a second within the grace, and one not yet known to be finished.
       const clockStore = healthyClock({ [NOW_SECOND - 30]: 1 });
@@ -416,11 +443,12 @@ describe('Function: sweep', () => {
       vi.spyOn(ports.deliveryQueue, 'send').mockRejectedValue(new Error('SQS unavailable'));
 
       // Act: the re-scan of the unfinished second fails, so the sweep stops there.
-      await expect(sweep(ports, overdueSettings)).rejects.toThrow('SQS unavailable');
+      const report = await sweep(ports, overdueSettings);
+      expect(report.errors).toEqual([new Error('SQS unavailable')]);
 
       // Assess
       expect(clockStore.watermarks.swept).toBe(NOW_SECOND - 151);
-      expect(clockStore.watermarks.overdueChecked).toBeUndefined();
+      expect(clockStore.watermarks.overdueChecked).toBe(NOW_SECOND - 151);
     });
   });
 });

@@ -62,15 +62,15 @@ export class FakeClockStore implements ClockStore {
     return new Map([...this.markers].filter(([second]) => second >= from && second <= to));
   }
 
-  /** Seconds the api flagged for the sweeper. */
-  readonly rechecks = new Set<number>();
+  /** Due seconds the api flagged for the sweeper, by the second it flagged them. */
+  readonly rechecks = new Map<number, number[]>();
 
-  async markForRecheck(seconds: readonly number[]): Promise<void> {
-    for (const second of seconds) this.rechecks.add(second);
+  async markForRecheck(dueSeconds: readonly number[], flaggedAt: number): Promise<void> {
+    this.rechecks.set(flaggedAt, [...(this.rechecks.get(flaggedAt) ?? []), ...dueSeconds]);
   }
 
-  async recheckSeconds(from: number, to: number): Promise<Set<number>> {
-    return new Set([...this.rechecks].filter((second) => second >= from && second <= to));
+  async rechecksFlagged(from: number, to: number): Promise<Map<number, number[]>> {
+    return new Map([...this.rechecks].filter(([flaggedAt]) => flaggedAt >= from && flaggedAt <= to));
   }
 
   /** The sweeper's watermarks, as the real store keeps them in their own item. */

@@ -103,7 +103,7 @@ describe('Function: scheduleTasks', () => {
 
     // Assess
     expect(result).toMatchObject({ enqueuedDirect: 0, deferred: 1 });
-    expect([...ports.clockStore.rechecks]).toEqual([NOW_SECOND - 2]);
+    expect([...ports.clockStore.rechecks]).toEqual([[NOW_SECOND, [NOW_SECOND - 2]]]);
   });
 
   it('fails the submit when neither the enqueue nor the flag can be written', async () => {

@@ -1,0 +1,340 @@
+/**
+ * The timer's pipeline on one machine, for fault injection: the api routes, the scanner,
+ * the callback's record handling and the sweeper run as the cloud runs them (the same core
+ * and handler code, over DynamoDB and SQS adapters speaking to real dynalite and fauxqs),
+ * driven by loops that stand in for EventBridge ticks and Lambda's SQS pollers, and
+ * delivering to a real webhook receiver.
+ *
+ * Time is compressed so faults recover in seconds, keeping the invariant that matters:
+ * a delivery lease (1.5 s) is shorter than the delivery queue's visibility timeout (3 s).
+ */
+import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { APIGatewayProxyEventV2, SQSRecord } from 'aws-lambda';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { DynamoClockStore, DynamoIdempotencyStore, DynamoTaskStore } from '../../functions/adapters/dynamo-store';
+import { delayRedelivery, SqsDeadLetterQueue, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
+import { AwsTargetDispatcher } from '../../functions/adapters/targets';
+import { type ApiPorts, route } from '../../functions/api/routes';
+import { deliverRecords, type RecordPorts } from '../../functions/callback/records';
+import { createLogger } from '../../functions/commons/logger';
+import { createMetrics } from '../../functions/commons/metrics';
+import type { DeliveryPorts } from '../../functions/core/deliver';
+import { runScanner, type ScanPorts } from '../../functions/core/scan';
+import { generateSigningSecret } from '../../functions/core/signature';
+import { sweep } from '../../functions/core/sweep';
+import type { Clock } from '../../functions/core/task';
+import { type Emulators, startEmulators } from '../support/emulators';
+import { type Responder, startWebhookReceiver } from '../support/webhook-receiver';
+
+export const LEASE_MS = 1500;
+export const VISIBILITY_SECONDS = 3;
+const BUCKETS = 10_000_000;
+/** Scanner runs in flight at once, as a reserved concurrency would bound them. */
+const MAX_CONCURRENT_SCANS = 8;
+
+/** The real clock, shifted: how a component with a skewed clock sees time. */
+export function skewedClock(offsetMs: number): Clock {
+  return {
+    now: () => Date.now() + offsetMs,
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))),
+  };
+}
+
+/**
+ * Makes a client fail some requests, as throttling or an outage would. `beforeRetries`
+ * fails a call outright: the SDK's retries never see the error and the timer's own code
+ * has to recover. `withinRetries` fails single attempts inside the SDK's retry loop, as
+ * real throttling does, where its backoff must absorb them.
+ */
+export function injectFaults(
+  client: { middlewareStack: unknown },
+  where: 'beforeRetries' | 'withinRetries',
+  fail: (command: string) => Error | undefined,
+): void {
+  const stack = client.middlewareStack as SQSClient['middlewareStack'];
+  const middleware = (next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => async (args: unknown) => {
+    const error = fail(context.commandName ?? '');
+    if (error) throw error;
+    return next(args);
+  };
+  if (where === 'beforeRetries') stack.add(middleware as never, { step: 'initialize', name: 'injectFailures' });
+  else stack.addRelativeTo(middleware as never, { relation: 'after', toMiddleware: 'retryMiddleware', name: 'injectThrottling' });
+}
+
+/** An AWS-looking error, named as the SDK names the service's exceptions (names decide what it retries). */
+export function awsError(name: string): Error {
+  return Object.assign(new Error(`${name} (injected)`), { name, $fault: 'server', $metadata: {} });
+}
+
+/**
+ * Fails a share of calls, chosen by a seeded pseudo-random sequence, and records how many
+ * of each command it failed. Not "every nth call": a component that makes the same calls
+ * every run would then fail at the same step every run, a lock no real outage has.
+ */
+export function failShare(share: number, errorName: string, failed: Map<string, number>, seed = 1) {
+  let state = seed >>> 0;
+  const next = () => {
+    // mulberry32: small, fast and good enough to pick which calls fail.
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return (command: string) => {
+    if (next() >= share) return undefined;
+    failed.set(command, (failed.get(command) ?? 0) + 1);
+    return awsError(errorName);
+  };
+}
+
+export interface HarnessOptions {
+  readonly shardCount?: number;
+  readonly lookaheadSeconds?: number;
+  readonly maxAttempts?: number;
+  readonly webhookTimeoutMs?: number;
+  /** Scanner runs started per tick: more than one models duplicate ticks. */
+  readonly scannersPerTick?: number;
+  /** Per-component clock offsets in milliseconds. */
+  readonly skewMs?: Partial<Record<'api' | 'scanner' | 'callback' | 'sweeper', number>>;
+  /** How the webhook receiver answers, by path. */
+  readonly responders?: Record<string, Responder>;
+  /** Lets a test wrap or break the components' clients before the pipeline is built. */
+  readonly clientsFor?: (component: 'api' | 'scanner' | 'callback' | 'sweeper', clients: { dynamo: DynamoDBDocumentClient; sqs: SQSClient }) => void;
+}
+
+export type Harness = Awaited<ReturnType<typeof startHarness>>;
+
+export async function startHarness(options: HarnessOptions = {}) {
+  const emulators: Emulators = await startEmulators();
+  const receiver = await startWebhookReceiver({ '/ok': () => 204, ...options.responders });
+  const dlq = await emulators.createQueue('delivery-dlq');
+  const delivery = await emulators.createQueue('delivery', {
+    VisibilityTimeout: String(VISIBILITY_SECONDS),
+    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: '100' }),
+  });
+  const shardCount = options.shardCount ?? 4;
+  const signingSecret = generateSigningSecret();
+  const errors: unknown[] = [];
+
+  const component = (name: 'api' | 'scanner' | 'callback' | 'sweeper') => {
+    const clients = emulators.clients();
+    options.clientsFor?.(name, clients);
+    const { dynamo, sqs } = clients;
+    const { tableName } = emulators;
+    return {
+      sqs,
+      taskStore: new DynamoTaskStore({ client: dynamo, tableName, bucketCount: BUCKETS }),
+      clockStore: new DynamoClockStore({ client: dynamo, tableName }),
+      idempotencyStore: new DynamoIdempotencyStore({ client: dynamo, tableName }),
+      deliveryQueue: sqsDeliveryQueue(sqs, delivery.url),
+      clock: skewedClock(options.skewMs?.[name] ?? 0),
+      bucketCount: BUCKETS,
+      shardCount,
+    };
+  };
+
+  const api: ApiPorts = { ...component('api'), retentionDays: 30, allowInsecureTargets: true };
+  const scanner: ScanPorts & { lookaheadSeconds: number } = { ...component('scanner'), lookaheadSeconds: options.lookaheadSeconds ?? 1 };
+  const sweeper: ScanPorts = component('sweeper');
+  const callbackParts = component('callback');
+  const deliveryPorts: DeliveryPorts = {
+    ...callbackParts,
+    targets: new AwsTargetDispatcher({
+      signingSecret: async () => signingSecret,
+      webhookTimeoutMs: options.webhookTimeoutMs ?? 1000,
+      clock: callbackParts.clock,
+      sqsFor: () => callbackParts.sqs,
+      eventBridge: new EventBridgeClient({ region: 'us-east-1' }),
+    }),
+    deadLetters: new SqsDeadLetterQueue(callbackParts.sqs, dlq.url),
+    maxAttempts: options.maxAttempts ?? 6,
+    backoffBaseSeconds: 1,
+    backoffMaxSeconds: 2,
+    retentionDays: 30,
+    leaseMs: LEASE_MS,
+    maxEarlyWaitMs: 5000,
+  };
+  const callback: RecordPorts = {
+    delivery: deliveryPorts,
+    requeue: (receiptHandle, seconds) => delayRedelivery(callbackParts.sqs, delivery.url, receiptHandle, seconds),
+    logger: createLogger(),
+    metrics: createMetrics(),
+  };
+
+  let running = true;
+  const loops: Array<Promise<void>> = [];
+  const scansInFlight = new Set<Promise<void>>();
+  const every = (ms: number, body: () => Promise<unknown>) =>
+    loops.push(
+      (async () => {
+        while (running) {
+          await body().catch((error: unknown) => errors.push(error));
+          await new Promise((resolve) => setTimeout(resolve, ms));
+        }
+      })(),
+    );
+  /** What Lambda's event source mapping does, with its own client: faults injected into the callback's do not reach it. */
+  const poll = async () => {
+    const received = await emulators.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: delivery.url,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 1,
+        MessageSystemAttributeNames: ['All'],
+      }),
+    );
+    const messages = received.Messages ?? [];
+    if (messages.length === 0) return;
+    const records = messages.map(
+      (message) =>
+        ({
+          messageId: message.MessageId ?? '',
+          receiptHandle: message.ReceiptHandle ?? '',
+          body: message.Body ?? '',
+          attributes: { ApproximateReceiveCount: message.Attributes?.ApproximateReceiveCount ?? '1' },
+        }) as SQSRecord,
+    );
+    let failed: Set<string>;
+    try {
+      failed = new Set((await deliverRecords(callback, records)).batchItemFailures.map((failure) => failure.itemIdentifier));
+    } catch (error) {
+      errors.push(error);
+      failed = new Set(records.map((record) => record.messageId));
+    }
+    const done = messages.filter((message) => !failed.has(message.MessageId ?? ''));
+    if (done.length > 0) {
+      await emulators.sqs.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: delivery.url,
+          Entries: done.map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle })),
+        }),
+      );
+    }
+  };
+
+  /** POSTs until the api accepts (201, or 200 for a replay); idempotency keys make the retries safe. */
+  const acceptedIds = async (routeKey: string, body: unknown): Promise<string[]> => {
+    const event = { routeKey, body: JSON.stringify(body) } as APIGatewayProxyEventV2;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const response = await route(api, event);
+        if (response.statusCode !== 201 && response.statusCode !== 200) {
+          throw new Error(`${routeKey} answered ${response.statusCode}: ${response.body}`);
+        }
+        const parsed = JSON.parse(response.body) as { id?: string; results?: Array<{ task?: { id: string } }> };
+        return parsed.results ? parsed.results.map((result) => result.task?.id ?? '') : [parsed.id ?? ''];
+      } catch (error) {
+        if (attempt >= 30) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  };
+
+  return {
+    emulators,
+    receiver,
+    api,
+    scanner,
+    sweeper,
+    callback,
+    signingSecret,
+    queues: { delivery, dlq },
+    errors,
+    /** Starts the tick, poller and sweeper loops. */
+    run() {
+      // Like Lambda, each tick is its own invocation: ticks do not wait for earlier runs to end,
+      // which is how a backlog drains in parallel. In-flight runs are bounded, as concurrency is.
+      const scanners = options.scannersPerTick ?? 1;
+      every(1000, async () => {
+        for (let tick = 0; tick < scanners && scansInFlight.size < MAX_CONCURRENT_SCANS; tick++) {
+          const scan: Promise<void> = runScanner(scanner, 5000)
+            .then(() => undefined)
+            .catch((error: unknown) => void errors.push(error))
+            .finally(() => scansInFlight.delete(scan));
+          scansInFlight.add(scan);
+        }
+      });
+      every(0, poll);
+      every(0, poll);
+      every(1500, async () => {
+        const result = await sweep(sweeper, { maxSecondsPerRun: 3600, graceSeconds: 3, overdueGraceSeconds: 8, budgetMs: 5000 });
+        errors.push(...result.errors);
+      });
+    },
+    /**
+     * Submits through the api routes, as one batch or one POST per task, retrying (with the
+     * same idempotency keys) until every task is accepted, as a careful client would.
+     */
+    async submit(tasks: ReadonlyArray<Record<string, unknown>>, options: { oneByOne?: boolean } = {}): Promise<string[]> {
+      if (options.oneByOne) return Promise.all(tasks.map((task) => acceptedIds('POST /v1/tasks', task))).then((ids) => ids.flat());
+      return acceptedIds('POST /v1/tasks/batch', { tasks });
+    },
+    async stop() {
+      running = false;
+      await Promise.all([...loops, ...scansInFlight]);
+      await receiver.close();
+      await emulators.stop();
+    },
+  };
+}
+
+let taskSets = 0;
+
+/** Webhook tasks due `fromMs`..`toMs` from now, spread evenly, each with its own idempotency key. */
+export function webhookTasks(harness: Harness, count: number, fromMs: number, toMs: number, path = '/ok') {
+  const start = Date.now();
+  const set = ++taskSets;
+  return Array.from({ length: count }, (_, index) => ({
+    dueAt: start + fromMs + Math.floor(((toMs - fromMs) * index) / Math.max(1, count - 1)),
+    target: { type: 'http', url: harness.receiver.url(path) },
+    payload: { index },
+    idempotencyKey: `set-${set}-task-${index}`,
+  }));
+}
+
+export interface FaultReport {
+  readonly submitted: number;
+  readonly delivered: number;
+  readonly duplicates: number;
+  readonly lost: string[];
+  readonly early: string[];
+}
+
+/** Receipts the receiver took (answered 2xx): a failed attempt reached it, but was not a delivery. */
+const acknowledged = (harness: Harness) =>
+  harness.receiver.receipts.filter((receipt) => receipt.status >= 200 && receipt.status < 300);
+
+/** What the receiver saw of `ids`, by its own clock; any attempt before dueAt, failed or not, counts as early. */
+export function report(harness: Harness, ids: readonly string[]): FaultReport {
+  const wanted = new Set(ids);
+  const taken = acknowledged(harness).filter((receipt) => wanted.has(receipt.body.id));
+  const delivered = new Set(taken.map((receipt) => receipt.body.id));
+  return {
+    submitted: ids.length,
+    delivered: delivered.size,
+    duplicates: taken.length - delivered.size,
+    lost: ids.filter((id) => !delivered.has(id)),
+    early: harness.receiver.receipts
+      .filter((receipt) => wanted.has(receipt.body.id) && receipt.receivedAtMs < Date.parse(receipt.body.dueAt))
+      .map((receipt) => receipt.body.id),
+  };
+}
+
+/** One line per case, for the record of what each fault cost. */
+export function printReport(name: string, result: FaultReport): void {
+  console.log(
+    `fault "${name}": submitted ${result.submitted}, delivered ${result.delivered}, duplicates ${result.duplicates}, lost ${result.lost.length}, early ${result.early.length}`,
+  );
+}
+
+/** Polls until every id has arrived (bounded), then lets stragglers and duplicates land. */
+export async function waitForDeliveries(harness: Harness, ids: readonly string[], timeoutMs = 45_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const delivered = () => new Set(acknowledged(harness).map((receipt) => receipt.body.id));
+  while (Date.now() < deadline && !ids.every((id) => delivered().has(id))) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+}

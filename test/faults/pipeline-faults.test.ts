@@ -1,0 +1,318 @@
+/**
+ * Fault injection on the whole pipeline (real dynalite, fauxqs and webhook receiver).
+ * Each case submits a known set of tasks, injects one fault, lets the system recover and
+ * checks what the receiver saw: every non-cancelled task at least once, none early,
+ * duplicates counted, final states right. Each prints one line of what the fault cost.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { DeliveryMessage } from '../../functions/core/task';
+import {
+  failShare,
+  type Harness,
+  type HarnessOptions,
+  injectFaults,
+  printReport,
+  report,
+  startHarness,
+  waitForDeliveries,
+  webhookTasks,
+} from './harness';
+
+let harness: Harness | undefined;
+
+afterEach(async () => {
+  await harness?.stop();
+  harness = undefined;
+});
+
+async function start(options: HarnessOptions = {}): Promise<Harness> {
+  harness = await startHarness(options);
+  return harness;
+}
+
+/** Replaces a method so that its first call matching `when` throws, as if the process died right there. */
+function crashOnce<T extends object, K extends keyof T>(
+  target: T,
+  method: K,
+  when: (...args: never[]) => boolean = () => true,
+): { crashed: () => boolean } {
+  const original = (target[method] as (...args: unknown[]) => Promise<unknown>).bind(target);
+  let crashed = false;
+  Object.assign(target, {
+    [method]: async (...args: unknown[]) => {
+      if (!crashed && (when as (...args: unknown[]) => boolean)(...args)) {
+        crashed = true;
+        throw new Error(`crash in ${String(method)} (injected)`);
+      }
+      return original(...args);
+    },
+  });
+  return { crashed: () => crashed };
+}
+
+/** Runs a case: submit, run, wait, report, and check the invariants every case shares. */
+async function runCase(
+  name: string,
+  h: Harness,
+  tasks: ReadonlyArray<Record<string, unknown>>,
+  submit: { oneByOne?: boolean } = {},
+) {
+  const ids = await h.submit(tasks, submit);
+  h.run();
+  await waitForDeliveries(h, ids);
+  const result = report(h, ids);
+  printReport(name, result);
+  expect(result.lost).toEqual([]);
+  expect(result.early).toEqual([]);
+  return { ids, result };
+}
+
+async function statusOf(h: Harness, id: string): Promise<unknown> {
+  const response = await import('../../functions/api/routes').then(({ route }) =>
+    route(h.api, { routeKey: 'GET /v1/tasks/{id}', pathParameters: { id } } as never),
+  );
+  return (JSON.parse(response.body) as { status: string; attempts: number }).status;
+}
+
+describe('Faults: the scanner', () => {
+  it('recovers a second whose scanner crashed after claiming it and before sending', async () => {
+    // Prepare
+    const h = await start();
+    const crash = crashOnce(h.scanner.deliveryQueue, 'send');
+
+    // Act
+    const { result } = await runCase('scanner crash after claim, before send', h, webhookTasks(h, 40, 2500, 6000));
+
+    // Assess
+    expect(crash.crashed()).toBe(true);
+    expect(result.delivered).toBe(40);
+  });
+
+  it('recovers a second whose scanner crashed after sending half of it', async () => {
+    // Prepare: the first send with several messages gets half of them out, then the process dies.
+    const h = await start({ shardCount: 1 });
+    const queue = h.scanner.deliveryQueue;
+    const original = queue.send.bind(queue);
+    let crashed = false;
+    queue.send = async (messages: readonly DeliveryMessage[]) => {
+      if (crashed || messages.length < 2) return original(messages);
+      crashed = true;
+      await original(messages.slice(0, Math.floor(messages.length / 2)));
+      throw new Error('crash halfway through the batch (injected)');
+    };
+
+    // Act: ten tasks in the same second, so one send carries them all.
+    const dueAt = Math.ceil((Date.now() + 3000) / 1000) * 1000 + 100;
+    const tasks = webhookTasks(h, 10, 0, 0).map((task) => ({ ...task, dueAt }));
+    const { result } = await runCase('scanner crash after sending half a batch', h, tasks);
+
+    // Assess
+    expect(crashed).toBe(true);
+    expect(result.delivered).toBe(10);
+  });
+
+  it('recovers a second whose scanner sent everything and crashed before writing its marker', async () => {
+    // Prepare
+    const h = await start();
+    const crash = crashOnce(h.scanner.clockStore, 'markScanned', ((_second: number, enqueued: number) => enqueued > 0) as never);
+
+    // Act
+    const { result } = await runCase('scanner crash before the finished marker', h, webhookTasks(h, 40, 2500, 6000));
+
+    // Assess: the re-scan only sends duplicates of what the callback already delivered or holds.
+    expect(crash.crashed()).toBe(true);
+    expect(result.delivered).toBe(40);
+  });
+
+  it('claims every second once however many duplicate ticks arrive, in any order', async () => {
+    // Prepare
+    const h = await start({ scannersPerTick: 4 });
+    const claimed: number[] = [];
+    const clockStore = h.scanner.clockStore;
+    const advance = clockStore.advance.bind(clockStore);
+    clockStore.advance = async (from: number) => {
+      const won = await advance(from);
+      if (won) claimed.push(from);
+      return won;
+    };
+
+    // Act
+    await runCase('duplicate and out-of-order ticks', h, webhookTasks(h, 40, 2000, 6000));
+
+    // Assess
+    expect(claimed.length).toBeGreaterThan(5);
+    expect(new Set(claimed).size).toBe(claimed.length);
+  });
+
+  it('drains an hour of backlog with racing scanners, each second claimed once', async () => {
+    // Prepare: the clock stopped an hour ago; tasks fell due during the last ten minutes of it.
+    const h = await start({ shardCount: 2, scannersPerTick: 2 });
+    const now = Math.floor(Date.now() / 1000);
+    await h.scanner.clockStore.start(now - 3600);
+    const claimed: number[] = [];
+    const clockStore = h.scanner.clockStore;
+    const advance = clockStore.advance.bind(clockStore);
+    clockStore.advance = async (from: number) => {
+      const won = await advance(from);
+      if (won) claimed.push(from);
+      return won;
+    };
+    const tasks = webhookTasks(h, 60, -600_000, 3000);
+
+    // Act
+    const { result } = await runCase('an hour of backlog after a 10-minute outage', h, tasks);
+
+    // Assess
+    expect(result.delivered).toBe(60);
+    expect(new Set(claimed).size).toBe(claimed.length);
+    const expected = Array.from({ length: 3600 }, (_, index) => now - 3600 + index);
+    expect(expected.filter((second) => !claimed.includes(second))).toEqual([]);
+  }, 120_000);
+});
+
+describe('Faults: the callback', () => {
+  it('redelivers, with the same id, a task whose callback crashed after the target answered', async () => {
+    // Prepare
+    const h = await start();
+    const crash = crashOnce(h.callback.delivery.taskStore, 'finishDelivery', ((_key: unknown, _attempt: number, outcome: { status: string }) =>
+      outcome.status === 'DELIVERED') as never);
+
+    // Act
+    const { ids, result } = await runCase('callback crash after delivering, before DELIVERED', h, webhookTasks(h, 20, 2000, 4000));
+
+    // Assess: one duplicate, carrying the same webhook-id, and the task ends DELIVERED.
+    expect(crash.crashed()).toBe(true);
+    expect(result.duplicates).toBeGreaterThanOrEqual(1);
+    const twice = h.receiver.receipts.filter(
+      (receipt, index, all) => all.findIndex((other) => other.body.id === receipt.body.id) !== index,
+    );
+    for (const receipt of twice) expect(receipt.headers['webhook-id']).toBe(receipt.body.id);
+    for (const id of ids) expect(await statusOf(h, id)).toBe('DELIVERED');
+  });
+
+  it('survives webhooks that time out, fail, throttle with Retry-After or drop the connection', async () => {
+    // Prepare: each path misbehaves on the first attempt of every task, then answers 200.
+    const h = await start({
+      webhookTimeoutMs: 500,
+      responders: {
+        '/slow': (_, seen) => (seen === 0 ? { status: 200, delayMs: 1500 } : 200),
+        '/error': (_, seen) => (seen === 0 ? 502 : 200),
+        '/throttle': (_, seen) => (seen === 0 ? { status: 429, headers: { 'retry-after': '2' } } : 200),
+        '/drop': (_, seen) => (seen === 0 ? { dropConnection: true } : 200),
+      },
+    });
+    const tasks = ['/slow', '/error', '/throttle', '/drop'].flatMap((path) => webhookTasks(h, 8, 2000, 4000, path));
+
+    // Act
+    const { ids, result } = await runCase('webhook timeout, 5xx, 429 Retry-After, dropped connection', h, tasks);
+
+    // Assess: each got a second attempt; the throttled ones waited as asked.
+    expect(result.delivered).toBe(32);
+    for (const id of ids) expect(await statusOf(h, id)).toBe('DELIVERED');
+    const throttled = h.receiver.receipts.filter((receipt) => receipt.path === '/throttle');
+    for (const id of new Set(throttled.map((receipt) => receipt.body.id))) {
+      const [first, second] = throttled.filter((receipt) => receipt.body.id === id);
+      expect((second?.receivedAtMs ?? 0) - (first?.receivedAtMs ?? 0)).toBeGreaterThanOrEqual(1900);
+    }
+  });
+
+  it('never delivers a task once its cancel returned 200, even with its message already queued', async () => {
+    // Prepare: tasks due in one to three seconds, so most are already in the delivery queue when cancelled.
+    const h = await start();
+    const tasks = webhookTasks(h, 40, 1500, 3500);
+    const ids = await h.submit(tasks);
+    h.run();
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+
+    // Act: cancel every other task, racing the deliveries.
+    const cancels = await Promise.all(
+      ids
+        .filter((_, index) => index % 2 === 0)
+        .map(async (id) => {
+          const response = await import('../../functions/api/routes').then(({ route }) =>
+            route(h.api, { routeKey: 'DELETE /v1/tasks/{id}', pathParameters: { id } } as never),
+          );
+          return { id, status: response.statusCode };
+        }),
+    );
+    const kept = ids.filter((id) => !cancels.some((cancel) => cancel.id === id && cancel.status === 200));
+    await waitForDeliveries(h, kept);
+
+    // Assess
+    const cancelled = new Set(cancels.filter((cancel) => cancel.status === 200).map((cancel) => cancel.id));
+    const result = report(h, kept);
+    printReport('cancel racing queued deliveries', result);
+    expect(cancelled.size).toBeGreaterThan(0);
+    expect(h.receiver.receipts.filter((receipt) => cancelled.has(receipt.body.id))).toEqual([]);
+    expect(result.lost).toEqual([]);
+    for (const id of cancelled) expect(await statusOf(h, id)).toBe('CANCELLED');
+  });
+});
+
+describe('Faults: the AWS services', () => {
+  it('loses nothing when DynamoDB throttles and SQS fails on every call site', async () => {
+    // Prepare: in every component, one attempt in five of DynamoDB and SQS calls is
+    // throttled (the SDK retries those with backoff), and one call in ten fails
+    // outright, past the SDK, so the timer's own recovery has to find its way around it.
+    const throttled = new Map<string, number>();
+    const failed = new Map<string, number>();
+    const h = await start({
+      clientsFor: (component, clients) => {
+        // Each component and client draws its own sequence, as independent processes would.
+        const seed = ['api', 'scanner', 'callback', 'sweeper'].indexOf(component) * 4;
+        injectFaults(clients.dynamo, 'withinRetries', failShare(0.2, 'ProvisionedThroughputExceededException', throttled, seed + 1));
+        injectFaults(clients.sqs, 'withinRetries', failShare(0.2, 'RequestThrottled', throttled, seed + 2));
+        injectFaults(clients.dynamo, 'beforeRetries', failShare(0.1, 'InternalServerError', failed, seed + 3));
+        injectFaults(clients.sqs, 'beforeRetries', failShare(0.1, 'ServiceUnavailable', failed, seed + 4));
+      },
+    });
+
+    // Act: submits are retried by the client with their idempotency keys, as callers should.
+    const tasks = [...webhookTasks(h, 30, 2000, 6000), ...webhookTasks(h, 10, -5000, -1000)];
+    const { ids, result } = await runCase('DynamoDB throttling and SQS errors everywhere', h, tasks, { oneByOne: true });
+
+    // Assess: retried submits created no extra tasks, and faults really hit every kind of call.
+    expect(new Set(ids).size).toBe(40);
+    expect(result.delivered).toBe(40);
+    // Inside the retry loop the document client's commands carry their low-level names (PutItemCommand…).
+    for (const injected of [throttled, failed]) {
+      const kinds = [...injected.keys()].join(' ');
+      for (const operation of ['Put', 'Update', 'Query', 'Get', 'SendMessageBatch']) expect(kinds).toContain(operation);
+    }
+    console.log(
+      `  injected: ${[...throttled.values()].reduce((a, b) => a + b, 0)} throttles, ${[...failed.values()].reduce((a, b) => a + b, 0)} hard failures`,
+    );
+  }, 120_000);
+
+  it('keeps one task per idempotency key when the api dies between claiming the key and storing the task', async () => {
+    // Prepare
+    const h = await start();
+    const crash = crashOnce(h.api.taskStore, 'create');
+    const tasks = webhookTasks(h, 1, 2000, 2000);
+
+    // Act: the harness retries the failed submit with the same key.
+    const { ids, result } = await runCase('api crash between idempotency claim and task write', h, tasks);
+    const again = await h.submit(tasks);
+
+    // Assess
+    expect(crash.crashed()).toBe(true);
+    expect(again).toEqual(ids);
+    expect(result).toMatchObject({ delivered: 1, duplicates: 0 });
+  });
+});
+
+describe('Faults: clocks', () => {
+  it('is never early and loses nothing when the api, scanner and sweeper clocks are seconds apart', async () => {
+    // Prepare: only the callback's clock decides "not before dueAt"; it may lag, never lead (see docs).
+    const h = await start({ skewMs: { api: -3000, scanner: 3000, sweeper: -5000, callback: -1000 } });
+
+    // Act
+    const { result } = await runCase('clock skew between components', h, [
+      ...webhookTasks(h, 30, 2000, 7000),
+      ...webhookTasks(h, 5, -3000, 0),
+    ]);
+
+    // Assess
+    expect(result.delivered).toBe(35);
+  });
+});

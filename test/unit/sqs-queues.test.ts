@@ -1,8 +1,10 @@
 import {
   ChangeMessageVisibilityCommand,
+  GetQueueAttributesCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
   SQSClient,
+  StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -12,6 +14,7 @@ import {
   sendAll,
   sqsDeliveryQueue,
   sqsTickQueue,
+  startRedrive,
 } from '../../functions/adapters/sqs-queues';
 
 const QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/timer-delivery';
@@ -154,5 +157,35 @@ describe('Function: delayRedelivery', () => {
       ReceiptHandle: 'receipt-1',
       VisibilityTimeout: 40,
     });
+  });
+});
+
+describe('Function: startRedrive', () => {
+  beforeEach(() => {
+    sqsMock.reset();
+  });
+
+  it('moves the DLQ to the delivery queue named explicitly, since SQS never saw most letters leave it', async () => {
+    // Prepare
+    const dlqUrl = 'https://sqs.us-east-1.amazonaws.com/123456789012/timer-delivery-dlq';
+    sqsMock
+      .on(GetQueueAttributesCommand, { QueueUrl: dlqUrl })
+      .resolves({ Attributes: { QueueArn: 'arn:aws:sqs:us-east-1:123456789012:timer-delivery-dlq' } })
+      .on(GetQueueAttributesCommand, { QueueUrl: QUEUE_URL })
+      .resolves({ Attributes: { QueueArn: 'arn:aws:sqs:us-east-1:123456789012:timer-delivery' } })
+      .on(StartMessageMoveTaskCommand)
+      .resolves({ TaskHandle: 'handle-1' });
+
+    // Act
+    const handle = await startRedrive(sqs, dlqUrl, QUEUE_URL);
+
+    // Assess
+    expect(handle).toBe('handle-1');
+    expect(sqsMock.commandCalls(StartMessageMoveTaskCommand).map((call) => call.args[0].input)).toEqual([
+      {
+        SourceArn: 'arn:aws:sqs:us-east-1:123456789012:timer-delivery-dlq',
+        DestinationArn: 'arn:aws:sqs:us-east-1:123456789012:timer-delivery',
+      },
+    ]);
   });
 });

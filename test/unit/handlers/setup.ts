@@ -5,7 +5,14 @@
 import type { Context, SQSRecord } from 'aws-lambda';
 import { vi } from 'vitest';
 import { generateSigningSecret } from '../../../functions/core/signature';
-import { ENV } from '../../../lib/topology';
+import {
+  DEFAULT_SETTINGS,
+  ENV,
+  environmentFor,
+  FUNCTIONS,
+  type FunctionName,
+  type TimerSettings,
+} from '../../../lib/topology';
 
 export const TABLE_NAME = 'timer-unit';
 export const BUCKET_COUNT = 1000;
@@ -19,30 +26,37 @@ export const TICK_QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/
 export const DELIVERY_QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/timer-delivery';
 export const DELIVERY_DLQ_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/timer-delivery-dlq';
 
-/** Sets every variable any handler reads, plus dummy AWS credentials so no SDK looks further. */
+/**
+ * Sets every variable any handler reads, as `environmentFor` builds it for the stack, with
+ * this file's test values, plus dummy AWS credentials so no SDK looks further.
+ */
 export function stubHandlerEnv(): void {
-  const values: Record<string, string> = {
-    AWS_REGION: 'us-east-1',
-    AWS_ACCESS_KEY_ID: 'AKIAUNITTEST',
-    AWS_SECRET_ACCESS_KEY: 'unit-test-secret',
+  const settings: TimerSettings = {
+    ...DEFAULT_SETTINGS,
+    bucketCount: BUCKET_COUNT,
+    shardCount: SHARD_COUNT,
+    lookaheadSeconds: LOOKAHEAD_SECONDS,
+    maxAttempts: MAX_ATTEMPTS,
+    backoffBaseSeconds: BACKOFF_BASE_SECONDS,
+    webhookTimeoutMs: 5000,
+    sweepGraceSeconds: SWEEP_GRACE_SECONDS,
+  };
+  const resources = {
     [ENV.tableName]: TABLE_NAME,
     [ENV.tickQueueUrl]: TICK_QUEUE_URL,
     [ENV.deliveryQueueUrl]: DELIVERY_QUEUE_URL,
     [ENV.deliveryDlqUrl]: DELIVERY_DLQ_URL,
-    [ENV.bucketCount]: String(BUCKET_COUNT),
-    [ENV.shardCount]: String(SHARD_COUNT),
-    [ENV.lookaheadSeconds]: String(LOOKAHEAD_SECONDS),
-    [ENV.maxAttempts]: String(MAX_ATTEMPTS),
-    [ENV.backoffBaseSeconds]: String(BACKOFF_BASE_SECONDS),
-    [ENV.backoffMaxSeconds]: '900',
-    [ENV.webhookTimeoutMs]: '5000',
-    [ENV.allowInsecureTargets]: 'false',
-    // An inline secret, so the callback never calls Secrets Manager.
-    [ENV.signingSecret]: SIGNING_SECRET,
-    [ENV.retentionDays]: '30',
-    [ENV.sweepMaxSecondsPerRun]: '3600',
-    [ENV.sweepGraceSeconds]: String(SWEEP_GRACE_SECONDS),
   };
+  const values: Record<string, string> = Object.assign(
+    {
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'AKIAUNITTEST',
+      AWS_SECRET_ACCESS_KEY: 'unit-test-secret',
+      // An inline secret, so the callback never calls Secrets Manager.
+      [ENV.signingSecret]: SIGNING_SECRET,
+    },
+    ...(Object.keys(FUNCTIONS) as FunctionName[]).map((fn) => environmentFor(fn, settings, resources)),
+  );
   for (const [name, value] of Object.entries(values)) vi.stubEnv(name, value);
 }
 

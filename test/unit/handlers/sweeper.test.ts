@@ -28,11 +28,14 @@ describe('Function: sweeper handler', () => {
     const finished = Array.from({ length: 10 }, (_, index) => startedAt + index).filter((s) => s !== unfinished);
     const lost = { id: newTaskId({ dueAtMs: unfinished * 1000 + 250, shard: 0 }), dueAtMs: unfinished * 1000 + 250 };
     ddbMock.on(GetCommand).resolves({ Item: { pk: 'CLOCK', sk: 'CLOCK', cursor, startedAt } });
-    // Markers and tasks share the table; markers are the queries that project only the sort key.
-    ddbMock.on(QueryCommand).resolves({ Items: [] });
-    ddbMock
-      .on(QueryCommand, { ProjectionExpression: 'sk' })
-      .resolves({ Items: finished.map((second) => ({ sk: markerSk(second) })) });
+    // Markers and tasks share the table; scan markers live in SCANNED#<hour> partitions.
+    ddbMock.on(QueryCommand).callsFake((input: { ExpressionAttributeValues?: Record<string, unknown> }) => {
+      const pk = String(input.ExpressionAttributeValues?.[':pk'] ?? '');
+      if (!pk.startsWith('SCANNED#')) return { Items: [] };
+      const hour = Number(pk.slice('SCANNED#'.length));
+      const inHour = finished.filter((second) => Math.floor(second / 3600) === hour);
+      return { Items: inHour.map((second) => ({ sk: markerSk(second), enqueued: 0 })) };
+    });
     ddbMock
       .on(QueryCommand, {
         ExpressionAttributeValues: {
@@ -50,7 +53,7 @@ describe('Function: sweeper handler', () => {
     const taskQueries = ddbMock
       .commandCalls(QueryCommand)
       .map((query) => query.args[0].input)
-      .filter((input) => input.ProjectionExpression !== 'sk');
+      .filter((input) => String(input.ExpressionAttributeValues?.[':pk']).startsWith('B#'));
     expect(
       taskQueries.every((input) => input.ExpressionAttributeValues?.[':from'] === secondRange(unfinished).from),
     ).toBe(true);

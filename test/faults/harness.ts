@@ -8,9 +8,9 @@
  * Time is compressed so faults recover in seconds, keeping the invariant that matters:
  * a delivery lease (1.5 s) is shorter than the delivery queue's visibility timeout (3 s).
  */
-import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { APIGatewayProxyEventV2, SQSRecord } from 'aws-lambda';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { DynamoClockStore, DynamoIdempotencyStore, DynamoTaskStore } from '../../functions/adapters/dynamo-store';
 import { delayRedelivery, SqsDeadLetterQueue, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
@@ -24,6 +24,7 @@ import { runScanner, type ScanPorts } from '../../functions/core/scan';
 import { generateSigningSecret } from '../../functions/core/signature';
 import { sweep } from '../../functions/core/sweep';
 import type { Clock } from '../../functions/core/task';
+import { startQueuePollers } from '../../lib/local/queue-poller';
 import { type Emulators, startEmulators } from '../support/emulators';
 import { type Responder, startWebhookReceiver } from '../support/webhook-receiver';
 
@@ -166,6 +167,7 @@ export async function startHarness(options: HarnessOptions = {}) {
   let running = true;
   const loops: Array<Promise<void>> = [];
   const scansInFlight = new Set<Promise<void>>();
+  let pollers: { stop(): Promise<void> } | undefined;
   const every = (ms: number, body: () => Promise<unknown>) =>
     loops.push(
       (async () => {
@@ -175,45 +177,6 @@ export async function startHarness(options: HarnessOptions = {}) {
         }
       })(),
     );
-  /** What Lambda's event source mapping does, with its own client: faults injected into the callback's do not reach it. */
-  const poll = async () => {
-    const received = await emulators.sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: delivery.url,
-        MaxNumberOfMessages: 10,
-        WaitTimeSeconds: 1,
-        MessageSystemAttributeNames: ['All'],
-      }),
-    );
-    const messages = received.Messages ?? [];
-    if (messages.length === 0) return;
-    const records = messages.map(
-      (message) =>
-        ({
-          messageId: message.MessageId ?? '',
-          receiptHandle: message.ReceiptHandle ?? '',
-          body: message.Body ?? '',
-          attributes: { ApproximateReceiveCount: message.Attributes?.ApproximateReceiveCount ?? '1' },
-        }) as SQSRecord,
-    );
-    let failed: Set<string>;
-    try {
-      failed = new Set((await deliverRecords(callback, records)).batchItemFailures.map((failure) => failure.itemIdentifier));
-    } catch (error) {
-      errors.push(error);
-      failed = new Set(records.map((record) => record.messageId));
-    }
-    const done = messages.filter((message) => !failed.has(message.MessageId ?? ''));
-    if (done.length > 0) {
-      await emulators.sqs.send(
-        new DeleteMessageBatchCommand({
-          QueueUrl: delivery.url,
-          Entries: done.map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle })),
-        }),
-      );
-    }
-  };
-
   /** POSTs until the api accepts (201, or 200 for a replay); idempotency keys make the retries safe. */
   const acceptedIds = async (routeKey: string, body: unknown): Promise<string[]> => {
     const event = { routeKey, body: JSON.stringify(body) } as APIGatewayProxyEventV2;
@@ -256,8 +219,18 @@ export async function startHarness(options: HarnessOptions = {}) {
           scansInFlight.add(scan);
         }
       });
-      every(0, poll);
-      every(0, poll);
+      // Local mode's pollers stand in for Lambda's event source mapping, with their own client:
+      // faults injected into the callback's clients do not reach them.
+      pollers = startQueuePollers({
+        sqs: emulators.sqs,
+        queueUrl: delivery.url,
+        queueArn: delivery.arn,
+        fn: 'callback',
+        handler: async (event) => deliverRecords(callback, event.Records),
+        batchSize: 10,
+        pollers: 2,
+        onError: (error) => errors.push(error),
+      });
       every(1500, async () => {
         const result = await sweep(sweeper, { maxSecondsPerRun: 3600, graceSeconds: 3, overdueGraceSeconds: 8, budgetMs: 5000 });
         errors.push(...result.errors);
@@ -273,7 +246,7 @@ export async function startHarness(options: HarnessOptions = {}) {
     },
     async stop() {
       running = false;
-      await Promise.all([...loops, ...scansInFlight]);
+      await Promise.all([...loops, ...scansInFlight, pollers?.stop()]);
       await receiver.close();
       await emulators.stop();
     },

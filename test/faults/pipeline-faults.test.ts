@@ -218,10 +218,18 @@ describe('Faults: the callback', () => {
   it('never delivers a task once its cancel returned 200, even with its message already queued', async () => {
     // Prepare: tasks due in one to three seconds, so most are already in the delivery queue when cancelled.
     const h = await start();
+    const queued = new Set<string>();
+    const queue = h.scanner.deliveryQueue;
+    const send = queue.send.bind(queue);
+    queue.send = async (messages: readonly DeliveryMessage[]) => {
+      await send(messages);
+      for (const message of messages) queued.add(message.id);
+    };
     const tasks = webhookTasks(h, 40, 1500, 3500);
     const ids = await h.submit(tasks);
     h.run();
     await new Promise((resolve) => setTimeout(resolve, 1200));
+    const queuedBeforeCancel = new Set(queued);
 
     // Act: cancel every other task, racing the deliveries.
     const cancels = await Promise.all(
@@ -242,10 +250,12 @@ describe('Faults: the callback', () => {
     const result = report(h, kept);
     const deliveredCancelled = h.receiver.receipts.filter((receipt) => cancelled.has(receipt.body.id));
     printReport(
-      `cancel racing queued deliveries (${cancelled.size} of ${cancels.length} cancels answered 200; ${deliveredCancelled.length} of those delivered)`,
+      `cancel racing queued deliveries (${cancelled.size} of ${cancels.length} cancels answered 200, ${[...cancelled].filter((id) => queuedBeforeCancel.has(id)).length} of them already queued; ${deliveredCancelled.length} delivered)`,
       result,
     );
     expect(cancelled.size).toBeGreaterThan(0);
+    // The point of the case: some cancels hit tasks whose message was already on its way.
+    expect([...cancelled].filter((id) => queuedBeforeCancel.has(id)).length).toBeGreaterThan(0);
     expect(deliveredCancelled).toEqual([]);
     expect(result.lost).toEqual([]);
     for (const id of cancelled) expect(await statusOf(h, id)).toBe('CANCELLED');

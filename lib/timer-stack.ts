@@ -77,6 +77,7 @@ export type TimerAlarmKey =
   | 'deliveryDlqNotEmpty'
   | 'scannerLag'
   | 'unsweptSeconds'
+  | 'overdueCheckLag'
   | 'deliveryFailureRate'
   | 'apiServerErrors'
   | `${FunctionName}${'Errors' | 'Throttles'}`;
@@ -398,6 +399,15 @@ export class TimerStack extends Stack {
         description: `The sweeper's watermark is more than ${ALARM_THRESHOLDS.unsweptSeconds} s behind: claimed seconds are not yet known to be finished, and tasks in them may wait.`,
         runbookAnchor: 'unswept-seconds',
       }),
+      overdueCheckLag: this.alarm('OverdueCheckLagAlarm', {
+        metric: timerMetric('overdueCheckLagSeconds', cloudwatch.Stats.MAXIMUM),
+        threshold: ALARM_THRESHOLDS.overdueCheckLagSeconds,
+        periods: 3,
+        // As with unswept seconds, a silent sweeper already pages through the scanner lag alarm.
+        treatMissingData: NOT_BREACHING,
+        description: `The sweeper's check for lost messages is more than ${ALARM_THRESHOLDS.overdueCheckLagSeconds} s behind schedule: a task whose message was lost would wait unnoticed.`,
+        runbookAnchor: 'overdue-check-lag',
+      }),
       deliveryFailureRate: this.alarm('DeliveryFailureRateAlarm', {
         metric: new cloudwatch.MathExpression({
           // When every attempt fails nothing is delivered, and a missing term would hide a rate of 1.
@@ -473,10 +483,11 @@ export class TimerStack extends Stack {
     );
     dashboard.addWidgets(
       graph(
-        'Scanner lag and unswept seconds (s)',
+        'Scanner lag, unswept seconds, overdue check lag (s)',
         [
           timerMetric('scannerLagSeconds', cloudwatch.Stats.MAXIMUM, 'scanner lag'),
           timerMetric('unsweptSeconds', cloudwatch.Stats.MAXIMUM, 'unswept seconds'),
+          timerMetric('overdueCheckLagSeconds', cloudwatch.Stats.MAXIMUM, 'overdue check lag'),
         ],
         [
           { value: ALARM_THRESHOLDS.scannerLagSeconds, label: 'lag alarm' },

@@ -289,6 +289,8 @@ export const METRICS = {
   scannerLagSeconds: 'ScannerLagSeconds',
   /** sweeper: now minus its watermark (Seconds): how far back seconds are not yet known to be finished. */
   unsweptSeconds: 'UnsweptSeconds',
+  /** sweeper: how far the overdue check trails its intended overdueGraceSeconds behind now (Seconds). */
+  overdueCheckLagSeconds: 'OverdueCheckLagSeconds',
 } as const;
 
 /** Alarm thresholds, shared by the stack and its runbook. */
@@ -297,6 +299,8 @@ export const ALARM_THRESHOLDS = {
   scannerLagSeconds: 30,
   /** The sweeper's grace plus two runs; beyond this it is not keeping up or not running. */
   unsweptSeconds: 300,
+  /** Beyond this, lost messages are not being looked for: tasks could wait without any alarm saying so. */
+  overdueCheckLagSeconds: 300,
   /** Share of delivery attempts failing over five minutes. */
   deliveryFailureRate: 0.1,
 } as const;

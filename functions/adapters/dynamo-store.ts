@@ -434,7 +434,13 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
       this.options.client.send(
         new PutCommand({
           TableName: this.options.tableName,
-          Item: { ...key, taskId: record.taskId, fingerprint: record.fingerprint, expiresAt: expiresAtSeconds },
+          Item: {
+            ...key,
+            taskId: record.taskId,
+            fingerprint: record.fingerprint,
+            claimedAtMs: record.claimedAtMs,
+            expiresAt: expiresAtSeconds,
+          },
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
       ),
@@ -442,6 +448,14 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     if (claimed) return { claimed, holder: record };
     const held = await this.options.client.send(new GetCommand({ TableName: this.options.tableName, Key: key, ConsistentRead: true }));
     if (!held.Item) throw new Error(`idempotency key ${record.key} is taken but its record could not be read`);
-    return { claimed, holder: { key: record.key, taskId: held.Item.taskId as string, fingerprint: held.Item.fingerprint as string } };
+    return {
+      claimed,
+      holder: {
+        key: record.key,
+        taskId: held.Item.taskId as string,
+        fingerprint: held.Item.fingerprint as string,
+        claimedAtMs: held.Item.claimedAtMs as number,
+      },
+    };
   }
 }

@@ -43,7 +43,7 @@ const problemOnError = (): middy.MiddlewareObj<APIGatewayProxyEventV2, HttpResul
       problem(
         500,
         'internal',
-        'The request could not be completed. It is safe to retry; if a task was created, retrying creates another.',
+        'The request could not be completed. Retry it with the same idempotencyKey to be safe: without one, a task may have been created and a retry creates another.',
       ),
     );
   },

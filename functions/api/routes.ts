@@ -63,6 +63,16 @@ function outcomeResult(outcome: ScheduleOutcome, path: string) {
           [{ path, message: `was already used for a different request (task ${outcome.taskId})` }],
         ),
       };
+    case 'expired':
+      return {
+        status: 409 as const,
+        problem: problem(
+          409,
+          'idempotency-key-spent',
+          `This idempotency key made task ${outcome.taskId}, which has finished and is no longer kept. Use a new key for a new task.`,
+          [{ path, message: `belongs to task ${outcome.taskId}, which has finished and expired` }],
+        ),
+      };
   }
 }
 

@@ -4,8 +4,8 @@ import { DAY_SECONDS } from './task';
 
 /** Seconds the SQS DelaySeconds attribute can hold. */
 const MAX_DELAY_SECONDS = 900;
-/** Progress markers only matter to the sweeper's window; a few days is ample for audits. */
-const MARKER_RETENTION_SECONDS = 3 * DAY_SECONDS;
+/** How long a second's scan marker is kept: the sweeper looks no further back than this. */
+export const MARKER_RETENTION_SECONDS = 3 * DAY_SECONDS;
 
 /**
  * Whole seconds a message should stay invisible so it surfaces just before its due

@@ -5,7 +5,7 @@ import { toDeliveryMessages } from './scan';
 import type { NewTask } from './schemas';
 import type { TaskKey } from './ids';
 import type { CancelOutcome, Clock, ClockStore, DeliveryQueue, IdempotencyStore, Task, TaskStore } from './task';
-import { expiryAfter } from './task';
+import { DAY_SECONDS, expiryAfter } from './task';
 
 export interface SchedulePorts {
   readonly taskStore: TaskStore;
@@ -26,7 +26,9 @@ export type ScheduleOutcome =
   /** A retry of a submit that already made this task (same idempotency key, same request). */
   | { readonly kind: 'replayed'; readonly task: Task }
   /** The idempotency key was first used with a different request, which made this task. */
-  | { readonly kind: 'conflict'; readonly taskId: string };
+  | { readonly kind: 'conflict'; readonly taskId: string }
+  /** The key's task finished and has expired; the key cannot be used again. */
+  | { readonly kind: 'expired'; readonly taskId: string };
 
 export interface ScheduleResult {
   /** One per request, in order. */
@@ -47,37 +49,48 @@ function newEntry(ports: SchedulePorts, request: NewTask, createdAtMs: number, i
   return { task, key: taskKey(taskId, location, ports.bucketCount) };
 }
 
+/** Stores the task, or, if a concurrent submit with the same key stored it first, takes that one. */
+async function createOrAdopt(ports: SchedulePorts, entry: Entry): Promise<Task> {
+  try {
+    await ports.taskStore.create(entry.task, entry.key);
+    return entry.task;
+  } catch (error) {
+    const stored = await ports.taskStore.get(entry.key);
+    if (!stored) throw error;
+    return stored;
+  }
+}
+
 /**
  * A submit with an idempotency key claims the key first (a conditional put recording the
- * new task's id and the request's fingerprint), then stores the task. A retry finds the
- * key taken: the same request gets the task back; a different one is a conflict. If the
- * first submit died between its two writes, the retry stores the task under the recorded
- * id, so a crash at any point leaves either no task or exactly one.
+ * new task's id, the request's fingerprint and when), then stores the task. A retry finds
+ * the key taken: the same request gets the task back; a different one is a conflict. If
+ * the first submit died between its two writes, the retry stores the task under the
+ * recorded id. That repair is only safe while the task, had it been written, could not yet
+ * have expired: a finished task lives `retentionDays` after it ends, so within that many
+ * days of the claim a missing task was never written. After it, the key is spent.
  */
 async function scheduleWithKey(ports: SchedulePorts, request: NewTask & { idempotencyKey: string }, createdAtMs: number): Promise<ScheduleOutcome> {
   const entry = newEntry(ports, request, createdAtMs);
   const expiresAtSeconds = expiryAfter(Math.max(request.dueAtMs, createdAtMs), ports.retentionDays);
   const { claimed, holder } = await ports.idempotencyStore.claim(
-    { key: `${TENANT}#${request.idempotencyKey}`, fingerprint: request.fingerprint, taskId: entry.task.id },
+    {
+      key: `${TENANT}#${request.idempotencyKey}`,
+      fingerprint: request.fingerprint,
+      taskId: entry.task.id,
+      claimedAtMs: createdAtMs,
+    },
     expiresAtSeconds,
   );
-  if (claimed) {
-    await ports.taskStore.create(entry.task, entry.key);
-    return { kind: 'created', task: entry.task };
-  }
+  if (claimed) return { kind: 'created', task: await createOrAdopt(ports, entry) };
   if (holder.fingerprint !== request.fingerprint) return { kind: 'conflict', taskId: holder.taskId };
-  const recovered = newEntry(ports, request, createdAtMs, holder.taskId);
-  const existing = await ports.taskStore.get(recovered.key);
+  const recorded = newEntry(ports, request, createdAtMs, holder.taskId);
+  const existing = await ports.taskStore.get(recorded.key);
   if (existing) return { kind: 'replayed', task: existing };
-  try {
-    await ports.taskStore.create(recovered.task, recovered.key);
-  } catch (error) {
-    // A concurrent retry may have stored it first; anything else is a real failure.
-    const stored = await ports.taskStore.get(recovered.key);
-    if (!stored) throw error;
-    return { kind: 'replayed', task: stored };
+  if (createdAtMs - holder.claimedAtMs >= ports.retentionDays * DAY_SECONDS * 1000) {
+    return { kind: 'expired', taskId: holder.taskId };
   }
-  return { kind: 'replayed', task: recovered.task };
+  return { kind: 'replayed', task: await createOrAdopt(ports, recorded) };
 }
 
 /**
@@ -85,26 +98,27 @@ async function scheduleWithKey(ports: SchedulePorts, request: NewTask & { idempo
  * delivery queue. The order matters (invariant 5): the cursor is read after the write,
  * so either the scanner's claim came later and its query sees the task, or the cursor
  * read here already shows the claim and this call enqueues it. A task can be enqueued
- * twice by that race, never zero times. If that enqueue fails, the task's second is
- * flagged for the sweeper, which enqueues it within a few minutes; only when the flag
- * cannot be written either does the call fail.
+ * twice by that race, never zero times. Late arrivals are also flagged for the sweeper's
+ * overdue pass, their seconds' scans having sent nothing of theirs: should the message be
+ * lost, or the enqueue fail, the sweeper enqueues them once they are overdueGraceSeconds
+ * past due. Only when neither the enqueue nor the flag can be written does the call fail.
  */
 export async function scheduleTasks(ports: SchedulePorts, requests: readonly NewTask[]): Promise<ScheduleResult> {
   const { taskStore, clockStore, deliveryQueue, clock } = ports;
   const createdAtMs = clock.now();
   const outcomes: ScheduleOutcome[] = new Array(requests.length);
-  const plain: Array<{ index: number; entry: Entry }> = [];
-  const keyed: Array<Promise<void>> = [];
-  requests.forEach((request, index) => {
+  // Entries are built before any write starts, so nothing can throw with writes left unawaited.
+  const plain = requests.flatMap((request, index) =>
+    request.idempotencyKey === undefined ? [{ index, entry: newEntry(ports, request, createdAtMs) }] : [],
+  );
+  const keyed = requests.flatMap((request, index) => {
     const { idempotencyKey } = request;
-    if (idempotencyKey === undefined) plain.push({ index, entry: newEntry(ports, request, createdAtMs) });
-    else {
-      keyed.push(
-        scheduleWithKey(ports, { ...request, idempotencyKey }, createdAtMs).then((outcome) => {
-          outcomes[index] = outcome;
-        }),
-      );
-    }
+    if (idempotencyKey === undefined) return [];
+    return [
+      scheduleWithKey(ports, { ...request, idempotencyKey }, createdAtMs).then((outcome) => {
+        outcomes[index] = outcome;
+      }),
+    ];
   });
   const writePlain = async () => {
     const [single] = plain;
@@ -117,22 +131,26 @@ export async function scheduleTasks(ports: SchedulePorts, requests: readonly New
 
   const { cursor } = await readClock(clockStore, clock);
   const late = outcomes.flatMap((outcome) =>
-    outcome.kind !== 'conflict' && outcome.task.status === 'PENDING' && outcome.task.attempts === 0 && secondOf(outcome.task.dueAtMs) < cursor
+    (outcome.kind === 'created' || outcome.kind === 'replayed') &&
+    outcome.task.status === 'PENDING' &&
+    outcome.task.attempts === 0 &&
+    secondOf(outcome.task.dueAtMs) < cursor
       ? [outcome.task]
       : [],
   );
   if (late.length === 0) return { outcomes, enqueuedDirect: 0, deferred: 0 };
-  try {
-    await deliveryQueue.send(toDeliveryMessages(late, clock.now()));
-    return { outcomes, enqueuedDirect: late.length, deferred: 0 };
-  } catch (error) {
-    const dueSeconds = late.map((task) => secondOf(task.dueAtMs));
-    const nowMs = clock.now();
-    await clockStore.markForRecheck(dueSeconds, secondOf(nowMs), expiryAfter(nowMs, RECHECK_RETENTION_DAYS)).catch(() => {
-      throw error;
-    });
-    return { outcomes, enqueuedDirect: 0, deferred: late.length };
-  }
+  const nowMs = clock.now();
+  const [sent, flagged] = await Promise.allSettled([
+    deliveryQueue.send(toDeliveryMessages(late, nowMs)),
+    clockStore.markForRecheck(
+      late.map((task) => secondOf(task.dueAtMs)),
+      secondOf(nowMs),
+      expiryAfter(nowMs, RECHECK_RETENTION_DAYS),
+    ),
+  ]);
+  if (sent.status === 'fulfilled') return { outcomes, enqueuedDirect: late.length, deferred: 0 };
+  if (flagged.status === 'fulfilled') return { outcomes, enqueuedDirect: 0, deferred: late.length };
+  throw sent.reason;
 }
 
 /** A recheck flag only matters until the sweeper has passed its second; a few days is ample. */

@@ -1,6 +1,6 @@
 import { secondOf } from './clock';
 import type { ScanPorts } from './scan';
-import { scanSecond } from './scan';
+import { MARKER_RETENTION_SECONDS, scanSecond } from './scan';
 import type { Watermark } from './task';
 
 export interface SweepSettings {
@@ -32,6 +32,8 @@ export interface SweepReport {
   readonly lagSeconds: number;
   /** Now minus the sweep watermark: how far back seconds are not yet known to be finished. */
   readonly unsweptSeconds: number;
+  /** How far the overdue check trails `overdueGraceSeconds` behind now: near zero when it keeps up. */
+  readonly overdueCheckLagSeconds: number;
   /** Failures that stopped a pass early; its watermark holds there and the next run resumes. */
   readonly errors: unknown[];
 }
@@ -88,10 +90,15 @@ export async function sweep(ports: ScanPorts, settings: SweepSettings): Promise<
   const startedAtMs = ports.clock.now();
   const nowSecond = secondOf(startedAtMs);
   const state = await ports.clockStore.read();
-  if (!state) return { rescanned: [], enqueued: 0, overdue: 0, lagSeconds: 0, unsweptSeconds: 0, errors: [] };
+  if (!state) {
+    return { rescanned: [], enqueued: 0, overdue: 0, lagSeconds: 0, unsweptSeconds: 0, overdueCheckLagSeconds: 0, errors: [] };
+  }
   // Each pass gets half the budget, so a pass with a long queue of work cannot starve the other.
   const passBudgetMs = settings.budgetMs / 2;
-  const neverSwept = state.startedAt - 1;
+  // Without a watermark (a first sweep, or one added to a long-running clock) a pass starts at
+  // the clock's start, but never before the oldest marker that can still exist: older seconds
+  // would all look unfinished and be re-scanned for nothing, holding the overdue pass back.
+  const neverSwept = Math.max(state.startedAt, nowSecond - MARKER_RETENTION_SECONDS) - 1;
 
   const rescanned: number[] = [];
   let enqueued = 0;
@@ -151,6 +158,7 @@ export async function sweep(ports: ScanPorts, settings: SweepSettings): Promise<
     overdue,
     lagSeconds: nowSecond - state.cursor,
     unsweptSeconds: nowSecond - unfinished.through,
+    overdueCheckLagSeconds: Math.max(0, nowSecond - settings.overdueGraceSeconds - overduePass.through),
     errors: [unfinished.error, overduePass.error].filter((error) => error !== undefined),
   };
 }

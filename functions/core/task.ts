@@ -134,6 +134,7 @@ export interface IdempotencyRecord {
   readonly key: string;
   readonly fingerprint: string;
   readonly taskId: string;
+  readonly claimedAtMs: number;
 }
 
 export interface IdempotencyStore {

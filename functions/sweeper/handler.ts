@@ -41,12 +41,14 @@ export const handler = middy()
     metrics.addMetric(METRICS.missedTasks, MetricUnit.Count, missed);
     metrics.addMetric(METRICS.scannerLagSeconds, MetricUnit.Seconds, report.lagSeconds);
     metrics.addMetric(METRICS.unsweptSeconds, MetricUnit.Seconds, report.unsweptSeconds);
+    metrics.addMetric(METRICS.overdueCheckLagSeconds, MetricUnit.Seconds, report.overdueCheckLagSeconds);
     const facts = {
       rescanned: report.rescanned.length,
       enqueued: report.enqueued,
       overdue: report.overdue,
       lagSeconds: report.lagSeconds,
       unsweptSeconds: report.unsweptSeconds,
+      overdueCheckLagSeconds: report.overdueCheckLagSeconds,
     };
     if (missed > 0 || report.rescanned.length > 0) logger.warn('sweep found missed work', facts);
     else logger.info('sweep finished', facts);

@@ -379,7 +379,7 @@ describe('Stack: TimerStack monitoring', () => {
     const descriptions = Object.values(alarms()).map((alarm) => alarm.Properties.AlarmDescription as string);
 
     // Assess
-    expect(descriptions).toHaveLength(16);
+    expect(descriptions).toHaveLength(17);
     for (const description of descriptions) {
       const [, anchor] = description.match(/Runbook: docs\/runbook\.md#([\w-]+)$/) ?? [];
       expect(anchor, description).toBeDefined();

@@ -253,6 +253,8 @@ describe('Function: sweep', () => {
       overdue: 0,
       lagSeconds: -2,
       unsweptSeconds: 5,
+      // The overdue pass reached its grace horizon: now - 600 s is before the clock started.
+      overdueCheckLagSeconds: 0,
       errors: [],
     });
     expect(ports.deliveryQueue.sent).toEqual([{ id: lost.id, delaySeconds: 0 }]);
@@ -271,6 +273,20 @@ describe('Function: sweep', () => {
 
     // Assess
     expect(report.rescanned).toEqual([NOW_SECOND - 8, NOW_SECOND - 7, NOW_SECOND - 6, NOW_SECOND - 5]);
+  });
+
+  it('starts a first sweep of a long-running clock at the oldest marker that can exist, not at the clock start', async () => {
+    // Prepare: the clock has run for 100 days; markers are kept for 3.
+    const clockStore = new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 100 * 86_400 });
+    const ports = { ...scanPorts({ clockStore }), shardCount: 1 };
+    const listDue = vi.spyOn(ports.taskStore, 'listDue');
+
+    // Act
+    await sweep(ports, { ...settings, maxSecondsPerRun: 10 });
+
+    // Assess
+    const firstSecond = Math.min(...listDue.mock.calls.map(([second]) => second));
+    expect(firstSecond).toBe(NOW_SECOND - 3 * 86_400);
   });
 
   it('resumes after its watermark and never looks behind it', async () => {
@@ -355,7 +371,15 @@ describe('Function: sweep', () => {
     const report = await sweep(ports, settings);
 
     // Assess
-    expect(report).toEqual({ rescanned: [], enqueued: 0, overdue: 0, lagSeconds: 0, unsweptSeconds: 0, errors: [] });
+    expect(report).toEqual({
+      rescanned: [],
+      enqueued: 0,
+      overdue: 0,
+      lagSeconds: 0,
+      unsweptSeconds: 0,
+      overdueCheckLagSeconds: 0,
+      errors: [],
+    });
     expect(listDue).not.toHaveBeenCalled();
   });
 
@@ -449,6 +473,8 @@ describe('Function: sweep', () => {
       // Assess
       expect(clockStore.watermarks.swept).toBe(NOW_SECOND - 151);
       expect(clockStore.watermarks.overdueChecked).toBe(NOW_SECOND - 151);
+      // Held back by the first pass, the overdue check trails its 60 s grace by 91 s.
+      expect(report.overdueCheckLagSeconds).toBe(91);
     });
   });
 });

@@ -30,7 +30,7 @@ function request(body: Record<string, unknown>) {
 }
 
 const idOf = (outcome: ScheduleOutcome | undefined) =>
-  outcome && outcome.kind !== 'conflict' ? outcome.task.id : outcome?.taskId;
+  outcome && (outcome.kind === 'created' || outcome.kind === 'replayed') ? outcome.task.id : outcome?.taskId;
 
 describe('Function: scheduleTasks', () => {
   it('gives a retry with the same idempotency key and request the original task, and stores one task', async () => {
@@ -77,6 +77,50 @@ describe('Function: scheduleTasks', () => {
     // Assess
     expect(retried.outcomes[0]).toMatchObject({ kind: 'replayed', task: { id: claimedId, status: 'PENDING' } });
     expect([...ports.taskStore.tasks.keys()]).toEqual([claimedId]);
+  });
+
+  it('refuses to recreate a task whose key outlived it: a finished task may have expired', async () => {
+    // Prepare: a task cancelled right away, then removed by TTL; the client retries 31 days later.
+    const ports = schedulePorts();
+    const first = await scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'late-retry' })]);
+    ports.taskStore.tasks.clear();
+    ports.clock.advance(31 * 24 * 3600 * 1000);
+
+    // Act
+    const retried = await scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'late-retry' })]);
+
+    // Assess
+    expect(retried.outcomes[0]).toEqual({ kind: 'expired', taskId: idOf(first.outcomes[0]) });
+    expect(ports.taskStore.tasks.size).toBe(0);
+  });
+
+  it('takes the task a concurrent retry stored when its own write then fails', async () => {
+    // Prepare: this submit claims the key, but a retry stores the task before its own write lands.
+    const ports = schedulePorts();
+    const create = ports.taskStore.create.bind(ports.taskStore);
+    vi.spyOn(ports.taskStore, 'create').mockImplementationOnce(async (task) => {
+      await create(task);
+      throw Object.assign(new Error('condition failed'), { name: 'ConditionalCheckFailedException' });
+    });
+
+    // Act
+    const result = await scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'slow' })]);
+
+    // Assess
+    expect(result.outcomes[0]).toMatchObject({ kind: 'created' });
+    expect(ports.taskStore.tasks.size).toBe(1);
+  });
+
+  it('flags every late arrival for the overdue pass, even when its enqueue succeeded', async () => {
+    // Prepare
+    const ports = schedulePorts();
+
+    // Act
+    const result = await scheduleTasks(ports, [request({ dueAt: NOW_MS - 2000 })]);
+
+    // Assess: should the message be lost, the sweeper will still find the task.
+    expect(result.enqueuedDirect).toBe(1);
+    expect([...ports.clockStore.rechecks]).toEqual([[NOW_SECOND, [NOW_SECOND - 2]]]);
   });
 
   it('enqueues a replayed late arrival again, in case the first submit died before enqueueing it', async () => {

@@ -1,109 +1,15 @@
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import {
-  Aws,
-  CfnCondition,
-  CfnOutput,
-  CfnParameter,
-  aws_cloudwatch as cloudwatch,
-  aws_cloudwatch_actions as cloudwatchActions,
-  Duration,
-  aws_events as events,
-  Fn,
-  aws_iam as iam,
-  aws_kms as kms,
-  aws_lambda as lambda,
-  aws_logs as logs,
-  RemovalPolicy,
-  Stack,
-  type StackProps,
-  aws_secretsmanager as secretsmanager,
-  aws_sns as sns,
-  aws_sqs as sqs,
-  aws_events_targets as targets,
-} from 'aws-cdk-lib';
-import { HttpApi, HttpMethod } from 'aws-cdk-lib/aws-apigatewayv2';
-import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
-import { AttributeType, Billing, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
-import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { CfnOutput, CfnParameter, type RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import { MAX_SHARDS } from '../functions/core/ids';
-import {
-  ALARM_THRESHOLDS,
-  API_ROUTES,
-  DEFAULT_SETTINGS,
-  deliveryMaxReceiveCount,
-  ENV,
-  type EnvName,
-  environmentFor,
-  FUNCTIONS,
-  type FunctionName,
-  METRICS,
-  QUEUES,
-  type QueueSpec,
-  SCHEDULES,
-  TABLE,
-  type TimerSettings,
-} from './topology';
-
-const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
-
-/** Construct ids are PascalCase; topology keys are camelCase. */
-const capitalized = (name: string): string => `${name[0]?.toUpperCase()}${name.slice(1)}`;
-
-/** Every alarm description ends with a link to its section here; the infra tests check each anchor exists. */
-const RUNBOOK = 'docs/runbook.md';
-
-const ONE_MINUTE = Duration.minutes(1);
-
-type TimerMetricKey = Exclude<keyof typeof METRICS, 'namespace' | 'dimensions'>;
-
-/** A metric the handlers publish, by its key in METRICS, so no metric name is typed twice. */
-function timerMetric(key: TimerMetricKey, statistic: string, label?: string, period = ONE_MINUTE): cloudwatch.Metric {
-  return new cloudwatch.Metric({
-    namespace: METRICS.namespace,
-    metricName: METRICS[key],
-    dimensionsMap: METRICS.dimensions,
-    statistic,
-    period,
-    label,
-  });
-}
-
-/** The alarms the stack creates; each function has an `Errors` and a `Throttles` alarm. */
-export type TimerAlarmKey =
-  | 'missedTasks'
-  | 'deliveryDlqNotEmpty'
-  | 'scannerLag'
-  | 'unsweptSeconds'
-  | 'overdueCheckLag'
-  | 'deliveryFailureRate'
-  | 'apiServerErrors'
-  | `${FunctionName}${'Errors' | 'Throttles'}`;
-
-/** One alarm: it fires when `metric` is above `threshold` for `periods` periods in a row. */
-interface AlarmSpec {
-  readonly metric: cloudwatch.IMetric;
-  readonly threshold: number;
-  /**
-   * Consecutive breaching periods before the alarm fires.
-   * @default 1
-   */
-  readonly periods?: number;
-  readonly treatMissingData: cloudwatch.TreatMissingData;
-  /** What the alarm means, for whoever receives it. */
-  readonly description: string;
-  /** The anchor of the alarm's section in the runbook. */
-  readonly runbookAnchor: string;
-}
+import { DistributedTimer, type DistributedTimerProps } from './distributed-timer';
+import { DEFAULT_SETTINGS } from './topology';
 
 export interface TimerStackProps extends StackProps {
   /**
    * Deployment settings other than the bucket and shard counts, which are stack parameters.
    * @default DEFAULT_SETTINGS from lib/topology.ts
    */
-  readonly settings?: Partial<Omit<TimerSettings, 'bucketCount' | 'shardCount' | 'allowInsecureTargets'>>;
+  readonly settings?: DistributedTimerProps['settings'];
   /**
    * What happens to the task table when the stack is deleted.
    * @default RemovalPolicy.RETAIN — tasks are customer data
@@ -112,29 +18,15 @@ export interface TimerStackProps extends StackProps {
 }
 
 /**
- * The timer service: API Gateway → api Lambda → DynamoDB buckets; a per-minute rule
- * fanning out per-second ticks to the scanner; SQS with a DLQ → callback Lambda;
- * a per-minute sweeper. Queue settings, batch sizes, timeouts, schedules and
- * environment names all come from lib/topology.ts, which local mode reads too, and so do
- * the metric names and thresholds of the alarms, which notify `alarmTopic` and link
- * their section of docs/runbook.md.
+ * The deployable service: a `DistributedTimer` whose bucket count, shard count and alarm
+ * email are stack parameters, and whose endpoints are stack outputs. Apps of your own can
+ * use the construct directly instead.
  */
 export class TimerStack extends Stack {
-  readonly table: TableV2;
-  readonly queues: Record<keyof typeof QUEUES, sqs.Queue>;
-  readonly functions: Record<FunctionName, NodejsFunction>;
-  readonly api: HttpApi;
-  readonly signingSecret: secretsmanager.Secret;
-  /** Receives every alarm's ALARM and OK notifications; the AlarmEmail parameter subscribes an address to it. */
-  readonly alarmTopic: sns.Topic;
-  /** Every alarm, by key, so a deployment can add actions of its own (a pager, a chat channel). */
-  readonly alarms: Record<TimerAlarmKey, cloudwatch.Alarm>;
-  readonly dashboard: cloudwatch.Dashboard;
+  readonly timer: DistributedTimer;
 
   constructor(scope: Construct, id: string, props: TimerStackProps = {}) {
     super(scope, id, props);
-    const settings: TimerSettings = { ...DEFAULT_SETTINGS, ...props.settings, allowInsecureTargets: false };
-
     const bucketCount = new CfnParameter(this, 'BucketCount', {
       type: 'Number',
       default: DEFAULT_SETTINGS.bucketCount,
@@ -150,385 +42,33 @@ export class TimerStack extends Stack {
       description:
         'Partitions each second is spread over (a partition takes about 1,000 writes/s). Fix it before the first task: changing it strands tasks.',
     });
-
-    this.table = new TableV2(this, 'Tasks', {
-      partitionKey: { name: TABLE.partitionKey, type: AttributeType.STRING },
-      sortKey: { name: TABLE.sortKey, type: AttributeType.STRING },
-      billing: Billing.onDemand(),
-      timeToLiveAttribute: TABLE.ttlAttribute,
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      encryption: TableEncryptionV2.awsManagedKey(),
-      removalPolicy: props.tableRemovalPolicy ?? RemovalPolicy.RETAIN,
-    });
-
-    const queue = (key: keyof typeof QUEUES, deadLetterQueue?: sqs.DeadLetterQueue) => {
-      const spec: QueueSpec = QUEUES[key];
-      return new sqs.Queue(this, `${capitalized(key)}Queue`, {
-        visibilityTimeout: Duration.seconds(spec.visibilityTimeoutSeconds),
-        retentionPeriod: Duration.seconds(spec.retentionSeconds),
-        encryption: sqs.QueueEncryption.SQS_MANAGED,
-        enforceSSL: true,
-        ...(deadLetterQueue && { deadLetterQueue }),
-      });
-    };
-    const deliveryDlq = queue('deliveryDlq');
-    this.queues = {
-      tick: queue('tick'),
-      delivery: queue('delivery', { queue: deliveryDlq, maxReceiveCount: deliveryMaxReceiveCount(settings) }),
-      deliveryDlq,
-    };
-
-    this.signingSecret = new secretsmanager.Secret(this, 'WebhookSigningSecret', {
-      description: 'Signs webhook deliveries (Standard Webhooks). Set a whsec_… value to share it with receivers.',
-      generateSecretString: { excludePunctuation: true, includeSpace: false, passwordLength: 48 },
-    });
-
-    const resources: Partial<Record<EnvName, string>> = {
-      [ENV.tableName]: this.table.tableName,
-      [ENV.tickQueueUrl]: this.queues.tick.queueUrl,
-      [ENV.deliveryQueueUrl]: this.queues.delivery.queueUrl,
-      [ENV.deliveryDlqUrl]: this.queues.deliveryDlq.queueUrl,
-      [ENV.signingSecretArn]: this.signingSecret.secretArn,
-      [ENV.bucketCount]: bucketCount.valueAsString,
-      [ENV.shardCount]: shardCount.valueAsString,
-    };
-    const fn = (name: FunctionName) => {
-      const spec = FUNCTIONS[name];
-      return new NodejsFunction(this, `${capitalized(name)}Function`, {
-        entry: join(projectRoot, spec.entry),
-        projectRoot,
-        depsLockFilePath: join(projectRoot, 'package-lock.json'),
-        runtime: lambda.Runtime.NODEJS_24_X,
-        architecture: lambda.Architecture.ARM_64,
-        memorySize: spec.memoryMb,
-        timeout: Duration.seconds(spec.timeoutSeconds),
-        environment: environmentFor(name, settings, resources),
-        logGroup: new logs.LogGroup(this, `${capitalized(name)}Logs`, {
-          retention: logs.RetentionDays.ONE_MONTH,
-          removalPolicy: RemovalPolicy.DESTROY,
-        }),
-        bundling: {
-          minify: true,
-          sourceMap: true,
-          format: OutputFormat.ESM,
-          target: 'node22',
-          mainFields: ['module', 'main'],
-          // Some dependencies are CommonJS and call require(); ESM bundles need it provided.
-          banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
-        },
-      });
-    };
-    this.functions = {
-      api: fn('api'),
-      ticker: fn('ticker'),
-      scanner: fn('scanner'),
-      callback: fn('callback'),
-      sweeper: fn('sweeper'),
-    };
-    this.grantLeastPrivilege();
-
-    for (const [key, spec] of Object.entries(QUEUES) as Array<[keyof typeof QUEUES, QueueSpec]>) {
-      if (!spec.consumer) continue;
-      this.functions[spec.consumer.fn].addEventSource(
-        new SqsEventSource(this.queues[key], {
-          batchSize: spec.consumer.batchSize,
-          maxBatchingWindow:
-            spec.consumer.maxBatchingWindowSeconds > 0
-              ? Duration.seconds(spec.consumer.maxBatchingWindowSeconds)
-              : undefined,
-          reportBatchItemFailures: true,
-        }),
-      );
-    }
-    for (const [key, schedule] of Object.entries(SCHEDULES)) {
-      new events.Rule(this, `${capitalized(key)}Schedule`, {
-        description: `Invokes the ${schedule.fn} every ${schedule.everySeconds} seconds`,
-        schedule: events.Schedule.rate(Duration.seconds(schedule.everySeconds)),
-        targets: [new targets.LambdaFunction(this.functions[schedule.fn])],
-      });
-    }
-
-    this.api = new HttpApi(this, 'HttpApi', { description: 'Distributed timer API v1' });
-    const integration = new HttpLambdaIntegration('ApiIntegration', this.functions.api);
-    for (const routeKey of API_ROUTES) {
-      const [method, path] = routeKey.split(' ') as [keyof typeof HttpMethod, string];
-      this.api.addRoutes({ path, methods: [HttpMethod[method]], integration });
-    }
-
-    this.alarmTopic = this.createAlarmTopic();
-    this.alarms = this.createAlarms();
-    this.dashboard = this.createDashboard();
-
-    new CfnOutput(this, 'ApiUrl', {
-      value: this.api.apiEndpoint,
-      description: 'Base URL of the timer API (POST {ApiUrl}/v1/tasks)',
-    });
-    new CfnOutput(this, 'TableName', { value: this.table.tableName });
-    new CfnOutput(this, 'DeliveryQueueUrl', {
-      value: this.queues.delivery.queueUrl,
-      description: 'Where npm run dlq:redrive moves dead letters back to',
-    });
-    new CfnOutput(this, 'DeliveryDlqUrl', {
-      value: this.queues.deliveryDlq.queueUrl,
-      description: 'Tasks whose attempts ran out',
-    });
-    new CfnOutput(this, 'SigningSecretArn', {
-      value: this.signingSecret.secretArn,
-      description: 'Webhook signing secret',
-    });
-    new CfnOutput(this, 'AlarmTopicArn', {
-      value: this.alarmTopic.topicArn,
-      description: 'Subscribe on-call tooling here for alarm notifications',
-    });
-    new CfnOutput(this, 'DashboardName', { value: this.dashboard.dashboardName });
-  }
-
-  /**
-   * The topic alarms notify. It is encrypted with a key of its own because CloudWatch
-   * cannot use the AWS managed aws/sns key: a topic encrypted with that key silently drops
-   * every alarm notification.
-   */
-  private createAlarmTopic(): sns.Topic {
     const alarmEmail = new CfnParameter(this, 'AlarmEmail', {
       type: 'String',
       default: '',
       description: 'Email address to receive alarm notifications (it must confirm the subscription). Empty: none.',
     });
-    const cloudWatch = new iam.ServicePrincipal('cloudwatch.amazonaws.com');
-    const key = new kms.Key(this, 'AlarmTopicKey', {
-      description: 'Encrypts the distributed timer alarm topic',
-      enableKeyRotation: true,
-      // The key protects notifications in flight only; nothing stored needs it after the stack is gone.
-      removalPolicy: RemovalPolicy.DESTROY,
-    });
-    key.addToResourcePolicy(
-      new iam.PolicyStatement({
-        principals: [cloudWatch],
-        actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
-        resources: ['*'],
-      }),
-    );
-    const topic = new sns.Topic(this, 'AlarmTopic', {
-      displayName: 'Distributed timer alarms',
-      masterKey: key,
-      enforceSSL: true,
-    });
-    // enforceSSL gives the topic a policy of its own, which replaces the default one that let
-    // this account's alarms publish; so say again that they may.
-    topic.addToResourcePolicy(
-      new iam.PolicyStatement({
-        principals: [cloudWatch],
-        actions: ['sns:Publish'],
-        resources: [topic.topicArn],
-        conditions: {
-          ArnLike: { 'aws:SourceArn': `arn:${Aws.PARTITION}:cloudwatch:${Aws.REGION}:${Aws.ACCOUNT_ID}:alarm:*` },
-          StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID },
-        },
-      }),
-    );
-    const subscription = new sns.CfnSubscription(this, 'AlarmEmailSubscription', {
-      topicArn: topic.topicArn,
-      protocol: 'email',
-      endpoint: alarmEmail.valueAsString,
-    });
-    subscription.cfnOptions.condition = new CfnCondition(this, 'HasAlarmEmail', {
-      expression: Fn.conditionNot(Fn.conditionEquals(alarmEmail.valueAsString, '')),
-    });
-    return topic;
-  }
 
-  /** An alarm that notifies the alarm topic when it fires and when it recovers. */
-  private alarm(id: string, spec: AlarmSpec): cloudwatch.Alarm {
-    const periods = spec.periods ?? 1;
-    const alarm = new cloudwatch.Alarm(this, id, {
-      metric: spec.metric,
-      threshold: spec.threshold,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      evaluationPeriods: periods,
-      datapointsToAlarm: periods,
-      treatMissingData: spec.treatMissingData,
-      alarmDescription: `${spec.description} Runbook: ${RUNBOOK}#${spec.runbookAnchor}`,
+    // "Default" keeps the construct out of the resources' logical ids, so they stay as they were.
+    this.timer = new DistributedTimer(this, 'Default', {
+      ...props,
+      bucketCount: bucketCount.valueAsNumber,
+      shardCount: shardCount.valueAsNumber,
+      alarmEmail: alarmEmail.valueAsString,
     });
-    const notify = new cloudwatchActions.SnsAction(this.alarmTopic);
-    alarm.addAlarmAction(notify);
-    alarm.addOkAction(notify);
-    return alarm;
-  }
 
-  /** Alarms on the service's own metrics (lib/topology.ts METRICS), its DLQ, its API and each function. */
-  private createAlarms(): Record<TimerAlarmKey, cloudwatch.Alarm> {
-    const { BREACHING, NOT_BREACHING } = cloudwatch.TreatMissingData;
-    const fiveMinutes = Duration.minutes(5);
-    const service = {
-      missedTasks: this.alarm('MissedTasksAlarm', {
-        metric: timerMetric('missedTasks', 'Sum'),
-        threshold: 0,
-        // Nothing published means nothing missed; a sweeper that stopped shows in the scanner lag alarm.
-        treatMissingData: NOT_BREACHING,
-        description:
-          'The sweeper enqueued tasks the normal path (a scanner, or the api for a late arrival) had missed; they are delivered late. Any is an incident.',
-        runbookAnchor: 'missed-tasks',
-      }),
-      deliveryDlqNotEmpty: this.alarm('DeliveryDlqNotEmptyAlarm', {
-        metric: this.queues.deliveryDlq.metricApproximateNumberOfMessagesVisible({
-          statistic: cloudwatch.Stats.MAXIMUM,
-          period: ONE_MINUTE,
-        }),
-        threshold: 0,
-        // SQS stops reporting only for an empty, idle queue; a queue that holds messages keeps reporting.
-        treatMissingData: NOT_BREACHING,
-        description:
-          'Delivery dead letters are waiting: tasks FAILED after their last attempt, or messages SQS moved after maxReceiveCount receives.',
-        runbookAnchor: 'delivery-dlq-not-empty',
-      }),
-      scannerLag: this.alarm('ScannerLagAlarm', {
-        metric: timerMetric('scannerLagSeconds', cloudwatch.Stats.MAXIMUM),
-        threshold: ALARM_THRESHOLDS.scannerLagSeconds,
-        periods: 2,
-        // The sweeper publishes the lag every minute; silence means the sweeper is not running.
-        treatMissingData: BREACHING,
-        description: `Scanners are more than ${ALARM_THRESHOLDS.scannerLagSeconds} s behind real time, so deliveries are late, or the sweeper that measures the lag is not running.`,
-        runbookAnchor: 'scanner-lag',
-      }),
-      unsweptSeconds: this.alarm('UnsweptSecondsAlarm', {
-        metric: timerMetric('unsweptSeconds', cloudwatch.Stats.MAXIMUM),
-        threshold: ALARM_THRESHOLDS.unsweptSeconds,
-        periods: 3,
-        // A silent sweeper already fires the scanner lag alarm; one cause should page once.
-        treatMissingData: NOT_BREACHING,
-        description: `The sweeper's watermark is more than ${ALARM_THRESHOLDS.unsweptSeconds} s behind: claimed seconds are not yet known to be finished, and tasks in them may wait.`,
-        runbookAnchor: 'unswept-seconds',
-      }),
-      overdueCheckLag: this.alarm('OverdueCheckLagAlarm', {
-        metric: timerMetric('overdueCheckLagSeconds', cloudwatch.Stats.MAXIMUM),
-        threshold: ALARM_THRESHOLDS.overdueCheckLagSeconds,
-        periods: 3,
-        // As with unswept seconds, a silent sweeper already pages through the scanner lag alarm.
-        treatMissingData: NOT_BREACHING,
-        description: `The sweeper's check for lost messages is more than ${ALARM_THRESHOLDS.overdueCheckLagSeconds} s behind schedule: a task whose message was lost would wait unnoticed.`,
-        runbookAnchor: 'overdue-check-lag',
-      }),
-      deliveryFailureRate: this.alarm('DeliveryFailureRateAlarm', {
-        metric: new cloudwatch.MathExpression({
-          // When every attempt fails nothing is delivered, and a missing term would hide a rate of 1.
-          expression: 'failed / (FILL(delivered, 0) + failed)',
-          usingMetrics: {
-            failed: timerMetric('deliveryAttemptsFailed', cloudwatch.Stats.SUM, undefined, fiveMinutes),
-            delivered: timerMetric('tasksDelivered', cloudwatch.Stats.SUM, undefined, fiveMinutes),
-          },
-          label: 'Share of delivery attempts failing',
-          period: fiveMinutes,
-        }),
-        threshold: ALARM_THRESHOLDS.deliveryFailureRate,
-        // No attempts, no rate.
-        treatMissingData: NOT_BREACHING,
-        description: `More than ${ALARM_THRESHOLDS.deliveryFailureRate * 100}% of delivery attempts failed over five minutes; tasks are retrying with backoff.`,
-        runbookAnchor: 'delivery-failure-rate',
-      }),
-      apiServerErrors: this.alarm('ApiServerErrorsAlarm', {
-        metric: this.api.metricServerError({ statistic: cloudwatch.Stats.SUM, period: ONE_MINUTE }),
-        threshold: 0,
-        treatMissingData: NOT_BREACHING,
-        description: 'The API answered 5xx: callers got an error and may have retried.',
-        runbookAnchor: 'api-5xx-errors',
-      }),
-    };
-
-    const perFunction = {
-      Errors: {
-        metric: (fn: lambda.IFunction) => fn.metricErrors({ statistic: cloudwatch.Stats.SUM, period: ONE_MINUTE }),
-        means: 'threw or timed out',
-        runbookAnchor: 'function-errors',
-      },
-      Throttles: {
-        metric: (fn: lambda.IFunction) => fn.metricThrottles({ statistic: cloudwatch.Stats.SUM, period: ONE_MINUTE }),
-        means: 'was throttled: Lambda turned invocations away for lack of concurrency',
-        runbookAnchor: 'function-throttles',
-      },
-    };
-    const functionAlarms = (Object.keys(FUNCTIONS) as FunctionName[]).flatMap((name) =>
-      Object.entries(perFunction).map(([kind, { metric, means, runbookAnchor }]) => {
-        const alarm = this.alarm(`${capitalized(name)}Function${kind}Alarm`, {
-          metric: metric(this.functions[name]),
-          threshold: 0,
-          // No invocations, nothing failed.
-          treatMissingData: NOT_BREACHING,
-          description: `The ${name} function ${means}.`,
-          runbookAnchor,
-        });
-        return [`${name}${kind}`, alarm] as const;
-      }),
-    );
-    return { ...service, ...Object.fromEntries(functionAlarms) } as Record<TimerAlarmKey, cloudwatch.Alarm>;
-  }
-
-  /** One page for the on-call: throughput, lateness, the scanner and sweeper, the DLQ and every alarm's state. */
-  private createDashboard(): cloudwatch.Dashboard {
-    const graph = (title: string, left: cloudwatch.IMetric[], leftAnnotations?: cloudwatch.HorizontalAnnotation[]) =>
-      new cloudwatch.GraphWidget({ title, left, leftAnnotations, width: 12, height: 6 });
-    const perMinute = (key: TimerMetricKey, label: string) => timerMetric(key, cloudwatch.Stats.SUM, label);
-    const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(3) });
-    dashboard.addWidgets(
-      graph('Tasks per minute', [
-        perMinute('tasksCreated', 'created'),
-        perMinute('tasksEnqueued', 'enqueued by scanners'),
-        perMinute('tasksEnqueuedDirect', 'enqueued directly by the api'),
-        perMinute('tasksDelivered', 'delivered'),
-        perMinute('tasksFailed', 'failed (dead-lettered)'),
-      ]),
-      graph('Delivery lateness (ms)', [
-        timerMetric('deliveryLatenessMs', cloudwatch.Stats.p(50), 'p50'),
-        timerMetric('deliveryLatenessMs', cloudwatch.Stats.p(99), 'p99'),
-      ]),
-    );
-    dashboard.addWidgets(
-      graph(
-        'Scanner lag, unswept seconds, overdue check lag (s)',
-        [
-          timerMetric('scannerLagSeconds', cloudwatch.Stats.MAXIMUM, 'scanner lag'),
-          timerMetric('unsweptSeconds', cloudwatch.Stats.MAXIMUM, 'unswept seconds'),
-          timerMetric('overdueCheckLagSeconds', cloudwatch.Stats.MAXIMUM, 'overdue check lag'),
-        ],
-        [
-          { value: ALARM_THRESHOLDS.scannerLagSeconds, label: 'lag alarm' },
-          { value: ALARM_THRESHOLDS.unsweptSeconds, label: 'unswept alarm' },
-        ],
-      ),
-      graph('Delivery DLQ depth', [this.alarms.deliveryDlqNotEmpty.metric]),
-    );
-    dashboard.addWidgets(
-      graph('Missed tasks', [perMinute('missedTasks', 'missed tasks')]),
-      new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: Object.values(this.alarms), width: 12, height: 6 }),
-    );
-    return dashboard;
-  }
-
-  /** Each function gets the table actions and queues its code uses, and nothing else. */
-  private grantLeastPrivilege(): void {
-    const { api, ticker, scanner, callback, sweeper } = this.functions;
-    this.table.grant(api, 'dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem');
-    this.table.grant(scanner, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query');
-    this.table.grant(callback, 'dynamodb:UpdateItem');
-    this.table.grant(sweeper, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query');
-    this.queues.delivery.grantSendMessages(api);
-    this.queues.delivery.grantSendMessages(scanner);
-    this.queues.delivery.grantSendMessages(sweeper);
-    this.queues.tick.grantSendMessages(ticker);
-    this.queues.deliveryDlq.grantSendMessages(callback);
-    this.queues.delivery.grant(callback, 'sqs:ChangeMessageVisibility');
-    this.signingSecret.grantRead(callback);
-    // Targets are the callers' queues and event buses, which may be any in this account.
-    callback.addToRolePolicy(
-      new iam.PolicyStatement({
-        actions: ['sqs:SendMessage'],
-        resources: [`arn:${Aws.PARTITION}:sqs:*:${Aws.ACCOUNT_ID}:*`],
-      }),
-    );
-    callback.addToRolePolicy(
-      new iam.PolicyStatement({
-        actions: ['events:PutEvents'],
-        resources: [`arn:${Aws.PARTITION}:events:*:${Aws.ACCOUNT_ID}:event-bus/*`],
-      }),
-    );
+    const { timer } = this;
+    new CfnOutput(this, 'ApiUrl', { value: timer.apiUrl, description: 'Base URL of the timer API (POST {ApiUrl}/v1/tasks)' });
+    new CfnOutput(this, 'TableName', { value: timer.table.tableName });
+    new CfnOutput(this, 'DeliveryQueueUrl', {
+      value: timer.queues.delivery.queueUrl,
+      description: 'Where npm run dlq:redrive moves dead letters back to',
+    });
+    new CfnOutput(this, 'DeliveryDlqUrl', { value: timer.queues.deliveryDlq.queueUrl, description: 'Tasks whose attempts ran out' });
+    new CfnOutput(this, 'SigningSecretArn', { value: timer.signingSecret.secretArn, description: 'Webhook signing secret' });
+    new CfnOutput(this, 'AlarmTopicArn', {
+      value: timer.alarmTopic.topicArn,
+      description: 'Subscribe on-call tooling here for alarm notifications',
+    });
+    new CfnOutput(this, 'DashboardName', { value: timer.dashboard.dashboardName });
   }
 }

@@ -1,0 +1,4 @@
+/** What another CDK app imports to run the timer inside its own stacks. */
+export { DistributedTimer, type DistributedTimerProps, type TimerAlarmKey } from './distributed-timer';
+export { TimerStack, type TimerStackProps } from './timer-stack';
+export { DEFAULT_SETTINGS, METRICS, type TimerSettings } from './topology';

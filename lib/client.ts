@@ -1,0 +1,128 @@
+/**
+ * A typed client for the timer's HTTP API v1. It uses the platform's fetch and nothing
+ * else at run time; its types are the API's own schemas and views, so they cannot drift.
+ *
+ *   const timer = new TimerClient({ baseUrl: 'https://abc.execute-api.eu-west-1.amazonaws.com' });
+ *   const task = await timer.schedule({ delaySeconds: 1800, target: { type: 'http', url: 'https://…' }, payload });
+ */
+import { randomUUID } from 'node:crypto';
+import type { createdView, taskView } from '../functions/api/routes';
+import type { TaskRequest } from '../functions/core/schemas';
+
+export { verifyWebhook } from '../functions/core/signature';
+
+export type { TaskRequest };
+export type CreatedTask = ReturnType<typeof createdView>;
+export type TaskDetails = ReturnType<typeof taskView>;
+
+/** RFC 9457 problem details, as the API returns them. */
+export interface ApiProblem {
+  readonly type: string;
+  readonly title: string;
+  readonly status: number;
+  readonly detail: string;
+  readonly errors?: ReadonlyArray<{ path: string; message: string }>;
+}
+
+export type BatchItemResult =
+  | { readonly index: number; readonly status: 200 | 201; readonly task: CreatedTask }
+  | { readonly index: number; readonly status: 400 | 409; readonly problem: ApiProblem };
+
+export interface BatchResult {
+  readonly created: number;
+  readonly rejected: number;
+  readonly results: readonly BatchItemResult[];
+}
+
+/** An answer the API gave that is not a success; `problem` says which field and why. */
+export class TimerApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly problem: ApiProblem | undefined,
+  ) {
+    super(problem ? `${problem.title}: ${problem.detail}` : `the timer API answered ${status}`);
+    this.name = 'TimerApiError';
+  }
+}
+
+export interface TimerClientOptions {
+  /** The API's base URL: the stack output ApiUrl, or local mode's http://127.0.0.1:3000. */
+  readonly baseUrl: string;
+  /**
+   * Tries per request for network errors, 429 and 5xx answers. Submits are safe to repeat
+   * because each carries an idempotency key (one is made up when the caller gives none).
+   * @default 3
+   */
+  readonly attempts?: number;
+  /** @default 200 ms, doubled each retry */
+  readonly retryDelayMs?: number;
+  /** Extra headers on every request, such as an Authorization header. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** @default globalThis.fetch */
+  readonly fetch?: typeof fetch;
+}
+
+const retryable = (status: number) => status === 429 || status >= 500;
+
+export class TimerClient {
+  private readonly fetch: typeof fetch;
+
+  constructor(private readonly options: TimerClientOptions) {
+    this.fetch = options.fetch ?? globalThis.fetch;
+  }
+
+  /** Schedules one task. A retried call returns the same task, never a second one. */
+  async schedule(request: TaskRequest): Promise<CreatedTask> {
+    const body = { ...request, idempotencyKey: request.idempotencyKey ?? randomUUID() };
+    return (await this.request('POST', '/v1/tasks', body, [200, 201])) as CreatedTask;
+  }
+
+  /** Schedules up to 100 tasks; each result says whether its task was created or why not. */
+  async scheduleBatch(requests: readonly TaskRequest[]): Promise<BatchResult> {
+    const tasks = requests.map((request) => ({ ...request, idempotencyKey: request.idempotencyKey ?? randomUUID() }));
+    return (await this.request('POST', '/v1/tasks/batch', { tasks }, [201, 207])) as BatchResult;
+  }
+
+  /** The task with its status and delivery facts, or undefined if there is no such task. */
+  async get(id: string): Promise<TaskDetails | undefined> {
+    const result = await this.request('GET', `/v1/tasks/${encodeURIComponent(id)}`, undefined, [200, 404]);
+    return (result as { status?: number }).status === 404 ? undefined : (result as TaskDetails);
+  }
+
+  /** Cancels a task that has not been delivered; a TimerApiError with status 409 says why it could not be. */
+  async cancel(id: string): Promise<TaskDetails> {
+    return (await this.request('DELETE', `/v1/tasks/${encodeURIComponent(id)}`, undefined, [200])) as TaskDetails;
+  }
+
+  private async request(method: string, path: string, body: unknown, expected: readonly number[]): Promise<unknown> {
+    const attempts = this.options.attempts ?? 3;
+    let delayMs = this.options.retryDelayMs ?? 200;
+    const backOff = async () => {
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      delayMs *= 2;
+    };
+    for (let attempt = 1; ; attempt++) {
+      let response: Response;
+      try {
+        response = await this.fetch(new URL(path, this.options.baseUrl), {
+          method,
+          headers: { ...this.options.headers, ...(body !== undefined && { 'content-type': 'application/json' }) },
+          ...(body !== undefined && { body: JSON.stringify(body) }),
+        });
+      } catch (error) {
+        if (attempt >= attempts) throw error;
+        await backOff();
+        continue;
+      }
+      const text = await response.text();
+      const parsed: unknown = text ? JSON.parse(text) : undefined;
+      if (expected.includes(response.status)) return parsed;
+      if (retryable(response.status) && attempt < attempts) {
+        await backOff();
+        continue;
+      }
+      const problem = response.headers.get('content-type')?.includes('problem+json') ? (parsed as ApiProblem) : undefined;
+      throw new TimerApiError(response.status, problem);
+    }
+  }
+}

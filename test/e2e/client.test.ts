@@ -1,0 +1,105 @@
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TimerApiError, TimerClient, verifyWebhook } from '../../lib/client';
+import { LOCAL_TABLE_NAME, type LocalTimer, startLocalTimer } from '../../lib/local/runtime';
+import { eventually, startWebhookReceiver } from '../support/webhook-receiver';
+
+let timer: LocalTimer;
+let receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
+
+beforeAll(async () => {
+  timer = await startLocalTimer({ port: 0, logLevel: 'SILENT' });
+  receiver = await startWebhookReceiver({ '/hook': () => 204 });
+});
+
+afterAll(async () => {
+  await receiver?.close();
+  await timer?.stop();
+});
+
+const countTasks = async () =>
+  (await timer.dynamo.send(new ScanCommand({ TableName: LOCAL_TABLE_NAME, FilterExpression: 'attribute_exists(id)', Select: 'COUNT' })))
+    .Count ?? 0;
+
+describe('Class: TimerClient (against local mode)', () => {
+  it('schedules, reads and cancels a task', async () => {
+    // Prepare
+    const client = new TimerClient({ baseUrl: timer.apiUrl });
+
+    // Act
+    const created = await client.schedule({ delaySeconds: 600, target: { type: 'http', url: receiver.url('/hook') }, bizId: 'order-7' });
+    const read = await client.get(created.id);
+    const cancelled = await client.cancel(created.id);
+    const unknown = await client.get('0000000000000000000000000Z');
+
+    // Assess
+    expect(created.status).toBe('PENDING');
+    expect(read).toMatchObject({ id: created.id, status: 'PENDING', bizId: 'order-7' });
+    expect(cancelled.status).toBe('CANCELLED');
+    expect(unknown).toBeUndefined();
+  });
+
+  it('retries a submit whose answer was lost without creating a second task', async () => {
+    // Prepare: the first answer never reaches the client, though the request did reach the API.
+    let lost = 0;
+    const losingFetch: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (lost++ === 0) throw new TypeError('fetch failed: socket hang up (simulated)');
+      return response;
+    };
+    const client = new TimerClient({ baseUrl: timer.apiUrl, fetch: losingFetch, retryDelayMs: 10 });
+    const before = await countTasks();
+
+    // Act
+    const task = await client.schedule({ delaySeconds: 600, target: { type: 'http', url: receiver.url('/hook') } });
+
+    // Assess
+    expect(lost).toBe(2);
+    expect(await countTasks()).toBe(before + 1);
+    expect((await client.get(task.id))?.id).toBe(task.id);
+  });
+
+  it('surfaces the problem details of a refused request, naming the field', async () => {
+    // Prepare
+    const client = new TimerClient({ baseUrl: timer.apiUrl });
+
+    // Act
+    const refused = await client
+      .schedule({ delaySeconds: 10, target: { type: 'http', url: 'ftp://example.com' } })
+      .catch((error: unknown) => error);
+
+    // Assess
+    expect(refused).toBeInstanceOf(TimerApiError);
+    expect((refused as TimerApiError).status).toBe(400);
+    expect((refused as TimerApiError).problem?.errors).toEqual([{ path: 'target.url', message: 'must use http:// or https://' }]);
+  });
+
+  it('reports each batch item on its own', async () => {
+    // Prepare
+    const client = new TimerClient({ baseUrl: timer.apiUrl });
+
+    // Act
+    const result = await client.scheduleBatch([
+      { delaySeconds: 600, target: { type: 'http', url: receiver.url('/hook') } },
+      { delaySeconds: -1, target: { type: 'http', url: receiver.url('/hook') } },
+    ]);
+
+    // Assess
+    expect(result).toMatchObject({ created: 1, rejected: 1 });
+    expect(result.results.map((item) => item.status)).toEqual([201, 400]);
+  });
+
+  it('gives receivers a verify helper that accepts the real signature and nothing else', async () => {
+    // Prepare
+    const client = new TimerClient({ baseUrl: timer.apiUrl });
+    await client.schedule({ delaySeconds: 0, target: { type: 'http', url: receiver.url('/hook') }, payload: { ok: true } });
+
+    // Act
+    await eventually('the webhook to arrive', () => receiver.receipts.some((receipt) => receipt.body.payload !== undefined));
+    const [receipt] = receiver.receipts;
+
+    // Assess
+    expect(receipt && verifyWebhook(timer.signingSecret, receipt.headers, receipt.rawBody)).toBe(true);
+    expect(receipt && verifyWebhook(timer.signingSecret, receipt.headers, `${receipt.rawBody} `)).toBe(false);
+  });
+});

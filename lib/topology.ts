@@ -215,6 +215,7 @@ export const API_ROUTES = [
   'POST /v1/tasks/batch',
   'GET /v1/tasks/{id}',
   'DELETE /v1/tasks/{id}',
+  'GET /v1/openapi.json',
 ] as const;
 
 export type ApiRouteKey = (typeof API_ROUTES)[number];

@@ -1,4 +1,5 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { z } from 'zod';
 import type { ApiRouteKey } from '../../lib/topology';
 import {
   cancelTask,
@@ -12,6 +13,7 @@ import {
 import { batchRequestSchema, type FieldError, issuesToErrors, type NewTask, parseTaskRequest } from '../core/schemas';
 import type { Task } from '../core/task';
 import { type HttpResult, jsonResponse, problem, problemResponse, readJsonBody, validationProblem } from './http';
+import { createdTaskSchema, openApiDocument, taskDetailsSchema } from './openapi';
 
 export type ApiPorts = SchedulePorts &
   TaskLookupPorts & {
@@ -20,15 +22,16 @@ export type ApiPorts = SchedulePorts &
     readonly onScheduled?: (result: ScheduleResult) => void;
   };
 
-const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
+const iso = (ms: number) => new Date(ms).toISOString();
+const isoIfSet = (ms: number | undefined) => (ms === undefined ? undefined : iso(ms));
 
-/** The 201 body of a created task. */
-export function createdView(task: Task) {
+/** The 201 body of a created task; its type is the OpenAPI schema's, so the two cannot drift. */
+export function createdView(task: Task): z.infer<typeof createdTaskSchema> {
   return { id: task.id, status: task.status, dueAt: iso(task.dueAtMs), createdAt: iso(task.createdAtMs) };
 }
 
 /** The GET body: the task, its status and its delivery facts. */
-export function taskView(task: Task) {
+export function taskView(task: Task): z.infer<typeof taskDetailsSchema> {
   return {
     ...createdView(task),
     target: task.target,
@@ -37,10 +40,10 @@ export function taskView(task: Task) {
     bizId: task.bizId,
     idempotencyKey: task.idempotencyKey,
     attempts: task.attempts,
-    deliveredAt: iso(task.deliveredAtMs),
+    deliveredAt: isoIfSet(task.deliveredAtMs),
     latenessMs: task.latenessMs,
     lastError: task.lastError,
-    cancelledAt: iso(task.cancelledAtMs),
+    cancelledAt: isoIfSet(task.cancelledAtMs),
   };
 }
 
@@ -173,6 +176,8 @@ export function route(ports: ApiPorts, event: APIGatewayProxyEventV2): Promise<H
       return readTask(ports, id);
     case 'DELETE /v1/tasks/{id}':
       return deleteTask(ports, id);
+    case 'GET /v1/openapi.json':
+      return Promise.resolve(jsonResponse(200, openApiDocument));
     default:
       return Promise.resolve(problemResponse(problem(404, 'no-route', `There is no route ${event.routeKey}.`)));
   }

@@ -74,6 +74,17 @@ describe('Class: TimerClient (against local mode)', () => {
     expect((refused as TimerApiError).problem?.errors).toEqual([{ path: 'target.url', message: 'must use http:// or https://' }]);
   });
 
+  it('serves its OpenAPI document at GET /v1/openapi.json', async () => {
+    // Act
+    const response = await fetch(`${timer.apiUrl}/v1/openapi.json`);
+    const document = (await response.json()) as { openapi: string; paths: Record<string, unknown> };
+
+    // Assess
+    expect(response.status).toBe(200);
+    expect(document.openapi).toBe('3.1.0');
+    expect(Object.keys(document.paths)).toContain('/v1/tasks/{id}');
+  });
+
   it('reports each batch item on its own', async () => {
     // Prepare
     const client = new TimerClient({ baseUrl: timer.apiUrl });

@@ -1,0 +1,142 @@
+/**
+ * The OpenAPI 3.1 description of HTTP API v1, generated from the very zod schemas the api
+ * validates requests with and types its responses by, so the document cannot drift from
+ * the code. Served at GET /v1/openapi.json and kept as docs/openapi.json (a test checks
+ * both that it is valid and that the committed copy is current).
+ */
+import { z } from 'zod';
+import { API_ROUTES } from '../../lib/topology';
+import { batchRequestSchema, taskRequestSchema } from '../core/schemas';
+
+const taskStatus = z.enum(['PENDING', 'DELIVERING', 'DELIVERED', 'FAILED', 'CANCELLED']);
+const instant = z.string().meta({ format: 'date-time' });
+const requestSchema = taskRequestSchema({ allowInsecureTargets: false });
+
+export const createdTaskSchema = z
+  .object({
+    id: z.string().meta({ description: 'Stable task id (26 characters); also the webhook-id of every delivery' }),
+    status: taskStatus,
+    dueAt: instant,
+    createdAt: instant,
+  })
+  .meta({ description: 'A task as created' });
+
+export const taskDetailsSchema = createdTaskSchema
+  .extend({
+    target: requestSchema.shape.target,
+    payload: z.unknown(),
+    bizType: z.string().optional(),
+    bizId: z.string().optional(),
+    idempotencyKey: z.string().optional(),
+    attempts: z.number().int().meta({ description: 'Delivery attempts made so far' }),
+    deliveredAt: instant.optional(),
+    latenessMs: z.number().int().optional().meta({ description: 'Delivery time minus dueAt' }),
+    lastError: z.string().optional(),
+    cancelledAt: instant.optional(),
+  })
+  .meta({ description: 'A task with its status and delivery facts' });
+
+export const problemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  })
+  .meta({ description: 'RFC 9457 problem details' });
+
+export const batchResultSchema = z
+  .object({
+    created: z.number().int(),
+    rejected: z.number().int(),
+    results: z.array(
+      z.union([
+        z.object({ index: z.number().int(), status: z.union([z.literal(200), z.literal(201)]), task: createdTaskSchema }),
+        z.object({ index: z.number().int(), status: z.union([z.literal(400), z.literal(409)]), problem: problemSchema }),
+      ]),
+    ),
+  })
+  .meta({ description: 'One result per submitted item, in order' });
+
+const json = (schema: z.ZodType) => ({ 'application/json': { schema: z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any' }) } });
+const problems = (...statuses: number[]) =>
+  Object.fromEntries(
+    statuses.map((status) => [
+      String(status),
+      {
+        description: { 400: 'Invalid request; errors name each field', 404: 'No such task', 409: 'Not possible in the current state' }[status] ?? 'Error',
+        content: { 'application/problem+json': { schema: z.toJSONSchema(problemSchema) } },
+      },
+    ]),
+  );
+const idParameter = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
+
+/** The operations, by the same route keys the stack and the local gateway use. */
+const operations: Record<(typeof API_ROUTES)[number], object> = {
+  'POST /v1/tasks': {
+    operationId: 'scheduleTask',
+    summary: 'Schedule a task: call me back at dueAt (or after delaySeconds) with this payload',
+    requestBody: { required: true, content: { 'application/json': { schema: z.toJSONSchema(requestSchema, { io: 'input' }) } } },
+    responses: {
+      201: { description: 'Created', content: json(createdTaskSchema) },
+      200: { description: 'A retry with the same idempotencyKey and request: the original task', content: json(createdTaskSchema) },
+      ...problems(400, 409),
+    },
+  },
+  'POST /v1/tasks/batch': {
+    operationId: 'scheduleTasks',
+    summary: 'Schedule up to 100 tasks, with a result per item',
+    requestBody: {
+      required: true,
+      content: {
+        'application/json': {
+          schema: {
+            ...z.toJSONSchema(batchRequestSchema, { io: 'input' }),
+            properties: { tasks: { type: 'array', minItems: 1, maxItems: 100, items: z.toJSONSchema(requestSchema, { io: 'input' }) } },
+          },
+        },
+      },
+    },
+    responses: {
+      201: { description: 'Every item created or replayed', content: json(batchResultSchema) },
+      207: { description: 'Some items rejected; see each result', content: json(batchResultSchema) },
+      ...problems(400),
+    },
+  },
+  'GET /v1/tasks/{id}': {
+    operationId: 'getTask',
+    summary: 'A task with its status and delivery facts',
+    parameters: [idParameter],
+    responses: { 200: { description: 'The task', content: json(taskDetailsSchema) }, ...problems(404) },
+  },
+  'DELETE /v1/tasks/{id}': {
+    operationId: 'cancelTask',
+    summary: 'Cancel a task that has not been delivered',
+    parameters: [idParameter],
+    responses: { 200: { description: 'Cancelled (also when already cancelled)', content: json(taskDetailsSchema) }, ...problems(404, 409) },
+  },
+  'GET /v1/openapi.json': {
+    operationId: 'getOpenApi',
+    summary: 'This document',
+    responses: { 200: { description: 'OpenAPI 3.1', content: { 'application/json': { schema: { type: 'object' } } } } },
+  },
+};
+
+/** The document, built once per cold start. */
+export const openApiDocument = (() => {
+  const paths: Record<string, Record<string, object>> = {};
+  for (const [routeKey, operation] of Object.entries(operations)) {
+    const [method = '', path = ''] = routeKey.split(' ');
+    paths[path] = { ...paths[path], [method.toLowerCase()]: operation };
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Distributed timer API',
+      version: '1.0.0',
+      description: 'Schedule a webhook, EventBridge event or SQS message for a second-precise time. Errors are RFC 9457 problem+json.',
+    },
+    paths,
+  };
+})();

@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { readClock, secondOf } from './clock';
 import { newTaskId, parseTaskId, taskKey } from './ids';
-import { toDeliveryMessages } from './scan';
+import { MARKER_RETENTION_SECONDS, toDeliveryMessages } from './scan';
 import type { NewTask } from './schemas';
 import type { TaskKey } from './ids';
 import type { CancelOutcome, Clock, ClockStore, DeliveryQueue, IdempotencyStore, Task, TaskStore } from './task';
@@ -145,7 +145,7 @@ export async function scheduleTasks(ports: SchedulePorts, requests: readonly New
     clockStore.markForRecheck(
       late.map((task) => secondOf(task.dueAtMs)),
       secondOf(nowMs),
-      expiryAfter(nowMs, RECHECK_RETENTION_DAYS),
+      secondOf(nowMs) + MARKER_RETENTION_SECONDS,
     ),
   ]);
   if (sent.status === 'fulfilled') return { outcomes, enqueuedDirect: late.length, deferred: 0 };
@@ -153,8 +153,6 @@ export async function scheduleTasks(ports: SchedulePorts, requests: readonly New
   throw sent.reason;
 }
 
-/** A recheck flag only matters until the sweeper has passed its second; a few days is ample. */
-const RECHECK_RETENTION_DAYS = 3;
 
 export interface TaskLookupPorts {
   readonly taskStore: TaskStore;

@@ -12,8 +12,6 @@ import type { TaskKey } from './ids';
  */
 export type TaskStatus = 'PENDING' | 'DELIVERING' | 'DELIVERED' | 'FAILED' | 'CANCELLED';
 
-export const TERMINAL_STATUSES: readonly TaskStatus[] = ['DELIVERED', 'FAILED', 'CANCELLED'];
-
 export type Target =
   | { readonly type: 'http'; readonly url: string; readonly headers?: Readonly<Record<string, string>> }
   | { readonly type: 'sqs'; readonly queueUrl: string }

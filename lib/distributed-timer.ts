@@ -517,6 +517,8 @@ export class DistributedTimer extends Construct {
     this.queues.delivery.grantSendMessages(scanner);
     this.queues.delivery.grantSendMessages(sweeper);
     this.queues.tick.grantSendMessages(ticker);
+    this.queues.tick.grantSendMessages(api);
+    this.table.grant(ticker, 'dynamodb:UpdateItem');
     this.queues.deliveryDlq.grantSendMessages(callback);
     this.queues.delivery.grant(callback, 'sqs:ChangeMessageVisibility');
     this.signingSecret.grantRead(callback);

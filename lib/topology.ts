@@ -93,13 +93,13 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     entry: 'functions/api/handler.ts',
     timeoutSeconds: 10,
     memoryMb: 512,
-    env: [...coreEnv, ENV.deliveryQueueUrl, ENV.allowInsecureTargets, ENV.retentionDays],
+    env: [...coreEnv, ENV.deliveryQueueUrl, ENV.tickQueueUrl, ENV.lookaheadSeconds, ENV.allowInsecureTargets, ENV.retentionDays],
   },
   ticker: {
     entry: 'functions/ticker/handler.ts',
     timeoutSeconds: 10,
     memoryMb: 256,
-    env: [ENV.tickQueueUrl],
+    env: [...coreEnv, ENV.tickQueueUrl, ENV.lookaheadSeconds],
   },
   scanner: {
     entry: 'functions/scanner/handler.ts',
@@ -185,6 +185,13 @@ export const MAX_EARLY_WAIT_MS = 5000;
 /** A sweep stops re-scanning after this long, well inside its function timeout; the next run continues. */
 export const SWEEPER_BUDGET_MS = 60_000;
 
+/**
+ * Seconds with tasks that no tick-driven scanner claimed this long after they were due are
+ * claimed by the sweeper: a tick claims its second `lookaheadSeconds` before it is due, so
+ * ten seconds past due means the tick was lost, not slow.
+ */
+export const SWEEPER_CATCH_UP_GRACE_SECONDS = 10;
+
 /** Scanner invocations stop claiming new seconds after this long, leaving room to finish the last one. */
 export const SCANNER_BUDGET_MS = 40_000;
 
@@ -206,8 +213,6 @@ export const SCHEDULES = {
   sweeper: { fn: 'sweeper', everySeconds: 60 },
 } as const satisfies Record<string, { fn: FunctionName; everySeconds: number }>;
 
-/** Ticks per ticker run: one per second of the coming minute. */
-export const TICKS_PER_RUN = SCHEDULES.ticker.everySeconds;
 
 /** HTTP API routes, as API Gateway route keys; the local gateway matches the same list. */
 export const API_ROUTES = [

@@ -6,8 +6,10 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { MAX_CLAIM_SECONDS, minuteOf } from '../core/clock';
 import type { TaskKey } from '../core/ids';
 import { partitionKey, secondRange } from '../core/ids';
+import { MARKER_RETENTION_SECONDS } from '../core/scan';
 import type {
   CancelOutcome,
   ClockState,
@@ -19,6 +21,8 @@ import type {
   TaskStatus,
   IdempotencyRecord,
   IdempotencyStore,
+  OccupancyIndex,
+  SecondRange,
   TaskStore,
   Watermark,
 } from '../core/task';
@@ -287,14 +291,46 @@ export class DynamoTaskStore implements TaskStore {
 }
 
 const CLOCK_KEY = { pk: 'CLOCK', sk: 'CLOCK' } as const;
-/** Its own item, so sweeps never contend with the once-a-second cursor writes. */
+/** Its own item, so sweeps never contend with the cursor writes. */
 const SWEEP_KEY = { pk: 'SWEEP', sk: 'SWEEP' } as const;
 const SECONDS_PER_MARKER_PARTITION = 3600;
-/** Per-second markers live in one partition per hour and kind, so a range of seconds is one or two Queries. */
-const markerKey = (kind: 'SCANNED' | 'RECHECK', second: number) => ({
+type MarkerKind = 'SCANNED' | 'RECHECK' | 'OCCUPIED';
+/** Per-second items live in one partition per hour and kind, so a range of seconds is one or two Queries. */
+const markerKey = (kind: MarkerKind, second: number) => ({
   pk: `${kind}#${Math.floor(second / SECONDS_PER_MARKER_PARTITION)}`,
   sk: String(second).padStart(12, '0'),
 });
+
+/** Every item of `kind` filed under a second in [from, to] (consistent reads). */
+async function markersBetween(
+  options: { client: DynamoDBDocumentClient; tableName: string },
+  kind: MarkerKind,
+  from: number,
+  to: number,
+): Promise<Item[]> {
+  const items: Item[] = [];
+  for (
+    let hourStart = from;
+    hourStart <= to;
+    hourStart = (Math.floor(hourStart / SECONDS_PER_MARKER_PARTITION) + 1) * SECONDS_PER_MARKER_PARTITION
+  ) {
+    const { pk } = markerKey(kind, hourStart);
+    const page = await allItems((startKey) =>
+      options.client.send(
+        new QueryCommand({
+          TableName: options.tableName,
+          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+          // '~' sorts after '#', so the range takes in the flags filed under `to` too.
+          ExpressionAttributeValues: { ':pk': pk, ':from': markerKey(kind, from).sk, ':to': `${markerKey(kind, to).sk}~` },
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+        }),
+      ),
+    );
+    items.push(...page);
+  }
+  return items;
+}
 
 /** The scan cursor and per-second progress markers, in the same table as the tasks. */
 export class DynamoClockStore implements ClockStore {
@@ -320,7 +356,7 @@ export class DynamoClockStore implements ClockStore {
     );
   }
 
-  async advance(from: number): Promise<boolean> {
+  async advance(from: number, through: number): Promise<boolean> {
     return unlessConditionFails(
       this.options.client.send(
         new UpdateCommand({
@@ -329,24 +365,39 @@ export class DynamoClockStore implements ClockStore {
           UpdateExpression: 'SET #cursor = :next',
           ConditionExpression: '#cursor = :from',
           ExpressionAttributeNames: { '#cursor': 'cursor' },
-          ExpressionAttributeValues: { ':from': from, ':next': from + 1 },
+          ExpressionAttributeValues: { ':from': from, ':next': through + 1 },
         }),
       ),
     );
   }
 
-  async markScanned(second: number, enqueued: number, expiresAtSeconds: number): Promise<void> {
+  async markScanned(range: SecondRange, enqueuedBySecond: ReadonlyMap<number, number>, expiresAtSeconds: number): Promise<void> {
     await this.options.client.send(
       new PutCommand({
         TableName: this.options.tableName,
-        Item: { ...markerKey('SCANNED', second), enqueued, expiresAt: expiresAtSeconds },
+        Item: {
+          ...markerKey('SCANNED', range.from),
+          through: range.through,
+          // Only seconds that sent something: the sweeper's overdue pass looks at those alone.
+          busy: Object.fromEntries(enqueuedBySecond),
+          expiresAt: expiresAtSeconds,
+        },
       }),
     );
   }
 
   async scannedSeconds(from: number, to: number): Promise<Map<number, number>> {
-    const items = await this.markersBetween('SCANNED', from, to);
-    return new Map(items.map((item) => [Number(item.sk), Number(item.enqueued ?? 0)]));
+    // A marker is filed under its range's first second, which may lie up to a claim's length before `from`.
+    const items = await markersBetween(this.options, 'SCANNED', from - MAX_CLAIM_SECONDS + 1, to);
+    const seconds = new Map<number, number>();
+    for (const item of items) {
+      const busy = (item.busy ?? {}) as Record<string, number>;
+      const last = Math.min(to, Number(item.through));
+      for (let second = Math.max(from, Number(item.sk)); second <= last; second++) {
+        seconds.set(second, Number(busy[second] ?? 0));
+      }
+    }
+    return seconds;
   }
 
   async markForRecheck(dueSeconds: readonly number[], flaggedAt: number, expiresAtSeconds: number): Promise<void> {
@@ -366,7 +417,7 @@ export class DynamoClockStore implements ClockStore {
 
   async rechecksFlagged(from: number, to: number): Promise<Map<number, number[]>> {
     const flags = new Map<number, number[]>();
-    for (const item of await this.markersBetween('RECHECK', from, to)) {
+    for (const item of await markersBetween(this.options, 'RECHECK', from, to)) {
       const flaggedAt = Number(String(item.sk).split('#')[0]);
       flags.set(flaggedAt, [...(flags.get(flaggedAt) ?? []), Number(item.dueSecond)]);
     }
@@ -393,31 +444,6 @@ export class DynamoClockStore implements ClockStore {
         }),
       ),
     );
-  }
-
-  private async markersBetween(kind: 'SCANNED' | 'RECHECK', from: number, to: number): Promise<Item[]> {
-    const items: Item[] = [];
-    for (
-      let hourStart = from;
-      hourStart <= to;
-      hourStart = (Math.floor(hourStart / SECONDS_PER_MARKER_PARTITION) + 1) * SECONDS_PER_MARKER_PARTITION
-    ) {
-      const { pk } = markerKey(kind, hourStart);
-      const page = await allItems((startKey) =>
-        this.options.client.send(
-          new QueryCommand({
-            TableName: this.options.tableName,
-            KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
-            // '~' sorts after '#', so the range takes in the flags filed under `to` too.
-            ExpressionAttributeValues: { ':pk': pk, ':from': markerKey(kind, from).sk, ':to': `${markerKey(kind, to).sk}~` },
-            ConsistentRead: true,
-            ExclusiveStartKey: startKey,
-          }),
-        ),
-      );
-      items.push(...page);
-    }
-    return items;
   }
 }
 
@@ -457,5 +483,99 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
         claimedAtMs: held.Item.claimedAtMs as number,
       },
     };
+  }
+}
+
+/** Seconds one instance remembers having recorded; past this it forgets the oldest tenth. */
+const REMEMBERED_SECONDS = 100_000;
+
+/**
+ * The occupancy index: one item per minute (filed by the minute's first second, an hour per
+ * partition) holding the set of its seconds that have tasks, and whether the ticker has planned
+ * it. Both the api's ADD and the ticker's plan are single-item updates that return the item as
+ * it was, so they are ordered: either the plan saw a second, or its writer learns the minute
+ * was planned without it and sends the tick itself.
+ */
+export class DynamoOccupancyIndex implements OccupancyIndex {
+  /**
+   * Seconds this instance has recorded, or is recording, each with the write that records it:
+   * a hot second then costs one index write per instance, not one per batch, and a caller
+   * sharing a second still waits until that write is durable.
+   */
+  private readonly recorded = new Map<number, Promise<unknown>>();
+
+  constructor(private readonly options: { readonly client: DynamoDBDocumentClient; readonly tableName: string }) {}
+
+  async occupy(seconds: readonly number[]): Promise<number[]> {
+    const distinct = [...new Set(seconds)];
+    const pending = distinct.flatMap((second) => this.recorded.get(second) ?? []);
+    const byMinute = new Map<number, number[]>();
+    for (const second of distinct.filter((second) => !this.recorded.has(second))) {
+      byMinute.set(minuteOf(second), [...(byMinute.get(minuteOf(second)) ?? []), second]);
+    }
+    const writes = [...byMinute].map(([minute, fresh]) => {
+      const write = this.record(minute, fresh);
+      for (const second of fresh) this.recorded.set(second, write);
+      write.catch(() => {
+        for (const second of fresh) this.recorded.delete(second);
+      });
+      return write;
+    });
+    const [unticked] = await Promise.all([Promise.all(writes), Promise.all(pending)]);
+    this.forgetOldest();
+    return unticked.flat();
+  }
+
+  async plan(minute: number): Promise<number[] | undefined> {
+    const result = await this.options.client.send(
+      new UpdateCommand({
+        TableName: this.options.tableName,
+        Key: markerKey('OCCUPIED', minute * 60),
+        UpdateExpression: 'SET planned = :planned, expiresAt = :expiresAt',
+        ExpressionAttributeValues: { ':planned': true, ':expiresAt': this.expiry(minute) },
+        ReturnValues: 'ALL_OLD',
+      }),
+    );
+    if (result.Attributes?.planned) return undefined;
+    return [...((result.Attributes?.seconds as Set<number> | undefined) ?? [])].sort((a, b) => a - b);
+  }
+
+  async occupied(from: number, to: number): Promise<Set<number>> {
+    const items = await markersBetween(this.options, 'OCCUPIED', minuteOf(from) * 60, to);
+    const seconds = new Set<number>();
+    for (const item of items) {
+      for (const second of (item.seconds as Set<number> | undefined) ?? []) {
+        if (second >= from && second <= to) seconds.add(second);
+      }
+    }
+    return seconds;
+  }
+
+  /** Adds seconds to a minute's set; returns those that were new to a minute already planned. */
+  private async record(minute: number, seconds: readonly number[]): Promise<number[]> {
+    const result = await this.options.client.send(
+      new UpdateCommand({
+        TableName: this.options.tableName,
+        Key: markerKey('OCCUPIED', minute * 60),
+        UpdateExpression: 'ADD #seconds :seconds SET expiresAt = :expiresAt',
+        ExpressionAttributeNames: { '#seconds': 'seconds' },
+        ExpressionAttributeValues: { ':seconds': new Set(seconds), ':expiresAt': this.expiry(minute) },
+        ReturnValues: 'ALL_OLD',
+      }),
+    );
+    if (!result.Attributes?.planned) return [];
+    const before = result.Attributes.seconds as Set<number> | undefined;
+    return seconds.filter((second) => !before?.has(second));
+  }
+
+  /** The sweeper may read a minute's entry until its scan markers expire. */
+  private expiry(minute: number): number {
+    return (minute + 1) * 60 + MARKER_RETENTION_SECONDS;
+  }
+
+  private forgetOldest(): void {
+    if (this.recorded.size <= REMEMBERED_SECONDS) return;
+    const oldest = [...this.recorded.keys()].sort((a, b) => a - b).slice(0, REMEMBERED_SECONDS / 10);
+    for (const second of oldest) this.recorded.delete(second);
   }
 }

@@ -4,7 +4,7 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { ENV, METRICS } from '../../lib/topology';
-import { sqsDeliveryQueue } from '../adapters/sqs-queues';
+import { sqsDeliveryQueue, sqsTickQueue } from '../adapters/sqs-queues';
 import { sqs } from '../commons/clients';
 import { booleanEnv, integerEnv, requireEnv } from '../commons/config';
 import { createLogger } from '../commons/logger';
@@ -20,8 +20,10 @@ const metrics = createMetrics();
 const ports: ApiPorts = {
   ...tableFromEnv(),
   deliveryQueue: sqsDeliveryQueue(sqs, requireEnv(ENV.deliveryQueueUrl)),
+  tickQueue: sqsTickQueue(sqs, requireEnv(ENV.tickQueueUrl)),
   clock: systemClock,
   retentionDays: integerEnv(ENV.retentionDays),
+  lookaheadSeconds: integerEnv(ENV.lookaheadSeconds),
   allowInsecureTargets: booleanEnv(ENV.allowInsecureTargets),
   onScheduled: function recordScheduled(result) {
     const created = result.outcomes.filter((outcome) => outcome.kind === 'created').length;
@@ -30,6 +32,11 @@ const ports: ApiPorts = {
     if (result.deferred > 0) {
       logger.warn('late arrivals could not be enqueued; their seconds are flagged for the sweeper', {
         deferred: result.deferred,
+      });
+    }
+    if (result.untickedSeconds > 0) {
+      logger.warn("seconds' ticks could not be sent; the sweeper's catch-up will scan them, late", {
+        untickedSeconds: result.untickedSeconds,
       });
     }
   },

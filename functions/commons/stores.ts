@@ -1,5 +1,5 @@
 import { ENV } from '../../lib/topology';
-import { DynamoClockStore, DynamoIdempotencyStore, DynamoTaskStore } from '../adapters/dynamo-store';
+import { DynamoClockStore, DynamoIdempotencyStore, DynamoOccupancyIndex, DynamoTaskStore } from '../adapters/dynamo-store';
 import { MAX_SHARDS } from '../core/ids';
 import { dynamo } from './clients';
 import { integerEnv, requireEnv } from './config';
@@ -21,5 +21,6 @@ export function tableFromEnv(env: NodeJS.ProcessEnv = process.env) {
     taskStore: new DynamoTaskStore({ client: dynamo, tableName, bucketCount }),
     clockStore: new DynamoClockStore({ client: dynamo, tableName }),
     idempotencyStore: new DynamoIdempotencyStore({ client: dynamo, tableName }),
+    occupancy: new DynamoOccupancyIndex({ client: dynamo, tableName }),
   };
 }

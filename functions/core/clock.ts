@@ -16,27 +16,35 @@ export async function readClock(clockStore: ClockStore, clock: Clock): Promise<C
   return started;
 }
 
-export type Claim = { readonly claimed: true; readonly second: number } | { readonly claimed: false };
+/** A minute of seconds: the most one claim takes, so a crash strands at most that much for the sweeper. */
+export const MAX_CLAIM_SECONDS = 60;
+
+export const minuteOf = (second: number): number => Math.floor(second / 60);
+
+export type Claim = { readonly claimed: true; readonly from: number; readonly through: number } | { readonly claimed: false };
 
 /** Contention is expected while a backlog drains in parallel; this bounds one call's retries. */
 const MAX_CLAIM_CONFLICTS = 20;
 
 /**
- * Claims the next unclaimed second if it is due within the lookahead. The conditional
- * write on the cursor is the optimistic lock: of any number of racing scanners exactly
- * one advances it from a given value, and the losers re-read and try the next second,
- * so concurrent scanners share out a backlog instead of repeating it.
+ * Claims the unclaimed seconds up to `through` (at most MAX_CLAIM_SECONDS of them) with one
+ * conditional write on the cursor, the optimistic lock: of any number of racing claimants
+ * exactly one advances it from a given value, and the losers re-read and claim what follows,
+ * so concurrent scanners share out a backlog instead of repeating it. Empty seconds cost
+ * nothing more than being inside the range: the claimant learns which seconds have tasks
+ * only after the claim, from the occupancy index (see scanRange for why that order).
  */
-export async function claimNextSecond(options: {
+export async function claimSeconds(options: {
   clockStore: ClockStore;
   clock: Clock;
-  lookaheadSeconds: number;
+  through: number;
 }): Promise<Claim> {
-  const { clockStore, clock, lookaheadSeconds } = options;
+  const { clockStore, clock, through } = options;
   for (let conflicts = 0; conflicts < MAX_CLAIM_CONFLICTS; conflicts++) {
     const { cursor } = await readClock(clockStore, clock);
-    if (cursor > secondOf(clock.now()) + lookaheadSeconds) return { claimed: false };
-    if (await clockStore.advance(cursor)) return { claimed: true, second: cursor };
+    if (cursor > through) return { claimed: false };
+    const last = Math.min(through, cursor + MAX_CLAIM_SECONDS - 1);
+    if (await clockStore.advance(cursor, last)) return { claimed: true, from: cursor, through: last };
   }
   return { claimed: false };
 }

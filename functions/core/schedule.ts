@@ -4,18 +4,22 @@ import { newTaskId, parseTaskId, taskKey } from './ids';
 import { MARKER_RETENTION_SECONDS, toDeliveryMessages } from './scan';
 import type { NewTask } from './schemas';
 import type { TaskKey } from './ids';
-import type { CancelOutcome, Clock, ClockStore, DeliveryQueue, IdempotencyStore, Task, TaskStore } from './task';
+import type { CancelOutcome, Clock, ClockStore, DeliveryQueue, IdempotencyStore, OccupancyIndex, Task, TaskStore } from './task';
 import { DAY_SECONDS, expiryAfter } from './task';
+import { type TickQueue, tickFor } from './tick';
 
 export interface SchedulePorts {
   readonly taskStore: TaskStore;
   readonly clockStore: ClockStore;
   readonly idempotencyStore: IdempotencyStore;
+  readonly occupancy: OccupancyIndex;
   readonly deliveryQueue: DeliveryQueue;
+  readonly tickQueue: TickQueue;
   readonly clock: Clock;
   readonly bucketCount: number;
   readonly shardCount: number;
   readonly retentionDays: number;
+  readonly lookaheadSeconds: number;
 }
 
 /** Idempotency keys are scoped per tenant; there is one tenant until API keys exist. */
@@ -37,6 +41,8 @@ export interface ScheduleResult {
   readonly enqueuedDirect: number;
   /** Late arrivals it could not enqueue and left, flagged, to the sweeper. */
   readonly deferred: number;
+  /** Seconds whose tick could not be sent: their tasks wait for the sweeper's catch-up, late but not lost. */
+  readonly untickedSeconds: number;
 }
 
 type Entry = { task: Task; key: TaskKey };
@@ -70,7 +76,12 @@ async function createOrAdopt(ports: SchedulePorts, entry: Entry): Promise<Task> 
  * have expired: a finished task lives `retentionDays` after it ends, so within that many
  * days of the claim a missing task was never written. After it, the key is spent.
  */
-async function scheduleWithKey(ports: SchedulePorts, request: NewTask & { idempotencyKey: string }, createdAtMs: number): Promise<ScheduleOutcome> {
+async function scheduleWithKey(
+  ports: SchedulePorts,
+  request: NewTask & { idempotencyKey: string },
+  createdAtMs: number,
+  occupy: (seconds: readonly number[]) => Promise<void>,
+): Promise<ScheduleOutcome> {
   const entry = newEntry(ports, request, createdAtMs);
   const expiresAtSeconds = expiryAfter(Math.max(request.dueAtMs, createdAtMs), ports.retentionDays);
   const { claimed, holder } = await ports.idempotencyStore.claim(
@@ -90,32 +101,42 @@ async function scheduleWithKey(ports: SchedulePorts, request: NewTask & { idempo
   if (createdAtMs - holder.claimedAtMs >= ports.retentionDays * DAY_SECONDS * 1000) {
     return { kind: 'expired', taskId: holder.taskId };
   }
+  // The recorded id may be due at another second than this request (delaySeconds resolves anew).
+  await occupy([secondOf(recorded.task.dueAtMs)]);
   return { kind: 'replayed', task: await createOrAdopt(ports, recorded) };
 }
 
 /**
- * Stores new tasks, then hands any whose second is already claimed straight to the
- * delivery queue. The order matters (invariant 5): the cursor is read after the write,
- * so either the scanner's claim came later and its query sees the task, or the cursor
- * read here already shows the claim and this call enqueues it. A task can be enqueued
- * twice by that race, never zero times. Late arrivals are also flagged for the sweeper's
- * overdue pass, their seconds' scans having sent nothing of theirs: should the message be
- * lost, or the enqueue fail, the sweeper enqueues them once they are overdueGraceSeconds
- * past due. Only when neither the enqueue nor the flag can be written does the call fail.
+ * Records the tasks' seconds in the occupancy index, stores the tasks, then hands any whose
+ * second is already claimed straight to the delivery queue. The order matters (invariant 5):
+ * the index entry and the task are durable before the cursor is read, so either the scanner's
+ * claim came later, and its index read and query see the task, or the cursor read here
+ * already shows the claim and this call enqueues it. A task can be enqueued twice by that
+ * race, never zero times. Late arrivals are also flagged for the sweeper's overdue pass, their
+ * seconds' scans having sent nothing of theirs: should the message be lost, or the enqueue
+ * fail, the sweeper enqueues them once they are overdueGraceSeconds past due. Only when
+ * neither the enqueue nor the flag can be written does the call fail. A second the index had
+ * not seen, in a minute the ticker already planned, gets its tick from here.
  */
 export async function scheduleTasks(ports: SchedulePorts, requests: readonly NewTask[]): Promise<ScheduleResult> {
   const { taskStore, clockStore, deliveryQueue, clock } = ports;
   const createdAtMs = clock.now();
   const outcomes: ScheduleOutcome[] = new Array(requests.length);
+  const unticked = new Set<number>();
+  const occupy = async (seconds: readonly number[]) => {
+    for (const second of await ports.occupancy.occupy(seconds)) unticked.add(second);
+  };
   // Entries are built before any write starts, so nothing can throw with writes left unawaited.
   const plain = requests.flatMap((request, index) =>
     request.idempotencyKey === undefined ? [{ index, entry: newEntry(ports, request, createdAtMs) }] : [],
   );
+  // Before any task is written, so that no stored task is ever missing from the index.
+  await occupy(requests.map((request) => secondOf(request.dueAtMs)));
   const keyed = requests.flatMap((request, index) => {
     const { idempotencyKey } = request;
     if (idempotencyKey === undefined) return [];
     return [
-      scheduleWithKey(ports, { ...request, idempotencyKey }, createdAtMs).then((outcome) => {
+      scheduleWithKey(ports, { ...request, idempotencyKey }, createdAtMs, occupy).then((outcome) => {
         outcomes[index] = outcome;
       }),
     ];
@@ -130,29 +151,39 @@ export async function scheduleTasks(ports: SchedulePorts, requests: readonly New
   await Promise.all([writePlain(), ...keyed]);
 
   const { cursor } = await readClock(clockStore, clock);
+  const nowMs = clock.now();
+  // Due within the lookahead, a task is enqueued here too, claimed or not: a tick could not
+  // bring a scanner to it before it is due. Should this enqueue fail, the scanner's claim of
+  // its second (or the sweeper's catch-up) still finds it in the index.
+  const enqueueBefore = Math.max(cursor, secondOf(nowMs) + ports.lookaheadSeconds + 1);
   const late = outcomes.flatMap((outcome) =>
     (outcome.kind === 'created' || outcome.kind === 'replayed') &&
     outcome.task.status === 'PENDING' &&
     outcome.task.attempts === 0 &&
-    secondOf(outcome.task.dueAtMs) < cursor
+    secondOf(outcome.task.dueAtMs) < enqueueBefore
       ? [outcome.task]
       : [],
   );
-  if (late.length === 0) return { outcomes, enqueuedDirect: 0, deferred: 0 };
-  const nowMs = clock.now();
-  const [sent, flagged] = await Promise.allSettled([
-    deliveryQueue.send(toDeliveryMessages(late, nowMs)),
-    clockStore.markForRecheck(
-      late.map((task) => secondOf(task.dueAtMs)),
-      secondOf(nowMs),
-      secondOf(nowMs) + MARKER_RETENTION_SECONDS,
-    ),
+  // Those seconds need no tick: their tasks are enqueued here.
+  const ticks = [...unticked]
+    .filter((second) => second >= enqueueBefore)
+    .map((second) => tickFor(second, nowMs, ports.lookaheadSeconds));
+  const [sent, flagged, ticked] = await Promise.allSettled([
+    late.length > 0 ? deliveryQueue.send(toDeliveryMessages(late, nowMs)) : Promise.resolve(),
+    late.length > 0
+      ? clockStore.markForRecheck(
+          late.map((task) => secondOf(task.dueAtMs)),
+          secondOf(nowMs),
+          secondOf(nowMs) + MARKER_RETENTION_SECONDS,
+        )
+      : Promise.resolve(),
+    ticks.length > 0 ? ports.tickQueue.send(ticks) : Promise.resolve(),
   ]);
-  if (sent.status === 'fulfilled') return { outcomes, enqueuedDirect: late.length, deferred: 0 };
-  if (flagged.status === 'fulfilled') return { outcomes, enqueuedDirect: 0, deferred: late.length };
+  const untickedSeconds = ticked.status === 'fulfilled' ? 0 : ticks.length;
+  if (sent.status === 'fulfilled') return { outcomes, enqueuedDirect: late.length, deferred: 0, untickedSeconds };
+  if (flagged.status === 'fulfilled') return { outcomes, enqueuedDirect: 0, deferred: late.length, untickedSeconds };
   throw sent.reason;
 }
-
 
 export interface TaskLookupPorts {
   readonly taskStore: TaskStore;

@@ -1,6 +1,6 @@
 import { secondOf } from './clock';
 import type { ScanPorts } from './scan';
-import { MARKER_RETENTION_SECONDS, scanSecond } from './scan';
+import { claimAndScan, MARKER_RETENTION_SECONDS, scanRange } from './scan';
 import type { Watermark } from './task';
 
 export interface SweepSettings {
@@ -17,18 +17,29 @@ export interface SweepSettings {
    * (or its message keeps crashing the callback) and is enqueued again.
    */
   readonly overdueGraceSeconds: number;
+  /**
+   * Seconds with tasks that no tick-driven scanner has claimed this long after they were due
+   * are claimed and scanned by the sweeper: their tick was lost, or never sent.
+   */
+  readonly catchUpGraceSeconds: number;
   /** A run stops after this long and leaves the rest to the next run. */
   readonly budgetMs: number;
 }
 
 export interface SweepReport {
+  /** Tasks in seconds no scanner had claimed catchUpGraceSeconds after they were due, enqueued by the catch-up. */
+  readonly caughtUp: number;
   /** Claimed seconds that were never finished, re-scanned now. */
   readonly rescanned: number[];
   /** Tasks enqueued by those re-scans. */
   readonly enqueued: number;
   /** Tasks never attempted long after their due time, enqueued again. */
   readonly overdue: number;
-  /** Now minus the cursor: how far the scanners are behind real time (negative while they run ahead). */
+  /**
+   * How far the scanners are behind: now minus the oldest second with tasks that the catch-up
+   * had to claim, or, when it found none, now minus the cursor but at most zero (an idle
+   * clock's cursor trails real time by design; one running ahead shows the lookahead).
+   */
   readonly lagSeconds: number;
   /** Now minus the sweep watermark: how far back seconds are not yet known to be finished. */
   readonly unsweptSeconds: number;
@@ -79,26 +90,42 @@ async function raised(ports: ScanPorts, mark: Watermark, after: number, through:
 }
 
 /**
- * The safety net behind the scanners, run every minute. First it re-scans seconds that
- * were claimed but never recorded as finished (a scanner that crashed, timed out or failed
- * to enqueue). Then, over seconds that had work, it looks for tasks no callback has ever
- * claimed long after their due time, whose message was lost, dead-lettered by SQS or keeps
- * crashing the callback, and enqueues them again. Both only ever send duplicates of
- * work that may already be in flight, which the callback's lease turns into no-ops.
+ * The safety net behind the scanners, run every minute. First it catches up the cursor over
+ * seconds no tick-driven scanner claimed in time: ticks come only for seconds with tasks, so
+ * an idle clock's cursor waits for this pass, and a second whose tick was lost is scanned
+ * here, late but not lost. Then it re-scans claimed seconds that have tasks and were never
+ * recorded as finished (a scanner that crashed, timed out or failed to enqueue). Then, over
+ * seconds that had work, it looks for tasks no callback has ever claimed long after their due
+ * time, whose message was lost, dead-lettered by SQS or keeps crashing the callback, and
+ * enqueues them again. All of it only ever sends duplicates of work that may already be in
+ * flight, which the callback's lease turns into no-ops.
  */
 export async function sweep(ports: ScanPorts, settings: SweepSettings): Promise<SweepReport> {
   const startedAtMs = ports.clock.now();
   const nowSecond = secondOf(startedAtMs);
   const state = await ports.clockStore.read();
   if (!state) {
-    return { rescanned: [], enqueued: 0, overdue: 0, lagSeconds: 0, unsweptSeconds: 0, overdueCheckLagSeconds: 0, errors: [] };
+    return { caughtUp: 0, rescanned: [], enqueued: 0, overdue: 0, lagSeconds: 0, unsweptSeconds: 0, overdueCheckLagSeconds: 0, errors: [] };
   }
-  // Each pass gets half the budget, so a pass with a long queue of work cannot starve the other.
-  const passBudgetMs = settings.budgetMs / 2;
+  // Each pass gets a third of the budget, so a pass with a long queue of work cannot starve the others.
+  const passBudgetMs = settings.budgetMs / 3;
   // Without a watermark (a first sweep, or one added to a long-running clock) a pass starts at
   // the clock's start, but never before the oldest marker that can still exist: older seconds
   // would all look unfinished and be re-scanned for nothing, holding the overdue pass back.
   const neverSwept = Math.max(state.startedAt, nowSecond - MARKER_RETENTION_SECONDS) - 1;
+
+  let caughtUp = 0;
+  // Until the catch-up says otherwise, assume the worst it could have found.
+  let lagSeconds = nowSecond - state.cursor;
+  let catchUpError: unknown;
+  try {
+    const run = await claimAndScan(ports, () => nowSecond - settings.catchUpGraceSeconds, startedAtMs + passBudgetMs);
+    caughtUp = run.enqueued;
+    const oldestMissed = Math.min(...run.enqueuedBySecond.keys());
+    lagSeconds = Number.isFinite(oldestMissed) ? nowSecond - oldestMissed : Math.min(0, lagSeconds);
+  } catch (error) {
+    catchUpError = error;
+  }
 
   const rescanned: number[] = [];
   let enqueued = 0;
@@ -109,14 +136,19 @@ export async function sweep(ports: ScanPorts, settings: SweepSettings): Promise<
     {
       after: sweptAfter,
       to: Math.min(state.cursor - 1, nowSecond - settings.graceSeconds, sweptAfter + settings.maxSecondsPerRun),
-      deadlineMs: startedAtMs + passBudgetMs,
+      deadlineMs: ports.clock.now() + passBudgetMs,
     },
     async (from, to) => {
-      const finished = await ports.clockStore.scannedSeconds(from, to);
-      return (second) => (finished.has(second) ? [] : [second]);
+      // Read after the seconds were claimed, the index names every second a task can be waiting in (see scanRange).
+      const [finished, occupied] = await Promise.all([
+        ports.clockStore.scannedSeconds(from, to),
+        ports.occupancy.occupied(from, to),
+      ]);
+      return (second) => (finished.has(second) || !occupied.has(second) ? [] : [second]);
     },
     async (second) => {
-      enqueued += (await scanSecond(ports, second)).enqueued;
+      const sent = await scanRange(ports, { from: second, through: second }, new Set([second]));
+      enqueued += sent.get(second) ?? 0;
       rescanned.push(second);
     },
   );
@@ -153,12 +185,13 @@ export async function sweep(ports: ScanPorts, settings: SweepSettings): Promise<
   );
 
   return {
+    caughtUp,
     rescanned,
     enqueued,
     overdue,
-    lagSeconds: nowSecond - state.cursor,
+    lagSeconds,
     unsweptSeconds: nowSecond - unfinished.through,
     overdueCheckLagSeconds: Math.max(0, nowSecond - settings.overdueGraceSeconds - overduePass.through),
-    errors: [unfinished.error, overduePass.error].filter((error) => error !== undefined),
+    errors: [catchUpError, unfinished.error, overduePass.error].filter((error) => error !== undefined),
   };
 }

@@ -89,6 +89,31 @@ export type DeliveryRecord =
   | { readonly status: 'PENDING'; readonly lastError: string }
   | { readonly status: 'FAILED'; readonly lastError: string; readonly expiresAtSeconds: number };
 
+/** Seconds `from` to `through`, both included. */
+export interface SecondRange {
+  readonly from: number;
+  readonly through: number;
+}
+
+/**
+ * Which seconds have tasks, recorded at submit before a task is written, so that scanners
+ * and the ticker pass over empty seconds instead of querying every shard of each one (the
+ * empty-turning time wheel). Kept per minute; a minute is "planned" once the ticker has
+ * read its seconds to send their ticks.
+ */
+export interface OccupancyIndex {
+  /**
+   * Records that tasks are due in these seconds, durably, before it resolves. Returns those
+   * that were not recorded before and fall in a minute the ticker has already planned: no
+   * tick will come for them unless the caller sends one.
+   */
+  occupy(seconds: readonly number[]): Promise<number[]>;
+  /** Marks the minute planned and returns its occupied seconds; undefined if it was planned before. */
+  plan(minute: number): Promise<number[] | undefined>;
+  /** The occupied seconds in [from, to] (a consistent read). */
+  occupied(from: number, to: number): Promise<Set<number>>;
+}
+
 /** The scan cursor: the next second nobody has claimed yet. */
 export interface ClockState {
   readonly cursor: number;
@@ -100,10 +125,13 @@ export interface ClockStore {
   read(): Promise<ClockState | undefined>;
   /** Creates the clock at `second` unless it exists; true if this call created it. */
   start(second: number): Promise<boolean>;
-  /** Moves the cursor from `from` to `from + 1` if nobody else has; true if this call claimed `from`. */
-  advance(from: number): Promise<boolean>;
-  /** Records that a claimed second was fully scanned and enqueued. */
-  markScanned(second: number, enqueued: number, expiresAtSeconds: number): Promise<void>;
+  /** Moves the cursor from `from` to `through + 1` if nobody else has; true if this call claimed `from`..`through`. */
+  advance(from: number, through: number): Promise<boolean>;
+  /**
+   * Records that the claimed seconds `range` were fully scanned and enqueued, with how many
+   * tasks each second that had any sent (seconds left out sent none). One marker per range.
+   */
+  markScanned(range: SecondRange, enqueuedBySecond: ReadonlyMap<number, number>, expiresAtSeconds: number): Promise<void>;
   /** The seconds in [from, to] that have a finished marker, each with how many tasks its scan enqueued. */
   scannedSeconds(from: number, to: number): Promise<Map<number, number>>;
   /**

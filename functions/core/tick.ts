@@ -1,8 +1,8 @@
-import { secondOf } from './clock';
-import type { Clock } from './task';
+import { minuteOf, secondOf } from './clock';
+import type { Clock, OccupancyIndex } from './task';
 
 export interface Tick {
-  /** The second this tick is meant to start; scanners claim by the clock, so this is for logs and lag. */
+  /** The occupied second this tick is for; scanners claim by the clock, so this is for logs and lag. */
   readonly second: number;
   readonly delaySeconds: number;
 }
@@ -11,17 +11,42 @@ export interface TickQueue {
   send(ticks: readonly Tick[]): Promise<void>;
 }
 
+/** Seconds the SQS DelaySeconds attribute can hold. */
+const MAX_TICK_DELAY_SECONDS = 900;
+
 /**
- * EventBridge rules fire at most once a minute, so one run fans out a tick for each
- * second of the coming minute, delayed by SQS. A lost or doubled tick is harmless:
- * the next one claims whatever seconds are due.
+ * The tick for an occupied second. It surfaces `lookaheadSeconds` before the second, never
+ * earlier, so the scanner it starts, which claims up to now + lookahead, takes the second in.
+ * SQS delays are whole seconds, so this rounds up: a tick rounded down could surface just
+ * under a second too early, claim up to the second before, and leave this one to the sweeper.
  */
-export async function fanOutTicks(options: { tickQueue: TickQueue; clock: Clock; count: number }): Promise<Tick[]> {
-  const first = secondOf(options.clock.now());
-  const ticks = Array.from({ length: options.count }, (_, delaySeconds) => ({
-    second: first + delaySeconds,
-    delaySeconds,
-  }));
-  await options.tickQueue.send(ticks);
+export function tickFor(second: number, nowMs: number, lookaheadSeconds: number): Tick {
+  const delayMs = (second - lookaheadSeconds) * 1000 - nowMs;
+  return { second, delaySeconds: Math.min(MAX_TICK_DELAY_SECONDS, Math.max(0, Math.ceil(delayMs / 1000))) };
+}
+
+/**
+ * Runs once a minute (EventBridge rules fire at most that often) and plans the current and
+ * the coming minute: it marks each planned in the occupancy index, which hands back the
+ * seconds that have tasks, and sends one tick per such second, delayed by SQS. Empty seconds
+ * get no tick and cost nothing. A minute is planned once: a run that finds it planned (by the
+ * previous run, or a duplicate of this one) sends nothing for it. Seconds that become occupied
+ * after their minute was planned are ticked by the api that occupies them; a lost tick
+ * delays its second until the sweeper's catch-up, never loses it.
+ */
+export async function planTicks(options: {
+  occupancy: OccupancyIndex;
+  tickQueue: TickQueue;
+  clock: Clock;
+  lookaheadSeconds: number;
+}): Promise<Tick[]> {
+  const nowMs = options.clock.now();
+  const thisMinute = minuteOf(secondOf(nowMs));
+  const ticks: Tick[] = [];
+  for (const minute of [thisMinute, thisMinute + 1]) {
+    const seconds = await options.occupancy.plan(minute);
+    for (const second of seconds ?? []) ticks.push(tickFor(second, nowMs, options.lookaheadSeconds));
+  }
+  if (ticks.length > 0) await options.tickQueue.send(ticks);
   return ticks;
 }

@@ -37,11 +37,11 @@ export const handler = middy<SQSEvent, SQSBatchResponse>()
   .handler(async (_event: SQSEvent, context: Context) => {
     const budgetMs = Math.min(SCANNER_BUDGET_MS, context.getRemainingTimeInMillis() - FINISH_RESERVE_MS);
     const run = await runScanner(ports, budgetMs);
-    metrics.addMetric(METRICS.secondsScanned, MetricUnit.Count, run.seconds.length);
+    metrics.addMetric(METRICS.secondsScanned, MetricUnit.Count, run.claimed);
     metrics.addMetric(METRICS.tasksEnqueued, MetricUnit.Count, run.enqueued);
-    for (const count of run.enqueuedPerSecond) metrics.addMetric(METRICS.tasksPerSecond, MetricUnit.Count, count);
-    const facts = { first: run.seconds[0], count: run.seconds.length, enqueued: run.enqueued };
+    for (const count of run.enqueuedBySecond.values()) metrics.addMetric(METRICS.tasksPerSecond, MetricUnit.Count, count);
+    const facts = { claimed: run.claimed, busySeconds: run.enqueuedBySecond.size, enqueued: run.enqueued };
     if (run.enqueued > 0) logger.info('seconds scanned', facts);
-    else if (run.seconds.length > 0) logger.debug('empty seconds scanned', facts);
+    else if (run.claimed > 0) logger.debug('empty seconds claimed', facts);
     return { batchItemFailures: [] };
   });

@@ -2,7 +2,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
-import { ENV, METRICS, SWEEPER_BUDGET_MS } from '../../lib/topology';
+import { ENV, METRICS, SWEEPER_BUDGET_MS, SWEEPER_CATCH_UP_GRACE_SECONDS } from '../../lib/topology';
 import { sqsDeliveryQueue } from '../adapters/sqs-queues';
 import { sqs } from '../commons/clients';
 import { integerEnv, requireEnv } from '../commons/config';
@@ -24,6 +24,7 @@ const settings = {
   maxSecondsPerRun: integerEnv(ENV.sweepMaxSecondsPerRun),
   graceSeconds: integerEnv(ENV.sweepGraceSeconds),
   overdueGraceSeconds: integerEnv(ENV.overdueGraceSeconds),
+  catchUpGraceSeconds: SWEEPER_CATCH_UP_GRACE_SECONDS,
   budgetMs: SWEEPER_BUDGET_MS,
 };
 
@@ -37,12 +38,13 @@ export const handler = middy()
   .use(logMetrics(metrics))
   .handler(async () => {
     const report = await sweep(ports, settings);
-    const missed = report.enqueued + report.overdue;
+    const missed = report.caughtUp + report.enqueued + report.overdue;
     metrics.addMetric(METRICS.missedTasks, MetricUnit.Count, missed);
     metrics.addMetric(METRICS.scannerLagSeconds, MetricUnit.Seconds, report.lagSeconds);
     metrics.addMetric(METRICS.unsweptSeconds, MetricUnit.Seconds, report.unsweptSeconds);
     metrics.addMetric(METRICS.overdueCheckLagSeconds, MetricUnit.Seconds, report.overdueCheckLagSeconds);
     const facts = {
+      caughtUp: report.caughtUp,
       rescanned: report.rescanned.length,
       enqueued: report.enqueued,
       overdue: report.overdue,

@@ -1,22 +1,28 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy from '@middy/core';
-import { ENV, TICKS_PER_RUN } from '../../lib/topology';
+import { ENV } from '../../lib/topology';
 import { sqsTickQueue } from '../adapters/sqs-queues';
 import { sqs } from '../commons/clients';
-import { requireEnv } from '../commons/config';
+import { integerEnv, requireEnv } from '../commons/config';
 import { createLogger } from '../commons/logger';
+import { tableFromEnv } from '../commons/stores';
 import { systemClock } from '../core/task';
-import { fanOutTicks } from '../core/tick';
+import { planTicks } from '../core/tick';
 
 const logger = createLogger();
 
-const tickQueue = sqsTickQueue(sqs, requireEnv(ENV.tickQueueUrl));
+const ports = {
+  occupancy: tableFromEnv().occupancy,
+  tickQueue: sqsTickQueue(sqs, requireEnv(ENV.tickQueueUrl)),
+  clock: systemClock,
+  lookaheadSeconds: integerEnv(ENV.lookaheadSeconds),
+};
 
-/** Runs once a minute (EventBridge rule) and spreads that minute into one tick per second. */
+/** Runs once a minute (EventBridge rule) and sends one tick per second with tasks in the minutes it plans. */
 export const handler = middy()
   .use(injectLambdaContext(logger))
   .handler(async () => {
-    const ticks = await fanOutTicks({ tickQueue, clock: systemClock, count: TICKS_PER_RUN });
+    const ticks = await planTicks(ports);
     logger.info('ticks sent', { first: ticks[0]?.second, count: ticks.length });
     return { ticks: ticks.length };
   });

@@ -13,9 +13,11 @@ import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import dynalite from 'dynalite';
 import { startFauxqs } from 'fauxqs';
-import { allItems, DynamoClockStore } from '../../functions/adapters/dynamo-store';
-import { redriveByCopy, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
+import { allItems, DynamoClockStore, DynamoOccupancyIndex } from '../../functions/adapters/dynamo-store';
+import { redriveByCopy, sqsDeliveryQueue, sqsTickQueue } from '../../functions/adapters/sqs-queues';
+import { secondOf } from '../../functions/core/clock';
 import { toDeliveryMessages } from '../../functions/core/scan';
+import { tickFor } from '../../functions/core/tick';
 import { generateSigningSecret } from '../../functions/core/signature';
 import {
   DEFAULT_SETTINGS,
@@ -51,6 +53,17 @@ export interface LocalTimerOptions {
   readonly settings?: Partial<TimerSettings>;
   /** Powertools log level for the handlers, e.g. INFO or ERROR. */
   readonly logLevel?: string;
+  /** Wraps every handler as it is loaded: how a benchmark attributes CPU time to each function. */
+  readonly wrapHandler?: (fn: FunctionName, handler: AnyHandler) => AnyHandler;
+  /** Told of every AWS request the handlers and pollers make, with its input, before it is sent. */
+  readonly onRequest?: (request: AwsRequest) => void;
+}
+
+/** One AWS request as the SDK is about to send it. */
+export interface AwsRequest {
+  /** `Client.Command`, e.g. `DynamoDB.Query`, or `EventSourceMapping.SQS.ReceiveMessage` for the pollers. */
+  readonly name: string;
+  readonly input: Record<string, unknown>;
 }
 
 export interface LocalQueue {
@@ -69,8 +82,9 @@ export interface LocalTimer {
   /** Webhooks delivered to the built-in receiver at LOCAL_INBOX_PATH. */
   readonly inbox: ReturnType<typeof createWebhookInbox>;
   /**
-   * AWS requests made so far, by `Client.Command`: the handlers' own calls plus the queue
-   * pollers' receives and deletes, which Lambda's event source mappings make in the cloud.
+   * AWS requests made so far, by `Client.Command`: the handlers' own calls, and the queue
+   * pollers' receives and deletes as `EventSourceMapping.SQS.…` (Lambda's event source
+   * mappings make those in the cloud, long-polling whether or not there is work).
    */
   requestCounts(): Record<string, number>;
   /** Tasks re-enqueued at start because the in-memory queues of a previous run were lost. */
@@ -182,15 +196,48 @@ async function requeueLostTasks(
   return lost.length;
 }
 
-type AnyHandler = LambdaHandler<unknown, unknown>;
+/**
+ * Ticks were in fauxqs's memory too, and the ticker plans each minute only once, so it will
+ * not send them again. Ticks go out anew for the seconds with tasks that no scanner has
+ * claimed, through the end of the next minute (the last one a ticker can have planned);
+ * seconds more than an hour overdue are left to the sweeper's catch-up.
+ */
+async function requeueLostTicks(
+  dynamo: DynamoDBDocumentClient,
+  tickQueueUrl: string,
+  sqs: SQSClient,
+  lookaheadSeconds: number,
+): Promise<void> {
+  const clock = await new DynamoClockStore({ client: dynamo, tableName: LOCAL_TABLE_NAME }).read();
+  if (!clock) return;
+  const nowMs = Date.now();
+  const from = Math.max(clock.cursor, secondOf(nowMs) - 3600);
+  const through = (Math.floor(secondOf(nowMs) / 60) + 2) * 60 - 1;
+  const occupancy = new DynamoOccupancyIndex({ client: dynamo, tableName: LOCAL_TABLE_NAME });
+  const seconds = [...(await occupancy.occupied(from, through))];
+  if (seconds.length === 0) return;
+  await sqsTickQueue(sqs, tickQueueUrl).send(seconds.map((second) => tickFor(second, nowMs, lookaheadSeconds)));
+}
 
-/** Counts each request a client sends, so local runs can report AWS requests per task. */
-function countRequests(client: { middlewareStack: unknown }, counts: Map<string, number>): void {
+export type AnyHandler = LambdaHandler<unknown, unknown>;
+
+/**
+ * Counts each request a client sends, so local runs can report AWS requests per task, and
+ * tells `onRequest` of it. `prefix` sets apart the requests Lambda's event source mappings
+ * make in the cloud (the local pollers' receives and deletes) from the functions' own.
+ */
+function countRequests(
+  client: { middlewareStack: unknown },
+  counts: Map<string, number>,
+  onRequest: ((request: AwsRequest) => void) | undefined,
+  prefix = '',
+): void {
   // Every SDK v3 client has the same middleware stack; SQS's type stands for all of them.
   (client.middlewareStack as SQSClient['middlewareStack']).add(
     (next, context) => (args) => {
-      const name = `${(context.clientName ?? 'Unknown').replace(/Client$/, '')}.${(context.commandName ?? 'Unknown').replace(/Command$/, '')}`;
+      const name = `${prefix}${(context.clientName ?? 'Unknown').replace(/Client$/, '')}.${(context.commandName ?? 'Unknown').replace(/Command$/, '')}`;
       counts.set(name, (counts.get(name) ?? 0) + 1);
+      onRequest?.({ name, input: args.input as Record<string, unknown> });
       return next(args);
     },
     { step: 'initialize', name: 'countRequests' },
@@ -198,7 +245,9 @@ function countRequests(client: { middlewareStack: unknown }, counts: Map<string,
 }
 
 /** Imports the handlers only after the environment is set: they read it, and build their clients, at load. */
-async function loadHandlers(): Promise<Record<FunctionName, AnyHandler>> {
+async function loadHandlers(
+  wrap: (fn: FunctionName, handler: AnyHandler) => AnyHandler = (_fn, handler) => handler,
+): Promise<Record<FunctionName, AnyHandler>> {
   const [api, ticker, scanner, callback, sweeper] = await Promise.all([
     import('../../functions/api/handler'),
     import('../../functions/ticker/handler'),
@@ -207,11 +256,11 @@ async function loadHandlers(): Promise<Record<FunctionName, AnyHandler>> {
     import('../../functions/sweeper/handler'),
   ]);
   return {
-    api: api.handler as unknown as AnyHandler,
-    ticker: ticker.handler as unknown as AnyHandler,
-    scanner: scanner.handler as unknown as AnyHandler,
-    callback: callback.handler as unknown as AnyHandler,
-    sweeper: sweeper.handler as unknown as AnyHandler,
+    api: wrap('api', api.handler as unknown as AnyHandler),
+    ticker: wrap('ticker', ticker.handler as unknown as AnyHandler),
+    scanner: wrap('scanner', scanner.handler as unknown as AnyHandler),
+    callback: wrap('callback', callback.handler as unknown as AnyHandler),
+    sweeper: wrap('sweeper', sweeper.handler as unknown as AnyHandler),
   };
 }
 
@@ -297,14 +346,18 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     },
     ...(Object.keys(FUNCTIONS) as FunctionName[]).map((fn) => environmentFor(fn, settings, resources)),
   );
-  const handlers = await loadHandlers();
+  const handlers = await loadHandlers(options.wrapHandler);
   const counts = new Map<string, number>();
   const handlerClients = await import('../../functions/commons/clients');
   for (const client of [handlerClients.dynamo, handlerClients.sqs, handlerClients.eventBridge, sqs])
-    countRequests(client, counts);
+    countRequests(client, counts, options.onRequest);
+  // The pollers get a client of their own, so their requests are told apart from the functions'.
+  const pollerSqs = new SQSClient({ region: LOCAL_REGION, endpoint: sqsServer.address, credentials: LOCAL_CREDENTIALS, useQueueUrlAsEndpoint: false });
+  countRequests(pollerSqs, counts, options.onRequest, 'EventSourceMapping.');
   const onError = (source: string) => (error: unknown) => logLine('ERROR', `${source} failed`, describeError(error));
 
   const recovered = await requeueLostTasks(dynamo, queues.delivery.url, sqs);
+  await requeueLostTicks(dynamo, queues.tick.url, sqs, settings.lookaheadSeconds);
   if (recovered > 0)
     logLine('WARN', 're-enqueued tasks whose queue messages were lost with the last run', { recovered });
 
@@ -313,7 +366,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     const { fn, batchSize, localPollers } = spec.consumer;
     return [
       startQueuePollers({
-        sqs,
+        sqs: pollerSqs,
         queueUrl: queues[name].url,
         queueArn: queues[name].arn,
         fn,

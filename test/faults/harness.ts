@@ -12,7 +12,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import { DynamoClockStore, DynamoIdempotencyStore, DynamoTaskStore } from '../../functions/adapters/dynamo-store';
+import { DynamoClockStore, DynamoIdempotencyStore, DynamoOccupancyIndex, DynamoTaskStore } from '../../functions/adapters/dynamo-store';
 import { delayRedelivery, SqsDeadLetterQueue, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
 import { AwsTargetDispatcher } from '../../functions/adapters/targets';
 import { type ApiPorts, route } from '../../functions/api/routes';
@@ -129,6 +129,7 @@ export async function startHarness(options: HarnessOptions = {}) {
       taskStore: new DynamoTaskStore({ client: dynamo, tableName, bucketCount: BUCKETS }),
       clockStore: new DynamoClockStore({ client: dynamo, tableName }),
       idempotencyStore: new DynamoIdempotencyStore({ client: dynamo, tableName }),
+      occupancy: new DynamoOccupancyIndex({ client: dynamo, tableName }),
       deliveryQueue: sqsDeliveryQueue(sqs, delivery.url),
       clock: skewedClock(options.skewMs?.[name] ?? 0),
       bucketCount: BUCKETS,
@@ -136,8 +137,16 @@ export async function startHarness(options: HarnessOptions = {}) {
     };
   };
 
-  const api: ApiPorts = { ...component('api'), retentionDays: 30, allowInsecureTargets: true };
-  const scanner: ScanPorts & { lookaheadSeconds: number } = { ...component('scanner'), lookaheadSeconds: options.lookaheadSeconds ?? 1 };
+  const lookaheadSeconds = options.lookaheadSeconds ?? 1;
+  // The tick loop below starts a scanner every second, a superset of the ticks the api would send.
+  const api: ApiPorts = {
+    ...component('api'),
+    tickQueue: { send: async () => undefined },
+    lookaheadSeconds,
+    retentionDays: 30,
+    allowInsecureTargets: true,
+  };
+  const scanner: ScanPorts & { lookaheadSeconds: number } = { ...component('scanner'), lookaheadSeconds };
   const sweeper: ScanPorts = component('sweeper');
   const callbackParts = component('callback');
   const deliveryPorts: DeliveryPorts = {
@@ -232,7 +241,13 @@ export async function startHarness(options: HarnessOptions = {}) {
         onError: (error) => errors.push(error),
       });
       every(1500, async () => {
-        const result = await sweep(sweeper, { maxSecondsPerRun: 3600, graceSeconds: 3, overdueGraceSeconds: 8, budgetMs: 5000 });
+        const result = await sweep(sweeper, {
+          maxSecondsPerRun: 3600,
+          graceSeconds: 3,
+          overdueGraceSeconds: 8,
+          catchUpGraceSeconds: 3,
+          budgetMs: 5000,
+        });
         errors.push(...result.errors);
       });
     },

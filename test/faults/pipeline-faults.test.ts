@@ -50,16 +50,17 @@ function crashOnce<T extends object, K extends keyof T>(
   return { crashed: () => crashed };
 }
 
-/** Every second the scanners claim, in claim order. */
+/** Every second claimed, by the scanners or by the sweeper's catch-up, in claim order. */
 function recordClaims(h: Harness): number[] {
   const claimed: number[] = [];
-  const clockStore = h.scanner.clockStore;
-  const advance = clockStore.advance.bind(clockStore);
-  clockStore.advance = async (from: number) => {
-    const won = await advance(from);
-    if (won) claimed.push(from);
-    return won;
-  };
+  for (const clockStore of [h.scanner.clockStore, h.sweeper.clockStore]) {
+    const advance = clockStore.advance.bind(clockStore);
+    clockStore.advance = async (from: number, through: number) => {
+      const won = await advance(from, through);
+      if (won) for (let second = from; second <= through; second++) claimed.push(second);
+      return won;
+    };
+  }
   return claimed;
 }
 
@@ -127,7 +128,7 @@ describe('Faults: the scanner', () => {
   it('recovers a second whose scanner sent everything and crashed before writing its marker', async () => {
     // Prepare
     const h = await start();
-    const crash = crashOnce(h.scanner.clockStore, 'markScanned', ((_second: number, enqueued: number) => enqueued > 0) as never);
+    const crash = crashOnce(h.scanner.clockStore, 'markScanned', ((_range: unknown, enqueued: ReadonlyMap<number, number>) => enqueued.size > 0) as never);
 
     // Act
     const { result } = await runCase('scanner crash before the finished marker', h, webhookTasks(h, 40, 2500, 6000));

@@ -137,7 +137,8 @@ describe('Stack: TimerStack', () => {
   });
 
   it('grants each function only the table actions its code performs', () => {
-    expect(actionsOf('ticker').filter((action) => action.startsWith('dynamodb:'))).toEqual([]);
+    // The ticker only marks minutes planned in the occupancy index (UpdateItem, returning the old item).
+    expect(actionsOf('ticker').filter((action) => action.startsWith('dynamodb:'))).toEqual(['dynamodb:UpdateItem']);
     expect(actionsOf('callback').filter((action) => action.startsWith('dynamodb:'))).toEqual(['dynamodb:UpdateItem']);
     expect(actionsOf('api')).toEqual(
       expect.arrayContaining(['dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:GetItem']),
@@ -159,6 +160,16 @@ describe('Stack: TimerStack', () => {
     expect(actionsOf('api')).not.toContain('secretsmanager:GetSecretValue');
     expect(actionsOf('api')).not.toContain('sqs:ReceiveMessage');
     expect(actionsOf('ticker')).not.toContain('sqs:ReceiveMessage');
+  });
+
+  it('lets the api send ticks, for seconds it adds to a minute the ticker already planned', () => {
+    const fn = template.findResources('AWS::Lambda::Function')[functionIdFor('api')] as Resource;
+    const roleRef = (fn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+    const [tickQueueId] = Object.keys(template.findResources('AWS::SQS::Queue')).filter((id) => id.includes('TickQueue'));
+    const statements = (Object.values(template.findResources('AWS::IAM::Policy')) as Resource[])
+      .filter((policy) => (policy.Properties.Roles as Array<{ Ref: string }>).some((role) => role.Ref === roleRef))
+      .flatMap((policy) => (policy.Properties.PolicyDocument as { Statement: Array<{ Resource: unknown }> }).Statement);
+    expect(JSON.stringify(statements.map((statement) => statement.Resource))).toContain(`"${tickQueueId}"`);
   });
 
   it('routes exactly the v1 contract to the api function', () => {

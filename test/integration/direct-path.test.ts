@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo-store';
 import { sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
-import { claimNextSecond } from '../../functions/core/clock';
-import { scanSecond } from '../../functions/core/scan';
+import { claimSeconds } from '../../functions/core/clock';
+import { scanRange } from '../../functions/core/scan';
+import type { Tick } from '../../functions/core/tick';
 import { type ScheduleResult, scheduleTasks } from '../../functions/core/schedule';
 import type { NewTask } from '../../functions/core/schemas';
 import { ManualClock } from '../support/clock';
@@ -20,6 +22,11 @@ afterAll(async () => {
 const createdIds = (result: ScheduleResult) =>
   result.outcomes.flatMap((outcome) => (outcome.kind === 'created' ? [outcome.task.id] : []));
 
+/** An api instance's occupancy index: each call its own, as separate Lambda instances would be. */
+const apiOccupancy = () => new DynamoOccupancyIndex({ client: emulators.dynamo, tableName: emulators.tableName });
+const ticks: Tick[] = [];
+const tickQueue = { send: async (sent: readonly Tick[]) => void ticks.push(...sent) };
+
 const request = (dueAtMs: number): NewTask => ({
   fingerprint: `request-${dueAtMs}`,
   dueAtMs,
@@ -35,7 +42,17 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
     const stores = emulators.stores();
     const firstSecond = 1_800_000_000;
     const clock = new ManualClock(firstSecond * 1000 + 900);
-    const ports = { ...stores, deliveryQueue, clock, bucketCount: 10_000_000, shardCount: 4, retentionDays: 30 };
+    const ports = {
+      ...stores,
+      occupancy: apiOccupancy(),
+      deliveryQueue,
+      tickQueue,
+      clock,
+      bucketCount: 10_000_000,
+      shardCount: 4,
+      retentionDays: 30,
+      lookaheadSeconds: 0,
+    };
     await emulators.resetClock();
     await stores.clockStore.start(firstSecond);
     const submitted: string[] = [];
@@ -43,12 +60,13 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
     // Act
     for (let round = 0; round < 15; round++) {
       const second = firstSecond + round;
-      clock.set(second * 1000 + 900);
+      // Two seconds ahead, past the api's own enqueue for tasks due within the lookahead.
+      clock.set((second - 2) * 1000 + 900);
       const submits = Array.from({ length: 8 }, (_, index) =>
-        scheduleTasks(ports, [request(second * 1000 + index * 100)]).then(createdIds),
+        scheduleTasks({ ...ports, occupancy: apiOccupancy() }, [request(second * 1000 + index * 100)]).then(createdIds),
       );
-      const scan = claimNextSecond({ ...ports, lookaheadSeconds: 0 }).then((claim) =>
-        claim.claimed ? scanSecond(ports, claim.second) : undefined,
+      const scan = claimSeconds({ ...ports, through: second }).then((claim) =>
+        claim.claimed ? scanRange(ports, claim) : undefined,
       );
       const [ids] = await Promise.all([Promise.all(submits), scan]);
       submitted.push(...ids.flat());
@@ -62,40 +80,52 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
     expect(submitted.filter((id) => !enqueued.has(id))).toEqual([]);
   });
 
-  it('enqueues the task in each of the six orders of write, cursor read, claim and query', async () => {
-    // Prepare: the api's two steps are instrumented; the scanner's claim and query are run at
-    // chosen points between them: before the first step (0), between the steps (1), after both (2).
+  it('enqueues the task in each of the 20 orders of index write, task write, cursor read, claim, index read and query', async () => {
+    // Prepare: the api's three steps are instrumented; the scanner's claim, index read and query
+    // run, in that order, at chosen points among them: before the first step (0), between
+    // steps (1, 2), or after the last (3).
     const queue = await emulators.createQueue('interleavings');
     const deliveryQueue = sqsDeliveryQueue(emulators.sqs, queue.url);
     const scannerStores = emulators.stores();
     const firstSecond = 1_800_200_000;
     const clock = new ManualClock(firstSecond * 1000);
-    const scanner = { ...scannerStores, deliveryQueue, clock, shardCount: 2, lookaheadSeconds: 0 };
+    const scanner = { ...scannerStores, occupancy: apiOccupancy(), deliveryQueue, clock, shardCount: 2 };
     await emulators.resetClock();
     await scannerStores.clockStore.start(firstSecond);
-    const orders = [0, 1, 2].flatMap((claimAt) =>
-      [0, 1, 2].filter((queryAt) => queryAt >= claimAt).map((queryAt) => ({ claimAt, queryAt })),
+    const points = [0, 1, 2, 3];
+    const orders = points.flatMap((claimAt) =>
+      points.flatMap((indexAt) =>
+        points.filter((queryAt) => claimAt <= indexAt && indexAt <= queryAt).map((queryAt) => ({ claimAt, indexAt, queryAt })),
+      ),
     );
     const submitted: string[] = [];
 
     // Act
-    for (const [round, { claimAt, queryAt }] of orders.entries()) {
+    for (const [round, { claimAt, indexAt, queryAt }] of orders.entries()) {
       const second = firstSecond + round;
-      clock.set(second * 1000);
+      clock.set((second - 2) * 1000);
       let step = 0;
-      let claimed: number | undefined;
+      let claim: Awaited<ReturnType<typeof claimSeconds>> = { claimed: false };
+      let occupied: Set<number> | undefined;
       const scannerActsAt = async () => {
-        if (step === claimAt) {
-          const claim = await claimNextSecond(scanner);
-          claimed = claim.claimed ? claim.second : undefined;
-        }
-        if (step === queryAt && claimed !== undefined) await scanSecond(scanner, claimed);
+        if (step === claimAt) claim = await claimSeconds({ ...scanner, through: second });
+        if (step === indexAt && claim.claimed) occupied = await scanner.occupancy.occupied(claim.from, claim.through);
+        if (step === queryAt && claim.claimed) await scanRange(scanner, claim, occupied);
         step++;
       };
+      const occupancy = apiOccupancy();
       const api = {
         ...scanner,
         bucketCount: 10_000_000,
         retentionDays: 30,
+        lookaheadSeconds: 0,
+        tickQueue,
+        occupancy: Object.assign(Object.create(occupancy), {
+          occupy: async (...args: Parameters<typeof occupancy.occupy>) => {
+            await scannerActsAt();
+            return occupancy.occupy(...args);
+          },
+        }),
         taskStore: Object.assign(Object.create(scannerStores.taskStore), {
           create: async (...args: Parameters<typeof scannerStores.taskStore.create>) => {
             await scannerActsAt();
@@ -111,7 +141,7 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
       };
       const [id] = createdIds(await scheduleTasks(api, [request(second * 1000 + 500)]));
       await scannerActsAt();
-      expect(claimed).toBe(second);
+      expect(claim).toEqual({ claimed: true, from: second, through: second });
       submitted.push(id ?? '');
     }
 
@@ -119,8 +149,31 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
     const enqueued = new Set(
       (await drainBodies(emulators.sqs, queue.url)).map((body) => (JSON.parse(body) as { id: string }).id),
     );
-    expect(submitted).toHaveLength(6);
+    expect(submitted).toHaveLength(20);
     expect(submitted.filter((id) => !enqueued.has(id))).toEqual([]);
+  });
+
+  it('would lose a task if the index were read before the claim, which is why scanRange reads it after', async () => {
+    // Prepare: the wrong order, index read first, with the api's whole submit in between.
+    const queue = await emulators.createQueue('wrong-order');
+    const deliveryQueue = sqsDeliveryQueue(emulators.sqs, queue.url);
+    const stores = emulators.stores();
+    const second = 1_800_300_000;
+    const clock = new ManualClock(second * 1000);
+    const scanner = { ...stores, occupancy: apiOccupancy(), deliveryQueue, clock, shardCount: 2 };
+    await emulators.resetClock();
+    await stores.clockStore.start(second);
+    const api = { ...scanner, occupancy: apiOccupancy(), tickQueue, bucketCount: 10_000_000, retentionDays: 30, lookaheadSeconds: 0 };
+
+    // Act: the task is due five seconds out, beyond the api's own enqueue for tasks due within the lookahead.
+    const occupiedTooEarly = await scanner.occupancy.occupied(second, second + 5);
+    const [id] = createdIds(await scheduleTasks(api, [request((second + 5) * 1000 + 500)]));
+    const claim = await claimSeconds({ ...scanner, through: second + 5 });
+    if (claim.claimed) await scanRange(scanner, claim, occupiedTooEarly);
+
+    // Assess: neither side enqueued the task, which is why scanRange reads the index after the claim.
+    const enqueued = (await drainBodies(emulators.sqs, queue.url)).map((body) => (JSON.parse(body) as { id: string }).id);
+    expect(enqueued).not.toContain(id);
   });
 
   it('leaves a task due after the cursor to the scanner instead of enqueueing it', async () => {
@@ -130,11 +183,14 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
     const clock = new ManualClock(1_800_100_000_000);
     const ports = {
       ...stores,
+      occupancy: apiOccupancy(),
       deliveryQueue: sqsDeliveryQueue(emulators.sqs, queue.url),
+      tickQueue,
       clock,
       bucketCount: 10_000_000,
-        retentionDays: 30,
+      retentionDays: 30,
       shardCount: 4,
+      lookaheadSeconds: 2,
     };
     const { cursor } = (await stores.clockStore.read()) ?? { cursor: 0 };
 
@@ -143,5 +199,26 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
 
     // Assess
     expect(await drainBodies(emulators.sqs, queue.url)).toEqual([]);
+  });
+
+  it('gives every second occupied while its minute is being planned a tick from the plan or from the api', async () => {
+    // Prepare: for each of 30 minutes, 6 api instances occupy seconds while the ticker plans the minute.
+    const planner = apiOccupancy();
+    const firstMinute = 31_000_000;
+    const missing: number[] = [];
+
+    // Act
+    for (let minute = firstMinute; minute < firstMinute + 30; minute++) {
+      const seconds = Array.from({ length: 6 }, (_, index) => minute * 60 + index * 7);
+      const [planned, ...fromApis] = await Promise.all([
+        planner.plan(minute),
+        ...seconds.map((second) => apiOccupancy().occupy([second])),
+      ]);
+      const ticked = new Set([...(planned ?? []), ...fromApis.flat()]);
+      missing.push(...seconds.filter((second) => !ticked.has(second)));
+    }
+
+    // Assess
+    expect(missing).toEqual([]);
   });
 });

@@ -1,57 +1,74 @@
 import { describe, expect, it, vi } from 'vitest';
-import { claimNextSecond } from '../../functions/core/clock';
-import { runScanner, scanSecond } from '../../functions/core/scan';
+import { claimSeconds, MAX_CLAIM_SECONDS } from '../../functions/core/clock';
+import { enqueueSecond, runScanner, scanRange } from '../../functions/core/scan';
 import { sweep } from '../../functions/core/sweep';
-import { aTask, FakeClockStore, FakeDeliveryQueue, FakeTaskStore, ManualClock } from './fakes';
+import { aTask, FakeClockStore, FakeDeliveryQueue, FakeOccupancyIndex, FakeTaskStore, ManualClock } from './fakes';
 
 const NOW_SECOND = 1_780_000_000;
 const SHARD_COUNT = 4;
 
-function scanPorts(options: { nowMs?: number; tasks?: ReturnType<typeof aTask>[]; clockStore?: FakeClockStore } = {}) {
+/** Seconds `from` to `to`, both included. */
+const secondsFrom = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, index) => from + index);
+
+function scanPorts(
+  options: { nowMs?: number; tasks?: ReturnType<typeof aTask>[]; clockStore?: FakeClockStore; occupied?: number[] } = {},
+) {
+  const tasks = options.tasks ?? [];
   return {
     clock: new ManualClock(options.nowMs ?? NOW_SECOND * 1000),
     clockStore: options.clockStore ?? new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 3600 }),
-    taskStore: new FakeTaskStore(options.tasks),
+    taskStore: new FakeTaskStore(tasks),
+    // As the api leaves it: every stored task's second is in the index, and maybe more.
+    occupancy: new FakeOccupancyIndex([...tasks.map((task) => Math.floor(task.dueAtMs / 1000)), ...(options.occupied ?? [])]),
     deliveryQueue: new FakeDeliveryQueue(),
     shardCount: SHARD_COUNT,
   };
 }
 
-describe('Function: claimNextSecond', () => {
+describe('Function: claimSeconds', () => {
   it('starts the clock at the current second when it has never run', async () => {
     // Prepare
     const clock = new ManualClock(NOW_SECOND * 1000 + 750);
     const clockStore = new FakeClockStore();
 
     // Act
-    const claim = await claimNextSecond({ clockStore, clock, lookaheadSeconds: 2 });
+    const claim = await claimSeconds({ clockStore, clock, through: NOW_SECOND + 2 });
 
     // Assess
-    expect(claim).toEqual({ claimed: true, second: NOW_SECOND });
-    expect(clockStore.state).toEqual({ cursor: NOW_SECOND + 1, startedAt: NOW_SECOND });
+    expect(claim).toEqual({ claimed: true, from: NOW_SECOND, through: NOW_SECOND + 2 });
+    expect(clockStore.state).toEqual({ cursor: NOW_SECOND + 3, startedAt: NOW_SECOND });
   });
 
-  it('claims each second up to now plus the lookahead, then nothing', async () => {
+  it('claims every unclaimed second up to the one asked for in one conditional write, then nothing', async () => {
     // Prepare
     const clock = new ManualClock(NOW_SECOND * 1000 + 999);
     const clockStore = new FakeClockStore({ cursor: NOW_SECOND - 1, startedAt: NOW_SECOND - 100 });
+    const advance = vi.spyOn(clockStore, 'advance');
 
     // Act
-    const claims = [];
-    for (let call = 0; call < 5; call++) claims.push(await claimNextSecond({ clockStore, clock, lookaheadSeconds: 2 }));
+    const first = await claimSeconds({ clockStore, clock, through: NOW_SECOND + 2 });
+    const second = await claimSeconds({ clockStore, clock, through: NOW_SECOND + 2 });
 
     // Assess
-    expect(claims).toEqual([
-      { claimed: true, second: NOW_SECOND - 1 },
-      { claimed: true, second: NOW_SECOND },
-      { claimed: true, second: NOW_SECOND + 1 },
-      { claimed: true, second: NOW_SECOND + 2 },
-      { claimed: false },
-    ]);
+    expect(first).toEqual({ claimed: true, from: NOW_SECOND - 1, through: NOW_SECOND + 2 });
+    expect(second).toEqual({ claimed: false });
+    expect(advance).toHaveBeenCalledTimes(1);
     expect(clockStore.state?.cursor).toBe(NOW_SECOND + 3);
   });
 
-  it('re-reads the cursor after losing a race and claims the next second', async () => {
+  it('takes at most a minute of seconds per claim, so a backlog is shared out a minute at a time', async () => {
+    // Prepare
+    const clock = new ManualClock(NOW_SECOND * 1000);
+    const clockStore = new FakeClockStore({ cursor: NOW_SECOND - 600, startedAt: NOW_SECOND - 1000 });
+
+    // Act
+    const claim = await claimSeconds({ clockStore, clock, through: NOW_SECOND });
+
+    // Assess
+    expect(claim).toEqual({ claimed: true, from: NOW_SECOND - 600, through: NOW_SECOND - 600 + MAX_CLAIM_SECONDS - 1 });
+  });
+
+  it('re-reads the cursor after losing a race and claims what follows the rival\'s claim', async () => {
     // Prepare
     const clock = new ManualClock(NOW_SECOND * 1000);
     const clockStore = new FakeClockStore({ cursor: NOW_SECOND - 5, startedAt: NOW_SECOND - 100 });
@@ -59,21 +76,24 @@ describe('Function: claimNextSecond', () => {
     const advance = vi.spyOn(clockStore, 'advance');
 
     // Act
-    const claim = await claimNextSecond({ clockStore, clock, lookaheadSeconds: 2 });
+    const claim = await claimSeconds({ clockStore, clock, through: NOW_SECOND + 2 });
 
     // Assess
-    expect(claim).toEqual({ claimed: true, second: NOW_SECOND - 4 });
-    expect(advance.mock.calls).toEqual([[NOW_SECOND - 5], [NOW_SECOND - 4]]);
+    expect(claim).toEqual({ claimed: true, from: NOW_SECOND - 4, through: NOW_SECOND + 2 });
+    expect(advance.mock.calls).toEqual([
+      [NOW_SECOND - 5, NOW_SECOND + 2],
+      [NOW_SECOND - 4, NOW_SECOND + 2],
+    ]);
   });
 
-  it('gives up without a claim when a lost race leaves the cursor past the lookahead', async () => {
+  it('gives up without a claim when a lost race leaves the cursor past the second asked for', async () => {
     // Prepare
     const clock = new ManualClock(NOW_SECOND * 1000);
     const clockStore = new FakeClockStore({ cursor: NOW_SECOND + 2, startedAt: NOW_SECOND - 100 });
     clockStore.loseNextAdvances(1);
 
     // Act
-    const claim = await claimNextSecond({ clockStore, clock, lookaheadSeconds: 2 });
+    const claim = await claimSeconds({ clockStore, clock, through: NOW_SECOND + 2 });
 
     // Assess
     expect(claim).toEqual({ claimed: false });
@@ -81,14 +101,14 @@ describe('Function: claimNextSecond', () => {
   });
 });
 
-describe('Function: scanSecond', () => {
+describe('Function: enqueueSecond', () => {
   it('reads every shard of the second', async () => {
     // Prepare
     const ports = scanPorts();
     const listDue = vi.spyOn(ports.taskStore, 'listDue');
 
     // Act
-    await scanSecond(ports, NOW_SECOND);
+    await enqueueSecond(ports, NOW_SECOND);
 
     // Assess
     expect(listDue.mock.calls.map(([second, shard]) => [second, shard]).sort()).toEqual(
@@ -107,10 +127,10 @@ describe('Function: scanSecond', () => {
     const ports = scanPorts({ tasks: [...due, ...others] });
 
     // Act
-    const result = await scanSecond(ports, NOW_SECOND);
+    const enqueued = await enqueueSecond(ports, NOW_SECOND);
 
     // Assess
-    expect(result).toEqual({ enqueued: 3 });
+    expect(enqueued).toBe(3);
     expect(ports.deliveryQueue.sent.map((message) => message.id).sort()).toEqual(due.map((task) => task.id).sort());
   });
 
@@ -126,51 +146,86 @@ describe('Function: scanSecond', () => {
     const ports = scanPorts({ nowMs, tasks });
 
     // Act
-    for (const second of new Set(tasks.map((task) => Math.floor(task.dueAtMs / 1000)))) await scanSecond(ports, second);
+    for (const second of new Set(tasks.map((task) => Math.floor(task.dueAtMs / 1000)))) await enqueueSecond(ports, second);
 
     // Assess
     const delays = Object.fromEntries(ports.deliveryQueue.sent.map((message) => [message.id, message.delaySeconds]));
     expect(tasks.map((task) => delays[task.id])).toEqual([2, 1, 0, 0]);
   });
+});
 
-  it('marks the second as scanned only after sending its messages', async () => {
+describe('Function: scanRange', () => {
+  it('queries only the seconds the occupancy index names, and marks the whole range scanned', async () => {
+    // Prepare: a minute claimed at once, with tasks in two of its seconds.
+    const tasks = [aTask((NOW_SECOND + 7) * 1000 + 10, 1), aTask((NOW_SECOND + 42) * 1000, 3), aTask((NOW_SECOND + 42) * 1000 + 5, 0)];
+    const ports = scanPorts({ tasks });
+    const listDue = vi.spyOn(ports.taskStore, 'listDue');
+
+    // Act
+    const enqueued = await scanRange(ports, { from: NOW_SECOND, through: NOW_SECOND + 59 });
+
+    // Assess
+    expect(enqueued).toEqual(new Map([[NOW_SECOND + 7, 1], [NOW_SECOND + 42, 2]]));
+    expect(new Set(listDue.mock.calls.map(([second]) => second))).toEqual(new Set([NOW_SECOND + 7, NOW_SECOND + 42]));
+    expect(listDue).toHaveBeenCalledTimes(2 * SHARD_COUNT);
+    expect(ports.clockStore.markers.size).toBe(60);
+    expect(ports.clockStore.markers.get(NOW_SECOND + 42)).toBe(2);
+    expect(ports.clockStore.markers.get(NOW_SECOND + 43)).toBe(0);
+  });
+
+  it('marks the range scanned only after sending its messages', async () => {
     // Prepare
     const ports = scanPorts({ tasks: [aTask(NOW_SECOND * 1000 + 10, 1)] });
     const send = vi.spyOn(ports.deliveryQueue, 'send');
     const markScanned = vi.spyOn(ports.clockStore, 'markScanned');
 
     // Act
-    await scanSecond(ports, NOW_SECOND);
+    await scanRange(ports, { from: NOW_SECOND, through: NOW_SECOND });
 
     // Assess
     expect(ports.clockStore.markers.get(NOW_SECOND)).toBe(1);
     expect(send.mock.invocationCallOrder[0]).toBeLessThan(markScanned.mock.invocationCallOrder[0] ?? 0);
   });
 
-  it('marks an empty second as scanned without sending', async () => {
+  it('marks empty seconds as scanned without reading a shard or sending', async () => {
     // Prepare
     const ports = scanPorts();
     const send = vi.spyOn(ports.deliveryQueue, 'send');
+    const listDue = vi.spyOn(ports.taskStore, 'listDue');
 
     // Act
-    await scanSecond(ports, NOW_SECOND);
+    await scanRange(ports, { from: NOW_SECOND, through: NOW_SECOND + 3 });
 
     // Assess
     expect(send).not.toHaveBeenCalled();
-    expect(ports.clockStore.markers.get(NOW_SECOND)).toBe(0);
+    expect(listDue).not.toHaveBeenCalled();
+    expect([...ports.clockStore.markers]).toEqual(secondsFrom(NOW_SECOND, NOW_SECOND + 3).map((second) => [second, 0]));
   });
 
-  it('writes no marker when sending fails, so the sweeper scans the second again', async () => {
+  it('reads the occupancy index only after the claim it is given, never before', async () => {
+    // Prepare: the order a scanner runs in; the index read must follow the cursor write.
+    const ports = scanPorts({ clockStore: new FakeClockStore({ cursor: NOW_SECOND, startedAt: 0 }) });
+    const advance = vi.spyOn(ports.clockStore, 'advance');
+    const occupied = vi.spyOn(ports.occupancy, 'occupied');
+
+    // Act
+    await runScanner({ ...ports, lookaheadSeconds: 2 }, 40_000);
+
+    // Assess
+    expect(advance.mock.invocationCallOrder[0]).toBeLessThan(occupied.mock.invocationCallOrder[0] ?? 0);
+  });
+
+  it('writes no marker when sending fails, so the sweeper scans the seconds again', async () => {
     // Prepare
     const ports = scanPorts({ tasks: [aTask(NOW_SECOND * 1000 + 10, 1)] });
     ports.deliveryQueue.failure = new Error('SQS unavailable');
 
     // Act
-    const scanning = scanSecond(ports, NOW_SECOND);
+    const scanning = scanRange(ports, { from: NOW_SECOND, through: NOW_SECOND + 1 });
 
     // Assess
     await expect(scanning).rejects.toThrow('SQS unavailable');
-    expect(ports.clockStore.markers.has(NOW_SECOND)).toBe(false);
+    expect(ports.clockStore.markers.size).toBe(0);
   });
 });
 
@@ -187,12 +242,9 @@ describe('Function: runScanner', () => {
     const run = await runScanner(ports, 40_000);
 
     // Assess
-    expect(run).toEqual({
-      seconds: [NOW_SECOND - 1, NOW_SECOND, NOW_SECOND + 1, NOW_SECOND + 2],
-      enqueuedPerSecond: [0, 0, 1, 0],
-      enqueued: 1,
-    });
+    expect(run).toEqual({ claimed: 4, enqueuedBySecond: new Map([[NOW_SECOND + 1, 1]]), enqueued: 1 });
     expect(ports.deliveryQueue.sent).toEqual([{ id: task.id, delaySeconds: 1 }]);
+    expect(ports.clockStore.state?.cursor).toBe(NOW_SECOND + 3);
   });
 
   it('reads the clock once per caught-up tick, not again to learn it is caught up', async () => {
@@ -207,14 +259,17 @@ describe('Function: runScanner', () => {
     const run = await runScanner(ports, 40_000);
 
     // Assess
-    expect(run.seconds).toEqual([NOW_SECOND + 2]);
+    expect(run.claimed).toBe(1);
     expect(reads).toHaveBeenCalledTimes(1);
   });
 
-  it('stops claiming once its time budget is spent', async () => {
-    // Prepare: a backlog far behind now, and scans slow enough that the budget runs out first.
+  it('drains a backlog a minute at a time and stops claiming once its time budget is spent', async () => {
+    // Prepare: a busy backlog far behind now, and scans slow enough that the budget runs out first.
     const ports = {
-      ...scanPorts({ clockStore: new FakeClockStore({ cursor: NOW_SECOND - 600, startedAt: 0 }) }),
+      ...scanPorts({
+        clockStore: new FakeClockStore({ cursor: NOW_SECOND - 600, startedAt: 0 }),
+        occupied: secondsFrom(NOW_SECOND - 600, NOW_SECOND),
+      }),
       shardCount: 1,
       lookaheadSeconds: 2,
     };
@@ -226,28 +281,31 @@ describe('Function: runScanner', () => {
     // Act
     const run = await runScanner(ports, 1000);
 
-    // Assess
-    expect(run.seconds).toEqual([NOW_SECOND - 600, NOW_SECOND - 599, NOW_SECOND - 598]);
-    expect(ports.clockStore.state?.cursor).toBe(NOW_SECOND - 597);
+    // Assess: the minute in hand was finished; no further one was claimed.
+    expect(run.claimed).toBe(MAX_CLAIM_SECONDS);
+    expect(ports.clockStore.state?.cursor).toBe(NOW_SECOND - 600 + MAX_CLAIM_SECONDS);
+    expect(ports.clockStore.markers.size).toBe(MAX_CLAIM_SECONDS);
   });
 });
 
 describe('Function: sweep', () => {
-  const settings = { maxSecondsPerRun: 3600, graceSeconds: 5, overdueGraceSeconds: 600, budgetMs: 60_000 };
+  const settings = { maxSecondsPerRun: 3600, graceSeconds: 5, overdueGraceSeconds: 600, catchUpGraceSeconds: 10, budgetMs: 60_000 };
 
-  it('rescans only the unmarked seconds up to now minus the grace, and records how far it got', async () => {
-    // Prepare: the cursor runs ahead of now, so the grace bounds the run.
+  it('rescans only the unmarked seconds with tasks up to now minus the grace, and records how far it got', async () => {
+    // Prepare: the cursor runs ahead of now, so the grace bounds the run. Of the unfinished
+    // seconds, -10 and -7 are in the occupancy index (-7's task was never written), -9 is not.
     const clockStore = new FakeClockStore({ cursor: NOW_SECOND + 2, startedAt: NOW_SECOND - 12 });
     for (let second = NOW_SECOND - 12; second <= NOW_SECOND + 1; second++) clockStore.markers.set(second, 0);
-    for (const unfinished of [NOW_SECOND - 10, NOW_SECOND - 7, NOW_SECOND - 4]) clockStore.markers.delete(unfinished);
+    for (const unfinished of [NOW_SECOND - 10, NOW_SECOND - 9, NOW_SECOND - 7, NOW_SECOND - 4]) clockStore.markers.delete(unfinished);
     const lost = aTask((NOW_SECOND - 10) * 1000 + 100, 3);
-    const ports = scanPorts({ tasks: [lost], clockStore });
+    const ports = scanPorts({ tasks: [lost], clockStore, occupied: [NOW_SECOND - 7, NOW_SECOND - 4] });
 
     // Act
     const report = await sweep(ports, settings);
 
     // Assess
     expect(report).toEqual({
+      caughtUp: 0,
       rescanned: [NOW_SECOND - 10, NOW_SECOND - 7],
       enqueued: 1,
       overdue: 0,
@@ -266,7 +324,7 @@ describe('Function: sweep', () => {
   it('starts at the second the clock started when it has never swept', async () => {
     // Prepare
     const clockStore = new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 8 });
-    const ports = scanPorts({ clockStore });
+    const ports = scanPorts({ clockStore, occupied: secondsFrom(NOW_SECOND - 20, NOW_SECOND) });
 
     // Act
     const report = await sweep(ports, settings);
@@ -278,7 +336,7 @@ describe('Function: sweep', () => {
   it('starts a first sweep of a long-running clock at the oldest marker that can exist, not at the clock start', async () => {
     // Prepare: the clock has run for 100 days; markers are kept for 3.
     const clockStore = new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 100 * 86_400 });
-    const ports = { ...scanPorts({ clockStore }), shardCount: 1 };
+    const ports = { ...scanPorts({ clockStore, occupied: secondsFrom(NOW_SECOND - 3 * 86_400 - 5, NOW_SECOND - 3 * 86_400 + 5) }), shardCount: 1 };
     const listDue = vi.spyOn(ports.taskStore, 'listDue');
 
     // Act
@@ -293,7 +351,7 @@ describe('Function: sweep', () => {
     // Prepare
     const clockStore = new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 1000 });
     clockStore.watermarks.swept = NOW_SECOND - 7;
-    const ports = scanPorts({ clockStore });
+    const ports = scanPorts({ clockStore, occupied: secondsFrom(NOW_SECOND - 10, NOW_SECOND) });
 
     // Act
     const report = await sweep(ports, settings);
@@ -309,7 +367,7 @@ describe('Function: sweep', () => {
     clockStore.watermarks.swept = NOW_SECOND - 900;
     for (let second = NOW_SECOND - 899; second <= NOW_SECOND - 720; second++) clockStore.markers.set(second, 0);
     const oldest = aTask((NOW_SECOND - 719) * 1000 + 500, 1);
-    const ports = scanPorts({ tasks: [oldest], clockStore });
+    const ports = scanPorts({ tasks: [oldest], clockStore, occupied: secondsFrom(NOW_SECOND - 900, NOW_SECOND + 240) });
 
     // Act: the sweeper runs every minute while time goes on.
     const rescanned: number[] = [];
@@ -345,17 +403,17 @@ describe('Function: sweep', () => {
     expect(clockStore.watermarks.swept).toBe(NOW_SECOND - 13);
   });
 
-  it('stops re-scanning when its half of the time budget is spent and records only what it finished', async () => {
-    // Prepare: every second is unfinished and each re-scan takes 400 ms; the pass gets 1 s of a 2 s budget.
+  it('stops re-scanning when its third of the time budget is spent and records only what it finished', async () => {
+    // Prepare: every second has tasks, is unfinished, and takes 400 ms to re-scan; the pass gets 1 s of a 3 s budget.
     const clockStore = new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 100 });
-    const ports = { ...scanPorts({ clockStore }), shardCount: 1 };
+    const ports = { ...scanPorts({ clockStore, occupied: secondsFrom(NOW_SECOND - 100, NOW_SECOND) }), shardCount: 1 };
     vi.spyOn(ports.taskStore, 'listDue').mockImplementation(async () => {
       ports.clock.advance(400);
       return [];
     });
 
     // Act
-    const report = await sweep(ports, { ...settings, budgetMs: 2000 });
+    const report = await sweep(ports, { ...settings, budgetMs: 3000 });
 
     // Assess
     expect(report.rescanned).toEqual([NOW_SECOND - 100, NOW_SECOND - 99, NOW_SECOND - 98]);
@@ -372,6 +430,7 @@ describe('Function: sweep', () => {
 
     // Assess
     expect(report).toEqual({
+      caughtUp: 0,
       rescanned: [],
       enqueued: 0,
       overdue: 0,
@@ -380,6 +439,38 @@ describe('Function: sweep', () => {
       overdueCheckLagSeconds: 0,
       errors: [],
     });
+    expect(listDue).not.toHaveBeenCalled();
+  });
+
+  it('claims and scans, late, the seconds with tasks that no tick claimed, and counts their tasks as missed', async () => {
+    // Prepare: an idle clock whose cursor trails now; a tick for -50 was lost; -5 is still within the grace.
+    const clockStore = new FakeClockStore({ cursor: NOW_SECOND - 100, startedAt: NOW_SECOND - 1000 });
+    const missed = aTask((NOW_SECOND - 50) * 1000 + 300, 2);
+    const recent = aTask((NOW_SECOND - 5) * 1000, 1);
+    const ports = scanPorts({ tasks: [missed, recent], clockStore });
+
+    // Act
+    const report = await sweep(ports, settings);
+
+    // Assess
+    expect(report.caughtUp).toBe(1);
+    expect(report.lagSeconds).toBe(50);
+    expect(ports.deliveryQueue.sent).toEqual([{ id: missed.id, delaySeconds: 0 }]);
+    expect(clockStore.state?.cursor).toBe(NOW_SECOND - 9);
+  });
+
+  it('reports no lag for an idle clock whose cursor trails now with nothing due', async () => {
+    // Prepare
+    const clockStore = new FakeClockStore({ cursor: NOW_SECOND - 70, startedAt: NOW_SECOND - 1000 });
+    const ports = scanPorts({ clockStore });
+    const listDue = vi.spyOn(ports.taskStore, 'listDue');
+
+    // Act
+    const report = await sweep(ports, settings);
+
+    // Assess: the cursor moved over the empty seconds without a single shard query.
+    expect(report).toMatchObject({ caughtUp: 0, lagSeconds: 0, rescanned: [], errors: [] });
+    expect(clockStore.state?.cursor).toBe(NOW_SECOND - 9);
     expect(listDue).not.toHaveBeenCalled();
   });
 
@@ -441,7 +532,7 @@ describe('Function: sweep', () => {
       clockStore.state = { cursor: NOW_SECOND, startedAt: NOW_SECOND - 400 };
       for (let second = NOW_SECOND - 400; second < NOW_SECOND - 200; second++) clockStore.markers.set(second, 0);
       const lost = aTask((NOW_SECOND - 300) * 1000, 0);
-      const ports = { ...scanPorts({ tasks: [lost], clockStore }), shardCount: 1 };
+      const ports = { ...scanPorts({ tasks: [lost], clockStore, occupied: secondsFrom(NOW_SECOND - 200, NOW_SECOND) }), shardCount: 1 };
       const listDue = ports.taskStore.listDue.bind(ports.taskStore);
       vi.spyOn(ports.taskStore, 'listDue').mockImplementation(async (second, shard, options) => {
         ports.clock.advance(300);

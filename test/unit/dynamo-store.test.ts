@@ -9,7 +9,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { DynamoClockStore, DynamoTaskStore } from '../../functions/adapters/dynamo-store';
+import { DynamoClockStore, DynamoOccupancyIndex, DynamoTaskStore } from '../../functions/adapters/dynamo-store';
 import { partitionKey, secondRange, taskKey } from '../../functions/core/ids';
 import { aTask } from './fakes';
 
@@ -290,30 +290,43 @@ describe('Class: DynamoClockStore', () => {
     ddbMock.reset();
   });
 
-  it('advances the cursor only from the value it read', async () => {
+  it('advances the cursor past the claimed seconds only from the value it read', async () => {
     // Prepare
     ddbMock.on(UpdateCommand).rejects(conditionFailed());
 
     // Act
-    const advanced = await clockStore.advance(SECOND);
+    const advanced = await clockStore.advance(SECOND, SECOND + 59);
 
     // Assess
     expect(advanced).toBe(false);
     expect(ddbMock.commandCalls(UpdateCommand)[0]?.args[0].input).toMatchObject({
       Key: { pk: 'CLOCK', sk: 'CLOCK' },
       ConditionExpression: '#cursor = :from',
-      ExpressionAttributeValues: { ':from': SECOND, ':next': SECOND + 1 },
+      ExpressionAttributeValues: { ':from': SECOND, ':next': SECOND + 60 },
     });
   });
 
-  it('finds scan markers across an hour boundary', async () => {
+  it('records a scanned range in one marker with the counts of its busy seconds', async () => {
     // Prepare
+    ddbMock.on(PutCommand).resolves({});
+
+    // Act
+    await clockStore.markScanned({ from: SECOND, through: SECOND + 59 }, new Map([[SECOND + 7, 3]]), 99);
+
+    // Assess
+    expect(ddbMock.commandCalls(PutCommand).map((put) => put.args[0].input.Item)).toEqual([
+      { pk: `SCANNED#${Math.floor(SECOND / 3600)}`, sk: String(SECOND).padStart(12, '0'), through: SECOND + 59, busy: { [SECOND + 7]: 3 }, expiresAt: 99 },
+    ]);
+  });
+
+  it('finds scan markers across an hour boundary, including a range that began before the seconds asked for', async () => {
+    // Prepare: a minute-long range ending just inside the hour, and a one-second marker after it.
     const hourEnd = Math.ceil(SECOND / 3600) * 3600;
     ddbMock
       .on(QueryCommand, { ExpressionAttributeValues: { ':pk': `SCANNED#${hourEnd / 3600 - 1}` } })
-      .resolves({ Items: [{ sk: String(hourEnd - 1).padStart(12, '0'), enqueued: 0 }] })
+      .resolves({ Items: [{ sk: String(hourEnd - 60).padStart(12, '0'), through: hourEnd - 1, busy: { [hourEnd - 2]: 4 } }] })
       .on(QueryCommand, { ExpressionAttributeValues: { ':pk': `SCANNED#${hourEnd / 3600}` } })
-      .resolves({ Items: [{ sk: String(hourEnd + 1).padStart(12, '0'), enqueued: 7 }] });
+      .resolves({ Items: [{ sk: String(hourEnd + 1).padStart(12, '0'), through: hourEnd + 1, busy: { [hourEnd + 1]: 7 } }] });
 
     // Act
     const seconds = await clockStore.scannedSeconds(hourEnd - 2, hourEnd + 2);
@@ -321,10 +334,106 @@ describe('Class: DynamoClockStore', () => {
     // Assess
     expect(seconds).toEqual(
       new Map([
+        [hourEnd - 2, 4],
         [hourEnd - 1, 0],
         [hourEnd + 1, 7],
       ]),
     );
-    expect(ddbMock.commandCalls(QueryCommand)).toHaveLength(2);
+    expect(ddbMock.commandCalls(QueryCommand)[0]?.args[0].input.ExpressionAttributeValues?.[':from']).toBe(
+      String(hourEnd - 61).padStart(12, '0'),
+    );
+  });
+});
+
+describe('Class: DynamoOccupancyIndex', () => {
+  beforeEach(() => {
+    ddbMock.reset();
+  });
+
+  const minute = Math.floor(SECOND / 60);
+  const minuteKey = { pk: `OCCUPIED#${Math.floor(SECOND / 3600)}`, sk: String(minute * 60).padStart(12, '0') };
+
+  it('adds seconds to their minute in one update each, returning those new to a planned minute', async () => {
+    // Prepare: the minute was planned when it held only SECOND.
+    const index = new DynamoOccupancyIndex({ client, tableName: TABLE });
+    ddbMock.on(UpdateCommand).resolves({ Attributes: { ...minuteKey, planned: true, seconds: new Set([SECOND]) } });
+
+    // Act
+    const unticked = await index.occupy([SECOND, SECOND + 1, SECOND + 1]);
+
+    // Assess
+    expect(unticked).toEqual([SECOND + 1]);
+    expect(ddbMock.commandCalls(UpdateCommand).map((call) => call.args[0].input)).toEqual([
+      expect.objectContaining({
+        Key: minuteKey,
+        UpdateExpression: 'ADD #seconds :seconds SET expiresAt = :expiresAt',
+        ExpressionAttributeValues: expect.objectContaining({ ':seconds': new Set([SECOND, SECOND + 1]) }),
+        ReturnValues: 'ALL_OLD',
+      }),
+    ]);
+  });
+
+  it('writes a second once per instance, and a caller sharing it waits until that write is durable', async () => {
+    // Prepare: the first write is slow.
+    const index = new DynamoOccupancyIndex({ client, tableName: TABLE });
+    let finishWrite: (value: unknown) => void = () => undefined;
+    ddbMock.on(UpdateCommand).callsFake(() => new Promise((resolve) => (finishWrite = resolve)));
+
+    // Act
+    const first = index.occupy([SECOND]);
+    let secondDone = false;
+    const second = index.occupy([SECOND]).then(() => (secondDone = true));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const doneBeforeWrite = secondDone;
+    finishWrite({});
+    await Promise.all([first, second]);
+
+    // Assess
+    expect(doneBeforeWrite).toBe(false);
+    expect(ddbMock.commandCalls(UpdateCommand)).toHaveLength(1);
+  });
+
+  it('writes a second again after a failed write, so a failure is never remembered as done', async () => {
+    // Prepare
+    const index = new DynamoOccupancyIndex({ client, tableName: TABLE });
+    ddbMock.on(UpdateCommand).rejectsOnce(new Error('throttled')).resolves({});
+
+    // Act
+    await expect(index.occupy([SECOND])).rejects.toThrow('throttled');
+    await index.occupy([SECOND]);
+
+    // Assess
+    expect(ddbMock.commandCalls(UpdateCommand)).toHaveLength(2);
+  });
+
+  it('plans a minute once, handing back its seconds in order', async () => {
+    // Prepare
+    const index = new DynamoOccupancyIndex({ client, tableName: TABLE });
+    ddbMock
+      .on(UpdateCommand)
+      .resolvesOnce({ Attributes: { seconds: new Set([SECOND + 9, SECOND + 2]) } })
+      .resolves({ Attributes: { planned: true, seconds: new Set([SECOND + 9, SECOND + 2]) } });
+
+    // Act
+    const first = await index.plan(minute);
+    const again = await index.plan(minute);
+
+    // Assess
+    expect(first).toEqual([SECOND + 2, SECOND + 9]);
+    expect(again).toBeUndefined();
+    expect(ddbMock.commandCalls(UpdateCommand)[0]?.args[0].input).toMatchObject({ Key: minuteKey, ReturnValues: 'ALL_OLD' });
+  });
+
+  it('reads the occupied seconds of a range with consistent reads, keeping only those inside it', async () => {
+    // Prepare
+    const index = new DynamoOccupancyIndex({ client, tableName: TABLE });
+    ddbMock.on(QueryCommand).resolves({ Items: [{ ...minuteKey, seconds: new Set([SECOND - 1, SECOND + 3, SECOND + 90]) }] });
+
+    // Act
+    const seconds = await index.occupied(SECOND, SECOND + 59);
+
+    // Assess
+    expect(seconds).toEqual(new Set([SECOND + 3]));
+    expect(ddbMock.commandCalls(QueryCommand)[0]?.args[0].input).toMatchObject({ ConsistentRead: true });
   });
 });

@@ -16,10 +16,14 @@ import type {
   DueTask,
   IdempotencyRecord,
   IdempotencyStore,
+  OccupancyIndex,
+  SecondRange,
   Task,
   TaskStore,
   Watermark,
 } from '../../functions/core/task';
+import { minuteOf } from '../../functions/core/clock';
+import type { Tick, TickQueue } from '../../functions/core/tick';
 
 export class FakeClockStore implements ClockStore {
   /** Second → how many tasks its scan enqueued. */
@@ -43,19 +47,21 @@ export class FakeClockStore implements ClockStore {
     return true;
   }
 
-  async advance(from: number): Promise<boolean> {
+  async advance(from: number, through: number): Promise<boolean> {
     if (!this.state) return false;
     if (this.rivalClaims > 0) {
       this.rivalClaims--;
       this.state = { ...this.state, cursor: this.state.cursor + 1 };
     }
     if (this.state.cursor !== from) return false;
-    this.state = { ...this.state, cursor: from + 1 };
+    this.state = { ...this.state, cursor: through + 1 };
     return true;
   }
 
-  async markScanned(second: number, enqueued: number): Promise<void> {
-    this.markers.set(second, enqueued);
+  async markScanned(range: SecondRange, enqueuedBySecond: ReadonlyMap<number, number>): Promise<void> {
+    for (let second = range.from; second <= range.through; second++) {
+      this.markers.set(second, enqueuedBySecond.get(second) ?? 0);
+    }
   }
 
   async scannedSeconds(from: number, to: number): Promise<Map<number, number>> {
@@ -82,6 +88,42 @@ export class FakeClockStore implements ClockStore {
 
   async raiseWatermark(name: Watermark, second: number): Promise<void> {
     this.watermarks[name] = Math.max(this.watermarks[name] ?? Number.NEGATIVE_INFINITY, second);
+  }
+}
+
+/** The occupancy index as sets, with the real one's rule: a second new to a planned minute is the caller's to tick. */
+export class FakeOccupancyIndex implements OccupancyIndex {
+  readonly seconds = new Set<number>();
+  readonly planned = new Set<number>();
+
+  constructor(seconds: Iterable<number> = []) {
+    for (const second of seconds) this.seconds.add(second);
+  }
+
+  async occupy(seconds: readonly number[]): Promise<number[]> {
+    const fresh = [...new Set(seconds)].filter((second) => !this.seconds.has(second));
+    for (const second of fresh) this.seconds.add(second);
+    return fresh.filter((second) => this.planned.has(minuteOf(second)));
+  }
+
+  async plan(minute: number): Promise<number[] | undefined> {
+    if (this.planned.has(minute)) return undefined;
+    this.planned.add(minute);
+    return [...this.seconds].filter((second) => minuteOf(second) === minute).sort((a, b) => a - b);
+  }
+
+  async occupied(from: number, to: number): Promise<Set<number>> {
+    return new Set([...this.seconds].filter((second) => second >= from && second <= to));
+  }
+}
+
+export class FakeTickQueue implements TickQueue {
+  readonly sent: Tick[] = [];
+  failure: Error | undefined;
+
+  async send(ticks: readonly Tick[]): Promise<void> {
+    if (this.failure) throw this.failure;
+    this.sent.push(...ticks);
   }
 }
 

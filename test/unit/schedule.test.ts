@@ -1,7 +1,16 @@
 import { describe, expect, it, vi } from 'vitest';
 import { type ScheduleOutcome, type SchedulePorts, scheduleTasks } from '../../functions/core/schedule';
 import { parseTaskRequest } from '../../functions/core/schemas';
-import { FakeClockStore, FakeDeliveryQueue, FakeIdempotencyStore, FakeTaskStore, ManualClock } from './fakes';
+import { minuteOf } from '../../functions/core/clock';
+import {
+  FakeClockStore,
+  FakeDeliveryQueue,
+  FakeIdempotencyStore,
+  FakeOccupancyIndex,
+  FakeTaskStore,
+  FakeTickQueue,
+  ManualClock,
+} from './fakes';
 
 const NOW_SECOND = 1_790_000_000;
 const NOW_MS = NOW_SECOND * 1000 + 400;
@@ -11,11 +20,14 @@ function schedulePorts(options: { cursor?: number } = {}) {
     taskStore: new FakeTaskStore(),
     clockStore: new FakeClockStore({ cursor: options.cursor ?? NOW_SECOND + 3, startedAt: NOW_SECOND - 60 }),
     idempotencyStore: new FakeIdempotencyStore(),
+    occupancy: new FakeOccupancyIndex(),
     deliveryQueue: new FakeDeliveryQueue(),
+    tickQueue: new FakeTickQueue(),
     clock: new ManualClock(NOW_MS),
     bucketCount: 1000,
     shardCount: 4,
     retentionDays: 30,
+    lookaheadSeconds: 2,
   } satisfies SchedulePorts;
 }
 
@@ -174,6 +186,112 @@ describe('Function: scheduleTasks', () => {
     expect(result).toMatchObject({ enqueuedDirect: 0, deferred: 0 });
     expect(ports.deliveryQueue.sent).toEqual([]);
     expect(ports.taskStore.tasks.size).toBe(2);
+  });
+});
+
+describe('Function: scheduleTasks and the occupancy index', () => {
+  it('records every second in the index before it writes a task, and reads the cursor after both', async () => {
+    // Prepare
+    const ports = schedulePorts();
+    const occupy = vi.spyOn(ports.occupancy, 'occupy');
+    const createMany = vi.spyOn(ports.taskStore, 'createMany');
+    const create = vi.spyOn(ports.taskStore, 'create');
+    const readCursor = vi.spyOn(ports.clockStore, 'read');
+
+    // Act
+    await scheduleTasks(ports, [request({ delaySeconds: 30 }), request({ delaySeconds: 90 })]);
+    await scheduleTasks(ports, [request({ delaySeconds: 45, idempotencyKey: 'k' })]);
+
+    // Assess
+    expect(ports.occupancy.seconds).toEqual(new Set([NOW_SECOND + 30, NOW_SECOND + 90, NOW_SECOND + 45]));
+    const [firstOccupy, secondOccupy] = occupy.mock.invocationCallOrder;
+    const [firstRead, secondRead] = readCursor.mock.invocationCallOrder;
+    expect(firstOccupy).toBeLessThan(createMany.mock.invocationCallOrder[0] ?? 0);
+    expect(createMany.mock.invocationCallOrder[0]).toBeLessThan(firstRead ?? 0);
+    expect(secondOccupy).toBeLessThan(create.mock.invocationCallOrder[0] ?? 0);
+    expect(create.mock.invocationCallOrder[0]).toBeLessThan(secondRead ?? 0);
+  });
+
+  it('writes no task when the index cannot be written', async () => {
+    // Prepare
+    const ports = schedulePorts();
+    vi.spyOn(ports.occupancy, 'occupy').mockRejectedValue(new Error('DynamoDB unavailable'));
+
+    // Act
+    const scheduling = scheduleTasks(ports, [request({ delaySeconds: 30 }), request({ delaySeconds: 31, idempotencyKey: 'k' })]);
+
+    // Assess
+    await expect(scheduling).rejects.toThrow('DynamoDB unavailable');
+    expect(ports.taskStore.tasks.size).toBe(0);
+  });
+
+  it('ticks a second new to a minute the ticker already planned, lookahead seconds before it', async () => {
+    // Prepare: this minute and the next are planned; a task lands in an empty second of each.
+    const ports = schedulePorts();
+    ports.occupancy.planned.add(minuteOf(NOW_SECOND)).add(minuteOf(NOW_SECOND) + 1);
+
+    // Act
+    await scheduleTasks(ports, [request({ delaySeconds: 20 }), request({ delaySeconds: 20 }), request({ delaySeconds: 70 })]);
+
+    // Assess: one tick per second, not per task; each surfaces 2 s (the lookahead) before its second, never earlier.
+    expect(ports.tickQueue.sent.sort((a, b) => a.second - b.second)).toEqual([
+      { second: NOW_SECOND + 20, delaySeconds: 18 },
+      { second: NOW_SECOND + 70, delaySeconds: 68 },
+    ]);
+  });
+
+  it('sends no tick for a second already in the index, or in a minute not planned yet', async () => {
+    // Prepare: this minute is planned and its second +20 was occupied before; the next is not planned.
+    const ports = schedulePorts();
+    ports.occupancy.planned.add(minuteOf(NOW_SECOND));
+    ports.occupancy.seconds.add(NOW_SECOND + 20);
+
+    // Act
+    await scheduleTasks(ports, [request({ delaySeconds: 20 }), request({ delaySeconds: 70 })]);
+
+    // Assess: the ticker will tick +70 when it plans its minute.
+    expect(ports.tickQueue.sent).toEqual([]);
+  });
+
+  it('enqueues a late arrival without ticking its second, which is already claimed', async () => {
+    // Prepare
+    const ports = schedulePorts();
+    ports.occupancy.planned.add(minuteOf(NOW_SECOND - 2));
+
+    // Act
+    const result = await scheduleTasks(ports, [request({ dueAt: NOW_MS - 2000 })]);
+
+    // Assess
+    expect(result.enqueuedDirect).toBe(1);
+    expect(ports.tickQueue.sent).toEqual([]);
+  });
+
+  it('enqueues a task due within the lookahead itself, without a tick, though its second is not claimed yet', async () => {
+    // Prepare: the cursor trails now, as an idle clock's does; the minute is planned.
+    const ports = schedulePorts({ cursor: NOW_SECOND - 30 });
+    ports.occupancy.planned.add(minuteOf(NOW_SECOND));
+
+    // Act
+    const result = await scheduleTasks(ports, [request({ dueAt: NOW_MS + 1500 }), request({ delaySeconds: 10 })]);
+
+    // Assess: the first is enqueued here; the second gets a tick.
+    expect(result.enqueuedDirect).toBe(1);
+    expect(ports.deliveryQueue.sent).toEqual([{ id: idOf(result.outcomes[0]), delaySeconds: 1 }]);
+    expect(ports.tickQueue.sent.map((tick) => tick.second)).toEqual([NOW_SECOND + 10]);
+  });
+
+  it('still accepts the tasks when their tick cannot be sent, leaving the second to the sweeper', async () => {
+    // Prepare
+    const ports = schedulePorts();
+    ports.occupancy.planned.add(minuteOf(NOW_SECOND)).add(minuteOf(NOW_SECOND) + 1);
+    ports.tickQueue.failure = new Error('SQS unavailable');
+
+    // Act
+    const result = await scheduleTasks(ports, [request({ delaySeconds: 20 })]);
+
+    // Assess
+    expect(result).toMatchObject({ untickedSeconds: 1, enqueuedDirect: 0 });
+    expect(ports.taskStore.tasks.size).toBe(1);
   });
 });
 

@@ -48,6 +48,8 @@ describe('Function: api handler', () => {
     ddbMock.reset();
     sqsMock.reset();
     ddbMock.on(GetCommand, { Key: { pk: 'CLOCK', sk: 'CLOCK' } }).resolves(clockAt(nowSecond()));
+    // The occupancy index: a minute no ticker has planned yet.
+    ddbMock.on(UpdateCommand).resolves({});
     sqsMock.on(SendMessageBatchCommand).resolves({ Failed: [] });
   });
 
@@ -74,6 +76,15 @@ describe('Function: api handler', () => {
       TableName: TABLE_NAME,
       Item: { id: response.json.id, status: 'PENDING', target: TARGET, payload: '{"n":1}', attempts: 0 },
     });
+    // The second goes into the occupancy index before the task is written.
+    const [occupy] = ddbMock.commandCalls(UpdateCommand);
+    const dueSecond = Math.floor((location?.dueAtMs ?? 0) / 1000);
+    expect(occupy?.args[0].input).toMatchObject({
+      Key: { pk: `OCCUPIED#${Math.floor(dueSecond / 3600)}` },
+      UpdateExpression: expect.stringContaining('ADD #seconds :seconds'),
+      ExpressionAttributeValues: { ':seconds': new Set([dueSecond]) },
+    });
+    expect(occupy?.calledBefore(ddbMock.commandCalls(PutCommand)[0] ?? occupy)).toBe(true);
     expect(sqsMock.commandCalls(SendMessageBatchCommand)).toHaveLength(0);
   });
 

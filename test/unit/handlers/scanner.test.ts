@@ -21,16 +21,23 @@ const { handler } = await import('../../../functions/scanner/handler');
 const CLOCK_KEY = { pk: 'CLOCK', sk: 'CLOCK' };
 const conditionFailed = () => Object.assign(new Error('x'), { name: 'ConditionalCheckFailedException' });
 
-/** A CLOCK item that behaves like the real one: the conditional advance moves it by one. */
+/** A CLOCK item that behaves like the real one: the conditional advance moves it past the claimed seconds. */
 function clockItemAt(start: number) {
   let cursor = start;
   ddbMock.on(GetCommand, { Key: CLOCK_KEY }).callsFake(() => ({ Item: { ...CLOCK_KEY, cursor, startedAt: start } }));
   ddbMock.on(UpdateCommand, { Key: CLOCK_KEY }).callsFake((input) => {
     if (input.ExpressionAttributeValues[':from'] !== cursor) throw conditionFailed();
-    cursor += 1;
+    cursor = input.ExpressionAttributeValues[':next'];
     return {};
   });
   return { cursor: () => cursor };
+}
+
+/** The occupancy index's item for the minute of `second`, naming that second. */
+function occupied(second: number) {
+  ddbMock
+    .on(QueryCommand, { ExpressionAttributeValues: { ':pk': `OCCUPIED#${Math.floor(second / 3600)}` } })
+    .resolves({ Items: [{ sk: String(Math.floor(second / 60) * 60).padStart(12, '0'), seconds: new Set([second]) }] });
 }
 
 describe('Function: scanner handler', () => {
@@ -42,10 +49,11 @@ describe('Function: scanner handler', () => {
     sqsMock.on(SendMessageBatchCommand).resolves({ Failed: [] });
   });
 
-  it('claims the due seconds, enqueues their tasks and marks each second scanned', async () => {
+  it('claims the due seconds in one write, enqueues the tasks of the occupied one and marks them scanned', async () => {
     // Prepare
     const second = Math.floor(Date.now() / 1000);
     const clock = clockItemAt(second);
+    occupied(second);
     const due = [second * 1000 + 100, second * 1000 + 900].map((dueAtMs) => ({
       id: newTaskId({ dueAtMs, shard: 1 }),
       dueAtMs,
@@ -76,10 +84,14 @@ describe('Function: scanner handler', () => {
       Array.from({ length: SHARD_COUNT }, (_, shard) => partitionKey(second, shard, BUCKET_COUNT)).sort(),
     );
     const markers = ddbMock.commandCalls(PutCommand);
-    const marker = markers.find((put) => put.args[0].input.Item?.sk === String(second).padStart(12, '0'));
-    expect(marker?.args[0].input.Item?.enqueued).toBe(2);
-    expect(sends[0]?.calledBefore(marker ?? sends[0])).toBe(true);
-    expect(markers).toHaveLength(clock.cursor() - second);
+    expect(markers).toHaveLength(1);
+    expect(markers[0]?.args[0].input.Item).toMatchObject({
+      sk: String(second).padStart(12, '0'),
+      through: clock.cursor() - 1,
+      busy: { [second]: 2 },
+    });
+    expect(sends[0]?.calledBefore(markers[0] ?? sends[0])).toBe(true);
+    expect(ddbMock.commandCalls(UpdateCommand)).toHaveLength(1);
   });
 
   it('claims nothing when the cursor is already past the lookahead', async () => {

@@ -21,8 +21,9 @@ describe('Function: sweeper handler', () => {
   });
 
   it('rescans the one claimed second that has no marker and marks it', async () => {
-    // Prepare: ten seconds claimed well before now, all finished but one.
-    const cursor = Math.floor(Date.now() / 1000) - 30;
+    // Prepare: ten seconds claimed before now, all finished but one, which has a task in the
+    // occupancy index. The cursor is recent enough that the catch-up has nothing to claim.
+    const cursor = Math.floor(Date.now() / 1000) - 5;
     const startedAt = cursor - 10;
     const unfinished = cursor - 4;
     const finished = Array.from({ length: 10 }, (_, index) => startedAt + index).filter((s) => s !== unfinished);
@@ -31,10 +32,14 @@ describe('Function: sweeper handler', () => {
     // Markers and tasks share the table; scan markers live in SCANNED#<hour> partitions.
     ddbMock.on(QueryCommand).callsFake((input: { ExpressionAttributeValues?: Record<string, unknown> }) => {
       const pk = String(input.ExpressionAttributeValues?.[':pk'] ?? '');
-      if (!pk.startsWith('SCANNED#')) return { Items: [] };
-      const hour = Number(pk.slice('SCANNED#'.length));
+      const [kind, hourText] = pk.split('#');
+      const hour = Number(hourText);
+      if (kind === 'OCCUPIED' && Math.floor(unfinished / 3600) === hour) {
+        return { Items: [{ sk: markerSk(Math.floor(unfinished / 60) * 60), seconds: new Set([unfinished]) }] };
+      }
+      if (kind !== 'SCANNED') return { Items: [] };
       const inHour = finished.filter((second) => Math.floor(second / 3600) === hour);
-      return { Items: inHour.map((second) => ({ sk: markerSk(second), enqueued: 0 })) };
+      return { Items: inHour.map((second) => ({ sk: markerSk(second), through: second })) };
     });
     ddbMock
       .on(QueryCommand, {
@@ -64,8 +69,8 @@ describe('Function: sweeper handler', () => {
         Entries: [{ Id: '0', MessageBody: JSON.stringify({ id: lost.id }), DelaySeconds: 0 }],
       },
     ]);
-    expect(ddbMock.commandCalls(PutCommand).map((put) => put.args[0].input.Item)).toMatchObject([
-      { sk: markerSk(unfinished), enqueued: 1 },
+    expect(ddbMock.commandCalls(PutCommand).map((put) => put.args[0].input.Item)).toEqual([
+      expect.objectContaining({ sk: markerSk(unfinished), through: unfinished, busy: { [unfinished]: 1 } }),
     ]);
     // The watermark moves past the ten seconds, and only the watermark: no task is updated.
     expect(ddbMock.commandCalls(UpdateCommand).map((update) => update.args[0].input)).toMatchObject([

@@ -1,8 +1,8 @@
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { lambdaContext, stubHandlerEnv, TICK_QUEUE_URL } from './setup';
+import { LOOKAHEAD_SECONDS, lambdaContext, stubHandlerEnv, TICK_QUEUE_URL } from './setup';
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
@@ -16,27 +16,45 @@ describe('Function: ticker handler', () => {
     sqsMock.on(SendMessageBatchCommand).resolves({ Failed: [] });
   });
 
-  it('sends one tick per second of the coming minute, in six batches, delayed 0 to 59 seconds', async () => {
-    // Prepare
-    const firstSecond = Math.floor(Date.now() / 1000);
+  it('plans this minute and the next and sends one tick per occupied second, none for empty ones', async () => {
+    // Prepare: the next minute has tasks in two seconds; this minute has none.
+    const nextMinute = Math.floor(Date.now() / 60_000) + 1;
+    const busy = [nextMinute * 60 + 5, nextMinute * 60 + 30];
+    ddbMock.on(UpdateCommand).resolves({});
+    ddbMock
+      .on(UpdateCommand, { Key: { sk: String(nextMinute * 60).padStart(12, '0') } })
+      .resolves({ Attributes: { seconds: new Set(busy) } });
 
     // Act
     const result = await handler({}, lambdaContext(10_000));
 
     // Assess
-    expect(result).toEqual({ ticks: 60 });
-    const batches = sqsMock.commandCalls(SendMessageBatchCommand).map((call) => call.args[0].input);
-    expect(batches).toHaveLength(6);
-    expect(batches.every((batch) => batch.QueueUrl === TICK_QUEUE_URL && batch.Entries?.length === 10)).toBe(true);
-    const entries = batches.flatMap((batch) => batch.Entries ?? []);
-    const delays = entries.map((entry) => entry.DelaySeconds ?? -1).sort((a, b) => a - b);
-    expect(delays).toEqual(Array.from({ length: 60 }, (_, second) => second));
-    // Each tick names the second it stands for: the run's first second plus its delay.
-    const offsets = new Set(
-      entries.map((entry) => JSON.parse(entry.MessageBody ?? '{}').second - (entry.DelaySeconds ?? 0)),
-    );
-    expect(offsets.size).toBe(1);
-    expect([...offsets][0]).toBeGreaterThanOrEqual(firstSecond);
-    expect(ddbMock.calls()).toHaveLength(0);
+    expect(result).toEqual({ ticks: 2 });
+    const plans = ddbMock.commandCalls(UpdateCommand).map((call) => call.args[0].input);
+    expect(plans).toHaveLength(2);
+    expect(plans.every((plan) => plan.UpdateExpression?.includes('planned = :planned') && plan.ReturnValues === 'ALL_OLD')).toBe(true);
+    const entries = sqsMock.commandCalls(SendMessageBatchCommand).flatMap((call) => {
+      expect(call.args[0].input.QueueUrl).toBe(TICK_QUEUE_URL);
+      return call.args[0].input.Entries ?? [];
+    });
+    expect(entries.map((entry) => JSON.parse(entry.MessageBody ?? '{}').second)).toEqual(busy);
+    // Each surfaces the lookahead before its second, never earlier, and before the second itself.
+    for (const entry of entries) {
+      const second = JSON.parse(entry.MessageBody ?? '{}').second as number;
+      expect(Date.now() / 1000 + (entry.DelaySeconds ?? 0)).toBeLessThanOrEqual(second);
+      expect(Date.now() / 1000 + (entry.DelaySeconds ?? 0)).toBeGreaterThanOrEqual(second - LOOKAHEAD_SECONDS);
+    }
+  });
+
+  it('sends nothing when the minutes it plans are empty', async () => {
+    // Prepare
+    ddbMock.on(UpdateCommand).resolves({});
+
+    // Act
+    const result = await handler({}, lambdaContext(10_000));
+
+    // Assess
+    expect(result).toEqual({ ticks: 0 });
+    expect(sqsMock.commandCalls(SendMessageBatchCommand)).toHaveLength(0);
   });
 });

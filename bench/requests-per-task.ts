@@ -99,7 +99,7 @@ const rows = names.map((name) => ({
 }));
 console.table(rows);
 console.log(
-  'SQS ReceiveMessage/DeleteMessageBatch are the pollers standing in for Lambda event source mappings; ' +
+  'EventSourceMapping.* are the local pollers standing in for Lambda event source mappings; ' +
     'their idle rate depends on the number of pollers and their long-poll wait, not on tasks.',
 );
 await timer.stop();

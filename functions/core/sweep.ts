@@ -53,7 +53,9 @@ export interface SweepReport {
  * Walks seconds after a watermark, doing the work each one calls for (a list of seconds to
  * handle, usually itself or nothing), and raises the watermark only over seconds whose work
  * is done. However long a failure lasts, no second is left behind; one that keeps failing
- * holds the watermark, and the lag shows.
+ * holds the watermark, and the lag shows. Each run does the work of at least one second
+ * before it heeds the deadline: when the stores are slow enough that merely reading what to
+ * do spends the budget, a pass that stopped at once would never move again.
  */
 async function walkSeconds(
   ports: ScanPorts,
@@ -66,10 +68,12 @@ async function walkSeconds(
   if (range.to <= range.after) return { through };
   try {
     const workAt = await workFor(range.after + 1, range.to);
+    let worked = false;
     for (let second = range.after + 1; second <= range.to; second++) {
       const targets = workAt(second);
-      if (targets.length > 0 && ports.clock.now() > range.deadlineMs) break;
+      if (targets.length > 0 && worked && ports.clock.now() > range.deadlineMs) break;
       for (const target of targets) await work(target);
+      worked ||= targets.length > 0;
       through = second;
     }
   } catch (error) {
@@ -107,8 +111,10 @@ export async function sweep(ports: ScanPorts, settings: SweepSettings): Promise<
   if (!state) {
     return { caughtUp: 0, rescanned: [], enqueued: 0, overdue: 0, lagSeconds: 0, unsweptSeconds: 0, overdueCheckLagSeconds: 0, errors: [] };
   }
-  // Each pass gets a third of the budget, so a pass with a long queue of work cannot starve the others.
-  const passBudgetMs = settings.budgetMs / 3;
+  // The catch-up, usually a claim or two of empty seconds, gets a fifth of the budget; the
+  // other passes two fifths each, so a pass with a long queue of work cannot starve the others.
+  const catchUpBudgetMs = settings.budgetMs / 5;
+  const passBudgetMs = (settings.budgetMs - catchUpBudgetMs) / 2;
   // Without a watermark (a first sweep, or one added to a long-running clock) a pass starts at
   // the clock's start, but never before the oldest marker that can still exist: older seconds
   // would all look unfinished and be re-scanned for nothing, holding the overdue pass back.
@@ -119,7 +125,7 @@ export async function sweep(ports: ScanPorts, settings: SweepSettings): Promise<
   let lagSeconds = nowSecond - state.cursor;
   let catchUpError: unknown;
   try {
-    const run = await claimAndScan(ports, () => nowSecond - settings.catchUpGraceSeconds, startedAtMs + passBudgetMs);
+    const run = await claimAndScan(ports, () => nowSecond - settings.catchUpGraceSeconds, startedAtMs + catchUpBudgetMs);
     caughtUp = run.enqueued;
     const oldestMissed = Math.min(...run.enqueuedBySecond.keys());
     lagSeconds = Number.isFinite(oldestMissed) ? nowSecond - oldestMissed : Math.min(0, lagSeconds);

@@ -403,8 +403,8 @@ describe('Function: sweep', () => {
     expect(clockStore.watermarks.swept).toBe(NOW_SECOND - 13);
   });
 
-  it('stops re-scanning when its third of the time budget is spent and records only what it finished', async () => {
-    // Prepare: every second has tasks, is unfinished, and takes 400 ms to re-scan; the pass gets 1 s of a 3 s budget.
+  it('stops re-scanning when its share of the time budget is spent and records only what it finished', async () => {
+    // Prepare: every second has tasks, is unfinished, and takes 400 ms to re-scan; the pass gets 1 s of a 2.5 s budget.
     const clockStore = new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 100 });
     const ports = { ...scanPorts({ clockStore, occupied: secondsFrom(NOW_SECOND - 100, NOW_SECOND) }), shardCount: 1 };
     vi.spyOn(ports.taskStore, 'listDue').mockImplementation(async () => {
@@ -413,7 +413,7 @@ describe('Function: sweep', () => {
     });
 
     // Act
-    const report = await sweep(ports, { ...settings, budgetMs: 3000 });
+    const report = await sweep(ports, { ...settings, budgetMs: 2500 });
 
     // Assess
     expect(report.rescanned).toEqual([NOW_SECOND - 100, NOW_SECOND - 99, NOW_SECOND - 98]);
@@ -440,6 +440,24 @@ describe('Function: sweep', () => {
       errors: [],
     });
     expect(listDue).not.toHaveBeenCalled();
+  });
+
+  it('re-scans at least one second per run, even when reading what to do spent its budget', async () => {
+    // Prepare: slow stores; reading the markers alone takes longer than the whole budget.
+    const clockStore = new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 100 });
+    const ports = { ...scanPorts({ clockStore, occupied: secondsFrom(NOW_SECOND - 100, NOW_SECOND) }), shardCount: 1 };
+    const scannedSeconds = clockStore.scannedSeconds.bind(clockStore);
+    vi.spyOn(clockStore, 'scannedSeconds').mockImplementation(async (from, to) => {
+      ports.clock.advance(5000);
+      return scannedSeconds(from, to);
+    });
+
+    // Act
+    const report = await sweep(ports, { ...settings, budgetMs: 2500 });
+
+    // Assess
+    expect(report.rescanned).toEqual([NOW_SECOND - 100]);
+    expect(clockStore.watermarks.swept).toBe(NOW_SECOND - 100);
   });
 
   it('claims and scans, late, the seconds with tasks that no tick claimed, and counts their tasks as missed', async () => {

@@ -39,10 +39,11 @@ async function deliverRecord(ports: RecordPorts, record: SQSRecord): Promise<boo
     case 'delivered':
       metrics.addMetric(METRICS.tasksDelivered, MetricUnit.Count, 1);
       metrics.addMetric(METRICS.deliveryLatenessMs, MetricUnit.Milliseconds, outcome.latenessMs);
-      logger.info('delivered', { ...facts, attempt: outcome.attempt, latenessMs: outcome.latenessMs });
+      // Debug, not info: a line per delivery is the largest log bill at scale, and the task item keeps these facts.
+      logger.debug('delivered', { ...facts, attempt: outcome.attempt, latenessMs: outcome.latenessMs });
       return true;
     case 'skipped':
-      logger.info('skipped', { ...facts, reason: outcome.reason });
+      logger.debug('skipped', { ...facts, reason: outcome.reason });
       return true;
     case 'failed':
       metrics.addMetric(METRICS.deliveryAttemptsFailed, MetricUnit.Count, 1);

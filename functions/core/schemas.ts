@@ -139,7 +139,19 @@ const optionalText = (max: number) =>
   z.string().min(1, 'must not be empty').max(max, `must be at most ${max} characters`).optional();
 
 /** The body of POST /v1/tasks, and of each item of POST /v1/tasks/batch. */
+/** Built once per variant: a zod schema is costly to build and cheap to reuse. */
+const taskRequestSchemas = new Map<boolean, ReturnType<typeof buildTaskRequestSchema>>();
+
 export function taskRequestSchema(options: { allowInsecureTargets: boolean }) {
+  let schema = taskRequestSchemas.get(options.allowInsecureTargets);
+  if (!schema) {
+    schema = buildTaskRequestSchema(options.allowInsecureTargets);
+    taskRequestSchemas.set(options.allowInsecureTargets, schema);
+  }
+  return schema;
+}
+
+function buildTaskRequestSchema(allowInsecureTargets: boolean) {
   return z.strictObject({
     dueAt: z
       .union([z.string(), z.number()], { error: 'must be an ISO-8601 date-time string or epoch milliseconds' })
@@ -150,7 +162,7 @@ export function taskRequestSchema(options: { allowInsecureTargets: boolean }) {
       .min(0, 'must not be negative')
       .max(LIMITS.horizonDays * 24 * 3600, `must be at most ${LIMITS.horizonDays} days`)
       .optional(),
-    target: targetSchema(options.allowInsecureTargets),
+    target: targetSchema(allowInsecureTargets),
     payload: z.unknown().optional(),
     bizType: optionalText(LIMITS.bizTypeLength),
     bizId: optionalText(LIMITS.bizIdLength),

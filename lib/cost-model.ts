@@ -1,0 +1,243 @@
+/**
+ * What the timer costs on AWS, from what a task costs in requests and compute (measured by
+ * `npm run bench` on local mode) and AWS's published us-east-1 prices. Shared by the bench's
+ * report and `npm run plan`, so both say the same thing. Free tiers are left out: at the
+ * scales this is for they are noise, and leaving them out never flatters the result.
+ */
+
+/**
+ * Published us-east-1 on-demand prices, in dollars, as checked on 2026-11-21. DynamoDB's
+ * on-demand throughput prices are those in force since 1 November 2024 (halved that day).
+ */
+export const PRICES = {
+  dynamo: {
+    /** On demand, per write request unit (1 KB) and per read request unit (4 KB, strongly consistent). */
+    writeRequestUnit: 0.625 / 1e6,
+    readRequestUnit: 0.125 / 1e6,
+    /** Provisioned, per write and read capacity unit-hour. */
+    writeCapacityUnitHour: 0.00065,
+    readCapacityUnitHour: 0.00013,
+    /** Standard table class, per GB-month; DynamoDB counts 100 bytes of overhead per item. */
+    storageGbMonth: 0.25,
+  },
+  /** SQS standard queues, per request (each 64 KB of payload counts as one). */
+  sqsRequest: 0.4 / 1e6,
+  lambda: {
+    /** arm64, per GB-second and per invocation. */
+    gbSecond: 0.0000133334,
+    request: 0.2 / 1e6,
+  },
+  /** API Gateway HTTP API, per request, for the first 300 million a month. */
+  httpApiRequest: 1.0 / 1e6,
+  /** EventBridge custom events put on a bus (64 KB chunks). */
+  eventBridgeEvent: 1.0 / 1e6,
+  /** EventBridge Scheduler, per scheduled invocation (after 14 million free a month). */
+  schedulerInvocation: 1.0 / 1e6,
+  cloudWatch: {
+    /** Custom metric (EMF-created ones too), per metric-month, prorated by the hour it is sent in. */
+    metricMonth: 0.3,
+    /** Logs ingestion per GB. */
+    logsGb: 0.5,
+    /** Standard-resolution alarm per month. */
+    alarmMonth: 0.1,
+    /** Dashboard per month beyond an account's first three. */
+    dashboardMonth: 3,
+  },
+  /** A customer managed KMS key (the alarm topic's) and a Secrets Manager secret (the signing secret), per month. */
+  kmsKeyMonth: 1,
+  secretMonth: 0.4,
+} as const;
+
+export const SECONDS_PER_MONTH = 30 * 24 * 3600;
+
+/** What one task costs on its way through, per task, as the bench measures it. */
+export interface PerTaskUsage {
+  /** DynamoDB write and read units (request units on demand, capacity-seconds provisioned). */
+  readonly dynamoWriteUnits: number;
+  readonly dynamoReadUnits: number;
+  readonly sqsRequests: number;
+  /** HTTP API requests: 1 for a single POST, 1/100 in full batches. */
+  readonly apiRequests: number;
+  readonly lambdaInvocations: number;
+  /** Lambda GB-seconds of billed duration. */
+  readonly lambdaGbSeconds: number;
+  /** Log bytes ingested (the functions' JSON lines plus Lambda's own per-invocation lines). */
+  readonly logBytes: number;
+  /** Bytes kept in DynamoDB for as long as the task is retained (item plus 100 bytes overhead). */
+  readonly storedBytes: number;
+  /** How long a task's item is kept: its wait until due, plus retention after it ends. */
+  readonly storedDays: number;
+}
+
+export type CapacityMode = 'on-demand' | 'provisioned';
+
+export interface CostBreakdown {
+  readonly dynamoWrites: number;
+  readonly dynamoReads: number;
+  readonly dynamoStorage: number;
+  readonly sqs: number;
+  readonly apiGateway: number;
+  readonly lambda: number;
+  readonly logs: number;
+}
+
+export const total = (breakdown: CostBreakdown): number => Object.values(breakdown).reduce((sum, value) => sum + value, 0);
+
+/** A per-task breakdown as dollars per million tasks. */
+export function perMillion(breakdown: CostBreakdown): CostBreakdown {
+  return Object.fromEntries(Object.entries(breakdown).map(([key, value]) => [key, value * 1e6])) as unknown as CostBreakdown;
+}
+
+/**
+ * Dollars per task, by component. Provisioned capacity is priced at the average rate divided
+ * by the auto scaling target utilization: the capacity paid for but not used is the price of
+ * scaling on a target rather than per request.
+ */
+export function costPerTask(usage: PerTaskUsage, mode: CapacityMode, targetUtilization = 0.7): CostBreakdown {
+  const { dynamo } = PRICES;
+  const perUnitSecond = (hourPrice: number) => hourPrice / 3600 / targetUtilization;
+  return {
+    dynamoWrites:
+      usage.dynamoWriteUnits * (mode === 'on-demand' ? dynamo.writeRequestUnit : perUnitSecond(dynamo.writeCapacityUnitHour)),
+    dynamoReads:
+      usage.dynamoReadUnits * (mode === 'on-demand' ? dynamo.readRequestUnit : perUnitSecond(dynamo.readCapacityUnitHour)),
+    dynamoStorage: (usage.storedBytes / 1e9) * dynamo.storageGbMonth * (usage.storedDays / 30),
+    sqs: usage.sqsRequests * PRICES.sqsRequest,
+    apiGateway: usage.apiRequests * PRICES.httpApiRequest,
+    lambda: usage.lambdaInvocations * PRICES.lambda.request + usage.lambdaGbSeconds * PRICES.lambda.gbSecond,
+    logs: (usage.logBytes / 1e9) * PRICES.cloudWatch.logsGb,
+  };
+}
+
+/** What an idle deployment does per hour, as the bench counts it. */
+export interface IdleUsage {
+  readonly dynamoWriteUnitsPerHour: number;
+  readonly dynamoReadUnitsPerHour: number;
+  readonly sqsRequestsPerHour: number;
+  readonly lambdaInvocationsPerHour: number;
+  readonly lambdaGbSecondsPerHour: number;
+  readonly logBytesPerHour: number;
+  /** Custom metrics published at least once an hour. */
+  readonly metricsPublished: number;
+}
+
+/**
+ * Lambda's SQS event source mappings long-poll each queue whether or not it has messages.
+ * AWS does not publish the idle poller count; five pollers with 20 s long polls is the
+ * commonly observed figure, so each consumed queue costs about 15 receives a minute idle.
+ */
+export const IDLE_POLLS_PER_QUEUE_PER_HOUR = 5 * 3 * 60;
+
+/** The deployment's fixed resources: they cost the same busy or idle. */
+export interface FixedResources {
+  readonly alarms: number;
+  readonly dashboards: number;
+  readonly kmsKeys: number;
+  readonly secrets: number;
+}
+
+export interface IdleMonth {
+  /** What running costs with nothing due: requests, compute, logs and metrics. */
+  readonly running: CostBreakdown & { readonly metrics: number };
+  /** Alarms, dashboard, KMS key and secret. */
+  readonly fixed: number;
+}
+
+export function idleMonth(usage: IdleUsage, fixed: FixedResources, mode: CapacityMode = 'on-demand'): IdleMonth {
+  const hours = SECONDS_PER_MONTH / 3600;
+  // Idle traffic is far below any sensible provisioned floor; on demand prices it honestly.
+  const perTask = costPerTask(
+    {
+      dynamoWriteUnits: usage.dynamoWriteUnitsPerHour * hours,
+      dynamoReadUnits: usage.dynamoReadUnitsPerHour * hours,
+      sqsRequests: usage.sqsRequestsPerHour * hours,
+      apiRequests: 0,
+      lambdaInvocations: usage.lambdaInvocationsPerHour * hours,
+      lambdaGbSeconds: usage.lambdaGbSecondsPerHour * hours,
+      logBytes: usage.logBytesPerHour * hours,
+      storedBytes: 0,
+      storedDays: 0,
+    },
+    mode,
+  );
+  const { cloudWatch } = PRICES;
+  return {
+    running: { ...perTask, metrics: usage.metricsPublished * cloudWatch.metricMonth },
+    fixed:
+      fixed.alarms * cloudWatch.alarmMonth +
+      fixed.dashboards * cloudWatch.dashboardMonth +
+      fixed.kmsKeys * PRICES.kmsKeyMonth +
+      fixed.secrets * PRICES.secretMonth,
+  };
+}
+
+/** DynamoDB's published per-partition limits. */
+export const PARTITION_LIMITS = { writeUnitsPerSecond: 1000, readUnitsPerSecond: 3000 } as const;
+/** Plan shards so the hot second uses at most this share of a partition's write limit. */
+const SHARD_HEADROOM = 0.8;
+
+export interface PlanInput {
+  readonly perDay: number;
+  /** Tasks due in the busiest single second. */
+  readonly peakPerSecond: number;
+  readonly usage: PerTaskUsage;
+  /** Writes each task makes to its own item in the second it is delivered (lease, outcome). */
+  readonly deliveryWritesPerTask: number;
+  /** Read units the scanner's query of one second spends per task (whole items, 4 KB a unit). */
+  readonly scanReadUnitsPerTask: number;
+  /** Seconds a callback invocation takes and how many records it handles. */
+  readonly callbackSecondsPerInvocation: number;
+  readonly callbackBatchSize: number;
+  /** Seconds an api invocation takes and how many tasks it takes in. */
+  readonly apiSecondsPerInvocation: number;
+  readonly tasksPerApiRequest: number;
+  /** Fixed monthly costs at idle (running and resources), added once. */
+  readonly idleMonthly: number;
+  readonly targetUtilization?: number;
+}
+
+export interface Plan {
+  readonly shardCount: number;
+  readonly writesPerKeyAtPeak: number;
+  readonly readUnitsPerKeyAtPeak: number;
+  readonly averagePerSecond: number;
+  readonly callbackConcurrencyAtPeak: number;
+  readonly apiConcurrencyAtPeak: number;
+  /** SQS delivery-queue requests per second at the peak (sends, receives, deletes). */
+  readonly sqsRequestsPerSecondAtPeak: number;
+  readonly provisionedWriteCapacity: number;
+  readonly provisionedReadCapacity: number;
+  readonly byMode: Record<CapacityMode, { perMillion: CostBreakdown; monthly: number }>;
+  readonly recommendedMode: CapacityMode;
+}
+
+/** Capacity and cost for a deployment of `perDay` timers with a hot second of `peakPerSecond`. */
+export function plan(input: PlanInput): Plan {
+  const utilization = input.targetUtilization ?? 0.7;
+  const shardCount = Math.max(
+    1,
+    Math.ceil((input.peakPerSecond * input.deliveryWritesPerTask) / (PARTITION_LIMITS.writeUnitsPerSecond * SHARD_HEADROOM)),
+  );
+  const averagePerSecond = input.perDay / 86_400;
+  const tasksPerMonth = averagePerSecond * SECONDS_PER_MONTH;
+  const modes: CapacityMode[] = ['on-demand', 'provisioned'];
+  const byMode = Object.fromEntries(
+    modes.map((mode) => {
+      const perTask = costPerTask(input.usage, mode, utilization);
+      return [mode, { perMillion: perMillion(perTask), monthly: total(perTask) * tasksPerMonth + input.idleMonthly }];
+    }),
+  ) as Plan['byMode'];
+  return {
+    shardCount,
+    writesPerKeyAtPeak: (input.peakPerSecond * input.deliveryWritesPerTask) / shardCount,
+    readUnitsPerKeyAtPeak: (input.peakPerSecond * input.scanReadUnitsPerTask) / shardCount,
+    averagePerSecond,
+    callbackConcurrencyAtPeak: Math.ceil((input.peakPerSecond / input.callbackBatchSize) * input.callbackSecondsPerInvocation),
+    apiConcurrencyAtPeak: Math.ceil((input.peakPerSecond / input.tasksPerApiRequest) * input.apiSecondsPerInvocation),
+    sqsRequestsPerSecondAtPeak: (input.peakPerSecond / input.callbackBatchSize) * 3,
+    provisionedWriteCapacity: Math.ceil((averagePerSecond * input.usage.dynamoWriteUnits) / utilization),
+    provisionedReadCapacity: Math.ceil((averagePerSecond * input.usage.dynamoReadUnits) / utilization),
+    byMode,
+    recommendedMode: byMode.provisioned.monthly < byMode['on-demand'].monthly ? 'provisioned' : 'on-demand',
+  };
+}

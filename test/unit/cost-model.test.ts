@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest';
+import { costPerTask, idleMonth, type PerTaskUsage, perMillion, plan, PRICES, total } from '../../lib/cost-model';
+
+/** A task as the bench measures one: three writes, a fraction of a read, SQS in batches of ten. */
+const usage: PerTaskUsage = {
+  dynamoWriteUnits: 3,
+  dynamoReadUnits: 0.2,
+  sqsRequests: 0.3,
+  apiRequests: 0.01,
+  lambdaInvocations: 0.11,
+  lambdaGbSeconds: 0.01,
+  logBytes: 100,
+  storedBytes: 431,
+  storedDays: 31,
+};
+
+describe('Function: costPerTask', () => {
+  it('prices on-demand requests at the published per-million prices', () => {
+    // Act
+    const cost = perMillion(costPerTask(usage, 'on-demand'));
+
+    // Assess
+    expect(cost.dynamoWrites).toBeCloseTo(3 * 0.625, 6);
+    expect(cost.dynamoReads).toBeCloseTo(0.2 * 0.125, 6);
+    expect(cost.sqs).toBeCloseTo(0.3 * 0.4, 6);
+    expect(cost.apiGateway).toBeCloseTo(0.01, 6);
+    expect(cost.lambda).toBeCloseTo(0.11 * 0.2 + 0.01 * 1e6 * PRICES.lambda.gbSecond, 6);
+    expect(cost.logs).toBeCloseTo(100 * 0.5 * 1e-3, 6);
+    // 431 bytes for 31 days at $0.25 per GB-month.
+    expect(cost.dynamoStorage).toBeCloseTo(431e-3 * 0.25 * (31 / 30), 6);
+  });
+
+  it('prices provisioned capacity per unit-second used, grossed up for the auto scaling target', () => {
+    // Act
+    const cost = perMillion(costPerTask(usage, 'provisioned', 0.7));
+
+    // Assess: a WCU-hour serves 3,600 writes at full use; at a 70% target, 2,520.
+    expect(cost.dynamoWrites).toBeCloseTo((3 * 0.00065 * 1e6) / 3600 / 0.7, 6);
+    expect(cost.dynamoReads).toBeCloseTo((0.2 * 0.00013 * 1e6) / 3600 / 0.7, 6);
+  });
+});
+
+describe('Function: idleMonth', () => {
+  it('adds metrics to the running cost and keeps the fixed resources apart', () => {
+    // Act
+    const month = idleMonth(
+      {
+        dynamoWriteUnitsPerHour: 120,
+        dynamoReadUnitsPerHour: 300,
+        sqsRequestsPerHour: 1800,
+        lambdaInvocationsPerHour: 120,
+        lambdaGbSecondsPerHour: 6,
+        logBytesPerHour: 100_000,
+        metricsPublished: 4,
+      },
+      { alarms: 17, dashboards: 1, kmsKeys: 1, secrets: 1 },
+    );
+
+    // Assess
+    expect(month.running.metrics).toBeCloseTo(1.2, 6);
+    expect(month.running.sqs).toBeCloseTo(1800 * 720 * 0.4e-6, 6);
+    expect(month.fixed).toBeCloseTo(17 * 0.1 + 3 + 1 + 0.4, 6);
+    expect(total(month.running)).toBeGreaterThan(month.running.metrics);
+  });
+});
+
+describe('Function: plan', () => {
+  const input = {
+    perDay: 1e9,
+    peakPerSecond: 20_000,
+    usage,
+    deliveryWritesPerTask: 2,
+    scanReadUnitsPerTask: 0.1,
+    callbackSecondsPerInvocation: 0.2,
+    callbackBatchSize: 10,
+    apiSecondsPerInvocation: 0.05,
+    tasksPerApiRequest: 100,
+    idleMonthly: 8,
+  };
+
+  it('picks enough shards that the hot second stays within 80% of a partition\'s 1,000 writes a second', () => {
+    // Act
+    const result = plan(input);
+
+    // Assess: 20,000 tasks × 2 writes ÷ 800 = 50 shards, each taking 800 writes.
+    expect(result.shardCount).toBe(50);
+    expect(result.writesPerKeyAtPeak).toBe(800);
+    expect(result.readUnitsPerKeyAtPeak).toBeCloseTo(40, 6);
+  });
+
+  it('sizes concurrency and provisioned capacity from the rates', () => {
+    // Act
+    const result = plan(input);
+
+    // Assess
+    expect(result.averagePerSecond).toBeCloseTo(11_574.07, 1);
+    expect(result.callbackConcurrencyAtPeak).toBe(400);
+    expect(result.apiConcurrencyAtPeak).toBe(10);
+    expect(result.sqsRequestsPerSecondAtPeak).toBe(6000);
+    expect(result.provisionedWriteCapacity).toBe(Math.ceil((11_574.074 * 3) / 0.7));
+  });
+
+  it('prices a month in both capacity modes and recommends the cheaper', () => {
+    // Act
+    const result = plan(input);
+
+    // Assess
+    const tasksPerMonth = 1e9 * 30;
+    expect(result.byMode['on-demand'].monthly).toBeCloseTo(total(costPerTask(usage, 'on-demand')) * tasksPerMonth + 8, 2);
+    expect(result.recommendedMode).toBe('provisioned');
+    expect(result.byMode.provisioned.monthly).toBeLessThan(result.byMode['on-demand'].monthly);
+  });
+
+  it('needs one shard for a small deployment', () => {
+    expect(plan({ ...input, perDay: 100_000, peakPerSecond: 100 }).shardCount).toBe(1);
+  });
+});

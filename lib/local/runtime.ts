@@ -55,15 +55,16 @@ export interface LocalTimerOptions {
   readonly logLevel?: string;
   /** Wraps every handler as it is loaded: how a benchmark attributes CPU time to each function. */
   readonly wrapHandler?: (fn: FunctionName, handler: AnyHandler) => AnyHandler;
-  /** Told of every AWS request the handlers and pollers make, with its input, before it is sent. */
+  /** Told of every AWS request the handlers and pollers make once it has been answered (or failed). */
   readonly onRequest?: (request: AwsRequest) => void;
 }
 
-/** One AWS request as the SDK is about to send it. */
+/** One AWS request: what was asked and, if it succeeded, the answer. */
 export interface AwsRequest {
   /** `Client.Command`, e.g. `DynamoDB.Query`, or `EventSourceMapping.SQS.ReceiveMessage` for the pollers. */
   readonly name: string;
   readonly input: Record<string, unknown>;
+  readonly output?: Record<string, unknown>;
 }
 
 export interface LocalQueue {
@@ -234,11 +235,18 @@ function countRequests(
 ): void {
   // Every SDK v3 client has the same middleware stack; SQS's type stands for all of them.
   (client.middlewareStack as SQSClient['middlewareStack']).add(
-    (next, context) => (args) => {
+    (next, context) => async (args) => {
       const name = `${prefix}${(context.clientName ?? 'Unknown').replace(/Client$/, '')}.${(context.commandName ?? 'Unknown').replace(/Command$/, '')}`;
       counts.set(name, (counts.get(name) ?? 0) + 1);
-      onRequest?.({ name, input: args.input as Record<string, unknown> });
-      return next(args);
+      const input = args.input as Record<string, unknown>;
+      try {
+        const result = await next(args);
+        onRequest?.({ name, input, output: result.output as unknown as Record<string, unknown> });
+        return result;
+      } catch (error) {
+        onRequest?.({ name, input });
+        throw error;
+      }
     },
     { step: 'initialize', name: 'countRequests' },
   );

@@ -1,0 +1,579 @@
+/**
+ * `npm run bench`: the timer's local mode and BullMQ on a local Redis, side by side, on this
+ * machine. Tasks go in through the timer's HTTP API (batch endpoint) and BullMQ's addBulk, and
+ * come back to one webhook receiver, which judges lateness by its own clock.
+ *
+ * Scenarios: steady (a fixed rate for a minute), burst (thousands due in one second), long
+ * horizon (due 1 minute to 30 days out, submitted as fast as possible) and idle (nothing due;
+ * the requests an idle deployment makes). Each timer scenario gets a fresh local mode in a
+ * process of its own; each BullMQ one a flushed Redis and a fresh worker process.
+ *
+ * Writes reports/bench-<time>.{json,md,svg} (and reports/latest.*); `--publish` also updates
+ * docs/benchmarks.{json,svg} and the tables in docs/benchmarks.md. `--quick` runs a short version.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Queue } from 'bullmq';
+import * as esbuild from 'esbuild';
+import { cpus } from 'node:os';
+import { idleMonth } from '../lib/cost-model';
+import { DEFAULT_SETTINGS, FUNCTIONS, type FunctionName } from '../lib/topology';
+import type { BenchJob, WorkerMessage, WorkerRequest } from './bullmq-worker';
+import { ensureRedisInstalled, startRedis, type BenchRedis } from './redis';
+import { type BenchReport, type LongHorizon, renderMarkdown, renderReportChart, type ScenarioResult } from './render';
+import { fmt, idleUsage, type MeasuredRun, progressLine } from './report';
+import { histogram, type KeyActivity, peakPerKey, perSecond, summarize } from './stats';
+import type { TimerMessage, TimerRequest, TimerSnapshot, TimerStorage } from './timer-process';
+
+const { values: flags } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    'idle-minutes': { type: 'string' },
+    rates: { type: 'string' },
+    bursts: { type: 'string' },
+    'no-peer': { type: 'boolean', default: false },
+    publish: { type: 'boolean', default: false },
+    'webhook-ms': { type: 'string', default: '100' },
+    from: { type: 'string' },
+  },
+});
+const quick = flags.quick ?? false;
+const RATES = (flags.rates ?? (quick ? '100,500' : '100,500,1000,2000')).split(',').map(Number);
+const BURSTS = (flags.bursts ?? (quick ? '2000' : '10000,20000')).split(',').map(Number);
+const STEADY_SECONDS = quick ? 15 : 60;
+const LONG_HORIZON_TASKS = quick ? 2000 : 20_000;
+const IDLE_MINUTES = Number(flags['idle-minutes'] ?? (quick ? 1 : 4));
+const WEBHOOK_MS = Number(flags['webhook-ms']);
+/** Tasks are submitted this long before they are due. */
+const LEAD_MS = 10_000;
+/** After the last task is due, how long to wait for stragglers before counting the rest lost. */
+const DRAIN_MS = 30_000;
+/** A burst may take longer to deliver than a steady second; its window is wider. */
+const BURST_DRAIN_MS = 120_000;
+const BATCH = 100;
+const SUBMITS_IN_FLIGHT = 8;
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+// ── The webhook receiver ───────────────────────────────────────────────────────────────
+
+interface Receipt {
+  readonly key: string;
+  readonly dueAtMs: number;
+  readonly receivedAtMs: number;
+}
+
+const receipts = new Map<string, Receipt[]>();
+const receiver = createServer((request, response) => {
+  const chunks: Buffer[] = [];
+  request.on('data', (chunk: Buffer) => chunks.push(chunk));
+  request.on('end', () => {
+    const receivedAtMs = Date.now();
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { dueAt: string; payload: { key: string } };
+    const scenario = body.payload.key.slice(0, body.payload.key.lastIndexOf('/'));
+    const list = receipts.get(scenario) ?? [];
+    list.push({ key: body.payload.key, dueAtMs: Date.parse(body.dueAt), receivedAtMs });
+    receipts.set(scenario, list);
+    response.writeHead(204).end();
+  });
+});
+await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+
+// ── Systems under test ─────────────────────────────────────────────────────────────────
+
+interface BenchTask {
+  /** `<scenario>/<seq>`: the receiver files arrivals under the scenario. */
+  readonly key: string;
+  readonly dueAtMs: number;
+}
+
+interface Measure {
+  readonly requests: Record<string, number>;
+  readonly cpuMs: Record<string, number>;
+  readonly invocations: Record<string, number>;
+  readonly writeUnits: number;
+  readonly readUnits: number;
+  readonly peakRssBytes: number;
+  readonly logBytes: number;
+  readonly keys?: KeyActivity;
+}
+
+interface System {
+  readonly name: 'timer' | 'bullmq';
+  submit(tasks: readonly BenchTask[]): Promise<void>;
+  measure(): Promise<Measure>;
+  /** Tasks still waiting or in delivery: a backlog, not a loss. */
+  pending(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Every call the bench makes to the timer's API goes through here, with its headers in one
+ * place (an API key, once the API takes one, is one line here).
+ */
+async function callTimerApi(apiUrl: string, path: string, body: unknown, headers: Record<string, string> = {}): Promise<unknown> {
+  const response = await fetch(`${apiUrl}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+  if (response.status !== 201) throw new Error(`${path} answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
+  return response.json();
+}
+
+/** Sends a request to a child process and waits for the reply of the given type. */
+function ask<Reply extends { type: string }>(child: ChildProcess, message: unknown, type: Reply['type']): Promise<Reply> {
+  return new Promise((resolve) => {
+    const onMessage = (reply: Reply) => {
+      if (reply.type !== type) return;
+      child.off('message', onMessage);
+      resolve(reply);
+    };
+    child.on('message', onMessage);
+    child.send(message as object);
+  });
+}
+
+const childOptions = { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'pipe', 'pipe', 'ipc'] as ['ignore', 'pipe', 'pipe', 'ipc'] };
+
+interface TimerSystem extends System {
+  storage(): Promise<TimerStorage>;
+  resetKeys(): void;
+}
+
+async function startTimer(): Promise<TimerSystem> {
+  const child = fork('bench/timer-process.ts', [], {
+    ...childOptions,
+    env: { ...process.env, BENCH_TIMER_SETTINGS: JSON.stringify({}) },
+  });
+  let logBytes = 0;
+  child.stdout?.on('data', (chunk: Buffer) => {
+    logBytes += chunk.length;
+  });
+  child.stderr?.resume();
+  const ready = await new Promise<Extract<TimerMessage, { type: 'ready' }>>((resolve) =>
+    child.on('message', (message: TimerMessage) => message.type === 'ready' && resolve(message)),
+  );
+  const storage = async () =>
+    (await ask<{ type: 'storage'; storage: TimerStorage }>(child, { type: 'storage' } satisfies TimerRequest, 'storage')).storage;
+  return {
+    name: 'timer',
+    async submit(tasks) {
+      await callTimerApi(ready.apiUrl, '/v1/tasks/batch', {
+        tasks: tasks.map((task) => ({ dueAt: task.dueAtMs, target: { type: 'http', url: hookUrl }, payload: { key: task.key } })),
+      });
+    },
+    async measure() {
+      const { snapshot } = await ask<{ type: 'snapshot'; snapshot: TimerSnapshot }>(child, { type: 'snapshot' } satisfies TimerRequest, 'snapshot');
+      return {
+        requests: snapshot.requests,
+        cpuMs: { ...(snapshot.cpuMs as Record<string, number>), 'whole process': snapshot.processCpuMs },
+        invocations: snapshot.invocations as Record<string, number>,
+        writeUnits: snapshot.writeUnits,
+        readUnits: snapshot.readUnits,
+        peakRssBytes: snapshot.peakRssBytes,
+        logBytes,
+        keys: new Map(snapshot.keys.map(([key, seconds]) => [key, new Map(seconds)])),
+      };
+    },
+    storage,
+    async pending() {
+      const { statuses } = await storage();
+      return (statuses.PENDING ?? 0) + (statuses.DELIVERING ?? 0);
+    },
+    resetKeys() {
+      child.send({ type: 'reset' } satisfies TimerRequest);
+    },
+    async stop() {
+      child.send({ type: 'stop' } satisfies TimerRequest);
+      await new Promise((resolve) => child.once('exit', resolve));
+    },
+  };
+}
+
+async function startBullmq(redis: BenchRedis, queueName: string): Promise<System> {
+  await redis.client.flushall();
+  const queue = new Queue<BenchJob>(queueName, { connection: { host: '127.0.0.1', port: redis.port } });
+  const worker = fork('bench/bullmq-worker.ts', [], {
+    ...childOptions,
+    env: { ...process.env, BENCH_QUEUE: queueName, BENCH_REDIS_PORT: String(redis.port) },
+  });
+  worker.stdout?.resume();
+  worker.stderr?.resume();
+  await new Promise<void>((resolve) => worker.on('message', (message: WorkerMessage) => message.type === 'ready' && resolve()));
+  return {
+    name: 'bullmq',
+    async submit(tasks) {
+      const now = Date.now();
+      await queue.addBulk(
+        tasks.map((task) => ({
+          name: 'timer',
+          data: { key: task.key, dueAtMs: task.dueAtMs, url: hookUrl },
+          // Like the timer's maxAttempts, and nothing kept once done, as the timer's TTL does later.
+          opts: { delay: Math.max(0, task.dueAtMs - now), attempts: 8, backoff: { type: 'exponential', delay: 5000 }, removeOnComplete: true },
+        })),
+      );
+    },
+    async measure() {
+      const [snapshot, usage] = await Promise.all([
+        ask<Extract<WorkerMessage, { type: 'snapshot' }>>(worker, { type: 'snapshot' } satisfies WorkerRequest, 'snapshot'),
+        redis.usage(),
+      ]);
+      return {
+        requests: { 'Redis.commands': usage.commands },
+        cpuMs: { worker: snapshot.cpuMs, redis: usage.cpuMs },
+        invocations: {},
+        writeUnits: 0,
+        readUnits: 0,
+        peakRssBytes: snapshot.peakRssBytes + usage.rssBytes,
+        logBytes: 0,
+      };
+    },
+    async pending() {
+      const counts = await queue.getJobCounts('delayed', 'waiting', 'active', 'prioritized');
+      return Object.values(counts).reduce((sum, count) => sum + count, 0);
+    },
+    async stop() {
+      worker.send({ type: 'stop' } satisfies WorkerRequest);
+      await new Promise((resolve) => worker.once('exit', resolve));
+      await queue.close();
+    },
+  };
+}
+
+// ── Running a scenario ─────────────────────────────────────────────────────────────────
+
+/** Redraws a progress line in place on a terminal; elsewhere (a log file, CI) prints one every 10 s. */
+function progress(label: string, status: () => { done: number; total: number; detail: string }) {
+  const live = process.stderr.isTTY;
+  const draw = (last = false) => {
+    const { done, total: all, detail } = status();
+    const line = progressLine(label, done, all, detail);
+    process.stderr.write(live ? `\r${line}\u001b[K${last ? '\n' : ''}` : `${line}\n`);
+  };
+  const timer = setInterval(draw, live ? 500 : 10_000);
+  return () => {
+    clearInterval(timer);
+    draw(true);
+  };
+}
+
+interface SubmitReport {
+  readonly seconds: number;
+  /** When each submitted task's batch was accepted, by key. */
+  readonly acceptedAtMs: Map<string, number>;
+}
+
+/**
+ * Submits in batches of 100, each no earlier than `leadMs` before its first task is due, 8 at a
+ * time. A system that cannot take tasks in as fast as they fall due would drag a run on for
+ * minutes: batches not started by `deadlineMs` are left out, and the run counts only those sent.
+ */
+async function submitPaced(
+  system: System,
+  tasks: readonly BenchTask[],
+  leadMs: number,
+  onBatch: () => void,
+  deadlineMs = Number.POSITIVE_INFINITY,
+): Promise<SubmitReport> {
+  const startedAt = Date.now();
+  const acceptedAtMs = new Map<string, number>();
+  const batches: BenchTask[][] = [];
+  for (let start = 0; start < tasks.length; start += BATCH) batches.push(tasks.slice(start, start + BATCH));
+  let next = 0;
+  const worker = async () => {
+    while (next < batches.length && Date.now() < deadlineMs) {
+      const batch = batches[next++] ?? [];
+      const wait = (batch[0]?.dueAtMs ?? 0) - leadMs - Date.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      await system.submit(batch);
+      const now = Date.now();
+      for (const task of batch) acceptedAtMs.set(task.key, now);
+      onBatch();
+    }
+  };
+  await Promise.all(Array.from({ length: SUBMITS_IN_FLIGHT }, worker));
+  return { seconds: (Date.now() - startedAt) / 1000, acceptedAtMs };
+}
+
+const LATENESS_EDGES = [50, 100, 200, 300, 500, 750, 1000, 1500, 2000, 5000, 10000];
+
+const diff = (after: Record<string, number>, before: Record<string, number>): Record<string, number> =>
+  Object.fromEntries(Object.entries(after).map(([name, value]) => [name, value - (before[name] ?? 0)]).filter(([, value]) => (value as number) > 0));
+const perTask = (values: Record<string, number>, tasks: number, digits = 3) =>
+  Object.fromEntries(Object.entries(values).map(([name, value]) => [name, Number((value / tasks).toFixed(digits))]));
+
+/** The busiest task partition keys while a hot second was delivered: the shard count at work. */
+export function hotKeysOf(keys: KeyActivity | undefined, fromSecond: number) {
+  const delivery: KeyActivity = new Map(
+    [...(keys ?? new Map())].map(([key, seconds]) => [key, new Map([...seconds].filter(([second]) => second >= fromSecond))]),
+  );
+  const taskKeys = [...delivery.keys()].filter((key) => key.startsWith('B#') && (delivery.get(key)?.size ?? 0) > 0);
+  return {
+    taskKeys: taskKeys.length,
+    writes: peakPerKey(delivery, 'writes', 'B#'),
+    reads: peakPerKey(delivery, 'reads', 'B#'),
+    submitWrites: peakPerKey(keys ?? new Map(), 'writes', 'B#'),
+  };
+}
+
+async function runScenario(
+  system: System,
+  scenario: string,
+  planned: readonly BenchTask[],
+  options: { leadMs: number; drainMs: number; submitDeadlineMs?: number },
+): Promise<ScenarioResult> {
+  receipts.set(`${system.name}:${scenario}`, []);
+  const before = await system.measure();
+  let submitted = 0;
+  const startedAt = Date.now();
+  const arrived = () => receipts.get(`${system.name}:${scenario}`) ?? [];
+  const done = progress(`${system.name} ${scenario}`, () => ({
+    done: new Set(arrived().map((receipt) => receipt.key)).size,
+    total: planned.length,
+    detail: `submitted ${fmt(submitted)}/${fmt(planned.length)}, delivered ${fmt(new Set(arrived().map((receipt) => receipt.key)).size)}, ${Math.round((Date.now() - startedAt) / 1000)} s`,
+  }));
+  const submit = await submitPaced(
+    system,
+    planned,
+    options.leadMs,
+    () => {
+      submitted = Math.min(planned.length, submitted + BATCH);
+    },
+    options.submitDeadlineMs,
+  );
+  const tasks = planned.filter((task) => submit.acceptedAtMs.has(task.key));
+  const lastDue = Math.max(...tasks.map((task) => task.dueAtMs));
+  while (new Set(arrived().map((receipt) => receipt.key)).size < tasks.length && Date.now() < lastDue + options.drainMs) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  // Stragglers and duplicates.
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  done();
+  const after = await system.measure();
+  const undelivered = tasks.length - new Set(arrived().map((receipt) => receipt.key)).size;
+  const backlog = undelivered > 0 ? Math.min(undelivered, await system.pending()) : 0;
+
+  const firstArrival = new Map<string, Receipt>();
+  for (const receipt of arrived()) if (!firstArrival.has(receipt.key)) firstArrival.set(receipt.key, receipt);
+  const lateness = [...firstArrival.values()].map(
+    (receipt) => receipt.receivedAtMs - Math.max(receipt.dueAtMs, submit.acceptedAtMs.get(receipt.key) ?? 0),
+  );
+  const firstDue = Math.min(...tasks.map((task) => task.dueAtMs));
+  const firstDueSecondMs = Math.floor(firstDue / 1000) * 1000;
+  const arrivals = [...firstArrival.values()].map((receipt) => receipt.receivedAtMs);
+  const series = perSecond(arrivals, firstDueSecondMs);
+  const lastArrival = Math.max(firstDueSecondMs, ...arrivals);
+  const run: MeasuredRun & { seconds: number } = {
+    tasks: tasks.length,
+    seconds: (Date.now() - startedAt) / 1000,
+    requests: diff(after.requests, before.requests),
+    writeUnits: after.writeUnits - before.writeUnits,
+    readUnits: after.readUnits - before.readUnits,
+    invocations: diff(after.invocations, before.invocations) as Partial<Record<FunctionName, number>>,
+    cpuMs: diff(after.cpuMs, before.cpuMs) as Partial<Record<FunctionName, number>>,
+    logBytes: after.logBytes - before.logBytes,
+  };
+  return {
+    system: system.name,
+    scenario,
+    tasks: tasks.length,
+    submitPerSecond: tasks.length / submit.seconds,
+    deliveredPerSecond: {
+      mean: firstArrival.size / Math.max(1, (lastArrival - firstDueSecondMs) / 1000),
+      peak: Math.max(0, ...series),
+    },
+    lateness: summarize(lateness),
+    early: arrived().filter((receipt) => receipt.receivedAtMs < receipt.dueAtMs).length,
+    lost: tasks.length - firstArrival.size - backlog,
+    backlog,
+    duplicates: arrived().length - firstArrival.size,
+    deliveredWithinSeconds: (lastArrival - firstDueSecondMs) / 1000,
+    requestsPerTask: perTask(run.requests, tasks.length),
+    cpuMsPerTask: perTask(run.cpuMs, tasks.length),
+    peakRssMb: after.peakRssBytes / 2 ** 20,
+    series,
+    latenessHistogram: histogram(lateness, LATENESS_EDGES),
+    run,
+    ...(after.keys && { hotKeys: hotKeysOf(after.keys, Math.floor(firstDue / 1000)) }),
+  };
+}
+
+function steadyTasks(name: string, rate: number, seconds: number): BenchTask[] {
+  const start = Date.now() + LEAD_MS + 2000;
+  return Array.from({ length: rate * seconds }, (_, index) => ({ key: `${name}/${index}`, dueAtMs: start + Math.floor((index * 1000) / rate) }));
+}
+
+function burstTasks(name: string, count: number, submitPerSecond: number): BenchTask[] {
+  // Due once all are surely in, spread over one second.
+  const dueSecondMs = (Math.ceil((Date.now() + (count / submitPerSecond) * 1500 + 5000) / 1000) + 1) * 1000;
+  return Array.from({ length: count }, (_, index) => ({ key: `${name}/${index}`, dueAtMs: dueSecondMs + (index % 1000) }));
+}
+
+// ── The scenarios ──────────────────────────────────────────────────────────────────────
+
+const results: ScenarioResult[] = [];
+/**
+ * How fast each system takes tasks in, so a burst can be due just after all of it is in: the
+ * timer's is measured by the long-horizon scenario, run first; BullMQ's addBulk is far faster.
+ */
+const submitCapacity: Record<string, number> = { bullmq: 5000 };
+
+async function steadyAndBurst(start: () => Promise<System>, systemName: string) {
+  for (const rate of RATES) {
+    const system = await start();
+    const scenario = `steady ${rate}/s`;
+    const tasks = steadyTasks(`${systemName}:${scenario}`, rate, STEADY_SECONDS);
+    const lastDue = tasks[tasks.length - 1]?.dueAtMs ?? Date.now();
+    results.push(await runScenario(system, scenario, tasks, { leadMs: LEAD_MS, drainMs: DRAIN_MS, submitDeadlineMs: lastDue }));
+    await system.stop();
+  }
+  for (const count of BURSTS) {
+    const system = await start();
+    (system as Partial<TimerSystem>).resetKeys?.();
+    const scenario = `burst ${count}`;
+    const tasks = burstTasks(`${systemName}:${scenario}`, count, submitCapacity[systemName] ?? 1000);
+    results.push(await runScenario(system, scenario, tasks, { leadMs: Number.POSITIVE_INFINITY, drainMs: BURST_DRAIN_MS }));
+    await system.stop();
+  }
+}
+
+async function longHorizon(): Promise<LongHorizon> {
+  const system = await startTimer();
+  const now = Date.now();
+  const scenario = 'timer:long horizon';
+  receipts.set(scenario, []);
+  // Spread evenly over due times from one minute to thirty days ahead, submitted as fast as the API takes them.
+  const span = 30 * 86_400_000 - 60_000;
+  const tasks = Array.from({ length: LONG_HORIZON_TASKS }, (_, index) => ({
+    key: `${scenario}/${index}`,
+    dueAtMs: now + 60_000 + Math.floor((index * span) / LONG_HORIZON_TASKS),
+  }));
+  let submitted = 0;
+  const done = progress('timer long horizon', () => ({ done: submitted, total: tasks.length, detail: `submitted ${fmt(submitted)}` }));
+  const submit = await submitPaced(system, tasks, Number.POSITIVE_INFINITY, () => {
+    submitted = Math.min(tasks.length, submitted + BATCH);
+  });
+  done();
+  const storage = await system.storage();
+  await system.stop();
+  const bytes = Object.values(storage.byKind).reduce((sum, kind) => sum + kind.bytes, 0);
+  const early = (receipts.get(scenario) ?? []).filter((receipt) => receipt.receivedAtMs < receipt.dueAtMs).length;
+  return { tasks: tasks.length, submitPerSecond: tasks.length / submit.seconds, storage, bytesPerTask: bytes / tasks.length, early };
+}
+
+/** Runs beside the BullMQ scenarios: it only counts requests, which the other load does not change. */
+async function idle(): Promise<{ minutes: number; perHour: Record<string, number>; run: MeasuredRun & { seconds: number } }> {
+  const system = await startTimer();
+  // Past start-up work (the first ticker and sweeper runs happen at once).
+  await new Promise((resolve) => setTimeout(resolve, 5000));
+  const before = await system.measure();
+  const startedAt = Date.now();
+  log(`timer idle: counting requests for ${IDLE_MINUTES} min, beside the next scenarios`);
+  await new Promise((resolve) => setTimeout(resolve, IDLE_MINUTES * 60_000));
+  log('timer idle: done');
+  const after = await system.measure();
+  await system.stop();
+  const seconds = (Date.now() - startedAt) / 1000;
+  const requests = diff(after.requests, before.requests);
+  return {
+    minutes: IDLE_MINUTES,
+    perHour: Object.fromEntries(Object.entries(requests).map(([name, count]) => [name, Math.round((count * 3600) / seconds)])),
+    run: {
+      tasks: 0,
+      seconds,
+      requests,
+      writeUnits: after.writeUnits - before.writeUnits,
+      readUnits: after.readUnits - before.readUnits,
+      invocations: diff(after.invocations, before.invocations) as Partial<Record<FunctionName, number>>,
+      cpuMs: diff(after.cpuMs, before.cpuMs) as Partial<Record<FunctionName, number>>,
+      logBytes: after.logBytes - before.logBytes,
+    },
+  };
+}
+
+/** Minified ESM bundles as the stack builds them (the AWS SDK is in the Lambda runtime, so left out). */
+async function bundleSizes(): Promise<Record<string, number>> {
+  const sizes: Record<string, number> = {};
+  for (const [name, spec] of Object.entries(FUNCTIONS)) {
+    const built = await esbuild.build({
+      entryPoints: [spec.entry],
+      bundle: true,
+      minify: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node22',
+      external: ['@aws-sdk/*'],
+      write: false,
+      logLevel: 'silent',
+    });
+    sizes[name] = built.outputFiles.reduce((sum, file) => sum + file.contents.length, 0);
+  }
+  return sizes;
+}
+
+// ── Main ───────────────────────────────────────────────────────────────────────────────
+
+/** Writes the report, its tables and its chart under reports/ (and, publishing, into docs/). */
+async function writeReport(report: BenchReport, publish: boolean): Promise<void> {
+  const markdown = renderMarkdown(report);
+  const chart = renderReportChart(report);
+  await mkdir('reports', { recursive: true });
+  const stamp = report.startedAt.replace(/[:.]/g, '-');
+  const json = `${JSON.stringify(report, null, 2)}\n`;
+  for (const base of [`bench-${stamp}`, 'latest']) {
+    await writeFile(join('reports', `${base}.json`), json);
+    await writeFile(join('reports', `${base}.md`), markdown);
+    await writeFile(join('reports', `${base}.svg`), chart);
+  }
+  if (publish) {
+    await writeFile('docs/benchmarks.json', json);
+    await writeFile('docs/benchmarks.svg', chart);
+    const page = await readFile('docs/benchmarks.md', 'utf8');
+    await writeFile('docs/benchmarks.md', page.replace(/(<!-- bench:start -->\n)[\s\S]*(<!-- bench:end -->)/, `$1${markdown}\n$2`));
+  }
+  process.stdout.write(`${markdown}\nReport: reports/bench-${stamp}.json, chart: reports/bench-${stamp}.svg\n`);
+}
+
+// `--from <report.json>` renders a saved run again (after a price or model change) without running anything.
+if (flags.from) {
+  await writeReport(JSON.parse(await readFile(flags.from, 'utf8')) as BenchReport, flags.publish ?? false);
+  process.exit(0);
+}
+
+const startedAt = new Date();
+log(`bench: rates ${RATES.join(', ')}/s for ${STEADY_SECONDS} s, bursts ${BURSTS.join(', ')}, long horizon ${LONG_HORIZON_TASKS}, idle ${IDLE_MINUTES} min${quick ? ' (quick)' : ''}`);
+const horizon = await longHorizon();
+submitCapacity.timer = horizon.submitPerSecond;
+await steadyAndBurst(startTimer, 'timer');
+const idling = idle();
+if (!flags['no-peer']) {
+  ensureRedisInstalled(log);
+  const redis = await startRedis();
+  let queues = 0;
+  await steadyAndBurst(() => startBullmq(redis, `bench-${++queues}`), 'bullmq');
+  await redis.stop();
+}
+const idleRun = await idling;
+const bundles = await bundleSizes();
+
+// Metrics an idle deployment still publishes every hour: the sweeper's four. The fixed resources are the stack's.
+const idleCost = idleMonth(idleUsage(idleRun.run, WEBHOOK_MS, 4), { alarms: 17, dashboards: 1, kmsKeys: 1, secrets: 1 });
+const report: BenchReport = {
+  startedAt: startedAt.toISOString(),
+  machine: { cpus: cpus().length, node: process.version },
+  settings: { rates: RATES, steadySeconds: STEADY_SECONDS, bursts: BURSTS, leadMs: LEAD_MS, webhookMs: WEBHOOK_MS, shardCount: DEFAULT_SETTINGS.shardCount, batch: BATCH },
+  results,
+  longHorizon: horizon,
+  idle: { minutes: idleRun.minutes, requestsPerHour: idleRun.perHour },
+  bundleBytes: bundles,
+  cost: { idleMonth: idleCost },
+};
+await writeReport(report, flags.publish ?? false);
+receiver.close();
+process.exit(0);

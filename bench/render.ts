@@ -1,0 +1,247 @@
+/**
+ * A bench report as text and a chart. Everything here is computed from the saved report, so
+ * a run can be rendered again (`npm run bench -- --from <report.json>`) after the prices or the
+ * cost model change, and `npm run plan` prices a deployment from the same numbers.
+ */
+import { costPerTask, type IdleMonth, type PerTaskUsage, perMillion, PRICES } from '../lib/cost-model';
+import { DEFAULT_SETTINGS, type FunctionName } from '../lib/topology';
+import { renderChart } from './chart';
+import { costRows, fmt, invocationSeconds, markdownTable, type MeasuredRun, perTaskUsage } from './report';
+import type { Bin, KeyPeak, LatenessSummary } from './stats';
+import type { TimerStorage } from './timer-process';
+
+export interface ScenarioResult {
+  readonly system: 'timer' | 'bullmq';
+  readonly scenario: string;
+  readonly tasks: number;
+  readonly submitPerSecond: number;
+  readonly deliveredPerSecond: { readonly mean: number; readonly peak: number };
+  readonly lateness: LatenessSummary;
+  readonly early: number;
+  /** Neither delivered nor waiting when the run's window closed. */
+  readonly lost: number;
+  /** Still waiting when the window closed: the system could not keep up. */
+  readonly backlog: number;
+  readonly duplicates: number;
+  /** From the first task's due second to the last arrival. */
+  readonly deliveredWithinSeconds: number;
+  readonly requestsPerTask: Record<string, number>;
+  readonly cpuMsPerTask: Record<string, number>;
+  readonly peakRssMb: number;
+  readonly series: number[];
+  readonly latenessHistogram: Bin[];
+  readonly run: MeasuredRun & { readonly seconds: number };
+  readonly hotKeys?: {
+    readonly taskKeys: number;
+    readonly writes: { readonly busiestSecond: KeyPeak; readonly busiestKey: KeyPeak };
+    readonly reads: { readonly busiestSecond: KeyPeak; readonly busiestKey: KeyPeak };
+    readonly submitWrites: { readonly busiestSecond: KeyPeak; readonly busiestKey: KeyPeak };
+  };
+}
+
+export interface LongHorizon {
+  readonly tasks: number;
+  readonly submitPerSecond: number;
+  readonly storage: TimerStorage;
+  readonly bytesPerTask: number;
+  readonly early: number;
+}
+
+export interface BenchReport {
+  readonly startedAt: string;
+  readonly machine: { readonly cpus: number; readonly node: string };
+  readonly settings: {
+    readonly rates: number[];
+    readonly steadySeconds: number;
+    readonly bursts: number[];
+    readonly leadMs: number;
+    readonly webhookMs: number;
+    readonly shardCount: number;
+    readonly batch: number;
+  };
+  readonly results: ScenarioResult[];
+  readonly longHorizon: LongHorizon;
+  readonly idle: { readonly minutes: number; readonly requestsPerHour: Record<string, number> };
+  readonly bundleBytes: Record<string, number>;
+  /** Priced when the run was made: an idle deployment's month. */
+  readonly cost: { readonly idleMonth: IdleMonth };
+}
+
+/** The timer's steady run nearest 1,000 tasks/s that delivered everything: what the cost model prices. */
+export function referenceRun(report: BenchReport): ScenarioResult | undefined {
+  const complete = report.results.filter(
+    (result) => result.system === 'timer' && result.scenario.startsWith('steady') && result.lost === 0 && result.backlog === 0,
+  );
+  const rate = (result: ScenarioResult) => result.tasks / report.settings.steadySeconds;
+  return [...complete].sort((a, b) => Math.abs(rate(a) - 1000) - Math.abs(rate(b) - 1000))[0];
+}
+
+export interface CostOptions {
+  readonly webhookMs: number;
+  readonly tasksPerApiRequest: number;
+  /** Average days from submit to due, and days a finished task is kept. */
+  readonly averageDelayDays: number;
+  readonly retentionDays: number;
+}
+
+export const defaultCostOptions = (report: BenchReport): CostOptions => ({
+  webhookMs: report.settings.webhookMs,
+  tasksPerApiRequest: report.settings.batch,
+  averageDelayDays: 1,
+  retentionDays: DEFAULT_SETTINGS.retentionDays,
+});
+
+/** What one task costs, from the reference run less what idling costs over its length. */
+export function usageOf(report: BenchReport, reference: ScenarioResult, options: CostOptions): PerTaskUsage {
+  const { run } = reference;
+  const idlePerSecond = (name: string) => (report.idle.requestsPerHour[name] ?? 0) / 3600;
+  const busy: MeasuredRun = {
+    ...run,
+    requests: Object.fromEntries(Object.entries(run.requests).map(([name, count]) => [name, Math.max(0, count - idlePerSecond(name) * run.seconds)])),
+  };
+  const tasks = report.longHorizon.storage.byKind.B;
+  return perTaskUsage(busy, {
+    webhookMs: options.webhookMs,
+    tasksPerApiRequest: options.tasksPerApiRequest,
+    storedBytes: tasks ? tasks.bytes / tasks.items : 0,
+    storedDays: options.averageDelayDays + options.retentionDays,
+  });
+}
+
+/** Billed seconds per invocation of a function in the reference run, for concurrency planning. */
+export function secondsPerInvocation(reference: ScenarioResult, fn: FunctionName, webhookMs: number): number {
+  const invocations = reference.run.invocations[fn] ?? 0;
+  return invocationSeconds(fn, invocations === 0 ? 0 : (reference.run.cpuMs[fn] ?? 0) / invocations, webhookMs);
+}
+
+const sum = (values: Record<string, number>) => Object.values(values).reduce((total, value) => total + value, 0);
+
+export function renderMarkdown(report: BenchReport): string {
+  const { results } = report;
+  const mainTable = markdownTable(
+    ['system', 'scenario', 'tasks', 'submit/s', 'delivered/s', 'peak/s', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms', 'early', 'lost', 'backlog', 'dup', 'done after due s', 'CPU ms/task', 'peak MB'],
+    results.map((result) => [
+      result.system,
+      result.scenario,
+      result.tasks,
+      Math.round(result.submitPerSecond),
+      Math.round(result.deliveredPerSecond.mean),
+      result.deliveredPerSecond.peak,
+      Math.round(result.lateness.p50),
+      Math.round(result.lateness.p95),
+      Math.round(result.lateness.p99),
+      Math.round(result.lateness.max),
+      result.early,
+      result.lost,
+      result.backlog,
+      result.duplicates,
+      Number(result.deliveredWithinSeconds.toFixed(1)),
+      Number((result.cpuMsPerTask['whole process'] ?? sum(result.cpuMsPerTask)).toFixed(2)),
+      Math.round(result.peakRssMb),
+    ]),
+  );
+  const ratio = (a: number, b: number) => (b === 0 ? '–' : `${(a / b).toFixed(2)}×`);
+  const pairs = results
+    .filter((result) => result.system === 'timer')
+    .flatMap((ours) => {
+      const peer = results.find((result) => result.system === 'bullmq' && result.scenario === ours.scenario);
+      if (!peer) return [];
+      return [
+        [
+          ours.scenario,
+          ratio(ours.lateness.p99, peer.lateness.p99),
+          ratio(ours.deliveredPerSecond.mean, peer.deliveredPerSecond.mean),
+          ratio(ours.submitPerSecond, peer.submitPerSecond),
+          ratio(ours.cpuMsPerTask['whole process'] ?? 0, sum(peer.cpuMsPerTask)),
+        ],
+      ];
+    });
+  const ratioTable = markdownTable(['scenario', 'p99 lateness', 'delivered/s', 'submit/s', 'CPU per task (whole processes)'], pairs);
+  const requestTable = markdownTable(
+    ['system', 'scenario', 'requests per task'],
+    results.map((result) => [result.system, result.scenario, Object.entries(result.requestsPerTask).map(([name, count]) => `${name} ${count}`).join(', ')]),
+  );
+  const cpuTable = markdownTable(
+    ['system', 'scenario', 'CPU ms per task: by function and the whole process (timer), by process (BullMQ)'],
+    results.map((result) => [result.system, result.scenario, Object.entries(result.cpuMsPerTask).map(([name, ms]) => `${name} ${ms}`).join(', ')]),
+  );
+  const hotTable = markdownTable(
+    ['scenario', 'task keys', 'most write units on one key in one second', 'most read units on one key in one second', 'most write units on one key, whole delivery'],
+    results
+      .filter((result) => result.system === 'timer' && result.hotKeys && result.scenario.startsWith('burst'))
+      .map((result) => [
+        result.scenario,
+        result.hotKeys?.taskKeys ?? 0,
+        result.hotKeys?.writes.busiestSecond.perSecond ?? 0,
+        result.hotKeys?.reads.busiestSecond.perSecond ?? 0,
+        result.hotKeys?.writes.busiestKey.total ?? 0,
+      ]),
+  );
+  const reference = referenceRun(report);
+  const options = defaultCostOptions(report);
+  const usage = reference && usageOf(report, reference, options);
+  const costTable = usage
+    ? (() => {
+        const onDemand = costRows(perMillion(costPerTask(usage, 'on-demand')), 3);
+        const provisioned = costRows(perMillion(costPerTask(usage, 'provisioned')), 3);
+        return markdownTable(
+          ['component', '$ per million, on demand', '$ per million, provisioned (70% target)'],
+          onDemand.map(([component, dollars], index) => [component, dollars, provisioned[index]?.[1] ?? '']),
+        );
+      })()
+    : 'No steady run delivered everything, so there is nothing to price.';
+  const idle = report.cost.idleMonth;
+  const idleCostTable = markdownTable(
+    ['idle month', '$'],
+    [...costRows(idle.running, 3), ['fixed resources (17 alarms, a dashboard, a KMS key, a secret)', `$${fmt(idle.fixed, 2)}`]],
+  );
+  const horizon = report.longHorizon;
+  const taskItems = horizon.storage.byKind.B;
+  return [
+    `Run ${report.startedAt} on ${report.machine.cpus} cores, Node ${report.machine.node}; ${report.settings.shardCount} shards.`,
+    '',
+    mainTable,
+    '',
+    'Timer ÷ BullMQ (below 1× is better for lateness and CPU, above 1× for rates):',
+    '',
+    ratioTable,
+    '',
+    requestTable,
+    '',
+    cpuTable,
+    '',
+    'The hot second, per task partition key (the delivery phase: from the due second on):',
+    '',
+    hotTable,
+    '',
+    `Long horizon: ${fmt(horizon.tasks)} tasks due 1 minute to 30 days ahead, submitted at ${fmt(horizon.submitPerSecond)}/s; ${fmt(horizon.bytesPerTask)} bytes stored per task, of which the task item ${fmt(taskItems ? taskItems.bytes / taskItems.items : 0)} (with DynamoDB's 100 bytes of overhead) and the rest occupancy index items; ${horizon.early} early.`,
+    '',
+    `Idle, counted for ${report.idle.minutes} minutes and scaled to an hour (the local pollers' receives stand for Lambda's event source mappings, priced at their 20 s long polls instead):`,
+    '',
+    markdownTable(['request', 'per hour idle'], Object.entries(report.idle.requestsPerHour)),
+    '',
+    `Cost per million timers, from ${reference?.scenario ?? 'no run'} (webhooks answering in ${options.webhookMs} ms, batches of ${options.tasksPerApiRequest}, a day's wait and ${options.retentionDays} days' retention); EventBridge Scheduler: $${fmt(PRICES.schedulerInvocation * 1e6, 2)} per million invocations, before its targets:`,
+    '',
+    costTable,
+    '',
+    idleCostTable,
+    '',
+    markdownTable(['function', 'bundle KiB (minified, AWS SDK external)'], Object.entries(report.bundleBytes).map(([name, bytes]) => [name, Number((bytes / 1024).toFixed(1))])),
+    '',
+  ].join('\n');
+}
+
+/** The chart for the reference rate: the timer's and BullMQ's lateness and deliveries per second. */
+export function renderReportChart(report: BenchReport): string {
+  const scenario = referenceRun(report)?.scenario ?? `steady ${report.settings.rates[0]}/s`;
+  const of = (system: string) => report.results.find((result) => result.system === system && result.scenario === scenario);
+  const systems = [
+    { label: 'timer (local mode)', color: '#1f77b4', result: of('timer') },
+    { label: 'BullMQ', color: '#ff7f0e', result: of('bullmq') },
+  ].filter((entry) => entry.result !== undefined);
+  return renderChart({
+    title: `${scenario}: the timer in local mode and BullMQ on Redis, same machine, same receiver`,
+    histograms: systems.map(({ label, color, result }) => ({ label, color, bins: result?.latenessHistogram ?? [] })),
+    series: systems.map(({ label, color, result }) => ({ label, color, values: result?.series ?? [] })),
+  });
+}

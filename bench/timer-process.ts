@@ -1,0 +1,189 @@
+/**
+ * Local mode as a process of its own, for `npm run bench`: the timer gets its own event loop
+ * (and so a core of its own), apart from the load generator and the webhook receiver. It
+ * attributes on-CPU time to each function by async context, counts AWS requests by type and
+ * by partition key, and answers the bench over IPC. The functions log at INFO to stdout, as
+ * in Lambda, so the bench can count the bytes CloudWatch Logs would ingest.
+ */
+import { AsyncLocalStorage, createHook } from 'node:async_hooks';
+import { performance } from 'node:perf_hooks';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { allItems } from '../functions/adapters/dynamo-store';
+import { type AwsRequest, LOCAL_TABLE_NAME, startLocalTimer } from '../lib/local/runtime';
+import type { FunctionName, TimerSettings } from '../lib/topology';
+import { itemBytes, type KeyActivity, STORAGE_OVERHEAD_BYTES } from './stats';
+
+export type TimerRequest = { type: 'snapshot' } | { type: 'reset' } | { type: 'storage' } | { type: 'stop' };
+
+export interface TimerSnapshot {
+  readonly requests: Record<string, number>;
+  readonly cpuMs: Partial<Record<FunctionName, number>>;
+  readonly invocations: Partial<Record<FunctionName, number>>;
+  /** Write and read units by partition key and wall-clock second, since the last reset. */
+  readonly keys: Array<[string, Array<[number, { writes: number; reads: number }]>]>;
+  readonly writeUnits: number;
+  readonly readUnits: number;
+  readonly peakRssBytes: number;
+  /** The whole process's CPU time: the functions plus the emulators and the local runtime. */
+  readonly processCpuMs: number;
+}
+
+export interface TimerStorage {
+  /** Items by kind (the partition key's prefix) with their billed bytes. */
+  readonly byKind: Record<string, { items: number; bytes: number }>;
+  /** Task items by status. */
+  readonly statuses: Record<string, number>;
+}
+
+export type TimerMessage =
+  | { type: 'ready'; apiUrl: string }
+  | { type: 'snapshot'; snapshot: TimerSnapshot }
+  | { type: 'storage'; storage: TimerStorage };
+
+const send = (message: TimerMessage) => process.send?.(message);
+
+const context = new AsyncLocalStorage<FunctionName>();
+const cpuMs = new Map<FunctionName, number>();
+const invocations = new Map<FunctionName, number>();
+/** Open slices of on-CPU time, innermost last: async callbacks can run nested. */
+const slices: Array<{ fn: FunctionName; startedAt: number } | undefined> = [];
+const addCpu = (fn: FunctionName, ms: number) => cpuMs.set(fn, (cpuMs.get(fn) ?? 0) + ms);
+
+const attributeCpu = process.env.BENCH_ATTRIBUTE_CPU !== 'false';
+const hook = createHook({
+  before() {
+    const fn = context.getStore();
+    slices.push(fn && { fn, startedAt: performance.now() });
+  },
+  after() {
+    const slice = slices.pop();
+    if (slice) addCpu(slice.fn, performance.now() - slice.startedAt);
+  },
+});
+if (attributeCpu) hook.enable();
+
+let keys: KeyActivity = new Map();
+let writeUnits = 0;
+let readUnits = 0;
+/** Size of the task items seen written, to price the updates and queries that touch them. */
+let taskItemBytes = 400;
+
+function addUnits(key: string, kind: 'writes' | 'reads', units: number): void {
+  const second = Math.floor(Date.now() / 1000);
+  const seconds = keys.get(key) ?? new Map<number, { writes: number; reads: number }>();
+  const entry = seconds.get(second) ?? { writes: 0, reads: 0 };
+  entry[kind] += units;
+  seconds.set(second, entry);
+  keys.set(key, seconds);
+  if (kind === 'writes') writeUnits += units;
+  else readUnits += units;
+}
+
+const writeUnitsOf = (item: Record<string, unknown>) => Math.max(1, Math.ceil(itemBytes(item) / 1024));
+const isTaskKey = (key: string) => key.startsWith('B#');
+
+/**
+ * Capacity units by DynamoDB's rules: a write is its item's size in KB, rounded up (an update
+ * is priced at a task item's size); a strongly consistent read is 4 KB of the items it
+ * examined, rounded up, at least one.
+ */
+function recordRequest(request: AwsRequest): void {
+  const { input, output } = request;
+  switch (request.name) {
+    case 'DynamoDB.PutItem': {
+      const item = input.Item as Record<string, unknown>;
+      if (isTaskKey(String(item.pk))) taskItemBytes = itemBytes(item);
+      return addUnits(String(item.pk), 'writes', writeUnitsOf(item));
+    }
+    case 'DynamoDB.BatchWriteItem':
+      for (const requests of Object.values(input.RequestItems as Record<string, Array<{ PutRequest?: { Item: Record<string, unknown> } }>>)) {
+        for (const { PutRequest } of requests) {
+          if (!PutRequest) continue;
+          if (isTaskKey(String(PutRequest.Item.pk))) taskItemBytes = itemBytes(PutRequest.Item);
+          addUnits(String(PutRequest.Item.pk), 'writes', writeUnitsOf(PutRequest.Item));
+        }
+      }
+      return;
+    case 'DynamoDB.UpdateItem': {
+      const key = String((input.Key as Record<string, unknown>).pk);
+      return addUnits(key, 'writes', isTaskKey(key) ? Math.ceil(taskItemBytes / 1024) : 1);
+    }
+    case 'DynamoDB.GetItem':
+      return addUnits(String((input.Key as Record<string, unknown>).pk), 'reads', 1);
+    case 'DynamoDB.Query': {
+      const key = String((input.ExpressionAttributeValues as Record<string, unknown>)[':pk']);
+      const examined = Number(output?.ScannedCount ?? 0) * (isTaskKey(key) ? taskItemBytes : 200);
+      return addUnits(key, 'reads', Math.max(1, Math.ceil(examined / 4096)));
+    }
+  }
+}
+
+let peakRssBytes = 0;
+const sampleMemory = () => {
+  peakRssBytes = Math.max(peakRssBytes, process.memoryUsage().rss);
+};
+setInterval(sampleMemory, 250).unref();
+
+const settings = JSON.parse(process.env.BENCH_TIMER_SETTINGS ?? '{}') as Partial<TimerSettings>;
+const timer = await startLocalTimer({
+  port: 0,
+  logLevel: 'INFO',
+  settings,
+  onRequest: recordRequest,
+  wrapHandler: (fn, handler) => (event, lambdaContext) => {
+    invocations.set(fn, (invocations.get(fn) ?? 0) + 1);
+    const startedAt = performance.now();
+    try {
+      return context.run(fn, () => handler(event, lambdaContext));
+    } finally {
+      addCpu(fn, performance.now() - startedAt);
+    }
+  },
+});
+
+async function storage(): Promise<TimerStorage> {
+  const items = await allItems((startKey) =>
+    timer.dynamo.send(new ScanCommand({ TableName: LOCAL_TABLE_NAME, ExclusiveStartKey: startKey })),
+  );
+  const byKind: Record<string, { items: number; bytes: number }> = {};
+  const statuses: Record<string, number> = {};
+  for (const item of items) {
+    const kind = String(item.pk).split('#')[0] ?? 'other';
+    const entry = (byKind[kind] ??= { items: 0, bytes: 0 });
+    entry.items += 1;
+    entry.bytes += itemBytes(item) + STORAGE_OVERHEAD_BYTES;
+    if (kind === 'B') statuses[String(item.status)] = (statuses[String(item.status)] ?? 0) + 1;
+  }
+  return { byKind, statuses };
+}
+
+process.on('message', async (message: TimerRequest) => {
+  switch (message.type) {
+    case 'snapshot':
+      sampleMemory();
+      return send({
+        type: 'snapshot',
+        snapshot: {
+          requests: timer.requestCounts(),
+          cpuMs: Object.fromEntries(cpuMs),
+          invocations: Object.fromEntries(invocations),
+          keys: [...keys].map(([key, seconds]) => [key, [...seconds]]),
+          writeUnits,
+          readUnits,
+          peakRssBytes,
+          processCpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000,
+        },
+      });
+    case 'reset':
+      keys = new Map();
+      peakRssBytes = 0;
+      return;
+    case 'storage':
+      return send({ type: 'storage', storage: await storage() });
+    case 'stop':
+      await timer.stop();
+      process.exit(0);
+  }
+});
+
+send({ type: 'ready', apiUrl: timer.apiUrl });

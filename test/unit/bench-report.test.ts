@@ -1,0 +1,123 @@
+import { describe, expect, it } from 'vitest';
+import { niceCeiling, renderChart } from '../../bench/chart';
+import { invocationSeconds, markdownTable, perTaskUsage, progressLine } from '../../bench/report';
+import { attributeBytes, histogram, itemBytes, peakPerKey, perSecond, quantile, summarize } from '../../bench/stats';
+
+describe('Function: quantile and summarize', () => {
+  it('takes the nearest rank', () => {
+    const values = Array.from({ length: 100 }, (_, index) => index + 1);
+    expect(quantile(values, 0.5)).toBe(50);
+    expect(quantile(values, 0.99)).toBe(99);
+    expect(summarize(values)).toEqual({ p50: 50, p95: 95, p99: 99, max: 100 });
+    expect(Number.isNaN(quantile([], 0.5))).toBe(true);
+  });
+});
+
+describe('Function: histogram', () => {
+  it('counts values between edges, with an overflow bin', () => {
+    const bins = histogram([5, 60, 99, 100, 2500], [50, 100, 1000]);
+    expect(bins.map((bin) => bin.count)).toEqual([1, 2, 1, 1]);
+    expect(bins.map((bin) => [bin.from, bin.to])).toEqual([
+      [0, 50],
+      [50, 100],
+      [100, 1000],
+      [1000, Number.POSITIVE_INFINITY],
+    ]);
+  });
+});
+
+describe('Function: perSecond', () => {
+  it('counts arrivals per whole second from the start, with empty seconds as zeros', () => {
+    expect(perSecond([1000, 1500, 3999, 4000], 1000)).toEqual([2, 0, 1, 1]);
+    expect(perSecond([], 0)).toEqual([]);
+  });
+});
+
+describe('Function: peakPerKey', () => {
+  it('finds the busiest key-second and the busiest key overall, for keys with the prefix', () => {
+    const activity = new Map([
+      ['B#1#0', new Map([[10, { writes: 5, reads: 1 }], [11, { writes: 5, reads: 0 }]])],
+      ['B#1#1', new Map([[10, { writes: 7, reads: 2 }]])],
+      ['CLOCK', new Map([[10, { writes: 50, reads: 50 }]])],
+    ]);
+    const peak = peakPerKey(activity, 'writes', 'B#');
+    expect(peak.busiestSecond).toEqual({ key: 'B#1#1', perSecond: 7, total: 7 });
+    expect(peak.busiestKey).toEqual({ key: 'B#1#0', perSecond: 5, total: 10 });
+  });
+});
+
+describe('Function: itemBytes', () => {
+  it('counts names and values by DynamoDB\'s rules', () => {
+    expect(attributeBytes('héllo')).toBe(6);
+    expect(attributeBytes(12345)).toBe(4);
+    expect(attributeBytes(true)).toBe(1);
+    expect(attributeBytes({ a: 'xy' })).toBe(3 + 1 + 1 + 2);
+    expect(attributeBytes(new Set([1, 2]))).toBe(4);
+    expect(itemBytes({ pk: 'B#1#0', n: 1 })).toBe(2 + 5 + 1 + 2);
+  });
+});
+
+describe('Function: progressLine', () => {
+  it('draws a bar with the share done', () => {
+    const line = progressLine('steady', 5, 10, 'half', 10);
+    expect(line).toContain('[█████░░░░░]');
+    expect(line).toContain(' 50% half');
+  });
+});
+
+describe('Function: markdownTable', () => {
+  it('right-aligns columns that hold only numbers', () => {
+    expect(markdownTable(['name', 'count'], [['a', 1], ['b', 22]])).toBe('| name | count |\n| --- | ---: |\n| a | 1 |\n| b | 22 |');
+  });
+});
+
+describe('Function: invocationSeconds and perTaskUsage', () => {
+  it('stretches CPU time by the share of a vCPU the memory buys and adds the critical path', () => {
+    // The callback has 512 MB: 512/1769 of a vCPU. Its path: lease, webhook, outcome.
+    expect(invocationSeconds('callback', 10, 100)).toBeCloseTo((10 * 1769) / 512 / 1000 + 0.112, 6);
+  });
+
+  it('turns a run into per-task usage', () => {
+    const usage = perTaskUsage(
+      {
+        tasks: 1000,
+        requests: { 'SQS.SendMessageBatch': 100, 'EventSourceMapping.SQS.ReceiveMessage': 100, 'DynamoDB.Query': 10 },
+        writeUnits: 3000,
+        readUnits: 200,
+        invocations: { callback: 100, api: 10 },
+        cpuMs: { callback: 2000, api: 500 },
+        logBytes: 50_000,
+      },
+      { webhookMs: 100, tasksPerApiRequest: 100, storedBytes: 431, storedDays: 31 },
+    );
+    expect(usage).toMatchObject({ dynamoWriteUnits: 3, dynamoReadUnits: 0.2, sqsRequests: 0.2, apiRequests: 0.01, lambdaInvocations: 0.11 });
+    expect(usage.lambdaGbSeconds).toBeCloseTo(
+      (100 * invocationSeconds('callback', 20, 100) * 0.5 + 10 * invocationSeconds('api', 50, 100) * 0.5) / 1000,
+      9,
+    );
+    // The functions' own lines plus Lambda's per invocation and an EMF line for each (none is the ticker).
+    expect(usage.logBytes).toBeCloseTo((50_000 + 110 * 350 + 110 * 700) / 1000, 6);
+  });
+});
+
+describe('Function: renderChart', () => {
+  it('draws one bar per bin and system and one line per series, as valid-looking SVG', () => {
+    const svg = renderChart({
+      title: 'a & b',
+      histograms: [
+        { label: 'timer', color: '#111', bins: histogram([10, 20, 600], [100, 1000]) },
+        { label: 'peer', color: '#222', bins: histogram([5], [100, 1000]) },
+      ],
+      series: [{ label: 'timer', color: '#111', values: [1, 5, 3] }],
+    });
+    expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
+    expect(svg.trimEnd().endsWith('</svg>')).toBe(true);
+    expect(svg).toContain('a &amp; b');
+    expect(svg.match(/<rect class="bar" /g)).toHaveLength(6);
+    expect(svg.match(/<polyline /g)).toHaveLength(1);
+  });
+
+  it('picks tidy axis maxima', () => {
+    expect([0, 7, 12, 180, 2500].map(niceCeiling)).toEqual([1, 10, 20, 200, 5000]);
+  });
+});

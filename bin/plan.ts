@@ -1,0 +1,91 @@
+/**
+ * `npm run plan -- --per-day 1e9 --peak 20000`: a capacity and cost plan for a deployment, from
+ * the per-task usage the last published bench measured (docs/benchmarks.json) and the cost
+ * model the bench prices with. Prints the shard count to deploy with, the writes a hot second
+ * puts on one partition key, Lambda concurrency, SQS throughput and the monthly bill in both
+ * DynamoDB capacity modes.
+ */
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { type CostBreakdown, plan, total } from '../lib/cost-model';
+import { defaultCostOptions, referenceRun, secondsPerInvocation, usageOf, type BenchReport } from '../bench/render';
+import { fmt, markdownTable } from '../bench/report';
+import { QUEUES } from '../lib/topology';
+
+const { values } = parseArgs({
+  options: {
+    'per-day': { type: 'string', default: '1e9' },
+    peak: { type: 'string', default: '20000' },
+    'webhook-ms': { type: 'string' },
+    batch: { type: 'string' },
+    'average-delay-days': { type: 'string' },
+    'retention-days': { type: 'string' },
+    utilization: { type: 'string', default: '0.7' },
+    report: { type: 'string', default: 'docs/benchmarks.json' },
+  },
+});
+
+const report = JSON.parse(await readFile(values.report ?? 'docs/benchmarks.json', 'utf8')) as BenchReport;
+const reference = referenceRun(report);
+if (!reference) throw new Error(`${values.report} has no steady run that delivered everything; run npm run bench first`);
+const defaults = defaultCostOptions(report);
+const options = {
+  webhookMs: Number(values['webhook-ms'] ?? defaults.webhookMs),
+  tasksPerApiRequest: Number(values.batch ?? defaults.tasksPerApiRequest),
+  averageDelayDays: Number(values['average-delay-days'] ?? defaults.averageDelayDays),
+  retentionDays: Number(values['retention-days'] ?? defaults.retentionDays),
+};
+const usage = usageOf(report, reference, options);
+const idle = report.cost.idleMonth;
+const perTask = (name: string) => (reference.run.requests[name] ?? 0) / reference.tasks;
+const result = plan({
+  perDay: Number(values['per-day']),
+  peakPerSecond: Number(values.peak),
+  usage,
+  // The lease and the outcome: the updates a task's own item takes in the second it is delivered.
+  deliveryWritesPerTask: Math.round(perTask('DynamoDB.UpdateItem')),
+  scanReadUnitsPerTask: reference.run.readUnits / reference.tasks,
+  callbackSecondsPerInvocation: secondsPerInvocation(reference, 'callback', options.webhookMs),
+  callbackBatchSize: QUEUES.delivery.consumer.batchSize,
+  apiSecondsPerInvocation: secondsPerInvocation(reference, 'api', options.webhookMs),
+  tasksPerApiRequest: options.tasksPerApiRequest,
+  // The idle month's running cost counts its metrics already.
+  idleMonthly: total(idle.running) + idle.fixed,
+  targetUtilization: Number(values.utilization),
+});
+
+const money = (dollars: number, digits = 2) => `$${fmt(dollars, digits)}`;
+const lines = [
+  `Plan for ${fmt(Number(values['per-day']))} timers a day (${fmt(result.averagePerSecond)}/s on average), ${fmt(Number(values.peak))} due in the busiest second.`,
+  `Per-task usage from ${report.startedAt} (${reference.scenario}); webhooks answering in ${options.webhookMs} ms, batches of ${options.tasksPerApiRequest}, ${options.averageDelayDays} day(s) to due, ${options.retentionDays} days kept after.`,
+  '',
+  markdownTable(
+    ['capacity', 'value'],
+    [
+      ['shard count to deploy with (ShardCount, fixed at first deploy)', String(result.shardCount)],
+      ['write units on one partition key in the hot second', fmt(result.writesPerKeyAtPeak)],
+      ['read units on one partition key in the hot second', fmt(result.readUnitsPerKeyAtPeak, 1)],
+      ['callback concurrency at the peak', fmt(result.callbackConcurrencyAtPeak)],
+      ['api concurrency at the peak', fmt(result.apiConcurrencyAtPeak)],
+      ['delivery queue requests/s at the peak', fmt(result.sqsRequestsPerSecondAtPeak)],
+      ['provisioned write capacity (average ÷ target utilization)', fmt(result.provisionedWriteCapacity)],
+      ['provisioned read capacity', fmt(result.provisionedReadCapacity)],
+    ],
+  ),
+  '',
+  markdownTable(
+    ['$ per million timers', 'on demand', `provisioned, auto scaling at ${Number(values.utilization) * 100}%`],
+    [
+      ...(Object.keys(result.byMode['on-demand'].perMillion) as Array<keyof CostBreakdown>).map((component) => [
+        component,
+        money(result.byMode['on-demand'].perMillion[component], 3),
+        money(result.byMode.provisioned.perMillion[component], 3),
+      ]),
+      ['total', money(total(result.byMode['on-demand'].perMillion), 3), money(total(result.byMode.provisioned.perMillion), 3)],
+    ],
+  ),
+  '',
+  `Monthly: ${money(result.byMode['on-demand'].monthly, 0)} on demand, ${money(result.byMode.provisioned.monthly, 0)} provisioned (each with ${money(total(idle.running) + idle.fixed)} of fixed and idle cost). Recommended: ${result.recommendedMode}.`,
+  `EventBridge Scheduler for the same timers: ${money(Number(values['per-day']) * 30 * 1e-6)} a month in scheduled invocations alone ($1.00 per million), before the targets it invokes.`,
+];
+process.stdout.write(`${lines.join('\n')}\n`);

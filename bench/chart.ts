@@ -51,6 +51,29 @@ function yAxis(top: number, height: number, max: number, label: string): string 
   return ticks.join('') + text(16, top + height / 2, label, `font-size="12" transform="rotate(-90 16 ${top + height / 2})" text-anchor="middle"`);
 }
 
+/** A panel's frame around its marks: title, legend, y axis with grid lines, x axis label. */
+function panel(frame: {
+  top: number;
+  title: string;
+  legend: ReadonlyArray<{ label: string; color: string }>;
+  legendX: number;
+  yMax: number;
+  yLabel: string;
+  xLabel: string;
+  marks: readonly string[];
+}): string {
+  const plotWidth = WIDTH - MARGIN.left - MARGIN.right;
+  const plotHeight = PANEL_HEIGHT - MARGIN.top - MARGIN.bottom;
+  const plotTop = frame.top + MARGIN.top;
+  return [
+    text(MARGIN.left, frame.top + 22, frame.title, 'font-size="14" font-weight="bold"'),
+    legend(frame.legend, MARGIN.left + frame.legendX, frame.top + 22),
+    yAxis(plotTop, plotHeight, frame.yMax, frame.yLabel),
+    ...frame.marks,
+    text(MARGIN.left + plotWidth / 2, plotTop + plotHeight + 36, frame.xLabel, 'font-size="12" text-anchor="middle"'),
+  ].join('');
+}
+
 function histogramPanel(input: ChartInput, top: number): string {
   const plotWidth = WIDTH - MARGIN.left - MARGIN.right;
   const plotHeight = PANEL_HEIGHT - MARGIN.top - MARGIN.bottom;
@@ -74,14 +97,16 @@ function histogramPanel(input: ChartInput, top: number): string {
   const labels = (input.histograms[0]?.bins ?? []).map((bin, index) =>
     text(MARGIN.left + (index + 0.5) * groupWidth, plotTop + plotHeight + 16, binLabel(bin), 'font-size="11" text-anchor="middle"'),
   );
-  return [
-    text(MARGIN.left, top + 22, 'Lateness (ms after dueAt), share of deliveries', 'font-size="14" font-weight="bold"'),
-    legend(input.histograms, MARGIN.left + 360, top + 22),
-    yAxis(plotTop, plotHeight, max, '% of deliveries'),
-    ...bars,
-    ...labels,
-    text(MARGIN.left + plotWidth / 2, plotTop + plotHeight + 36, 'lateness, ms', 'font-size="12" text-anchor="middle"'),
-  ].join('');
+  return panel({
+    top,
+    title: 'Lateness (ms after dueAt), share of deliveries',
+    legend: input.histograms,
+    legendX: 360,
+    yMax: max,
+    yLabel: '% of deliveries',
+    xLabel: 'lateness, ms',
+    marks: [...bars, ...labels],
+  });
 }
 
 function seriesPanel(input: ChartInput, top: number): string {
@@ -101,14 +126,16 @@ function seriesPanel(input: ChartInput, top: number): string {
   const xTicks = [0, 0.25, 0.5, 0.75, 1].map((share) =>
     text(x(share * (length - 1)), plotTop + plotHeight + 16, String(Math.round(share * (length - 1))), 'font-size="11" text-anchor="middle"'),
   );
-  return [
-    text(MARGIN.left, top + 22, 'Deliveries per second', 'font-size="14" font-weight="bold"'),
-    legend(input.series, MARGIN.left + 200, top + 22),
-    yAxis(plotTop, plotHeight, max, 'deliveries / s'),
-    ...lines,
-    ...xTicks,
-    text(MARGIN.left + plotWidth / 2, plotTop + plotHeight + 36, 'seconds since the first task was due', 'font-size="12" text-anchor="middle"'),
-  ].join('');
+  return panel({
+    top,
+    title: 'Deliveries per second',
+    legend: input.series,
+    legendX: 200,
+    yMax: max,
+    yLabel: 'deliveries / s',
+    xLabel: 'seconds since the first task was due',
+    marks: [...lines, ...xTicks],
+  });
 }
 
 /** The whole chart: a title, then the two panels one above the other. */

@@ -210,7 +210,7 @@ export function renderMarkdown(report: BenchReport): string {
     '',
     cpuTable,
     '',
-    'The hot second, per task partition key (the delivery phase: from the due second on):',
+    'The hot second, per task partition key (the delivery phase: from 5 s before the due second on, which takes in the scan):',
     '',
     hotTable,
     '',

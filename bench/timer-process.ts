@@ -33,6 +33,8 @@ export interface TimerStorage {
   readonly byKind: Record<string, { items: number; bytes: number }>;
   /** Task items by status. */
   readonly statuses: Record<string, number>;
+  /** The bench's keys (from the payload) of the tasks still waiting or in delivery. */
+  readonly pendingKeys: string[];
 }
 
 export type TimerMessage =
@@ -147,14 +149,19 @@ async function storage(): Promise<TimerStorage> {
   );
   const byKind: Record<string, { items: number; bytes: number }> = {};
   const statuses: Record<string, number> = {};
+  const pendingKeys: string[] = [];
   for (const item of items) {
     const kind = String(item.pk).split('#')[0] ?? 'other';
     const entry = (byKind[kind] ??= { items: 0, bytes: 0 });
     entry.items += 1;
     entry.bytes += itemBytes(item) + STORAGE_OVERHEAD_BYTES;
-    if (kind === 'B') statuses[String(item.status)] = (statuses[String(item.status)] ?? 0) + 1;
+    if (kind !== 'B') continue;
+    statuses[String(item.status)] = (statuses[String(item.status)] ?? 0) + 1;
+    if (item.status === 'PENDING' || item.status === 'DELIVERING') {
+      pendingKeys.push(String((JSON.parse(String(item.payload)) as { key?: string } | null)?.key));
+    }
   }
-  return { byKind, statuses };
+  return { byKind, statuses, pendingKeys };
 }
 
 process.on('message', async (message: TimerRequest) => {

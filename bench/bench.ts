@@ -473,6 +473,8 @@ async function longHorizon(): Promise<LongHorizon> {
 /** Runs beside the BullMQ scenarios: it only counts requests, which the other load does not change. */
 async function idle(): Promise<{ minutes: number; perHour: Record<string, number>; run: MeasuredRun & { seconds: number } }> {
   const system = await startTimer();
+  // A deployment that has been used: its clock runs (the first submit starts it), and nothing is due for a month.
+  await system.submit([{ key: 'timer:idle/0', dueAtMs: Date.now() + 30 * 86_400_000 }]);
   // Past start-up work (the first ticker and sweeper runs happen at once).
   await new Promise((resolve) => setTimeout(resolve, 5000));
   const before = await system.measure();

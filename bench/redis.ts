@@ -58,19 +58,10 @@ export async function startRedis(): Promise<BenchRedis> {
   const server: ChildProcess = spawn('redis-server', ['--port', String(port), '--save', '', '--appendonly', 'no', '--bind', '127.0.0.1'], {
     stdio: 'ignore',
   });
-  const client = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: null, lazyConnect: true });
-  // Refused connections while the server starts are expected; the loop below retries them.
+  // The client retries until the server listens, and holds commands meanwhile: the first PING answers once it is up.
+  const client = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: null, retryStrategy: () => 100 });
   client.on('error', () => undefined);
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await client.connect();
-      await client.ping();
-      break;
-    } catch (error) {
-      if (attempt > 50) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
+  await client.ping();
   return {
     port,
     client,

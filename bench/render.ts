@@ -42,7 +42,7 @@ export interface ScenarioResult {
 export interface LongHorizon {
   readonly tasks: number;
   readonly submitPerSecond: number;
-  readonly storage: TimerStorage;
+  readonly storage: Omit<TimerStorage, 'pendingKeys'>;
   readonly bytesPerTask: number;
   readonly early: number;
 }

@@ -4,6 +4,7 @@
  * (default 3000).
  */
 import { resolve } from 'node:path';
+import { DEV_API_KEY_ENV } from '../lib/local/dev-tenant';
 import { LOCAL_INBOX_PATH } from '../lib/local/paths';
 import { startLocalTimer } from '../lib/local/runtime';
 
@@ -25,13 +26,18 @@ process.stdout.write(
     `Distributed timer running locally`,
     `  API:             ${timer.apiUrl}/v1/tasks`,
     `  Data:            ${dataDir}`,
+    timer.devTenant.keyIsNew
+      ? `  API key:         ${timer.apiKey}  (new: tenant "dev"; kept in ${timer.devTenant.keyFile ?? 'memory only'})`
+      : `  API key:         tenant "dev"'s key from ${process.env[DEV_API_KEY_ENV] ? DEV_API_KEY_ENV : timer.devTenant.keyFile}`,
     `  Signing secret:  ${timer.signingSecret}  (webhooks carry Standard Webhooks signatures made with it)`,
+    '  Webhook targets: local mode allows http:// and loopback or private addresses; a deployment allows only public https://',
     `  Webhook inbox:   ${timer.apiUrl}${LOCAL_INBOX_PATH}  (a receiver for trying it out: checks signatures, logs arrivals)`,
     `  EventBridge:     events to eventbridge targets are appended to ${resolve(dataDir, 'eventbridge-events.jsonl')}`,
     timer.recovered > 0 ? `  Recovered:       ${timer.recovered} tasks re-enqueued after the restart` : '',
     '',
     'Schedule a webhook 10 seconds from now, to the inbox:',
-    `  curl -s -X POST ${timer.apiUrl}/v1/tasks -H 'content-type: application/json' \\`,
+    `  export TIMER_API_KEY=$(cat ${timer.devTenant.keyFile ?? '<the key above>'})`,
+    `  curl -s -X POST ${timer.apiUrl}/v1/tasks -H "authorization: Bearer $TIMER_API_KEY" -H 'content-type: application/json' \\`,
     `    -d '{"delaySeconds":10,"target":{"type":"http","url":"${timer.apiUrl}${LOCAL_INBOX_PATH}"},"payload":{"hello":"world"}}'`,
     '',
     'Press Ctrl+C to stop.',

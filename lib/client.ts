@@ -2,7 +2,7 @@
  * A typed client for the timer's HTTP API v1. It uses the platform's fetch and nothing
  * else at run time; its types are the API's own schemas and views, so they cannot drift.
  *
- *   const timer = new TimerClient({ baseUrl: 'https://abc.execute-api.eu-west-1.amazonaws.com' });
+ *   const timer = new TimerClient({ baseUrl: 'https://abc.execute-api.eu-west-1.amazonaws.com', apiKey: process.env.TIMER_API_KEY });
  *   const task = await timer.schedule({ delaySeconds: 1800, target: { type: 'http', url: 'https://…' }, payload });
  */
 import { randomUUID } from 'node:crypto';
@@ -48,6 +48,8 @@ export class TimerApiError extends Error {
 export interface TimerClientOptions {
   /** The API's base URL: the stack output ApiUrl, or local mode's http://127.0.0.1:3000. */
   readonly baseUrl: string;
+  /** The tenant's API key (`tk_…`), from `timer tenants create` or local mode's start-up banner. */
+  readonly apiKey: string;
   /**
    * Tries per request for network errors, 429 and 5xx answers. Submits are safe to repeat
    * because each carries an idempotency key (one is made up when the caller gives none).
@@ -56,7 +58,7 @@ export interface TimerClientOptions {
   readonly attempts?: number;
   /** @default 200 ms, doubled each retry */
   readonly retryDelayMs?: number;
-  /** Extra headers on every request, such as an Authorization header. */
+  /** Extra headers on every request. */
   readonly headers?: Readonly<Record<string, string>>;
   /** @default globalThis.fetch */
   readonly fetch?: typeof fetch;
@@ -106,7 +108,11 @@ export class TimerClient {
       try {
         response = await this.fetch(new URL(path, this.options.baseUrl), {
           method,
-          headers: { ...this.options.headers, ...(body !== undefined && { 'content-type': 'application/json' }) },
+          headers: {
+            ...this.options.headers,
+            authorization: `Bearer ${this.options.apiKey}`,
+            ...(body !== undefined && { 'content-type': 'application/json' }),
+          },
           ...(body !== undefined && { body: JSON.stringify(body) }),
         });
       } catch (error) {

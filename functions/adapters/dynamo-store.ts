@@ -29,7 +29,7 @@ export function isConditionalCheckFailed(error: unknown): boolean {
 }
 
 /** Sends a conditional write; true if it was applied, false if its condition did not hold. */
-async function unlessConditionFails(write: Promise<unknown>): Promise<boolean> {
+export async function unlessConditionFails(write: Promise<unknown>): Promise<boolean> {
   try {
     await write;
     return true;
@@ -50,6 +50,7 @@ function toItem(task: Task, key: TaskKey): Item {
   return {
     ...key,
     id: task.id,
+    tenantId: task.tenantId,
     status: task.status,
     dueAtMs: task.dueAtMs,
     createdAtMs: task.createdAtMs,
@@ -69,6 +70,7 @@ function optional<K extends string, V>(name: K, value: V | undefined): { [P in K
 function fromItem(item: Item): Task {
   return {
     id: item.id as string,
+    tenantId: item.tenantId as string,
     status: item.status as TaskStatus,
     dueAtMs: item.dueAtMs as number,
     createdAtMs: item.createdAtMs as number,
@@ -149,20 +151,20 @@ export class DynamoTaskStore implements TaskStore {
     return result.Item ? fromItem(result.Item) : undefined;
   }
 
-  async cancel(key: TaskKey, nowMs: number, expiresAtSeconds: number): Promise<CancelOutcome> {
+  async cancel(key: TaskKey, tenantId: string, nowMs: number, expiresAtSeconds: number): Promise<CancelOutcome> {
     // A failed condition is re-read; if the task is PENDING again (an attempt just failed and
     // released it), the cancel is tried again rather than refused.
     for (let attempt = 0; attempt < CANCEL_ATTEMPTS; attempt++) {
-      if (await this.tryCancel(key, nowMs, expiresAtSeconds)) return { cancelled: true };
+      if (await this.tryCancel(key, tenantId, nowMs, expiresAtSeconds)) return { cancelled: true };
       const current = await this.get(key);
-      if (!current) return { cancelled: false, reason: 'not-found' };
+      if (!current || current.tenantId !== tenantId) return { cancelled: false, reason: 'not-found' };
       if (current.status === 'DELIVERING') return { cancelled: false, reason: 'in-delivery', status: current.status };
       if (current.status !== 'PENDING') return { cancelled: false, reason: 'already-final', status: current.status };
     }
     return { cancelled: false, reason: 'in-delivery', status: 'DELIVERING' };
   }
 
-  private async tryCancel(key: TaskKey, nowMs: number, expiresAtSeconds: number): Promise<boolean> {
+  private async tryCancel(key: TaskKey, tenantId: string, nowMs: number, expiresAtSeconds: number): Promise<boolean> {
     return unlessConditionFails(
       this.options.client.send(
         new UpdateCommand({
@@ -171,11 +173,12 @@ export class DynamoTaskStore implements TaskStore {
           UpdateExpression: 'SET #status = :cancelled, cancelledAtMs = :now, expiresAt = :expiresAt',
           // Only PENDING: a DELIVERING task whose lease lapsed may have reached its target
           // before its callback died, so its outcome is unknown until the retry settles it.
-          ConditionExpression: '#status = :pending',
+          ConditionExpression: '#status = :pending AND tenantId = :tenant',
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: {
             ':cancelled': 'CANCELLED',
             ':pending': 'PENDING',
+            ':tenant': tenantId,
             ':now': nowMs,
             ':expiresAt': expiresAtSeconds,
           },

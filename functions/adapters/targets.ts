@@ -1,6 +1,6 @@
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { Notification, TargetDispatcher, TargetResult } from '../core/deliver';
+import type { Notification, Sender, TargetDispatcher, TargetResult } from '../core/deliver';
 import { signWebhook } from '../core/signature';
 import type { Clock, Target } from '../core/task';
 
@@ -9,7 +9,6 @@ export const DEFAULT_EVENT_SOURCE = 'timer.service';
 export const DEFAULT_DETAIL_TYPE = 'Timer Fired';
 
 export interface TargetDispatcherOptions {
-  readonly signingSecret: () => Promise<string>;
   readonly webhookTimeoutMs: number;
   readonly clock: Clock;
   /** The SQS client for a target queue's region (queues may live in other regions than the service). */
@@ -39,12 +38,12 @@ export class AwsTargetDispatcher implements TargetDispatcher {
     this.fetch = options.fetch ?? globalThis.fetch;
   }
 
-  async dispatch(target: Target, notification: Notification): Promise<TargetResult> {
+  async dispatch(target: Target, notification: Notification, sender: Sender): Promise<TargetResult> {
     const body = JSON.stringify(notification);
     try {
       switch (target.type) {
         case 'http':
-          return await this.postWebhook(target, notification.id, body);
+          return await this.postWebhook(target, notification.id, body, sender);
         case 'sqs':
           await this.options.sqsFor(target.queueUrl).send(
             new SendMessageCommand({
@@ -69,9 +68,10 @@ export class AwsTargetDispatcher implements TargetDispatcher {
     target: Extract<Target, { type: 'http' }>,
     id: string,
     body: string,
+    sender: Sender,
   ): Promise<TargetResult> {
     const { clock, webhookTimeoutMs } = this.options;
-    const signed = signWebhook(await this.options.signingSecret(), id, Math.floor(clock.now() / 1000), body);
+    const signed = signWebhook(sender.signingSecrets, id, Math.floor(clock.now() / 1000), body);
     let response: Response;
     try {
       response = await this.fetch(target.url, {

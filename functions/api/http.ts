@@ -5,9 +5,11 @@ export type HttpResult = APIGatewayProxyStructuredResultV2 & { statusCode: numbe
 
 const PROBLEM_TITLES: Record<number, string> = {
   400: 'The request is not valid',
+  401: 'Not authenticated',
   404: 'Not found',
   409: 'The task is not in a state that allows this',
   413: 'The request is too large',
+  429: 'Too many requests',
   500: 'Internal error',
 };
 
@@ -40,10 +42,10 @@ export function validationProblem(errors: readonly FieldError[]): Problem {
   );
 }
 
-export function problemResponse(body: Problem): HttpResult {
+export function problemResponse(body: Problem, headers: Record<string, string> = {}): HttpResult {
   return {
     statusCode: body.status,
-    headers: { 'content-type': 'application/problem+json' },
+    headers: { ...headers, 'content-type': 'application/problem+json' },
     body: JSON.stringify(body),
   };
 }

@@ -65,7 +65,14 @@ const problems = (...statuses: number[]) =>
     statuses.map((status) => [
       String(status),
       {
-        description: { 400: 'Invalid request; errors name each field', 404: 'No such task', 409: 'Not possible in the current state' }[status] ?? 'Error',
+        description:
+          {
+            400: 'Invalid request; errors name each field',
+            401: 'Missing, malformed, unknown or revoked API key',
+            404: "No such task (or another tenant's)",
+            409: 'Not possible in the current state',
+            429: "Over the tenant's requests per second; retry after the Retry-After header's seconds",
+          }[status] ?? 'Error',
         content: { 'application/problem+json': { schema: z.toJSONSchema(problemSchema) } },
       },
     ]),
@@ -128,7 +135,9 @@ export const openApiDocument = (() => {
   const paths: Record<string, Record<string, object>> = {};
   for (const [routeKey, operation] of Object.entries(operations)) {
     const [method = '', path = ''] = routeKey.split(' ');
-    paths[path] = { ...paths[path], [method.toLowerCase()]: operation };
+    // Every route authenticates and counts against the tenant's rate, so every one can answer these.
+    const withAuth = { ...operation, responses: { ...(operation as { responses: object }).responses, ...problems(401, 429) } };
+    paths[path] = { ...paths[path], [method.toLowerCase()]: withAuth };
   }
   return {
     openapi: '3.1.0',
@@ -136,6 +145,16 @@ export const openApiDocument = (() => {
       title: 'Distributed timer API',
       version: '1.0.0',
       description: 'Schedule a webhook, EventBridge event or SQS message for a second-precise time. Errors are RFC 9457 problem+json.',
+    },
+    security: [{ apiKey: [] }],
+    components: {
+      securitySchemes: {
+        apiKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'A tenant API key (tk_<tenant>_<key id>_<secret>), sent as "Authorization: Bearer <key>".',
+        },
+      },
     },
     paths,
   };

@@ -12,12 +12,16 @@ import {
 } from '../core/schedule';
 import { batchRequestSchema, type FieldError, issuesToErrors, type NewTask, parseTaskRequest } from '../core/schemas';
 import type { Task } from '../core/task';
+import { authenticate, type RequestCounter, type Tenant, type TenantDirectory } from '../core/tenants';
+import { secondOf } from '../core/clock';
 import { type HttpResult, jsonResponse, problem, problemResponse, readJsonBody, validationProblem } from './http';
 import { createdTaskSchema, openApiDocument, taskDetailsSchema } from './openapi';
 
 export type ApiPorts = SchedulePorts &
   TaskLookupPorts & {
     readonly allowInsecureTargets: boolean;
+    readonly tenants: TenantDirectory;
+    readonly requestCounter: RequestCounter;
     /** Told what each schedule call did, for metrics and logs. */
     readonly onScheduled?: (result: ScheduleResult) => void;
   };
@@ -47,6 +51,7 @@ export function taskView(task: Task): z.infer<typeof taskDetailsSchema> {
   };
 }
 
+// The same answer for an unknown id and another tenant's task: no oracle for what others have.
 const notFound = (id: string) => problemResponse(problem(404, 'not-found', `No task has the id "${id}".`));
 
 /** The status and body of one schedule outcome, as both the single and the batch route report it. */
@@ -79,14 +84,14 @@ function outcomeResult(outcome: ScheduleOutcome, path: string) {
   }
 }
 
-async function schedule(ports: ApiPorts, requests: readonly NewTask[]): Promise<ScheduleOutcome[]> {
-  const result = await scheduleTasks(ports, requests);
+async function schedule(ports: ApiPorts, tenant: Tenant, requests: readonly NewTask[]): Promise<ScheduleOutcome[]> {
+  const result = await scheduleTasks(ports, tenant.id, requests);
   ports.onScheduled?.(result);
   return result.outcomes;
 }
 
 /** 201 with the new task; 200 with the original task for a retry with the same idempotency key; 409 for a reused key. */
-async function createTask(ports: ApiPorts, event: APIGatewayProxyEventV2): Promise<HttpResult> {
+async function createTask(ports: ApiPorts, tenant: Tenant, event: APIGatewayProxyEventV2): Promise<HttpResult> {
   const body = readJsonBody(event);
   if (!body.ok) return problemResponse(body.problem);
   const parsed = parseTaskRequest(body.value, {
@@ -94,7 +99,7 @@ async function createTask(ports: ApiPorts, event: APIGatewayProxyEventV2): Promi
     nowMs: ports.clock.now(),
   });
   if (!parsed.ok) return problemResponse(validationProblem(parsed.errors));
-  const [outcome] = await schedule(ports, [parsed.value]);
+  const [outcome] = await schedule(ports, tenant, [parsed.value]);
   if (!outcome) throw new Error('scheduleTasks returned no outcome for one request');
   const result = outcomeResult(outcome, 'idempotencyKey');
   if (result.status === 409) return problemResponse(result.problem);
@@ -106,7 +111,7 @@ async function createTask(ports: ApiPorts, event: APIGatewayProxyEventV2): Promi
  * invalid (400, nothing written). The response is 201 when every item was created or
  * replayed, 207 when any was rejected.
  */
-async function createTaskBatch(ports: ApiPorts, event: APIGatewayProxyEventV2): Promise<HttpResult> {
+async function createTaskBatch(ports: ApiPorts, tenant: Tenant, event: APIGatewayProxyEventV2): Promise<HttpResult> {
   const body = readJsonBody(event);
   if (!body.ok) return problemResponse(body.problem);
   const envelope = batchRequestSchema.safeParse(body.value);
@@ -123,7 +128,7 @@ async function createTaskBatch(ports: ApiPorts, event: APIGatewayProxyEventV2): 
     if (parsed.ok) valid.push({ index, request: parsed.value });
     else invalid.push({ index, errors: parsed.errors });
   });
-  const outcomes = valid.length > 0 ? await schedule(ports, valid.map((item) => item.request)) : [];
+  const outcomes = valid.length > 0 ? await schedule(ports, tenant, valid.map((item) => item.request)) : [];
   const results = [
     ...valid.map((item, position) => ({
       index: item.index,
@@ -135,15 +140,15 @@ async function createTaskBatch(ports: ApiPorts, event: APIGatewayProxyEventV2): 
   return jsonResponse(rejected === 0 ? 201 : 207, { created: results.length - rejected, rejected, results });
 }
 
-async function readTask(ports: ApiPorts, id: string): Promise<HttpResult> {
-  const task = await getTask(ports, id);
+async function readTask(ports: ApiPorts, tenant: Tenant, id: string): Promise<HttpResult> {
+  const task = await getTask(ports, tenant.id, id);
   return task ? jsonResponse(200, taskView(task)) : notFound(id);
 }
 
-async function deleteTask(ports: ApiPorts, id: string): Promise<HttpResult> {
-  const outcome = await cancelTask(ports, id);
+async function deleteTask(ports: ApiPorts, tenant: Tenant, id: string): Promise<HttpResult> {
+  const outcome = await cancelTask(ports, tenant.id, id);
   if (outcome.cancelled) {
-    const task = await getTask(ports, id);
+    const task = await getTask(ports, tenant.id, id);
     return jsonResponse(200, task ? taskView(task) : { id, status: 'CANCELLED' });
   }
   switch (outcome.reason) {
@@ -164,21 +169,47 @@ async function deleteTask(ports: ApiPorts, id: string): Promise<HttpResult> {
   }
 }
 
-/** Serves one API Gateway HTTP API request; the route key is the same list the stack and the local gateway use. */
-export function route(ports: ApiPorts, event: APIGatewayProxyEventV2): Promise<HttpResult> {
+const UNAUTHENTICATED = {
+  missing: 'Send the header "Authorization: Bearer <api key>"; `timer tenants create` makes a tenant and its first key.',
+  invalid: 'The API key is not valid: it is malformed, unknown or revoked. Check it, or make a new one with `timer tenants create-key`.',
+} as const;
+
+/**
+ * Serves one API Gateway HTTP API request; the route key is the same list the stack and
+ * the local gateway use. Every route needs a tenant's API key, and counts against the
+ * tenant's request rate.
+ */
+export async function route(ports: ApiPorts, event: APIGatewayProxyEventV2): Promise<HttpResult> {
+  const caller = await authenticate(ports.tenants, event.headers?.authorization);
+  if (!caller.ok) {
+    return problemResponse(problem(401, 'unauthenticated', UNAUTHENTICATED[caller.reason]), {
+      'www-authenticate': 'Bearer',
+    });
+  }
+  const { tenant } = caller;
+  if (!(await ports.requestCounter.admit(tenant.id, secondOf(ports.clock.now()), tenant.rateLimitPerSecond))) {
+    return problemResponse(
+      problem(
+        429,
+        'rate-limited',
+        `This tenant may make ${tenant.rateLimitPerSecond} requests a second. Retry after a second, and send up to 100 tasks per request with POST /v1/tasks/batch.`,
+      ),
+      { 'retry-after': '1' },
+    );
+  }
   const id = event.pathParameters?.id ?? '';
   switch (event.routeKey as ApiRouteKey) {
     case 'POST /v1/tasks':
-      return createTask(ports, event);
+      return createTask(ports, tenant, event);
     case 'POST /v1/tasks/batch':
-      return createTaskBatch(ports, event);
+      return createTaskBatch(ports, tenant, event);
     case 'GET /v1/tasks/{id}':
-      return readTask(ports, id);
+      return readTask(ports, tenant, id);
     case 'DELETE /v1/tasks/{id}':
-      return deleteTask(ports, id);
+      return deleteTask(ports, tenant, id);
     case 'GET /v1/openapi.json':
-      return Promise.resolve(jsonResponse(200, openApiDocument));
+      return jsonResponse(200, openApiDocument);
     default:
-      return Promise.resolve(problemResponse(problem(404, 'no-route', `There is no route ${event.routeKey}.`)));
+      return problemResponse(problem(404, 'no-route', `There is no route ${event.routeKey}.`));
   }
 }

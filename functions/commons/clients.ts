@@ -5,7 +5,6 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
@@ -38,4 +37,3 @@ export function sqsForQueueUrl(queueUrl: string): SQSClient {
 
 export const eventBridge = new EventBridgeClient({});
 
-export const secretsManager = new SecretsManagerClient({});

@@ -1,10 +1,16 @@
 import { ENV } from '../../lib/topology';
 import { DynamoClockStore, DynamoIdempotencyStore, DynamoTaskStore } from '../adapters/dynamo-store';
+import { DynamoRequestCounter, DynamoTenantStore } from '../adapters/dynamo-tenants';
+import { systemClock } from '../core/task';
+import { cachedTenantDirectory, TENANT_CACHE_TTL_MS } from '../core/tenants';
 import { MAX_SHARDS } from '../core/ids';
 import { dynamo } from './clients';
 import { integerEnv, requireEnv } from './config';
 
-/** The table, its bucket and shard counts, and the stores over it: what every function but the ticker needs. */
+/**
+ * The table, its bucket and shard counts, and the stores over it: what every function but
+ * the ticker needs. Tenants are read through a cache, once per TENANT_CACHE_TTL_MS.
+ */
 export function tableFromEnv(env: NodeJS.ProcessEnv = process.env) {
   const tableName = requireEnv(ENV.tableName, env);
   const bucketCount = integerEnv(ENV.bucketCount, env);
@@ -21,5 +27,7 @@ export function tableFromEnv(env: NodeJS.ProcessEnv = process.env) {
     taskStore: new DynamoTaskStore({ client: dynamo, tableName, bucketCount }),
     clockStore: new DynamoClockStore({ client: dynamo, tableName }),
     idempotencyStore: new DynamoIdempotencyStore({ client: dynamo, tableName }),
+    tenants: cachedTenantDirectory(new DynamoTenantStore({ client: dynamo, tableName }), systemClock, TENANT_CACHE_TTL_MS),
+    requestCounter: new DynamoRequestCounter({ client: dynamo, tableName }),
   };
 }

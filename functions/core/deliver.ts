@@ -1,6 +1,7 @@
 import { parseTaskId, taskKey } from './ids';
 import type { Clock, Target, Task, TaskStore } from './task';
 import { expiryAfter } from './task';
+import { activeSigningSecrets, type TenantDirectory } from './tenants';
 
 /** What a business system receives: the same fields for a webhook body, an SQS message or an event's detail. */
 export interface Notification {
@@ -18,9 +19,15 @@ export type TargetResult =
   | { readonly ok: true; readonly detail?: string }
   | { readonly ok: false; readonly error: string; readonly retryAfterSeconds?: number };
 
+/** Whom a delivery is made for: the tenant's current signing secrets and the webhook hosts it allows. */
+export interface Sender {
+  readonly signingSecrets: readonly string[];
+  readonly allowedHosts?: readonly string[];
+}
+
 /** Calls a business system. Implementations never throw for the target's failures; they report them. */
 export interface TargetDispatcher {
-  dispatch(target: Target, notification: Notification): Promise<TargetResult>;
+  dispatch(target: Target, notification: Notification, sender: Sender): Promise<TargetResult>;
 }
 
 export interface DeadLetter {
@@ -36,6 +43,7 @@ export interface DeadLetterQueue {
 export interface DeliveryPorts {
   readonly taskStore: TaskStore;
   readonly targets: TargetDispatcher;
+  readonly tenants: TenantDirectory;
   readonly deadLetters: DeadLetterQueue;
   readonly clock: Clock;
   readonly bucketCount: number;
@@ -74,6 +82,22 @@ export function backoffSeconds(attempt: number, baseSeconds: number, maxSeconds:
   return Math.min(maxSeconds, baseSeconds * 2 ** Math.max(0, attempt - 1));
 }
 
+/** Calls the task's target for its tenant; a tenant that cannot be read or no longer exists fails the attempt. */
+async function dispatchFor(ports: DeliveryPorts, task: Task, attempt: number, firedAtMs: number): Promise<TargetResult> {
+  let tenant: Awaited<ReturnType<TenantDirectory['tenant']>>;
+  try {
+    tenant = await ports.tenants.tenant(task.tenantId);
+  } catch (error) {
+    return { ok: false, error: `could not read tenant ${task.tenantId}: ${error instanceof Error ? error.message : String(error)}` };
+  }
+  if (!tenant) return { ok: false, error: `tenant ${task.tenantId} no longer exists` };
+  const sender: Sender = {
+    signingSecrets: activeSigningSecrets(tenant, firedAtMs),
+    ...(tenant.allowedHosts && { allowedHosts: tenant.allowedHosts }),
+  };
+  return ports.targets.dispatch(task.target, notificationOf(task, attempt, firedAtMs), sender);
+}
+
 /** Waits until `dueAtMs` by the injected clock; timers can fire a millisecond early, hence the loop. */
 async function waitUntil(clock: Clock, dueAtMs: number): Promise<void> {
   for (let rest = dueAtMs - clock.now(); rest > 0; rest = dueAtMs - clock.now()) await clock.sleep(rest);
@@ -102,7 +126,7 @@ export async function deliverTask(ports: DeliveryPorts, id: string): Promise<Del
   const attempt = task.attempts;
 
   const firedAtMs = clock.now();
-  const result = await ports.targets.dispatch(task.target, notificationOf(task, attempt, firedAtMs));
+  const result = await dispatchFor(ports, task, attempt, firedAtMs);
   if (result.ok) {
     const latenessMs = firedAtMs - task.dueAtMs;
     await taskStore.finishDelivery(key, attempt, {

@@ -18,9 +18,6 @@ export interface SchedulePorts {
   readonly retentionDays: number;
 }
 
-/** Idempotency keys are scoped per tenant; there is one tenant until API keys exist. */
-const TENANT = 'default';
-
 export type ScheduleOutcome =
   | { readonly kind: 'created'; readonly task: Task }
   /** A retry of a submit that already made this task (same idempotency key, same request). */
@@ -41,11 +38,19 @@ export interface ScheduleResult {
 
 type Entry = { task: Task; key: TaskKey };
 
-function newEntry(ports: SchedulePorts, request: NewTask, createdAtMs: number, id?: string): Entry {
+function newEntry(ports: SchedulePorts, tenantId: string, request: NewTask, createdAtMs: number, id?: string): Entry {
   const location = id ? parseTaskId(id, ports.shardCount) : { dueAtMs: request.dueAtMs, shard: randomInt(ports.shardCount) };
   if (!location) throw new Error(`task id ${id} does not fit this deployment's shard count`);
   const taskId = id ?? newTaskId(location);
-  const task: Task = { ...request, id: taskId, dueAtMs: location.dueAtMs, status: 'PENDING', createdAtMs, attempts: 0 };
+  const task: Task = {
+    ...request,
+    id: taskId,
+    tenantId,
+    dueAtMs: location.dueAtMs,
+    status: 'PENDING',
+    createdAtMs,
+    attempts: 0,
+  };
   return { task, key: taskKey(taskId, location, ports.bucketCount) };
 }
 
@@ -70,12 +75,18 @@ async function createOrAdopt(ports: SchedulePorts, entry: Entry): Promise<Task> 
  * have expired: a finished task lives `retentionDays` after it ends, so within that many
  * days of the claim a missing task was never written. After it, the key is spent.
  */
-async function scheduleWithKey(ports: SchedulePorts, request: NewTask & { idempotencyKey: string }, createdAtMs: number): Promise<ScheduleOutcome> {
-  const entry = newEntry(ports, request, createdAtMs);
+async function scheduleWithKey(
+  ports: SchedulePorts,
+  tenantId: string,
+  request: NewTask & { idempotencyKey: string },
+  createdAtMs: number,
+): Promise<ScheduleOutcome> {
+  const entry = newEntry(ports, tenantId, request, createdAtMs);
   const expiresAtSeconds = expiryAfter(Math.max(request.dueAtMs, createdAtMs), ports.retentionDays);
   const { claimed, holder } = await ports.idempotencyStore.claim(
     {
-      key: `${TENANT}#${request.idempotencyKey}`,
+      // Keys are the tenant's own: two tenants using the same key never meet.
+      key: `${tenantId}#${request.idempotencyKey}`,
       fingerprint: request.fingerprint,
       taskId: entry.task.id,
       claimedAtMs: createdAtMs,
@@ -84,7 +95,7 @@ async function scheduleWithKey(ports: SchedulePorts, request: NewTask & { idempo
   );
   if (claimed) return { kind: 'created', task: await createOrAdopt(ports, entry) };
   if (holder.fingerprint !== request.fingerprint) return { kind: 'conflict', taskId: holder.taskId };
-  const recorded = newEntry(ports, request, createdAtMs, holder.taskId);
+  const recorded = newEntry(ports, tenantId, request, createdAtMs, holder.taskId);
   const existing = await ports.taskStore.get(recorded.key);
   if (existing) return { kind: 'replayed', task: existing };
   if (createdAtMs - holder.claimedAtMs >= ports.retentionDays * DAY_SECONDS * 1000) {
@@ -103,19 +114,23 @@ async function scheduleWithKey(ports: SchedulePorts, request: NewTask & { idempo
  * lost, or the enqueue fail, the sweeper enqueues them once they are overdueGraceSeconds
  * past due. Only when neither the enqueue nor the flag can be written does the call fail.
  */
-export async function scheduleTasks(ports: SchedulePorts, requests: readonly NewTask[]): Promise<ScheduleResult> {
+export async function scheduleTasks(
+  ports: SchedulePorts,
+  tenantId: string,
+  requests: readonly NewTask[],
+): Promise<ScheduleResult> {
   const { taskStore, clockStore, deliveryQueue, clock } = ports;
   const createdAtMs = clock.now();
   const outcomes: ScheduleOutcome[] = new Array(requests.length);
   // Entries are built before any write starts, so nothing can throw with writes left unawaited.
   const plain = requests.flatMap((request, index) =>
-    request.idempotencyKey === undefined ? [{ index, entry: newEntry(ports, request, createdAtMs) }] : [],
+    request.idempotencyKey === undefined ? [{ index, entry: newEntry(ports, tenantId, request, createdAtMs) }] : [],
   );
   const keyed = requests.flatMap((request, index) => {
     const { idempotencyKey } = request;
     if (idempotencyKey === undefined) return [];
     return [
-      scheduleWithKey(ports, { ...request, idempotencyKey }, createdAtMs).then((outcome) => {
+      scheduleWithKey(ports, tenantId, { ...request, idempotencyKey }, createdAtMs).then((outcome) => {
         outcomes[index] = outcome;
       }),
     ];
@@ -162,11 +177,15 @@ export interface TaskLookupPorts {
   readonly retentionDays: number;
 }
 
-/** The task with this id, or undefined for unknown and malformed ids alike. */
-export async function getTask(ports: TaskLookupPorts, id: string): Promise<Task | undefined> {
+/**
+ * The tenant's task with this id, or undefined for unknown ids, malformed ids and other
+ * tenants' tasks alike, so an id is no oracle for whether someone else's task exists.
+ */
+export async function getTask(ports: TaskLookupPorts, tenantId: string, id: string): Promise<Task | undefined> {
   const location = parseTaskId(id, ports.shardCount);
   if (!location) return undefined;
-  return ports.taskStore.get(taskKey(id, location, ports.bucketCount));
+  const task = await ports.taskStore.get(taskKey(id, location, ports.bucketCount));
+  return task?.tenantId === tenantId ? task : undefined;
 }
 
 /**
@@ -176,12 +195,13 @@ export async function getTask(ports: TaskLookupPorts, id: string): Promise<Task 
  * or was cut short with an unknown outcome. Cancelling an already cancelled task succeeds
  * again, so retries are safe.
  */
-export async function cancelTask(ports: TaskLookupPorts, id: string): Promise<CancelOutcome> {
+export async function cancelTask(ports: TaskLookupPorts, tenantId: string, id: string): Promise<CancelOutcome> {
   const location = parseTaskId(id, ports.shardCount);
   if (!location) return { cancelled: false, reason: 'not-found' };
   const nowMs = ports.clock.now();
   const outcome = await ports.taskStore.cancel(
     taskKey(id, location, ports.bucketCount),
+    tenantId,
     nowMs,
     expiryAfter(nowMs, ports.retentionDays),
   );

@@ -24,6 +24,8 @@ export type Target =
 
 export interface Task {
   readonly id: string;
+  /** The tenant whose API key created it; only that tenant can read or cancel it. */
+  readonly tenantId: string;
   readonly status: TaskStatus;
   readonly dueAtMs: number;
   readonly createdAtMs: number;
@@ -61,8 +63,11 @@ export interface TaskStore {
   /** Writes many new tasks (up to any count; the adapter chunks and retries unprocessed items). */
   createMany(entries: ReadonlyArray<{ task: Task; key: TaskKey }>): Promise<void>;
   get(key: TaskKey): Promise<Task | undefined>;
-  /** PENDING → CANCELLED, else says why not (a DELIVERING task is in an attempt, or its outcome is not known yet). */
-  cancel(key: TaskKey, nowMs: number, expiresAtSeconds: number): Promise<CancelOutcome>;
+  /**
+   * PENDING → CANCELLED, else says why not (a DELIVERING task is in an attempt, or its
+   * outcome is not known yet). Another tenant's task is `not-found`.
+   */
+  cancel(key: TaskKey, tenantId: string, nowMs: number, expiresAtSeconds: number): Promise<CancelOutcome>;
   /**
    * All PENDING tasks of one shard of one second (consistent reads, every page); with
    * `neverAttempted`, only those no callback has ever claimed.

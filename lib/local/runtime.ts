@@ -4,7 +4,7 @@
  * the real handlers run unchanged, driven the way Lambda drives them, with every queue,
  * batch size, timeout and schedule taken from the topology the CDK stack also reads.
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -16,7 +16,8 @@ import { startFauxqs } from 'fauxqs';
 import { allItems, DynamoClockStore } from '../../functions/adapters/dynamo-store';
 import { redriveByCopy, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
 import { toDeliveryMessages } from '../../functions/core/scan';
-import { generateSigningSecret } from '../../functions/core/signature';
+import { DynamoTenantStore } from '../../functions/adapters/dynamo-tenants';
+import { activeSigningSecrets } from '../../functions/core/tenants';
 import {
   DEFAULT_SETTINGS,
   deliveryMaxReceiveCount,
@@ -30,6 +31,7 @@ import {
   TABLE,
   type TimerSettings,
 } from '../topology';
+import { DEV_TENANT_ID, type DevTenant, ensureDevTenant } from './dev-tenant';
 import { type SunkEvent, startEventBridgeSink } from './eventbridge-sink';
 import { startHttpGateway } from './http-gateway';
 import { type LambdaHandler, lambdaContext } from './lambda-context';
@@ -43,7 +45,7 @@ const LOCAL_REGION = 'us-east-1';
 const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
 
 export interface LocalTimerOptions {
-  /** Where dynalite keeps its data and the signing secret; omit for a throw-away in-memory run. */
+  /** Where dynalite keeps its data and the development API key; omit for a throw-away in-memory run. */
   readonly dataDir?: string;
   /** API port; 0 picks a free one. */
   readonly port?: number;
@@ -60,7 +62,13 @@ export interface LocalQueue {
 
 export interface LocalTimer {
   readonly apiUrl: string;
+  /** The development tenant's API key and webhook signing secret, and whether this start made the key. */
+  readonly devTenant: DevTenant;
+  /** Shorthand for devTenant.apiKey: send it as `Authorization: Bearer <apiKey>`. */
+  readonly apiKey: string;
+  /** Shorthand for devTenant.signingSecret. */
   readonly signingSecret: string;
+  readonly tenantStore: DynamoTenantStore;
   readonly settings: TimerSettings;
   readonly queues: Record<keyof typeof QUEUES, LocalQueue>;
   readonly sqs: SQSClient;
@@ -79,20 +87,6 @@ export interface LocalTimer {
 }
 
 let running = false;
-
-async function loadSigningSecret(dataDir: string | undefined): Promise<string> {
-  const fromEnv = process.env[ENV.signingSecret];
-  if (fromEnv) return fromEnv;
-  if (!dataDir) return generateSigningSecret();
-  const file = join(dataDir, 'signing-secret');
-  try {
-    return (await readFile(file, 'utf8')).trim();
-  } catch {
-    const secret = generateSigningSecret();
-    await writeFile(file, `${secret}\n`, { mode: 0o600 });
-    return secret;
-  }
-}
 
 /** Creates the task table as the stack defines it: string pk and sk, on demand. */
 export async function createTaskTable(client: DynamoDBClient, tableName: string): Promise<void> {
@@ -272,7 +266,8 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     }),
     deliveryDlq,
   };
-  const signingSecret = await loadSigningSecret(options.dataDir);
+  const tenantStore = new DynamoTenantStore({ client: dynamo, tableName: LOCAL_TABLE_NAME });
+  const devTenant = await ensureDevTenant(tenantStore, options.dataDir, Date.now());
 
   const resources = {
     [ENV.tableName]: LOCAL_TABLE_NAME,
@@ -293,7 +288,6 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
       // Metrics are CloudWatch's business; locally their EMF lines would only bury the logs.
       POWERTOOLS_METRICS_DISABLED: 'true',
       POWERTOOLS_SERVICE_NAME: 'distributed-timer',
-      [ENV.signingSecret]: signingSecret,
     },
     ...(Object.keys(FUNCTIONS) as FunctionName[]).map((fn) => environmentFor(fn, settings, resources)),
   );
@@ -333,7 +327,11 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     return setInterval(invokeScheduled(fn), everySeconds * 1000);
   });
 
-  const inbox = createWebhookInbox(signingSecret, (message, fields) => logLine('INFO', message, fields));
+  const devSigningSecrets = async () => {
+    const tenant = await tenantStore.getTenant(DEV_TENANT_ID);
+    return tenant ? activeSigningSecrets(tenant, Date.now()) : [];
+  };
+  const inbox = createWebhookInbox(devSigningSecrets, (message, fields) => logLine('INFO', message, fields));
   const gateway = await startHttpGateway({
     port: options.port ?? 0,
     handler: handlers.api as LambdaHandler<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>,
@@ -353,7 +351,10 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
 
   return {
     apiUrl: gateway.url,
-    signingSecret,
+    devTenant,
+    apiKey: devTenant.apiKey,
+    signingSecret: devTenant.signingSecret,
+    tenantStore,
     settings,
     queues,
     sqs,

@@ -24,7 +24,7 @@ const countTasks = async () =>
 describe('Class: TimerClient (against local mode)', () => {
   it('schedules, reads and cancels a task', async () => {
     // Prepare
-    const client = new TimerClient({ baseUrl: timer.apiUrl });
+    const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey });
 
     // Act
     const created = await client.schedule({ delaySeconds: 600, target: { type: 'http', url: receiver.url('/hook') }, bizId: 'order-7' });
@@ -47,7 +47,7 @@ describe('Class: TimerClient (against local mode)', () => {
       if (lost++ === 0) throw new TypeError('fetch failed: socket hang up (simulated)');
       return response;
     };
-    const client = new TimerClient({ baseUrl: timer.apiUrl, fetch: losingFetch, retryDelayMs: 10 });
+    const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey, fetch: losingFetch, retryDelayMs: 10 });
     const before = await countTasks();
 
     // Act
@@ -61,7 +61,7 @@ describe('Class: TimerClient (against local mode)', () => {
 
   it('surfaces the problem details of a refused request, naming the field', async () => {
     // Prepare
-    const client = new TimerClient({ baseUrl: timer.apiUrl });
+    const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey });
 
     // Act
     const refused = await client
@@ -74,12 +74,14 @@ describe('Class: TimerClient (against local mode)', () => {
     expect((refused as TimerApiError).problem?.errors).toEqual([{ path: 'target.url', message: 'must use http:// or https://' }]);
   });
 
-  it('serves its OpenAPI document at GET /v1/openapi.json', async () => {
+  it('serves its OpenAPI document at GET /v1/openapi.json, to callers with a key', async () => {
     // Act
-    const response = await fetch(`${timer.apiUrl}/v1/openapi.json`);
+    const anonymous = await fetch(`${timer.apiUrl}/v1/openapi.json`);
+    const response = await fetch(`${timer.apiUrl}/v1/openapi.json`, { headers: { authorization: `Bearer ${timer.apiKey}` } });
     const document = (await response.json()) as { openapi: string; paths: Record<string, unknown> };
 
     // Assess
+    expect(anonymous.status).toBe(401);
     expect(response.status).toBe(200);
     expect(document.openapi).toBe('3.1.0');
     expect(Object.keys(document.paths)).toContain('/v1/tasks/{id}');
@@ -87,7 +89,7 @@ describe('Class: TimerClient (against local mode)', () => {
 
   it('reports each batch item on its own', async () => {
     // Prepare
-    const client = new TimerClient({ baseUrl: timer.apiUrl });
+    const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey });
 
     // Act
     const result = await client.scheduleBatch([
@@ -102,7 +104,7 @@ describe('Class: TimerClient (against local mode)', () => {
 
   it('gives receivers a verify helper that accepts the real signature and nothing else', async () => {
     // Prepare
-    const client = new TimerClient({ baseUrl: timer.apiUrl });
+    const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey });
     await client.schedule({ delaySeconds: 0, target: { type: 'http', url: receiver.url('/hook') }, payload: { ok: true } });
 
     // Act

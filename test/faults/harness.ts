@@ -13,6 +13,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { DynamoClockStore, DynamoIdempotencyStore, DynamoTaskStore } from '../../functions/adapters/dynamo-store';
+import { DynamoRequestCounter, DynamoTenantStore } from '../../functions/adapters/dynamo-tenants';
 import { delayRedelivery, SqsDeadLetterQueue, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
 import { AwsTargetDispatcher } from '../../functions/adapters/targets';
 import { type ApiPorts, route } from '../../functions/api/routes';
@@ -24,6 +25,7 @@ import { runScanner, type ScanPorts } from '../../functions/core/scan';
 import { generateSigningSecret } from '../../functions/core/signature';
 import { sweep } from '../../functions/core/sweep';
 import type { Clock } from '../../functions/core/task';
+import { cachedTenantDirectory, newApiKey, newTenant, TENANT_CACHE_TTL_MS } from '../../functions/core/tenants';
 import { startQueuePollers } from '../../lib/local/queue-poller';
 import { type Emulators, startEmulators } from '../support/emulators';
 import { type Responder, startWebhookReceiver } from '../support/webhook-receiver';
@@ -107,6 +109,8 @@ export interface HarnessOptions {
 
 export type Harness = Awaited<ReturnType<typeof startHarness>>;
 
+const TENANT_ID = 'faults';
+
 export async function startHarness(options: HarnessOptions = {}) {
   const emulators: Emulators = await startEmulators();
   const receiver = await startWebhookReceiver({ '/ok': () => 204, ...options.responders });
@@ -126,6 +130,8 @@ export async function startHarness(options: HarnessOptions = {}) {
     const { tableName } = emulators;
     return {
       sqs,
+      tenantStore: new DynamoTenantStore({ client: dynamo, tableName }),
+      requestCounter: new DynamoRequestCounter({ client: dynamo, tableName }),
       taskStore: new DynamoTaskStore({ client: dynamo, tableName, bucketCount: BUCKETS }),
       clockStore: new DynamoClockStore({ client: dynamo, tableName }),
       idempotencyStore: new DynamoIdempotencyStore({ client: dynamo, tableName }),
@@ -136,14 +142,21 @@ export async function startHarness(options: HarnessOptions = {}) {
     };
   };
 
-  const api: ApiPorts = { ...component('api'), retentionDays: 30, allowInsecureTargets: true };
+  const apiParts = component('api');
+  const { apiKey, record } = newApiKey(TENANT_ID, Date.now());
+  // Set up over clients without injected faults: the faults are for the pipeline, not the fixture.
+  const setupStore = new DynamoTenantStore({ client: emulators.clients().dynamo, tableName: emulators.tableName });
+  await setupStore.createTenant(newTenant(TENANT_ID, Date.now(), { signingSecret, rateLimitPerSecond: 10_000 }));
+  await setupStore.putApiKey(record);
+  const directory = (parts: typeof apiParts) => cachedTenantDirectory(parts.tenantStore, parts.clock, TENANT_CACHE_TTL_MS);
+  const api: ApiPorts = { ...apiParts, tenants: directory(apiParts), retentionDays: 30, allowInsecureTargets: true };
   const scanner: ScanPorts & { lookaheadSeconds: number } = { ...component('scanner'), lookaheadSeconds: options.lookaheadSeconds ?? 1 };
   const sweeper: ScanPorts = component('sweeper');
   const callbackParts = component('callback');
   const deliveryPorts: DeliveryPorts = {
     ...callbackParts,
+    tenants: directory(callbackParts),
     targets: new AwsTargetDispatcher({
-      signingSecret: async () => signingSecret,
       webhookTimeoutMs: options.webhookTimeoutMs ?? 1000,
       clock: callbackParts.clock,
       sqsFor: () => callbackParts.sqs,
@@ -177,12 +190,19 @@ export async function startHarness(options: HarnessOptions = {}) {
         }
       })(),
     );
+  /** Calls an api route as the harness's tenant. */
+  const call = (routeKey: string, parts: { pathParameters?: Record<string, string>; body?: unknown } = {}) =>
+    route(api, {
+      routeKey,
+      headers: { authorization: `Bearer ${apiKey}` },
+      ...(parts.pathParameters && { pathParameters: parts.pathParameters }),
+      ...(parts.body !== undefined && { body: JSON.stringify(parts.body) }),
+    } as unknown as APIGatewayProxyEventV2);
   /** POSTs until the api accepts (201, or 200 for a replay); idempotency keys make the retries safe. */
   const acceptedIds = async (routeKey: string, body: unknown): Promise<string[]> => {
-    const event = { routeKey, body: JSON.stringify(body) } as APIGatewayProxyEventV2;
     for (let attempt = 1; ; attempt++) {
       try {
-        const response = await route(api, event);
+        const response = await call(routeKey, { body });
         if (response.statusCode !== 201 && response.statusCode !== 200) {
           throw new Error(`${routeKey} answered ${response.statusCode}: ${response.body}`);
         }
@@ -199,6 +219,7 @@ export async function startHarness(options: HarnessOptions = {}) {
     emulators,
     receiver,
     api,
+    call,
     scanner,
     sweeper,
     callback,

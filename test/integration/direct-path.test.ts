@@ -45,7 +45,7 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
       const second = firstSecond + round;
       clock.set(second * 1000 + 900);
       const submits = Array.from({ length: 8 }, (_, index) =>
-        scheduleTasks(ports, [request(second * 1000 + index * 100)]).then(createdIds),
+        scheduleTasks(ports, 'acme', [request(second * 1000 + index * 100)]).then(createdIds),
       );
       const scan = claimNextSecond({ ...ports, lookaheadSeconds: 0 }).then((claim) =>
         claim.claimed ? scanSecond(ports, claim.second) : undefined,
@@ -109,7 +109,7 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
           },
         }),
       };
-      const [id] = createdIds(await scheduleTasks(api, [request(second * 1000 + 500)]));
+      const [id] = createdIds(await scheduleTasks(api, 'acme', [request(second * 1000 + 500)]));
       await scannerActsAt();
       expect(claimed).toBe(second);
       submitted.push(id ?? '');
@@ -139,7 +139,7 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
     const { cursor } = (await stores.clockStore.read()) ?? { cursor: 0 };
 
     // Act
-    await scheduleTasks(ports, [request((cursor + 30) * 1000)]);
+    await scheduleTasks(ports, 'acme', [request((cursor + 30) * 1000)]);
 
     // Assess
     expect(await drainBodies(emulators.sqs, queue.url)).toEqual([]);

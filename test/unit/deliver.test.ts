@@ -6,27 +6,30 @@ import {
   deliverTask,
   type Notification,
   redeliverDeadLetter,
+  type Sender,
   type TargetResult,
 } from '../../functions/core/deliver';
 import type { Task } from '../../functions/core/task';
-import { aTask, FakeTaskStore, ManualClock } from './fakes';
+import type { Tenant } from '../../functions/core/tenants';
+import { aTask, aTenant, FakeTaskStore, fakeTenantDirectory, ManualClock } from './fakes';
 
 const DUE_AT_MS = Date.UTC(2026, 5, 1, 8, 0, 0, 250);
 const LEASE_MS = 60_000;
 
 /** Delivery ports over fakes; the target answers `result` and records when it was called. */
-function deliveryPorts(task: Task, options: { nowMs: number; result?: TargetResult }) {
+function deliveryPorts(task: Task, options: { nowMs: number; result?: TargetResult; tenants?: readonly Tenant[] }) {
   const clock = new ManualClock(options.nowMs);
-  const calls: Array<{ atMs: number; notification: Notification }> = [];
+  const calls: Array<{ atMs: number; notification: Notification; sender: Sender }> = [];
   const letters: DeadLetter[] = [];
   const ports = {
     taskStore: new FakeTaskStore([task]),
     targets: {
-      dispatch: vi.fn(async (_target: Task['target'], notification: Notification): Promise<TargetResult> => {
-        calls.push({ atMs: clock.now(), notification });
+      dispatch: vi.fn(async (_target: Task['target'], notification: Notification, sender: Sender): Promise<TargetResult> => {
+        calls.push({ atMs: clock.now(), notification, sender });
         return options.result ?? { ok: true };
       }),
     },
+    tenants: fakeTenantDirectory(options.tenants),
     deadLetters: { send: vi.fn(async (letter: DeadLetter) => void letters.push(letter)) },
     clock,
     bucketCount: 1000,
@@ -140,6 +143,44 @@ describe('Function: deliverTask', () => {
       bizId: 'o-1',
       payload: { orderId: 'o-1' },
     });
+  });
+
+  it("signs for the task's tenant with its unretired secrets and passes its webhook host allow-list", async () => {
+    // Prepare
+    const nowMs = DUE_AT_MS + 10;
+    const tenant = aTenant({
+      signingSecrets: [
+        { secret: 'whsec_cmV0aXJlZA==', createdAtMs: 0, retiresAtMs: nowMs - 1 },
+        { secret: 'whsec_b2xk', createdAtMs: 1, retiresAtMs: nowMs + 3_600_000 },
+        { secret: 'whsec_bmV3', createdAtMs: 2 },
+      ],
+      allowedHosts: ['hooks.example.com'],
+    });
+    const task = aTask(DUE_AT_MS, 1);
+    const { ports, calls } = deliveryPorts(task, { nowMs, tenants: [tenant] });
+
+    // Act
+    await deliverTask(ports, task.id);
+
+    // Assess
+    expect(calls[0]?.sender).toEqual({
+      signingSecrets: ['whsec_b2xk', 'whsec_bmV3'],
+      allowedHosts: ['hooks.example.com'],
+    });
+  });
+
+  it('fails the attempt, without calling the target, when the task\'s tenant no longer exists', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 1);
+    const { ports, calls, stored } = deliveryPorts(task, { nowMs: DUE_AT_MS, tenants: [] });
+
+    // Act
+    const outcome = await deliverTask(ports, task.id);
+
+    // Assess
+    expect(outcome).toMatchObject({ kind: 'retry', attempt: 1, error: `tenant ${task.tenantId} no longer exists` });
+    expect(calls).toHaveLength(0);
+    expect(stored()).toMatchObject({ status: 'PENDING', attempts: 1 });
   });
 
   it('schedules a retry with the backoff of the attempt and puts the task back to PENDING', async () => {

@@ -20,6 +20,7 @@ import type {
   TaskStore,
   Watermark,
 } from '../../functions/core/task';
+import { newTenant, type Tenant, type TenantDirectory } from '../../functions/core/tenants';
 
 export class FakeClockStore implements ClockStore {
   /** Second → how many tasks its scan enqueued. */
@@ -120,9 +121,9 @@ export class FakeTaskStore implements TaskStore {
     return this.tasks.get(idOf(key));
   }
 
-  async cancel(key: TaskKey, nowMs: number): Promise<CancelOutcome> {
+  async cancel(key: TaskKey, tenantId: string, nowMs: number): Promise<CancelOutcome> {
     const task = this.tasks.get(idOf(key));
-    if (!task) return { cancelled: false, reason: 'not-found' };
+    if (task?.tenantId !== tenantId) return { cancelled: false, reason: 'not-found' };
     if (task.status !== 'PENDING') {
       const reason = task.status === 'DELIVERING' ? 'in-delivery' : 'already-final';
       return { cancelled: false, reason, status: task.status };
@@ -177,10 +178,26 @@ export class FakeDeliveryQueue implements DeliveryQueue {
   }
 }
 
+export const TENANT_ID = 'acme';
+
+/** The tenant the fakes' tasks belong to, with one signing secret. */
+export function aTenant(overrides: Partial<Tenant> = {}): Tenant {
+  return { ...newTenant(TENANT_ID, Date.UTC(2026, 0, 1)), ...overrides };
+}
+
+/** Tenants by id, and no API keys (tests of authentication use the real store on dynalite). */
+export function fakeTenantDirectory(tenants: readonly Tenant[] = [aTenant()]): TenantDirectory {
+  return {
+    tenant: async (id) => tenants.find((tenant) => tenant.id === id),
+    apiKey: async () => undefined,
+  };
+}
+
 /** A PENDING webhook task with a real id for `dueAtMs` and `shard`. */
 export function aTask(dueAtMs: number, shard = 0, overrides: Partial<Task> = {}): Task {
   return {
     id: newTaskId({ dueAtMs, shard }),
+    tenantId: TENANT_ID,
     status: 'PENDING',
     dueAtMs,
     createdAtMs: dueAtMs - 60_000,

@@ -1,7 +1,14 @@
 import { describe, expect, it, vi } from 'vitest';
 import { type ScheduleOutcome, type SchedulePorts, scheduleTasks } from '../../functions/core/schedule';
 import { parseTaskRequest } from '../../functions/core/schemas';
-import { FakeClockStore, FakeDeliveryQueue, FakeIdempotencyStore, FakeTaskStore, ManualClock } from './fakes';
+import {
+  FakeClockStore,
+  FakeDeliveryQueue,
+  FakeIdempotencyStore,
+  FakeTaskStore,
+  ManualClock,
+  TENANT_ID,
+} from './fakes';
 
 const NOW_SECOND = 1_790_000_000;
 const NOW_MS = NOW_SECOND * 1000 + 400;
@@ -39,9 +46,9 @@ describe('Function: scheduleTasks', () => {
     const first = request({ delaySeconds: 60, idempotencyKey: 'order-1' });
 
     // Act: the retry comes 5 s later, so delaySeconds resolves to a different instant.
-    const created = await scheduleTasks(ports, [first]);
+    const created = await scheduleTasks(ports, TENANT_ID, [first]);
     ports.clock.advance(5000);
-    const retried = await scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'order-1' })]);
+    const retried = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'order-1' })]);
 
     // Assess
     expect(created.outcomes[0]?.kind).toBe('created');
@@ -50,13 +57,28 @@ describe('Function: scheduleTasks', () => {
     expect(ports.taskStore.tasks.size).toBe(1);
   });
 
+  it("keeps idempotency keys per tenant: another tenant's identical key makes its own task", async () => {
+    // Prepare
+    const ports = schedulePorts();
+    const body = { delaySeconds: 60, idempotencyKey: 'order-1' };
+
+    // Act
+    const ours = await scheduleTasks(ports, TENANT_ID, [request(body)]);
+    const theirs = await scheduleTasks(ports, 'globex', [request(body)]);
+
+    // Assess
+    expect(theirs.outcomes[0]?.kind).toBe('created');
+    expect(idOf(theirs.outcomes[0])).not.toBe(idOf(ours.outcomes[0]));
+    expect([...ports.taskStore.tasks.values()].map((task) => task.tenantId).sort()).toEqual(['acme', 'globex']);
+  });
+
   it('refuses an idempotency key reused for a different request, naming the task it made', async () => {
     // Prepare
     const ports = schedulePorts();
-    const created = await scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'order-1' })]);
+    const created = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'order-1' })]);
 
     // Act
-    const reused = await scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'order-1', payload: { n: 2 } })]);
+    const reused = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'order-1', payload: { n: 2 } })]);
 
     // Assess
     expect(reused.outcomes[0]).toEqual({ kind: 'conflict', taskId: idOf(created.outcomes[0]) });
@@ -67,12 +89,12 @@ describe('Function: scheduleTasks', () => {
     // Prepare: the first submit's task write never happens.
     const ports = schedulePorts();
     const create = vi.spyOn(ports.taskStore, 'create').mockRejectedValueOnce(new Error('Lambda timed out'));
-    await expect(scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'k' })])).rejects.toThrow();
+    await expect(scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'k' })])).rejects.toThrow();
     const claimedId = [...ports.idempotencyStore.records.values()][0]?.taskId;
     create.mockRestore();
 
     // Act
-    const retried = await scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'k' })]);
+    const retried = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'k' })]);
 
     // Assess
     expect(retried.outcomes[0]).toMatchObject({ kind: 'replayed', task: { id: claimedId, status: 'PENDING' } });
@@ -82,12 +104,12 @@ describe('Function: scheduleTasks', () => {
   it('refuses to recreate a task whose key outlived it: a finished task may have expired', async () => {
     // Prepare: a task cancelled right away, then removed by TTL; the client retries 31 days later.
     const ports = schedulePorts();
-    const first = await scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'late-retry' })]);
+    const first = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'late-retry' })]);
     ports.taskStore.tasks.clear();
     ports.clock.advance(31 * 24 * 3600 * 1000);
 
     // Act
-    const retried = await scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'late-retry' })]);
+    const retried = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'late-retry' })]);
 
     // Assess
     expect(retried.outcomes[0]).toEqual({ kind: 'expired', taskId: idOf(first.outcomes[0]) });
@@ -104,7 +126,7 @@ describe('Function: scheduleTasks', () => {
     });
 
     // Act
-    const result = await scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'slow' })]);
+    const result = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'slow' })]);
 
     // Assess
     expect(result.outcomes[0]).toMatchObject({ kind: 'created' });
@@ -116,7 +138,7 @@ describe('Function: scheduleTasks', () => {
     const ports = schedulePorts();
 
     // Act
-    const result = await scheduleTasks(ports, [request({ dueAt: NOW_MS - 2000 })]);
+    const result = await scheduleTasks(ports, TENANT_ID, [request({ dueAt: NOW_MS - 2000 })]);
 
     // Assess: should the message be lost, the sweeper will still find the task.
     expect(result.enqueuedDirect).toBe(1);
@@ -127,10 +149,10 @@ describe('Function: scheduleTasks', () => {
     // Prepare: the task is due in a second the scanner has already claimed.
     const ports = schedulePorts();
     const late = request({ dueAt: NOW_MS - 2000, idempotencyKey: 'late' });
-    await scheduleTasks(ports, [late]);
+    await scheduleTasks(ports, TENANT_ID, [late]);
 
     // Act
-    const retried = await scheduleTasks(ports, [late]);
+    const retried = await scheduleTasks(ports, TENANT_ID, [late]);
 
     // Assess
     expect(retried.enqueuedDirect).toBe(1);
@@ -143,7 +165,7 @@ describe('Function: scheduleTasks', () => {
     ports.deliveryQueue.failure = new Error('SQS unavailable');
 
     // Act
-    const result = await scheduleTasks(ports, [request({ dueAt: NOW_MS - 2000 })]);
+    const result = await scheduleTasks(ports, TENANT_ID, [request({ dueAt: NOW_MS - 2000 })]);
 
     // Assess
     expect(result).toMatchObject({ enqueuedDirect: 0, deferred: 1 });
@@ -157,7 +179,7 @@ describe('Function: scheduleTasks', () => {
     vi.spyOn(ports.clockStore, 'markForRecheck').mockRejectedValue(new Error('DynamoDB unavailable'));
 
     // Act
-    const scheduling = scheduleTasks(ports, [request({ dueAt: NOW_MS - 2000 })]);
+    const scheduling = scheduleTasks(ports, TENANT_ID, [request({ dueAt: NOW_MS - 2000 })]);
 
     // Assess
     await expect(scheduling).rejects.toThrow('SQS unavailable');
@@ -168,7 +190,7 @@ describe('Function: scheduleTasks', () => {
     const ports = schedulePorts();
 
     // Act
-    const result = await scheduleTasks(ports, [request({ delaySeconds: 30 }), request({ delaySeconds: 40 })]);
+    const result = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 30 }), request({ delaySeconds: 40 })]);
 
     // Assess
     expect(result).toMatchObject({ enqueuedDirect: 0, deferred: 0 });

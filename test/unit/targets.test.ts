@@ -3,7 +3,7 @@ import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { AwsTargetDispatcher, retryAfterSeconds } from '../../functions/adapters/targets';
-import type { Notification } from '../../functions/core/deliver';
+import type { Notification, Sender } from '../../functions/core/deliver';
 import { generateSigningSecret, verifyWebhook } from '../../functions/core/signature';
 import type { Target } from '../../functions/core/task';
 import { ManualClock } from './fakes';
@@ -21,12 +21,13 @@ const NOTIFICATION: Notification = {
 };
 const WEBHOOK: Target = { type: 'http', url: 'https://hooks.example.com/timer?x=1', headers: { 'x-tenant': 't-42' } };
 
+const SENDER: Sender = { signingSecrets: [SECRET] };
+
 const sqsMock = mockClient(SQSClient);
 const eventBridgeMock = mockClient(EventBridgeClient);
 
 function dispatcherWith(fetch: typeof globalThis.fetch) {
   return new AwsTargetDispatcher({
-    signingSecret: async () => SECRET,
     webhookTimeoutMs: 1000,
     clock: new ManualClock(NOW_MS),
     sqsFor: () => new SQSClient({ region: 'eu-west-1' }),
@@ -50,7 +51,7 @@ describe('Class: AwsTargetDispatcher', () => {
       const fetch = answering(204);
 
       // Act
-      const result = await dispatcherWith(fetch).dispatch(WEBHOOK, NOTIFICATION);
+      const result = await dispatcherWith(fetch).dispatch(WEBHOOK, NOTIFICATION, SENDER);
 
       // Assess
       expect(result).toEqual({ ok: true, detail: 'HTTP 204' });
@@ -70,7 +71,7 @@ describe('Class: AwsTargetDispatcher', () => {
 
     it('reports a non-2xx answer as a failure naming the status and host', async () => {
       // Act
-      const result = await dispatcherWith(answering(500)).dispatch(WEBHOOK, NOTIFICATION);
+      const result = await dispatcherWith(answering(500)).dispatch(WEBHOOK, NOTIFICATION, SENDER);
 
       // Assess
       expect(result).toEqual({ ok: false, error: 'HTTP 500 from hooks.example.com' });
@@ -81,6 +82,7 @@ describe('Class: AwsTargetDispatcher', () => {
       const result = await dispatcherWith(answering(302, { location: 'http://169.254.169.254/' })).dispatch(
         WEBHOOK,
         NOTIFICATION,
+        SENDER,
       );
 
       // Assess
@@ -89,7 +91,7 @@ describe('Class: AwsTargetDispatcher', () => {
 
     it('passes on the Retry-After of a 429', async () => {
       // Act
-      const result = await dispatcherWith(answering(429, { 'retry-after': '7' })).dispatch(WEBHOOK, NOTIFICATION);
+      const result = await dispatcherWith(answering(429, { 'retry-after': '7' })).dispatch(WEBHOOK, NOTIFICATION, SENDER);
 
       // Assess
       expect(result).toEqual({ ok: false, error: 'HTTP 429 from hooks.example.com', retryAfterSeconds: 7 });
@@ -102,7 +104,7 @@ describe('Class: AwsTargetDispatcher', () => {
       });
 
       // Act
-      const result = await dispatcherWith(fetch).dispatch(WEBHOOK, NOTIFICATION);
+      const result = await dispatcherWith(fetch).dispatch(WEBHOOK, NOTIFICATION, SENDER);
 
       // Assess
       expect(result).toEqual({ ok: false, error: 'TypeError: fetch failed' });
@@ -115,7 +117,7 @@ describe('Class: AwsTargetDispatcher', () => {
       });
 
       // Act
-      const result = await dispatcherWith(fetch).dispatch(WEBHOOK, NOTIFICATION);
+      const result = await dispatcherWith(fetch).dispatch(WEBHOOK, NOTIFICATION, SENDER);
 
       // Assess
       expect(result).toEqual({ ok: false, error: 'no answer within 1000 ms' });
@@ -129,7 +131,7 @@ describe('Class: AwsTargetDispatcher', () => {
       sqsMock.on(SendMessageCommand).resolves({ MessageId: 'm-1' });
 
       // Act
-      const result = await dispatcherWith(answering(204)).dispatch({ type: 'sqs', queueUrl }, NOTIFICATION);
+      const result = await dispatcherWith(answering(204)).dispatch({ type: 'sqs', queueUrl }, NOTIFICATION, SENDER);
 
       // Assess
       expect(result).toEqual({ ok: true });
@@ -147,6 +149,7 @@ describe('Class: AwsTargetDispatcher', () => {
       const result = await dispatcherWith(answering(204)).dispatch(
         { type: 'sqs', queueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/orders' },
         NOTIFICATION,
+        SENDER,
       );
 
       // Assess
@@ -163,6 +166,7 @@ describe('Class: AwsTargetDispatcher', () => {
       const result = await dispatcherWith(answering(204)).dispatch(
         { type: 'eventbridge', eventBusName: 'orders' },
         NOTIFICATION,
+        SENDER,
       );
 
       // Assess
@@ -181,6 +185,7 @@ describe('Class: AwsTargetDispatcher', () => {
       await dispatcherWith(answering(204)).dispatch(
         { type: 'eventbridge', eventBusName: 'orders', source: 'shop.orders', detailType: 'Order Expired' },
         NOTIFICATION,
+        SENDER,
       );
 
       // Assess
@@ -199,6 +204,7 @@ describe('Class: AwsTargetDispatcher', () => {
       const result = await dispatcherWith(answering(204)).dispatch(
         { type: 'eventbridge', eventBusName: 'orders' },
         NOTIFICATION,
+        SENDER,
       );
 
       // Assess

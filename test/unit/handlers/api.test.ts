@@ -10,6 +10,7 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { newTaskId, parseTaskId } from '../../../functions/core/ids';
+import { newApiKey, newTenant } from '../../../functions/core/tenants';
 import { DELIVERY_QUEUE_URL, lambdaContext, SHARD_COUNT, stubHandlerEnv, TABLE_NAME } from './setup';
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
@@ -18,14 +19,22 @@ stubHandlerEnv();
 const { handler } = await import('../../../functions/api/handler');
 
 const TARGET = { type: 'http', url: 'https://hooks.example.com/timer' };
+const TENANT = newTenant('acme', Date.now());
+const { apiKey: API_KEY, record: KEY_RECORD } = newApiKey(TENANT.id, Date.now());
 
-function apiEvent(routeKey: string, options: { body?: string; id?: string } = {}): APIGatewayProxyEventV2 {
+function apiEvent(
+  routeKey: string,
+  options: { body?: string; id?: string; authorization?: string } = {},
+): APIGatewayProxyEventV2 {
   return {
     version: '2.0',
     routeKey,
     rawPath: routeKey.split(' ')[1]?.replace('{id}', options.id ?? '') ?? '/',
     rawQueryString: '',
-    headers: { 'content-type': 'application/json' },
+    headers: {
+      'content-type': 'application/json',
+      ...(options.authorization !== '' && { authorization: options.authorization ?? `Bearer ${API_KEY}` }),
+    },
     requestContext: { routeKey, http: { method: routeKey.split(' ')[0] } } as APIGatewayProxyEventV2['requestContext'],
     isBase64Encoded: false,
     ...(options.body !== undefined && { body: options.body }),
@@ -33,7 +42,10 @@ function apiEvent(routeKey: string, options: { body?: string; id?: string } = {}
   };
 }
 
-async function call(routeKey: string, options: { body?: unknown; rawBody?: string; id?: string } = {}) {
+async function call(
+  routeKey: string,
+  options: { body?: unknown; rawBody?: string; id?: string; authorization?: string } = {},
+) {
   const body = options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
   const response = await handler(apiEvent(routeKey, { ...options, body }), lambdaContext(10_000));
   return { ...response, json: JSON.parse(response.body) };
@@ -42,12 +54,19 @@ async function call(routeKey: string, options: { body?: unknown; rawBody?: strin
 const nowSecond = () => Math.floor(Date.now() / 1000);
 const clockAt = (cursor: number) => ({ Item: { pk: 'CLOCK', sk: 'CLOCK', cursor, startedAt: cursor - 3600 } });
 const conditionFailed = () => Object.assign(new Error('x'), { name: 'ConditionalCheckFailedException' });
+const isTenancyKey = (key: unknown) => /^(TENANTS|APIKEYS#|RATE#)/.test(String((key as { pk?: string }).pk));
+const taskReads = () => ddbMock.commandCalls(GetCommand).filter((call) => !isTenancyKey(call.args[0].input.Key));
 
 describe('Function: api handler', () => {
   beforeEach(() => {
     ddbMock.reset();
     sqsMock.reset();
     ddbMock.on(GetCommand, { Key: { pk: 'CLOCK', sk: 'CLOCK' } }).resolves(clockAt(nowSecond()));
+    ddbMock.on(GetCommand, { Key: { pk: 'TENANTS', sk: TENANT.id } }).resolves({ Item: { pk: 'TENANTS', sk: TENANT.id, ...TENANT } });
+    ddbMock
+      .on(GetCommand, { Key: { pk: `APIKEYS#${TENANT.id}`, sk: KEY_RECORD.keyId } })
+      .resolves({ Item: { pk: `APIKEYS#${TENANT.id}`, sk: KEY_RECORD.keyId, ...KEY_RECORD } });
+    ddbMock.on(UpdateCommand, { Key: { pk: `RATE#${TENANT.id}` } }).resolves({});
     sqsMock.on(SendMessageBatchCommand).resolves({ Failed: [] });
   });
 
@@ -124,7 +143,7 @@ describe('Function: api handler', () => {
     // Assess
     expect(response.statusCode).toBe(404);
     expect(response.headers).toEqual({ 'content-type': 'application/problem+json' });
-    expect(ddbMock.commandCalls(GetCommand)).toHaveLength(0);
+    expect(taskReads()).toHaveLength(0);
   });
 
   it('returns a stored task with its delivery facts', async () => {
@@ -134,6 +153,7 @@ describe('Function: api handler', () => {
     ddbMock.on(GetCommand, { Key: { sk: `${String(dueAtMs).padStart(15, '0')}#${id}` } }).resolves({
       Item: {
         id,
+        tenantId: TENANT.id,
         status: 'DELIVERED',
         dueAtMs,
         createdAtMs: dueAtMs - 60_000,
@@ -166,9 +186,13 @@ describe('Function: api handler', () => {
     const dueAtMs = Date.now() - 5000;
     const id = newTaskId({ dueAtMs, shard: 0 });
     ddbMock.on(UpdateCommand).rejects(conditionFailed());
+    // The catch-all above would also refuse the rate counter's update; the later, narrower stub wins.
+    ddbMock.on(UpdateCommand, { Key: { pk: `RATE#${TENANT.id}` } }).resolves({});
     ddbMock
       .on(GetCommand, { Key: { sk: `${String(dueAtMs).padStart(15, '0')}#${id}` } })
-      .resolves({ Item: { id, status: 'DELIVERED', dueAtMs, createdAtMs: dueAtMs, target: TARGET, payload: 'null' } });
+      .resolves({
+        Item: { id, tenantId: TENANT.id, status: 'DELIVERED', dueAtMs, createdAtMs: dueAtMs, target: TARGET, payload: 'null' },
+      });
 
     // Act
     const response = await call('DELETE /v1/tasks/{id}', { id });
@@ -237,5 +261,35 @@ describe('Function: api handler', () => {
     expect(response.json.errors.map((error: { path: string }) => error.path)).toEqual(['tasks']);
     expect(ddbMock.commandCalls(PutCommand)).toHaveLength(0);
     expect(ddbMock.commandCalls(BatchWriteCommand)).toHaveLength(0);
+  });
+
+  it.each([
+    ['no Authorization header', '', 'Authorization: Bearer'],
+    ['a Basic credential', 'Basic dXNlcjpwYXNz', 'Authorization: Bearer'],
+    ['a malformed key', 'Bearer tk_acme_short', 'not valid'],
+    ['a key with the wrong secret', `Bearer ${API_KEY.slice(0, -4)}AAAA`, 'not valid'],
+  ])('answers 401 with a Bearer challenge for %s, and writes nothing', async (_case, authorization, detail) => {
+    // Act
+    const response = await call('POST /v1/tasks', { body: { delaySeconds: 60, target: TARGET }, authorization });
+
+    // Assess
+    expect(response.statusCode).toBe(401);
+    expect(response.headers).toMatchObject({ 'www-authenticate': 'Bearer', 'content-type': 'application/problem+json' });
+    expect(response.json.detail).toContain(detail);
+    expect(ddbMock.commandCalls(PutCommand)).toHaveLength(0);
+  });
+
+  it("answers 429 with Retry-After once the tenant's requests this second reach its limit", async () => {
+    // Prepare
+    ddbMock.on(UpdateCommand, { Key: { pk: `RATE#${TENANT.id}` } }).rejects(conditionFailed());
+
+    // Act
+    const response = await call('POST /v1/tasks', { body: { delaySeconds: 60, target: TARGET } });
+
+    // Assess
+    expect(response.statusCode).toBe(429);
+    expect(response.headers).toMatchObject({ 'retry-after': '1' });
+    expect(response.json.detail).toContain(`${TENANT.rateLimitPerSecond} requests a second`);
+    expect(ddbMock.commandCalls(PutCommand)).toHaveLength(0);
   });
 });

@@ -1,0 +1,148 @@
+import { type DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { ApiKeyRecord, RequestCounter, Tenant, TenantStore } from '../core/tenants';
+import { allItems, unlessConditionFails } from './dynamo-store';
+
+/**
+ * Tenants share one partition, so listing them is one Query; they are few and read
+ * through a cache, so the partition stays cool. A tenant's keys share a partition of
+ * their own, listed the same way.
+ */
+const TENANTS_PK = 'TENANTS';
+const keysPk = (tenantId: string) => `APIKEYS#${tenantId}`;
+/** Request counts per tenant and second live two minutes, long enough for any clock skew between api instances. */
+const RATE_COUNTER_TTL_SECONDS = 120;
+
+type Item = Record<string, unknown>;
+
+function tenantItem(tenant: Tenant): Item {
+  return { pk: TENANTS_PK, sk: tenant.id, ...tenant };
+}
+
+function tenantOf(item: Item): Tenant {
+  const { pk: _pk, sk: _sk, ...tenant } = item;
+  return tenant as unknown as Tenant;
+}
+
+function keyOf(item: Item): ApiKeyRecord {
+  const { pk: _pk, sk: _sk, ...record } = item;
+  return record as unknown as ApiKeyRecord;
+}
+
+export interface TenantStoreOptions {
+  readonly client: DynamoDBDocumentClient;
+  readonly tableName: string;
+}
+
+export class DynamoTenantStore implements TenantStore {
+  constructor(private readonly options: TenantStoreOptions) {}
+
+  createTenant(tenant: Tenant): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new PutCommand({
+          TableName: this.options.tableName,
+          Item: tenantItem(tenant),
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      ),
+    );
+  }
+
+  async getTenant(id: string): Promise<Tenant | undefined> {
+    const result = await this.options.client.send(
+      new GetCommand({ TableName: this.options.tableName, Key: { pk: TENANTS_PK, sk: id }, ConsistentRead: true }),
+    );
+    return result.Item ? tenantOf(result.Item) : undefined;
+  }
+
+  async listTenants(): Promise<Tenant[]> {
+    return (await this.query(TENANTS_PK)).map(tenantOf);
+  }
+
+  updateTenant(tenant: Tenant): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new PutCommand({
+          TableName: this.options.tableName,
+          Item: tenantItem(tenant),
+          ConditionExpression: 'version = :previous',
+          ExpressionAttributeValues: { ':previous': tenant.version - 1 },
+        }),
+      ),
+    );
+  }
+
+  async putApiKey(record: ApiKeyRecord): Promise<void> {
+    await this.options.client.send(
+      new PutCommand({
+        TableName: this.options.tableName,
+        Item: { pk: keysPk(record.tenantId), sk: record.keyId, ...record },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      }),
+    );
+  }
+
+  async getApiKey(tenantId: string, keyId: string): Promise<ApiKeyRecord | undefined> {
+    const result = await this.options.client.send(
+      new GetCommand({ TableName: this.options.tableName, Key: { pk: keysPk(tenantId), sk: keyId }, ConsistentRead: true }),
+    );
+    return result.Item ? keyOf(result.Item) : undefined;
+  }
+
+  async listApiKeys(tenantId: string): Promise<ApiKeyRecord[]> {
+    return (await this.query(keysPk(tenantId))).map(keyOf);
+  }
+
+  revokeApiKey(tenantId: string, keyId: string, nowMs: number): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: { pk: keysPk(tenantId), sk: keyId },
+          // A second revoke keeps the first revocation time.
+          UpdateExpression: 'SET revokedAtMs = if_not_exists(revokedAtMs, :now)',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeValues: { ':now': nowMs },
+        }),
+      ),
+    );
+  }
+
+  private query(pk: string): Promise<Item[]> {
+    return allItems((startKey) =>
+      this.options.client.send(
+        new QueryCommand({
+          TableName: this.options.tableName,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': pk },
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+        }),
+      ),
+    );
+  }
+}
+
+/**
+ * A fixed one-second window per tenant: one conditional ADD per request, shared by every
+ * api instance, so the limit holds however many instances run. The key is the tenant
+ * and second, so one tenant's requests land on one partition key, whose 1,000 writes a
+ * second bound any sensible per-tenant limit.
+ */
+export class DynamoRequestCounter implements RequestCounter {
+  constructor(private readonly options: TenantStoreOptions) {}
+
+  admit(tenantId: string, second: number, limit: number): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: { pk: `RATE#${tenantId}`, sk: String(second) },
+          UpdateExpression: 'ADD requests :one SET expiresAt = :expiresAt',
+          ConditionExpression: 'attribute_not_exists(requests) OR requests < :limit',
+          ExpressionAttributeValues: { ':one': 1, ':limit': limit, ':expiresAt': second + RATE_COUNTER_TTL_SECONDS },
+        }),
+      ),
+    );
+  }
+}

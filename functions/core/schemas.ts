@@ -55,6 +55,8 @@ export function parseIsoInstant(text: string): number | undefined {
 }
 
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,64}$/;
+/** Names that are valid HTTP tokens but are also the keys JavaScript objects inherit through. */
+const OBJECT_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 /** Headers the service sets itself; a caller's copy would forge or break the signed request. */
 const RESERVED_HEADERS = new Set([
@@ -71,7 +73,11 @@ const RESERVED_HEADERS = new Set([
 
 const headersSchema = z
   .record(
-    z.string().regex(HEADER_NAME, "must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)"),
+    z
+      .string()
+      .regex(HEADER_NAME, "must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)")
+      // Checked on the key itself: by the time the record is built, a __proto__ key is gone.
+      .refine((name) => !OBJECT_KEYS.has(name.toLowerCase()), 'is not allowed as a header name'),
     z
       .string()
       .max(LIMITS.headerValueLength, `must be at most ${LIMITS.headerValueLength} characters`)
@@ -135,8 +141,19 @@ function targetSchema(allowInsecureTargets: boolean) {
   );
 }
 
+/** Control characters would forge log lines and terminal output wherever these are shown. */
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
+/** With the u flag a surrogate pair is one code point, so this matches only unpaired halves, which no UTF-8 store can hold. */
+const LONE_SURROGATE = /[\ud800-\udfff]/u;
+
 const optionalText = (max: number) =>
-  z.string().min(1, 'must not be empty').max(max, `must be at most ${max} characters`).optional();
+  z
+    .string()
+    .min(1, 'must not be empty')
+    .max(max, `must be at most ${max} characters`)
+    .refine((text) => !LONE_SURROGATE.test(text), 'must be well-formed Unicode (it holds a lone surrogate)')
+    .refine((text) => !CONTROL_CHARACTERS.test(text), 'must not contain control characters')
+    .optional();
 
 /** The body of POST /v1/tasks, and of each item of POST /v1/tasks/batch. */
 export function taskRequestSchema(options: { allowInsecureTargets: boolean }) {

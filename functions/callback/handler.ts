@@ -3,15 +3,17 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { DELIVERY_LEASE_MS, ENV, MAX_EARLY_WAIT_MS } from '../../lib/topology';
+import { DELIVERY_LEASE_MS, ENV, MAX_EARLY_WAIT_MS, WEBHOOK_CONNECT_TIMEOUT_MS } from '../../lib/topology';
 import { delayRedelivery, SqsDeadLetterQueue } from '../adapters/sqs-queues';
 import { AwsTargetDispatcher } from '../adapters/targets';
+import { WebhookClient } from '../adapters/webhook-client';
 import { eventBridge, secretsManager, sqs, sqsForQueueUrl } from '../commons/clients';
-import { integerEnv, requireEnv } from '../commons/config';
+import { booleanEnv, integerEnv, requireEnv } from '../commons/config';
 import { createLogger } from '../commons/logger';
 import { createMetrics } from '../commons/metrics';
 import { tableFromEnv } from '../commons/stores';
 import type { DeliveryPorts } from '../core/deliver';
+import { addressPolicy } from '../core/egress';
 import { asSigningSecret } from '../core/signature';
 import { deliverRecords } from './records';
 import { systemClock } from '../core/task';
@@ -43,10 +45,14 @@ const ports: DeliveryPorts = {
   ...tableFromEnv(),
   targets: new AwsTargetDispatcher({
     signingSecret: signingSecretLoader(),
-    webhookTimeoutMs: integerEnv(ENV.webhookTimeoutMs),
     clock: systemClock,
     sqsFor: sqsForQueueUrl,
     eventBridge,
+    webhooks: new WebhookClient({
+      policy: addressPolicy(booleanEnv(ENV.allowInsecureTargets)),
+      connectTimeoutMs: WEBHOOK_CONNECT_TIMEOUT_MS,
+      totalTimeoutMs: integerEnv(ENV.webhookTimeoutMs),
+    }),
   }),
   deadLetters: new SqsDeadLetterQueue(sqs, requireEnv(ENV.deliveryDlqUrl)),
   clock: systemClock,

@@ -99,7 +99,8 @@ function blockListOf(cidr: string): BlockList {
   return list;
 }
 
-const withBlockList = (ranges: readonly Range[]) => ranges.map((range) => ({ ...range, list: blockListOf(range.cidr) }));
+const withBlockList = (ranges: readonly Range[]) =>
+  ranges.map((range) => ({ ...range, list: blockListOf(range.cidr) }));
 const ipv4Forbidden = withBlockList(IPV4_FORBIDDEN);
 const ipv6Forbidden = withBlockList(IPV6_FORBIDDEN);
 const ipv4Embedding = withBlockList(IPV4_EMBEDDING);

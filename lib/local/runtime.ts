@@ -47,7 +47,10 @@ export interface LocalTimerOptions {
   readonly dataDir?: string;
   /** API port; 0 picks a free one. */
   readonly port?: number;
-  /** Overrides of the deployment settings; local mode sets `allowInsecureTargets` (http:// and private-address webhooks) unless told otherwise. */
+  /**
+   * Overrides of the deployment settings; local mode sets `allowInsecureTargets` (http:// and
+   * private-address webhooks) unless told otherwise.
+   */
   readonly settings?: Partial<TimerSettings>;
   /** Powertools log level for the handlers, e.g. INFO or ERROR. */
   readonly logLevel?: string;

@@ -44,7 +44,10 @@ export interface TimerSettings {
   readonly backoffMaxSeconds: number;
   /** Total time a webhook may take to answer before the attempt counts as failed. */
   readonly webhookTimeoutMs: number;
-  /** Whether http:// webhooks and non-AWS queue URLs are accepted (local mode only). */
+  /**
+   * Whether http:// webhooks, webhooks on loopback and private addresses, and non-AWS queue
+   * URLs are accepted (local mode only).
+   */
   readonly allowInsecureTargets: boolean;
   /** Days a finished (DELIVERED, FAILED, CANCELLED) task stays readable before TTL removes it. */
   readonly retentionDays: number;
@@ -119,6 +122,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
       ENV.backoffBaseSeconds,
       ENV.backoffMaxSeconds,
       ENV.webhookTimeoutMs,
+      ENV.allowInsecureTargets,
       ENV.retentionDays,
       ENV.signingSecretArn,
     ],
@@ -178,6 +182,12 @@ export const QUEUES = {
  * lease has lapsed and can take it over.
  */
 export const DELIVERY_LEASE_MS = 2 * FUNCTIONS.callback.timeoutSeconds * 1000;
+
+/**
+ * How long a webhook's name resolution and TCP connect may take, within `webhookTimeoutMs`:
+ * a receiver that cannot be reached in 3 s is down, and waiting longer only delays the retry.
+ */
+export const WEBHOOK_CONNECT_TIMEOUT_MS = 3000;
 
 /** A delivery message that surfaces at most this early is held in memory; an earlier one goes back to the queue. */
 export const MAX_EARLY_WAIT_MS = 5000;

@@ -13,7 +13,6 @@ import {
   aws_lambda as lambda,
   aws_logs as logs,
   RemovalPolicy,
-  aws_secretsmanager as secretsmanager,
   aws_sns as sns,
   aws_sqs as sqs,
   aws_events_targets as targets,
@@ -163,7 +162,6 @@ export class DistributedTimer extends Construct {
   readonly api: HttpApi;
   /** Base URL of the API; tasks are created at `${apiUrl}/v1/tasks`. */
   readonly apiUrl: string;
-  readonly signingSecret: secretsmanager.Secret;
   /** Receives every alarm's ALARM and OK notifications; `alarmEmail` subscribes an address to it. */
   readonly alarmTopic: sns.Topic;
   /** Every alarm, by key, so a deployment can add actions of its own (a pager, a chat channel). */
@@ -203,17 +201,11 @@ export class DistributedTimer extends Construct {
       deliveryDlq,
     };
 
-    this.signingSecret = new secretsmanager.Secret(this, 'WebhookSigningSecret', {
-      description: 'Signs webhook deliveries (Standard Webhooks). Set a whsec_… value to share it with receivers.',
-      generateSecretString: { excludePunctuation: true, includeSpace: false, passwordLength: 48 },
-    });
-
     const resources: Partial<Record<EnvName, string>> = {
       [ENV.tableName]: this.table.tableName,
       [ENV.tickQueueUrl]: this.queues.tick.queueUrl,
       [ENV.deliveryQueueUrl]: this.queues.delivery.queueUrl,
       [ENV.deliveryDlqUrl]: this.queues.deliveryDlq.queueUrl,
-      [ENV.signingSecretArn]: this.signingSecret.secretArn,
       [ENV.bucketCount]: bucketCount,
       [ENV.shardCount]: shardCount,
     };
@@ -519,7 +511,6 @@ export class DistributedTimer extends Construct {
     this.queues.tick.grantSendMessages(ticker);
     this.queues.deliveryDlq.grantSendMessages(callback);
     this.queues.delivery.grant(callback, 'sqs:ChangeMessageVisibility');
-    this.signingSecret.grantRead(callback);
     // Targets are the callers' queues and event buses, which may be any in this account.
     callback.addToRolePolicy(
       new iam.PolicyStatement({

@@ -64,7 +64,6 @@ export class TimerStack extends Stack {
       description: 'Where npm run dlq:redrive moves dead letters back to',
     });
     new CfnOutput(this, 'DeliveryDlqUrl', { value: timer.queues.deliveryDlq.queueUrl, description: 'Tasks whose attempts ran out' });
-    new CfnOutput(this, 'SigningSecretArn', { value: timer.signingSecret.secretArn, description: 'Webhook signing secret' });
     new CfnOutput(this, 'AlarmTopicArn', {
       value: timer.alarmTopic.topicArn,
       description: 'Subscribe on-call tooling here for alarm notifications',

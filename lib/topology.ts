@@ -120,7 +120,6 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
       ENV.backoffMaxSeconds,
       ENV.webhookTimeoutMs,
       ENV.retentionDays,
-      ENV.signingSecretArn,
     ],
   },
   sweeper: {

@@ -19,7 +19,8 @@ import {
   Token,
   Tokenization,
 } from 'aws-cdk-lib';
-import { HttpApi, HttpMethod } from 'aws-cdk-lib/aws-apigatewayv2';
+import { AccessLogField, AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import { HttpApi, HttpMethod, LogGroupLogDestination, type ThrottleSettings } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { AttributeType, Billing, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
@@ -27,8 +28,6 @@ import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct } from 'constructs';
 import { MAX_SHARDS } from '../functions/core/ids';
 
-/** Fewer buckets than a minute's seconds would put a task's whole minute in one partition key set. */
-const MIN_BUCKETS = 60;
 import {
   ALARM_THRESHOLDS,
   API_ROUTES,
@@ -48,6 +47,37 @@ import {
 } from './topology';
 
 const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Fewer buckets than a minute's seconds would put a task's whole minute in one partition key set. */
+const MIN_BUCKETS = 60;
+
+/**
+ * What every route of the API accepts before it answers 429: 1,000 requests a second, in bursts
+ * of up to 2,000. That is a tenth of the account's regional API Gateway quota (10,000/s), so one
+ * runaway caller cannot starve the account's other APIs, and about 50 concurrent api functions
+ * at 50 ms a request, far from Lambda's default limit of 1,000. Batches of 100 still admit
+ * 100,000 tasks a second, well above the 20,000-a-second peak the design plans for; a workload
+ * of single POSTs above 1,000 tasks a second needs a higher `apiThrottle`. TimerClient retries
+ * a 429 with the same idempotency key, so throttling never creates a second task.
+ */
+export const DEFAULT_API_THROTTLE = { rateLimit: 1000, burstLimit: 2000 } as const satisfies ThrottleSettings;
+
+/**
+ * One JSON object per API request. The route key, not the path, so task ids stay out of the
+ * logs; `integrationError` says why the api function failed when API Gateway answers 5xx.
+ */
+const ACCESS_LOG_FORMAT = AccessLogFormat.custom(
+  JSON.stringify({
+    requestId: AccessLogField.contextRequestId(),
+    ip: AccessLogField.contextIdentitySourceIp(),
+    requestTime: AccessLogField.contextRequestTime(),
+    routeKey: AccessLogField.contextRouteKey(),
+    status: AccessLogField.contextStatus(),
+    latency: AccessLogField.contextResponseLatency(),
+    responseLength: AccessLogField.contextResponseLength(),
+    integrationError: AccessLogField.contextIntegrationErrorMessage(),
+  }),
+);
 
 /** Construct ids are PascalCase; topology keys are camelCase. */
 const capitalized = (name: string): string => `${name[0]?.toUpperCase()}${name.slice(1)}`;
@@ -133,18 +163,36 @@ export interface DistributedTimerProps {
    */
   readonly architecture?: lambda.Architecture;
   /**
-   * How long the functions' logs are kept.
+   * How long the functions' logs and the API's access logs are kept.
    * @default logs.RetentionDays.ONE_MONTH
    */
   readonly logRetention?: logs.RetentionDays;
+  /**
+   * Steady requests per second (`rateLimit`) and burst size (`burstLimit`) every route of the
+   * API accepts before answering 429. A limit left out keeps its default.
+   * @default DEFAULT_API_THROTTLE — 1,000 requests a second, bursts of 2,000
+   */
+  readonly apiThrottle?: ThrottleSettings;
 }
 
-/** Rejects a literal count outside its range; a token is checked by whatever supplies it. */
-function checkedCount(name: string, value: number, min: number, max: number): string {
+/** Rejects a literal number that is not whole or is outside its range; a token is checked by whatever supplies it. */
+function checkedWholeNumber(name: string, value: number, min: number, max: number): number {
   if (!Token.isUnresolved(value) && (!Number.isInteger(value) || value < min || value > max)) {
     throw new Error(`DistributedTimer: ${name} must be a whole number from ${min} to ${max}, got ${value}`);
   }
-  return Tokenization.stringifyNumber(value);
+  return value;
+}
+
+/** The stage throttle: each limit given, else its default; the rate may be fractional, the burst may not. */
+function checkedThrottle(throttle: ThrottleSettings = {}): Required<ThrottleSettings> {
+  const rateLimit = throttle.rateLimit ?? DEFAULT_API_THROTTLE.rateLimit;
+  if (!Token.isUnresolved(rateLimit) && !(rateLimit >= 0)) {
+    throw new Error(
+      `DistributedTimer: apiThrottle.rateLimit must be a number of requests a second, at least 0, got ${rateLimit}`,
+    );
+  }
+  const burstLimit = throttle.burstLimit ?? DEFAULT_API_THROTTLE.burstLimit;
+  return { rateLimit, burstLimit: checkedWholeNumber('apiThrottle.burstLimit', burstLimit, 0, Number.MAX_SAFE_INTEGER) };
 }
 
 /**
@@ -171,8 +219,23 @@ export class DistributedTimer extends Construct {
   constructor(scope: Construct, id: string, props: DistributedTimerProps = {}) {
     super(scope, id);
     const settings: TimerSettings = { ...DEFAULT_SETTINGS, ...props.settings, allowInsecureTargets: false };
-    const bucketCount = checkedCount('bucketCount', props.bucketCount ?? DEFAULT_SETTINGS.bucketCount, MIN_BUCKETS, Number.MAX_SAFE_INTEGER);
-    const shardCount = checkedCount('shardCount', props.shardCount ?? DEFAULT_SETTINGS.shardCount, 1, MAX_SHARDS);
+    const bucketCount = Tokenization.stringifyNumber(
+      checkedWholeNumber(
+        'bucketCount',
+        props.bucketCount ?? DEFAULT_SETTINGS.bucketCount,
+        MIN_BUCKETS,
+        Number.MAX_SAFE_INTEGER,
+      ),
+    );
+    const shardCount = Tokenization.stringifyNumber(
+      checkedWholeNumber('shardCount', props.shardCount ?? DEFAULT_SETTINGS.shardCount, 1, MAX_SHARDS),
+    );
+    const apiThrottle = checkedThrottle(props.apiThrottle);
+    const logGroup = (id: string) =>
+      new logs.LogGroup(this, id, {
+        retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+        removalPolicy: RemovalPolicy.DESTROY,
+      });
 
     this.table = new TableV2(this, 'Tasks', {
       partitionKey: { name: TABLE.partitionKey, type: AttributeType.STRING },
@@ -180,6 +243,10 @@ export class DistributedTimer extends Construct {
       billing: Billing.onDemand(),
       timeToLiveAttribute: TABLE.ttlAttribute,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      // The AWS managed key (aws/dynamodb): KMS encryption with every use in CloudTrail, and no key
+      // policy to get wrong. A customer managed key would buy revocation and cross-account sharing,
+      // which nothing here needs, at the price of a key whose disabling or deletion locks a retained
+      // table of customer data.
       encryption: TableEncryptionV2.awsManagedKey(),
       removalPolicy: props.tableRemovalPolicy ?? RemovalPolicy.RETAIN,
     });
@@ -189,6 +256,8 @@ export class DistributedTimer extends Construct {
       return new sqs.Queue(this, `${capitalized(key)}Queue`, {
         visibilityTimeout: Duration.seconds(spec.visibilityTimeoutSeconds),
         retentionPeriod: Duration.seconds(spec.retentionSeconds),
+        // SSE-SQS: encrypted at rest with keys SQS manages, so KMS, its grants and its request quota are
+        // not in the delivery path. The messages hold only task ids; payloads stay in the table.
         encryption: sqs.QueueEncryption.SQS_MANAGED,
         enforceSSL: true,
         ...(deadLetterQueue && { deadLetterQueue }),
@@ -211,6 +280,14 @@ export class DistributedTimer extends Construct {
     };
     const fn = (name: FunctionName) => {
       const spec = FUNCTIONS[name];
+      const functionLogs = logGroup(`${capitalized(name)}Logs`);
+      // A role of its own rather than AWSLambdaBasicExecutionRole, whose log actions reach every log
+      // group in the account.
+      const role = new iam.Role(this, `${capitalized(name)}FunctionRole`, {
+        assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+        description: `The distributed timer's ${name} function`,
+      });
+      functionLogs.grantWrite(role);
       return new NodejsFunction(this, `${capitalized(name)}Function`, {
         entry: join(projectRoot, spec.entry),
         projectRoot,
@@ -220,10 +297,8 @@ export class DistributedTimer extends Construct {
         memorySize: spec.memoryMb,
         timeout: Duration.seconds(spec.timeoutSeconds),
         environment: environmentFor(name, settings, resources),
-        logGroup: new logs.LogGroup(this, `${capitalized(name)}Logs`, {
-          retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
-          removalPolicy: RemovalPolicy.DESTROY,
-        }),
+        role,
+        logGroup: functionLogs,
         bundling: {
           minify: true,
           sourceMap: true,
@@ -265,7 +340,16 @@ export class DistributedTimer extends Construct {
       });
     }
 
-    this.api = new HttpApi(this, 'HttpApi', { description: 'Distributed timer API v1' });
+    this.api = new HttpApi(this, 'HttpApi', { description: 'Distributed timer API v1', createDefaultStage: false });
+    // The $default stage, made here because the one HttpApi makes itself takes no throttle or access logs.
+    this.api.addStage('DefaultStage', {
+      autoDeploy: true,
+      throttle: apiThrottle,
+      accessLogSettings: {
+        destination: new LogGroupLogDestination(logGroup('ApiAccessLogs')),
+        format: ACCESS_LOG_FORMAT,
+      },
+    });
     const integration = new HttpLambdaIntegration('ApiIntegration', this.functions.api);
     for (const routeKey of API_ROUTES) {
       const [method, path] = routeKey.split(' ') as [keyof typeof HttpMethod, string];

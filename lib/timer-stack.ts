@@ -15,6 +15,11 @@ export interface TimerStackProps extends StackProps {
    * @default RemovalPolicy.RETAIN — tasks are customer data
    */
   readonly tableRemovalPolicy?: RemovalPolicy;
+  /**
+   * Steady requests per second and burst size every API route accepts before answering 429.
+   * @default DEFAULT_API_THROTTLE — 1,000 requests a second, bursts of 2,000
+   */
+  readonly apiThrottle?: DistributedTimerProps['apiThrottle'];
 }
 
 /**

@@ -1,7 +1,7 @@
-import { App, Stack, aws_lambda as lambda, RemovalPolicy } from 'aws-cdk-lib';
+import { App, Stack, aws_lambda as lambda, aws_logs as logs, RemovalPolicy } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { DistributedTimer } from '../../lib';
+import { DEFAULT_API_THROTTLE, DistributedTimer } from '../../lib';
 import { ENV } from '../../lib/topology';
 
 /** A stack of another app, holding the construct; bundling is skipped, it is proven elsewhere. */
@@ -23,6 +23,8 @@ describe('Construct: DistributedTimer', () => {
       settings: { maxAttempts: 5 },
       architecture: lambda.Architecture.X86_64,
       tableRemovalPolicy: RemovalPolicy.DESTROY,
+      logRetention: logs.RetentionDays.ONE_WEEK,
+      apiThrottle: { rateLimit: 2.5 },
     });
     const template = Template.fromStack(stack);
 
@@ -32,6 +34,13 @@ describe('Construct: DistributedTimer', () => {
       Environment: { Variables: Match.objectLike({ [ENV.shardCount]: '32', [ENV.bucketCount]: '86400' }) },
     });
     template.hasResourceProperties('AWS::SQS::Queue', { RedrivePolicy: Match.objectLike({ maxReceiveCount: 105 }) });
+    // A limit left out keeps its default.
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      DefaultRouteSettings: { ThrottlingRateLimit: 2.5, ThrottlingBurstLimit: DEFAULT_API_THROTTLE.burstLimit },
+    });
+    for (const logGroup of Object.values(template.findResources('AWS::Logs::LogGroup'))) {
+      expect(logGroup.Properties.RetentionInDays).toBe(7);
+    }
     // A literal address needs no condition.
     const subscriptions = template.findResources('AWS::SNS::Subscription');
     expect(Object.values(subscriptions)).toEqual([
@@ -61,6 +70,8 @@ describe('Construct: DistributedTimer', () => {
     [{ shardCount: 2048 }, 'shardCount must be a whole number from 1 to 1024, got 2048'],
     [{ shardCount: 1.5 }, 'shardCount must be a whole number from 1 to 1024, got 1.5'],
     [{ bucketCount: 10 }, 'bucketCount must be a whole number from 60'],
+    [{ apiThrottle: { burstLimit: 10.5 } }, 'apiThrottle.burstLimit must be a whole number from 0'],
+    [{ apiThrottle: { rateLimit: -1 } }, 'apiThrottle.rateLimit must be a number of requests a second, at least 0'],
   ])('refuses %o, naming the property', (props, message) => {
     // Act & Assess
     expect(() => new DistributedTimer(appStack(), 'Timer', props)).toThrow(message);

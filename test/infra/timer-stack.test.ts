@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_API_THROTTLE } from '../../lib/distributed-timer';
 import { TimerStack } from '../../lib/timer-stack';
 import {
   ALARM_THRESHOLDS,
@@ -16,6 +17,7 @@ import {
 } from '../../lib/topology';
 
 type Resource = { Type: string; Properties: Record<string, unknown> };
+type Statement = { Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown };
 
 /** Bundling is skipped here (it is proven by the synth test below); these tests read the template. */
 function synthesize(): Template {
@@ -38,17 +40,25 @@ function functionIdFor(name: keyof typeof FUNCTIONS): string {
   return ids[0] as string;
 }
 
-/** Every IAM action granted to a function's role, across its policies. */
-function actionsOf(name: keyof typeof FUNCTIONS): string[] {
+/** The logical id of a function's role. */
+function roleIdOf(name: keyof typeof FUNCTIONS): string {
   const fn = template.findResources('AWS::Lambda::Function')[functionIdFor(name)] as Resource;
-  const roleRef = (fn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+  return (fn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+}
+
+/** Every IAM statement granted to a function's role, across its policies. */
+function statementsOf(name: keyof typeof FUNCTIONS): Statement[] {
   const policies = Object.values(template.findResources('AWS::IAM::Policy')) as Resource[];
   return policies
-    .filter((policy) => (policy.Properties.Roles as Array<{ Ref: string }>).some((role) => role.Ref === roleRef))
-    .flatMap(
-      (policy) => (policy.Properties.PolicyDocument as { Statement: Array<{ Action: string | string[] }> }).Statement,
-    )
-    .flatMap((statement) => (Array.isArray(statement.Action) ? statement.Action : [statement.Action]));
+    .filter((policy) => (policy.Properties.Roles as Array<{ Ref: string }>).some((role) => role.Ref === roleIdOf(name)))
+    .flatMap((policy) => (policy.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
+}
+
+const asList = <T>(value: T | T[]): T[] => (Array.isArray(value) ? value : [value]);
+
+/** Every IAM action granted to a function's role, across its policies. */
+function actionsOf(name: keyof typeof FUNCTIONS): string[] {
+  return statementsOf(name).flatMap((statement) => asList(statement.Action));
 }
 
 describe('Stack: TimerStack', () => {
@@ -62,6 +72,12 @@ describe('Stack: TimerStack', () => {
       ],
       TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
       Replicas: [Match.objectLike({ PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true } })],
+    });
+  });
+
+  it('encrypts the table with the AWS managed KMS key', () => {
+    template.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
+      SSESpecification: { SSEEnabled: true, SSEType: 'KMS' },
     });
   });
 
@@ -83,11 +99,26 @@ describe('Stack: TimerStack', () => {
     });
   });
 
-  it('encrypts every queue and refuses non-TLS access to it', () => {
-    const queues = Object.values(template.findResources('AWS::SQS::Queue')) as Resource[];
-    expect(queues).toHaveLength(3);
-    for (const queue of queues) expect(queue.Properties.SqsManagedSseEnabled).toBe(true);
-    template.resourceCountIs('AWS::SQS::QueuePolicy', 3);
+  it('encrypts every queue, the DLQ included, and refuses non-TLS access to it', () => {
+    const queues = template.findResources('AWS::SQS::Queue') as Record<string, Resource>;
+    expect(Object.keys(queues)).toHaveLength(Object.keys(QUEUES).length);
+    for (const [queueId, queue] of Object.entries(queues)) {
+      expect(queue.Properties.SqsManagedSseEnabled).toBe(true);
+      template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+        Queues: [{ Ref: queueId }],
+        PolicyDocument: {
+          Statement: Match.arrayWith([
+            {
+              Effect: 'Deny',
+              Principal: { AWS: '*' },
+              Action: 'sqs:*',
+              Resource: { 'Fn::GetAtt': [queueId, 'Arn'] },
+              Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+            },
+          ]),
+        },
+      });
+    }
   });
 
   it('feeds ticks to the scanner one at a time and deliveries to the callback in batches, both with partial batch failures', () => {
@@ -160,6 +191,25 @@ describe('Stack: TimerStack', () => {
     expect(actionsOf('ticker')).not.toContain('sqs:ReceiveMessage');
   });
 
+  it('gives each function a role of its own that writes only its own log group, with no AWS managed policy', () => {
+    for (const name of Object.keys(FUNCTIONS) as Array<keyof typeof FUNCTIONS>) {
+      const role = template.findResources('AWS::IAM::Role')[roleIdOf(name)] as Resource;
+      expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+      const fn = template.findResources('AWS::Lambda::Function')[functionIdFor(name)] as Resource;
+      const logGroupId = (fn.Properties.LoggingConfig as { LogGroup: { Ref: string } }).LogGroup.Ref;
+      const logStatements = statementsOf(name).filter((statement) =>
+        asList(statement.Action).some((action) => action.startsWith('logs:')),
+      );
+      expect(logStatements).toEqual([
+        {
+          Effect: 'Allow',
+          Action: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+          Resource: { 'Fn::GetAtt': [logGroupId, 'Arn'] },
+        },
+      ]);
+    }
+  });
+
   it('routes exactly the v1 contract to the api function', () => {
     const routes = Object.values(template.findResources('AWS::ApiGatewayV2::Route')) as Resource[];
     expect(routes.map((route) => route.Properties.RouteKey).sort()).toEqual([...API_ROUTES].sort());
@@ -171,6 +221,36 @@ describe('Stack: TimerStack', () => {
       expect(actionsOf(name).filter((action) => action.startsWith('secretsmanager:'))).toEqual([]);
     }
     expect(Object.keys(template.toJSON().Outputs)).not.toContain('SigningSecretArn');
+  });
+
+  it('logs every API request as JSON to a log group with retention', () => {
+    // Prepare
+    const stages = Object.values(template.findResources('AWS::ApiGatewayV2::Stage')) as Resource[];
+    const logGroupId = idOf('AWS::Logs::LogGroup', 'ApiAccessLogs');
+
+    // Assess
+    expect(stages).toHaveLength(1);
+    const settings = stages[0]?.Properties.AccessLogSettings as { DestinationArn: unknown; Format: string };
+    expect(settings.DestinationArn).toEqual({ 'Fn::GetAtt': [logGroupId, 'Arn'] });
+    expect(JSON.parse(settings.Format)).toMatchObject({
+      requestId: '$context.requestId',
+      ip: '$context.identity.sourceIp',
+      routeKey: '$context.routeKey',
+      status: '$context.status',
+      latency: '$context.responseLatency',
+    });
+    expect((template.findResources('AWS::Logs::LogGroup')[logGroupId] as Resource).Properties.RetentionInDays).toBe(30);
+  });
+
+  it('throttles every route of the default stage with the documented defaults', () => {
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      StageName: '$default',
+      AutoDeploy: true,
+      DefaultRouteSettings: {
+        ThrottlingRateLimit: DEFAULT_API_THROTTLE.rateLimit,
+        ThrottlingBurstLimit: DEFAULT_API_THROTTLE.burstLimit,
+      },
+    });
   });
 
   it('outputs the API URL', () => {

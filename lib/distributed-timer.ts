@@ -26,6 +26,7 @@ import { AttributeType, Billing, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct } from 'constructs';
+import { ALLOW_LISTS, type AllowListSpec } from '../functions/core/allowed-targets';
 import { MAX_SHARDS } from '../functions/core/ids';
 
 import {
@@ -173,6 +174,22 @@ export interface DistributedTimerProps {
    * @default DEFAULT_API_THROTTLE — 1,000 requests a second, bursts of 2,000
    */
   readonly apiThrottle?: ThrottleSettings;
+  /**
+   * The SQS queues tasks may target, as ARNs (IAM wildcards allowed), or a list token such as
+   * a CommaDelimitedList parameter's `valueAsList`. The callback may send to exactly these and
+   * the api refuses other queues. A queue encrypted with a customer managed KMS key must also
+   * let `callbackRole` use kms:GenerateDataKey and kms:Decrypt in its key policy, and a queue
+   * in another account must allow `callbackRole` sqs:SendMessage in its queue policy.
+   * @default none — no task may target a queue
+   */
+  readonly allowedQueueArns?: string[];
+  /**
+   * The EventBridge event buses tasks may target, as ARNs (IAM wildcards allowed) or a list
+   * token. The callback may put events on exactly these and the api refuses other buses. A bus
+   * in another account must allow `callbackRole` events:PutEvents in its resource policy.
+   * @default none — no task may target an event bus
+   */
+  readonly allowedEventBusArns?: string[];
 }
 
 /** Rejects a literal number that is not whole or is outside its range; a token is checked by whatever supplies it. */
@@ -181,6 +198,25 @@ function checkedWholeNumber(name: string, value: number, min: number, max: numbe
     throw new Error(`DistributedTimer: ${name} must be a whole number from ${min} to ${max}, got ${value}`);
   }
   return value;
+}
+
+/**
+ * Rejects a literal entry that is not an ARN of the kind the list holds; entries only known at
+ * deploy time are checked by the stack parameter's pattern.
+ */
+function checkedArns(name: string, arns: readonly string[], spec: AllowListSpec): readonly string[] {
+  const literals = Token.isUnresolved(arns) ? [] : arns.filter((arn) => !Token.isUnresolved(arn));
+  for (const arn of literals) {
+    if (!spec.pattern.test(arn)) {
+      throw new Error(`DistributedTimer: ${name} must hold ARNs such as ${spec.example}, got "${arn}"`);
+    }
+  }
+  return arns;
+}
+
+/** A list as one environment value; a list token (a stack parameter) is joined at deploy time. */
+function commaSeparated(list: readonly string[]): string {
+  return Token.isUnresolved(list) ? Fn.join(',', [...list]) : list.join(',');
 }
 
 /** The stage throttle: each limit given, else its default; the rate may be fractional, the burst may not. */
@@ -210,6 +246,11 @@ export class DistributedTimer extends Construct {
   readonly api: HttpApi;
   /** Base URL of the API; tasks are created at `${apiUrl}/v1/tasks`. */
   readonly apiUrl: string;
+  /**
+   * The role the callback sends to target queues and event buses with: what the key policy of
+   * an SSE-KMS target queue, and the policies of targets in other accounts, must allow.
+   */
+  readonly callbackRole: iam.IRole;
   /** Receives every alarm's ALARM and OK notifications; `alarmEmail` subscribes an address to it. */
   readonly alarmTopic: sns.Topic;
   /** Every alarm, by key, so a deployment can add actions of its own (a pager, a chat channel). */
@@ -231,6 +272,12 @@ export class DistributedTimer extends Construct {
       checkedWholeNumber('shardCount', props.shardCount ?? DEFAULT_SETTINGS.shardCount, 1, MAX_SHARDS),
     );
     const apiThrottle = checkedThrottle(props.apiThrottle);
+    const allowedQueueArns = checkedArns('allowedQueueArns', props.allowedQueueArns ?? [], ALLOW_LISTS.queue);
+    const allowedEventBusArns = checkedArns(
+      'allowedEventBusArns',
+      props.allowedEventBusArns ?? [],
+      ALLOW_LISTS.eventBus,
+    );
     const logGroup = (id: string) =>
       new logs.LogGroup(this, id, {
         retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
@@ -277,7 +324,10 @@ export class DistributedTimer extends Construct {
       [ENV.deliveryDlqUrl]: this.queues.deliveryDlq.queueUrl,
       [ENV.bucketCount]: bucketCount,
       [ENV.shardCount]: shardCount,
+      [ENV.allowedQueueArns]: commaSeparated(allowedQueueArns),
+      [ENV.allowedEventBusArns]: commaSeparated(allowedEventBusArns),
     };
+    const roles = {} as Record<FunctionName, iam.Role>;
     const fn = (name: FunctionName) => {
       const spec = FUNCTIONS[name];
       const functionLogs = logGroup(`${capitalized(name)}Logs`);
@@ -288,6 +338,7 @@ export class DistributedTimer extends Construct {
         description: `The distributed timer's ${name} function`,
       });
       functionLogs.grantWrite(role);
+      roles[name] = role;
       return new NodejsFunction(this, `${capitalized(name)}Function`, {
         entry: join(projectRoot, spec.entry),
         projectRoot,
@@ -317,7 +368,10 @@ export class DistributedTimer extends Construct {
       callback: fn('callback'),
       sweeper: fn('sweeper'),
     };
+    this.callbackRole = roles.callback;
     this.grantLeastPrivilege();
+    this.grantTargets('AllowedQueues', ['sqs:SendMessage'], allowedQueueArns);
+    this.grantTargets('AllowedEventBuses', ['events:PutEvents'], allowedEventBusArns);
 
     for (const [key, spec] of Object.entries(QUEUES) as Array<[keyof typeof QUEUES, QueueSpec]>) {
       if (!spec.consumer) continue;
@@ -595,18 +649,23 @@ export class DistributedTimer extends Construct {
     this.queues.tick.grantSendMessages(ticker);
     this.queues.deliveryDlq.grantSendMessages(callback);
     this.queues.delivery.grant(callback, 'sqs:ChangeMessageVisibility');
-    // Targets are the callers' queues and event buses, which may be any in this account.
-    callback.addToRolePolicy(
-      new iam.PolicyStatement({
-        actions: ['sqs:SendMessage'],
-        resources: [`arn:${Aws.PARTITION}:sqs:*:${Aws.ACCOUNT_ID}:*`],
-      }),
-    );
-    callback.addToRolePolicy(
-      new iam.PolicyStatement({
-        actions: ['events:PutEvents'],
-        resources: [`arn:${Aws.PARTITION}:events:*:${Aws.ACCOUNT_ID}:event-bus/*`],
-      }),
-    );
+  }
+
+  /**
+   * Lets the callback perform `actions` on exactly the allowed `arns`, and on nothing when there
+   * are none. A statement without resources is invalid IAM, so a list known only at deploy time
+   * (a stack parameter) gets a policy of its own, created only when the list is not empty.
+   */
+  private grantTargets(id: string, actions: string[], arns: readonly string[]): void {
+    const statement = new iam.PolicyStatement({ actions, resources: [...arns] });
+    if (!Token.isUnresolved(arns)) {
+      if (arns.length > 0) this.callbackRole.addToPrincipalPolicy(statement);
+      return;
+    }
+    const policy = new iam.Policy(this, `${id}Policy`, { statements: [statement] });
+    this.callbackRole.attachInlinePolicy(policy);
+    (policy.node.defaultChild as iam.CfnPolicy).cfnOptions.condition = new CfnCondition(this, `Has${id}`, {
+      expression: Fn.conditionNot(Fn.conditionEquals(Fn.join(',', [...arns]), '')),
+    });
   }
 }

@@ -22,11 +22,31 @@ export interface TargetAllowLists {
   readonly eventBusArns: AllowList;
 }
 
-/** An SQS queue ARN, perhaps with IAM wildcards: the shape of each allowed queue entry. */
-export const QUEUE_ARN_PATTERN = /^arn:aws[a-z-]*:sqs:[a-z0-9*?-]+:[0-9*?]+:[\w.*?-]+$/;
+/** One kind of allow-list, as the stack parameter, the construct and the messages to callers see it. */
+export interface AllowListSpec {
+  /** The stack parameter the deployer lists the ARNs in. */
+  readonly parameter: string;
+  /** One entry: an ARN of this kind of target, perhaps with IAM wildcards. */
+  readonly pattern: RegExp;
+  readonly example: string;
+  /** The kind of target, as a caller reads it in a refusal. */
+  readonly target: string;
+}
 
-/** An EventBridge event bus ARN, perhaps with IAM wildcards: the shape of each allowed bus entry. */
-export const EVENT_BUS_ARN_PATTERN = /^arn:aws[a-z-]*:events:[a-z0-9*?-]+:[0-9*?]+:event-bus\/[/\w.*?-]+$/;
+export const ALLOW_LISTS = {
+  queue: {
+    parameter: 'AllowedQueueArns',
+    pattern: /^arn:aws[a-z-]*:sqs:[a-z0-9*?-]+:[0-9*?]+:[\w.*?-]+$/,
+    example: 'arn:aws:sqs:us-east-1:123456789012:orders',
+    target: 'queue',
+  },
+  eventBus: {
+    parameter: 'AllowedEventBusArns',
+    pattern: /^arn:aws[a-z-]*:events:[a-z0-9*?-]+:[0-9*?]+:event-bus\/[/\w.*?-]+$/,
+    example: 'arn:aws:events:us-east-1:123456789012:event-bus/default',
+    target: 'event bus',
+  },
+} as const satisfies Record<string, AllowListSpec>;
 
 const QUEUE_URL = /^https:\/\/sqs\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?\/(\d{12})\/([\w-]{1,80}(?:\.fifo)?)$/;
 
@@ -69,7 +89,11 @@ function arnMatches(pattern: string, arn: string): boolean {
   return new RegExp(`^${pattern.split(':').map(segment).join(':')}$`).test(arn);
 }
 
-const allows = (list: readonly string[], arn: string) => list.some((pattern) => arnMatches(pattern, arn));
+/** Undefined if the list allows the ARN; otherwise what the caller of `field` is told. */
+function refusal(field: string, spec: AllowListSpec, list: readonly string[], arn: string): string | undefined {
+  if (list.some((pattern) => arnMatches(pattern, arn))) return undefined;
+  return `${field} is not an allowed ${spec.target}; the deployer must add ${arn} to the ${spec.parameter} parameter`;
+}
 
 /**
  * Undefined when the target may be used; otherwise the reason for the caller, naming the field
@@ -88,16 +112,12 @@ export function targetAllowed(target: Target, allowLists: TargetAllowLists, home
           'so it matches no allowed queue'
         );
       }
-      return allows(allowLists.queueArns, arn)
-        ? undefined
-        : `target.queueUrl is not an allowed queue; the deployer must add ${arn} to the AllowedQueueArns parameter`;
+      return refusal('target.queueUrl', ALLOW_LISTS.queue, allowLists.queueArns, arn);
     }
     case 'eventbridge': {
       if (allowLists.eventBusArns === 'any') return undefined;
       const arn = eventBusArnOf(target.eventBusName, home);
-      return allows(allowLists.eventBusArns, arn)
-        ? undefined
-        : `target.eventBusName is not an allowed event bus; the deployer must add ${arn} to the AllowedEventBusArns parameter`;
+      return refusal('target.eventBusName', ALLOW_LISTS.eventBus, allowLists.eventBusArns, arn);
     }
   }
 }

@@ -3,8 +3,10 @@ import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { ALLOW_LISTS } from '../../functions/core/allowed-targets';
 import { DEFAULT_API_THROTTLE } from '../../lib/distributed-timer';
 import { TimerStack } from '../../lib/timer-stack';
+import { actionsOf as statementActions, allStatements, statementsOfRole } from '../support/iam-template';
 import {
   ALARM_THRESHOLDS,
   API_ROUTES,
@@ -17,7 +19,6 @@ import {
 } from '../../lib/topology';
 
 type Resource = { Type: string; Properties: Record<string, unknown> };
-type Statement = { Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown };
 
 /** Bundling is skipped here (it is proven by the synth test below); these tests read the template. */
 function synthesize(): Template {
@@ -47,18 +48,11 @@ function roleIdOf(name: keyof typeof FUNCTIONS): string {
 }
 
 /** Every IAM statement granted to a function's role, across its policies. */
-function statementsOf(name: keyof typeof FUNCTIONS): Statement[] {
-  const policies = Object.values(template.findResources('AWS::IAM::Policy')) as Resource[];
-  return policies
-    .filter((policy) => (policy.Properties.Roles as Array<{ Ref: string }>).some((role) => role.Ref === roleIdOf(name)))
-    .flatMap((policy) => (policy.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
-}
-
-const asList = <T>(value: T | T[]): T[] => (Array.isArray(value) ? value : [value]);
+const statementsOf = (name: keyof typeof FUNCTIONS) => statementsOfRole(template, roleIdOf(name));
 
 /** Every IAM action granted to a function's role, across its policies. */
 function actionsOf(name: keyof typeof FUNCTIONS): string[] {
-  return statementsOf(name).flatMap((statement) => asList(statement.Action));
+  return statementsOf(name).flatMap(statementActions);
 }
 
 describe('Stack: TimerStack', () => {
@@ -198,7 +192,7 @@ describe('Stack: TimerStack', () => {
       const fn = template.findResources('AWS::Lambda::Function')[functionIdFor(name)] as Resource;
       const logGroupId = (fn.Properties.LoggingConfig as { LogGroup: { Ref: string } }).LogGroup.Ref;
       const logStatements = statementsOf(name).filter((statement) =>
-        asList(statement.Action).some((action) => action.startsWith('logs:')),
+        statementActions(statement).some((action) => action.startsWith('logs:')),
       );
       expect(logStatements).toEqual([
         {
@@ -208,6 +202,55 @@ describe('Stack: TimerStack', () => {
         },
       ]);
     }
+  });
+
+  it('grants no IAM action on every resource', () => {
+    const wildcards = allStatements(template).filter((statement) => JSON.stringify(statement.Resource).includes('*'));
+    expect(wildcards).toEqual([]);
+  });
+
+  it('makes the allowed target queues and event buses stack parameters, empty (none) by default', () => {
+    for (const { parameter, pattern } of Object.values(ALLOW_LISTS)) {
+      template.hasParameter(parameter, { Type: 'CommaDelimitedList', Default: '', AllowedPattern: `^$|${pattern.source}` });
+    }
+  });
+
+  it('grants the callback sqs:SendMessage and events:PutEvents on exactly the allowed ARNs, and only when any are given', () => {
+    // Prepare
+    const targetStatements = statementsOf('callback').filter((statement) =>
+      statementActions(statement).some((action) => action === 'events:PutEvents' || action === 'sqs:SendMessage'),
+    );
+
+    // Assess: the callback's own DLQ aside, the targets are the parameters' lists, each in a policy
+    // that exists only while its list is not empty (a statement with no resources is invalid).
+    const dlqArn = { 'Fn::GetAtt': [idOf('AWS::SQS::Queue', 'DeliveryDlqQueue'), 'Arn'] };
+    expect(targetStatements.filter((statement) => JSON.stringify(statement.Resource) !== JSON.stringify(dlqArn))).toEqual([
+      { Effect: 'Allow', Action: 'sqs:SendMessage', Resource: { Ref: 'AllowedQueueArns' }, policyCondition: 'HasAllowedQueues' },
+      { Effect: 'Allow', Action: 'events:PutEvents', Resource: { Ref: 'AllowedEventBusArns' }, policyCondition: 'HasAllowedEventBuses' },
+    ]);
+    for (const [condition, parameter] of [
+      ['HasAllowedQueues', 'AllowedQueueArns'],
+      ['HasAllowedEventBuses', 'AllowedEventBusArns'],
+    ] as const) {
+      template.hasCondition(condition, { 'Fn::Not': [{ 'Fn::Equals': [{ 'Fn::Join': [',', { Ref: parameter }] }, ''] }] });
+    }
+    for (const name of Object.keys(FUNCTIONS).filter((name) => name !== 'callback') as Array<keyof typeof FUNCTIONS>) {
+      expect(actionsOf(name)).not.toContain('events:PutEvents');
+    }
+  });
+
+  it('tells the api and the callback the allowed ARNs, comma-separated', () => {
+    for (const name of ['api', 'callback'] as const) {
+      const fn = template.findResources('AWS::Lambda::Function')[functionIdFor(name)] as Resource;
+      expect((fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables).toMatchObject({
+        [ENV.allowedQueueArns]: { 'Fn::Join': [',', { Ref: 'AllowedQueueArns' }] },
+        [ENV.allowedEventBusArns]: { 'Fn::Join': [',', { Ref: 'AllowedEventBusArns' }] },
+      });
+    }
+  });
+
+  it('outputs the callback role, which SSE-KMS target queues and targets in other accounts must allow', () => {
+    template.hasOutput('CallbackRoleArn', { Value: { 'Fn::GetAtt': [roleIdOf('callback'), 'Arn'] } });
   });
 
   it('routes exactly the v1 contract to the api function', () => {

@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import {
-  EVENT_BUS_ARN_PATTERN,
+  ALLOW_LISTS,
   eventBusArnOf,
   parseAllowList,
-  QUEUE_ARN_PATTERN,
   queueArnOf,
   type TargetAllowLists,
   targetAllowed,
@@ -172,7 +171,8 @@ describe('Function: targetAllowed', () => {
     expect(targetAllowed(queue(url('eu-west-1', 'orders')), allowLists, HOME)).toBeDefined();
     expect(targetAllowed(bus('billing'), allowLists, HOME)).toBeUndefined();
     // The same name in another account is another bus.
-    expect(targetAllowed(bus('arn:aws:events:eu-west-1:210987654321:event-bus/billing'), allowLists, HOME)).toBeDefined();
+    const otherAccountBus = 'arn:aws:events:eu-west-1:210987654321:event-bus/billing';
+    expect(targetAllowed(bus(otherAccountBus), allowLists, HOME)).toBeDefined();
   });
 
   it('takes dots in an entry literally', () => {
@@ -186,20 +186,28 @@ describe('Function: targetAllowed', () => {
   });
 });
 
-describe('Constant: QUEUE_ARN_PATTERN and EVENT_BUS_ARN_PATTERN', () => {
-  it('accept ARNs with and without wildcards', () => {
-    for (const arn of [ORDERS_ARN, 'arn:aws-cn:sqs:cn-north-1:123456789012:jobs.fifo', 'arn:aws:sqs:*:123456789012:*']) {
-      expect(arn).toMatch(QUEUE_ARN_PATTERN);
+describe('Constant: ALLOW_LISTS', () => {
+  it('accepts ARNs with and without wildcards, its examples included', () => {
+    const queues = [
+      ORDERS_ARN,
+      ALLOW_LISTS.queue.example,
+      'arn:aws-cn:sqs:cn-north-1:123456789012:jobs.fifo',
+      'arn:aws:sqs:*:123456789012:*',
+    ];
+    for (const arn of queues) {
+      expect(arn).toMatch(ALLOW_LISTS.queue.pattern);
     }
-    for (const arn of [BILLING_BUS_ARN, 'arn:aws:events:*:123456789012:event-bus/*']) {
-      expect(arn).toMatch(EVENT_BUS_ARN_PATTERN);
+    for (const arn of [BILLING_BUS_ARN, ALLOW_LISTS.eventBus.example, 'arn:aws:events:*:123456789012:event-bus/*']) {
+      expect(arn).toMatch(ALLOW_LISTS.eventBus.pattern);
     }
   });
 
-  it('refuse queue URLs, bare names, the other kind of ARN and a lone wildcard', () => {
-    for (const entry of [ORDERS_URL, 'orders', BILLING_BUS_ARN, '*']) expect(entry).not.toMatch(QUEUE_ARN_PATTERN);
+  it('refuses queue URLs, bare names, the other kind of ARN and a lone wildcard', () => {
+    for (const entry of [ORDERS_URL, 'orders', BILLING_BUS_ARN, '*']) {
+      expect(entry).not.toMatch(ALLOW_LISTS.queue.pattern);
+    }
     for (const entry of ['billing', ORDERS_ARN, 'arn:aws:events:eu-west-1:123456789012:rule/x', '*']) {
-      expect(entry).not.toMatch(EVENT_BUS_ARN_PATTERN);
+      expect(entry).not.toMatch(ALLOW_LISTS.eventBus.pattern);
     }
   });
 });

@@ -225,6 +225,9 @@ export const API_ROUTES = [
 
 export type ApiRouteKey = (typeof API_ROUTES)[number];
 
+/** Routes anyone may call: the published contract holds no tenant's data. */
+export const PUBLIC_API_ROUTES: readonly ApiRouteKey[] = ['GET /v1/openapi.json'];
+
 /** The table's key and TTL attribute names. */
 export const TABLE = {
   partitionKey: 'pk',

@@ -19,12 +19,14 @@ export const ENV = {
   backoffMaxSeconds: 'TIMER_BACKOFF_MAX_SECONDS',
   webhookTimeoutMs: 'TIMER_WEBHOOK_TIMEOUT_MS',
   allowInsecureTargets: 'TIMER_ALLOW_INSECURE_TARGETS',
-  signingSecret: 'TIMER_SIGNING_SECRET',
-  signingSecretArn: 'TIMER_SIGNING_SECRET_ARN',
   retentionDays: 'TIMER_RETENTION_DAYS',
   sweepMaxSecondsPerRun: 'TIMER_SWEEP_MAX_SECONDS_PER_RUN',
   sweepGraceSeconds: 'TIMER_SWEEP_GRACE_SECONDS',
   overdueGraceSeconds: 'TIMER_OVERDUE_GRACE_SECONDS',
+  /** Comma-separated ARNs of the queues tasks may target; unset (local mode) means any, empty means none. */
+  allowedQueueArns: 'TIMER_ALLOWED_QUEUE_ARNS',
+  /** Comma-separated ARNs of the event buses tasks may target; unset (local mode) means any, empty means none. */
+  allowedEventBusArns: 'TIMER_ALLOWED_EVENT_BUS_ARNS',
 } as const;
 
 export type EnvName = (typeof ENV)[keyof typeof ENV];
@@ -90,13 +92,14 @@ export interface FunctionSpec {
 }
 
 const coreEnv = [ENV.tableName, ENV.bucketCount, ENV.shardCount] as const;
+const allowListEnv = [ENV.allowedQueueArns, ENV.allowedEventBusArns] as const;
 
 export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   api: {
     entry: 'functions/api/handler.ts',
     timeoutSeconds: 10,
     memoryMb: 512,
-    env: [...coreEnv, ENV.deliveryQueueUrl, ENV.allowInsecureTargets, ENV.retentionDays],
+    env: [...coreEnv, ...allowListEnv, ENV.deliveryQueueUrl, ENV.allowInsecureTargets, ENV.retentionDays],
   },
   ticker: {
     entry: 'functions/ticker/handler.ts',
@@ -116,6 +119,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     memoryMb: 512,
     env: [
       ...coreEnv,
+      ...allowListEnv,
       ENV.deliveryQueueUrl,
       ENV.deliveryDlqUrl,
       ENV.maxAttempts,
@@ -124,7 +128,6 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
       ENV.webhookTimeoutMs,
       ENV.allowInsecureTargets,
       ENV.retentionDays,
-      ENV.signingSecretArn,
     ],
   },
   sweeper: {

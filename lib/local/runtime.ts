@@ -281,6 +281,8 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   const tenantStore = new DynamoTenantStore({ client: dynamo, tableName: LOCAL_TABLE_NAME });
   const devTenant = await ensureDevTenant(tenantStore, options.dataDir, Date.now());
 
+  // The target allow-lists (ENV.allowedQueueArns, ENV.allowedEventBusArns) stay unset, which means
+  // any queue or event bus: local targets are fauxqs queues, whose URLs name no ARN, and the sink.
   const resources = {
     [ENV.tableName]: LOCAL_TABLE_NAME,
     [ENV.tickQueueUrl]: queues.tick.url,

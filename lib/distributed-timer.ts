@@ -19,6 +19,7 @@ import {
   Token,
   Tokenization,
   Validations,
+  Stack,
 } from 'aws-cdk-lib';
 import { AccessLogField, AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { HttpApi, HttpMethod, LogGroupLogDestination, type ThrottleSettings } from 'aws-cdk-lib/aws-apigatewayv2';
@@ -348,6 +349,8 @@ export class DistributedTimer extends Construct {
       [ENV.shardCount]: shardCount,
       [ENV.allowedQueueArns]: commaSeparated(allowedQueueArns),
       [ENV.allowedEventBusArns]: commaSeparated(allowedEventBusArns),
+      [ENV.awsAccount]: Stack.of(this).account,
+      [ENV.awsPartition]: Stack.of(this).partition,
     };
     const roles = {} as Record<FunctionName, iam.Role>;
     const fn = (name: FunctionName) => {

@@ -288,6 +288,9 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     [ENV.tickQueueUrl]: queues.tick.url,
     [ENV.deliveryQueueUrl]: queues.delivery.url,
     [ENV.deliveryDlqUrl]: queues.deliveryDlq.url,
+    // Any account will do: local allow-lists stay unset (any target), so no bus name becomes an ARN to check.
+    [ENV.awsAccount]: '000000000000',
+    [ENV.awsPartition]: 'aws',
   };
   Object.assign(
     process.env,

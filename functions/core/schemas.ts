@@ -205,7 +205,12 @@ export type Parsed<T> =
 /** Formats a zod path (`['tasks', 3, 'target', 'url']`) as `tasks[3].target.url`. */
 export function formatPath(path: ReadonlyArray<PropertyKey>): string {
   return path
-    .map((part, index) => (typeof part === 'number' ? `[${part}]` : index === 0 ? String(part) : `.${String(part)}`))
+    .map((part, index) => {
+      if (typeof part === 'number') return `[${part}]`;
+      // An empty key would vanish from the path, leaving the caller nothing to look for.
+      if (part === '') return '[""]';
+      return index === 0 ? String(part) : `.${String(part)}`;
+    })
     .join('');
 }
 

@@ -21,6 +21,10 @@ const HOSTILE_BIZ_IDS = [
   '<script>window.__consoleInjected=2</script>',
 ];
 const HOSTILE_BIZ_TYPE = '<b>bold</b>';
+/** How long the page may take to show what just happened: a refresh, or a redrive, whose last receive waits 1 s. */
+const WAIT_FOR_PAGE = { timeout: 5_000 };
+/** How long to wait for deliveries to land and fail. */
+const WAIT_FOR_DELIVERIES = { timeout: 15_000 };
 
 let timer: LocalTimer;
 let receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
@@ -109,8 +113,8 @@ describe('End to end: the local console in headless Chromium', () => {
     await page.goto(`${timer.apiUrl}${LOCAL_CONSOLE_PATH}`);
 
     // Assess: counts by status, across tenants, once the deliveries have landed and the dead one failed.
-    await expect.poll(() => statusCount('DELIVERED'), { timeout: 15_000 }).toBe('3');
-    await expect.poll(() => statusCount('FAILED'), { timeout: 15_000 }).toBe('1');
+    await expect.poll(() => statusCount('DELIVERED'), WAIT_FOR_DELIVERIES).toBe('3');
+    await expect.poll(() => statusCount('FAILED'), WAIT_FOR_DELIVERIES).toBe('1');
     expect(await statusCount('PENDING')).toBe('4');
     expect(await statusCount('CANCELLED')).toBe('1');
     expect(await statusCount('DELIVERING')).toBe('0');
@@ -123,23 +127,25 @@ describe('End to end: the local console in headless Chromium', () => {
 
     // A delivery shows the lateness the callback recorded, and the chart plots every delivery.
     const stored = await api('GET', `/v1/tasks/${ordinary}`);
-    await expect.poll(() => rowCells('deliveries', ordinary ?? '')).toContain('order-1');
+    await expect.poll(() => rowCells('deliveries', ordinary ?? ''), WAIT_FOR_PAGE).toContain('order-1');
     const [, lateness, tenant] = await rowCells('deliveries', ordinary ?? '');
     expect(Number(lateness?.replace(/[^\d]/g, ''))).toBe(stored.body.latenessMs);
     expect(tenant).toBe('dev');
-    await expect.poll(() => page.locator('#lateness-chart circle').count()).toBe(3);
+    await expect.poll(() => page.locator('#lateness-chart circle').count(), WAIT_FOR_PAGE).toBe(3);
 
     // The dead letter is in the DLQ. Redrive, pressed from the keyboard once the target is back, drains it.
-    await expect.poll(() => page.locator('#dlq-count').textContent(), { timeout: 10_000 }).toBe('1');
+    await expect.poll(() => page.locator('#dlq-count').textContent(), WAIT_FOR_DELIVERIES).toBe('1');
     expect(await rowCells('dead-letters', dead)).toEqual([dead, 'dev', 'dead-1', '1', expect.stringMatching(/HTTP 500/)]);
     await mkdir('reports', { recursive: true });
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     downIsUp = true;
     await page.locator('#redrive').focus();
     await page.keyboard.press('Enter');
-    await expect.poll(() => page.locator('#redrive-result').textContent()).toBe('Moved 1 dead letter back to the delivery queue.');
-    await expect.poll(() => page.locator('#dlq-count').textContent()).toBe('0');
-    await expect.poll(() => statusCount('DELIVERED'), { timeout: 10_000 }).toBe('4');
+    await expect
+      .poll(() => page.locator('#redrive-result').textContent(), WAIT_FOR_PAGE)
+      .toBe('Moved 1 dead letter back to the delivery queue.');
+    await expect.poll(() => page.locator('#dlq-count').textContent(), WAIT_FOR_PAGE).toBe('0');
+    await expect.poll(() => statusCount('DELIVERED'), WAIT_FOR_DELIVERIES).toBe('4');
     expect(await statusCount('FAILED')).toBe('0');
     expect(await page.locator('#redrive:focus').count()).toBe(1);
 

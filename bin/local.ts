@@ -11,7 +11,12 @@ import { startLocalTimer } from '../lib/local/runtime';
 const port = Number(process.env.TIMER_PORT ?? 3000);
 const dataDir = resolve(process.env.TIMER_DATA_DIR ?? '.timer-data');
 
-const timer = await startLocalTimer({ port, dataDir, logLevel: process.env.TIMER_LOG_LEVEL ?? 'INFO' }).catch(
+const timer = await startLocalTimer({
+  port,
+  dataDir,
+  logLevel: process.env.TIMER_LOG_LEVEL ?? 'INFO',
+  prettyLogs: process.stdout.isTTY,
+}).catch(
   (error: unknown) => {
     const reason = error instanceof Error ? error.message : String(error);
     const hint = /EADDRINUSE/.test(reason) ? ` Port ${port} is taken: set TIMER_PORT to a free port.` : '';

@@ -22,7 +22,7 @@ import {
 } from 'aws-cdk-lib';
 import { HttpApi, HttpMethod } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
-import { AttributeType, Billing, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
+import { AttributeType, Billing, ProjectionType, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct } from 'constructs';
@@ -184,6 +184,12 @@ export class DistributedTimer extends Construct {
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       encryption: TableEncryptionV2.awsManagedKey(),
       removalPolicy: props.tableRemovalPolicy ?? RemovalPolicy.RETAIN,
+      globalSecondaryIndexes: Object.values(TABLE.indexes).map((index) => ({
+        indexName: index.name,
+        partitionKey: { name: index.partitionKey, type: AttributeType.STRING },
+        sortKey: { name: index.sortKey, type: AttributeType.STRING },
+        projectionType: ProjectionType[index.projection],
+      })),
     });
 
     const queue = (key: keyof typeof QUEUES, deadLetterQueue?: sqs.DeadLetterQueue) => {
@@ -509,9 +515,11 @@ export class DistributedTimer extends Construct {
   /** Each function gets the table actions and queues its code uses, and nothing else. */
   private grantLeastPrivilege(): void {
     const { api, ticker, scanner, callback, sweeper } = this.functions;
-    this.table.grant(api, 'dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem');
+    // Query and BatchGetItem list a tenant's tasks through the business-query indexes.
+    this.table.grant(api, 'dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:Query', 'dynamodb:BatchGetItem');
     this.table.grant(scanner, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query');
-    this.table.grant(callback, 'dynamodb:UpdateItem');
+    // GetItem reads a rescheduled task's predecessor, to know whether the reschedule took effect.
+    this.table.grant(callback, 'dynamodb:UpdateItem', 'dynamodb:GetItem');
     this.table.grant(sweeper, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query');
     this.queues.delivery.grantSendMessages(api);
     this.queues.delivery.grantSendMessages(scanner);

@@ -213,19 +213,43 @@ export const TICKS_PER_RUN = SCHEDULES.ticker.everySeconds;
 export const API_ROUTES = [
   'POST /v1/tasks',
   'POST /v1/tasks/batch',
+  'GET /v1/tasks',
   'GET /v1/tasks/{id}',
+  'PATCH /v1/tasks/{id}',
   'DELETE /v1/tasks/{id}',
   'GET /v1/openapi.json',
 ] as const;
 
 export type ApiRouteKey = (typeof API_ROUTES)[number];
 
-/** The table's key and TTL attribute names. */
+/**
+ * A secondary index of the task table. Keys are written once, when the task is created,
+ * and nothing else is projected, so the status transitions that follow (lease, outcome,
+ * cancel) never write the index: at a billion tasks a day each such write would cost as
+ * much as the task's own.
+ */
+export interface IndexSpec {
+  readonly name: string;
+  readonly partitionKey: string;
+  readonly sortKey: string;
+  readonly projection: 'KEYS_ONLY';
+}
+
+/** The table's key and TTL attribute names, and its business-query indexes. */
 export const TABLE = {
   partitionKey: 'pk',
   sortKey: 'sk',
   ttlAttribute: 'expiresAt',
-} as const;
+  indexes: {
+    /** `<tenant>#<bizId>`, by due time: the few tasks of one business object (an order, a coupon). */
+    byBizId: { name: 'byBizId', partitionKey: 'bizIdKey', sortKey: 'sk', projection: 'KEYS_ONLY' },
+    /**
+     * `<tenant>#<bizType>#<shard>`, by due time: a bizType is few keys carrying many tasks, so the
+     * task's write shard spreads it as the table's own keys are spread, and a listing walks the shards.
+     */
+    byBizType: { name: 'byBizType', partitionKey: 'bizTypeKey', sortKey: 'sk', projection: 'KEYS_ONLY' },
+  },
+} as const satisfies { indexes: Record<string, IndexSpec> } & Record<string, unknown>;
 
 /** Maps settings and resource locations to the environment a function is given. */
 export function environmentFor(

@@ -88,11 +88,14 @@ export class AwsTargetDispatcher implements TargetDispatcher {
     }
     // The body is not needed; draining it lets the keep-alive connection be reused.
     await response.body?.cancel().catch(() => undefined);
-    if (response.status >= 200 && response.status < 300) return { ok: true, detail: `HTTP ${response.status}` };
+    if (response.status >= 200 && response.status < 300) {
+      return { ok: true, detail: `HTTP ${response.status}`, statusCode: response.status };
+    }
     const retryAfter = retryAfterSeconds(response.headers.get('retry-after'), clock.now());
     return {
       ok: false,
       error: `HTTP ${response.status} from ${new URL(target.url).host}`,
+      statusCode: response.status,
       ...(retryAfter !== undefined && { retryAfterSeconds: retryAfter }),
     };
   }

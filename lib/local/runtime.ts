@@ -92,20 +92,27 @@ export interface LocalTimer {
 
 let running = false;
 
-/** Creates the task table as the stack defines it: string pk and sk, on demand. */
+/** Creates the task table as the stack defines it: string pk and sk, on demand, with the indexes of TABLE. */
 export async function createTaskTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  const indexes = Object.values(TABLE.indexes);
+  const keyAttributes = new Set([TABLE.partitionKey, TABLE.sortKey, ...indexes.flatMap((index) => [index.partitionKey, index.sortKey])]);
   await client.send(
     new CreateTableCommand({
       TableName: tableName,
       BillingMode: 'PAY_PER_REQUEST',
-      AttributeDefinitions: [
-        { AttributeName: TABLE.partitionKey, AttributeType: 'S' },
-        { AttributeName: TABLE.sortKey, AttributeType: 'S' },
-      ],
+      AttributeDefinitions: [...keyAttributes].map((name) => ({ AttributeName: name, AttributeType: 'S' })),
       KeySchema: [
         { AttributeName: TABLE.partitionKey, KeyType: 'HASH' },
         { AttributeName: TABLE.sortKey, KeyType: 'RANGE' },
       ],
+      GlobalSecondaryIndexes: indexes.map((index) => ({
+        IndexName: index.name,
+        KeySchema: [
+          { AttributeName: index.partitionKey, KeyType: 'HASH' },
+          { AttributeName: index.sortKey, KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: index.projection },
+      })),
     }),
   );
 }

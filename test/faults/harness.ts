@@ -12,7 +12,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import { DynamoClockStore, DynamoIdempotencyStore, DynamoTaskStore } from '../../functions/adapters/dynamo-store';
+import { DynamoClockStore, DynamoIdempotencyStore, DynamoTaskIndex, DynamoTaskStore } from '../../functions/adapters/dynamo-store';
 import { DynamoRequestCounter, DynamoTenantStore } from '../../functions/adapters/dynamo-tenants';
 import { delayRedelivery, SqsDeadLetterQueue, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
 import { AwsTargetDispatcher } from '../../functions/adapters/targets';
@@ -133,6 +133,7 @@ export async function startHarness(options: HarnessOptions = {}) {
       tenantStore: new DynamoTenantStore({ client: dynamo, tableName }),
       requestCounter: new DynamoRequestCounter({ client: dynamo, tableName }),
       taskStore: new DynamoTaskStore({ client: dynamo, tableName, bucketCount: BUCKETS }),
+      taskIndex: new DynamoTaskIndex({ client: dynamo, tableName, bucketCount: BUCKETS }),
       clockStore: new DynamoClockStore({ client: dynamo, tableName }),
       idempotencyStore: new DynamoIdempotencyStore({ client: dynamo, tableName }),
       deliveryQueue: sqsDeliveryQueue(sqs, delivery.url),

@@ -54,7 +54,7 @@ describe('Class: AwsTargetDispatcher', () => {
       const result = await dispatcherWith(fetch).dispatch(WEBHOOK, NOTIFICATION, SENDER);
 
       // Assess
-      expect(result).toEqual({ ok: true, detail: 'HTTP 204' });
+      expect(result).toEqual({ ok: true, detail: 'HTTP 204', statusCode: 204 });
       expect(fetch).toHaveBeenCalledTimes(1);
       const [url, init] = fetch.mock.calls[0] ?? [];
       const headers = init?.headers as Record<string, string>;
@@ -74,7 +74,7 @@ describe('Class: AwsTargetDispatcher', () => {
       const result = await dispatcherWith(answering(500)).dispatch(WEBHOOK, NOTIFICATION, SENDER);
 
       // Assess
-      expect(result).toEqual({ ok: false, error: 'HTTP 500 from hooks.example.com' });
+      expect(result).toEqual({ ok: false, error: 'HTTP 500 from hooks.example.com', statusCode: 500 });
     });
 
     it('treats a redirect as a failure rather than following it', async () => {
@@ -86,7 +86,7 @@ describe('Class: AwsTargetDispatcher', () => {
       );
 
       // Assess
-      expect(result).toEqual({ ok: false, error: 'HTTP 302 from hooks.example.com' });
+      expect(result).toEqual({ ok: false, error: 'HTTP 302 from hooks.example.com', statusCode: 302 });
     });
 
     it('passes on the Retry-After of a 429', async () => {
@@ -94,7 +94,7 @@ describe('Class: AwsTargetDispatcher', () => {
       const result = await dispatcherWith(answering(429, { 'retry-after': '7' })).dispatch(WEBHOOK, NOTIFICATION, SENDER);
 
       // Assess
-      expect(result).toEqual({ ok: false, error: 'HTTP 429 from hooks.example.com', retryAfterSeconds: 7 });
+      expect(result).toEqual({ ok: false, error: 'HTTP 429 from hooks.example.com', retryAfterSeconds: 7, statusCode: 429 });
     });
 
     it('reports a network error as a failure instead of throwing', async () => {

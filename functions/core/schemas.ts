@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { ABSOLUTE_URL_PROBLEM, addressPolicy, webhookUrlProblem } from './egress';
 import { MAX_ENCODABLE_MS } from './ids';
 import { LIST_LIMITS } from './listing';
 import type { Target, TaskStatus } from './task';
@@ -99,22 +100,18 @@ const headersSchema = z
 const EVENT_BUS = /^(arn:aws[\w-]*:events:[a-z0-9-]+:\d{12}:event-bus\/)?[/.\-_A-Za-z0-9]{1,256}$/;
 
 function targetSchema(allowInsecureTargets: boolean) {
-  const url = z
-    .string()
-    .max(LIMITS.urlLength, `must be at most ${LIMITS.urlLength} characters`)
-    .refine((text) => URL.canParse(text), 'must be an absolute URL such as https://example.com/hook');
+  const urlText = z.string().max(LIMITS.urlLength, `must be at most ${LIMITS.urlLength} characters`);
+  const url = urlText.refine((value) => URL.canParse(value), ABSOLUTE_URL_PROBLEM);
+  const policy = addressPolicy(allowInsecureTargets);
   return z.discriminatedUnion(
     'type',
     [
       z.strictObject({
         type: z.literal('http'),
-        url: url.refine(
-          (text) => {
-            const protocol = URL.canParse(text) ? new URL(text).protocol : '';
-            return protocol === 'https:' || (allowInsecureTargets && protocol === 'http:');
-          },
-          allowInsecureTargets ? 'must use http:// or https://' : 'must use https://',
-        ),
+        url: urlText.superRefine((value, ctx) => {
+          const problem = webhookUrlProblem(value, policy);
+          if (problem) ctx.addIssue({ code: 'custom', message: problem });
+        }),
         headers: headersSchema.optional(),
       }),
       z.strictObject({

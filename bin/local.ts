@@ -5,7 +5,7 @@
  */
 import { resolve } from 'node:path';
 import { DEV_API_KEY_ENV } from '../lib/local/dev-tenant';
-import { LOCAL_INBOX_PATH } from '../lib/local/paths';
+import { LOCAL_CONSOLE_PATH, LOCAL_INBOX_PATH } from '../lib/local/paths';
 import { startLocalTimer } from '../lib/local/runtime';
 
 const port = Number(process.env.TIMER_PORT ?? 3000);
@@ -30,6 +30,7 @@ process.stdout.write(
     '',
     `Distributed timer running locally`,
     `  API:             ${timer.apiUrl}/v1/tasks`,
+    `  Console:         ${timer.apiUrl}${LOCAL_CONSOLE_PATH}  (tasks of every tenant, deliveries, lateness and the DLQ, live in a browser)`,
     `  Data:            ${dataDir}`,
     timer.devTenant.keyIsNew
       ? `  API key:         ${timer.apiKey}  (new: tenant "dev"; kept in ${timer.devTenant.keyFile ?? 'memory only'})`

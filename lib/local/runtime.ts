@@ -14,7 +14,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, SQSBatc
 import dynalite from 'dynalite';
 import { startFauxqs } from 'fauxqs';
 import { allItems, DynamoClockStore } from '../../functions/adapters/dynamo-store';
-import { redriveByCopy, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
+import { type DeliveryMessageBody, redriveByCopy, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
 import { toDeliveryMessages } from '../../functions/core/scan';
 import { DynamoTenantStore } from '../../functions/adapters/dynamo-tenants';
 import { activeSigningSecrets } from '../../functions/core/tenants';
@@ -31,6 +31,8 @@ import {
   TABLE,
   type TimerSettings,
 } from '../topology';
+import { consoleRoutes } from './console/routes';
+import type { RedriveResult } from './console/wire';
 import { DEV_TENANT_ID, type DevTenant, ensureDevTenant } from './dev-tenant';
 import { type SunkEvent, startEventBridgeSink } from './eventbridge-sink';
 import { startHttpGateway } from './http-gateway';
@@ -365,10 +367,11 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
       [LOCAL_REDRIVE_PATH]: async (method) => {
         if (method !== 'POST') return { status: 405, body: { message: 'POST to redrive the delivery DLQ' } };
         const moved = await redriveByCopy(sqs, queues.deliveryDlq.url, queues.delivery.url);
-        const taskIds = moved.map((body) => (JSON.parse(body) as { id?: string }).id);
+        const taskIds = moved.map((body) => (JSON.parse(body) as DeliveryMessageBody).id);
         logLine('INFO', 'delivery DLQ redriven', { moved: moved.length });
-        return { status: 200, body: { moved: moved.length, taskIds } };
+        return { status: 200, body: { moved: moved.length, taskIds } satisfies RedriveResult };
       },
+      ...(await consoleRoutes({ dynamo, sqs, tableName: LOCAL_TABLE_NAME, deliveryDlqUrl: queues.deliveryDlq.url, settings })),
     },
     onError: onError('api gateway'),
   });

@@ -375,6 +375,8 @@ export class DistributedTimer extends Construct {
         environment: environmentFor(name, settings, resources),
         role,
         logGroup: functionLogs,
+        // Powertools Tracer writes a segment per invocation and a subsegment per AWS call.
+        tracing: lambda.Tracing.ACTIVE,
         bundling: {
           minify: true,
           sourceMap: true,
@@ -394,6 +396,17 @@ export class DistributedTimer extends Construct {
       sweeper: fn('sweeper'),
     };
     this.callbackRole = roles.callback;
+    for (const role of Object.values(roles)) {
+      const policy = role.node.tryFindChild('DefaultPolicy');
+      if (policy) {
+        acknowledgeNagRule(
+          policy,
+          'IAM5[Resource::*]',
+          'Active tracing grants xray:PutTraceSegments and xray:PutTelemetryRecords, which take no resource-level ' +
+            'permissions (the X-Ray service authorization reference lists none): "*" is the only resource they accept.',
+        );
+      }
+    }
     this.grantLeastPrivilege();
     this.grantTargets('AllowedQueues', ['sqs:SendMessage'], allowedQueueArns);
     this.grantTargets('AllowedEventBuses', ['events:PutEvents'], allowedEventBusArns);

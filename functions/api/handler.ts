@@ -1,6 +1,7 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { ENV, METRICS } from '../../lib/topology';
@@ -9,6 +10,7 @@ import { systemResolve } from '../adapters/webhook-client';
 import { sqs } from '../commons/clients';
 import { booleanEnv, integerEnv, requireEnv } from '../commons/config';
 import { createLogger } from '../commons/logger';
+import { tracer } from '../commons/tracer';
 import { createMetrics } from '../commons/metrics';
 import { tableFromEnv } from '../commons/stores';
 import { parseAllowList } from '../core/allowed-targets';
@@ -68,6 +70,7 @@ const problemOnError = (): middy.MiddlewareObj<APIGatewayProxyEventV2, HttpResul
 });
 
 export const handler = middy<APIGatewayProxyEventV2, HttpResult>()
+  .use(captureLambdaHandler(tracer))
   .use(injectLambdaContext(logger))
   .use(logMetrics(metrics))
   .use(problemOnError())

@@ -306,6 +306,8 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
       POWERTOOLS_LOG_LEVEL: options.logLevel ?? 'INFO',
       // Metrics are CloudWatch's business; locally their EMF lines would only bury the logs.
       POWERTOOLS_METRICS_DISABLED: 'true',
+      // No X-Ray daemon locally; the tracer's segments would only fail to send.
+      POWERTOOLS_TRACE_ENABLED: 'false',
       POWERTOOLS_SERVICE_NAME: 'distributed-timer',
       POWERTOOLS_DEV: String(options.prettyLogs ?? false),
     },

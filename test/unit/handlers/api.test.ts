@@ -1,3 +1,4 @@
+import { promises as dns } from 'node:dns';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import {
   BatchGetCommand,
@@ -10,10 +11,13 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { newTaskId, parseTaskId } from '../../../functions/core/ids';
 import { newApiKey, newTenant } from '../../../functions/core/tenants';
 import { DELIVERY_QUEUE_URL, lambdaContext, SHARD_COUNT, stubHandlerEnv, TABLE_NAME } from './setup';
+
+// The api resolves webhook hosts at submit; this machine has no DNS, so hooks.example.com gets a public address here.
+vi.spyOn(dns, 'lookup').mockImplementation((async () => [{ address: '93.184.215.14', family: 4 }]) as never);
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);

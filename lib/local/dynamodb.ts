@@ -34,13 +34,26 @@ export async function createTaskTable(client: DynamoDBClient, tableName: string)
   );
 }
 
-/** Creates the local task table unless the data folder already has it. */
+const TABLE_ACTIVE_POLLS = 100;
+const TABLE_ACTIVE_POLL_MS = 20;
+
+/**
+ * Creates the local task table unless the data folder already has it, and waits until it
+ * is ACTIVE: even with createTableMs 0, dynalite answers "not found" to item requests
+ * until a timer marks the new table ACTIVE, which a busy event loop delays.
+ */
 export async function ensureLocalTaskTable(client: DynamoDBClient): Promise<void> {
-  try {
-    await client.send(new DescribeTableCommand({ TableName: LOCAL_TABLE_NAME }));
-  } catch {
-    await createTaskTable(client, LOCAL_TABLE_NAME);
+  const status = () =>
+    client
+      .send(new DescribeTableCommand({ TableName: LOCAL_TABLE_NAME }))
+      .then((described) => described.Table?.TableStatus)
+      .catch(() => undefined);
+  if ((await status()) === undefined) await createTaskTable(client, LOCAL_TABLE_NAME);
+  for (let poll = 0; poll < TABLE_ACTIVE_POLLS; poll++) {
+    if ((await status()) === 'ACTIVE') return;
+    await new Promise((resolve) => setTimeout(resolve, TABLE_ACTIVE_POLL_MS));
   }
+  throw new Error(`the local table ${LOCAL_TABLE_NAME} did not become ACTIVE within ${(TABLE_ACTIVE_POLLS * TABLE_ACTIVE_POLL_MS) / 1000} s`);
 }
 
 export interface LocalDynamo {

@@ -1,5 +1,7 @@
 /** The `timer` command line: finds the command argv names, runs it, and says what went wrong and how to fix it. */
 import { type Command, closest, commandList, helpText, parseCall, UsageError } from './command';
+import { DEV_COMMANDS } from './dev';
+import { DLQ_COMMANDS } from './dlq';
 import type { CliIo } from './io';
 import { TASK_COMMANDS } from './tasks';
 import { TENANT_COMMANDS } from './tenants';
@@ -7,17 +9,18 @@ import { TENANT_COMMANDS } from './tenants';
 export type { CliIo } from './io';
 
 /** Every command, in the order `timer --help` lists them. */
-export const COMMANDS: readonly Command[] = [...TENANT_COMMANDS, ...TASK_COMMANDS];
+export const COMMANDS: readonly Command[] = [...TENANT_COMMANDS, ...TASK_COMMANDS, ...DLQ_COMMANDS, ...DEV_COMMANDS];
 
 const GROUP_SUMMARIES: Readonly<Record<string, string>> = {
   tenants: 'Tenants, their API keys and their webhook signing secrets, in the task table.',
+  dlq: "The delivery dead-letter queue: tasks whose attempts ran out.",
 };
 
 const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
 const TOP_LEVEL_HELP = `Usage: timer <command> [arguments] [options]
 
-The distributed timer's command line: tenants and their keys, and tasks.
+The distributed timer's command line: tenants and their keys, tasks, the DLQ, and local mode.
 
 Commands:
 ${commandList(COMMANDS)}

@@ -170,6 +170,17 @@ describe('Command: timer tenants, without a running local mode', () => {
   });
 });
 
+describe('Command: timer dlq redrive', () => {
+  it("moves local mode's dead letters back (none here)", async () => {
+    // Act
+    const redriven = await timerCli('dlq', 'redrive', '--json');
+
+    // Assess
+    expect(redriven.code).toBe(0);
+    expect(JSON.parse(redriven.stdout)).toEqual({ moved: 0, taskIds: [] });
+  });
+});
+
 describe('Usage', () => {
   it.each(COMMANDS.map((definition) => definition.name))('timer %s --help prints its usage and options', async (name) => {
     // Act

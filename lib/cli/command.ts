@@ -126,7 +126,7 @@ export function parseCall(definition: Command, argv: readonly string[]): ParsedC
   for (const token of tokens) {
     if (token.kind === 'positional') positionals.push(token.value);
     if (token.kind !== 'option') continue;
-    const spec = definition.options[token.name];
+    const spec = Object.hasOwn(definition.options, token.name) ? definition.options[token.name] : undefined;
     if (!spec) {
       const suggestion = closest(token.name, known);
       throw new UsageError(`unknown option ${token.rawName}${suggestion ? `; did you mean --${suggestion}?` : ''}`);
@@ -135,9 +135,16 @@ export function parseCall(definition: Command, argv: readonly string[]): ParsedC
       if (token.value !== undefined) throw new UsageError(`--${token.name} takes no value (got "${token.value}")`);
       options[token.name] = true;
     } else {
-      const missing = token.value === undefined || (!token.inlineValue && token.value.startsWith('--') && token.value.slice(2) in definition.options);
-      if (missing) throw new UsageError(`--${token.name} needs a value: --${token.name} ${spec.placeholder ?? 'VALUE'}`);
-      options[token.name] = token.value as string;
+      // `--name --json` almost certainly forgot the name rather than naming someone "--json".
+      const swallowedOption =
+        token.value !== undefined &&
+        !token.inlineValue &&
+        token.value.startsWith('--') &&
+        Object.hasOwn(definition.options, token.value.slice(2));
+      if (token.value === undefined || swallowedOption) {
+        throw new UsageError(`--${token.name} needs a value: --${token.name} ${spec.placeholder ?? 'VALUE'}`);
+      }
+      options[token.name] = token.value;
     }
   }
   if (options.help) return { args: {}, options };

@@ -2,14 +2,13 @@
  * What a command talks to: the task table (tenant commands) or the HTTP API (task
  * commands), in AWS when told where, otherwise local mode's, found through its data folder.
  */
-import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoTenantStore } from '../../functions/adapters/dynamo-tenants';
 import { parseApiKey, type TenantStore } from '../../functions/core/tenants';
 import { TimerClient } from '../client';
-import { DEV_API_KEY_FILE } from '../local/dev-tenant';
+import { DEV_API_KEY_FILE, readKeyFile } from '../local/dev-tenant';
 import { ensureLocalTaskTable, LOCAL_TABLE_NAME, localDynamoClients, startLocalDynamo } from '../local/dynamodb';
 import { runningLocalEndpoints } from '../local/endpoints';
 import { UsageError, type OptionSpecs } from './command';
@@ -57,14 +56,6 @@ export interface ApiConnection {
   readonly tenantId: string;
 }
 
-async function devApiKey(dataDir: string): Promise<string | undefined> {
-  try {
-    return (await readFile(join(dataDir, DEV_API_KEY_FILE), 'utf8')).trim() || undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /** A client for the API the options name; local mode's API and development key when they name none. */
 export async function connectToApi(
   options: { readonly 'api-url'?: string; readonly 'api-key'?: string; readonly 'data-dir'?: string },
@@ -74,10 +65,11 @@ export async function connectToApi(
   const givenUrl = options['api-url'] ?? io.env.TIMER_URL;
   const baseUrl = givenUrl ?? (await localApiUrl(dataDir, io));
   // The development key only makes sense for local mode, so it is not sent to a URL given explicitly.
-  const apiKey = options['api-key'] ?? io.env.TIMER_API_KEY ?? (givenUrl ? undefined : await devApiKey(dataDir));
+  const apiKey = options['api-key'] ?? io.env.TIMER_API_KEY ?? (givenUrl ? undefined : await readKeyFile(join(dataDir, DEV_API_KEY_FILE)));
   if (!apiKey) {
+    const devKeyHint = givenUrl ? '' : `; local mode keeps its development key in ${join(dataDir, DEV_API_KEY_FILE)} once started`;
     throw new UsageError(
-      `no API key: pass --api-key tk_… or set TIMER_API_KEY (\`timer tenants create\` makes a tenant and its key${givenUrl ? '' : `; local mode keeps its development key in ${join(dataDir, DEV_API_KEY_FILE)} once it has started`})`,
+      `no API key: pass --api-key tk_… or set TIMER_API_KEY (\`timer tenants create\` makes a tenant and its key${devKeyHint})`,
     );
   }
   const parsed = parseApiKey(apiKey);

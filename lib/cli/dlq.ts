@@ -52,7 +52,11 @@ const redrive = command({
     if (dlqUrl === undefined) throw new UsageError('--dlq-url is missing: the stack output DeliveryDlqUrl');
     if (queueUrl === undefined) throw new UsageError('--queue-url is missing: the stack output DeliveryQueueUrl');
     const region = SQS_QUEUE_URL_REGION.exec(dlqUrl)?.[1];
-    if (!region) throw new UsageError(`--dlq-url must be an SQS queue URL such as https://sqs.eu-west-1.amazonaws.com/123456789012/queue (got "${dlqUrl}")`);
+    if (!region) {
+      throw new UsageError(
+        `--dlq-url must be an SQS queue URL such as https://sqs.eu-west-1.amazonaws.com/123456789012/queue (got "${dlqUrl}")`,
+      );
+    }
     const taskHandle = await startRedrive(new SQSClient({ region }), dlqUrl, queueUrl);
     call.output(
       { taskHandle },

@@ -6,14 +6,12 @@ import type { CliIo } from './io';
 import { TASK_COMMANDS } from './tasks';
 import { TENANT_COMMANDS } from './tenants';
 
-export type { CliIo } from './io';
-
 /** Every command, in the order `timer --help` lists them. */
 export const COMMANDS: readonly Command[] = [...TENANT_COMMANDS, ...TASK_COMMANDS, ...DLQ_COMMANDS, ...DEV_COMMANDS];
 
 const GROUP_SUMMARIES: Readonly<Record<string, string>> = {
   tenants: 'Tenants, their API keys and their webhook signing secrets, in the task table.',
-  dlq: "The delivery dead-letter queue: tasks whose attempts ran out.",
+  dlq: 'The delivery dead-letter queue: tasks whose attempts ran out.',
 };
 
 const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
@@ -34,7 +32,17 @@ Run \`timer <command> --help\` for a command's options; --json prints machine-re
 const isHelp = (word: string | undefined) => word === '--help' || word === '-h';
 
 function groupHelp(group: string, members: readonly Command[]): string {
-  return `Usage: timer ${group} <command> [arguments] [options]\n\n${GROUP_SUMMARIES[group] ?? ''}\n\nCommands:\n${commandList(members)}\n\nRun \`timer ${group} <command> --help\` for a command's options.\n`;
+  return [
+    `Usage: timer ${group} <command> [arguments] [options]`,
+    '',
+    GROUP_SUMMARIES[group] ?? '',
+    '',
+    'Commands:',
+    commandList(members),
+    '',
+    `Run \`timer ${group} <command> --help\` for a command's options.`,
+    '',
+  ].join('\n');
 }
 
 /** What argv does not match: a group named without its command, or a word that names nothing. */
@@ -91,9 +99,8 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     return EXIT.ok;
   } catch (error) {
     if (error instanceof UsageError) {
-      io.stderr.write(
-        `timer ${definition.name}: ${error.message}\n\nUsage: timer ${definition.name} ${definition.usage}\nRun \`timer ${definition.name} --help\` for details.\n`,
-      );
+      const { name, usage } = definition;
+      io.stderr.write(`timer ${name}: ${error.message}\n\nUsage: timer ${name} ${usage}\nRun \`timer ${name} --help\` for details.\n`);
       return EXIT.usage;
     }
     io.stderr.write(`Error: ${error instanceof Error ? error.message : String(error)}\n`);

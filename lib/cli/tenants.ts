@@ -2,6 +2,7 @@
 import {
   type ApiKeyRecord,
   activeSigningSecrets,
+  DEFAULT_RATE_LIMIT_PER_SECOND,
   DEFAULT_ROTATION_OVERLAP_MS,
   newApiKey,
   newTenant,
@@ -24,7 +25,7 @@ const UPDATE_ATTEMPTS = 5;
 const RATE_LIMIT_OPTION = {
   type: 'string',
   placeholder: 'N',
-  description: 'API requests a second the tenant may make; more are answered 429 (default 200)',
+  description: 'API requests a second the tenant may make; more are answered 429',
 } as const;
 const ALLOWED_HOSTS_OPTION = {
   type: 'string',
@@ -64,9 +65,25 @@ async function withTenantStore<T>(
   const opened = await openTenantStore(call.options, call.io);
   try {
     return await use(opened.store, opened.location);
+  } catch (error) {
+    throw withAwsHint(error, opened.location);
   } finally {
     await opened.close();
   }
+}
+
+/** The two AWS errors an operator is likely to meet first, with what to check. */
+function withAwsHint(error: unknown, location: string): unknown {
+  const name = error instanceof Error ? error.name : '';
+  if (name === 'ResourceNotFoundException') {
+    return new CommandFailed(`${location} was not found: check --table (the stack output TableName) and --region`);
+  }
+  if (name === 'CredentialsProviderError') {
+    return new CommandFailed(
+      `${(error as Error).message}: --table works with your AWS credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID or \`aws sso login\`)`,
+    );
+  }
+  return error;
 }
 
 async function existingTenant(store: TenantStore, id: string, location: string): Promise<Tenant> {
@@ -128,7 +145,7 @@ const createTenant = command({
   arguments: [{ name: 'id', description: 'The new tenant id, such as acme-payments: lowercase letters, digits and hyphens, at most 32' }],
   options: {
     name: { type: 'string', placeholder: 'NAME', description: 'A name for people (default: the id)' },
-    'rate-limit': RATE_LIMIT_OPTION,
+    'rate-limit': { ...RATE_LIMIT_OPTION, description: `${RATE_LIMIT_OPTION.description} (default ${DEFAULT_RATE_LIMIT_PER_SECOND})` },
     'allowed-hosts': { ...ALLOWED_HOSTS_OPTION, description: `${ALLOWED_HOSTS_OPTION.description} (default: any public host)` },
     ...STORE_OPTIONS,
   },

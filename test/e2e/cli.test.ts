@@ -12,7 +12,7 @@ import { systemClock } from '../../functions/core/task';
 import { activeSigningSecrets, authenticate, cachedTenantDirectory, TENANT_CACHE_TTL_MS } from '../../functions/core/tenants';
 import { COMMANDS, run } from '../../lib/cli/run';
 import { LOCAL_INBOX_PATH } from '../../lib/local/paths';
-import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime';
+import { LOCAL_TABLE_NAME, type LocalTimer, startLocalTimer } from '../../lib/local/runtime';
 
 let timer: LocalTimer;
 let dataDir: string;
@@ -167,6 +167,20 @@ describe('Command: timer tenants, without a running local mode', () => {
     expect(created).toMatchObject({ code: 0, stderr: '' });
     expect(created.stdout).toContain(`local data folder ${otherDir}`);
     expect((JSON.parse(listed.stdout) as Array<{ id: string }>).map((tenant) => tenant.id)).toEqual(['offline-co']);
+  });
+});
+
+describe('Command: timer tenants --table', () => {
+  it("uses the named table with the SDK's own settings, and says which flags to check when it does not exist", async () => {
+    // Act: local mode pointed this process's SDK settings (AWS_ENDPOINT_URL_DYNAMODB, region, keys) at its dynalite.
+    const listed = await timerCli('tenants', 'list', '--table', LOCAL_TABLE_NAME, '--json');
+    const missing = await timerCli('tenants', 'list', '--table', 'no-such-table');
+
+    // Assess
+    expect(listed.code).toBe(0);
+    expect((JSON.parse(listed.stdout) as Array<{ id: string }>).map((tenant) => tenant.id)).toContain('dev');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('table no-such-table was not found: check --table (the stack output TableName) and --region');
   });
 });
 

@@ -26,7 +26,7 @@ import {
   SCHEDULES,
   type TimerSettings,
 } from '../topology';
-import { DEV_TENANT_ID, type DevTenant, ensureDevTenant } from './dev-tenant';
+import { type DevTenant, ensureDevTenant } from './dev-tenant';
 import {
   ensureLocalTaskTable,
   LOCAL_CREDENTIALS,
@@ -288,11 +288,12 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     return setInterval(invokeScheduled(fn), everySeconds * 1000);
   });
 
-  const devSigningSecrets = async () => {
-    const tenant = await tenantStore.getTenant(DEV_TENANT_ID);
-    return tenant ? activeSigningSecrets(tenant, Date.now()) : [];
+  // Any local tenant may send to the inbox (tenants made with `timer tenants create` too), so it knows all their secrets.
+  const localSigningSecrets = async () => {
+    const nowMs = Date.now();
+    return (await tenantStore.listTenants()).flatMap((tenant) => activeSigningSecrets(tenant, nowMs));
   };
-  const inbox = createWebhookInbox(devSigningSecrets, (message, fields) => logLine('INFO', message, fields));
+  const inbox = createWebhookInbox(localSigningSecrets, (message, fields) => logLine('INFO', message, fields));
   const gateway = await startHttpGateway({
     port: options.port ?? 0,
     handler: handlers.api as LambdaHandler<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>,

@@ -13,6 +13,7 @@ import { activeSigningSecrets, authenticate, cachedTenantDirectory, TENANT_CACHE
 import { COMMANDS, run } from '../../lib/cli/run';
 import { LOCAL_INBOX_PATH } from '../../lib/local/paths';
 import { LOCAL_TABLE_NAME, type LocalTimer, startLocalTimer } from '../../lib/local/runtime';
+import { eventually } from '../support/webhook-receiver';
 
 let timer: LocalTimer;
 let dataDir: string;
@@ -73,6 +74,19 @@ describe('Command: timer tenants create, then the task commands with its key', (
     expect(byOtherTenant).toMatchObject({ code: 1, stdout: '' });
     expect(byOtherTenant.stderr).toContain(`tenant "dev" has no task with the id "${id}"`);
     expect(JSON.parse(cancelled.stdout)).toMatchObject({ id, status: 'CANCELLED' });
+  });
+
+  it("delivers the new tenant's webhook, which local mode's inbox finds validly signed", async () => {
+    // Prepare
+    const { apiKey } = await createTenant('soylent');
+
+    // Act
+    const scheduled = await timerCli('schedule', '--in', '0s', '--url', inbox(), '--api-key', apiKey, '--json');
+    const { id } = JSON.parse(scheduled.stdout) as { id: string };
+    await eventually('the webhook to reach the inbox', () => timer.inbox.entries.some((entry) => entry.notification.id === id), 60, 250);
+
+    // Assess
+    expect(timer.inbox.entries.find((entry) => entry.notification.id === id)?.signatureValid).toBe(true);
   });
 
   it('prints the API key once, with a warning, and never again in the list', async () => {

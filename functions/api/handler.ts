@@ -53,4 +53,8 @@ export const handler = middy<APIGatewayProxyEventV2, HttpResult>()
   .use(injectLambdaContext(logger))
   .use(logMetrics(metrics))
   .use(problemOnError())
-  .handler((event) => route(ports, event));
+  .handler((event) => {
+    // API Gateway's request id, so a caller quoting it can be found in the logs.
+    logger.setCorrelationId(event.requestContext?.requestId);
+    return route(ports, event);
+  });

@@ -24,13 +24,17 @@ function messageOf(record: SQSRecord): { id: string; redriven: boolean } | undef
 
 /** Delivers one record; true when the message is done with, false when it must come back later. */
 async function deliverRecord(ports: RecordPorts, record: SQSRecord): Promise<boolean> {
-  const { logger, metrics } = ports;
+  const { metrics } = ports;
   const message = messageOf(record);
   if (message === undefined) {
-    logger.error('delivery message without a task id dropped', { messageId: record.messageId, body: record.body.slice(0, 200) });
+    ports.logger.error('delivery message without a task id dropped', { messageId: record.messageId, body: record.body.slice(0, 200) });
     return true;
   }
   const { id } = message;
+  // Records are delivered concurrently, so each gets its own child logger: the task id is
+  // its correlation id, the same one the api, the scanner and the receiver's webhook-id show.
+  const logger = ports.logger.createChild();
+  logger.setCorrelationId(id);
   const outcome: DeliveryOutcome = message.redriven
     ? await redeliverDeadLetter(ports.delivery, id)
     : await deliverTask(ports.delivery, id);

@@ -84,7 +84,8 @@ const dev = command({
       );
     }
     const logLevel = call.options['log-level'] ?? call.io.env.TIMER_LOG_LEVEL ?? 'INFO';
-    const timer = await startLocalTimer({ port, dataDir, logLevel }).catch((error: unknown) => {
+    const prettyLogs = call.io.stdout.isTTY === true;
+    const timer = await startLocalTimer({ port, dataDir, logLevel, prettyLogs }).catch((error: unknown) => {
       const reason = error instanceof Error ? error.message : String(error);
       const hint = /EADDRINUSE/.test(reason) ? `; port ${port} is taken: give --port or set TIMER_PORT to a free port` : '';
       throw new CommandFailed(`local mode failed to start: ${reason}${hint}`);

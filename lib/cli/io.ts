@@ -1,6 +1,7 @@
 /** Where the CLI reads its environment and writes its output, so tests can run it in-process. */
 export interface CliIo {
-  readonly stdout: { write(text: string): unknown };
+  /** isTTY: a person is watching, so logs may be indented for reading. */
+  readonly stdout: { write(text: string): unknown; readonly isTTY?: boolean };
   readonly stderr: { write(text: string): unknown };
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly cwd: string;

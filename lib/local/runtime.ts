@@ -54,6 +54,8 @@ export interface LocalTimerOptions {
   readonly settings?: Partial<TimerSettings>;
   /** Powertools log level for the handlers, e.g. INFO or ERROR. */
   readonly logLevel?: string;
+  /** Indented JSON log lines, for a person at a terminal (Powertools' dev mode); one line per entry otherwise. */
+  readonly prettyLogs?: boolean;
 }
 
 export interface LocalQueue {
@@ -249,6 +251,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
       // Metrics are CloudWatch's business; locally their EMF lines would only bury the logs.
       POWERTOOLS_METRICS_DISABLED: 'true',
       POWERTOOLS_SERVICE_NAME: 'distributed-timer',
+      POWERTOOLS_DEV: String(options.prettyLogs ?? false),
     },
     ...(Object.keys(FUNCTIONS) as FunctionName[]).map((fn) => environmentFor(fn, settings, resources)),
   );

@@ -37,7 +37,8 @@ export const API_OPTIONS = {
 } as const satisfies OptionSpecs;
 
 const DEFAULT_DATA_DIR = '.timer-data';
-const DEFAULT_LOCAL_PORT = 3000;
+/** Where `npm start` listens unless TIMER_PORT says otherwise. */
+export const DEFAULT_LOCAL_PORT = 3000;
 
 export function dataDirOf(options: { readonly 'data-dir'?: string }, io: CliIo): string {
   return resolve(io.cwd, options['data-dir'] ?? io.env.TIMER_DATA_DIR ?? DEFAULT_DATA_DIR);

@@ -8,7 +8,7 @@ import { runningLocalEndpoints } from '../local/endpoints';
 import { LOCAL_INBOX_PATH } from '../local/paths';
 import { type LocalTimer, startLocalTimer } from '../local/runtime';
 import { COMMON_OPTIONS, type Command, CommandFailed, command, UsageError } from './command';
-import { dataDirOf } from './connect';
+import { DEFAULT_LOCAL_PORT, dataDirOf } from './connect';
 import type { CliIo } from './io';
 
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
@@ -71,7 +71,7 @@ const dev = command({
     ...COMMON_OPTIONS,
   },
   async run(call) {
-    const portText = call.options.port ?? call.io.env.TIMER_PORT ?? '3000';
+    const portText = call.options.port ?? call.io.env.TIMER_PORT ?? String(DEFAULT_LOCAL_PORT);
     const port = Number(portText);
     if (!/^\d+$/.test(portText) || port > 65_535) {
       throw new UsageError(`--port must be a port number from 0 to 65535 (got "${portText}")`);

@@ -6,14 +6,20 @@
  *   const task = await timer.schedule({ delaySeconds: 1800, target: { type: 'http', url: 'https://…' }, payload });
  */
 import { randomUUID } from 'node:crypto';
+import type { z } from 'zod';
+import type { taskListSchema } from '../functions/api/openapi';
 import type { createdView, taskView } from '../functions/api/routes';
-import type { TaskRequest } from '../functions/core/schemas';
+import type { listQuerySchema, rescheduleRequestSchema, TaskRequest } from '../functions/core/schemas';
 
 export { verifyWebhook } from '../functions/core/signature';
 
 export type { TaskRequest };
 export type CreatedTask = ReturnType<typeof createdView>;
 export type TaskDetails = ReturnType<typeof taskView>;
+export type RescheduleRequest = z.input<typeof rescheduleRequestSchema>;
+/** GET /v1/tasks's query: bizId or bizType, optionally status; `limit` 1 to 100 (default 50). */
+export type TaskListQuery = Omit<z.input<typeof listQuerySchema>, 'limit'> & { readonly limit?: number };
+export type TaskPage = z.infer<typeof taskListSchema>;
 
 /** RFC 9457 problem details, as the API returns them. */
 export interface ApiProblem {
@@ -94,6 +100,37 @@ export class TimerClient {
   /** Cancels a task that has not been delivered; a TimerApiError with status 409 says why it could not be. */
   async cancel(id: string): Promise<TaskDetails> {
     return (await this.request('DELETE', `/v1/tasks/${encodeURIComponent(id)}`, undefined, [200])) as TaskDetails;
+  }
+
+  /**
+   * One page of the tenant's tasks with this bizId or bizType. A page may hold fewer than
+   * `limit` tasks, even none, when a status filter leaves some out: keep going while
+   * `nextCursor` is set (or use `tasks`, which does).
+   */
+  async list(query: TaskListQuery): Promise<TaskPage> {
+    const search = new URLSearchParams(
+      Object.entries(query).flatMap(([name, value]): Array<[string, string]> => (value === undefined ? [] : [[name, String(value)]])),
+    );
+    return (await this.request('GET', `/v1/tasks?${search}`, undefined, [200])) as TaskPage;
+  }
+
+  /** Every task matching the query, page after page. */
+  async *tasks(query: Omit<TaskListQuery, 'cursor'>): AsyncGenerator<TaskDetails> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.list({ ...query, ...(cursor !== undefined && { cursor }) });
+      yield* page.tasks;
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+  }
+
+  /**
+   * Moves a PENDING task to a new dueAt (or delaySeconds), optionally with a new payload.
+   * Returns the task that replaces it (a new id, `rescheduledFrom` the old one); exactly one
+   * of the two is ever delivered. Safe to retry: the same request gets the same answer.
+   */
+  async reschedule(id: string, request: RescheduleRequest): Promise<TaskDetails> {
+    return (await this.request('PATCH', `/v1/tasks/${encodeURIComponent(id)}`, request, [200])) as TaskDetails;
   }
 
   private async request(method: string, path: string, body: unknown, expected: readonly number[]): Promise<unknown> {

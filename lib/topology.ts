@@ -19,12 +19,14 @@ export const ENV = {
   backoffMaxSeconds: 'TIMER_BACKOFF_MAX_SECONDS',
   webhookTimeoutMs: 'TIMER_WEBHOOK_TIMEOUT_MS',
   allowInsecureTargets: 'TIMER_ALLOW_INSECURE_TARGETS',
-  signingSecret: 'TIMER_SIGNING_SECRET',
-  signingSecretArn: 'TIMER_SIGNING_SECRET_ARN',
   retentionDays: 'TIMER_RETENTION_DAYS',
   sweepMaxSecondsPerRun: 'TIMER_SWEEP_MAX_SECONDS_PER_RUN',
   sweepGraceSeconds: 'TIMER_SWEEP_GRACE_SECONDS',
   overdueGraceSeconds: 'TIMER_OVERDUE_GRACE_SECONDS',
+  /** Comma-separated ARNs of the queues tasks may target; unset (local mode) means any, empty means none. */
+  allowedQueueArns: 'TIMER_ALLOWED_QUEUE_ARNS',
+  /** Comma-separated ARNs of the event buses tasks may target; unset (local mode) means any, empty means none. */
+  allowedEventBusArns: 'TIMER_ALLOWED_EVENT_BUS_ARNS',
 } as const;
 
 export type EnvName = (typeof ENV)[keyof typeof ENV];
@@ -44,7 +46,10 @@ export interface TimerSettings {
   readonly backoffMaxSeconds: number;
   /** Total time a webhook may take to answer before the attempt counts as failed. */
   readonly webhookTimeoutMs: number;
-  /** Whether http:// webhooks and non-AWS queue URLs are accepted (local mode only). */
+  /**
+   * Whether http:// webhooks, webhooks on loopback and private addresses, and non-AWS queue
+   * URLs are accepted (local mode only).
+   */
   readonly allowInsecureTargets: boolean;
   /** Days a finished (DELIVERED, FAILED, CANCELLED) task stays readable before TTL removes it. */
   readonly retentionDays: number;
@@ -87,13 +92,14 @@ export interface FunctionSpec {
 }
 
 const coreEnv = [ENV.tableName, ENV.bucketCount, ENV.shardCount] as const;
+const allowListEnv = [ENV.allowedQueueArns, ENV.allowedEventBusArns] as const;
 
 export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   api: {
     entry: 'functions/api/handler.ts',
     timeoutSeconds: 10,
     memoryMb: 512,
-    env: [...coreEnv, ENV.deliveryQueueUrl, ENV.allowInsecureTargets, ENV.retentionDays],
+    env: [...coreEnv, ...allowListEnv, ENV.deliveryQueueUrl, ENV.allowInsecureTargets, ENV.retentionDays],
   },
   ticker: {
     entry: 'functions/ticker/handler.ts',
@@ -113,14 +119,15 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     memoryMb: 512,
     env: [
       ...coreEnv,
+      ...allowListEnv,
       ENV.deliveryQueueUrl,
       ENV.deliveryDlqUrl,
       ENV.maxAttempts,
       ENV.backoffBaseSeconds,
       ENV.backoffMaxSeconds,
       ENV.webhookTimeoutMs,
+      ENV.allowInsecureTargets,
       ENV.retentionDays,
-      ENV.signingSecretArn,
     ],
   },
   sweeper: {
@@ -179,6 +186,12 @@ export const QUEUES = {
  */
 export const DELIVERY_LEASE_MS = 2 * FUNCTIONS.callback.timeoutSeconds * 1000;
 
+/**
+ * How long a webhook's name resolution and TCP connect may take, within `webhookTimeoutMs`:
+ * a receiver that cannot be reached in 3 s is down, and waiting longer only delays the retry.
+ */
+export const WEBHOOK_CONNECT_TIMEOUT_MS = 3000;
+
 /** A delivery message that surfaces at most this early is held in memory; an earlier one goes back to the queue. */
 export const MAX_EARLY_WAIT_MS = 5000;
 
@@ -213,19 +226,43 @@ export const TICKS_PER_RUN = SCHEDULES.ticker.everySeconds;
 export const API_ROUTES = [
   'POST /v1/tasks',
   'POST /v1/tasks/batch',
+  'GET /v1/tasks',
   'GET /v1/tasks/{id}',
+  'PATCH /v1/tasks/{id}',
   'DELETE /v1/tasks/{id}',
   'GET /v1/openapi.json',
 ] as const;
 
 export type ApiRouteKey = (typeof API_ROUTES)[number];
 
-/** The table's key and TTL attribute names. */
+/**
+ * A secondary index of the task table. Keys are written once, when the task is created,
+ * and nothing else is projected, so the status transitions that follow (lease, outcome,
+ * cancel) never write the index: at a billion tasks a day each such write would cost as
+ * much as the task's own.
+ */
+export interface IndexSpec {
+  readonly name: string;
+  readonly partitionKey: string;
+  readonly sortKey: string;
+  readonly projection: 'KEYS_ONLY';
+}
+
+/** The table's key and TTL attribute names, and its business-query indexes. */
 export const TABLE = {
   partitionKey: 'pk',
   sortKey: 'sk',
   ttlAttribute: 'expiresAt',
-} as const;
+  indexes: {
+    /** `<tenant>#<bizId>`, by due time: the few tasks of one business object (an order, a coupon). */
+    byBizId: { name: 'byBizId', partitionKey: 'bizIdKey', sortKey: 'sk', projection: 'KEYS_ONLY' },
+    /**
+     * `<tenant>#<bizType>#<shard>`, by due time: a bizType is few keys carrying many tasks, so the
+     * task's write shard spreads it as the table's own keys are spread, and a listing walks the shards.
+     */
+    byBizType: { name: 'byBizType', partitionKey: 'bizTypeKey', sortKey: 'sk', projection: 'KEYS_ONLY' },
+  },
+} as const satisfies { indexes: Record<string, IndexSpec> } & Record<string, unknown>;
 
 /** Maps settings and resource locations to the environment a function is given. */
 export function environmentFor(

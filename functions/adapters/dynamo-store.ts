@@ -1,4 +1,5 @@
 import {
+  BatchGetCommand,
   BatchWriteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
@@ -6,19 +7,25 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { TABLE } from '../../lib/topology';
 import type { TaskKey } from '../core/ids';
-import { partitionKey, secondRange } from '../core/ids';
+import { MAX_SHARDS, parseTaskId, partitionKey, secondRange, taskKey } from '../core/ids';
+import { bizIdPartition, bizTypePartition } from '../core/listing';
 import type {
   CancelOutcome,
   ClockState,
   ClockStore,
+  DeliveryAttempt,
   DeliveryRecord,
   DueTask,
-  Target,
-  Task,
-  TaskStatus,
   IdempotencyRecord,
   IdempotencyStore,
+  RescheduleIntent,
+  Target,
+  Task,
+  TaskIndex,
+  TaskIndexName,
+  TaskStatus,
   TaskStore,
   Watermark,
 } from '../core/task';
@@ -46,9 +53,21 @@ const CANCEL_ATTEMPTS = 3;
 
 type Item = Record<string, unknown>;
 
+/** The business-query index keys: written with the task and never again, as nothing they hold can change. */
+function indexKeys(task: Task): Item {
+  const shard = parseTaskId(task.id, MAX_SHARDS)?.shard ?? 0;
+  return {
+    ...(task.bizId !== undefined && { [TABLE.indexes.byBizId.partitionKey]: bizIdPartition(task.tenantId, task.bizId) }),
+    ...(task.bizType !== undefined && {
+      [TABLE.indexes.byBizType.partitionKey]: bizTypePartition(task.tenantId, task.bizType, shard),
+    }),
+  };
+}
+
 function toItem(task: Task, key: TaskKey): Item {
   return {
     ...key,
+    ...indexKeys(task),
     id: task.id,
     tenantId: task.tenantId,
     status: task.status,
@@ -60,6 +79,7 @@ function toItem(task: Task, key: TaskKey): Item {
     ...(task.bizType !== undefined && { bizType: task.bizType }),
     ...(task.bizId !== undefined && { bizId: task.bizId }),
     ...(task.idempotencyKey !== undefined && { idempotencyKey: task.idempotencyKey }),
+    ...(task.rescheduledFrom !== undefined && { rescheduledFrom: task.rescheduledFrom }),
   };
 }
 
@@ -85,7 +105,39 @@ function fromItem(item: Item): Task {
     ...optional('latenessMs', item.latenessMs as number | undefined),
     ...optional('lastError', item.lastError as string | undefined),
     ...optional('cancelledAtMs', item.cancelledAtMs as number | undefined),
+    ...optional('history', item.history as DeliveryAttempt[] | undefined),
+    ...optional('rescheduledFrom', item.rescheduledFrom as string | undefined),
+    ...optional('rescheduledTo', item.rescheduledTo as string | undefined),
+    ...optional('rescheduleIntent', item.rescheduleIntent as RescheduleIntent | undefined),
   };
+}
+
+/** The attributes an attempt's outcome sets, by name. */
+function finishAssignments(attempt: number, outcome: DeliveryRecord): Item {
+  switch (outcome.status) {
+    case 'DELIVERED':
+      return {
+        status: outcome.status,
+        deliveredAtMs: outcome.deliveredAtMs,
+        latenessMs: outcome.latenessMs,
+        expiresAt: outcome.expiresAtSeconds,
+        history: outcome.history,
+      };
+    case 'PENDING':
+      return { status: outcome.status, lastError: outcome.lastError, history: outcome.history };
+    case 'FAILED':
+      return { status: outcome.status, lastError: outcome.lastError, expiresAt: outcome.expiresAtSeconds, history: outcome.history };
+    case 'RELEASED':
+      // The claim counted an attempt that was never made; giving it back keeps the attempt budget honest.
+      return { status: 'PENDING', attempts: attempt - 1 };
+    case 'CANCELLED':
+      return {
+        status: outcome.status,
+        cancelledAtMs: outcome.cancelledAtMs,
+        lastError: outcome.lastError,
+        expiresAt: outcome.expiresAtSeconds,
+      };
+  }
 }
 
 type Page = { Items?: Item[]; LastEvaluatedKey?: Record<string, unknown> };
@@ -241,32 +293,21 @@ export class DynamoTaskStore implements TaskStore {
   }
 
   async finishDelivery(key: TaskKey, attempt: number, outcome: DeliveryRecord): Promise<boolean> {
-    const values: Record<string, unknown> = {
-      ':status': outcome.status,
-      ':delivering': 'DELIVERING',
-      ':attempt': attempt,
-    };
-    const sets = ['#status = :status'];
-    const assign = (name: string, value: unknown) => {
-      sets.push(`${name} = :${name}`);
-      values[`:${name}`] = value;
-    };
-    if (outcome.status === 'DELIVERED') {
-      assign('deliveredAtMs', outcome.deliveredAtMs);
-      assign('latenessMs', outcome.latenessMs);
-    } else {
-      assign('lastError', outcome.lastError);
-    }
-    if (outcome.status !== 'PENDING') assign('expiresAt', outcome.expiresAtSeconds);
+    const assignments = finishAssignments(attempt, outcome);
+    const names = Object.keys(assignments);
     return unlessConditionFails(
       this.options.client.send(
         new UpdateCommand({
           TableName: this.options.tableName,
           Key: key,
-          UpdateExpression: `SET ${sets.join(', ')} REMOVE leaseUntilMs`,
-          ConditionExpression: '#status = :delivering AND attempts = :attempt',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: values,
+          UpdateExpression: `SET ${names.map((name) => `#${name} = :${name}`).join(', ')} REMOVE leaseUntilMs`,
+          ConditionExpression: '#status = :delivering AND #attempts = :attempt',
+          ExpressionAttributeNames: Object.fromEntries(['attempts', ...names].map((name) => [`#${name}`, name])),
+          ExpressionAttributeValues: {
+            ...Object.fromEntries(names.map((name) => [`:${name}`, assignments[name]])),
+            ':delivering': 'DELIVERING',
+            ':attempt': attempt,
+          },
         }),
       ),
     );
@@ -286,6 +327,111 @@ export class DynamoTaskStore implements TaskStore {
         }),
       ),
     );
+  }
+
+  recordRescheduleIntent(key: TaskKey, tenantId: string, intent: RescheduleIntent, priorIntentTaskId?: string): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: key,
+          UpdateExpression: 'SET rescheduleIntent = :intent',
+          ConditionExpression: `#status = :pending AND tenantId = :tenant AND ${
+            priorIntentTaskId === undefined ? 'attribute_not_exists(rescheduleIntent)' : 'rescheduleIntent.taskId = :prior'
+          }`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':intent': intent,
+            ':pending': 'PENDING',
+            ':tenant': tenantId,
+            ...(priorIntentTaskId !== undefined && { ':prior': priorIntentTaskId }),
+          },
+        }),
+      ),
+    );
+  }
+
+  commitReschedule(key: TaskKey, toTaskId: string, nowMs: number, expiresAtSeconds: number): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: key,
+          UpdateExpression: 'SET #status = :cancelled, cancelledAtMs = :now, expiresAt = :expiresAt, rescheduledTo = :to',
+          ConditionExpression: '#status = :pending AND rescheduleIntent.taskId = :to',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':cancelled': 'CANCELLED',
+            ':pending': 'PENDING',
+            ':now': nowMs,
+            ':expiresAt': expiresAtSeconds,
+            ':to': toTaskId,
+          },
+        }),
+      ),
+    );
+  }
+
+  withdrawRescheduleIntent(key: TaskKey, toTaskId: string): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: key,
+          UpdateExpression: 'REMOVE rescheduleIntent',
+          ConditionExpression: 'rescheduleIntent.taskId = :to AND attribute_not_exists(rescheduledTo)',
+          ExpressionAttributeValues: { ':to': toTaskId },
+        }),
+      ),
+    );
+  }
+}
+
+const BATCH_GET_LIMIT = 100;
+const idOfSortKey = (sk: string) => sk.slice(sk.indexOf('#') + 1);
+
+/** The business-query indexes (keys only) and the task reads that turn their keys into tasks. */
+export class DynamoTaskIndex implements TaskIndex {
+  constructor(private readonly options: DynamoStoreOptions) {}
+
+  async page(index: TaskIndexName, partition: string, limit: number, afterId?: string): Promise<{ ids: string[]; more: boolean }> {
+    const spec = TABLE.indexes[index];
+    const after = afterId === undefined ? undefined : parseTaskId(afterId, MAX_SHARDS);
+    const result = await this.options.client.send(
+      new QueryCommand({
+        TableName: this.options.tableName,
+        IndexName: spec.name,
+        KeyConditionExpression: '#partition = :partition',
+        ExpressionAttributeNames: { '#partition': spec.partitionKey },
+        ExpressionAttributeValues: { ':partition': partition },
+        Limit: limit,
+        // An index's start key is the index key plus the table key; all of it follows from the partition and the id.
+        ...(afterId !== undefined &&
+          after && {
+            ExclusiveStartKey: { [spec.partitionKey]: partition, ...taskKey(afterId, after, this.options.bucketCount) },
+          }),
+      }),
+    );
+    return {
+      ids: (result.Items ?? []).map((item) => idOfSortKey(String(item[TABLE.sortKey]))),
+      more: result.LastEvaluatedKey !== undefined,
+    };
+  }
+
+  async getMany(keys: readonly TaskKey[]): Promise<Task[]> {
+    const { client, tableName } = this.options;
+    const found = new Map<string, Task>();
+    for (let start = 0; start < keys.length; start += BATCH_GET_LIMIT) {
+      let pending: Array<Record<string, unknown>> = keys.slice(start, start + BATCH_GET_LIMIT).map((key) => ({ ...key }));
+      for (let retry = 0; pending.length > 0; retry++) {
+        if (retry > UNPROCESSED_RETRIES) throw new Error(`${pending.length} task reads stayed unprocessed after retries`);
+        if (retry > 0) await sleep(25 * 2 ** retry);
+        const result = await client.send(new BatchGetCommand({ RequestItems: { [tableName]: { Keys: pending } } }));
+        for (const item of result.Responses?.[tableName] ?? []) found.set(String(item.sk), fromItem(item));
+        pending = result.UnprocessedKeys?.[tableName]?.Keys ?? [];
+      }
+    }
+    return keys.flatMap((key) => found.get(key.sk) ?? []);
   }
 }
 

@@ -68,8 +68,21 @@ export function readJsonBody(event: APIGatewayProxyEventV2): JsonBody {
         : event.body;
   if (raw.trim() === '')
     return { ok: false, problem: validationProblem([{ path: '(body)', message: 'is empty; send a JSON object' }]) };
+  let prototypeKey = false;
   try {
-    return { ok: true, value: JSON.parse(raw) };
+    const value: unknown = JSON.parse(raw, function noteProtoKeys(key, field: unknown) {
+      if (key === '__proto__') prototypeKey = true;
+      return field;
+    });
+    // Harmless in JSON.parse's own output, but a "__proto__" key becomes a prototype the moment
+    // any code copies the object by assignment; no caller needs one, so none gets in.
+    if (prototypeKey) {
+      return {
+        ok: false,
+        problem: validationProblem([{ path: '(body)', message: 'must not contain a "__proto__" key anywhere' }]),
+      };
+    }
+    return { ok: true, value };
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     return { ok: false, problem: validationProblem([{ path: '(body)', message: `is not valid JSON (${reason})` }]) };

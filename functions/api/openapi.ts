@@ -6,9 +6,9 @@
  */
 import { z } from 'zod';
 import { API_ROUTES } from '../../lib/topology';
-import { batchRequestSchema, taskRequestSchema } from '../core/schemas';
+import { HISTORY_LIMIT } from '../core/task';
+import { batchRequestSchema, listQuerySchema, rescheduleRequestSchema, taskRequestSchema, taskStatusSchema as taskStatus } from '../core/schemas';
 
-const taskStatus = z.enum(['PENDING', 'DELIVERING', 'DELIVERED', 'FAILED', 'CANCELLED']);
 const instant = z.string().meta({ format: 'date-time' });
 const requestSchema = taskRequestSchema({ allowInsecureTargets: false });
 
@@ -33,8 +33,31 @@ export const taskDetailsSchema = createdTaskSchema
     latenessMs: z.number().int().optional().meta({ description: 'Delivery time minus dueAt' }),
     lastError: z.string().optional(),
     cancelledAt: instant.optional(),
+    history: z
+      .array(
+        z.object({
+          attempt: z.number().int(),
+          at: instant,
+          latencyMs: z.number().int().meta({ description: 'How long the target took to answer' }),
+          statusCode: z.number().int().optional().meta({ description: "The webhook's HTTP status, when it answered" }),
+          error: z.string().optional(),
+        }),
+      )
+      .meta({ description: `The latest ${HISTORY_LIMIT} delivery attempts, oldest first` }),
+    rescheduledFrom: z.string().optional().meta({ description: 'The task this one replaced through PATCH' }),
+    rescheduledTo: z.string().optional().meta({ description: 'The task that replaced this one (which is CANCELLED) through PATCH' }),
   })
   .meta({ description: 'A task with its status and delivery facts' });
+
+export const taskListSchema = z
+  .object({
+    tasks: z.array(taskDetailsSchema),
+    nextCursor: z.string().optional().meta({ description: 'Pass as `cursor` for the next page; absent on the last page' }),
+  })
+  .meta({
+    description:
+      'One page: at most `limit` tasks, fewer (even none) when a status filter leaves some out; keep paging while nextCursor is present',
+  });
 
 export const problemSchema = z
   .object({
@@ -78,6 +101,12 @@ const problems = (...statuses: number[]) =>
     ]),
   );
 const idParameter = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
+const queryParameters = Object.entries(z.toJSONSchema(listQuerySchema, { io: 'input' }).properties ?? {}).map(([name, schema]) => ({
+  name,
+  in: 'query',
+  required: false,
+  schema,
+}));
 
 /** The operations, by the same route keys the stack and the local gateway use. */
 const operations: Record<(typeof API_ROUTES)[number], object> = {
@@ -109,6 +138,25 @@ const operations: Record<(typeof API_ROUTES)[number], object> = {
       201: { description: 'Every item created or replayed', content: json(batchResultSchema) },
       207: { description: 'Some items rejected; see each result', content: json(batchResultSchema) },
       ...problems(400),
+    },
+  },
+  'GET /v1/tasks': {
+    operationId: 'listTasks',
+    summary:
+      "The caller's tasks with a bizId, or with a bizType, optionally of one status, in due order (per write shard for a bizType); give bizId or bizType",
+    parameters: queryParameters,
+    responses: { 200: { description: 'One page', content: json(taskListSchema) }, ...problems(400) },
+  },
+  'PATCH /v1/tasks/{id}': {
+    operationId: 'rescheduleTask',
+    summary: 'Reschedule a PENDING task: a new dueAt (or delaySeconds), optionally a new payload',
+    description:
+      'The id encodes the due time, so the task is replaced: the answer is a new task (new id, `rescheduledFrom` the old one) and the old one becomes CANCELLED with `rescheduledTo`. Exactly one of the two is ever delivered. Repeating the same request answers with the same new task; a failed request (5xx) may have taken effect, so repeat it to find out.',
+    parameters: [idParameter],
+    requestBody: { required: true, content: { 'application/json': { schema: z.toJSONSchema(rescheduleRequestSchema, { io: 'input' }) } } },
+    responses: {
+      200: { description: 'The new task that replaces this one', content: json(taskDetailsSchema) },
+      ...problems(400, 404, 409),
     },
   },
   'GET /v1/tasks/{id}': {

@@ -10,15 +10,26 @@ import {
   scheduleTasks,
   type TaskLookupPorts,
 } from '../core/schedule';
-import { batchRequestSchema, type FieldError, issuesToErrors, type NewTask, parseTaskRequest } from '../core/schemas';
+import { decodeCursor, encodeCursor, LIST_LIMITS, type ListPorts, listTasks } from '../core/listing';
+import { rescheduleTask } from '../core/reschedule';
+import {
+  batchRequestSchema,
+  type FieldError,
+  issuesToErrors,
+  listQuerySchema,
+  type NewTask,
+  parseRescheduleRequest,
+  parseTaskRequest,
+} from '../core/schemas';
 import type { Task } from '../core/task';
 import { authenticate, type RequestCounter, type Tenant, type TenantDirectory } from '../core/tenants';
 import { secondOf } from '../core/clock';
 import { type HttpResult, jsonResponse, problem, problemResponse, readJsonBody, validationProblem } from './http';
-import { createdTaskSchema, openApiDocument, taskDetailsSchema } from './openapi';
+import { createdTaskSchema, openApiDocument, taskDetailsSchema, taskListSchema } from './openapi';
 
 export type ApiPorts = SchedulePorts &
-  TaskLookupPorts & {
+  TaskLookupPorts &
+  ListPorts & {
     readonly allowInsecureTargets: boolean;
     readonly tenants: TenantDirectory;
     readonly requestCounter: RequestCounter;
@@ -48,6 +59,9 @@ export function taskView(task: Task): z.infer<typeof taskDetailsSchema> {
     latenessMs: task.latenessMs,
     lastError: task.lastError,
     cancelledAt: isoIfSet(task.cancelledAtMs),
+    history: (task.history ?? []).map(({ atMs, ...attempt }) => ({ ...attempt, at: iso(atMs) })),
+    rescheduledFrom: task.rescheduledFrom,
+    rescheduledTo: task.rescheduledTo,
   };
 }
 
@@ -145,6 +159,53 @@ async function readTask(ports: ApiPorts, tenant: Tenant, id: string): Promise<Ht
   return task ? jsonResponse(200, taskView(task)) : notFound(id);
 }
 
+/** GET /v1/tasks: one page of the tenant's tasks by bizId or bizType; a cursor from anywhere else is a 400. */
+async function listRoute(ports: ApiPorts, tenant: Tenant, event: APIGatewayProxyEventV2): Promise<HttpResult> {
+  const parsed = listQuerySchema.safeParse(event.queryStringParameters ?? {});
+  if (!parsed.success) return problemResponse(validationProblem(issuesToErrors(parsed.error.issues)));
+  const { cursor, limit = LIST_LIMITS.defaultLimit, ...filters } = parsed.data;
+  const after = cursor === undefined ? undefined : decodeCursor(cursor, filters, ports.shardCount);
+  if (cursor !== undefined && !after) {
+    return problemResponse(
+      validationProblem([
+        { path: 'cursor', message: 'is not a cursor this listing issued; pass nextCursor back unchanged with the same bizId or bizType, or start again without it' },
+      ]),
+    );
+  }
+  const page = await listTasks(ports, tenant.id, { ...filters, limit, ...(after && { after }) });
+  return jsonResponse(200, {
+    tasks: page.tasks.map(taskView),
+    ...(page.next && { nextCursor: encodeCursor(page.next) }),
+  } satisfies z.infer<typeof taskListSchema>);
+}
+
+const RESCHEDULE_REFUSALS = {
+  'already-final': 'The task is no longer PENDING, so it cannot be rescheduled; submit a new task instead.',
+  'in-delivery':
+    'A delivery attempt is in progress, so the task may be delivered. Retry in a few minutes: the reschedule succeeds if the attempt failed.',
+  'not-in-effect': 'This task replaces another through a reschedule that has not taken effect yet; retry in a few seconds.',
+  contended: 'The task kept changing while it was being rescheduled; retry the request.',
+} as const;
+
+/** PATCH /v1/tasks/{id}: 200 with the task that replaces this one, the same for a repeat of the request. */
+async function rescheduleRoute(ports: ApiPorts, tenant: Tenant, event: APIGatewayProxyEventV2, id: string): Promise<HttpResult> {
+  const body = readJsonBody(event);
+  if (!body.ok) return problemResponse(body.problem);
+  const parsed = parseRescheduleRequest(body.value, { nowMs: ports.clock.now() });
+  if (!parsed.ok) return problemResponse(validationProblem(parsed.errors));
+  const outcome = await rescheduleTask(ports, tenant.id, id, parsed.value);
+  switch (outcome.kind) {
+    case 'rescheduled':
+      return jsonResponse(200, taskView(outcome.task));
+    case 'not-found':
+      return notFound(id);
+    case 'refused': {
+      const movedOn = outcome.rescheduledTo ? ` It was rescheduled to task ${outcome.rescheduledTo}; reschedule that one.` : '';
+      return problemResponse(problem(409, `reschedule-${outcome.reason}`, `${RESCHEDULE_REFUSALS[outcome.reason]}${movedOn}`));
+    }
+  }
+}
+
 async function deleteTask(ports: ApiPorts, tenant: Tenant, id: string): Promise<HttpResult> {
   const outcome = await cancelTask(ports, tenant.id, id);
   if (outcome.cancelled) {
@@ -203,8 +264,12 @@ export async function route(ports: ApiPorts, event: APIGatewayProxyEventV2): Pro
       return createTask(ports, tenant, event);
     case 'POST /v1/tasks/batch':
       return createTaskBatch(ports, tenant, event);
+    case 'GET /v1/tasks':
+      return listRoute(ports, tenant, event);
     case 'GET /v1/tasks/{id}':
       return readTask(ports, tenant, id);
+    case 'PATCH /v1/tasks/{id}':
+      return rescheduleRoute(ports, tenant, event, id);
     case 'DELETE /v1/tasks/{id}':
       return deleteTask(ports, tenant, id);
     case 'GET /v1/openapi.json':

@@ -2,15 +2,17 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { DELIVERY_LEASE_MS, ENV, MAX_EARLY_WAIT_MS } from '../../lib/topology';
+import { DELIVERY_LEASE_MS, ENV, MAX_EARLY_WAIT_MS, WEBHOOK_CONNECT_TIMEOUT_MS } from '../../lib/topology';
 import { delayRedelivery, SqsDeadLetterQueue } from '../adapters/sqs-queues';
 import { AwsTargetDispatcher } from '../adapters/targets';
+import { WebhookClient } from '../adapters/webhook-client';
 import { eventBridge, sqs, sqsForQueueUrl } from '../commons/clients';
-import { integerEnv, requireEnv } from '../commons/config';
+import { booleanEnv, integerEnv, requireEnv } from '../commons/config';
 import { createLogger } from '../commons/logger';
 import { createMetrics } from '../commons/metrics';
 import { tableFromEnv } from '../commons/stores';
 import type { DeliveryPorts } from '../core/deliver';
+import { addressPolicy } from '../core/egress';
 import { deliverRecords } from './records';
 import { systemClock } from '../core/task';
 
@@ -22,10 +24,14 @@ const deliveryQueueUrl = requireEnv(ENV.deliveryQueueUrl);
 const ports: DeliveryPorts = {
   ...tableFromEnv(),
   targets: new AwsTargetDispatcher({
-    webhookTimeoutMs: integerEnv(ENV.webhookTimeoutMs),
     clock: systemClock,
     sqsFor: sqsForQueueUrl,
     eventBridge,
+    webhooks: new WebhookClient({
+      policy: addressPolicy(booleanEnv(ENV.allowInsecureTargets)),
+      connectTimeoutMs: WEBHOOK_CONNECT_TIMEOUT_MS,
+      totalTimeoutMs: integerEnv(ENV.webhookTimeoutMs),
+    }),
   }),
   deadLetters: new SqsDeadLetterQueue(sqs, requireEnv(ENV.deliveryDlqUrl)),
   clock: systemClock,

@@ -58,6 +58,10 @@ async function deliverRecord(ports: RecordPorts, record: SQSRecord): Promise<boo
       logger.warn('attempt failed; will retry', { ...facts, ...outcome });
       await ports.requeue(record.receiptHandle, outcome.retryAfterSeconds);
       return false;
+    case 'deferred':
+      logger.info('rescheduled task waits for its predecessor to finish a delivery attempt', { ...facts });
+      await ports.requeue(record.receiptHandle, outcome.retryAfterSeconds);
+      return false;
     case 'early':
       await ports.requeue(record.receiptHandle, outcome.retryAfterSeconds);
       return false;

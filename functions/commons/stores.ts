@@ -1,5 +1,5 @@
 import { ENV } from '../../lib/topology';
-import { DynamoClockStore, DynamoIdempotencyStore, DynamoTaskStore } from '../adapters/dynamo-store';
+import { DynamoClockStore, DynamoIdempotencyStore, DynamoTaskIndex, DynamoTaskStore } from '../adapters/dynamo-store';
 import { DynamoRequestCounter, DynamoTenantStore } from '../adapters/dynamo-tenants';
 import { systemClock } from '../core/task';
 import { cachedTenantDirectory, TENANT_CACHE_TTL_MS } from '../core/tenants';
@@ -25,6 +25,7 @@ export function tableFromEnv(env: NodeJS.ProcessEnv = process.env) {
     bucketCount,
     shardCount,
     taskStore: new DynamoTaskStore({ client: dynamo, tableName, bucketCount }),
+    taskIndex: new DynamoTaskIndex({ client: dynamo, tableName, bucketCount }),
     clockStore: new DynamoClockStore({ client: dynamo, tableName }),
     idempotencyStore: new DynamoIdempotencyStore({ client: dynamo, tableName }),
     tenants: cachedTenantDirectory(new DynamoTenantStore({ client: dynamo, tableName }), systemClock, TENANT_CACHE_TTL_MS),

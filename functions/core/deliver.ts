@@ -1,6 +1,7 @@
 import { parseTaskId, taskKey } from './ids';
-import type { Clock, Target, Task, TaskStore } from './task';
-import { expiryAfter } from './task';
+import { handoverTo } from './reschedule';
+import type { Clock, DeliveryAttempt, Target, Task, TaskStore } from './task';
+import { expiryAfter, HISTORY_ERROR_CHARS, HISTORY_LIMIT } from './task';
 import { activeSigningSecrets, type TenantDirectory } from './tenants';
 
 /** What a business system receives: the same fields for a webhook body, an SQS message or an event's detail. */
@@ -15,9 +16,10 @@ export interface Notification {
   readonly payload: unknown;
 }
 
+/** A target's answer; `statusCode` is the webhook's HTTP status, when it answered. */
 export type TargetResult =
-  | { readonly ok: true; readonly detail?: string }
-  | { readonly ok: false; readonly error: string; readonly retryAfterSeconds?: number };
+  | { readonly ok: true; readonly detail?: string; readonly statusCode?: number }
+  | { readonly ok: false; readonly error: string; readonly retryAfterSeconds?: number; readonly statusCode?: number };
 
 /** Whom a delivery is made for: the tenant's current signing secrets and the webhook hosts it allows. */
 export interface Sender {
@@ -60,8 +62,10 @@ export interface DeliveryPorts {
 
 export type DeliveryOutcome =
   | { readonly kind: 'delivered'; readonly attempt: number; readonly latenessMs: number }
-  | { readonly kind: 'skipped'; readonly reason: 'malformed-id' | 'not-claimable' | 'lease-lost' }
+  | { readonly kind: 'skipped'; readonly reason: 'malformed-id' | 'not-claimable' | 'lease-lost' | 'reschedule-abandoned' }
   | { readonly kind: 'early'; readonly retryAfterSeconds: number }
+  /** A rescheduled task whose predecessor is in a delivery attempt: no attempt made, asked again later. */
+  | { readonly kind: 'deferred'; readonly retryAfterSeconds: number }
   | { readonly kind: 'retry'; readonly attempt: number; readonly retryAfterSeconds: number; readonly error: string }
   | { readonly kind: 'failed'; readonly attempt: number; readonly error: string };
 
@@ -98,6 +102,11 @@ async function dispatchFor(ports: DeliveryPorts, task: Task, attempt: number, fi
   return ports.targets.dispatch(task.target, notificationOf(task, attempt, firedAtMs), sender);
 }
 
+/** The history with one more attempt, keeping the latest HISTORY_LIMIT. */
+function withAttempt(history: readonly DeliveryAttempt[] = [], attempt: DeliveryAttempt): DeliveryAttempt[] {
+  return [...history, attempt].slice(-HISTORY_LIMIT);
+}
+
 /** Waits until `dueAtMs` by the injected clock; timers can fire a millisecond early, hence the loop. */
 async function waitUntil(clock: Clock, dueAtMs: number): Promise<void> {
   for (let rest = dueAtMs - clock.now(); rest > 0; rest = dueAtMs - clock.now()) await clock.sleep(rest);
@@ -124,9 +133,33 @@ export async function deliverTask(ports: DeliveryPorts, id: string): Promise<Del
   const task = await taskStore.claimDelivery(key, claimedAtMs, claimedAtMs + ports.leaseMs);
   if (!task) return { kind: 'skipped', reason: 'not-claimable' };
   const attempt = task.attempts;
+  if (task.rescheduledFrom !== undefined) {
+    const handover = await handoverTo(ports, task);
+    if (handover === 'waiting') {
+      await taskStore.finishDelivery(key, attempt, { status: 'RELEASED' });
+      return { kind: 'deferred', retryAfterSeconds: ports.backoffBaseSeconds };
+    }
+    if (handover === 'abandoned') {
+      const nowMs = clock.now();
+      await taskStore.finishDelivery(key, attempt, {
+        status: 'CANCELLED',
+        cancelledAtMs: nowMs,
+        lastError: `the reschedule of task ${task.rescheduledFrom} to this task did not take effect`,
+        expiresAtSeconds: expiryAfter(nowMs, ports.retentionDays),
+      });
+      return { kind: 'skipped', reason: 'reschedule-abandoned' };
+    }
+  }
 
   const firedAtMs = clock.now();
   const result = await dispatchFor(ports, task, attempt, firedAtMs);
+  const history = withAttempt(task.history, {
+    attempt,
+    atMs: firedAtMs,
+    latencyMs: clock.now() - firedAtMs,
+    ...(result.statusCode !== undefined && { statusCode: result.statusCode }),
+    ...(!result.ok && { error: result.error.slice(0, HISTORY_ERROR_CHARS) }),
+  });
   if (result.ok) {
     const latenessMs = firedAtMs - task.dueAtMs;
     await taskStore.finishDelivery(key, attempt, {
@@ -134,6 +167,7 @@ export async function deliverTask(ports: DeliveryPorts, id: string): Promise<Del
       deliveredAtMs: firedAtMs,
       latenessMs,
       expiresAtSeconds: expiryAfter(clock.now(), ports.retentionDays),
+      history,
     });
     return { kind: 'delivered', attempt, latenessMs };
   }
@@ -144,10 +178,11 @@ export async function deliverTask(ports: DeliveryPorts, id: string): Promise<Del
       status: 'FAILED',
       lastError: result.error,
       expiresAtSeconds: expiryAfter(clock.now(), ports.retentionDays),
+      history,
     });
     return { kind: 'failed', attempt, error: result.error };
   }
-  const released = await taskStore.finishDelivery(key, attempt, { status: 'PENDING', lastError: result.error });
+  const released = await taskStore.finishDelivery(key, attempt, { status: 'PENDING', lastError: result.error, history });
   if (!released) return { kind: 'skipped', reason: 'lease-lost' };
   const backoff = backoffSeconds(attempt, ports.backoffBaseSeconds, ports.backoffMaxSeconds);
   const retryAfterSeconds = Math.min(ports.backoffMaxSeconds, Math.max(backoff, result.retryAfterSeconds ?? 0));

@@ -36,7 +36,7 @@ export interface ScheduleResult {
   readonly deferred: number;
 }
 
-type Entry = { task: Task; key: TaskKey };
+export type Entry = { task: Task; key: TaskKey };
 
 function newEntry(ports: SchedulePorts, tenantId: string, request: NewTask, createdAtMs: number, id?: string): Entry {
   const location = id ? parseTaskId(id, ports.shardCount) : { dueAtMs: request.dueAtMs, shard: randomInt(ports.shardCount) };
@@ -54,8 +54,8 @@ function newEntry(ports: SchedulePorts, tenantId: string, request: NewTask, crea
   return { task, key: taskKey(taskId, location, ports.bucketCount) };
 }
 
-/** Stores the task, or, if a concurrent submit with the same key stored it first, takes that one. */
-async function createOrAdopt(ports: SchedulePorts, entry: Entry): Promise<Task> {
+/** Stores the task, or, if a concurrent request that chose the same id stored it first, takes that one. */
+export async function createOrAdopt(ports: Pick<SchedulePorts, 'taskStore'>, entry: Entry): Promise<Task> {
   try {
     await ports.taskStore.create(entry.task, entry.key);
     return entry.task;
@@ -119,7 +119,7 @@ export async function scheduleTasks(
   tenantId: string,
   requests: readonly NewTask[],
 ): Promise<ScheduleResult> {
-  const { taskStore, clockStore, deliveryQueue, clock } = ports;
+  const { taskStore, clock } = ports;
   const createdAtMs = clock.now();
   const outcomes: ScheduleOutcome[] = new Array(requests.length);
   // Entries are built before any write starts, so nothing can throw with writes left unawaited.
@@ -144,16 +144,25 @@ export async function scheduleTasks(
   // Awaited together: a failure on one side must not leave the other's rejection unhandled.
   await Promise.all([writePlain(), ...keyed]);
 
-  const { cursor } = await readClock(clockStore, clock);
-  const late = outcomes.flatMap((outcome) =>
-    (outcome.kind === 'created' || outcome.kind === 'replayed') &&
-    outcome.task.status === 'PENDING' &&
-    outcome.task.attempts === 0 &&
-    secondOf(outcome.task.dueAtMs) < cursor
-      ? [outcome.task]
-      : [],
+  const stored = outcomes.flatMap((outcome) =>
+    outcome.kind === 'created' || outcome.kind === 'replayed' ? [outcome.task] : [],
   );
-  if (late.length === 0) return { outcomes, enqueuedDirect: 0, deferred: 0 };
+  return { outcomes, ...(await handOffLateArrivals(ports, stored)) };
+}
+
+/**
+ * Enqueues the stored tasks whose second a scanner has already claimed (invariant 5: call
+ * it after the write). Returns how many it enqueued, or, if the enqueue failed, how many it
+ * left flagged for the sweeper; throws only when neither could be written.
+ */
+export async function handOffLateArrivals(
+  ports: Pick<SchedulePorts, 'clockStore' | 'deliveryQueue' | 'clock'>,
+  stored: readonly Task[],
+): Promise<Omit<ScheduleResult, 'outcomes'>> {
+  const { clockStore, deliveryQueue, clock } = ports;
+  const { cursor } = await readClock(clockStore, clock);
+  const late = stored.filter((task) => task.status === 'PENDING' && task.attempts === 0 && secondOf(task.dueAtMs) < cursor);
+  if (late.length === 0) return { enqueuedDirect: 0, deferred: 0 };
   const nowMs = clock.now();
   const [sent, flagged] = await Promise.allSettled([
     deliveryQueue.send(toDeliveryMessages(late, nowMs)),
@@ -163,8 +172,8 @@ export async function scheduleTasks(
       secondOf(nowMs) + MARKER_RETENTION_SECONDS,
     ),
   ]);
-  if (sent.status === 'fulfilled') return { outcomes, enqueuedDirect: late.length, deferred: 0 };
-  if (flagged.status === 'fulfilled') return { outcomes, enqueuedDirect: 0, deferred: late.length };
+  if (sent.status === 'fulfilled') return { enqueuedDirect: late.length, deferred: 0 };
+  if (flagged.status === 'fulfilled') return { enqueuedDirect: 0, deferred: late.length };
   throw sent.reason;
 }
 

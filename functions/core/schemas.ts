@@ -5,8 +5,10 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { ABSOLUTE_URL_PROBLEM, addressPolicy, webhookUrlProblem } from './egress';
 import { MAX_ENCODABLE_MS } from './ids';
-import type { Target } from './task';
+import { LIST_LIMITS } from './listing';
+import type { Target, TaskStatus } from './task';
 
 export const LIMITS = {
   payloadBytes: 64 * 1024,
@@ -55,6 +57,8 @@ export function parseIsoInstant(text: string): number | undefined {
 }
 
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,64}$/;
+/** Names that are valid HTTP tokens but are also the keys JavaScript objects inherit through. */
+const OBJECT_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 /** Headers the service sets itself; a caller's copy would forge or break the signed request. */
 const RESERVED_HEADERS = new Set([
@@ -71,7 +75,11 @@ const RESERVED_HEADERS = new Set([
 
 const headersSchema = z
   .record(
-    z.string().regex(HEADER_NAME, "must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)"),
+    z
+      .string()
+      .regex(HEADER_NAME, "must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)")
+      // Checked on the key itself: by the time the record is built, a __proto__ key is gone.
+      .refine((name) => !OBJECT_KEYS.has(name.toLowerCase()), 'is not allowed as a header name'),
     z
       .string()
       .max(LIMITS.headerValueLength, `must be at most ${LIMITS.headerValueLength} characters`)
@@ -92,22 +100,18 @@ const headersSchema = z
 const EVENT_BUS = /^(arn:aws[\w-]*:events:[a-z0-9-]+:\d{12}:event-bus\/)?[/.\-_A-Za-z0-9]{1,256}$/;
 
 function targetSchema(allowInsecureTargets: boolean) {
-  const url = z
-    .string()
-    .max(LIMITS.urlLength, `must be at most ${LIMITS.urlLength} characters`)
-    .refine((text) => URL.canParse(text), 'must be an absolute URL such as https://example.com/hook');
+  const urlText = z.string().max(LIMITS.urlLength, `must be at most ${LIMITS.urlLength} characters`);
+  const url = urlText.refine((value) => URL.canParse(value), ABSOLUTE_URL_PROBLEM);
+  const policy = addressPolicy(allowInsecureTargets);
   return z.discriminatedUnion(
     'type',
     [
       z.strictObject({
         type: z.literal('http'),
-        url: url.refine(
-          (text) => {
-            const protocol = URL.canParse(text) ? new URL(text).protocol : '';
-            return protocol === 'https:' || (allowInsecureTargets && protocol === 'http:');
-          },
-          allowInsecureTargets ? 'must use http:// or https://' : 'must use https://',
-        ),
+        url: urlText.superRefine((value, ctx) => {
+          const problem = webhookUrlProblem(value, policy);
+          if (problem) ctx.addIssue({ code: 'custom', message: problem });
+        }),
         headers: headersSchema.optional(),
       }),
       z.strictObject({
@@ -135,21 +139,37 @@ function targetSchema(allowInsecureTargets: boolean) {
   );
 }
 
+/** Control characters would forge log lines and terminal output wherever these are shown. */
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
+/** With the u flag a surrogate pair is one code point, so this matches only unpaired halves, which no UTF-8 store can hold. */
+const LONE_SURROGATE = /[\ud800-\udfff]/u;
+
 const optionalText = (max: number) =>
-  z.string().min(1, 'must not be empty').max(max, `must be at most ${max} characters`).optional();
+  z
+    .string()
+    .min(1, 'must not be empty')
+    .max(max, `must be at most ${max} characters`)
+    .refine((text) => !LONE_SURROGATE.test(text), 'must be well-formed Unicode (it holds a lone surrogate)')
+    .refine((text) => !CONTROL_CHARACTERS.test(text), 'must not contain control characters')
+    .optional();
+
+/** When a task is due: exactly one of these two, checked against the clock by resolveDueAt. */
+const dueTimeFields = {
+  dueAt: z
+    .union([z.string(), z.number()], { error: 'must be an ISO-8601 date-time string or epoch milliseconds' })
+    .optional(),
+  delaySeconds: z
+    .number({ error: 'must be a number of seconds' })
+    .int('must be a whole number of seconds')
+    .min(0, 'must not be negative')
+    .max(LIMITS.horizonDays * 24 * 3600, `must be at most ${LIMITS.horizonDays} days`)
+    .optional(),
+};
 
 /** The body of POST /v1/tasks, and of each item of POST /v1/tasks/batch. */
 export function taskRequestSchema(options: { allowInsecureTargets: boolean }) {
   return z.strictObject({
-    dueAt: z
-      .union([z.string(), z.number()], { error: 'must be an ISO-8601 date-time string or epoch milliseconds' })
-      .optional(),
-    delaySeconds: z
-      .number({ error: 'must be a number of seconds' })
-      .int('must be a whole number of seconds')
-      .min(0, 'must not be negative')
-      .max(LIMITS.horizonDays * 24 * 3600, `must be at most ${LIMITS.horizonDays} days`)
-      .optional(),
+    ...dueTimeFields,
     target: targetSchema(options.allowInsecureTargets),
     payload: z.unknown().optional(),
     bizType: optionalText(LIMITS.bizTypeLength),
@@ -216,7 +236,7 @@ function fingerprintOf(request: Record<string, unknown>): string {
 }
 
 /** Resolves dueAt or delaySeconds to epoch milliseconds, or says what is wrong with dueAt. */
-function resolveDueAt(request: TaskRequest, nowMs: number): number | string {
+function resolveDueAt(request: Pick<TaskRequest, 'dueAt' | 'delaySeconds'>, nowMs: number): number | string {
   if (request.dueAt !== undefined && request.delaySeconds !== undefined) {
     return 'give either dueAt or delaySeconds, not both';
   }
@@ -235,6 +255,8 @@ function resolveDueAt(request: TaskRequest, nowMs: number): number | string {
   return dueAtMs;
 }
 
+const PAYLOAD_TOO_LARGE = `must be at most ${LIMITS.payloadBytes} bytes of JSON`;
+
 /** Validates one task request against the contract and the clock. */
 export function parseTaskRequest(
   body: unknown,
@@ -251,9 +273,7 @@ export function parseTaskRequest(
   const dueAtMs = resolveDueAt(request, options.nowMs);
   if (typeof dueAtMs === 'string') return fieldError('dueAt', dueAtMs);
   const payloadJson = JSON.stringify(request.payload ?? null);
-  if (Buffer.byteLength(payloadJson) > LIMITS.payloadBytes) {
-    return fieldError('payload', `must be at most ${LIMITS.payloadBytes} bytes of JSON`);
-  }
+  if (Buffer.byteLength(payloadJson) > LIMITS.payloadBytes) return fieldError('payload', PAYLOAD_TOO_LARGE);
   return {
     ok: true,
     value: {
@@ -275,3 +295,56 @@ export const batchRequestSchema = z.strictObject({
     .min(1, 'must hold at least one task')
     .max(LIMITS.batchItems, `must hold at most ${LIMITS.batchItems} tasks`),
 });
+
+/** The body of PATCH /v1/tasks/{id}: a new due time, and optionally a new payload (the target stays). */
+export const rescheduleRequestSchema = z.strictObject({ ...dueTimeFields, payload: z.unknown().optional() });
+
+/** A validated reschedule: the new due time, the new payload if one was sent, and the request's fingerprint. */
+export interface Reschedule {
+  readonly dueAtMs: number;
+  readonly payloadJson?: string;
+  readonly fingerprint: string;
+}
+
+/** Validates a reschedule request against the contract and the clock. */
+export function parseRescheduleRequest(body: unknown, options: { nowMs: number }): Parsed<Reschedule> {
+  const parsed = rescheduleRequestSchema.safeParse(body);
+  if (!parsed.success) return { ok: false, errors: issuesToErrors(parsed.error.issues) };
+  const request = parsed.data;
+  const dueAtMs = resolveDueAt(request, options.nowMs);
+  if (typeof dueAtMs === 'string') return { ok: false, errors: [{ path: 'dueAt', message: dueAtMs }] };
+  // Absent means "keep the payload"; JSON cannot send undefined, so a sent null is a new payload.
+  const payloadJson = 'payload' in request ? JSON.stringify(request.payload ?? null) : undefined;
+  if (payloadJson !== undefined && Buffer.byteLength(payloadJson) > LIMITS.payloadBytes) {
+    return { ok: false, errors: [{ path: 'payload', message: PAYLOAD_TOO_LARGE }] };
+  }
+  return {
+    ok: true,
+    value: { dueAtMs, fingerprint: fingerprintOf(request), ...(payloadJson !== undefined && { payloadJson }) },
+  };
+}
+
+export const TASK_STATUSES = ['PENDING', 'DELIVERING', 'DELIVERED', 'FAILED', 'CANCELLED'] as const satisfies readonly TaskStatus[];
+export const taskStatusSchema = z.enum(TASK_STATUSES, { error: `must be one of ${TASK_STATUSES.join(', ')}` });
+
+/** The query string of GET /v1/tasks (API Gateway hands every parameter over as a string). */
+export const listQuerySchema = z
+  .strictObject({
+    bizId: optionalText(LIMITS.bizIdLength),
+    bizType: optionalText(LIMITS.bizTypeLength),
+    status: taskStatusSchema.optional(),
+    limit: z
+      .string()
+      .regex(/^\d{1,3}$/, `must be a whole number from 1 to ${LIST_LIMITS.maxLimit}`)
+      .transform(Number)
+      .pipe(z.number().min(1, 'must be at least 1').max(LIST_LIMITS.maxLimit, `must be at most ${LIST_LIMITS.maxLimit}`))
+      .optional(),
+    cursor: z.string().max(512, 'is not a cursor this listing issued; start again without it').optional(),
+  })
+  .refine((query) => query.bizId !== undefined || query.bizType !== undefined, {
+    path: ['bizType'],
+    message:
+      'give bizType or bizId: tasks are listed by business type or business id (tasks submitted with neither are not indexed)',
+  });
+
+export type ListQuery = z.output<typeof listQuerySchema>;

@@ -16,20 +16,27 @@ export const LOCAL_REGION = 'us-east-1';
 /** dynalite and fauxqs accept any credentials; the SDK only insists that there are some. */
 export const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
 
-/** Creates the task table as the stack defines it: string pk and sk, on demand. */
+/** Creates the task table as the stack defines it: string pk and sk, on demand, with the indexes of TABLE. */
 export async function createTaskTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  const indexes = Object.values(TABLE.indexes);
+  const keyAttributes = new Set([TABLE.partitionKey, TABLE.sortKey, ...indexes.flatMap((index) => [index.partitionKey, index.sortKey])]);
   await client.send(
     new CreateTableCommand({
       TableName: tableName,
       BillingMode: 'PAY_PER_REQUEST',
-      AttributeDefinitions: [
-        { AttributeName: TABLE.partitionKey, AttributeType: 'S' },
-        { AttributeName: TABLE.sortKey, AttributeType: 'S' },
-      ],
+      AttributeDefinitions: [...keyAttributes].map((name) => ({ AttributeName: name, AttributeType: 'S' })),
       KeySchema: [
         { AttributeName: TABLE.partitionKey, KeyType: 'HASH' },
         { AttributeName: TABLE.sortKey, KeyType: 'RANGE' },
       ],
+      GlobalSecondaryIndexes: indexes.map((index) => ({
+        IndexName: index.name,
+        KeySchema: [
+          { AttributeName: index.partitionKey, KeyType: 'HASH' },
+          { AttributeName: index.sortKey, KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: index.projection },
+      })),
     }),
   );
 }

@@ -49,6 +49,12 @@ async function readBody(request: IncomingMessage): Promise<Buffer | undefined> {
   return Buffer.concat(chunks);
 }
 
+function queryParameters(search: URLSearchParams): Record<string, string> {
+  const joined: Record<string, string> = {};
+  for (const name of new Set(search.keys())) joined[name] = search.getAll(name).join(',');
+  return joined;
+}
+
 function toEvent(
   request: IncomingMessage,
   url: URL,
@@ -69,7 +75,8 @@ function toEvent(
     rawPath: url.pathname,
     rawQueryString: url.search.slice(1),
     headers,
-    queryStringParameters: Object.fromEntries(url.searchParams),
+    // API Gateway joins a repeated parameter's values with commas, and leaves the field out when there are none.
+    ...(url.search.length > 1 && { queryStringParameters: queryParameters(url.searchParams) }),
     pathParameters,
     isBase64Encoded: false,
     body: body.toString('utf8'),

@@ -50,7 +50,10 @@ export interface LocalTimerOptions {
   readonly dataDir?: string;
   /** API port; 0 picks a free one. */
   readonly port?: number;
-  /** Overrides of the deployment settings (local mode always allows http:// webhooks). */
+  /**
+   * Overrides of the deployment settings; local mode sets `allowInsecureTargets` (http:// and
+   * private-address webhooks) unless told otherwise.
+   */
   readonly settings?: Partial<TimerSettings>;
   /** Powertools log level for the handlers, e.g. INFO or ERROR. */
   readonly logLevel?: string;
@@ -232,6 +235,8 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   const tenantStore = new DynamoTenantStore({ client: dynamo, tableName: LOCAL_TABLE_NAME });
   const devTenant = await ensureDevTenant(tenantStore, options.dataDir, Date.now());
 
+  // The target allow-lists (ENV.allowedQueueArns, ENV.allowedEventBusArns) stay unset, which means
+  // any queue or event bus: local targets are fauxqs queues, whose URLs name no ARN, and the sink.
   const resources = {
     [ENV.tableName]: LOCAL_TABLE_NAME,
     [ENV.tickQueueUrl]: queues.tick.url,
@@ -262,6 +267,12 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     countRequests(client, counts);
   const onError = (source: string) => (error: unknown) => logLine('ERROR', `${source} failed`, describeError(error));
 
+  if (settings.allowInsecureTargets) {
+    logLine(
+      'WARN',
+      'local mode accepts http:// webhooks and delivers to loopback and private addresses; the cloud stack allows only https:// to public hosts',
+    );
+  }
   const recovered = await requeueLostTasks(dynamo, queues.delivery.url, sqs);
   if (recovered > 0)
     logLine('WARN', 're-enqueued tasks whose queue messages were lost with the last run', { recovered });

@@ -87,6 +87,47 @@ describe('Class: TimerClient (against local mode)', () => {
     expect(Object.keys(document.paths)).toContain('/v1/tasks/{id}');
   });
 
+  it('lists tasks by bizType page after page, and by status', async () => {
+    // Prepare
+    const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey });
+    const result = await client.scheduleBatch(
+      Array.from({ length: 12 }, () => ({ delaySeconds: 600, target: { type: 'http' as const, url: receiver.url('/hook') }, bizType: 'e2e-list' })),
+    );
+    const ids = result.results.flatMap((item) => ('task' in item ? [item.task.id] : []));
+    await client.cancel(ids[0] ?? '');
+
+    // Act
+    const listed: string[] = [];
+    for await (const task of client.tasks({ bizType: 'e2e-list', limit: 5 })) listed.push(task.id);
+    const cancelled = await client.list({ bizType: 'e2e-list', status: 'CANCELLED' });
+    const forged = await client.list({ bizType: 'e2e-list', cursor: 'not-a-cursor' }).catch((error: unknown) => error);
+
+    // Assess
+    expect(listed.sort()).toEqual([...ids].sort());
+    expect(cancelled.tasks.map((task) => task.id)).toEqual([ids[0]]);
+    expect((forged as TimerApiError).problem?.errors?.[0]?.path).toBe('cursor');
+  });
+
+  it('reschedules a task: the old one is cancelled, the new one is delivered with its history', async () => {
+    // Prepare
+    const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey });
+    const original = await client.schedule({ delaySeconds: 600, target: { type: 'http', url: receiver.url('/hook') }, payload: { v: 1 } });
+
+    // Act
+    const moved = await client.reschedule(original.id, { delaySeconds: 1, payload: { v: 2 } });
+    const again = await client.reschedule(original.id, { delaySeconds: 1, payload: { v: 2 } });
+    await eventually('the rescheduled task to be delivered', async () => (await client.get(moved.id))?.status === 'DELIVERED');
+    const old = await client.get(original.id);
+    const delivered = await client.get(moved.id);
+
+    // Assess
+    expect(moved).toMatchObject({ rescheduledFrom: original.id, status: 'PENDING', payload: { v: 2 } });
+    expect(again.id).toBe(moved.id);
+    expect(old).toMatchObject({ status: 'CANCELLED', rescheduledTo: moved.id });
+    expect(delivered?.history).toEqual([expect.objectContaining({ attempt: 1, statusCode: 204 })]);
+    expect(receiver.receipts.filter((receipt) => receipt.body.id === original.id)).toEqual([]);
+  });
+
   it('reports each batch item on its own', async () => {
     // Prepare
     const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey });

@@ -12,21 +12,24 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import { DynamoClockStore, DynamoIdempotencyStore, DynamoTaskStore } from '../../functions/adapters/dynamo-store';
+import { DynamoClockStore, DynamoIdempotencyStore, DynamoTaskIndex, DynamoTaskStore } from '../../functions/adapters/dynamo-store';
 import { DynamoRequestCounter, DynamoTenantStore } from '../../functions/adapters/dynamo-tenants';
 import { delayRedelivery, SqsDeadLetterQueue, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
 import { AwsTargetDispatcher } from '../../functions/adapters/targets';
+import { WebhookClient } from '../../functions/adapters/webhook-client';
 import { type ApiPorts, route } from '../../functions/api/routes';
 import { deliverRecords, type RecordPorts } from '../../functions/callback/records';
 import { createLogger } from '../../functions/commons/logger';
 import { createMetrics } from '../../functions/commons/metrics';
 import type { DeliveryPorts } from '../../functions/core/deliver';
+import { addressPolicy } from '../../functions/core/egress';
 import { runScanner, type ScanPorts } from '../../functions/core/scan';
 import { generateSigningSecret } from '../../functions/core/signature';
 import { sweep } from '../../functions/core/sweep';
 import type { Clock } from '../../functions/core/task';
 import { cachedTenantDirectory, newApiKey, newTenant, TENANT_CACHE_TTL_MS } from '../../functions/core/tenants';
 import { startQueuePollers } from '../../lib/local/queue-poller';
+import { WEBHOOK_CONNECT_TIMEOUT_MS } from '../../lib/topology';
 import { type Emulators, startEmulators } from '../support/emulators';
 import { type Responder, startWebhookReceiver } from '../support/webhook-receiver';
 
@@ -133,6 +136,7 @@ export async function startHarness(options: HarnessOptions = {}) {
       tenantStore: new DynamoTenantStore({ client: dynamo, tableName }),
       requestCounter: new DynamoRequestCounter({ client: dynamo, tableName }),
       taskStore: new DynamoTaskStore({ client: dynamo, tableName, bucketCount: BUCKETS }),
+      taskIndex: new DynamoTaskIndex({ client: dynamo, tableName, bucketCount: BUCKETS }),
       clockStore: new DynamoClockStore({ client: dynamo, tableName }),
       idempotencyStore: new DynamoIdempotencyStore({ client: dynamo, tableName }),
       deliveryQueue: sqsDeliveryQueue(sqs, delivery.url),
@@ -157,10 +161,15 @@ export async function startHarness(options: HarnessOptions = {}) {
     ...callbackParts,
     tenants: directory(callbackParts),
     targets: new AwsTargetDispatcher({
-      webhookTimeoutMs: options.webhookTimeoutMs ?? 1000,
       clock: callbackParts.clock,
       sqsFor: () => callbackParts.sqs,
       eventBridge: new EventBridgeClient({ region: 'us-east-1' }),
+      // The receiver listens on loopback over http, which only local mode's policy reaches.
+      webhooks: new WebhookClient({
+        policy: addressPolicy(true),
+        connectTimeoutMs: WEBHOOK_CONNECT_TIMEOUT_MS,
+        totalTimeoutMs: options.webhookTimeoutMs ?? 1000,
+      }),
     }),
     deadLetters: new SqsDeadLetterQueue(callbackParts.sqs, dlq.url),
     maxAttempts: options.maxAttempts ?? 6,

@@ -9,7 +9,7 @@ import {
   type Sender,
   type TargetResult,
 } from '../../functions/core/deliver';
-import type { Task } from '../../functions/core/task';
+import { HISTORY_LIMIT, type Task } from '../../functions/core/task';
 import type { Tenant } from '../../functions/core/tenants';
 import { aTask, aTenant, FakeTaskStore, fakeTenantDirectory, ManualClock } from './fakes';
 
@@ -286,6 +286,72 @@ describe('Function: deliverTask', () => {
     expect(outcome).toEqual({ kind: 'skipped', reason: 'malformed-id' });
     expect(claimDelivery).not.toHaveBeenCalled();
     expect(calls).toHaveLength(0);
+  });
+});
+
+describe('Function: deliverTask (history)', () => {
+  it('records each attempt with its time, status code, latency and error in the write of its outcome', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 1);
+    const { ports, stored } = deliveryPorts(task, { nowMs: DUE_AT_MS, result: { ok: false, error: 'HTTP 503 from hooks.example.com', statusCode: 503 } });
+
+    // Act
+    await deliverTask(ports, task.id);
+
+    // Assess
+    expect(stored()?.history).toEqual([
+      { attempt: 1, atMs: DUE_AT_MS, latencyMs: 0, statusCode: 503, error: 'HTTP 503 from hooks.example.com' },
+    ]);
+  });
+
+  it(`keeps only the latest ${HISTORY_LIMIT} attempts`, async () => {
+    // Prepare: a task with a full history.
+    const history = Array.from({ length: HISTORY_LIMIT }, (_, index) => ({ attempt: index + 1, atMs: index, latencyMs: 1 }));
+    const task = aTask(DUE_AT_MS, 1, { history, attempts: HISTORY_LIMIT });
+    const { ports, stored } = deliveryPorts(task, { nowMs: DUE_AT_MS, result: { ok: true, statusCode: 204 } });
+
+    // Act
+    await deliverTask({ ...ports, maxAttempts: 100 }, task.id);
+
+    // Assess
+    const kept = stored()?.history ?? [];
+    expect(kept).toHaveLength(HISTORY_LIMIT);
+    expect(kept[0]?.attempt).toBe(2);
+    expect(kept.at(-1)).toEqual({ attempt: HISTORY_LIMIT + 1, atMs: DUE_AT_MS, latencyMs: 0, statusCode: 204 });
+  });
+});
+
+describe('Function: deliverTask (rescheduled tasks)', () => {
+  const old = aTask(DUE_AT_MS - 60_000, 0);
+
+  it('gives the lease back uncounted and asks again later while the predecessor is in a delivery attempt', async () => {
+    // Prepare
+    const successor = aTask(DUE_AT_MS, 1, { rescheduledFrom: old.id });
+    const { ports, calls, stored } = deliveryPorts(successor, { nowMs: DUE_AT_MS });
+    ports.taskStore.tasks.set(old.id, { ...old, status: 'DELIVERING', rescheduleIntent: { taskId: successor.id, fingerprint: 'f' } });
+
+    // Act
+    const outcome = await deliverTask(ports, successor.id);
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'deferred', retryAfterSeconds: ports.backoffBaseSeconds });
+    expect(calls).toEqual([]);
+    expect(stored()).toMatchObject({ status: 'PENDING', attempts: 0 });
+  });
+
+  it('cancels a successor whose predecessor was cancelled without handing over to it', async () => {
+    // Prepare
+    const successor = aTask(DUE_AT_MS, 1, { rescheduledFrom: old.id });
+    const { ports, calls, stored } = deliveryPorts(successor, { nowMs: DUE_AT_MS });
+    ports.taskStore.tasks.set(old.id, { ...old, status: 'CANCELLED', rescheduleIntent: { taskId: successor.id, fingerprint: 'f' } });
+
+    // Act
+    const outcome = await deliverTask(ports, successor.id);
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'skipped', reason: 'reschedule-abandoned' });
+    expect(calls).toEqual([]);
+    expect(stored()?.status).toBe('CANCELLED');
   });
 });
 

@@ -184,7 +184,7 @@ describe('Class: DynamoTaskStore', () => {
       // Assess
       expect(ddbMock.commandCalls(PutCommand)[0]?.args[0].input).toEqual({
         TableName: TABLE,
-        Item: itemOf(task, { bizId: 'o-1' }),
+        Item: itemOf(task, { bizId: 'o-1', bizIdKey: `${task.tenantId}#o-1` }),
         ConditionExpression: 'attribute_not_exists(pk)',
       });
     });
@@ -288,12 +288,12 @@ describe('Class: DynamoTaskStore', () => {
       ddbMock.on(UpdateCommand).rejects(conditionFailed());
 
       // Act
-      const finished = await taskStore.finishDelivery(keyOf(task), 3, { status: 'PENDING', lastError: 'HTTP 500' });
+      const finished = await taskStore.finishDelivery(keyOf(task), 3, { status: 'PENDING', history: [], lastError: 'HTTP 500' });
 
       // Assess
       expect(finished).toBe(false);
       const input = ddbMock.commandCalls(UpdateCommand)[0]?.args[0].input;
-      expect(input?.ConditionExpression).toBe('#status = :delivering AND attempts = :attempt');
+      expect(input?.ConditionExpression).toBe('#status = :delivering AND #attempts = :attempt');
       expect(input?.ExpressionAttributeValues).toMatchObject({ ':attempt': 3, ':status': 'PENDING' });
       expect(input?.UpdateExpression).toContain('REMOVE leaseUntilMs');
     });

@@ -16,6 +16,7 @@ import type {
   DueTask,
   IdempotencyRecord,
   IdempotencyStore,
+  RescheduleIntent,
   Task,
   TaskStore,
   Watermark,
@@ -151,7 +152,30 @@ export class FakeTaskStore implements TaskStore {
   async finishDelivery(key: TaskKey, attempt: number, outcome: DeliveryRecord): Promise<boolean> {
     const task = this.tasks.get(idOf(key));
     if (task?.status !== 'DELIVERING' || task.attempts !== attempt) return false;
-    this.tasks.set(task.id, { ...task, ...outcome, leaseUntilMs: undefined });
+    const finished: Task =
+      outcome.status === 'RELEASED' ? { ...task, status: 'PENDING', attempts: attempt - 1 } : { ...task, ...outcome };
+    this.tasks.set(task.id, { ...finished, leaseUntilMs: undefined });
+    return true;
+  }
+
+  async recordRescheduleIntent(key: TaskKey, tenantId: string, intent: RescheduleIntent, priorIntentTaskId?: string): Promise<boolean> {
+    const task = this.tasks.get(idOf(key));
+    if (task?.status !== 'PENDING' || task.tenantId !== tenantId || task.rescheduleIntent?.taskId !== priorIntentTaskId) return false;
+    this.tasks.set(task.id, { ...task, rescheduleIntent: intent });
+    return true;
+  }
+
+  async commitReschedule(key: TaskKey, toTaskId: string, nowMs: number): Promise<boolean> {
+    const task = this.tasks.get(idOf(key));
+    if (task?.status !== 'PENDING' || task.rescheduleIntent?.taskId !== toTaskId) return false;
+    this.tasks.set(task.id, { ...task, status: 'CANCELLED', cancelledAtMs: nowMs, rescheduledTo: toTaskId });
+    return true;
+  }
+
+  async withdrawRescheduleIntent(key: TaskKey, toTaskId: string): Promise<boolean> {
+    const task = this.tasks.get(idOf(key));
+    if (task?.rescheduleIntent?.taskId !== toTaskId || task.rescheduledTo !== undefined) return false;
+    this.tasks.set(task.id, { ...task, rescheduleIntent: undefined });
     return true;
   }
 

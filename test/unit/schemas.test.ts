@@ -123,6 +123,27 @@ describe('Function: parseTaskRequest', () => {
     expect(outcome(body, LOCAL)).toEqual({ dueAtMs: NOW_MS + 1000 });
   });
 
+  it('rejects a webhook on the metadata address in the cloud, saying why and what to do, but accepts it in local mode', () => {
+    // Prepare
+    const body = { delaySeconds: 1, target: { type: 'http', url: 'https://0xa9fea9fe/latest/meta-data/' } };
+
+    // Act
+    const cloud = parseTaskRequest(body, CLOUD);
+
+    // Assess
+    expect(cloud).toEqual({
+      ok: false,
+      errors: [
+        {
+          path: 'target.url',
+          message:
+            "must not point at 169.254.169.254, which is the cloud instance metadata address (169.254.169.254/32); use your webhook's public host name",
+        },
+      ],
+    });
+    expect(outcome(body, LOCAL)).toEqual({ dueAtMs: NOW_MS + 1000 });
+  });
+
   it('rejects a caller header that would override the signature', () => {
     // Prepare
     const body = request({ delaySeconds: 1, target: { ...TARGET, headers: { 'Webhook-Signature': 'v1,forged' } } });

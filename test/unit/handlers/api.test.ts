@@ -1,9 +1,11 @@
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import {
+  BatchGetCommand,
   BatchWriteCommand,
   DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
+  QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
@@ -24,7 +26,7 @@ const { apiKey: API_KEY, record: KEY_RECORD } = newApiKey(TENANT.id, Date.now())
 
 function apiEvent(
   routeKey: string,
-  options: { body?: string; id?: string; authorization?: string } = {},
+  options: { body?: string; id?: string; authorization?: string; query?: Record<string, string> } = {},
 ): APIGatewayProxyEventV2 {
   return {
     version: '2.0',
@@ -39,12 +41,13 @@ function apiEvent(
     isBase64Encoded: false,
     ...(options.body !== undefined && { body: options.body }),
     ...(options.id !== undefined && { pathParameters: { id: options.id } }),
+    ...(options.query !== undefined && { queryStringParameters: options.query }),
   };
 }
 
 async function call(
   routeKey: string,
-  options: { body?: unknown; rawBody?: string; id?: string; authorization?: string } = {},
+  options: { body?: unknown; rawBody?: string; id?: string; authorization?: string; query?: Record<string, string> } = {},
 ) {
   const body = options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
   const response = await handler(apiEvent(routeKey, { ...options, body }), lambdaContext(10_000));
@@ -261,6 +264,48 @@ describe('Function: api handler', () => {
     expect(response.json.errors.map((error: { path: string }) => error.path)).toEqual(['tasks']);
     expect(ddbMock.commandCalls(PutCommand)).toHaveLength(0);
     expect(ddbMock.commandCalls(BatchWriteCommand)).toHaveLength(0);
+  });
+
+  it("lists by bizId from the caller's own index partition and reads the tasks it names", async () => {
+    // Prepare
+    const dueAtMs = Date.now() + 60_000;
+    const id = newTaskId({ dueAtMs, shard: 1 });
+    const sk = `${String(dueAtMs).padStart(15, '0')}#${id}`;
+    ddbMock.on(QueryCommand).resolves({ Items: [{ pk: 'B#x#1', sk, bizIdKey: `${TENANT.id}#order-7` }] });
+    ddbMock.on(BatchGetCommand).resolves({
+      Responses: {
+        [TABLE_NAME]: [
+          { pk: 'B#x#1', sk, id, tenantId: TENANT.id, status: 'PENDING', dueAtMs, createdAtMs: dueAtMs, target: TARGET, payload: 'null', attempts: 0, bizId: 'order-7' },
+        ],
+      },
+    });
+
+    // Act
+    const response = await call('GET /v1/tasks', { query: { bizId: 'order-7', limit: '10' } });
+
+    // Assess
+    expect(response.statusCode).toBe(200);
+    expect(response.json).toEqual({ tasks: [expect.objectContaining({ id, bizId: 'order-7', history: [] })] });
+    expect(ddbMock.commandCalls(QueryCommand).map((query) => query.args[0].input)).toEqual([
+      expect.objectContaining({
+        IndexName: 'byBizId',
+        ExpressionAttributeValues: { ':partition': `${TENANT.id}#order-7` },
+        Limit: 10,
+      }),
+    ]);
+  });
+
+  it('refuses a reschedule with both dueAt and delaySeconds, naming the field, and writes nothing', async () => {
+    // Act
+    const response = await call('PATCH /v1/tasks/{id}', {
+      id: newTaskId({ dueAtMs: Date.now() + 60_000, shard: 0 }),
+      body: { delaySeconds: 60, dueAt: Date.now() + 120_000 },
+    });
+
+    // Assess
+    expect(response.statusCode).toBe(400);
+    expect(response.json.errors).toEqual([{ path: 'dueAt', message: 'give either dueAt or delaySeconds, not both' }]);
+    expect(ddbMock.commandCalls(PutCommand)).toHaveLength(0);
   });
 
   it.each([

@@ -1,9 +1,17 @@
-/** `timer schedule`, `timer get`, `timer cancel`: tasks through the HTTP API, as the calling tenant. */
-import { parseIsoInstant } from '../../functions/core/schemas';
-import { type ApiProblem, type TaskDetails, TimerApiError, type TaskRequest, type TimerClient } from '../client';
+/** `timer schedule`, `get`, `cancel` and `list`: tasks through the HTTP API, as the calling tenant. */
+import { LIST_LIMITS } from '../../functions/core/listing';
+import { parseIsoInstant, TASK_STATUSES } from '../../functions/core/schemas';
+import {
+  type ApiProblem,
+  type TaskDetails,
+  type TaskListQuery,
+  TimerApiError,
+  type TaskRequest,
+  type TimerClient,
+} from '../client';
 import { COMMON_OPTIONS, type Command, CommandFailed, command, UsageError } from './command';
 import { API_OPTIONS, type ApiConnection, connectToApi } from './connect';
-import { type CliIo, fields } from './io';
+import { type CliIo, fields, table } from './io';
 
 const CLIENT_OPTIONS = { ...API_OPTIONS, ...COMMON_OPTIONS } as const;
 const TASK_ID_ARGUMENT = { name: 'id', description: 'The task id, as `timer schedule` printed it' } as const;
@@ -19,6 +27,9 @@ const FLAG_OF_FIELD: Readonly<Record<string, string>> = {
   bizType: '--biz-type',
   bizId: '--biz-id',
   idempotencyKey: '--idempotency-key',
+  status: '--status',
+  limit: '--limit',
+  cursor: '--cursor',
 };
 
 function problemText(problem: ApiProblem): string {
@@ -190,4 +201,78 @@ const cancel = command({
   },
 });
 
-export const TASK_COMMANDS: readonly Command[] = [schedule, get, cancel];
+const isTaskStatus = (text: string): text is (typeof TASK_STATUSES)[number] =>
+  (TASK_STATUSES as readonly string[]).includes(text);
+
+function listQueryOf(options: {
+  readonly 'biz-id'?: string;
+  readonly 'biz-type'?: string;
+  readonly status?: string;
+  readonly limit?: string;
+  readonly cursor?: string;
+}): TaskListQuery {
+  const { 'biz-id': bizId, 'biz-type': bizType, status, limit, cursor } = options;
+  if (bizId === undefined && bizType === undefined) {
+    throw new UsageError('give --biz-id or --biz-type: tasks are listed by business id or type (tasks submitted with neither are not indexed)');
+  }
+  if (status !== undefined && !isTaskStatus(status)) {
+    throw new UsageError(`--status must be one of ${TASK_STATUSES.join(', ')} (got "${status}")`);
+  }
+  if (limit !== undefined && !(/^\d+$/.test(limit) && Number(limit) >= 1 && Number(limit) <= LIST_LIMITS.maxLimit)) {
+    throw new UsageError(`--limit must be a whole number from 1 to ${LIST_LIMITS.maxLimit} (got "${limit}")`);
+  }
+  return {
+    ...(bizId !== undefined && { bizId }),
+    ...(bizType !== undefined && { bizType }),
+    ...(status !== undefined && { status }),
+    ...(limit !== undefined && { limit: Number(limit) }),
+    ...(cursor !== undefined && { cursor }),
+  };
+}
+
+function tasksTable(tasks: readonly TaskDetails[]): string {
+  return table(
+    ['ID', 'STATUS', 'DUE', 'BIZ TYPE', 'BIZ ID', 'ATTEMPTS', 'TARGET'],
+    tasks.map((task) => [
+      task.id,
+      task.status,
+      task.dueAt,
+      task.bizType ?? '-',
+      task.bizId ?? '-',
+      String(task.attempts),
+      targetText(task.target),
+    ]),
+  );
+}
+
+const list = command({
+  name: 'list',
+  summary: "List the tenant's tasks of one business id or type, optionally of one status",
+  usage: '(--biz-id I | --biz-type T) [--status S] [--limit N] [--cursor C | --all]',
+  details: `Only tasks submitted with a bizId or bizType are listed. A page holds at most --limit tasks (default ${LIST_LIMITS.defaultLimit}), fewer when --status leaves some out. A task submitted a moment ago may not be listed yet.`,
+  arguments: [],
+  options: {
+    'biz-id': { type: 'string', placeholder: 'I', description: 'Tasks with this bizId' },
+    'biz-type': { type: 'string', placeholder: 'T', description: 'Tasks with this bizType' },
+    status: { type: 'string', placeholder: 'S', description: `Only tasks in this status: ${TASK_STATUSES.join(', ')}` },
+    limit: { type: 'string', placeholder: 'N', description: `Tasks a page, 1 to ${LIST_LIMITS.maxLimit}` },
+    cursor: { type: 'string', placeholder: 'C', description: 'Continue where the previous page ended (it prints the cursor)' },
+    all: { type: 'boolean', description: 'Every page, not only the first' },
+    ...CLIENT_OPTIONS,
+  },
+  async run(call) {
+    const query = listQueryOf(call.options);
+    if (call.options.all && query.cursor !== undefined) throw new UsageError('give --cursor or --all, not both');
+    const page = await callApi(call.options, call.io, async (client) => {
+      if (!call.options.all) return client.list(query);
+      const tasks: TaskDetails[] = [];
+      for await (const task of client.tasks(query)) tasks.push(task);
+      return { tasks };
+    });
+    const more = page.nextCursor === undefined ? [] : ['', `More tasks: run the same command with --cursor ${page.nextCursor}, or with --all.`];
+    const found = page.tasks.length > 0 ? tasksTable(page.tasks) : more.length > 0 ? 'No tasks on this page: --status left them out.' : 'No tasks match.';
+    call.output(page, [found, ...more].join('\n'));
+  },
+});
+
+export const TASK_COMMANDS: readonly Command[] = [schedule, get, cancel, list];

@@ -104,6 +104,29 @@ describe('Command: timer tenants create, then the task commands with its key', (
     expect(listed.stdout).not.toContain(apiKey.slice(-43));
   });
 
+  it("lists a business id's tasks a page at a time, or all of them", async () => {
+    // Prepare
+    const { apiKey } = await createTenant('wayne');
+    for (const delay of ['1h', '2h', '3h']) {
+      await timerCli('schedule', '--in', delay, '--url', inbox(), '--biz-id', 'order-77', '--biz-type', 'order', '--api-key', apiKey);
+    }
+    const listAll = () => timerCli('list', '--biz-id', 'order-77', '--all', '--api-key', apiKey, '--json');
+    // The listing indexes are eventually consistent.
+    await eventually('the three tasks to be listed', async () => (JSON.parse((await listAll()).stdout) as { tasks: unknown[] }).tasks.length === 3);
+
+    // Act
+    const firstPage = await timerCli('list', '--biz-id', 'order-77', '--limit', '2', '--api-key', apiKey);
+    const cursor = /--cursor (\S+),/.exec(firstPage.stdout)?.[1] ?? '';
+    const secondPage = await timerCli('list', '--biz-id', 'order-77', '--limit', '2', '--cursor', cursor, '--api-key', apiKey, '--json');
+    const delivered = await timerCli('list', '--biz-id', 'order-77', '--status', 'DELIVERED', '--all', '--api-key', apiKey);
+
+    // Assess
+    expect(firstPage.code).toBe(0);
+    expect(firstPage.stdout.match(/PENDING/g)).toHaveLength(2);
+    expect(JSON.parse(secondPage.stdout)).toMatchObject({ tasks: [expect.objectContaining({ bizId: 'order-77' })] });
+    expect(delivered.stdout).toBe('No tasks match.\n');
+  });
+
   it('shows what the API refused, field by field with the flag to fix', async () => {
     // Act
     const refused = await timerCli('schedule', '--in', '5s', '--url', 'ftp://example.com/hook');
@@ -235,6 +258,8 @@ describe('Usage', () => {
     [['tenants', 'update', 'acme', '--rate-limit', 'lots'], '--rate-limit must be a whole number'],
     [['schedule', '--url', 'https://example.com'], 'give --in (such as 30s, 5m, 2h) or --at'],
     [['get'], '<id> is missing'],
+    [['list', '--status', 'PENDING'], 'give --biz-id or --biz-type'],
+    [['list', '--biz-id', 'order-1', '--status', 'done'], '--status must be one of PENDING, DELIVERING, DELIVERED, FAILED, CANCELLED'],
     [['tenant', 'list'], 'did you mean "timer tenants"?'],
     [['tenants', 'revoke'], 'did you mean "timer tenants revoke-key"?'],
   ])('timer %j exits 2 and names the fix', async (argv, message) => {

@@ -19,6 +19,7 @@ import {
   Token,
   Tokenization,
   Validations,
+  Stack,
 } from 'aws-cdk-lib';
 import { AccessLogField, AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { HttpApi, HttpMethod, LogGroupLogDestination, type ThrottleSettings } from 'aws-cdk-lib/aws-apigatewayv2';
@@ -348,6 +349,8 @@ export class DistributedTimer extends Construct {
       [ENV.shardCount]: shardCount,
       [ENV.allowedQueueArns]: commaSeparated(allowedQueueArns),
       [ENV.allowedEventBusArns]: commaSeparated(allowedEventBusArns),
+      [ENV.awsAccount]: Stack.of(this).account,
+      [ENV.awsPartition]: Stack.of(this).partition,
     };
     const roles = {} as Record<FunctionName, iam.Role>;
     const fn = (name: FunctionName) => {
@@ -372,6 +375,8 @@ export class DistributedTimer extends Construct {
         environment: environmentFor(name, settings, resources),
         role,
         logGroup: functionLogs,
+        // Powertools Tracer writes a segment per invocation and a subsegment per AWS call.
+        tracing: lambda.Tracing.ACTIVE,
         bundling: {
           minify: true,
           sourceMap: true,
@@ -391,6 +396,17 @@ export class DistributedTimer extends Construct {
       sweeper: fn('sweeper'),
     };
     this.callbackRole = roles.callback;
+    for (const role of Object.values(roles)) {
+      const policy = role.node.tryFindChild('DefaultPolicy');
+      if (policy) {
+        acknowledgeNagRule(
+          policy,
+          'IAM5[Resource::*]',
+          'Active tracing grants xray:PutTraceSegments and xray:PutTelemetryRecords, which take no resource-level ' +
+            'permissions (the X-Ray service authorization reference lists none): "*" is the only resource they accept.',
+        );
+      }
+    }
     this.grantLeastPrivilege();
     this.grantTargets('AllowedQueues', ['sqs:SendMessage'], allowedQueueArns);
     this.grantTargets('AllowedEventBuses', ['events:PutEvents'], allowedEventBusArns);

@@ -23,6 +23,10 @@ export const ENV = {
   sweepMaxSecondsPerRun: 'TIMER_SWEEP_MAX_SECONDS_PER_RUN',
   sweepGraceSeconds: 'TIMER_SWEEP_GRACE_SECONDS',
   overdueGraceSeconds: 'TIMER_OVERDUE_GRACE_SECONDS',
+  maxHorizonDays: 'TIMER_MAX_HORIZON_DAYS',
+  /** The deployment's account and partition, to turn a bare event bus name into the ARN the allow-list holds. */
+  awsAccount: 'TIMER_AWS_ACCOUNT',
+  awsPartition: 'TIMER_AWS_PARTITION',
   /** Comma-separated ARNs of the queues tasks may target; unset (local mode) means any, empty means none. */
   allowedQueueArns: 'TIMER_ALLOWED_QUEUE_ARNS',
   /** Comma-separated ARNs of the event buses tasks may target; unset (local mode) means any, empty means none. */
@@ -63,6 +67,8 @@ export interface TimerSettings {
    * long enough that a busy but healthy delivery queue never trips it.
    */
   readonly overdueGraceSeconds: number;
+  /** How many days ahead a task may be due; at most LIMITS.horizonDays (366). */
+  readonly maxHorizonDays: number;
 }
 
 export const DEFAULT_SETTINGS: TimerSettings = {
@@ -78,6 +84,7 @@ export const DEFAULT_SETTINGS: TimerSettings = {
   sweepMaxSecondsPerRun: 3600,
   sweepGraceSeconds: 90,
   overdueGraceSeconds: 600,
+  maxHorizonDays: 366,
 };
 
 export type FunctionName = 'api' | 'ticker' | 'scanner' | 'callback' | 'sweeper';
@@ -99,7 +106,16 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     entry: 'functions/api/handler.ts',
     timeoutSeconds: 10,
     memoryMb: 512,
-    env: [...coreEnv, ...allowListEnv, ENV.deliveryQueueUrl, ENV.allowInsecureTargets, ENV.retentionDays],
+    env: [
+      ...coreEnv,
+      ...allowListEnv,
+      ENV.deliveryQueueUrl,
+      ENV.allowInsecureTargets,
+      ENV.retentionDays,
+      ENV.maxHorizonDays,
+      ENV.awsAccount,
+      ENV.awsPartition,
+    ],
   },
   ticker: {
     entry: 'functions/ticker/handler.ts',
@@ -283,6 +299,7 @@ export function environmentFor(
     [ENV.sweepMaxSecondsPerRun]: String(settings.sweepMaxSecondsPerRun),
     [ENV.sweepGraceSeconds]: String(settings.sweepGraceSeconds),
     [ENV.overdueGraceSeconds]: String(settings.overdueGraceSeconds),
+    [ENV.maxHorizonDays]: String(settings.maxHorizonDays),
     ...resources,
   };
   const env: Record<string, string> = {};

@@ -5,11 +5,12 @@ import {
   GetCommand,
   PutCommand,
   QueryCommand,
+  ScanCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { TABLE } from '../../lib/topology';
 import type { TaskKey } from '../core/ids';
-import { MAX_SHARDS, parseTaskId, partitionKey, secondRange, taskKey } from '../core/ids';
+import { MAX_SHARDS, parseTaskId, partitionKey, secondRange, TASK_PARTITION_PREFIX, taskKey } from '../core/ids';
 import { bizIdPartition, bizTypePartition } from '../core/listing';
 import type {
   CancelOutcome,
@@ -157,6 +158,38 @@ export async function allItems(
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Items one Scan page reads at most, so a bounded scan stops close to its bound. */
+const SCAN_PAGE_ITEMS = 1000;
+
+/**
+ * The tasks among the first `maxItemsRead` items of a Scan (in no particular order), how
+ * many items it read, and whether that was the whole table. Only for local mode's console: a
+ * deployment never scans its table.
+ */
+export async function scanTasks(
+  options: { readonly client: DynamoDBDocumentClient; readonly tableName: string },
+  maxItemsRead: number,
+): Promise<{ tasks: Task[]; itemsRead: number; complete: boolean }> {
+  const tasks: Task[] = [];
+  let itemsRead = 0;
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await options.client.send(
+      new ScanCommand({
+        TableName: options.tableName,
+        FilterExpression: 'begins_with(pk, :taskPartition)',
+        ExpressionAttributeValues: { ':taskPartition': TASK_PARTITION_PREFIX },
+        Limit: Math.min(SCAN_PAGE_ITEMS, maxItemsRead - itemsRead),
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    tasks.push(...(page.Items ?? []).map(fromItem));
+    itemsRead += page.ScannedCount ?? 0;
+    startKey = page.LastEvaluatedKey;
+  } while (startKey && itemsRead < maxItemsRead);
+  return { tasks, itemsRead, complete: startKey === undefined };
+}
 
 export interface DynamoStoreOptions {
   readonly client: DynamoDBDocumentClient;

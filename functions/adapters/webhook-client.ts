@@ -14,7 +14,7 @@ import { type AddressPolicy, forbiddenAddressReason, webhookUrlProblem } from '.
 /** Every address a host name resolves to. */
 export type Resolve = (hostname: string) => Promise<readonly LookupAddress[]>;
 
-const systemResolve: Resolve = (hostname) => dns.lookup(hostname, { all: true });
+export const systemResolve: Resolve = (hostname) => dns.lookup(hostname, { all: true });
 
 /** Enough of a body to tell a receiver's "ok" from a page of HTML; the rest is never read. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;

@@ -15,15 +15,18 @@ import { rescheduleTask } from '../core/reschedule';
 import {
   batchRequestSchema,
   type FieldError,
+  formatPath,
   issuesToErrors,
   listQuerySchema,
   type NewTask,
+  type Parsed,
   parseRescheduleRequest,
   parseTaskRequest,
 } from '../core/schemas';
 import type { Task } from '../core/task';
 import { authenticate, type RequestCounter, type Tenant, type TenantDirectory } from '../core/tenants';
 import { secondOf } from '../core/clock';
+import { type TargetRules, targetProblem } from '../core/target-rules';
 import { type HttpResult, jsonResponse, problem, problemResponse, readJsonBody, validationProblem } from './http';
 import { createdTaskSchema, openApiDocument, taskDetailsSchema, taskListSchema } from './openapi';
 
@@ -31,6 +34,9 @@ export type ApiPorts = SchedulePorts &
   TaskLookupPorts &
   ListPorts & {
     readonly allowInsecureTargets: boolean;
+    /** How many days ahead a task may be due in this deployment. */
+    readonly horizonDays: number;
+    readonly targetRules: TargetRules;
     readonly tenants: TenantDirectory;
     readonly requestCounter: RequestCounter;
     /** Told what each schedule call did, for metrics and logs. */
@@ -104,14 +110,30 @@ async function schedule(ports: ApiPorts, tenant: Tenant, requests: readonly NewT
   return result.outcomes;
 }
 
+/** A task request checked against the contract, the clock, and the tenant's and deployment's target rules. */
+async function validTask(
+  ports: ApiPorts,
+  tenant: Tenant,
+  body: unknown,
+  nowMs: number,
+  pathPrefix: ReadonlyArray<PropertyKey> = [],
+): Promise<Parsed<NewTask>> {
+  const parsed = parseTaskRequest(body, {
+    allowInsecureTargets: ports.allowInsecureTargets,
+    nowMs,
+    horizonDays: ports.horizonDays,
+    pathPrefix,
+  });
+  if (!parsed.ok) return parsed;
+  const refusal = await targetProblem(parsed.value.target, tenant, ports.targetRules, formatPath([...pathPrefix, '']));
+  return refusal ? { ok: false, errors: [refusal] } : parsed;
+}
+
 /** 201 with the new task; 200 with the original task for a retry with the same idempotency key; 409 for a reused key. */
 async function createTask(ports: ApiPorts, tenant: Tenant, event: APIGatewayProxyEventV2): Promise<HttpResult> {
   const body = readJsonBody(event);
   if (!body.ok) return problemResponse(body.problem);
-  const parsed = parseTaskRequest(body.value, {
-    allowInsecureTargets: ports.allowInsecureTargets,
-    nowMs: ports.clock.now(),
-  });
+  const parsed = await validTask(ports, tenant, body.value, ports.clock.now());
   if (!parsed.ok) return problemResponse(validationProblem(parsed.errors));
   const [outcome] = await schedule(ports, tenant, [parsed.value]);
   if (!outcome) throw new Error('scheduleTasks returned no outcome for one request');
@@ -133,12 +155,8 @@ async function createTaskBatch(ports: ApiPorts, tenant: Tenant, event: APIGatewa
   const nowMs = ports.clock.now();
   const valid: Array<{ index: number; request: NewTask }> = [];
   const invalid: Array<{ index: number; errors: FieldError[] }> = [];
-  envelope.data.tasks.forEach((item, index) => {
-    const parsed = parseTaskRequest(item, {
-      allowInsecureTargets: ports.allowInsecureTargets,
-      nowMs,
-      pathPrefix: ['tasks', index],
-    });
+  const checked = await Promise.all(envelope.data.tasks.map((item, index) => validTask(ports, tenant, item, nowMs, ['tasks', index])));
+  checked.forEach((parsed, index) => {
     if (parsed.ok) valid.push({ index, request: parsed.value });
     else invalid.push({ index, errors: parsed.errors });
   });
@@ -191,7 +209,7 @@ const RESCHEDULE_REFUSALS = {
 async function rescheduleRoute(ports: ApiPorts, tenant: Tenant, event: APIGatewayProxyEventV2, id: string): Promise<HttpResult> {
   const body = readJsonBody(event);
   if (!body.ok) return problemResponse(body.problem);
-  const parsed = parseRescheduleRequest(body.value, { nowMs: ports.clock.now() });
+  const parsed = parseRescheduleRequest(body.value, { nowMs: ports.clock.now(), horizonDays: ports.horizonDays });
   if (!parsed.ok) return problemResponse(validationProblem(parsed.errors));
   const outcome = await rescheduleTask(ports, tenant.id, id, parsed.value);
   switch (outcome.kind) {

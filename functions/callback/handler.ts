@@ -1,5 +1,6 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { DELIVERY_LEASE_MS, ENV, MAX_EARLY_WAIT_MS, WEBHOOK_CONNECT_TIMEOUT_MS } from '../../lib/topology';
@@ -9,6 +10,7 @@ import { WebhookClient } from '../adapters/webhook-client';
 import { eventBridge, sqs, sqsForQueueUrl } from '../commons/clients';
 import { booleanEnv, integerEnv, requireEnv } from '../commons/config';
 import { createLogger } from '../commons/logger';
+import { tracer } from '../commons/tracer';
 import { createMetrics } from '../commons/metrics';
 import { tableFromEnv } from '../commons/stores';
 import type { DeliveryPorts } from '../core/deliver';
@@ -48,6 +50,7 @@ const ports: DeliveryPorts = {
  * record handling lives in ./records so fault tests drive exactly this code.
  */
 export const handler = middy<SQSEvent, SQSBatchResponse>()
+  .use(captureLambdaHandler(tracer))
   .use(injectLambdaContext(logger))
   .use(logMetrics(metrics))
   .handler((event) =>

@@ -19,7 +19,10 @@ export const LIMITS = {
   bizTypeLength: 64,
   bizIdLength: 256,
   idempotencyKeyLength: 128,
-  /** A dueAt further ahead is almost certainly a unit mistake (seconds for milliseconds). */
+  /**
+   * The furthest a deployment's horizon (TimerSettings.maxHorizonDays) may reach: a dueAt
+   * further ahead is almost certainly a unit mistake (seconds for milliseconds).
+   */
   horizonDays: 366,
   /** A dueAt further back is almost certainly a mistake, not a late arrival. */
   pastDays: 1,
@@ -202,7 +205,12 @@ export type Parsed<T> =
 /** Formats a zod path (`['tasks', 3, 'target', 'url']`) as `tasks[3].target.url`. */
 export function formatPath(path: ReadonlyArray<PropertyKey>): string {
   return path
-    .map((part, index) => (typeof part === 'number' ? `[${part}]` : index === 0 ? String(part) : `.${String(part)}`))
+    .map((part, index) => {
+      if (typeof part === 'number') return `[${part}]`;
+      // An empty key would vanish from the path, leaving the caller nothing to look for.
+      if (part === '') return '[""]';
+      return index === 0 ? String(part) : `.${String(part)}`;
+    })
     .join('');
 }
 
@@ -235,23 +243,43 @@ function fingerprintOf(request: Record<string, unknown>): string {
   return createHash('sha256').update(canonicalJson(request)).digest('base64url');
 }
 
-/** Resolves dueAt or delaySeconds to epoch milliseconds, or says what is wrong with dueAt. */
-function resolveDueAt(request: Pick<TaskRequest, 'dueAt' | 'delaySeconds'>, nowMs: number): number | string {
+/** What a due time is checked against: the clock, and how far ahead this deployment accepts. */
+export interface DueTimeRules {
+  readonly nowMs: number;
+  /** @default LIMITS.horizonDays */
+  readonly horizonDays?: number;
+}
+
+/** Resolves dueAt or delaySeconds to epoch milliseconds, or says which field is wrong and how. */
+function resolveDueAt(
+  request: Pick<TaskRequest, 'dueAt' | 'delaySeconds'>,
+  { nowMs, horizonDays = LIMITS.horizonDays }: DueTimeRules,
+): number | { field: 'dueAt' | 'delaySeconds'; message: string } {
+  const dueAtProblem = (message: string) => ({ field: 'dueAt' as const, message });
   if (request.dueAt !== undefined && request.delaySeconds !== undefined) {
-    return 'give either dueAt or delaySeconds, not both';
+    return dueAtProblem('give either dueAt or delaySeconds, not both');
   }
-  if (request.delaySeconds !== undefined) return nowMs + request.delaySeconds * 1000;
-  if (request.dueAt === undefined) return 'is required (or give delaySeconds)';
+  if (request.delaySeconds !== undefined) {
+    if (request.delaySeconds > horizonDays * DAY_MS / 1000) {
+      return { field: 'delaySeconds', message: `must be at most ${horizonDays} days (this deployment's horizon)` };
+    }
+    return nowMs + request.delaySeconds * 1000;
+  }
+  if (request.dueAt === undefined) return dueAtProblem('is required (or give delaySeconds)');
   if (typeof request.dueAt === 'number') {
     const valid = Number.isSafeInteger(request.dueAt) && request.dueAt >= 0 && request.dueAt <= MAX_ENCODABLE_MS;
-    if (!valid) return 'must be a whole number of epoch milliseconds';
+    if (!valid) return dueAtProblem('must be a whole number of epoch milliseconds');
   }
   const dueAtMs = typeof request.dueAt === 'number' ? request.dueAt : parseIsoInstant(request.dueAt);
-  if (dueAtMs === undefined) return 'must be an ISO-8601 date-time with a time zone, such as 2030-01-31T09:30:00Z';
-  if (dueAtMs > nowMs + LIMITS.horizonDays * DAY_MS) {
-    return `must be at most ${LIMITS.horizonDays} days ahead (was it seconds instead of milliseconds?)`;
+  if (dueAtMs === undefined) {
+    return dueAtProblem('must be an ISO-8601 date-time with a time zone, such as 2030-01-31T09:30:00Z');
   }
-  if (dueAtMs < nowMs - LIMITS.pastDays * DAY_MS) return `must not be more than ${LIMITS.pastDays} day in the past`;
+  if (dueAtMs > nowMs + horizonDays * DAY_MS) {
+    return dueAtProblem(`must be at most ${horizonDays} days ahead (was it seconds instead of milliseconds?)`);
+  }
+  if (dueAtMs < nowMs - LIMITS.pastDays * DAY_MS) {
+    return dueAtProblem(`must not be more than ${LIMITS.pastDays} day in the past`);
+  }
   return dueAtMs;
 }
 
@@ -260,7 +288,7 @@ const PAYLOAD_TOO_LARGE = `must be at most ${LIMITS.payloadBytes} bytes of JSON`
 /** Validates one task request against the contract and the clock. */
 export function parseTaskRequest(
   body: unknown,
-  options: { allowInsecureTargets: boolean; nowMs: number; pathPrefix?: ReadonlyArray<PropertyKey> },
+  options: DueTimeRules & { allowInsecureTargets: boolean; pathPrefix?: ReadonlyArray<PropertyKey> },
 ): Parsed<NewTask> {
   const prefix = options.pathPrefix ?? [];
   const fieldError = (field: string, message: string): Parsed<NewTask> => ({
@@ -270,8 +298,8 @@ export function parseTaskRequest(
   const parsed = taskRequestSchema(options).safeParse(body);
   if (!parsed.success) return { ok: false, errors: issuesToErrors(parsed.error.issues, prefix) };
   const request = parsed.data;
-  const dueAtMs = resolveDueAt(request, options.nowMs);
-  if (typeof dueAtMs === 'string') return fieldError('dueAt', dueAtMs);
+  const dueAtMs = resolveDueAt(request, options);
+  if (typeof dueAtMs !== 'number') return fieldError(dueAtMs.field, dueAtMs.message);
   const payloadJson = JSON.stringify(request.payload ?? null);
   if (Buffer.byteLength(payloadJson) > LIMITS.payloadBytes) return fieldError('payload', PAYLOAD_TOO_LARGE);
   return {
@@ -307,12 +335,12 @@ export interface Reschedule {
 }
 
 /** Validates a reschedule request against the contract and the clock. */
-export function parseRescheduleRequest(body: unknown, options: { nowMs: number }): Parsed<Reschedule> {
+export function parseRescheduleRequest(body: unknown, options: DueTimeRules): Parsed<Reschedule> {
   const parsed = rescheduleRequestSchema.safeParse(body);
   if (!parsed.success) return { ok: false, errors: issuesToErrors(parsed.error.issues) };
   const request = parsed.data;
-  const dueAtMs = resolveDueAt(request, options.nowMs);
-  if (typeof dueAtMs === 'string') return { ok: false, errors: [{ path: 'dueAt', message: dueAtMs }] };
+  const dueAtMs = resolveDueAt(request, options);
+  if (typeof dueAtMs !== 'number') return { ok: false, errors: [{ path: dueAtMs.field, message: dueAtMs.message }] };
   // Absent means "keep the payload"; JSON cannot send undefined, so a sent null is a new payload.
   const payloadJson = 'payload' in request ? JSON.stringify(request.payload ?? null) : undefined;
   if (payloadJson !== undefined && Buffer.byteLength(payloadJson) > LIMITS.payloadBytes) {

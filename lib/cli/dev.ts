@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import { DEV_API_KEY_ENV } from '../local/dev-tenant';
 import { runningLocalEndpoints } from '../local/endpoints';
-import { LOCAL_INBOX_PATH } from '../local/paths';
+import { LOCAL_CONSOLE_PATH, LOCAL_INBOX_PATH } from '../local/paths';
 import { type LocalTimer, startLocalTimer } from '../local/runtime';
 import { COMMON_OPTIONS, type Command, CommandFailed, command, UsageError } from './command';
 import { DEFAULT_LOCAL_PORT, dataDirOf } from './connect';
@@ -30,6 +30,7 @@ function banner(timer: LocalTimer, dataDir: string, io: CliIo): string {
     '',
     'Distributed timer running locally',
     `  API:             ${timer.apiUrl}/v1/tasks`,
+    `  Console:         ${timer.apiUrl}${LOCAL_CONSOLE_PATH}  (tasks of every tenant, deliveries, lateness and the DLQ, live in a browser)`,
     `  Data:            ${dataDir}`,
     timer.devTenant.keyIsNew
       ? `  API key:         ${timer.apiKey}  (new: tenant "dev"; kept in ${timer.devTenant.keyFile ?? 'memory only'})`

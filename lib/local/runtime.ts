@@ -10,7 +10,7 @@ import { type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb'
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { startFauxqs } from 'fauxqs';
 import { allItems, DynamoClockStore } from '../../functions/adapters/dynamo-store';
-import { redriveByCopy, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
+import { type DeliveryMessageBody, redriveByCopy, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
 import { toDeliveryMessages } from '../../functions/core/scan';
 import { DynamoTenantStore } from '../../functions/adapters/dynamo-tenants';
 import { activeSigningSecrets } from '../../functions/core/tenants';
@@ -26,6 +26,8 @@ import {
   SCHEDULES,
   type TimerSettings,
 } from '../topology';
+import { consoleRoutes } from './console/routes';
+import type { RedriveResult } from './console/wire';
 import { type DevTenant, ensureDevTenant } from './dev-tenant';
 import {
   ensureLocalTaskTable,
@@ -242,6 +244,9 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     [ENV.tickQueueUrl]: queues.tick.url,
     [ENV.deliveryQueueUrl]: queues.delivery.url,
     [ENV.deliveryDlqUrl]: queues.deliveryDlq.url,
+    // Any account will do: local allow-lists stay unset (any target), so no bus name becomes an ARN to check.
+    [ENV.awsAccount]: '000000000000',
+    [ENV.awsPartition]: 'aws',
   };
   Object.assign(
     process.env,
@@ -255,6 +260,8 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
       POWERTOOLS_LOG_LEVEL: options.logLevel ?? 'INFO',
       // Metrics are CloudWatch's business; locally their EMF lines would only bury the logs.
       POWERTOOLS_METRICS_DISABLED: 'true',
+      // No X-Ray daemon locally; the tracer's segments would only fail to send.
+      POWERTOOLS_TRACE_ENABLED: 'false',
       POWERTOOLS_SERVICE_NAME: 'distributed-timer',
       POWERTOOLS_DEV: String(options.prettyLogs ?? false),
     },
@@ -317,10 +324,11 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
       [LOCAL_REDRIVE_PATH]: async (method) => {
         if (method !== 'POST') return { status: 405, body: { message: 'POST to redrive the delivery DLQ' } };
         const moved = await redriveByCopy(sqs, queues.deliveryDlq.url, queues.delivery.url);
-        const taskIds = moved.map((body) => (JSON.parse(body) as { id?: string }).id);
+        const taskIds = moved.map((body) => (JSON.parse(body) as DeliveryMessageBody).id);
         logLine('INFO', 'delivery DLQ redriven', { moved: moved.length });
-        return { status: 200, body: { moved: moved.length, taskIds } };
+        return { status: 200, body: { moved: moved.length, taskIds } satisfies RedriveResult };
       },
+      ...(await consoleRoutes({ dynamo, sqs, tableName: LOCAL_TABLE_NAME, deliveryDlqUrl: queues.deliveryDlq.url, settings })),
     },
     onError: onError('api gateway'),
   });

@@ -29,8 +29,9 @@ import { sweep } from '../../functions/core/sweep';
 import type { Clock } from '../../functions/core/task';
 import { cachedTenantDirectory, newApiKey, newTenant, TENANT_CACHE_TTL_MS } from '../../functions/core/tenants';
 import { startQueuePollers } from '../../lib/local/queue-poller';
-import { WEBHOOK_CONNECT_TIMEOUT_MS } from '../../lib/topology';
+import { DEFAULT_SETTINGS, WEBHOOK_CONNECT_TIMEOUT_MS } from '../../lib/topology';
 import { type Emulators, startEmulators } from '../support/emulators';
+import { testTargetRules } from '../support/target-rules';
 import { type Responder, startWebhookReceiver } from '../support/webhook-receiver';
 
 export const LEASE_MS = 1500;
@@ -153,7 +154,14 @@ export async function startHarness(options: HarnessOptions = {}) {
   await setupStore.createTenant(newTenant(TENANT_ID, Date.now(), { signingSecret, rateLimitPerSecond: 10_000 }));
   await setupStore.putApiKey(record);
   const directory = (parts: typeof apiParts) => cachedTenantDirectory(parts.tenantStore, parts.clock, TENANT_CACHE_TTL_MS);
-  const api: ApiPorts = { ...apiParts, tenants: directory(apiParts), retentionDays: 30, allowInsecureTargets: true };
+  const api: ApiPorts = {
+    ...apiParts,
+    tenants: directory(apiParts),
+    retentionDays: 30,
+    allowInsecureTargets: true,
+    horizonDays: DEFAULT_SETTINGS.maxHorizonDays,
+    targetRules: testTargetRules(true),
+  };
   const scanner: ScanPorts & { lookaheadSeconds: number } = { ...component('scanner'), lookaheadSeconds: options.lookaheadSeconds ?? 1 };
   const sweeper: ScanPorts = component('sweeper');
   const callbackParts = component('callback');

@@ -7,6 +7,8 @@ import { encodeCursor } from '../../functions/core/listing';
 import { systemClock } from '../../functions/core/task';
 import { newApiKey, newTenant } from '../../functions/core/tenants';
 import { type Emulators, startEmulators } from '../support/emulators';
+import { testTargetRules } from '../support/target-rules';
+import { DEFAULT_SETTINGS } from '../../lib/topology';
 
 const BUCKETS = 1000;
 const SHARDS = 4;
@@ -37,6 +39,8 @@ beforeAll(async () => {
     shardCount: SHARDS,
     retentionDays: 30,
     allowInsecureTargets: false,
+    horizonDays: DEFAULT_SETTINGS.maxHorizonDays,
+    targetRules: testTargetRules(false),
   };
 });
 

@@ -69,6 +69,21 @@ describe('Function: parseTaskRequest', () => {
     });
   });
 
+  it("holds both dueAt and delaySeconds to the deployment's horizon, naming the field", () => {
+    // Prepare
+    const rules = { ...CLOUD, horizonDays: 30 };
+
+    // Act
+    const byDate = parseTaskRequest(request({ dueAt: NOW_MS + 31 * DAY_MS }), rules);
+    const byDelay = parseTaskRequest(request({ delaySeconds: 31 * 86_400 }), rules);
+    const within = parseTaskRequest(request({ delaySeconds: 30 * 86_400 }), rules);
+
+    // Assess
+    expect(byDate).toMatchObject({ ok: false, errors: [{ path: 'dueAt', message: expect.stringContaining('30 days') }] });
+    expect(byDelay).toMatchObject({ ok: false, errors: [{ path: 'delaySeconds', message: expect.stringContaining('30 days') }] });
+    expect(within.ok).toBe(true);
+  });
+
   it('rejects a request with both dueAt and delaySeconds', () => {
     // Act & Assess
     expect(outcome(request({ dueAt: NOW_MS + 1000, delaySeconds: 1 }))).toEqual({ paths: ['dueAt'] });

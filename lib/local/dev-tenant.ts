@@ -24,7 +24,8 @@ export interface DevTenant {
   readonly keyFile?: string;
 }
 
-async function readKeyFile(file: string | undefined): Promise<string | undefined> {
+/** The key kept in `file`, or undefined if there is none. */
+export async function readKeyFile(file: string | undefined): Promise<string | undefined> {
   if (!file) return undefined;
   try {
     return (await readFile(file, 'utf8')).trim() || undefined;

@@ -4,14 +4,10 @@
  * the real handlers run unchanged, driven the way Lambda drives them, with every queue,
  * batch size, timeout and schedule taken from the topology the CDK stack also reads.
  */
-import { mkdir } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import dynalite from 'dynalite';
 import { startFauxqs } from 'fauxqs';
 import { allItems, DynamoClockStore } from '../../functions/adapters/dynamo-store';
 import { type DeliveryMessageBody, redriveByCopy, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
@@ -28,12 +24,20 @@ import {
   QUEUES,
   type QueueSpec,
   SCHEDULES,
-  TABLE,
   type TimerSettings,
 } from '../topology';
 import { consoleRoutes } from './console/routes';
 import type { RedriveResult } from './console/wire';
-import { DEV_TENANT_ID, type DevTenant, ensureDevTenant } from './dev-tenant';
+import { type DevTenant, ensureDevTenant } from './dev-tenant';
+import {
+  ensureLocalTaskTable,
+  LOCAL_CREDENTIALS,
+  LOCAL_REGION,
+  LOCAL_TABLE_NAME,
+  localDynamoClients,
+  startLocalDynamo,
+} from './dynamodb';
+import { removeLocalEndpoints, writeLocalEndpoints } from './endpoints';
 import { type SunkEvent, startEventBridgeSink } from './eventbridge-sink';
 import { startHttpGateway } from './http-gateway';
 import { type LambdaHandler, lambdaContext } from './lambda-context';
@@ -41,10 +45,7 @@ import { startQueuePollers } from './queue-poller';
 import { LOCAL_INBOX_PATH, LOCAL_REDRIVE_PATH } from './paths';
 import { createWebhookInbox } from './webhook-inbox';
 
-export const LOCAL_TABLE_NAME = 'timer-tasks';
-
-const LOCAL_REGION = 'us-east-1';
-const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
+export { createTaskTable, LOCAL_TABLE_NAME } from './dynamodb';
 
 export interface LocalTimerOptions {
   /** Where dynalite keeps its data and the development API key; omit for a throw-away in-memory run. */
@@ -94,39 +95,6 @@ export interface LocalTimer {
 }
 
 let running = false;
-
-/** Creates the task table as the stack defines it: string pk and sk, on demand, with the indexes of TABLE. */
-export async function createTaskTable(client: DynamoDBClient, tableName: string): Promise<void> {
-  const indexes = Object.values(TABLE.indexes);
-  const keyAttributes = new Set([TABLE.partitionKey, TABLE.sortKey, ...indexes.flatMap((index) => [index.partitionKey, index.sortKey])]);
-  await client.send(
-    new CreateTableCommand({
-      TableName: tableName,
-      BillingMode: 'PAY_PER_REQUEST',
-      AttributeDefinitions: [...keyAttributes].map((name) => ({ AttributeName: name, AttributeType: 'S' })),
-      KeySchema: [
-        { AttributeName: TABLE.partitionKey, KeyType: 'HASH' },
-        { AttributeName: TABLE.sortKey, KeyType: 'RANGE' },
-      ],
-      GlobalSecondaryIndexes: indexes.map((index) => ({
-        IndexName: index.name,
-        KeySchema: [
-          { AttributeName: index.partitionKey, KeyType: 'HASH' },
-          { AttributeName: index.sortKey, KeyType: 'RANGE' },
-        ],
-        Projection: { ProjectionType: index.projection },
-      })),
-    }),
-  );
-}
-
-async function ensureTable(client: DynamoDBClient): Promise<void> {
-  try {
-    await client.send(new DescribeTableCommand({ TableName: LOCAL_TABLE_NAME }));
-  } catch {
-    await createTaskTable(client, LOCAL_TABLE_NAME);
-  }
-}
 
 async function createQueue(
   sqs: SQSClient,
@@ -242,35 +210,21 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   // The SDK's notice that it will need Node.js 22 concerns this workstation, not Lambda's runtime.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
   const settings: TimerSettings = { ...DEFAULT_SETTINGS, allowInsecureTargets: true, ...options.settings };
-  if (options.dataDir) await mkdir(options.dataDir, { recursive: true });
-
-  const dynamoServer = dynalite({
-    createTableMs: 0,
-    ...(options.dataDir && { path: join(options.dataDir, 'dynamodb') }),
-  });
-  await new Promise<void>((resolve, reject) => {
-    dynamoServer.once('error', reject);
-    dynamoServer.listen(0, '127.0.0.1', () => resolve());
-  });
-  const dynamoEndpoint = `http://127.0.0.1:${(dynamoServer.address() as AddressInfo).port}`;
+  const localDynamo = await startLocalDynamo(options.dataDir);
+  const dynamoEndpoint = localDynamo.endpoint;
   const sqsServer = await startFauxqs({ port: 0, logger: false, host: 'localhost' });
   const sink = await startEventBridgeSink(
     options.dataDir ? { logFile: join(options.dataDir, 'eventbridge-events.jsonl') } : {},
   );
 
-  const rawDynamo = new DynamoDBClient({
-    region: LOCAL_REGION,
-    endpoint: dynamoEndpoint,
-    credentials: LOCAL_CREDENTIALS,
-  });
-  const dynamo = DynamoDBDocumentClient.from(rawDynamo, { marshallOptions: { removeUndefinedValues: true } });
+  const { raw: rawDynamo, dynamo } = localDynamoClients(dynamoEndpoint);
   const sqs = new SQSClient({
     region: LOCAL_REGION,
     endpoint: sqsServer.address,
     credentials: LOCAL_CREDENTIALS,
     useQueueUrlAsEndpoint: false,
   });
-  await ensureTable(rawDynamo);
+  await ensureLocalTaskTable(rawDynamo);
   const deliveryDlq = await createQueue(sqs, QUEUES.deliveryDlq);
   const queues = {
     tick: await createQueue(sqs, QUEUES.tick),
@@ -355,11 +309,12 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     return setInterval(invokeScheduled(fn), everySeconds * 1000);
   });
 
-  const devSigningSecrets = async () => {
-    const tenant = await tenantStore.getTenant(DEV_TENANT_ID);
-    return tenant ? activeSigningSecrets(tenant, Date.now()) : [];
+  // Any local tenant may send to the inbox (tenants made with `timer tenants create` too), so it knows all their secrets.
+  const localSigningSecrets = async () => {
+    const nowMs = Date.now();
+    return (await tenantStore.listTenants()).flatMap((tenant) => activeSigningSecrets(tenant, nowMs));
   };
-  const inbox = createWebhookInbox(devSigningSecrets, (message, fields) => logLine('INFO', message, fields));
+  const inbox = createWebhookInbox(localSigningSecrets, (message, fields) => logLine('INFO', message, fields));
   const gateway = await startHttpGateway({
     port: options.port ?? 0,
     handler: handlers.api as LambdaHandler<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>,
@@ -377,6 +332,14 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     },
     onError: onError('api gateway'),
   });
+  if (options.dataDir) {
+    await writeLocalEndpoints(options.dataDir, {
+      pid: process.pid,
+      apiUrl: gateway.url,
+      dynamodbEndpoint: dynamoEndpoint,
+      tableName: LOCAL_TABLE_NAME,
+    });
+  }
 
   return {
     apiUrl: gateway.url,
@@ -393,12 +356,13 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     inbox,
     recovered,
     async stop() {
+      if (options.dataDir) await removeLocalEndpoints(options.dataDir);
       for (const timer of timers) clearInterval(timer);
       await gateway.close();
       await Promise.all(pollers.map((poller) => poller.stop()));
       await sink.close();
       await sqsServer.stop();
-      await new Promise<void>((resolve) => dynamoServer.close(() => resolve()));
+      await localDynamo.close();
       running = false;
     },
   };

@@ -14,7 +14,7 @@ const KEPT = 100;
 /**
  * A webhook receiver built into local mode, so the README's first curl has somewhere to
  * land: it checks the Standard Webhooks signature as a real receiver would (against the
- * development tenant's current secrets), prints the arrival with its lateness, and lists
+ * current secrets of every local tenant), prints the arrival with its lateness, and lists
  * recent arrivals on GET.
  */
 export function createWebhookInbox(

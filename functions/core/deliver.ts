@@ -174,9 +174,11 @@ export async function deliverTask(ports: DeliveryPorts, id: string): Promise<Del
     }
   }
 
+  // Counted in the second it fires in, so a receiver sees at most the limit in any second by firedAt.
+  const firedAtMs = clock.now();
   let admitted: boolean;
   try {
-    admitted = await withinCallbackRate(ports, task, clock.now());
+    admitted = await withinCallbackRate(ports, task, firedAtMs);
   } catch (error) {
     // No attempt was made: give the lease and the attempt back before SQS brings the message round again.
     await taskStore.finishDelivery(key, attempt, { status: 'RELEASED' });
@@ -190,7 +192,6 @@ export async function deliverTask(ports: DeliveryPorts, id: string): Promise<Del
   const maxAttempts = task.policy?.maxAttempts ?? ports.maxAttempts;
   const backoffBaseSeconds = task.policy?.backoffBaseSeconds ?? ports.backoffBaseSeconds;
   const backoffMaxSeconds = task.policy?.backoffMaxSeconds ?? ports.backoffMaxSeconds;
-  const firedAtMs = clock.now();
   const result = await dispatchFor(ports, task, attempt, firedAtMs);
   const history = withAttempt(task.history, {
     attempt,

@@ -1,25 +1,16 @@
-import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { TABLE } from '../../lib/topology';
 import type { BizTypeSettings, BizTypeStore } from '../core/biz-types';
 import { allItems, unlessConditionFails } from './dynamo-store';
+import { recordOf, type TenantStoreOptions } from './dynamo-tenants';
 
 /** A tenant's bizTypes share one partition: they are few, and listing them is one Query. */
 const partitionOf = (tenantId: string) => `${TABLE.bizTypePartitionPrefix}${tenantId}`;
 
-type Item = Record<string, unknown>;
-
-function settingsOf(item: Item): BizTypeSettings {
-  const { pk: _pk, sk: _sk, ...settings } = item;
-  return settings as unknown as BizTypeSettings;
-}
-
-export interface BizTypeStoreOptions {
-  readonly client: DynamoDBDocumentClient;
-  readonly tableName: string;
-}
+const settingsOf = (item: Record<string, unknown>) => recordOf<BizTypeSettings>(item);
 
 export class DynamoBizTypeStore implements BizTypeStore {
-  constructor(private readonly options: BizTypeStoreOptions) {}
+  constructor(private readonly options: TenantStoreOptions) {}
 
   async put(settings: BizTypeSettings): Promise<void> {
     await this.options.client.send(

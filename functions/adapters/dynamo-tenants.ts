@@ -18,16 +18,16 @@ function tenantItem(tenant: Tenant): Item {
   return { pk: TENANTS_PK, sk: tenant.id, ...tenant };
 }
 
-function tenantOf(item: Item): Tenant {
-  const { pk: _pk, sk: _sk, ...tenant } = item;
-  return tenant as unknown as Tenant;
-}
-
-function keyOf(item: Item): ApiKeyRecord {
+/** An item without its table keys: what was stored beside them. */
+export function recordOf<T>(item: Item): T {
   const { pk: _pk, sk: _sk, ...record } = item;
-  return record as unknown as ApiKeyRecord;
+  return record as unknown as T;
 }
 
+const tenantOf = (item: Item) => recordOf<Tenant>(item);
+const keyOf = (item: Item) => recordOf<ApiKeyRecord>(item);
+
+/** Where a store keeps its items: a client and the one table. */
 export interface TenantStoreOptions {
   readonly client: DynamoDBDocumentClient;
   readonly tableName: string;

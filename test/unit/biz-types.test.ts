@@ -7,6 +7,7 @@ import { testTargetRules } from '../support/target-rules';
 import {
   aTask,
   aTenant,
+  DELIVERY_SETTINGS,
   FakeBizTypeStore,
   FakeRequestCounter,
   FakeTaskStore,
@@ -169,14 +170,7 @@ function deliveryPorts(tasks: readonly Task[], nowMs: number, result: { ok: true
     deadLetters: { send: async () => undefined },
     callbackCounter: new FakeRequestCounter(),
     clock,
-    bucketCount: 1000,
-    shardCount: 4,
-    maxAttempts: 5,
-    backoffBaseSeconds: 5,
-    backoffMaxSeconds: 900,
-    retentionDays: 30,
-    leaseMs: 60_000,
-    maxEarlyWaitMs: 5000,
+    ...DELIVERY_SETTINGS,
   };
   return { ports, clock, calls, store: ports.taskStore as FakeTaskStore };
 }

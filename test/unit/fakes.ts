@@ -239,6 +239,18 @@ export class FakeBizTypeStore implements BizTypeStore {
   }
 }
 
+/** The deployment settings delivery tests run under, beside their own fakes. */
+export const DELIVERY_SETTINGS = {
+  bucketCount: 1000,
+  shardCount: 4,
+  maxAttempts: 5,
+  backoffBaseSeconds: 5,
+  backoffMaxSeconds: 900,
+  retentionDays: 30,
+  leaseMs: 60_000,
+  maxEarlyWaitMs: 5000,
+} as const;
+
 export const TENANT_ID = 'acme';
 
 /** The tenant the fakes' tasks belong to, with one signing secret. */

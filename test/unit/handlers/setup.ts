@@ -44,6 +44,9 @@ export function stubHandlerEnv(): void {
     [ENV.tickQueueUrl]: TICK_QUEUE_URL,
     [ENV.deliveryQueueUrl]: DELIVERY_QUEUE_URL,
     [ENV.deliveryDlqUrl]: DELIVERY_DLQ_URL,
+    // The stack passes these from Stack.of(this); the api checks SQS and EventBridge targets against them.
+    [ENV.awsAccount]: '123456789012',
+    [ENV.awsPartition]: 'aws',
   };
   const values: Record<string, string> = Object.assign(
     {

@@ -7,9 +7,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
-import type { taskListSchema } from '../functions/api/openapi';
+import type { bizTypeListSchema, bizTypeSettingsViewSchema, taskListSchema } from '../functions/api/openapi';
 import type { createdView, taskView } from '../functions/api/routes';
-import type { listQuerySchema, rescheduleRequestSchema, TaskRequest } from '../functions/core/schemas';
+import type { bizTypeSettingsSchema, listQuerySchema, rescheduleRequestSchema, TaskRequest } from '../functions/core/schemas';
 
 export { verifyWebhook } from '../functions/core/signature';
 
@@ -20,6 +20,9 @@ export type RescheduleRequest = z.input<typeof rescheduleRequestSchema>;
 /** GET /v1/tasks's query: bizId or bizType, optionally status; `limit` 1 to 100 (default 50). */
 export type TaskListQuery = Omit<z.input<typeof listQuerySchema>, 'limit'> & { readonly limit?: number };
 export type TaskPage = z.infer<typeof taskListSchema>;
+/** PUT /v1/biz-types/{bizType}'s body: every field optional. */
+export type BizTypeSettingsRequest = z.input<ReturnType<typeof bizTypeSettingsSchema>>;
+export type BizTypeSettings = z.infer<typeof bizTypeSettingsViewSchema>;
 
 /** RFC 9457 problem details, as the API returns them. */
 export interface ApiProblem {
@@ -71,6 +74,8 @@ export interface TimerClientOptions {
 }
 
 const retryable = (status: number) => status === 429 || status >= 500;
+
+const bizTypePath = (bizType: string) => `/v1/biz-types/${encodeURIComponent(bizType)}`;
 
 export class TimerClient {
   private readonly fetch: typeof fetch;
@@ -131,6 +136,31 @@ export class TimerClient {
    */
   async reschedule(id: string, request: RescheduleRequest): Promise<TaskDetails> {
     return (await this.request('PATCH', `/v1/tasks/${encodeURIComponent(id)}`, request, [200])) as TaskDetails;
+  }
+
+  /**
+   * Creates or replaces a bizType's settings. They apply to tasks submitted afterwards (within
+   * 30 seconds, as the api caches them), never to tasks already stored.
+   */
+  async setBizType(bizType: string, settings: BizTypeSettingsRequest): Promise<BizTypeSettings> {
+    return (await this.request('PUT', bizTypePath(bizType), settings, [200])) as BizTypeSettings;
+  }
+
+  /** A bizType's settings, or undefined if it has none. */
+  async getBizType(bizType: string): Promise<BizTypeSettings | undefined> {
+    const result = await this.request('GET', bizTypePath(bizType), undefined, [200, 404]);
+    return (result as { status?: number }).status === 404 ? undefined : (result as BizTypeSettings);
+  }
+
+  /** Every bizType of the tenant that has settings. */
+  async listBizTypes(): Promise<BizTypeSettings[]> {
+    return ((await this.request('GET', '/v1/biz-types', undefined, [200])) as z.infer<typeof bizTypeListSchema>).bizTypes;
+  }
+
+  /** Deletes a bizType's settings; false if it had none. Tasks already submitted keep theirs. */
+  async deleteBizType(bizType: string): Promise<boolean> {
+    const result = await this.request('DELETE', bizTypePath(bizType), undefined, [200, 404]);
+    return (result as { status?: number }).status !== 404;
   }
 
   private async request(method: string, path: string, body: unknown, expected: readonly number[]): Promise<unknown> {

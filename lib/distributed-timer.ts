@@ -694,6 +694,14 @@ export class DistributedTimer extends Construct {
         resources: Object.values(TABLE.indexes).map((index) => `${this.table.tableArn}/index/${index.name}`),
       }),
     );
+    // DELETE /v1/biz-types/{bizType}: the api deletes only in bizType settings' partitions; tasks are never deleted, they expire.
+    api.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['dynamodb:DeleteItem'],
+        resources: [this.table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${TABLE.bizTypePartitionPrefix}*`] } },
+      }),
+    );
     onTable(scanner, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query');
     // GetItem reads the tenant (signing secrets) and a rescheduled task's predecessor.
     onTable(callback, 'dynamodb:UpdateItem', 'dynamodb:GetItem');

@@ -246,6 +246,10 @@ export const API_ROUTES = [
   'GET /v1/tasks/{id}',
   'PATCH /v1/tasks/{id}',
   'DELETE /v1/tasks/{id}',
+  'PUT /v1/biz-types/{bizType}',
+  'GET /v1/biz-types/{bizType}',
+  'GET /v1/biz-types',
+  'DELETE /v1/biz-types/{bizType}',
   'GET /v1/openapi.json',
 ] as const;
 
@@ -269,6 +273,8 @@ export const TABLE = {
   partitionKey: 'pk',
   sortKey: 'sk',
   ttlAttribute: 'expiresAt',
+  /** A tenant's bizType settings share one partition, `BIZTYPES#<tenant>`; the api may delete items only there. */
+  bizTypePartitionPrefix: 'BIZTYPES#',
   indexes: {
     /** `<tenant>#<bizId>`, by due time: the few tasks of one business object (an order, a coupon). */
     byBizId: { name: 'byBizId', partitionKey: 'bizIdKey', sortKey: 'sk', projection: 'KEYS_ONLY' },
@@ -336,6 +342,8 @@ export const METRICS = {
   deliveryLatenessMs: 'DeliveryLatenessMs',
   /** callback: attempts that failed, whether retried or not (Count). */
   deliveryAttemptsFailed: 'DeliveryAttemptsFailed',
+  /** callback: attempts put off because their bizType's callback rate was used up for the second (Count). */
+  deliveriesThrottled: 'DeliveriesThrottled',
   /** callback: tasks whose attempts ran out, now FAILED and in the DLQ (Count). */
   tasksFailed: 'TasksFailed',
   /** sweeper: tasks it had to enqueue because the normal path missed them (Count). Any is an incident. */

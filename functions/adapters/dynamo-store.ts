@@ -17,6 +17,7 @@ import type {
   ClockState,
   ClockStore,
   DeliveryAttempt,
+  DeliveryPolicy,
   DeliveryRecord,
   DueTask,
   IdempotencyRecord,
@@ -80,6 +81,7 @@ function toItem(task: Task, key: TaskKey): Item {
     ...(task.bizType !== undefined && { bizType: task.bizType }),
     ...(task.bizId !== undefined && { bizId: task.bizId }),
     ...(task.idempotencyKey !== undefined && { idempotencyKey: task.idempotencyKey }),
+    ...(task.policy !== undefined && { policy: task.policy }),
     ...(task.rescheduledFrom !== undefined && { rescheduledFrom: task.rescheduledFrom }),
   };
 }
@@ -101,6 +103,7 @@ function fromItem(item: Item): Task {
     ...optional('bizType', item.bizType as string | undefined),
     ...optional('bizId', item.bizId as string | undefined),
     ...optional('idempotencyKey', item.idempotencyKey as string | undefined),
+    ...optional('policy', item.policy as DeliveryPolicy | undefined),
     ...optional('leaseUntilMs', item.leaseUntilMs as number | undefined),
     ...optional('deliveredAtMs', item.deliveredAtMs as number | undefined),
     ...optional('latenessMs', item.latenessMs as number | undefined),

@@ -18,16 +18,16 @@ function tenantItem(tenant: Tenant): Item {
   return { pk: TENANTS_PK, sk: tenant.id, ...tenant };
 }
 
-function tenantOf(item: Item): Tenant {
-  const { pk: _pk, sk: _sk, ...tenant } = item;
-  return tenant as unknown as Tenant;
-}
-
-function keyOf(item: Item): ApiKeyRecord {
+/** An item without its table keys: what was stored beside them. */
+export function recordOf<T>(item: Item): T {
   const { pk: _pk, sk: _sk, ...record } = item;
-  return record as unknown as ApiKeyRecord;
+  return record as unknown as T;
 }
 
+const tenantOf = (item: Item) => recordOf<Tenant>(item);
+const keyOf = (item: Item) => recordOf<ApiKeyRecord>(item);
+
+/** Where a store keeps its items: a client and the one table. */
 export interface TenantStoreOptions {
   readonly client: DynamoDBDocumentClient;
   readonly tableName: string;
@@ -123,21 +123,32 @@ export class DynamoTenantStore implements TenantStore {
   }
 }
 
+/** Callbacks per tenant, bizType and second: `CALLBACKS#<tenant>#<bizType>`. */
+export const CALLBACK_COUNTER_PREFIX = 'CALLBACKS#';
+
+export interface RequestCounterOptions extends TenantStoreOptions {
+  /**
+   * What is counted, as the start of the counter's partition key.
+   * @default 'RATE#' (api requests per tenant)
+   */
+  readonly keyPrefix?: string;
+}
+
 /**
- * A fixed one-second window per tenant: one conditional ADD per request, shared by every
- * api instance, so the limit holds however many instances run. The key is the tenant
- * and second, so one tenant's requests land on one partition key, whose 1,000 writes a
- * second bound any sensible per-tenant limit.
+ * A fixed one-second window per subject: one conditional ADD per request, shared by every
+ * instance, so the limit holds however many instances run. The key is the subject and
+ * second, so one subject's requests land on one partition key, whose 1,000 writes a second
+ * bound any sensible limit.
  */
 export class DynamoRequestCounter implements RequestCounter {
-  constructor(private readonly options: TenantStoreOptions) {}
+  constructor(private readonly options: RequestCounterOptions) {}
 
-  admit(tenantId: string, second: number, limit: number): Promise<boolean> {
+  admit(subject: string, second: number, limit: number): Promise<boolean> {
     return unlessConditionFails(
       this.options.client.send(
         new UpdateCommand({
           TableName: this.options.tableName,
-          Key: { pk: `RATE#${tenantId}`, sk: String(second) },
+          Key: { pk: `${this.options.keyPrefix ?? 'RATE#'}${subject}`, sk: String(second) },
           UpdateExpression: 'ADD requests :one SET expiresAt = :expiresAt',
           ConditionExpression: 'attribute_not_exists(requests) OR requests < :limit',
           ExpressionAttributeValues: { ':one': 1, ':limit': limit, ':expiresAt': second + RATE_COUNTER_TTL_SECONDS },

@@ -7,10 +7,19 @@
 import { z } from 'zod';
 import { API_ROUTES } from '../../lib/topology';
 import { HISTORY_LIMIT } from '../core/task';
-import { batchRequestSchema, listQuerySchema, rescheduleRequestSchema, taskRequestSchema, taskStatusSchema as taskStatus } from '../core/schemas';
+import {
+  batchRequestSchema,
+  bizTypeNameSchema,
+  bizTypeSettingsSchema,
+  listQuerySchema,
+  rescheduleRequestSchema,
+  taskRequestSchema,
+  taskStatusSchema as taskStatus,
+} from '../core/schemas';
 
 const instant = z.string().meta({ format: 'date-time' });
 const requestSchema = taskRequestSchema({ allowInsecureTargets: false });
+const settingsRequestSchema = bizTypeSettingsSchema({ allowInsecureTargets: false });
 
 export const createdTaskSchema = z
   .object({
@@ -59,6 +68,17 @@ export const taskListSchema = z
       'One page: at most `limit` tasks, fewer (even none) when a status filter leaves some out; keep paging while nextCursor is present',
   });
 
+export const bizTypeSettingsViewSchema = settingsRequestSchema
+  .extend({
+    bizType: z.string(),
+    updatedAt: instant,
+  })
+  .meta({ description: "A bizType's settings; what is left out falls back to the deployment's default" });
+
+export const bizTypeListSchema = z
+  .object({ bizTypes: z.array(bizTypeSettingsViewSchema) })
+  .meta({ description: "All of the caller's bizTypes that have settings" });
+
 export const problemSchema = z
   .object({
     type: z.string(),
@@ -92,7 +112,7 @@ const problems = (...statuses: number[]) =>
           {
             400: 'Invalid request; errors name each field',
             401: 'Missing, malformed, unknown or revoked API key',
-            404: "No such task (or another tenant's)",
+            404: "No such task or bizType (or another tenant's)",
             409: 'Not possible in the current state',
             429: "Over the tenant's requests per second; retry after the Retry-After header's seconds",
           }[status] ?? 'Error',
@@ -101,6 +121,7 @@ const problems = (...statuses: number[]) =>
     ]),
   );
 const idParameter = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
+const bizTypeParameter = { name: 'bizType', in: 'path', required: true, schema: z.toJSONSchema(bizTypeNameSchema) };
 const queryParameters = Object.entries(z.toJSONSchema(listQuerySchema, { io: 'input' }).properties ?? {}).map(([name, schema]) => ({
   name,
   in: 'query',
@@ -170,6 +191,38 @@ const operations: Record<(typeof API_ROUTES)[number], object> = {
     summary: 'Cancel a task that has not been delivered',
     parameters: [idParameter],
     responses: { 200: { description: 'Cancelled (also when already cancelled)', content: json(taskDetailsSchema) }, ...problems(404, 409) },
+  },
+  'PUT /v1/biz-types/{bizType}': {
+    operationId: 'setBizType',
+    summary: "Create or replace a bizType's settings: default target, retry policy, callback rate",
+    description:
+      'Applied when a task is submitted, and copied onto it: a change applies to tasks submitted after it (within 30 seconds, as api instances cache settings), never to tasks already stored. A task with this bizType and no target gets defaultTarget; maxAttempts and backoff replace the deployment\'s; callbackRateLimitPerSecond caps how many of the tenant\'s tasks of this bizType call their target in one second (the rest wait, without using an attempt).',
+    parameters: [bizTypeParameter],
+    requestBody: { required: true, content: { 'application/json': { schema: z.toJSONSchema(settingsRequestSchema, { io: 'input' }) } } },
+    responses: { 200: { description: 'The settings as stored', content: json(bizTypeSettingsViewSchema) }, ...problems(400) },
+  },
+  'GET /v1/biz-types/{bizType}': {
+    operationId: 'getBizType',
+    summary: "A bizType's settings",
+    parameters: [bizTypeParameter],
+    responses: { 200: { description: 'The settings', content: json(bizTypeSettingsViewSchema) }, ...problems(400, 404) },
+  },
+  'GET /v1/biz-types': {
+    operationId: 'listBizTypes',
+    summary: "The caller's bizTypes that have settings",
+    responses: { 200: { description: 'Every bizType with settings', content: json(bizTypeListSchema) } },
+  },
+  'DELETE /v1/biz-types/{bizType}': {
+    operationId: 'deleteBizType',
+    summary: "Delete a bizType's settings; tasks already submitted keep the settings they were given",
+    parameters: [bizTypeParameter],
+    responses: {
+      200: {
+        description: 'Deleted',
+        content: { 'application/json': { schema: { type: 'object', properties: { bizType: { type: 'string' }, deleted: { const: true } } } } },
+      },
+      ...problems(400, 404),
+    },
   },
   'GET /v1/openapi.json': {
     operationId: 'getOpenApi',

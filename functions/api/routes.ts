@@ -29,15 +29,20 @@ import { secondOf } from '../core/clock';
 import { type TargetRules, targetProblem } from '../core/target-rules';
 import { type HttpResult, jsonResponse, problem, problemResponse, readJsonBody, validationProblem } from './http';
 import { createdTaskSchema, openApiDocument, taskDetailsSchema, taskListSchema } from './openapi';
+import { applyBizType, type BizTypeDirectory } from '../core/biz-types';
+import { bizTypeRoute, type BizTypeRoutePorts } from './biz-type-routes';
 
 export type ApiPorts = SchedulePorts &
   TaskLookupPorts &
-  ListPorts & {
+  ListPorts &
+  BizTypeRoutePorts & {
     readonly allowInsecureTargets: boolean;
     /** How many days ahead a task may be due in this deployment. */
     readonly horizonDays: number;
     readonly targetRules: TargetRules;
     readonly tenants: TenantDirectory;
+    /** bizType settings for submits, cached: one read per distinct bizType per cache lifetime. */
+    readonly bizTypes: BizTypeDirectory;
     readonly requestCounter: RequestCounter;
     /** Told what each schedule call did, for metrics and logs. */
     readonly onScheduled?: (result: ScheduleResult) => void;
@@ -110,7 +115,11 @@ async function schedule(ports: ApiPorts, tenant: Tenant, requests: readonly NewT
   return result.outcomes;
 }
 
-/** A task request checked against the contract, the clock, and the tenant's and deployment's target rules. */
+/**
+ * A task request checked against the contract and the clock, completed by its bizType's
+ * settings, and its target (its own or the bizType's default) checked against the tenant's
+ * and deployment's target rules.
+ */
 async function validTask(
   ports: ApiPorts,
   tenant: Tenant,
@@ -118,14 +127,23 @@ async function validTask(
   nowMs: number,
   pathPrefix: ReadonlyArray<PropertyKey> = [],
 ): Promise<Parsed<NewTask>> {
-  const parsed = parseTaskRequest(body, {
+  const draft = parseTaskRequest(body, {
     allowInsecureTargets: ports.allowInsecureTargets,
     nowMs,
     horizonDays: ports.horizonDays,
     pathPrefix,
   });
+  if (!draft.ok) return draft;
+  const { bizType } = draft.value;
+  const settings = bizType === undefined ? undefined : await ports.bizTypes.settings(tenant.id, bizType);
+  const parsed = applyBizType(draft.value, settings, pathPrefix);
   if (!parsed.ok) return parsed;
   const refusal = await targetProblem(parsed.value.target, tenant, ports.targetRules, formatPath([...pathPrefix, '']));
+  if (refusal && draft.value.target === undefined) {
+    // The caller sent no target: say it is the bizType's default that no longer passes, and where to fix it.
+    const message = `(the default target of bizType "${bizType}") ${refusal.message}; change it with PUT /v1/biz-types/{bizType}`;
+    return { ok: false, errors: [{ ...refusal, message }] };
+  }
   return refusal ? { ok: false, errors: [refusal] } : parsed;
 }
 
@@ -277,7 +295,8 @@ export async function route(ports: ApiPorts, event: APIGatewayProxyEventV2): Pro
     );
   }
   const id = event.pathParameters?.id ?? '';
-  switch (event.routeKey as ApiRouteKey) {
+  const routeKey = event.routeKey as ApiRouteKey;
+  switch (routeKey) {
     case 'POST /v1/tasks':
       return createTask(ports, tenant, event);
     case 'POST /v1/tasks/batch':
@@ -290,6 +309,11 @@ export async function route(ports: ApiPorts, event: APIGatewayProxyEventV2): Pro
       return rescheduleRoute(ports, tenant, event, id);
     case 'DELETE /v1/tasks/{id}':
       return deleteTask(ports, tenant, id);
+    case 'PUT /v1/biz-types/{bizType}':
+    case 'GET /v1/biz-types/{bizType}':
+    case 'GET /v1/biz-types':
+    case 'DELETE /v1/biz-types/{bizType}':
+      return bizTypeRoute(ports, tenant, routeKey, event);
     case 'GET /v1/openapi.json':
       return jsonResponse(200, openApiDocument);
     default:

@@ -1,6 +1,8 @@
 import { ENV } from '../../lib/topology';
 import { DynamoClockStore, DynamoIdempotencyStore, DynamoTaskIndex, DynamoTaskStore } from '../adapters/dynamo-store';
-import { DynamoRequestCounter, DynamoTenantStore } from '../adapters/dynamo-tenants';
+import { DynamoBizTypeStore } from '../adapters/dynamo-biz-types';
+import { CALLBACK_COUNTER_PREFIX, DynamoRequestCounter, DynamoTenantStore } from '../adapters/dynamo-tenants';
+import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../core/biz-types';
 import { systemClock } from '../core/task';
 import { cachedTenantDirectory, TENANT_CACHE_TTL_MS } from '../core/tenants';
 import { MAX_SHARDS } from '../core/ids';
@@ -9,7 +11,8 @@ import { integerEnv, requireEnv } from './config';
 
 /**
  * The table, its bucket and shard counts, and the stores over it: what every function but
- * the ticker needs. Tenants are read through a cache, once per TENANT_CACHE_TTL_MS.
+ * the ticker needs. Tenants are read through a cache, once per TENANT_CACHE_TTL_MS, and
+ * bizType settings (for submits) once per BIZ_TYPE_CACHE_TTL_MS.
  */
 export function tableFromEnv(env: NodeJS.ProcessEnv = process.env) {
   const tableName = requireEnv(ENV.tableName, env);
@@ -21,6 +24,7 @@ export function tableFromEnv(env: NodeJS.ProcessEnv = process.env) {
       `Environment variable ${ENV.shardCount} must be between 1 and ${MAX_SHARDS} (task ids hold the shard in two characters)`,
     );
   }
+  const bizTypeStore = new DynamoBizTypeStore({ client: dynamo, tableName });
   return {
     bucketCount,
     shardCount,
@@ -30,5 +34,8 @@ export function tableFromEnv(env: NodeJS.ProcessEnv = process.env) {
     idempotencyStore: new DynamoIdempotencyStore({ client: dynamo, tableName }),
     tenants: cachedTenantDirectory(new DynamoTenantStore({ client: dynamo, tableName }), systemClock, TENANT_CACHE_TTL_MS),
     requestCounter: new DynamoRequestCounter({ client: dynamo, tableName }),
+    bizTypeStore,
+    bizTypes: cachedBizTypeDirectory(bizTypeStore, systemClock, BIZ_TYPE_CACHE_TTL_MS),
+    callbackCounter: new DynamoRequestCounter({ client: dynamo, tableName, keyPrefix: CALLBACK_COUNTER_PREFIX }),
   };
 }

@@ -110,6 +110,8 @@ async function handOver(ports: SchedulePorts, current: Task, key: TaskKey, reque
       payloadJson: request.payloadJson ?? current.payloadJson,
       ...(current.bizType !== undefined && { bizType: current.bizType }),
       ...(current.bizId !== undefined && { bizId: current.bizId }),
+      // The successor is the same business task, delivered under the settings it was submitted with.
+      ...(current.policy !== undefined && { policy: current.policy }),
       attempts: 0,
       rescheduledFrom: current.id,
     },

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { ABSOLUTE_URL_PROBLEM, addressPolicy, webhookUrlProblem } from './egress';
 import { MAX_ENCODABLE_MS } from './ids';
 import { LIST_LIMITS } from './listing';
-import type { Target, TaskStatus } from './task';
+import type { DeliveryPolicy, Target, TaskStatus } from './task';
 
 export const LIMITS = {
   payloadBytes: 64 * 1024,
@@ -147,14 +147,15 @@ const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
 /** With the u flag a surrogate pair is one code point, so this matches only unpaired halves, which no UTF-8 store can hold. */
 const LONE_SURROGATE = /[\ud800-\udfff]/u;
 
-const optionalText = (max: number) =>
+const text = (max: number) =>
   z
     .string()
     .min(1, 'must not be empty')
     .max(max, `must be at most ${max} characters`)
-    .refine((text) => !LONE_SURROGATE.test(text), 'must be well-formed Unicode (it holds a lone surrogate)')
-    .refine((text) => !CONTROL_CHARACTERS.test(text), 'must not contain control characters')
-    .optional();
+    .refine((value) => !LONE_SURROGATE.test(value), 'must be well-formed Unicode (it holds a lone surrogate)')
+    .refine((value) => !CONTROL_CHARACTERS.test(value), 'must not contain control characters');
+
+const optionalText = (max: number) => text(max).optional();
 
 /** When a task is due: exactly one of these two, checked against the clock by resolveDueAt. */
 const dueTimeFields = {
@@ -173,7 +174,8 @@ const dueTimeFields = {
 export function taskRequestSchema(options: { allowInsecureTargets: boolean }) {
   return z.strictObject({
     ...dueTimeFields,
-    target: targetSchema(options.allowInsecureTargets),
+    // Optional when the bizType names a default target (PUT /v1/biz-types/{bizType}).
+    target: targetSchema(options.allowInsecureTargets).optional(),
     payload: z.unknown().optional(),
     bizType: optionalText(LIMITS.bizTypeLength),
     bizId: optionalText(LIMITS.bizIdLength),
@@ -196,7 +198,12 @@ export interface NewTask {
   readonly bizType?: string;
   readonly bizId?: string;
   readonly idempotencyKey?: string;
+  /** The bizType's delivery settings, applied by applyBizType. */
+  readonly policy?: DeliveryPolicy;
 }
+
+/** A validated request before its bizType's settings are applied: the target may still be missing. */
+export type TaskDraft = Omit<NewTask, 'target' | 'policy'> & { readonly target?: Target };
 
 export type Parsed<T> =
   | { readonly ok: true; readonly value: T }
@@ -285,13 +292,13 @@ function resolveDueAt(
 
 const PAYLOAD_TOO_LARGE = `must be at most ${LIMITS.payloadBytes} bytes of JSON`;
 
-/** Validates one task request against the contract and the clock. */
+/** Validates one task request against the contract and the clock; the bizType's settings are applied after (see biz-types.ts). */
 export function parseTaskRequest(
   body: unknown,
   options: DueTimeRules & { allowInsecureTargets: boolean; pathPrefix?: ReadonlyArray<PropertyKey> },
-): Parsed<NewTask> {
+): Parsed<TaskDraft> {
   const prefix = options.pathPrefix ?? [];
-  const fieldError = (field: string, message: string): Parsed<NewTask> => ({
+  const fieldError = (field: string, message: string): Parsed<TaskDraft> => ({
     ok: false,
     errors: [{ path: formatPath([...prefix, field]), message }],
   });
@@ -307,7 +314,7 @@ export function parseTaskRequest(
     value: {
       dueAtMs,
       fingerprint: fingerprintOf(request),
-      target: request.target,
+      ...(request.target !== undefined && { target: request.target }),
       payloadJson,
       ...(request.bizType !== undefined && { bizType: request.bizType }),
       ...(request.bizId !== undefined && { bizId: request.bizId }),
@@ -376,3 +383,42 @@ export const listQuerySchema = z
   });
 
 export type ListQuery = z.output<typeof listQuerySchema>;
+
+/** A bizType as it appears in a path: the same rules as a task's bizType field. */
+export const bizTypeNameSchema = text(LIMITS.bizTypeLength);
+
+/**
+ * Bounds of a bizType's delivery settings. Attempts stay under the delivery queue's receive
+ * budget (deliveryMaxReceiveCount); backoff stays within what SQS can hide a message for (12
+ * hours); a callback rate is counted on one item per second, which takes about 1,000 writes a second.
+ */
+export const BIZ_TYPE_LIMITS = { maxAttempts: 50, backoffSeconds: 43_200, callbackRatePerSecond: 1000 } as const;
+
+const wholeNumber = (min: number, max: number, unit: string) =>
+  z
+    .number({ error: `must be a number of ${unit}` })
+    .int(`must be a whole number of ${unit}`)
+    .min(min, `must be at least ${min}`)
+    .max(max, `must be at most ${max}`)
+    .optional();
+
+/** The body of PUT /v1/biz-types/{bizType}: every field optional; what is left out falls back to the deployment's default. */
+export function bizTypeSettingsSchema(options: { allowInsecureTargets: boolean }) {
+  return z
+    .strictObject({
+      defaultTarget: targetSchema(options.allowInsecureTargets).optional(),
+      maxAttempts: wholeNumber(1, BIZ_TYPE_LIMITS.maxAttempts, 'attempts'),
+      backoffBaseSeconds: wholeNumber(1, BIZ_TYPE_LIMITS.backoffSeconds, 'seconds'),
+      backoffMaxSeconds: wholeNumber(1, BIZ_TYPE_LIMITS.backoffSeconds, 'seconds'),
+      callbackRateLimitPerSecond: wholeNumber(1, BIZ_TYPE_LIMITS.callbackRatePerSecond, 'calls a second'),
+    })
+    .refine(
+      (settings) =>
+        settings.backoffBaseSeconds === undefined ||
+        settings.backoffMaxSeconds === undefined ||
+        settings.backoffMaxSeconds >= settings.backoffBaseSeconds,
+      { path: ['backoffMaxSeconds'], message: 'must be at least backoffBaseSeconds' },
+    );
+}
+
+export type BizTypeSettingsRequest = z.output<ReturnType<typeof bizTypeSettingsSchema>>;

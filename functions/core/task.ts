@@ -35,6 +35,8 @@ export interface Task {
   readonly bizType?: string;
   readonly bizId?: string;
   readonly idempotencyKey?: string;
+  /** Its bizType's delivery settings as they were at submit, so delivering it needs no extra read. */
+  readonly policy?: DeliveryPolicy;
   readonly attempts: number;
   readonly leaseUntilMs?: number;
   readonly deliveredAtMs?: number;
@@ -52,6 +54,15 @@ export interface Task {
   readonly rescheduledTo?: string;
   /** A reschedule begun but not yet in effect: the task it would hand over to, and the request's fingerprint. */
   readonly rescheduleIntent?: RescheduleIntent;
+}
+
+/** How a task is delivered, where it differs from the deployment's defaults (its bizType's settings). */
+export interface DeliveryPolicy {
+  readonly maxAttempts?: number;
+  readonly backoffBaseSeconds?: number;
+  readonly backoffMaxSeconds?: number;
+  /** Calls of the target per second for all of the tenant's tasks of this bizType together. */
+  readonly callbackRateLimitPerSecond?: number;
 }
 
 export interface RescheduleIntent {

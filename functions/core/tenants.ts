@@ -7,6 +7,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { generateSigningSecret } from './signature';
 import type { Clock } from './task';
+import { ttlCache } from './ttl-cache';
 
 export interface SigningSecret {
   /** `whsec_<base64>`, the Standard Webhooks form. */
@@ -192,31 +193,18 @@ export interface TenantDirectory {
 }
 
 export function cachedTenantDirectory(store: TenantStore, clock: Clock, ttlMs: number): TenantDirectory {
-  const cache = new Map<string, { value: Promise<unknown>; expiresAtMs: number }>();
-  const remembered = <T>(key: string, load: () => Promise<T>): Promise<T> => {
-    const nowMs = clock.now();
-    const hit = cache.get(key);
-    if (hit && hit.expiresAtMs > nowMs) return hit.value as Promise<T>;
-    // Made-up key ids are remembered too (as missing); the bound keeps a flood of them from exhausting memory.
-    if (cache.size >= MAX_CACHED_ENTRIES) cache.clear();
-    const value = load();
-    cache.set(key, { value, expiresAtMs: nowMs + ttlMs });
-    // A failed read must not be remembered.
-    value.catch(() => cache.delete(key));
-    return value;
-  };
+  // Made-up key ids are remembered too (as missing), within the cache's bound.
+  const remembered = ttlCache(clock, ttlMs);
   return {
     tenant: (id) => remembered(`tenant#${id}`, () => store.getTenant(id)),
     apiKey: (tenantId, keyId) => remembered(`key#${tenantId}#${keyId}`, () => store.getApiKey(tenantId, keyId)),
   };
 }
 
-const MAX_CACHED_ENTRIES = 10_000;
-
 /** How long the api and callback remember a tenant or key; a revoked key stops working within this. */
 export const TENANT_CACHE_TTL_MS = 30_000;
 
 export interface RequestCounter {
-  /** Counts one request in the tenant's current second; false if that second already had `limit`. */
-  admit(tenantId: string, second: number, limit: number): Promise<boolean>;
+  /** Counts one request of `subject` (a tenant, or a tenant's bizType) in `second`; false if that second already had `limit`. */
+  admit(subject: string, second: number, limit: number): Promise<boolean>;
 }

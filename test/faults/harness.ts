@@ -13,7 +13,9 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { DynamoClockStore, DynamoIdempotencyStore, DynamoTaskIndex, DynamoTaskStore } from '../../functions/adapters/dynamo-store';
-import { DynamoRequestCounter, DynamoTenantStore } from '../../functions/adapters/dynamo-tenants';
+import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types';
+import { CALLBACK_COUNTER_PREFIX, DynamoRequestCounter, DynamoTenantStore } from '../../functions/adapters/dynamo-tenants';
+import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../../functions/core/biz-types';
 import { delayRedelivery, SqsDeadLetterQueue, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
 import { AwsTargetDispatcher } from '../../functions/adapters/targets';
 import { WebhookClient } from '../../functions/adapters/webhook-client';
@@ -140,6 +142,8 @@ export async function startHarness(options: HarnessOptions = {}) {
       taskIndex: new DynamoTaskIndex({ client: dynamo, tableName, bucketCount: BUCKETS }),
       clockStore: new DynamoClockStore({ client: dynamo, tableName }),
       idempotencyStore: new DynamoIdempotencyStore({ client: dynamo, tableName }),
+      bizTypeStore: new DynamoBizTypeStore({ client: dynamo, tableName }),
+      callbackCounter: new DynamoRequestCounter({ client: dynamo, tableName, keyPrefix: CALLBACK_COUNTER_PREFIX }),
       deliveryQueue: sqsDeliveryQueue(sqs, delivery.url),
       clock: skewedClock(options.skewMs?.[name] ?? 0),
       bucketCount: BUCKETS,
@@ -157,6 +161,7 @@ export async function startHarness(options: HarnessOptions = {}) {
   const api: ApiPorts = {
     ...apiParts,
     tenants: directory(apiParts),
+    bizTypes: cachedBizTypeDirectory(apiParts.bizTypeStore, apiParts.clock, BIZ_TYPE_CACHE_TTL_MS),
     retentionDays: 30,
     allowInsecureTargets: true,
     horizonDays: DEFAULT_SETTINGS.maxHorizonDays,

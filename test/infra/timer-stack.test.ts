@@ -184,10 +184,19 @@ describe('Stack: TimerStack', () => {
       expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem']),
     );
     for (const name of Object.keys(FUNCTIONS) as Array<keyof typeof FUNCTIONS>) {
-      expect(actionsOf(name)).not.toContain('dynamodb:DeleteItem');
+      if (name !== 'api') expect(actionsOf(name)).not.toContain('dynamodb:DeleteItem');
       expect(actionsOf(name)).not.toContain('dynamodb:Scan');
       expect(actionsOf(name)).not.toContain('dynamodb:*');
     }
+  });
+
+  it("lets the api delete only bizType settings, never a task: DeleteItem is held to the settings' partitions", () => {
+    const deletes = statementsOf('api').filter((statement) => statementActions(statement).includes('dynamodb:DeleteItem'));
+    expect(deletes).toHaveLength(1);
+    expect(deletes[0]).toMatchObject({
+      Action: 'dynamodb:DeleteItem',
+      Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${TABLE.bizTypePartitionPrefix}*`] } },
+    });
   });
 
   it('lets only the callback move exhausted tasks to the DLQ', () => {

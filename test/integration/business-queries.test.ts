@@ -1,7 +1,9 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoTaskIndex } from '../../functions/adapters/dynamo-store';
+import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types';
 import { DynamoRequestCounter, DynamoTenantStore } from '../../functions/adapters/dynamo-tenants';
+import { cachedBizTypeDirectory } from '../../functions/core/biz-types';
 import { type ApiPorts, route } from '../../functions/api/routes';
 import { encodeCursor } from '../../functions/core/listing';
 import { systemClock } from '../../functions/core/task';
@@ -22,6 +24,7 @@ beforeAll(async () => {
   emulators = await startEmulators();
   const { dynamo, tableName } = emulators;
   const tenantStore = new DynamoTenantStore({ client: dynamo, tableName });
+  const bizTypeStore = new DynamoBizTypeStore({ client: dynamo, tableName });
   for (const id of ['acme', 'rival']) {
     await tenantStore.createTenant(newTenant(id, Date.now(), { rateLimitPerSecond: 10_000 }));
     const { apiKey, record } = newApiKey(id, Date.now());
@@ -34,6 +37,7 @@ beforeAll(async () => {
     deliveryQueue: { send: async () => undefined },
     tenants: { tenant: (id) => tenantStore.getTenant(id), apiKey: (tenantId, keyId) => tenantStore.getApiKey(tenantId, keyId) },
     requestCounter: new DynamoRequestCounter({ client: dynamo, tableName }),
+    bizTypes: cachedBizTypeDirectory(bizTypeStore, systemClock, 0),
     clock: systemClock,
     bucketCount: BUCKETS,
     shardCount: SHARDS,

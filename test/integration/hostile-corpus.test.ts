@@ -8,7 +8,9 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoTaskIndex } from '../../functions/adapters/dynamo-store';
+import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types';
 import { DynamoRequestCounter, DynamoTenantStore } from '../../functions/adapters/dynamo-tenants';
+import { cachedBizTypeDirectory } from '../../functions/core/biz-types';
 import { sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
 import { type ApiPorts, route } from '../../functions/api/routes';
 import { newTaskId } from '../../functions/core/ids';
@@ -47,6 +49,7 @@ beforeAll(async () => {
     }),
     tenants: cachedTenantDirectory(tenantStore, systemClock, 0),
     requestCounter: new DynamoRequestCounter(options),
+    bizTypes: cachedBizTypeDirectory(new DynamoBizTypeStore(options), systemClock, 0),
   };
   const now = Date.now();
   // acme lists its webhook hosts; the attacker names are on it so the address checks behind the list get tested.

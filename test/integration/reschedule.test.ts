@@ -37,6 +37,7 @@ function pipeline(taskStore: DynamoTaskStore = emulators.stores({ bucketCount: B
     },
     tenants: fakeTenantDirectory(),
     deadLetters: { send: async () => undefined },
+    callbackCounter: stores.callbackCounter,
     maxAttempts: 5,
     backoffBaseSeconds: 1,
     backoffMaxSeconds: 2,

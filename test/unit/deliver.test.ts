@@ -11,7 +11,7 @@ import {
 } from '../../functions/core/deliver';
 import { HISTORY_LIMIT, type Task } from '../../functions/core/task';
 import type { Tenant } from '../../functions/core/tenants';
-import { aTask, aTenant, FakeTaskStore, fakeTenantDirectory, ManualClock } from './fakes';
+import { aTask, aTenant, DELIVERY_SETTINGS, FakeRequestCounter, FakeTaskStore, fakeTenantDirectory, ManualClock } from './fakes';
 
 const DUE_AT_MS = Date.UTC(2026, 5, 1, 8, 0, 0, 250);
 const LEASE_MS = 60_000;
@@ -31,15 +31,10 @@ function deliveryPorts(task: Task, options: { nowMs: number; result?: TargetResu
     },
     tenants: fakeTenantDirectory(options.tenants),
     deadLetters: { send: vi.fn(async (letter: DeadLetter) => void letters.push(letter)) },
+    callbackCounter: new FakeRequestCounter(),
     clock,
-    bucketCount: 1000,
-    shardCount: 4,
-    maxAttempts: 5,
-    backoffBaseSeconds: 5,
-    backoffMaxSeconds: 900,
-    retentionDays: 30,
+    ...DELIVERY_SETTINGS,
     leaseMs: LEASE_MS,
-    maxEarlyWaitMs: 5000,
   } satisfies DeliveryPorts;
   return { ports, clock, calls, letters, stored: () => ports.taskStore.tasks.get(task.id) };
 }

@@ -21,7 +21,8 @@ import type {
   TaskStore,
   Watermark,
 } from '../../functions/core/task';
-import { newTenant, type Tenant, type TenantDirectory } from '../../functions/core/tenants';
+import type { BizTypeSettings, BizTypeStore } from '../../functions/core/biz-types';
+import { newTenant, type RequestCounter, type Tenant, type TenantDirectory } from '../../functions/core/tenants';
 
 export class FakeClockStore implements ClockStore {
   /** Second → how many tasks its scan enqueued. */
@@ -201,6 +202,54 @@ export class FakeDeliveryQueue implements DeliveryQueue {
     this.sent.push(...messages);
   }
 }
+
+/** Counts per subject and second in a map, with the real counter's refuse-at-the-limit rule. */
+export class FakeRequestCounter implements RequestCounter {
+  readonly counts = new Map<string, number>();
+
+  async admit(subject: string, second: number, limit: number): Promise<boolean> {
+    const key = `${subject}@${second}`;
+    const count = this.counts.get(key) ?? 0;
+    if (count >= limit) return false;
+    this.counts.set(key, count + 1);
+    return true;
+  }
+}
+
+/** bizType settings by tenant and bizType; `reads` counts gets, to prove caching. */
+export class FakeBizTypeStore implements BizTypeStore {
+  readonly settings = new Map<string, BizTypeSettings>();
+  reads = 0;
+
+  async put(settings: BizTypeSettings): Promise<void> {
+    this.settings.set(`${settings.tenantId}#${settings.bizType}`, settings);
+  }
+
+  async get(tenantId: string, bizType: string): Promise<BizTypeSettings | undefined> {
+    this.reads++;
+    return this.settings.get(`${tenantId}#${bizType}`);
+  }
+
+  async list(tenantId: string): Promise<BizTypeSettings[]> {
+    return [...this.settings.values()].filter((settings) => settings.tenantId === tenantId);
+  }
+
+  async delete(tenantId: string, bizType: string): Promise<boolean> {
+    return this.settings.delete(`${tenantId}#${bizType}`);
+  }
+}
+
+/** The deployment settings delivery tests run under, beside their own fakes. */
+export const DELIVERY_SETTINGS = {
+  bucketCount: 1000,
+  shardCount: 4,
+  maxAttempts: 5,
+  backoffBaseSeconds: 5,
+  backoffMaxSeconds: 900,
+  retentionDays: 30,
+  leaseMs: 60_000,
+  maxEarlyWaitMs: 5000,
+} as const;
 
 export const TENANT_ID = 'acme';
 

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { deliverRecords } from '../../functions/callback/records';
 import type { DeliveryPorts } from '../../functions/core/deliver';
 import { sqsRecord } from './handlers/setup';
-import { aTask, FakeTaskStore, fakeTenantDirectory, ManualClock } from './fakes';
+import { aTask, FakeRequestCounter, FakeTaskStore, fakeTenantDirectory, ManualClock } from './fakes';
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -20,6 +20,7 @@ describe('Function: deliverRecords', () => {
       targets: { dispatch: async () => ({ ok: true }) },
       tenants: fakeTenantDirectory(),
       deadLetters: { send: async () => undefined },
+      callbackCounter: new FakeRequestCounter(),
       clock: new ManualClock(nowMs),
       bucketCount: 1000,
       shardCount: 4,

@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { type ScheduleOutcome, type SchedulePorts, scheduleTasks } from '../../functions/core/schedule';
+import { applyBizType } from '../../functions/core/biz-types';
 import { parseTaskRequest } from '../../functions/core/schemas';
 import {
   FakeClockStore,
@@ -32,8 +33,9 @@ function request(body: Record<string, unknown>) {
     { target: { type: 'http', url: 'https://hooks.example.com/t' }, payload: { n: 1 }, ...body },
     { allowInsecureTargets: false, nowMs: NOW_MS },
   );
-  if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
-  return parsed.value;
+  const task = parsed.ok ? applyBizType(parsed.value, undefined) : parsed;
+  if (!task.ok) throw new Error(JSON.stringify(task.errors));
+  return task.value;
 }
 
 const idOf = (outcome: ScheduleOutcome | undefined) =>

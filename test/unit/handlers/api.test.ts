@@ -3,6 +3,7 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import {
   BatchGetCommand,
   BatchWriteCommand,
+  DeleteCommand,
   DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
@@ -30,7 +31,7 @@ const { apiKey: API_KEY, record: KEY_RECORD } = newApiKey(TENANT.id, Date.now())
 
 function apiEvent(
   routeKey: string,
-  options: { body?: string; id?: string; authorization?: string; query?: Record<string, string> } = {},
+  options: { body?: string; id?: string; bizType?: string; authorization?: string; query?: Record<string, string> } = {},
 ): APIGatewayProxyEventV2 {
   return {
     version: '2.0',
@@ -45,13 +46,14 @@ function apiEvent(
     isBase64Encoded: false,
     ...(options.body !== undefined && { body: options.body }),
     ...(options.id !== undefined && { pathParameters: { id: options.id } }),
+    ...(options.bizType !== undefined && { pathParameters: { bizType: options.bizType } }),
     ...(options.query !== undefined && { queryStringParameters: options.query }),
   };
 }
 
 async function call(
   routeKey: string,
-  options: { body?: unknown; rawBody?: string; id?: string; authorization?: string; query?: Record<string, string> } = {},
+  options: { body?: unknown; rawBody?: string; id?: string; bizType?: string; authorization?: string; query?: Record<string, string> } = {},
 ) {
   const body = options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
   const response = await handler(apiEvent(routeKey, { ...options, body }), lambdaContext(10_000));
@@ -340,5 +342,44 @@ describe('Function: api handler', () => {
     expect(response.headers).toMatchObject({ 'retry-after': '1' });
     expect(response.json.detail).toContain(`${TENANT.rateLimitPerSecond} requests a second`);
     expect(ddbMock.commandCalls(PutCommand)).toHaveLength(0);
+  });
+
+  it("stores a bizType's settings in the tenant's own partition and answers with them", async () => {
+    // Prepare
+    ddbMock.on(PutCommand).resolves({});
+
+    // Act
+    const response = await call('PUT /v1/biz-types/{bizType}', { bizType: 'order-close', body: { maxAttempts: 3, callbackRateLimitPerSecond: 20 } });
+
+    // Assess
+    expect(response.statusCode).toBe(200);
+    expect(response.json).toMatchObject({ bizType: 'order-close', maxAttempts: 3, callbackRateLimitPerSecond: 20 });
+    expect(ddbMock.commandCalls(PutCommand).map((put) => put.args[0].input)).toEqual([
+      { TableName: TABLE_NAME, Item: expect.objectContaining({ pk: `BIZTYPES#${TENANT.id}`, sk: 'order-close', tenantId: TENANT.id, maxAttempts: 3 }) },
+    ]);
+  });
+
+  it('refuses out-of-range settings with a 400 naming the field, and writes nothing', async () => {
+    // Act
+    const response = await call('PUT /v1/biz-types/{bizType}', { bizType: 'order-close', body: { maxAttempts: 500 } });
+
+    // Assess
+    expect(response.statusCode).toBe(400);
+    expect(response.json.errors).toEqual([{ path: 'maxAttempts', message: 'must be at most 50' }]);
+    expect(ddbMock.commandCalls(PutCommand)).toHaveLength(0);
+  });
+
+  it("deletes only the caller's settings, with a condition so a missing bizType is a 404", async () => {
+    // Prepare
+    ddbMock.on(DeleteCommand).rejects(conditionFailed());
+
+    // Act
+    const response = await call('DELETE /v1/biz-types/{bizType}', { bizType: 'never-made' });
+
+    // Assess
+    expect(response.statusCode).toBe(404);
+    expect(ddbMock.commandCalls(DeleteCommand).map((del) => del.args[0].input)).toEqual([
+      expect.objectContaining({ Key: { pk: `BIZTYPES#${TENANT.id}`, sk: 'never-made' }, ConditionExpression: 'attribute_exists(pk)' }),
+    ]);
   });
 });

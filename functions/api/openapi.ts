@@ -32,7 +32,8 @@ export const createdTaskSchema = z
 
 export const taskDetailsSchema = createdTaskSchema
   .extend({
-    target: requestSchema.shape.target,
+    // Stored tasks always have a target: a request without one got its bizType's default.
+    target: requestSchema.shape.target.unwrap(),
     payload: z.unknown(),
     bizType: z.string().optional(),
     bizId: z.string().optional(),

@@ -42,7 +42,9 @@ export interface SweepReport {
  * Walks seconds after a watermark, doing the work each one calls for (a list of seconds to
  * handle, usually itself or nothing), and raises the watermark only over seconds whose work
  * is done. However long a failure lasts, no second is left behind; one that keeps failing
- * holds the watermark, and the lag shows.
+ * holds the watermark, and the lag shows. Each run does the work of at least one second
+ * before it heeds the deadline: when the stores are slow enough that merely reading what to
+ * do spends the budget, a pass that stopped at once would never move again.
  */
 async function walkSeconds(
   ports: ScanPorts,
@@ -55,10 +57,12 @@ async function walkSeconds(
   if (range.to <= range.after) return { through };
   try {
     const workAt = await workFor(range.after + 1, range.to);
+    let worked = false;
     for (let second = range.after + 1; second <= range.to; second++) {
       const targets = workAt(second);
-      if (targets.length > 0 && ports.clock.now() > range.deadlineMs) break;
+      if (targets.length > 0 && worked && ports.clock.now() > range.deadlineMs) break;
       for (const target of targets) await work(target);
+      worked ||= targets.length > 0;
       through = second;
     }
   } catch (error) {

@@ -383,6 +383,24 @@ describe('Function: sweep', () => {
     expect(listDue).not.toHaveBeenCalled();
   });
 
+  it('re-scans at least one second per run, even when reading what to do spent its budget', async () => {
+    // Prepare: slow stores; reading the markers alone takes longer than the whole budget.
+    const clockStore = new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 100 });
+    const ports = { ...scanPorts({ clockStore }), shardCount: 1 };
+    const scannedSeconds = clockStore.scannedSeconds.bind(clockStore);
+    vi.spyOn(clockStore, 'scannedSeconds').mockImplementation(async (from, to) => {
+      ports.clock.advance(5000);
+      return scannedSeconds(from, to);
+    });
+
+    // Act
+    const report = await sweep(ports, { ...settings, budgetMs: 2000 });
+
+    // Assess
+    expect(report.rescanned).toEqual([NOW_SECOND - 100]);
+    expect(clockStore.watermarks.swept).toBe(NOW_SECOND - 100);
+  });
+
   describe('overdue pass', () => {
     const overdueSettings = { ...settings, overdueGraceSeconds: 60 };
 

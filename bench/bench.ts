@@ -164,9 +164,12 @@ async function startTimer(): Promise<TimerSystem> {
   return {
     name: 'timer',
     async submit(tasks) {
-      await callTimerApi(ready.apiUrl, '/v1/tasks/batch', {
-        tasks: tasks.map((task) => ({ dueAt: task.dueAtMs, target: { type: 'http', url: hookUrl }, payload: { key: task.key } })),
-      });
+      await callTimerApi(
+        ready.apiUrl,
+        '/v1/tasks/batch',
+        { tasks: tasks.map((task) => ({ dueAt: task.dueAtMs, target: { type: 'http', url: hookUrl }, payload: { key: task.key } })) },
+        { authorization: `Bearer ${ready.apiKey}` },
+      );
     },
     async measure() {
       const { snapshot } = await ask<{ type: 'snapshot'; snapshot: TimerSnapshot }>(child, { type: 'snapshot' } satisfies TimerRequest, 'snapshot');

@@ -37,7 +37,7 @@ const diff = (after: Record<string, number>, before: Record<string, number>) =>
 async function post(path: string, body: unknown): Promise<{ id?: string; results?: Array<{ task: { id: string } }> }> {
   const response = await fetch(`${timer.apiUrl}${path}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${timer.apiKey}` },
     body: JSON.stringify(body),
   });
   if (response.status !== 201) throw new Error(`${path} answered ${response.status}: ${await response.text()}`);

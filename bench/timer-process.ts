@@ -38,7 +38,7 @@ export interface TimerStorage {
 }
 
 export type TimerMessage =
-  | { type: 'ready'; apiUrl: string }
+  | { type: 'ready'; apiUrl: string; apiKey: string }
   | { type: 'snapshot'; snapshot: TimerSnapshot }
   | { type: 'storage'; storage: TimerStorage };
 
@@ -193,4 +193,4 @@ process.on('message', async (message: TimerRequest) => {
   }
 });
 
-send({ type: 'ready', apiUrl: timer.apiUrl });
+send({ type: 'ready', apiUrl: timer.apiUrl, apiKey: timer.apiKey });

@@ -1,53 +1,5 @@
-/**
- * `npm start`: the whole timer on this machine. Data lives in TIMER_DATA_DIR (default
- * .timer-data), so scheduled tasks survive a restart; the API listens on TIMER_PORT
- * (default 3000).
- */
-import { resolve } from 'node:path';
-import { LOCAL_INBOX_PATH } from '../lib/local/paths';
-import { startLocalTimer } from '../lib/local/runtime';
+/** `npm start`: the same as `timer dev` (port from TIMER_PORT, data in TIMER_DATA_DIR, logs at TIMER_LOG_LEVEL). */
+import { processIo } from '../lib/cli/io';
+import { run } from '../lib/cli/run';
 
-const port = Number(process.env.TIMER_PORT ?? 3000);
-const dataDir = resolve(process.env.TIMER_DATA_DIR ?? '.timer-data');
-
-const timer = await startLocalTimer({ port, dataDir, logLevel: process.env.TIMER_LOG_LEVEL ?? 'INFO' }).catch(
-  (error: unknown) => {
-    const reason = error instanceof Error ? error.message : String(error);
-    const hint = /EADDRINUSE/.test(reason) ? ` Port ${port} is taken: set TIMER_PORT to a free port.` : '';
-    process.stderr.write(`Local timer failed to start: ${reason}.${hint}\n`);
-    process.exit(1);
-  },
-);
-
-process.stdout.write(
-  [
-    '',
-    `Distributed timer running locally`,
-    `  API:             ${timer.apiUrl}/v1/tasks`,
-    `  Data:            ${dataDir}`,
-    `  Signing secret:  ${timer.signingSecret}  (webhooks carry Standard Webhooks signatures made with it)`,
-    `  Webhook inbox:   ${timer.apiUrl}${LOCAL_INBOX_PATH}  (a receiver for trying it out: checks signatures, logs arrivals)`,
-    `  EventBridge:     events to eventbridge targets are appended to ${resolve(dataDir, 'eventbridge-events.jsonl')}`,
-    timer.recovered > 0 ? `  Recovered:       ${timer.recovered} tasks re-enqueued after the restart` : '',
-    '',
-    'Schedule a webhook 10 seconds from now, to the inbox:',
-    `  curl -s -X POST ${timer.apiUrl}/v1/tasks -H 'content-type: application/json' \\`,
-    `    -d '{"delaySeconds":10,"target":{"type":"http","url":"${timer.apiUrl}${LOCAL_INBOX_PATH}"},"payload":{"hello":"world"}}'`,
-    '',
-    'Press Ctrl+C to stop.',
-    '',
-  ]
-    .filter((line, index, lines) => line !== '' || lines[index - 1] !== '')
-    .join('\n'),
-);
-
-let stopping = false;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, async () => {
-    if (stopping) process.exit(1);
-    stopping = true;
-    process.stdout.write('Stopping…\n');
-    await timer.stop();
-    process.exit(0);
-  });
-}
+process.exit(await run(['dev', ...process.argv.slice(2)], processIo()));

@@ -1,8 +1,14 @@
-/** The CDK app: `npx cdk synth` / `npx cdk deploy`. Region and account come from the caller's AWS profile. */
-import { App } from 'aws-cdk-lib';
+/**
+ * The CDK app: `npx cdk synth` / `npx cdk deploy`. Region and account come from the caller's AWS
+ * profile. Synthesis fails on any AWS Solutions (cdk-nag) finding that is not acknowledged, with
+ * its reason, on the resource it concerns.
+ */
+import { App, Validations } from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
 import { TimerStack } from '../lib/timer-stack';
 
 const app = new App();
+Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
 new TimerStack(app, 'DistributedTimer', {
   description:
     'Serverless distributed timer: HTTP API, DynamoDB time buckets, clock-locked scanner, SQS delivery with DLQ',

@@ -2,18 +2,27 @@
  * A typed client for the timer's HTTP API v1. It uses the platform's fetch and nothing
  * else at run time; its types are the API's own schemas and views, so they cannot drift.
  *
- *   const timer = new TimerClient({ baseUrl: 'https://abc.execute-api.eu-west-1.amazonaws.com' });
+ *   const timer = new TimerClient({ baseUrl: 'https://abc.execute-api.eu-west-1.amazonaws.com', apiKey: process.env.TIMER_API_KEY });
  *   const task = await timer.schedule({ delaySeconds: 1800, target: { type: 'http', url: 'https://…' }, payload });
  */
 import { randomUUID } from 'node:crypto';
+import type { z } from 'zod';
+import type { bizTypeListSchema, bizTypeSettingsViewSchema, taskListSchema } from '../functions/api/openapi';
 import type { createdView, taskView } from '../functions/api/routes';
-import type { TaskRequest } from '../functions/core/schemas';
+import type { bizTypeSettingsSchema, listQuerySchema, rescheduleRequestSchema, TaskRequest } from '../functions/core/schemas';
 
 export { verifyWebhook } from '../functions/core/signature';
 
 export type { TaskRequest };
 export type CreatedTask = ReturnType<typeof createdView>;
 export type TaskDetails = ReturnType<typeof taskView>;
+export type RescheduleRequest = z.input<typeof rescheduleRequestSchema>;
+/** GET /v1/tasks's query: bizId or bizType, optionally status; `limit` 1 to 100 (default 50). */
+export type TaskListQuery = Omit<z.input<typeof listQuerySchema>, 'limit'> & { readonly limit?: number };
+export type TaskPage = z.infer<typeof taskListSchema>;
+/** PUT /v1/biz-types/{bizType}'s body: every field optional. */
+export type BizTypeSettingsRequest = z.input<ReturnType<typeof bizTypeSettingsSchema>>;
+export type BizTypeSettings = z.infer<typeof bizTypeSettingsViewSchema>;
 
 /** RFC 9457 problem details, as the API returns them. */
 export interface ApiProblem {
@@ -48,6 +57,8 @@ export class TimerApiError extends Error {
 export interface TimerClientOptions {
   /** The API's base URL: the stack output ApiUrl, or local mode's http://127.0.0.1:3000. */
   readonly baseUrl: string;
+  /** The tenant's API key (`tk_…`), from `timer tenants create` or local mode's start-up banner. */
+  readonly apiKey: string;
   /**
    * Tries per request for network errors, 429 and 5xx answers. Submits are safe to repeat
    * because each carries an idempotency key (one is made up when the caller gives none).
@@ -56,13 +67,15 @@ export interface TimerClientOptions {
   readonly attempts?: number;
   /** @default 200 ms, doubled each retry */
   readonly retryDelayMs?: number;
-  /** Extra headers on every request, such as an Authorization header. */
+  /** Extra headers on every request. */
   readonly headers?: Readonly<Record<string, string>>;
   /** @default globalThis.fetch */
   readonly fetch?: typeof fetch;
 }
 
 const retryable = (status: number) => status === 429 || status >= 500;
+
+const bizTypePath = (bizType: string) => `/v1/biz-types/${encodeURIComponent(bizType)}`;
 
 export class TimerClient {
   private readonly fetch: typeof fetch;
@@ -94,6 +107,62 @@ export class TimerClient {
     return (await this.request('DELETE', `/v1/tasks/${encodeURIComponent(id)}`, undefined, [200])) as TaskDetails;
   }
 
+  /**
+   * One page of the tenant's tasks with this bizId or bizType. A page may hold fewer than
+   * `limit` tasks, even none, when a status filter leaves some out: keep going while
+   * `nextCursor` is set (or use `tasks`, which does).
+   */
+  async list(query: TaskListQuery): Promise<TaskPage> {
+    const search = new URLSearchParams(
+      Object.entries(query).flatMap(([name, value]): Array<[string, string]> => (value === undefined ? [] : [[name, String(value)]])),
+    );
+    return (await this.request('GET', `/v1/tasks?${search}`, undefined, [200])) as TaskPage;
+  }
+
+  /** Every task matching the query, page after page. */
+  async *tasks(query: Omit<TaskListQuery, 'cursor'>): AsyncGenerator<TaskDetails> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.list({ ...query, ...(cursor !== undefined && { cursor }) });
+      yield* page.tasks;
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+  }
+
+  /**
+   * Moves a PENDING task to a new dueAt (or delaySeconds), optionally with a new payload.
+   * Returns the task that replaces it (a new id, `rescheduledFrom` the old one); exactly one
+   * of the two is ever delivered. Safe to retry: the same request gets the same answer.
+   */
+  async reschedule(id: string, request: RescheduleRequest): Promise<TaskDetails> {
+    return (await this.request('PATCH', `/v1/tasks/${encodeURIComponent(id)}`, request, [200])) as TaskDetails;
+  }
+
+  /**
+   * Creates or replaces a bizType's settings. They apply to tasks submitted afterwards (within
+   * 30 seconds, as the api caches them), never to tasks already stored.
+   */
+  async setBizType(bizType: string, settings: BizTypeSettingsRequest): Promise<BizTypeSettings> {
+    return (await this.request('PUT', bizTypePath(bizType), settings, [200])) as BizTypeSettings;
+  }
+
+  /** A bizType's settings, or undefined if it has none. */
+  async getBizType(bizType: string): Promise<BizTypeSettings | undefined> {
+    const result = await this.request('GET', bizTypePath(bizType), undefined, [200, 404]);
+    return (result as { status?: number }).status === 404 ? undefined : (result as BizTypeSettings);
+  }
+
+  /** Every bizType of the tenant that has settings. */
+  async listBizTypes(): Promise<BizTypeSettings[]> {
+    return ((await this.request('GET', '/v1/biz-types', undefined, [200])) as z.infer<typeof bizTypeListSchema>).bizTypes;
+  }
+
+  /** Deletes a bizType's settings; false if it had none. Tasks already submitted keep theirs. */
+  async deleteBizType(bizType: string): Promise<boolean> {
+    const result = await this.request('DELETE', bizTypePath(bizType), undefined, [200, 404]);
+    return (result as { status?: number }).status !== 404;
+  }
+
   private async request(method: string, path: string, body: unknown, expected: readonly number[]): Promise<unknown> {
     const attempts = this.options.attempts ?? 3;
     let delayMs = this.options.retryDelayMs ?? 200;
@@ -106,7 +175,11 @@ export class TimerClient {
       try {
         response = await this.fetch(new URL(path, this.options.baseUrl), {
           method,
-          headers: { ...this.options.headers, ...(body !== undefined && { 'content-type': 'application/json' }) },
+          headers: {
+            ...this.options.headers,
+            authorization: `Bearer ${this.options.apiKey}`,
+            ...(body !== undefined && { 'content-type': 'application/json' }),
+          },
           ...(body !== undefined && { body: JSON.stringify(body) }),
         });
       } catch (error) {

@@ -13,23 +13,24 @@ import {
   aws_lambda as lambda,
   aws_logs as logs,
   RemovalPolicy,
-  aws_secretsmanager as secretsmanager,
   aws_sns as sns,
   aws_sqs as sqs,
   aws_events_targets as targets,
   Token,
   Tokenization,
+  Validations,
+  Stack,
 } from 'aws-cdk-lib';
-import { HttpApi, HttpMethod } from 'aws-cdk-lib/aws-apigatewayv2';
+import { AccessLogField, AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import { HttpApi, HttpMethod, LogGroupLogDestination, type ThrottleSettings } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
-import { AttributeType, Billing, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
+import { AttributeType, Billing, ProjectionType, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
-import { Construct } from 'constructs';
+import { Construct, type IConstruct } from 'constructs';
+import { ALLOW_LISTS, type AllowListSpec } from '../functions/core/allowed-targets';
 import { MAX_SHARDS } from '../functions/core/ids';
 
-/** Fewer buckets than a minute's seconds would put a task's whole minute in one partition key set. */
-const MIN_BUCKETS = 60;
 import {
   ALARM_THRESHOLDS,
   API_ROUTES,
@@ -49,6 +50,45 @@ import {
 } from './topology';
 
 const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Fewer buckets than a minute's seconds would put a task's whole minute in one partition key set. */
+const MIN_BUCKETS = 60;
+
+/**
+ * What every route of the API accepts before it answers 429: 1,000 requests a second, in bursts
+ * of up to 2,000. That is a tenth of the account's regional API Gateway quota (10,000/s), so one
+ * runaway caller cannot starve the account's other APIs, and about 50 concurrent api functions
+ * at 50 ms a request, far from Lambda's default limit of 1,000. Batches of 100 still admit
+ * 100,000 tasks a second, well above the 20,000-a-second peak the design plans for; a workload
+ * of single POSTs above 1,000 tasks a second needs a higher `apiThrottle`. TimerClient retries
+ * a 429 with the same idempotency key, so throttling never creates a second task.
+ */
+export const DEFAULT_API_THROTTLE = { rateLimit: 1000, burstLimit: 2000 } as const satisfies ThrottleSettings;
+
+/**
+ * One JSON object per API request. The route key, not the path, so task ids stay out of the
+ * logs; `integrationError` says why the api function failed when API Gateway answers 5xx.
+ */
+const ACCESS_LOG_FORMAT = AccessLogFormat.custom(
+  JSON.stringify({
+    requestId: AccessLogField.contextRequestId(),
+    ip: AccessLogField.contextIdentitySourceIp(),
+    requestTime: AccessLogField.contextRequestTime(),
+    routeKey: AccessLogField.contextRouteKey(),
+    status: AccessLogField.contextStatus(),
+    latency: AccessLogField.contextResponseLatency(),
+    responseLength: AccessLogField.contextResponseLength(),
+    integrationError: AccessLogField.contextIntegrationErrorMessage(),
+  }),
+);
+
+/**
+ * Acknowledges a cdk-nag (AwsSolutions) rule on one resource: the CloudFormation resource of
+ * `construct`, never a scope above it, so the acknowledgement cannot hide a finding elsewhere.
+ */
+function acknowledgeNagRule(construct: IConstruct, rule: string, reason: string): void {
+  Validations.of(construct.node.defaultChild ?? construct).acknowledge({ id: `AwsSolutions-${rule}`, reason });
+}
 
 /** Construct ids are PascalCase; topology keys are camelCase. */
 const capitalized = (name: string): string => `${name[0]?.toUpperCase()}${name.slice(1)}`;
@@ -134,18 +174,71 @@ export interface DistributedTimerProps {
    */
   readonly architecture?: lambda.Architecture;
   /**
-   * How long the functions' logs are kept.
+   * How long the functions' logs and the API's access logs are kept.
    * @default logs.RetentionDays.ONE_MONTH
    */
   readonly logRetention?: logs.RetentionDays;
+  /**
+   * Steady requests per second (`rateLimit`) and burst size (`burstLimit`) every route of the
+   * API accepts before answering 429. A limit left out keeps its default.
+   * @default DEFAULT_API_THROTTLE — 1,000 requests a second, bursts of 2,000
+   */
+  readonly apiThrottle?: ThrottleSettings;
+  /**
+   * The SQS queues tasks may target, as ARNs (IAM wildcards allowed), or a list token such as
+   * a CommaDelimitedList parameter's `valueAsList`. The callback may send to exactly these and
+   * the api refuses other queues. A queue encrypted with a customer managed KMS key must also
+   * let `callbackRole` use kms:GenerateDataKey and kms:Decrypt in its key policy, and a queue
+   * in another account must allow `callbackRole` sqs:SendMessage in its queue policy.
+   * @default none — no task may target a queue
+   */
+  readonly allowedQueueArns?: string[];
+  /**
+   * The EventBridge event buses tasks may target, as ARNs (IAM wildcards allowed) or a list
+   * token. The callback may put events on exactly these and the api refuses other buses. A bus
+   * in another account must allow `callbackRole` events:PutEvents in its resource policy.
+   * @default none — no task may target an event bus
+   */
+  readonly allowedEventBusArns?: string[];
 }
 
-/** Rejects a literal count outside its range; a token is checked by whatever supplies it. */
-function checkedCount(name: string, value: number, min: number, max: number): string {
+/** Rejects a literal number that is not whole or is outside its range; a token is checked by whatever supplies it. */
+function checkedWholeNumber(name: string, value: number, min: number, max: number): number {
   if (!Token.isUnresolved(value) && (!Number.isInteger(value) || value < min || value > max)) {
     throw new Error(`DistributedTimer: ${name} must be a whole number from ${min} to ${max}, got ${value}`);
   }
-  return Tokenization.stringifyNumber(value);
+  return value;
+}
+
+/**
+ * Rejects a literal entry that is not an ARN of the kind the list holds; entries only known at
+ * deploy time are checked by the stack parameter's pattern.
+ */
+function checkedArns(name: string, arns: readonly string[], spec: AllowListSpec): readonly string[] {
+  const literals = Token.isUnresolved(arns) ? [] : arns.filter((arn) => !Token.isUnresolved(arn));
+  for (const arn of literals) {
+    if (!spec.pattern.test(arn)) {
+      throw new Error(`DistributedTimer: ${name} must hold ARNs such as ${spec.example}, got "${arn}"`);
+    }
+  }
+  return arns;
+}
+
+/** A list as one environment value; a list token (a stack parameter) is joined at deploy time. */
+function commaSeparated(list: readonly string[]): string {
+  return Token.isUnresolved(list) ? Fn.join(',', [...list]) : list.join(',');
+}
+
+/** The stage throttle: each limit given, else its default; the rate may be fractional, the burst may not. */
+function checkedThrottle(throttle: ThrottleSettings = {}): Required<ThrottleSettings> {
+  const rateLimit = throttle.rateLimit ?? DEFAULT_API_THROTTLE.rateLimit;
+  if (!Token.isUnresolved(rateLimit) && !(rateLimit >= 0)) {
+    throw new Error(
+      `DistributedTimer: apiThrottle.rateLimit must be a number of requests a second, at least 0, got ${rateLimit}`,
+    );
+  }
+  const burstLimit = throttle.burstLimit ?? DEFAULT_API_THROTTLE.burstLimit;
+  return { rateLimit, burstLimit: checkedWholeNumber('apiThrottle.burstLimit', burstLimit, 0, Number.MAX_SAFE_INTEGER) };
 }
 
 /**
@@ -163,7 +256,11 @@ export class DistributedTimer extends Construct {
   readonly api: HttpApi;
   /** Base URL of the API; tasks are created at `${apiUrl}/v1/tasks`. */
   readonly apiUrl: string;
-  readonly signingSecret: secretsmanager.Secret;
+  /**
+   * The role the callback sends to target queues and event buses with: what the key policy of
+   * an SSE-KMS target queue, and the policies of targets in other accounts, must allow.
+   */
+  readonly callbackRole: iam.IRole;
   /** Receives every alarm's ALARM and OK notifications; `alarmEmail` subscribes an address to it. */
   readonly alarmTopic: sns.Topic;
   /** Every alarm, by key, so a deployment can add actions of its own (a pager, a chat channel). */
@@ -173,8 +270,29 @@ export class DistributedTimer extends Construct {
   constructor(scope: Construct, id: string, props: DistributedTimerProps = {}) {
     super(scope, id);
     const settings: TimerSettings = { ...DEFAULT_SETTINGS, ...props.settings, allowInsecureTargets: false };
-    const bucketCount = checkedCount('bucketCount', props.bucketCount ?? DEFAULT_SETTINGS.bucketCount, MIN_BUCKETS, Number.MAX_SAFE_INTEGER);
-    const shardCount = checkedCount('shardCount', props.shardCount ?? DEFAULT_SETTINGS.shardCount, 1, MAX_SHARDS);
+    const bucketCount = Tokenization.stringifyNumber(
+      checkedWholeNumber(
+        'bucketCount',
+        props.bucketCount ?? DEFAULT_SETTINGS.bucketCount,
+        MIN_BUCKETS,
+        Number.MAX_SAFE_INTEGER,
+      ),
+    );
+    const shardCount = Tokenization.stringifyNumber(
+      checkedWholeNumber('shardCount', props.shardCount ?? DEFAULT_SETTINGS.shardCount, 1, MAX_SHARDS),
+    );
+    const apiThrottle = checkedThrottle(props.apiThrottle);
+    const allowedQueueArns = checkedArns('allowedQueueArns', props.allowedQueueArns ?? [], ALLOW_LISTS.queue);
+    const allowedEventBusArns = checkedArns(
+      'allowedEventBusArns',
+      props.allowedEventBusArns ?? [],
+      ALLOW_LISTS.eventBus,
+    );
+    const logGroup = (id: string) =>
+      new logs.LogGroup(this, id, {
+        retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+        removalPolicy: RemovalPolicy.DESTROY,
+      });
 
     this.table = new TableV2(this, 'Tasks', {
       partitionKey: { name: TABLE.partitionKey, type: AttributeType.STRING },
@@ -182,8 +300,18 @@ export class DistributedTimer extends Construct {
       billing: Billing.onDemand(),
       timeToLiveAttribute: TABLE.ttlAttribute,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      // The AWS managed key (aws/dynamodb): KMS encryption with every use in CloudTrail, and no key
+      // policy to get wrong. A customer managed key would buy revocation and cross-account sharing,
+      // which nothing here needs, at the price of a key whose disabling or deletion locks a retained
+      // table of customer data.
       encryption: TableEncryptionV2.awsManagedKey(),
       removalPolicy: props.tableRemovalPolicy ?? RemovalPolicy.RETAIN,
+      globalSecondaryIndexes: Object.values(TABLE.indexes).map((index) => ({
+        indexName: index.name,
+        partitionKey: { name: index.partitionKey, type: AttributeType.STRING },
+        sortKey: { name: index.sortKey, type: AttributeType.STRING },
+        projectionType: ProjectionType[index.projection],
+      })),
     });
 
     const queue = (key: keyof typeof QUEUES, deadLetterQueue?: sqs.DeadLetterQueue) => {
@@ -191,6 +319,8 @@ export class DistributedTimer extends Construct {
       return new sqs.Queue(this, `${capitalized(key)}Queue`, {
         visibilityTimeout: Duration.seconds(spec.visibilityTimeoutSeconds),
         retentionPeriod: Duration.seconds(spec.retentionSeconds),
+        // SSE-SQS: encrypted at rest with keys SQS manages, so KMS, its grants and its request quota are
+        // not in the delivery path. The messages hold only task ids; payloads stay in the table.
         encryption: sqs.QueueEncryption.SQS_MANAGED,
         enforceSSL: true,
         ...(deadLetterQueue && { deadLetterQueue }),
@@ -202,23 +332,38 @@ export class DistributedTimer extends Construct {
       delivery: queue('delivery', { queue: deliveryDlq, maxReceiveCount: deliveryMaxReceiveCount(settings) }),
       deliveryDlq,
     };
-
-    this.signingSecret = new secretsmanager.Secret(this, 'WebhookSigningSecret', {
-      description: 'Signs webhook deliveries (Standard Webhooks). Set a whsec_… value to share it with receivers.',
-      generateSecretString: { excludePunctuation: true, includeSpace: false, passwordLength: 48 },
-    });
+    acknowledgeNagRule(
+      this.queues.tick,
+      'SQS3',
+      'A tick only says "scan now" and is worthless minutes later, so it expires after 5 minutes instead of ' +
+        'going to a DLQ: a second whose tick kept failing is re-scanned by the sweeper, and the scanner-lag ' +
+        'and unswept-seconds alarms say so. A DLQ would only collect stale ticks, and redriving them would scan nothing new.',
+    );
 
     const resources: Partial<Record<EnvName, string>> = {
       [ENV.tableName]: this.table.tableName,
       [ENV.tickQueueUrl]: this.queues.tick.queueUrl,
       [ENV.deliveryQueueUrl]: this.queues.delivery.queueUrl,
       [ENV.deliveryDlqUrl]: this.queues.deliveryDlq.queueUrl,
-      [ENV.signingSecretArn]: this.signingSecret.secretArn,
       [ENV.bucketCount]: bucketCount,
       [ENV.shardCount]: shardCount,
+      [ENV.allowedQueueArns]: commaSeparated(allowedQueueArns),
+      [ENV.allowedEventBusArns]: commaSeparated(allowedEventBusArns),
+      [ENV.awsAccount]: Stack.of(this).account,
+      [ENV.awsPartition]: Stack.of(this).partition,
     };
+    const roles = {} as Record<FunctionName, iam.Role>;
     const fn = (name: FunctionName) => {
       const spec = FUNCTIONS[name];
+      const functionLogs = logGroup(`${capitalized(name)}Logs`);
+      // A role of its own rather than AWSLambdaBasicExecutionRole, whose log actions reach every log
+      // group in the account.
+      const role = new iam.Role(this, `${capitalized(name)}FunctionRole`, {
+        assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+        description: `The distributed timer's ${name} function`,
+      });
+      functionLogs.grantWrite(role);
+      roles[name] = role;
       return new NodejsFunction(this, `${capitalized(name)}Function`, {
         entry: join(projectRoot, spec.entry),
         projectRoot,
@@ -228,10 +373,10 @@ export class DistributedTimer extends Construct {
         memorySize: spec.memoryMb,
         timeout: Duration.seconds(spec.timeoutSeconds),
         environment: environmentFor(name, settings, resources),
-        logGroup: new logs.LogGroup(this, `${capitalized(name)}Logs`, {
-          retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
-          removalPolicy: RemovalPolicy.DESTROY,
-        }),
+        role,
+        logGroup: functionLogs,
+        // Powertools Tracer writes a segment per invocation and a subsegment per AWS call.
+        tracing: lambda.Tracing.ACTIVE,
         bundling: {
           minify: true,
           sourceMap: true,
@@ -250,7 +395,21 @@ export class DistributedTimer extends Construct {
       callback: fn('callback'),
       sweeper: fn('sweeper'),
     };
+    this.callbackRole = roles.callback;
+    for (const role of Object.values(roles)) {
+      const policy = role.node.tryFindChild('DefaultPolicy');
+      if (policy) {
+        acknowledgeNagRule(
+          policy,
+          'IAM5[Resource::*]',
+          'Active tracing grants xray:PutTraceSegments and xray:PutTelemetryRecords, which take no resource-level ' +
+            'permissions (the X-Ray service authorization reference lists none): "*" is the only resource they accept.',
+        );
+      }
+    }
     this.grantLeastPrivilege();
+    this.grantTargets('AllowedQueues', ['sqs:SendMessage'], allowedQueueArns);
+    this.grantTargets('AllowedEventBuses', ['events:PutEvents'], allowedEventBusArns);
 
     for (const [key, spec] of Object.entries(QUEUES) as Array<[keyof typeof QUEUES, QueueSpec]>) {
       if (!spec.consumer) continue;
@@ -273,11 +432,26 @@ export class DistributedTimer extends Construct {
       });
     }
 
-    this.api = new HttpApi(this, 'HttpApi', { description: 'Distributed timer API v1' });
+    this.api = new HttpApi(this, 'HttpApi', { description: 'Distributed timer API v1', createDefaultStage: false });
+    // The $default stage, made here because the one HttpApi makes itself takes no throttle or access logs.
+    this.api.addStage('DefaultStage', {
+      autoDeploy: true,
+      throttle: apiThrottle,
+      accessLogSettings: {
+        destination: new LogGroupLogDestination(logGroup('ApiAccessLogs')),
+        format: ACCESS_LOG_FORMAT,
+      },
+    });
     const integration = new HttpLambdaIntegration('ApiIntegration', this.functions.api);
     for (const routeKey of API_ROUTES) {
       const [method, path] = routeKey.split(' ') as [keyof typeof HttpMethod, string];
-      this.api.addRoutes({ path, methods: [HttpMethod[method]], integration });
+      const noAuthorizerReason =
+        `${routeKey} is authenticated by the api function itself, which resolves the caller's API key to its tenant ` +
+        "and lets it see and change only that tenant's tasks. That check reads the task table anyway; an API " +
+        'Gateway authorizer would be a second copy of it, and a Lambda authorizer a second invocation per request.';
+      for (const route of this.api.addRoutes({ path, methods: [HttpMethod[method]], integration })) {
+        acknowledgeNagRule(route, 'APIG4', noAuthorizerReason);
+      }
     }
 
     this.alarmTopic = this.createAlarmTopic(props.alarmEmail);
@@ -509,31 +683,55 @@ export class DistributedTimer extends Construct {
   /** Each function gets the table actions and queues its code uses, and nothing else. */
   private grantLeastPrivilege(): void {
     const { api, ticker, scanner, callback, sweeper } = this.functions;
-    this.table.grant(api, 'dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem');
-    this.table.grant(scanner, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query');
-    this.table.grant(callback, 'dynamodb:UpdateItem');
-    this.table.grant(sweeper, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query');
+    // Table.grant would add every index to every grant; only the api reads the indexes.
+    const onTable = (fn: lambda.IFunction, ...actions: string[]) =>
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions, resources: [this.table.tableArn] }));
+    onTable(api, 'dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:Query', 'dynamodb:BatchGetItem');
+    // Listing a tenant's tasks queries the business-query indexes, then reads the tasks with BatchGetItem.
+    api.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['dynamodb:Query'],
+        resources: Object.values(TABLE.indexes).map((index) => `${this.table.tableArn}/index/${index.name}`),
+      }),
+    );
+    // DELETE /v1/biz-types/{bizType}: the api deletes only in bizType settings' partitions; tasks are never deleted, they expire.
+    api.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['dynamodb:DeleteItem'],
+        resources: [this.table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${TABLE.bizTypePartitionPrefix}*`] } },
+      }),
+    );
+    onTable(scanner, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query');
+    // GetItem reads the tenant (signing secrets) and a rescheduled task's predecessor.
+    onTable(callback, 'dynamodb:UpdateItem', 'dynamodb:GetItem');
+    onTable(sweeper, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query');
     this.queues.delivery.grantSendMessages(api);
     this.queues.delivery.grantSendMessages(scanner);
     this.queues.delivery.grantSendMessages(sweeper);
     this.queues.tick.grantSendMessages(ticker);
+    // The api ticks seconds it adds to a minute the ticker already planned; the ticker marks minutes planned.
     this.queues.tick.grantSendMessages(api);
-    this.table.grant(ticker, 'dynamodb:UpdateItem');
+    onTable(ticker, 'dynamodb:UpdateItem');
     this.queues.deliveryDlq.grantSendMessages(callback);
     this.queues.delivery.grant(callback, 'sqs:ChangeMessageVisibility');
-    this.signingSecret.grantRead(callback);
-    // Targets are the callers' queues and event buses, which may be any in this account.
-    callback.addToRolePolicy(
-      new iam.PolicyStatement({
-        actions: ['sqs:SendMessage'],
-        resources: [`arn:${Aws.PARTITION}:sqs:*:${Aws.ACCOUNT_ID}:*`],
-      }),
-    );
-    callback.addToRolePolicy(
-      new iam.PolicyStatement({
-        actions: ['events:PutEvents'],
-        resources: [`arn:${Aws.PARTITION}:events:*:${Aws.ACCOUNT_ID}:event-bus/*`],
-      }),
-    );
+  }
+
+  /**
+   * Lets the callback perform `actions` on exactly the allowed `arns`, and on nothing when there
+   * are none. A statement without resources is invalid IAM, so a list known only at deploy time
+   * (a stack parameter) gets a policy of its own, created only when the list is not empty.
+   */
+  private grantTargets(id: string, actions: string[], arns: readonly string[]): void {
+    const statement = new iam.PolicyStatement({ actions, resources: [...arns] });
+    if (!Token.isUnresolved(arns)) {
+      if (arns.length > 0) this.callbackRole.addToPrincipalPolicy(statement);
+      return;
+    }
+    const policy = new iam.Policy(this, `${id}Policy`, { statements: [statement] });
+    this.callbackRole.attachInlinePolicy(policy);
+    (policy.node.defaultChild as iam.CfnPolicy).cfnOptions.condition = new CfnCondition(this, `Has${id}`, {
+      expression: Fn.conditionNot(Fn.conditionEquals(Fn.join(',', [...arns]), '')),
+    });
   }
 }

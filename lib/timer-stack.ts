@@ -1,5 +1,6 @@
 import { CfnOutput, CfnParameter, type RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
+import { ALLOW_LISTS, type AllowListSpec } from '../functions/core/allowed-targets';
 import { MAX_SHARDS } from '../functions/core/ids';
 import { DistributedTimer, type DistributedTimerProps } from './distributed-timer';
 import { DEFAULT_SETTINGS } from './topology';
@@ -15,6 +16,23 @@ export interface TimerStackProps extends StackProps {
    * @default RemovalPolicy.RETAIN — tasks are customer data
    */
   readonly tableRemovalPolicy?: RemovalPolicy;
+  /**
+   * Steady requests per second and burst size every API route accepts before answering 429.
+   * @default DEFAULT_API_THROTTLE — 1,000 requests a second, bursts of 2,000
+   */
+  readonly apiThrottle?: DistributedTimerProps['apiThrottle'];
+}
+
+/** The ARNs one kind of target may have, comma-separated; empty, the default, allows none. */
+function allowListParameter(stack: Stack, spec: AllowListSpec, grant: string): CfnParameter {
+  return new CfnParameter(stack, spec.parameter, {
+    type: 'CommaDelimitedList',
+    default: '',
+    // The pattern applies to each entry, and the empty default is one empty entry.
+    allowedPattern: `^$|${spec.pattern.source}`,
+    constraintDescription: `each entry must be an ARN such as ${spec.example}`,
+    description: `ARNs (IAM wildcards allowed) of the ${spec.target} targets tasks may name; the callback may ${grant} exactly these. Empty: none.`,
+  });
 }
 
 /**
@@ -48,12 +66,17 @@ export class TimerStack extends Stack {
       description: 'Email address to receive alarm notifications (it must confirm the subscription). Empty: none.',
     });
 
+    const allowedQueueArns = allowListParameter(this, ALLOW_LISTS.queue, 'send to');
+    const allowedEventBusArns = allowListParameter(this, ALLOW_LISTS.eventBus, 'put events on');
+
     // "Default" keeps the construct out of the resources' logical ids, so they stay as they were.
     this.timer = new DistributedTimer(this, 'Default', {
       ...props,
       bucketCount: bucketCount.valueAsNumber,
       shardCount: shardCount.valueAsNumber,
       alarmEmail: alarmEmail.valueAsString,
+      allowedQueueArns: allowedQueueArns.valueAsList,
+      allowedEventBusArns: allowedEventBusArns.valueAsList,
     });
 
     const { timer } = this;
@@ -64,7 +87,11 @@ export class TimerStack extends Stack {
       description: 'Where npm run dlq:redrive moves dead letters back to',
     });
     new CfnOutput(this, 'DeliveryDlqUrl', { value: timer.queues.deliveryDlq.queueUrl, description: 'Tasks whose attempts ran out' });
-    new CfnOutput(this, 'SigningSecretArn', { value: timer.signingSecret.secretArn, description: 'Webhook signing secret' });
+    new CfnOutput(this, 'CallbackRoleArn', {
+      value: timer.callbackRole.roleArn,
+      description:
+        'Sends to target queues and buses: allow it in the key policy of an SSE-KMS queue, and in the policy of a queue or bus in another account',
+    });
     new CfnOutput(this, 'AlarmTopicArn', {
       value: timer.alarmTopic.topicArn,
       description: 'Subscribe on-call tooling here for alarm notifications',

@@ -19,12 +19,18 @@ export const ENV = {
   backoffMaxSeconds: 'TIMER_BACKOFF_MAX_SECONDS',
   webhookTimeoutMs: 'TIMER_WEBHOOK_TIMEOUT_MS',
   allowInsecureTargets: 'TIMER_ALLOW_INSECURE_TARGETS',
-  signingSecret: 'TIMER_SIGNING_SECRET',
-  signingSecretArn: 'TIMER_SIGNING_SECRET_ARN',
   retentionDays: 'TIMER_RETENTION_DAYS',
   sweepMaxSecondsPerRun: 'TIMER_SWEEP_MAX_SECONDS_PER_RUN',
   sweepGraceSeconds: 'TIMER_SWEEP_GRACE_SECONDS',
   overdueGraceSeconds: 'TIMER_OVERDUE_GRACE_SECONDS',
+  maxHorizonDays: 'TIMER_MAX_HORIZON_DAYS',
+  /** The deployment's account and partition, to turn a bare event bus name into the ARN the allow-list holds. */
+  awsAccount: 'TIMER_AWS_ACCOUNT',
+  awsPartition: 'TIMER_AWS_PARTITION',
+  /** Comma-separated ARNs of the queues tasks may target; unset (local mode) means any, empty means none. */
+  allowedQueueArns: 'TIMER_ALLOWED_QUEUE_ARNS',
+  /** Comma-separated ARNs of the event buses tasks may target; unset (local mode) means any, empty means none. */
+  allowedEventBusArns: 'TIMER_ALLOWED_EVENT_BUS_ARNS',
 } as const;
 
 export type EnvName = (typeof ENV)[keyof typeof ENV];
@@ -44,7 +50,10 @@ export interface TimerSettings {
   readonly backoffMaxSeconds: number;
   /** Total time a webhook may take to answer before the attempt counts as failed. */
   readonly webhookTimeoutMs: number;
-  /** Whether http:// webhooks and non-AWS queue URLs are accepted (local mode only). */
+  /**
+   * Whether http:// webhooks, webhooks on loopback and private addresses, and non-AWS queue
+   * URLs are accepted (local mode only).
+   */
   readonly allowInsecureTargets: boolean;
   /** Days a finished (DELIVERED, FAILED, CANCELLED) task stays readable before TTL removes it. */
   readonly retentionDays: number;
@@ -58,6 +67,8 @@ export interface TimerSettings {
    * long enough that a busy but healthy delivery queue never trips it.
    */
   readonly overdueGraceSeconds: number;
+  /** How many days ahead a task may be due; at most LIMITS.horizonDays (366). */
+  readonly maxHorizonDays: number;
 }
 
 export const DEFAULT_SETTINGS: TimerSettings = {
@@ -73,6 +84,7 @@ export const DEFAULT_SETTINGS: TimerSettings = {
   sweepMaxSecondsPerRun: 3600,
   sweepGraceSeconds: 90,
   overdueGraceSeconds: 600,
+  maxHorizonDays: 366,
 };
 
 export type FunctionName = 'api' | 'ticker' | 'scanner' | 'callback' | 'sweeper';
@@ -87,13 +99,25 @@ export interface FunctionSpec {
 }
 
 const coreEnv = [ENV.tableName, ENV.bucketCount, ENV.shardCount] as const;
+const allowListEnv = [ENV.allowedQueueArns, ENV.allowedEventBusArns] as const;
 
 export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   api: {
     entry: 'functions/api/handler.ts',
     timeoutSeconds: 10,
     memoryMb: 512,
-    env: [...coreEnv, ENV.deliveryQueueUrl, ENV.tickQueueUrl, ENV.lookaheadSeconds, ENV.allowInsecureTargets, ENV.retentionDays],
+    env: [
+      ...coreEnv,
+      ...allowListEnv,
+      ENV.deliveryQueueUrl,
+      ENV.tickQueueUrl,
+      ENV.lookaheadSeconds,
+      ENV.allowInsecureTargets,
+      ENV.retentionDays,
+      ENV.maxHorizonDays,
+      ENV.awsAccount,
+      ENV.awsPartition,
+    ],
   },
   ticker: {
     entry: 'functions/ticker/handler.ts',
@@ -113,14 +137,15 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     memoryMb: 512,
     env: [
       ...coreEnv,
+      ...allowListEnv,
       ENV.deliveryQueueUrl,
       ENV.deliveryDlqUrl,
       ENV.maxAttempts,
       ENV.backoffBaseSeconds,
       ENV.backoffMaxSeconds,
       ENV.webhookTimeoutMs,
+      ENV.allowInsecureTargets,
       ENV.retentionDays,
-      ENV.signingSecretArn,
     ],
   },
   sweeper: {
@@ -179,6 +204,12 @@ export const QUEUES = {
  */
 export const DELIVERY_LEASE_MS = 2 * FUNCTIONS.callback.timeoutSeconds * 1000;
 
+/**
+ * How long a webhook's name resolution and TCP connect may take, within `webhookTimeoutMs`:
+ * a receiver that cannot be reached in 3 s is down, and waiting longer only delays the retry.
+ */
+export const WEBHOOK_CONNECT_TIMEOUT_MS = 3000;
+
 /** A delivery message that surfaces at most this early is held in memory; an earlier one goes back to the queue. */
 export const MAX_EARLY_WAIT_MS = 5000;
 
@@ -218,19 +249,49 @@ export const SCHEDULES = {
 export const API_ROUTES = [
   'POST /v1/tasks',
   'POST /v1/tasks/batch',
+  'GET /v1/tasks',
   'GET /v1/tasks/{id}',
+  'PATCH /v1/tasks/{id}',
   'DELETE /v1/tasks/{id}',
+  'PUT /v1/biz-types/{bizType}',
+  'GET /v1/biz-types/{bizType}',
+  'GET /v1/biz-types',
+  'DELETE /v1/biz-types/{bizType}',
   'GET /v1/openapi.json',
 ] as const;
 
 export type ApiRouteKey = (typeof API_ROUTES)[number];
 
-/** The table's key and TTL attribute names. */
+/**
+ * A secondary index of the task table. Keys are written once, when the task is created,
+ * and nothing else is projected, so the status transitions that follow (lease, outcome,
+ * cancel) never write the index: at a billion tasks a day each such write would cost as
+ * much as the task's own.
+ */
+export interface IndexSpec {
+  readonly name: string;
+  readonly partitionKey: string;
+  readonly sortKey: string;
+  readonly projection: 'KEYS_ONLY';
+}
+
+/** The table's key and TTL attribute names, and its business-query indexes. */
 export const TABLE = {
   partitionKey: 'pk',
   sortKey: 'sk',
   ttlAttribute: 'expiresAt',
-} as const;
+  /** A tenant's bizType settings share one partition, `BIZTYPES#<tenant>`; the api may delete items only there. */
+  bizTypePartitionPrefix: 'BIZTYPES#',
+  indexes: {
+    /** `<tenant>#<bizId>`, by due time: the few tasks of one business object (an order, a coupon). */
+    byBizId: { name: 'byBizId', partitionKey: 'bizIdKey', sortKey: 'sk', projection: 'KEYS_ONLY' },
+    /**
+     * `<tenant>#<bizType>#<shard>`, by due time: a bizType is few keys carrying many tasks, so the
+     * task's write shard spreads it as the table's own keys are spread, and a listing walks the shards.
+     */
+    byBizType: { name: 'byBizType', partitionKey: 'bizTypeKey', sortKey: 'sk', projection: 'KEYS_ONLY' },
+  },
+} as const satisfies { indexes: Record<string, IndexSpec> } & Record<string, unknown>;
 
 /** Maps settings and resource locations to the environment a function is given. */
 export function environmentFor(
@@ -251,6 +312,7 @@ export function environmentFor(
     [ENV.sweepMaxSecondsPerRun]: String(settings.sweepMaxSecondsPerRun),
     [ENV.sweepGraceSeconds]: String(settings.sweepGraceSeconds),
     [ENV.overdueGraceSeconds]: String(settings.overdueGraceSeconds),
+    [ENV.maxHorizonDays]: String(settings.maxHorizonDays),
     ...resources,
   };
   const env: Record<string, string> = {};
@@ -287,6 +349,8 @@ export const METRICS = {
   deliveryLatenessMs: 'DeliveryLatenessMs',
   /** callback: attempts that failed, whether retried or not (Count). */
   deliveryAttemptsFailed: 'DeliveryAttemptsFailed',
+  /** callback: attempts put off because their bizType's callback rate was used up for the second (Count). */
+  deliveriesThrottled: 'DeliveriesThrottled',
   /** callback: tasks whose attempts ran out, now FAILED and in the DLQ (Count). */
   tasksFailed: 'TasksFailed',
   /** sweeper: tasks it had to enqueue because the normal path missed them (Count). Any is an incident. */

@@ -1,28 +1,37 @@
 import {
+  BatchGetCommand,
   BatchWriteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
   QueryCommand,
+  ScanCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { TABLE } from '../../lib/topology';
 import { MAX_CLAIM_SECONDS, minuteOf } from '../core/clock';
 import type { TaskKey } from '../core/ids';
-import { partitionKey, secondRange } from '../core/ids';
+import { MAX_SHARDS, parseTaskId, partitionKey, secondRange, TASK_PARTITION_PREFIX, taskKey } from '../core/ids';
+import { bizIdPartition, bizTypePartition } from '../core/listing';
 import { MARKER_RETENTION_SECONDS } from '../core/scan';
 import type {
   CancelOutcome,
   ClockState,
   ClockStore,
+  DeliveryAttempt,
+  DeliveryPolicy,
   DeliveryRecord,
   DueTask,
-  Target,
-  Task,
-  TaskStatus,
   IdempotencyRecord,
   IdempotencyStore,
   OccupancyIndex,
+  RescheduleIntent,
   SecondRange,
+  Target,
+  Task,
+  TaskIndex,
+  TaskIndexName,
+  TaskStatus,
   TaskStore,
   Watermark,
 } from '../core/task';
@@ -33,7 +42,7 @@ export function isConditionalCheckFailed(error: unknown): boolean {
 }
 
 /** Sends a conditional write; true if it was applied, false if its condition did not hold. */
-async function unlessConditionFails(write: Promise<unknown>): Promise<boolean> {
+export async function unlessConditionFails(write: Promise<unknown>): Promise<boolean> {
   try {
     await write;
     return true;
@@ -50,10 +59,23 @@ const CANCEL_ATTEMPTS = 3;
 
 type Item = Record<string, unknown>;
 
+/** The business-query index keys: written with the task and never again, as nothing they hold can change. */
+function indexKeys(task: Task): Item {
+  const shard = parseTaskId(task.id, MAX_SHARDS)?.shard ?? 0;
+  return {
+    ...(task.bizId !== undefined && { [TABLE.indexes.byBizId.partitionKey]: bizIdPartition(task.tenantId, task.bizId) }),
+    ...(task.bizType !== undefined && {
+      [TABLE.indexes.byBizType.partitionKey]: bizTypePartition(task.tenantId, task.bizType, shard),
+    }),
+  };
+}
+
 function toItem(task: Task, key: TaskKey): Item {
   return {
     ...key,
+    ...indexKeys(task),
     id: task.id,
+    tenantId: task.tenantId,
     status: task.status,
     dueAtMs: task.dueAtMs,
     createdAtMs: task.createdAtMs,
@@ -63,6 +85,8 @@ function toItem(task: Task, key: TaskKey): Item {
     ...(task.bizType !== undefined && { bizType: task.bizType }),
     ...(task.bizId !== undefined && { bizId: task.bizId }),
     ...(task.idempotencyKey !== undefined && { idempotencyKey: task.idempotencyKey }),
+    ...(task.policy !== undefined && { policy: task.policy }),
+    ...(task.rescheduledFrom !== undefined && { rescheduledFrom: task.rescheduledFrom }),
   };
 }
 
@@ -73,6 +97,7 @@ function optional<K extends string, V>(name: K, value: V | undefined): { [P in K
 function fromItem(item: Item): Task {
   return {
     id: item.id as string,
+    tenantId: item.tenantId as string,
     status: item.status as TaskStatus,
     dueAtMs: item.dueAtMs as number,
     createdAtMs: item.createdAtMs as number,
@@ -82,12 +107,45 @@ function fromItem(item: Item): Task {
     ...optional('bizType', item.bizType as string | undefined),
     ...optional('bizId', item.bizId as string | undefined),
     ...optional('idempotencyKey', item.idempotencyKey as string | undefined),
+    ...optional('policy', item.policy as DeliveryPolicy | undefined),
     ...optional('leaseUntilMs', item.leaseUntilMs as number | undefined),
     ...optional('deliveredAtMs', item.deliveredAtMs as number | undefined),
     ...optional('latenessMs', item.latenessMs as number | undefined),
     ...optional('lastError', item.lastError as string | undefined),
     ...optional('cancelledAtMs', item.cancelledAtMs as number | undefined),
+    ...optional('history', item.history as DeliveryAttempt[] | undefined),
+    ...optional('rescheduledFrom', item.rescheduledFrom as string | undefined),
+    ...optional('rescheduledTo', item.rescheduledTo as string | undefined),
+    ...optional('rescheduleIntent', item.rescheduleIntent as RescheduleIntent | undefined),
   };
+}
+
+/** The attributes an attempt's outcome sets, by name. */
+function finishAssignments(attempt: number, outcome: DeliveryRecord): Item {
+  switch (outcome.status) {
+    case 'DELIVERED':
+      return {
+        status: outcome.status,
+        deliveredAtMs: outcome.deliveredAtMs,
+        latenessMs: outcome.latenessMs,
+        expiresAt: outcome.expiresAtSeconds,
+        history: outcome.history,
+      };
+    case 'PENDING':
+      return { status: outcome.status, lastError: outcome.lastError, history: outcome.history };
+    case 'FAILED':
+      return { status: outcome.status, lastError: outcome.lastError, expiresAt: outcome.expiresAtSeconds, history: outcome.history };
+    case 'RELEASED':
+      // The claim counted an attempt that was never made; giving it back keeps the attempt budget honest.
+      return { status: 'PENDING', attempts: attempt - 1 };
+    case 'CANCELLED':
+      return {
+        status: outcome.status,
+        cancelledAtMs: outcome.cancelledAtMs,
+        lastError: outcome.lastError,
+        expiresAt: outcome.expiresAtSeconds,
+      };
+  }
 }
 
 type Page = { Items?: Item[]; LastEvaluatedKey?: Record<string, unknown> };
@@ -107,6 +165,38 @@ export async function allItems(
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Items one Scan page reads at most, so a bounded scan stops close to its bound. */
+const SCAN_PAGE_ITEMS = 1000;
+
+/**
+ * The tasks among the first `maxItemsRead` items of a Scan (in no particular order), how
+ * many items it read, and whether that was the whole table. Only for local mode's console: a
+ * deployment never scans its table.
+ */
+export async function scanTasks(
+  options: { readonly client: DynamoDBDocumentClient; readonly tableName: string },
+  maxItemsRead: number,
+): Promise<{ tasks: Task[]; itemsRead: number; complete: boolean }> {
+  const tasks: Task[] = [];
+  let itemsRead = 0;
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await options.client.send(
+      new ScanCommand({
+        TableName: options.tableName,
+        FilterExpression: 'begins_with(pk, :taskPartition)',
+        ExpressionAttributeValues: { ':taskPartition': TASK_PARTITION_PREFIX },
+        Limit: Math.min(SCAN_PAGE_ITEMS, maxItemsRead - itemsRead),
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    tasks.push(...(page.Items ?? []).map(fromItem));
+    itemsRead += page.ScannedCount ?? 0;
+    startKey = page.LastEvaluatedKey;
+  } while (startKey && itemsRead < maxItemsRead);
+  return { tasks, itemsRead, complete: startKey === undefined };
+}
 
 export interface DynamoStoreOptions {
   readonly client: DynamoDBDocumentClient;
@@ -155,20 +245,20 @@ export class DynamoTaskStore implements TaskStore {
     return result.Item ? fromItem(result.Item) : undefined;
   }
 
-  async cancel(key: TaskKey, nowMs: number, expiresAtSeconds: number): Promise<CancelOutcome> {
+  async cancel(key: TaskKey, tenantId: string, nowMs: number, expiresAtSeconds: number): Promise<CancelOutcome> {
     // A failed condition is re-read; if the task is PENDING again (an attempt just failed and
     // released it), the cancel is tried again rather than refused.
     for (let attempt = 0; attempt < CANCEL_ATTEMPTS; attempt++) {
-      if (await this.tryCancel(key, nowMs, expiresAtSeconds)) return { cancelled: true };
+      if (await this.tryCancel(key, tenantId, nowMs, expiresAtSeconds)) return { cancelled: true };
       const current = await this.get(key);
-      if (!current) return { cancelled: false, reason: 'not-found' };
+      if (!current || current.tenantId !== tenantId) return { cancelled: false, reason: 'not-found' };
       if (current.status === 'DELIVERING') return { cancelled: false, reason: 'in-delivery', status: current.status };
       if (current.status !== 'PENDING') return { cancelled: false, reason: 'already-final', status: current.status };
     }
     return { cancelled: false, reason: 'in-delivery', status: 'DELIVERING' };
   }
 
-  private async tryCancel(key: TaskKey, nowMs: number, expiresAtSeconds: number): Promise<boolean> {
+  private async tryCancel(key: TaskKey, tenantId: string, nowMs: number, expiresAtSeconds: number): Promise<boolean> {
     return unlessConditionFails(
       this.options.client.send(
         new UpdateCommand({
@@ -177,11 +267,12 @@ export class DynamoTaskStore implements TaskStore {
           UpdateExpression: 'SET #status = :cancelled, cancelledAtMs = :now, expiresAt = :expiresAt',
           // Only PENDING: a DELIVERING task whose lease lapsed may have reached its target
           // before its callback died, so its outcome is unknown until the retry settles it.
-          ConditionExpression: '#status = :pending',
+          ConditionExpression: '#status = :pending AND tenantId = :tenant',
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: {
             ':cancelled': 'CANCELLED',
             ':pending': 'PENDING',
+            ':tenant': tenantId,
             ':now': nowMs,
             ':expiresAt': expiresAtSeconds,
           },
@@ -244,32 +335,21 @@ export class DynamoTaskStore implements TaskStore {
   }
 
   async finishDelivery(key: TaskKey, attempt: number, outcome: DeliveryRecord): Promise<boolean> {
-    const values: Record<string, unknown> = {
-      ':status': outcome.status,
-      ':delivering': 'DELIVERING',
-      ':attempt': attempt,
-    };
-    const sets = ['#status = :status'];
-    const assign = (name: string, value: unknown) => {
-      sets.push(`${name} = :${name}`);
-      values[`:${name}`] = value;
-    };
-    if (outcome.status === 'DELIVERED') {
-      assign('deliveredAtMs', outcome.deliveredAtMs);
-      assign('latenessMs', outcome.latenessMs);
-    } else {
-      assign('lastError', outcome.lastError);
-    }
-    if (outcome.status !== 'PENDING') assign('expiresAt', outcome.expiresAtSeconds);
+    const assignments = finishAssignments(attempt, outcome);
+    const names = Object.keys(assignments);
     return unlessConditionFails(
       this.options.client.send(
         new UpdateCommand({
           TableName: this.options.tableName,
           Key: key,
-          UpdateExpression: `SET ${sets.join(', ')} REMOVE leaseUntilMs`,
-          ConditionExpression: '#status = :delivering AND attempts = :attempt',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: values,
+          UpdateExpression: `SET ${names.map((name) => `#${name} = :${name}`).join(', ')} REMOVE leaseUntilMs`,
+          ConditionExpression: '#status = :delivering AND #attempts = :attempt',
+          ExpressionAttributeNames: Object.fromEntries(['attempts', ...names].map((name) => [`#${name}`, name])),
+          ExpressionAttributeValues: {
+            ...Object.fromEntries(names.map((name) => [`:${name}`, assignments[name]])),
+            ':delivering': 'DELIVERING',
+            ':attempt': attempt,
+          },
         }),
       ),
     );
@@ -289,6 +369,111 @@ export class DynamoTaskStore implements TaskStore {
         }),
       ),
     );
+  }
+
+  recordRescheduleIntent(key: TaskKey, tenantId: string, intent: RescheduleIntent, priorIntentTaskId?: string): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: key,
+          UpdateExpression: 'SET rescheduleIntent = :intent',
+          ConditionExpression: `#status = :pending AND tenantId = :tenant AND ${
+            priorIntentTaskId === undefined ? 'attribute_not_exists(rescheduleIntent)' : 'rescheduleIntent.taskId = :prior'
+          }`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':intent': intent,
+            ':pending': 'PENDING',
+            ':tenant': tenantId,
+            ...(priorIntentTaskId !== undefined && { ':prior': priorIntentTaskId }),
+          },
+        }),
+      ),
+    );
+  }
+
+  commitReschedule(key: TaskKey, toTaskId: string, nowMs: number, expiresAtSeconds: number): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: key,
+          UpdateExpression: 'SET #status = :cancelled, cancelledAtMs = :now, expiresAt = :expiresAt, rescheduledTo = :to',
+          ConditionExpression: '#status = :pending AND rescheduleIntent.taskId = :to',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':cancelled': 'CANCELLED',
+            ':pending': 'PENDING',
+            ':now': nowMs,
+            ':expiresAt': expiresAtSeconds,
+            ':to': toTaskId,
+          },
+        }),
+      ),
+    );
+  }
+
+  withdrawRescheduleIntent(key: TaskKey, toTaskId: string): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: key,
+          UpdateExpression: 'REMOVE rescheduleIntent',
+          ConditionExpression: 'rescheduleIntent.taskId = :to AND attribute_not_exists(rescheduledTo)',
+          ExpressionAttributeValues: { ':to': toTaskId },
+        }),
+      ),
+    );
+  }
+}
+
+const BATCH_GET_LIMIT = 100;
+const idOfSortKey = (sk: string) => sk.slice(sk.indexOf('#') + 1);
+
+/** The business-query indexes (keys only) and the task reads that turn their keys into tasks. */
+export class DynamoTaskIndex implements TaskIndex {
+  constructor(private readonly options: DynamoStoreOptions) {}
+
+  async page(index: TaskIndexName, partition: string, limit: number, afterId?: string): Promise<{ ids: string[]; more: boolean }> {
+    const spec = TABLE.indexes[index];
+    const after = afterId === undefined ? undefined : parseTaskId(afterId, MAX_SHARDS);
+    const result = await this.options.client.send(
+      new QueryCommand({
+        TableName: this.options.tableName,
+        IndexName: spec.name,
+        KeyConditionExpression: '#partition = :partition',
+        ExpressionAttributeNames: { '#partition': spec.partitionKey },
+        ExpressionAttributeValues: { ':partition': partition },
+        Limit: limit,
+        // An index's start key is the index key plus the table key; all of it follows from the partition and the id.
+        ...(afterId !== undefined &&
+          after && {
+            ExclusiveStartKey: { [spec.partitionKey]: partition, ...taskKey(afterId, after, this.options.bucketCount) },
+          }),
+      }),
+    );
+    return {
+      ids: (result.Items ?? []).map((item) => idOfSortKey(String(item[TABLE.sortKey]))),
+      more: result.LastEvaluatedKey !== undefined,
+    };
+  }
+
+  async getMany(keys: readonly TaskKey[]): Promise<Task[]> {
+    const { client, tableName } = this.options;
+    const found = new Map<string, Task>();
+    for (let start = 0; start < keys.length; start += BATCH_GET_LIMIT) {
+      let pending: Array<Record<string, unknown>> = keys.slice(start, start + BATCH_GET_LIMIT).map((key) => ({ ...key }));
+      for (let retry = 0; pending.length > 0; retry++) {
+        if (retry > UNPROCESSED_RETRIES) throw new Error(`${pending.length} task reads stayed unprocessed after retries`);
+        if (retry > 0) await sleep(25 * 2 ** retry);
+        const result = await client.send(new BatchGetCommand({ RequestItems: { [tableName]: { Keys: pending } } }));
+        for (const item of result.Responses?.[tableName] ?? []) found.set(String(item.sk), fromItem(item));
+        pending = result.UnprocessedKeys?.[tableName]?.Keys ?? [];
+      }
+    }
+    return keys.flatMap((key) => found.get(key.sk) ?? []);
   }
 }
 

@@ -159,3 +159,34 @@ export async function redriveByCopy(sqs: SQSClient, dlqUrl: string, deliveryQueu
     moved.push(...messages.map((message) => message.Body ?? ''));
   }
 }
+
+/** Messages in a queue, visible or not (a received message is still in the queue until deleted). */
+export async function queueDepth(sqs: SQSClient, queueUrl: string): Promise<number> {
+  const result = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return (
+    Number(result.Attributes?.ApproximateNumberOfMessages ?? 0) +
+    Number(result.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0)
+  );
+}
+
+/**
+ * The bodies of up to ten messages, left where they are: a receive with a visibility timeout
+ * of zero hides nothing from other consumers. It still counts as a receive, so only peek at a
+ * queue without a redrive policy of its own (a DLQ), where receive counts move nothing.
+ */
+export async function peekMessages(sqs: SQSClient, queueUrl: string): Promise<string[]> {
+  const received = await sqs.send(
+    new ReceiveMessageCommand({
+      QueueUrl: queueUrl,
+      MaxNumberOfMessages: SQS_BATCH_LIMIT,
+      VisibilityTimeout: 0,
+      WaitTimeSeconds: 0,
+    }),
+  );
+  return (received.Messages ?? []).map((message) => message.Body ?? '');
+}

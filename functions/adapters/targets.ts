@@ -1,27 +1,27 @@
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { Notification, TargetDispatcher, TargetResult } from '../core/deliver';
+import type { Notification, Sender, TargetDispatcher, TargetResult } from '../core/deliver';
 import { signWebhook } from '../core/signature';
 import type { Clock, Target } from '../core/task';
+import type { WebhookClient } from './webhook-client';
 
 export const USER_AGENT = 'distributed-timer/0.1 (+https://www.standardwebhooks.com)';
 export const DEFAULT_EVENT_SOURCE = 'timer.service';
 export const DEFAULT_DETAIL_TYPE = 'Timer Fired';
 
 export interface TargetDispatcherOptions {
-  readonly signingSecret: () => Promise<string>;
-  readonly webhookTimeoutMs: number;
   readonly clock: Clock;
   /** The SQS client for a target queue's region (queues may live in other regions than the service). */
   readonly sqsFor: (queueUrl: string) => SQSClient;
   readonly eventBridge: EventBridgeClient;
-  readonly fetch?: typeof fetch;
+  /** Posts webhooks; its policy decides which hosts and addresses they may reach. */
+  readonly webhooks: WebhookClient;
 }
 
 const describe = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
 
 /** Seconds from a Retry-After header (delta-seconds or an HTTP date), if it has one. */
-export function retryAfterSeconds(header: string | null, nowMs: number): number | undefined {
+export function retryAfterSeconds(header: string | undefined, nowMs: number): number | undefined {
   const value = header?.trim();
   if (!value) return undefined;
   if (/^\d+$/.test(value)) return Number(value);
@@ -33,18 +33,14 @@ export function retryAfterSeconds(header: string | null, nowMs: number): number 
 
 /** Delivers notifications to webhooks, SQS queues and EventBridge buses. */
 export class AwsTargetDispatcher implements TargetDispatcher {
-  private readonly fetch: typeof fetch;
+  constructor(private readonly options: TargetDispatcherOptions) {}
 
-  constructor(private readonly options: TargetDispatcherOptions) {
-    this.fetch = options.fetch ?? globalThis.fetch;
-  }
-
-  async dispatch(target: Target, notification: Notification): Promise<TargetResult> {
+  async dispatch(target: Target, notification: Notification, sender: Sender): Promise<TargetResult> {
     const body = JSON.stringify(notification);
     try {
       switch (target.type) {
         case 'http':
-          return await this.postWebhook(target, notification.id, body);
+          return await this.postWebhook(target, notification.id, body, sender);
         case 'sqs':
           await this.options.sqsFor(target.queueUrl).send(
             new SendMessageCommand({
@@ -69,30 +65,25 @@ export class AwsTargetDispatcher implements TargetDispatcher {
     target: Extract<Target, { type: 'http' }>,
     id: string,
     body: string,
+    sender: Sender,
   ): Promise<TargetResult> {
-    const { clock, webhookTimeoutMs } = this.options;
-    const signed = signWebhook(await this.options.signingSecret(), id, Math.floor(clock.now() / 1000), body);
-    let response: Response;
-    try {
-      response = await this.fetch(target.url, {
-        method: 'POST',
-        headers: { ...target.headers, 'content-type': 'application/json', 'user-agent': USER_AGENT, ...signed },
-        body,
-        // A redirect could point anywhere, including inside our own network; the target must give its final URL.
-        redirect: 'manual',
-        signal: AbortSignal.timeout(webhookTimeoutMs),
-      });
-    } catch (error) {
-      const timedOut = error instanceof Error && error.name === 'TimeoutError';
-      return { ok: false, error: timedOut ? `no answer within ${webhookTimeoutMs} ms` : describe(error) };
-    }
-    // The body is not needed; draining it lets the keep-alive connection be reused.
-    await response.body?.cancel().catch(() => undefined);
-    if (response.status >= 200 && response.status < 300) return { ok: true, detail: `HTTP ${response.status}` };
-    const retryAfter = retryAfterSeconds(response.headers.get('retry-after'), clock.now());
+    const { clock, webhooks } = this.options;
+    const signed = signWebhook(sender.signingSecrets, id, Math.floor(clock.now() / 1000), body);
+    const outcome = await webhooks.post(target.url, {
+      headers: { ...target.headers, 'content-type': 'application/json', 'user-agent': USER_AGENT, ...signed },
+      body,
+      ...(sender.allowedHosts && { allowedHosts: sender.allowedHosts }),
+    });
+    if (!outcome.answered) return { ok: false, error: outcome.error };
+    const { status, headers } = outcome;
+    if (status >= 200 && status < 300) return { ok: true, detail: `HTTP ${status}`, statusCode: status };
+    const from = `HTTP ${status} from ${new URL(target.url).host}`;
+    const retryAfter = retryAfterSeconds(headers['retry-after'], clock.now());
     return {
       ok: false,
-      error: `HTTP ${response.status} from ${new URL(target.url).host}`,
+      // A redirect could point anywhere, including inside our own network; the target must give its final URL.
+      error: status >= 300 && status < 400 ? `${from} (redirects are not followed: give the final URL)` : from,
+      statusCode: status,
       ...(retryAfter !== undefined && { retryAfterSeconds: retryAfter }),
     };
   }

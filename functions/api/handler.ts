@@ -1,15 +1,20 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { ENV, METRICS } from '../../lib/topology';
 import { sqsDeliveryQueue, sqsTickQueue } from '../adapters/sqs-queues';
+import { systemResolve } from '../adapters/webhook-client';
 import { sqs } from '../commons/clients';
 import { booleanEnv, integerEnv, requireEnv } from '../commons/config';
 import { createLogger } from '../commons/logger';
+import { tracer } from '../commons/tracer';
 import { createMetrics } from '../commons/metrics';
 import { tableFromEnv } from '../commons/stores';
+import { parseAllowList } from '../core/allowed-targets';
+import { addressPolicy } from '../core/egress';
 import { systemClock } from '../core/task';
 import { type HttpResult, problem, problemResponse } from './http';
 import { type ApiPorts, route } from './routes';
@@ -25,6 +30,21 @@ const ports: ApiPorts = {
   retentionDays: integerEnv(ENV.retentionDays),
   lookaheadSeconds: integerEnv(ENV.lookaheadSeconds),
   allowInsecureTargets: booleanEnv(ENV.allowInsecureTargets),
+  horizonDays: integerEnv(ENV.maxHorizonDays),
+  targetRules: {
+    policy: addressPolicy(booleanEnv(ENV.allowInsecureTargets)),
+    allowLists: {
+      queueArns: parseAllowList(process.env[ENV.allowedQueueArns]),
+      eventBusArns: parseAllowList(process.env[ENV.allowedEventBusArns]),
+    },
+    home: {
+      partition: requireEnv(ENV.awsPartition),
+      // Lambda always sets AWS_REGION (and reserves the name); local mode sets it too.
+      region: process.env.AWS_REGION ?? '',
+      account: requireEnv(ENV.awsAccount),
+    },
+    resolveHost: systemResolve,
+  },
   onScheduled: function recordScheduled(result) {
     const created = result.outcomes.filter((outcome) => outcome.kind === 'created').length;
     metrics.addMetric(METRICS.tasksCreated, MetricUnit.Count, created);
@@ -57,7 +77,12 @@ const problemOnError = (): middy.MiddlewareObj<APIGatewayProxyEventV2, HttpResul
 });
 
 export const handler = middy<APIGatewayProxyEventV2, HttpResult>()
+  .use(captureLambdaHandler(tracer))
   .use(injectLambdaContext(logger))
   .use(logMetrics(metrics))
   .use(problemOnError())
-  .handler((event) => route(ports, event));
+  .handler((event) => {
+    // API Gateway's request id, so a caller quoting it can be found in the logs.
+    logger.setCorrelationId(event.requestContext?.requestId);
+    return route(ports, event);
+  });

@@ -5,9 +5,11 @@ export type HttpResult = APIGatewayProxyStructuredResultV2 & { statusCode: numbe
 
 const PROBLEM_TITLES: Record<number, string> = {
   400: 'The request is not valid',
+  401: 'Not authenticated',
   404: 'Not found',
   409: 'The task is not in a state that allows this',
   413: 'The request is too large',
+  429: 'Too many requests',
   500: 'Internal error',
 };
 
@@ -40,10 +42,10 @@ export function validationProblem(errors: readonly FieldError[]): Problem {
   );
 }
 
-export function problemResponse(body: Problem): HttpResult {
+export function problemResponse(body: Problem, headers: Record<string, string> = {}): HttpResult {
   return {
     statusCode: body.status,
-    headers: { 'content-type': 'application/problem+json' },
+    headers: { ...headers, 'content-type': 'application/problem+json' },
     body: JSON.stringify(body),
   };
 }
@@ -66,8 +68,21 @@ export function readJsonBody(event: APIGatewayProxyEventV2): JsonBody {
         : event.body;
   if (raw.trim() === '')
     return { ok: false, problem: validationProblem([{ path: '(body)', message: 'is empty; send a JSON object' }]) };
+  let prototypeKey = false;
   try {
-    return { ok: true, value: JSON.parse(raw) };
+    const value: unknown = JSON.parse(raw, function noteProtoKeys(key, field: unknown) {
+      if (key === '__proto__') prototypeKey = true;
+      return field;
+    });
+    // Harmless in JSON.parse's own output, but a "__proto__" key becomes a prototype the moment
+    // any code copies the object by assignment; no caller needs one, so none gets in.
+    if (prototypeKey) {
+      return {
+        ok: false,
+        problem: validationProblem([{ path: '(body)', message: 'must not contain a "__proto__" key anywhere' }]),
+      };
+    }
+    return { ok: true, value };
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     return { ok: false, problem: validationProblem([{ path: '(body)', message: `is not valid JSON (${reason})` }]) };

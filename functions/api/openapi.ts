@@ -6,11 +6,20 @@
  */
 import { z } from 'zod';
 import { API_ROUTES } from '../../lib/topology';
-import { batchRequestSchema, taskRequestSchema } from '../core/schemas';
+import { HISTORY_LIMIT } from '../core/task';
+import {
+  batchRequestSchema,
+  bizTypeNameSchema,
+  bizTypeSettingsSchema,
+  listQuerySchema,
+  rescheduleRequestSchema,
+  taskRequestSchema,
+  taskStatusSchema as taskStatus,
+} from '../core/schemas';
 
-const taskStatus = z.enum(['PENDING', 'DELIVERING', 'DELIVERED', 'FAILED', 'CANCELLED']);
 const instant = z.string().meta({ format: 'date-time' });
 const requestSchema = taskRequestSchema({ allowInsecureTargets: false });
+const settingsRequestSchema = bizTypeSettingsSchema({ allowInsecureTargets: false });
 
 export const createdTaskSchema = z
   .object({
@@ -23,7 +32,8 @@ export const createdTaskSchema = z
 
 export const taskDetailsSchema = createdTaskSchema
   .extend({
-    target: requestSchema.shape.target,
+    // Stored tasks always have a target: a request without one got its bizType's default.
+    target: requestSchema.shape.target.unwrap(),
     payload: z.unknown(),
     bizType: z.string().optional(),
     bizId: z.string().optional(),
@@ -33,8 +43,42 @@ export const taskDetailsSchema = createdTaskSchema
     latenessMs: z.number().int().optional().meta({ description: 'Delivery time minus dueAt' }),
     lastError: z.string().optional(),
     cancelledAt: instant.optional(),
+    history: z
+      .array(
+        z.object({
+          attempt: z.number().int(),
+          at: instant,
+          latencyMs: z.number().int().meta({ description: 'How long the target took to answer' }),
+          statusCode: z.number().int().optional().meta({ description: "The webhook's HTTP status, when it answered" }),
+          error: z.string().optional(),
+        }),
+      )
+      .meta({ description: `The latest ${HISTORY_LIMIT} delivery attempts, oldest first` }),
+    rescheduledFrom: z.string().optional().meta({ description: 'The task this one replaced through PATCH' }),
+    rescheduledTo: z.string().optional().meta({ description: 'The task that replaced this one (which is CANCELLED) through PATCH' }),
   })
   .meta({ description: 'A task with its status and delivery facts' });
+
+export const taskListSchema = z
+  .object({
+    tasks: z.array(taskDetailsSchema),
+    nextCursor: z.string().optional().meta({ description: 'Pass as `cursor` for the next page; absent on the last page' }),
+  })
+  .meta({
+    description:
+      'One page: at most `limit` tasks, fewer (even none) when a status filter leaves some out; keep paging while nextCursor is present',
+  });
+
+export const bizTypeSettingsViewSchema = settingsRequestSchema
+  .extend({
+    bizType: z.string(),
+    updatedAt: instant,
+  })
+  .meta({ description: "A bizType's settings; what is left out falls back to the deployment's default" });
+
+export const bizTypeListSchema = z
+  .object({ bizTypes: z.array(bizTypeSettingsViewSchema) })
+  .meta({ description: "All of the caller's bizTypes that have settings" });
 
 export const problemSchema = z
   .object({
@@ -65,12 +109,26 @@ const problems = (...statuses: number[]) =>
     statuses.map((status) => [
       String(status),
       {
-        description: { 400: 'Invalid request; errors name each field', 404: 'No such task', 409: 'Not possible in the current state' }[status] ?? 'Error',
+        description:
+          {
+            400: 'Invalid request; errors name each field',
+            401: 'Missing, malformed, unknown or revoked API key',
+            404: "No such task or bizType (or another tenant's)",
+            409: 'Not possible in the current state',
+            429: "Over the tenant's requests per second; retry after the Retry-After header's seconds",
+          }[status] ?? 'Error',
         content: { 'application/problem+json': { schema: z.toJSONSchema(problemSchema) } },
       },
     ]),
   );
 const idParameter = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
+const bizTypeParameter = { name: 'bizType', in: 'path', required: true, schema: z.toJSONSchema(bizTypeNameSchema) };
+const queryParameters = Object.entries(z.toJSONSchema(listQuerySchema, { io: 'input' }).properties ?? {}).map(([name, schema]) => ({
+  name,
+  in: 'query',
+  required: false,
+  schema,
+}));
 
 /** The operations, by the same route keys the stack and the local gateway use. */
 const operations: Record<(typeof API_ROUTES)[number], object> = {
@@ -104,6 +162,25 @@ const operations: Record<(typeof API_ROUTES)[number], object> = {
       ...problems(400),
     },
   },
+  'GET /v1/tasks': {
+    operationId: 'listTasks',
+    summary:
+      "The caller's tasks with a bizId, or with a bizType, optionally of one status, in due order (per write shard for a bizType); give bizId or bizType",
+    parameters: queryParameters,
+    responses: { 200: { description: 'One page', content: json(taskListSchema) }, ...problems(400) },
+  },
+  'PATCH /v1/tasks/{id}': {
+    operationId: 'rescheduleTask',
+    summary: 'Reschedule a PENDING task: a new dueAt (or delaySeconds), optionally a new payload',
+    description:
+      'The id encodes the due time, so the task is replaced: the answer is a new task (new id, `rescheduledFrom` the old one) and the old one becomes CANCELLED with `rescheduledTo`. Exactly one of the two is ever delivered. Repeating the same request answers with the same new task; a failed request (5xx) may have taken effect, so repeat it to find out.',
+    parameters: [idParameter],
+    requestBody: { required: true, content: { 'application/json': { schema: z.toJSONSchema(rescheduleRequestSchema, { io: 'input' }) } } },
+    responses: {
+      200: { description: 'The new task that replaces this one', content: json(taskDetailsSchema) },
+      ...problems(400, 404, 409),
+    },
+  },
   'GET /v1/tasks/{id}': {
     operationId: 'getTask',
     summary: 'A task with its status and delivery facts',
@@ -115,6 +192,38 @@ const operations: Record<(typeof API_ROUTES)[number], object> = {
     summary: 'Cancel a task that has not been delivered',
     parameters: [idParameter],
     responses: { 200: { description: 'Cancelled (also when already cancelled)', content: json(taskDetailsSchema) }, ...problems(404, 409) },
+  },
+  'PUT /v1/biz-types/{bizType}': {
+    operationId: 'setBizType',
+    summary: "Create or replace a bizType's settings: default target, retry policy, callback rate",
+    description:
+      'Applied when a task is submitted, and copied onto it: a change applies to tasks submitted after it (within 30 seconds, as api instances cache settings), never to tasks already stored. A task with this bizType and no target gets defaultTarget; maxAttempts and backoff replace the deployment\'s; callbackRateLimitPerSecond caps how many of the tenant\'s tasks of this bizType call their target in one second (the rest wait, without using an attempt).',
+    parameters: [bizTypeParameter],
+    requestBody: { required: true, content: { 'application/json': { schema: z.toJSONSchema(settingsRequestSchema, { io: 'input' }) } } },
+    responses: { 200: { description: 'The settings as stored', content: json(bizTypeSettingsViewSchema) }, ...problems(400) },
+  },
+  'GET /v1/biz-types/{bizType}': {
+    operationId: 'getBizType',
+    summary: "A bizType's settings",
+    parameters: [bizTypeParameter],
+    responses: { 200: { description: 'The settings', content: json(bizTypeSettingsViewSchema) }, ...problems(400, 404) },
+  },
+  'GET /v1/biz-types': {
+    operationId: 'listBizTypes',
+    summary: "The caller's bizTypes that have settings",
+    responses: { 200: { description: 'Every bizType with settings', content: json(bizTypeListSchema) } },
+  },
+  'DELETE /v1/biz-types/{bizType}': {
+    operationId: 'deleteBizType',
+    summary: "Delete a bizType's settings; tasks already submitted keep the settings they were given",
+    parameters: [bizTypeParameter],
+    responses: {
+      200: {
+        description: 'Deleted',
+        content: { 'application/json': { schema: { type: 'object', properties: { bizType: { type: 'string' }, deleted: { const: true } } } } },
+      },
+      ...problems(400, 404),
+    },
   },
   'GET /v1/openapi.json': {
     operationId: 'getOpenApi',
@@ -128,7 +237,9 @@ export const openApiDocument = (() => {
   const paths: Record<string, Record<string, object>> = {};
   for (const [routeKey, operation] of Object.entries(operations)) {
     const [method = '', path = ''] = routeKey.split(' ');
-    paths[path] = { ...paths[path], [method.toLowerCase()]: operation };
+    // Every route authenticates and counts against the tenant's rate, so every one can answer these.
+    const withAuth = { ...operation, responses: { ...(operation as { responses: object }).responses, ...problems(401, 429) } };
+    paths[path] = { ...paths[path], [method.toLowerCase()]: withAuth };
   }
   return {
     openapi: '3.1.0',
@@ -136,6 +247,16 @@ export const openApiDocument = (() => {
       title: 'Distributed timer API',
       version: '1.0.0',
       description: 'Schedule a webhook, EventBridge event or SQS message for a second-precise time. Errors are RFC 9457 problem+json.',
+    },
+    security: [{ apiKey: [] }],
+    components: {
+      securitySchemes: {
+        apiKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'A tenant API key (tk_<tenant>_<key id>_<secret>), sent as "Authorization: Bearer <key>".',
+        },
+      },
     },
     paths,
   };

@@ -10,14 +10,40 @@ import {
   scheduleTasks,
   type TaskLookupPorts,
 } from '../core/schedule';
-import { batchRequestSchema, type FieldError, issuesToErrors, type NewTask, parseTaskRequest } from '../core/schemas';
+import { decodeCursor, encodeCursor, LIST_LIMITS, type ListPorts, listTasks } from '../core/listing';
+import { rescheduleTask } from '../core/reschedule';
+import {
+  batchRequestSchema,
+  type FieldError,
+  formatPath,
+  issuesToErrors,
+  listQuerySchema,
+  type NewTask,
+  type Parsed,
+  parseRescheduleRequest,
+  parseTaskRequest,
+} from '../core/schemas';
 import type { Task } from '../core/task';
+import { authenticate, type RequestCounter, type Tenant, type TenantDirectory } from '../core/tenants';
+import { secondOf } from '../core/clock';
+import { type TargetRules, targetProblem } from '../core/target-rules';
 import { type HttpResult, jsonResponse, problem, problemResponse, readJsonBody, validationProblem } from './http';
-import { createdTaskSchema, openApiDocument, taskDetailsSchema } from './openapi';
+import { createdTaskSchema, openApiDocument, taskDetailsSchema, taskListSchema } from './openapi';
+import { applyBizType, type BizTypeDirectory } from '../core/biz-types';
+import { bizTypeRoute, type BizTypeRoutePorts } from './biz-type-routes';
 
 export type ApiPorts = SchedulePorts &
-  TaskLookupPorts & {
+  TaskLookupPorts &
+  ListPorts &
+  BizTypeRoutePorts & {
     readonly allowInsecureTargets: boolean;
+    /** How many days ahead a task may be due in this deployment. */
+    readonly horizonDays: number;
+    readonly targetRules: TargetRules;
+    readonly tenants: TenantDirectory;
+    /** bizType settings for submits, cached: one read per distinct bizType per cache lifetime. */
+    readonly bizTypes: BizTypeDirectory;
+    readonly requestCounter: RequestCounter;
     /** Told what each schedule call did, for metrics and logs. */
     readonly onScheduled?: (result: ScheduleResult) => void;
   };
@@ -44,9 +70,13 @@ export function taskView(task: Task): z.infer<typeof taskDetailsSchema> {
     latenessMs: task.latenessMs,
     lastError: task.lastError,
     cancelledAt: isoIfSet(task.cancelledAtMs),
+    history: (task.history ?? []).map(({ atMs, ...attempt }) => ({ ...attempt, at: iso(atMs) })),
+    rescheduledFrom: task.rescheduledFrom,
+    rescheduledTo: task.rescheduledTo,
   };
 }
 
+// The same answer for an unknown id and another tenant's task: no oracle for what others have.
 const notFound = (id: string) => problemResponse(problem(404, 'not-found', `No task has the id "${id}".`));
 
 /** The status and body of one schedule outcome, as both the single and the batch route report it. */
@@ -79,22 +109,51 @@ function outcomeResult(outcome: ScheduleOutcome, path: string) {
   }
 }
 
-async function schedule(ports: ApiPorts, requests: readonly NewTask[]): Promise<ScheduleOutcome[]> {
-  const result = await scheduleTasks(ports, requests);
+async function schedule(ports: ApiPorts, tenant: Tenant, requests: readonly NewTask[]): Promise<ScheduleOutcome[]> {
+  const result = await scheduleTasks(ports, tenant.id, requests);
   ports.onScheduled?.(result);
   return result.outcomes;
 }
 
+/**
+ * A task request checked against the contract and the clock, completed by its bizType's
+ * settings, and its target (its own or the bizType's default) checked against the tenant's
+ * and deployment's target rules.
+ */
+async function validTask(
+  ports: ApiPorts,
+  tenant: Tenant,
+  body: unknown,
+  nowMs: number,
+  pathPrefix: ReadonlyArray<PropertyKey> = [],
+): Promise<Parsed<NewTask>> {
+  const draft = parseTaskRequest(body, {
+    allowInsecureTargets: ports.allowInsecureTargets,
+    nowMs,
+    horizonDays: ports.horizonDays,
+    pathPrefix,
+  });
+  if (!draft.ok) return draft;
+  const { bizType } = draft.value;
+  const settings = bizType === undefined ? undefined : await ports.bizTypes.settings(tenant.id, bizType);
+  const parsed = applyBizType(draft.value, settings, pathPrefix);
+  if (!parsed.ok) return parsed;
+  const refusal = await targetProblem(parsed.value.target, tenant, ports.targetRules, formatPath([...pathPrefix, '']));
+  if (refusal && draft.value.target === undefined) {
+    // The caller sent no target: say it is the bizType's default that no longer passes, and where to fix it.
+    const message = `(the default target of bizType "${bizType}") ${refusal.message}; change it with PUT /v1/biz-types/{bizType}`;
+    return { ok: false, errors: [{ ...refusal, message }] };
+  }
+  return refusal ? { ok: false, errors: [refusal] } : parsed;
+}
+
 /** 201 with the new task; 200 with the original task for a retry with the same idempotency key; 409 for a reused key. */
-async function createTask(ports: ApiPorts, event: APIGatewayProxyEventV2): Promise<HttpResult> {
+async function createTask(ports: ApiPorts, tenant: Tenant, event: APIGatewayProxyEventV2): Promise<HttpResult> {
   const body = readJsonBody(event);
   if (!body.ok) return problemResponse(body.problem);
-  const parsed = parseTaskRequest(body.value, {
-    allowInsecureTargets: ports.allowInsecureTargets,
-    nowMs: ports.clock.now(),
-  });
+  const parsed = await validTask(ports, tenant, body.value, ports.clock.now());
   if (!parsed.ok) return problemResponse(validationProblem(parsed.errors));
-  const [outcome] = await schedule(ports, [parsed.value]);
+  const [outcome] = await schedule(ports, tenant, [parsed.value]);
   if (!outcome) throw new Error('scheduleTasks returned no outcome for one request');
   const result = outcomeResult(outcome, 'idempotencyKey');
   if (result.status === 409) return problemResponse(result.problem);
@@ -106,7 +165,7 @@ async function createTask(ports: ApiPorts, event: APIGatewayProxyEventV2): Promi
  * invalid (400, nothing written). The response is 201 when every item was created or
  * replayed, 207 when any was rejected.
  */
-async function createTaskBatch(ports: ApiPorts, event: APIGatewayProxyEventV2): Promise<HttpResult> {
+async function createTaskBatch(ports: ApiPorts, tenant: Tenant, event: APIGatewayProxyEventV2): Promise<HttpResult> {
   const body = readJsonBody(event);
   if (!body.ok) return problemResponse(body.problem);
   const envelope = batchRequestSchema.safeParse(body.value);
@@ -114,16 +173,12 @@ async function createTaskBatch(ports: ApiPorts, event: APIGatewayProxyEventV2): 
   const nowMs = ports.clock.now();
   const valid: Array<{ index: number; request: NewTask }> = [];
   const invalid: Array<{ index: number; errors: FieldError[] }> = [];
-  envelope.data.tasks.forEach((item, index) => {
-    const parsed = parseTaskRequest(item, {
-      allowInsecureTargets: ports.allowInsecureTargets,
-      nowMs,
-      pathPrefix: ['tasks', index],
-    });
+  const checked = await Promise.all(envelope.data.tasks.map((item, index) => validTask(ports, tenant, item, nowMs, ['tasks', index])));
+  checked.forEach((parsed, index) => {
     if (parsed.ok) valid.push({ index, request: parsed.value });
     else invalid.push({ index, errors: parsed.errors });
   });
-  const outcomes = valid.length > 0 ? await schedule(ports, valid.map((item) => item.request)) : [];
+  const outcomes = valid.length > 0 ? await schedule(ports, tenant, valid.map((item) => item.request)) : [];
   const results = [
     ...valid.map((item, position) => ({
       index: item.index,
@@ -135,15 +190,62 @@ async function createTaskBatch(ports: ApiPorts, event: APIGatewayProxyEventV2): 
   return jsonResponse(rejected === 0 ? 201 : 207, { created: results.length - rejected, rejected, results });
 }
 
-async function readTask(ports: ApiPorts, id: string): Promise<HttpResult> {
-  const task = await getTask(ports, id);
+async function readTask(ports: ApiPorts, tenant: Tenant, id: string): Promise<HttpResult> {
+  const task = await getTask(ports, tenant.id, id);
   return task ? jsonResponse(200, taskView(task)) : notFound(id);
 }
 
-async function deleteTask(ports: ApiPorts, id: string): Promise<HttpResult> {
-  const outcome = await cancelTask(ports, id);
+/** GET /v1/tasks: one page of the tenant's tasks by bizId or bizType; a cursor from anywhere else is a 400. */
+async function listRoute(ports: ApiPorts, tenant: Tenant, event: APIGatewayProxyEventV2): Promise<HttpResult> {
+  const parsed = listQuerySchema.safeParse(event.queryStringParameters ?? {});
+  if (!parsed.success) return problemResponse(validationProblem(issuesToErrors(parsed.error.issues)));
+  const { cursor, limit = LIST_LIMITS.defaultLimit, ...filters } = parsed.data;
+  const after = cursor === undefined ? undefined : decodeCursor(cursor, filters, ports.shardCount);
+  if (cursor !== undefined && !after) {
+    return problemResponse(
+      validationProblem([
+        { path: 'cursor', message: 'is not a cursor this listing issued; pass nextCursor back unchanged with the same bizId or bizType, or start again without it' },
+      ]),
+    );
+  }
+  const page = await listTasks(ports, tenant.id, { ...filters, limit, ...(after && { after }) });
+  return jsonResponse(200, {
+    tasks: page.tasks.map(taskView),
+    ...(page.next && { nextCursor: encodeCursor(page.next) }),
+  } satisfies z.infer<typeof taskListSchema>);
+}
+
+const RESCHEDULE_REFUSALS = {
+  'already-final': 'The task is no longer PENDING, so it cannot be rescheduled; submit a new task instead.',
+  'in-delivery':
+    'A delivery attempt is in progress, so the task may be delivered. Retry in a few minutes: the reschedule succeeds if the attempt failed.',
+  'not-in-effect': 'This task replaces another through a reschedule that has not taken effect yet; retry in a few seconds.',
+  contended: 'The task kept changing while it was being rescheduled; retry the request.',
+} as const;
+
+/** PATCH /v1/tasks/{id}: 200 with the task that replaces this one, the same for a repeat of the request. */
+async function rescheduleRoute(ports: ApiPorts, tenant: Tenant, event: APIGatewayProxyEventV2, id: string): Promise<HttpResult> {
+  const body = readJsonBody(event);
+  if (!body.ok) return problemResponse(body.problem);
+  const parsed = parseRescheduleRequest(body.value, { nowMs: ports.clock.now(), horizonDays: ports.horizonDays });
+  if (!parsed.ok) return problemResponse(validationProblem(parsed.errors));
+  const outcome = await rescheduleTask(ports, tenant.id, id, parsed.value);
+  switch (outcome.kind) {
+    case 'rescheduled':
+      return jsonResponse(200, taskView(outcome.task));
+    case 'not-found':
+      return notFound(id);
+    case 'refused': {
+      const movedOn = outcome.rescheduledTo ? ` It was rescheduled to task ${outcome.rescheduledTo}; reschedule that one.` : '';
+      return problemResponse(problem(409, `reschedule-${outcome.reason}`, `${RESCHEDULE_REFUSALS[outcome.reason]}${movedOn}`));
+    }
+  }
+}
+
+async function deleteTask(ports: ApiPorts, tenant: Tenant, id: string): Promise<HttpResult> {
+  const outcome = await cancelTask(ports, tenant.id, id);
   if (outcome.cancelled) {
-    const task = await getTask(ports, id);
+    const task = await getTask(ports, tenant.id, id);
     return jsonResponse(200, task ? taskView(task) : { id, status: 'CANCELLED' });
   }
   switch (outcome.reason) {
@@ -164,21 +266,57 @@ async function deleteTask(ports: ApiPorts, id: string): Promise<HttpResult> {
   }
 }
 
-/** Serves one API Gateway HTTP API request; the route key is the same list the stack and the local gateway use. */
-export function route(ports: ApiPorts, event: APIGatewayProxyEventV2): Promise<HttpResult> {
+const UNAUTHENTICATED = {
+  missing: 'Send the header "Authorization: Bearer <api key>"; `timer tenants create` makes a tenant and its first key.',
+  invalid: 'The API key is not valid: it is malformed, unknown or revoked. Check it, or make a new one with `timer tenants create-key`.',
+} as const;
+
+/**
+ * Serves one API Gateway HTTP API request; the route key is the same list the stack and
+ * the local gateway use. Every route needs a tenant's API key, and counts against the
+ * tenant's request rate.
+ */
+export async function route(ports: ApiPorts, event: APIGatewayProxyEventV2): Promise<HttpResult> {
+  const caller = await authenticate(ports.tenants, event.headers?.authorization);
+  if (!caller.ok) {
+    return problemResponse(problem(401, 'unauthenticated', UNAUTHENTICATED[caller.reason]), {
+      'www-authenticate': 'Bearer',
+    });
+  }
+  const { tenant } = caller;
+  if (!(await ports.requestCounter.admit(tenant.id, secondOf(ports.clock.now()), tenant.rateLimitPerSecond))) {
+    return problemResponse(
+      problem(
+        429,
+        'rate-limited',
+        `This tenant may make ${tenant.rateLimitPerSecond} requests a second. Retry after a second, and send up to 100 tasks per request with POST /v1/tasks/batch.`,
+      ),
+      { 'retry-after': '1' },
+    );
+  }
   const id = event.pathParameters?.id ?? '';
-  switch (event.routeKey as ApiRouteKey) {
+  const routeKey = event.routeKey as ApiRouteKey;
+  switch (routeKey) {
     case 'POST /v1/tasks':
-      return createTask(ports, event);
+      return createTask(ports, tenant, event);
     case 'POST /v1/tasks/batch':
-      return createTaskBatch(ports, event);
+      return createTaskBatch(ports, tenant, event);
+    case 'GET /v1/tasks':
+      return listRoute(ports, tenant, event);
     case 'GET /v1/tasks/{id}':
-      return readTask(ports, id);
+      return readTask(ports, tenant, id);
+    case 'PATCH /v1/tasks/{id}':
+      return rescheduleRoute(ports, tenant, event, id);
     case 'DELETE /v1/tasks/{id}':
-      return deleteTask(ports, id);
+      return deleteTask(ports, tenant, id);
+    case 'PUT /v1/biz-types/{bizType}':
+    case 'GET /v1/biz-types/{bizType}':
+    case 'GET /v1/biz-types':
+    case 'DELETE /v1/biz-types/{bizType}':
+      return bizTypeRoute(ports, tenant, routeKey, event);
     case 'GET /v1/openapi.json':
-      return Promise.resolve(jsonResponse(200, openApiDocument));
+      return jsonResponse(200, openApiDocument);
     default:
-      return Promise.resolve(problemResponse(problem(404, 'no-route', `There is no route ${event.routeKey}.`)));
+      return problemResponse(problem(404, 'no-route', `There is no route ${event.routeKey}.`));
   }
 }

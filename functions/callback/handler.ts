@@ -1,18 +1,20 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
-import { GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { DELIVERY_LEASE_MS, ENV, MAX_EARLY_WAIT_MS } from '../../lib/topology';
+import { DELIVERY_LEASE_MS, ENV, MAX_EARLY_WAIT_MS, WEBHOOK_CONNECT_TIMEOUT_MS } from '../../lib/topology';
 import { delayRedelivery, SqsDeadLetterQueue } from '../adapters/sqs-queues';
 import { AwsTargetDispatcher } from '../adapters/targets';
-import { eventBridge, secretsManager, sqs, sqsForQueueUrl } from '../commons/clients';
-import { integerEnv, requireEnv } from '../commons/config';
+import { WebhookClient } from '../adapters/webhook-client';
+import { eventBridge, sqs, sqsForQueueUrl } from '../commons/clients';
+import { booleanEnv, integerEnv, requireEnv } from '../commons/config';
 import { createLogger } from '../commons/logger';
+import { tracer } from '../commons/tracer';
 import { createMetrics } from '../commons/metrics';
 import { tableFromEnv } from '../commons/stores';
 import type { DeliveryPorts } from '../core/deliver';
-import { asSigningSecret } from '../core/signature';
+import { addressPolicy } from '../core/egress';
 import { deliverRecords } from './records';
 import { systemClock } from '../core/task';
 
@@ -21,32 +23,17 @@ const metrics = createMetrics();
 
 const deliveryQueueUrl = requireEnv(ENV.deliveryQueueUrl);
 
-/** Local mode passes the secret itself; the cloud stack passes a Secrets Manager ARN, read once per cold start. */
-function signingSecretLoader(): () => Promise<string> {
-  const inline = process.env[ENV.signingSecret];
-  if (inline) return () => Promise.resolve(inline);
-  const arn = requireEnv(ENV.signingSecretArn);
-  let secret: Promise<string> | undefined;
-  return () => {
-    secret ??= secretsManager.send(new GetSecretValueCommand({ SecretId: arn })).then((result) => {
-      if (!result.SecretString) throw new Error(`secret ${arn} has no string value`);
-      return asSigningSecret(result.SecretString);
-    });
-    secret.catch(() => {
-      secret = undefined;
-    });
-    return secret;
-  };
-}
-
 const ports: DeliveryPorts = {
   ...tableFromEnv(),
   targets: new AwsTargetDispatcher({
-    signingSecret: signingSecretLoader(),
-    webhookTimeoutMs: integerEnv(ENV.webhookTimeoutMs),
     clock: systemClock,
     sqsFor: sqsForQueueUrl,
     eventBridge,
+    webhooks: new WebhookClient({
+      policy: addressPolicy(booleanEnv(ENV.allowInsecureTargets)),
+      connectTimeoutMs: WEBHOOK_CONNECT_TIMEOUT_MS,
+      totalTimeoutMs: integerEnv(ENV.webhookTimeoutMs),
+    }),
   }),
   deadLetters: new SqsDeadLetterQueue(sqs, requireEnv(ENV.deliveryDlqUrl)),
   clock: systemClock,
@@ -63,6 +50,7 @@ const ports: DeliveryPorts = {
  * record handling lives in ./records so fault tests drive exactly this code.
  */
 export const handler = middy<SQSEvent, SQSBatchResponse>()
+  .use(captureLambdaHandler(tracer))
   .use(injectLambdaContext(logger))
   .use(logMetrics(metrics))
   .handler((event) =>

@@ -22,15 +22,30 @@ function messageOf(record: SQSRecord): { id: string; redriven: boolean } | undef
   }
 }
 
+/**
+ * Every receive counts towards the queue's maxReceiveCount, after which SQS moves the message
+ * to the DLQ with its task still PENDING. A bizType's backlog longer than a few seconds
+ * therefore waits a little longer each time round (the receive count over five, up to a
+ * minute), so about a hundred receives span some seventeen minutes rather than a hundred seconds.
+ */
+function throttledRequeueSeconds(retryAfterSeconds: number, receiveCount: number): number {
+  const spread = Number.isFinite(receiveCount) ? Math.ceil(receiveCount / 5) : 1;
+  return Math.max(retryAfterSeconds, Math.min(60, spread));
+}
+
 /** Delivers one record; true when the message is done with, false when it must come back later. */
 async function deliverRecord(ports: RecordPorts, record: SQSRecord): Promise<boolean> {
-  const { logger, metrics } = ports;
+  const { metrics } = ports;
   const message = messageOf(record);
   if (message === undefined) {
-    logger.error('delivery message without a task id dropped', { messageId: record.messageId, body: record.body.slice(0, 200) });
+    ports.logger.error('delivery message without a task id dropped', { messageId: record.messageId, body: record.body.slice(0, 200) });
     return true;
   }
   const { id } = message;
+  // Records are delivered concurrently, so each gets its own child logger: the task id is
+  // its correlation id, the same one the api, the scanner and the receiver's webhook-id show.
+  const logger = ports.logger.createChild();
+  logger.setCorrelationId(id);
   const outcome: DeliveryOutcome = message.redriven
     ? await redeliverDeadLetter(ports.delivery, id)
     : await deliverTask(ports.delivery, id);
@@ -55,6 +70,17 @@ async function deliverRecord(ports: RecordPorts, record: SQSRecord): Promise<boo
       logger.warn('attempt failed; will retry', { ...facts, ...outcome });
       await ports.requeue(record.receiptHandle, outcome.retryAfterSeconds);
       return false;
+    case 'deferred':
+      logger.info('rescheduled task waits for its predecessor to finish a delivery attempt', { ...facts });
+      await ports.requeue(record.receiptHandle, outcome.retryAfterSeconds);
+      return false;
+    case 'throttled': {
+      metrics.addMetric(METRICS.deliveriesThrottled, MetricUnit.Count, 1);
+      const seconds = throttledRequeueSeconds(outcome.retryAfterSeconds, Number(record.attributes.ApproximateReceiveCount));
+      logger.info("bizType's callback rate used up for this second; asked again later", { ...facts, seconds });
+      await ports.requeue(record.receiptHandle, seconds);
+      return false;
+    }
     case 'early':
       await ports.requeue(record.receiptHandle, outcome.retryAfterSeconds);
       return false;

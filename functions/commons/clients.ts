@@ -5,13 +5,13 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { tracer } from './tracer';
 
-export const dynamo = DynamoDBDocumentClient.from(new DynamoDBClient({}), {
-  marshallOptions: { removeUndefinedValues: true },
-});
+export const dynamo = tracer.captureAWSv3Client(
+  DynamoDBDocumentClient.from(new DynamoDBClient({}), { marshallOptions: { removeUndefinedValues: true } }),
+);
 
 /**
  * By default the SQS client sends to the queue URL's host. When an endpoint override is
@@ -20,7 +20,7 @@ export const dynamo = DynamoDBDocumentClient.from(new DynamoDBClient({}), {
  */
 const sqsOptions = { useQueueUrlAsEndpoint: !process.env.AWS_ENDPOINT_URL_SQS };
 
-export const sqs = new SQSClient(sqsOptions);
+export const sqs = tracer.captureAWSv3Client(new SQSClient(sqsOptions));
 
 const sqsByRegion = new Map<string, SQSClient>();
 
@@ -30,12 +30,11 @@ export function sqsForQueueUrl(queueUrl: string): SQSClient {
   if (!region || region === process.env.AWS_REGION) return sqs;
   let client = sqsByRegion.get(region);
   if (!client) {
-    client = new SQSClient({ ...sqsOptions, region });
+    client = tracer.captureAWSv3Client(new SQSClient({ ...sqsOptions, region }));
     sqsByRegion.set(region, client);
   }
   return client;
 }
 
-export const eventBridge = new EventBridgeClient({});
+export const eventBridge = tracer.captureAWSv3Client(new EventBridgeClient({}));
 
-export const secretsManager = new SecretsManagerClient({});

@@ -1,10 +1,25 @@
 import { ENV } from '../../lib/topology';
-import { DynamoClockStore, DynamoIdempotencyStore, DynamoOccupancyIndex, DynamoTaskStore } from '../adapters/dynamo-store';
+import {
+  DynamoClockStore,
+  DynamoIdempotencyStore,
+  DynamoOccupancyIndex,
+  DynamoTaskIndex,
+  DynamoTaskStore,
+} from '../adapters/dynamo-store';
+import { DynamoBizTypeStore } from '../adapters/dynamo-biz-types';
+import { CALLBACK_COUNTER_PREFIX, DynamoRequestCounter, DynamoTenantStore } from '../adapters/dynamo-tenants';
+import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../core/biz-types';
+import { systemClock } from '../core/task';
+import { cachedTenantDirectory, TENANT_CACHE_TTL_MS } from '../core/tenants';
 import { MAX_SHARDS } from '../core/ids';
 import { dynamo } from './clients';
 import { integerEnv, requireEnv } from './config';
 
-/** The table, its bucket and shard counts, and the stores over it: what every function but the ticker needs. */
+/**
+ * The table, its bucket and shard counts, and the stores over it: what every function but
+ * the ticker needs. Tenants are read through a cache, once per TENANT_CACHE_TTL_MS, and
+ * bizType settings (for submits) once per BIZ_TYPE_CACHE_TTL_MS.
+ */
 export function tableFromEnv(env: NodeJS.ProcessEnv = process.env) {
   const tableName = requireEnv(ENV.tableName, env);
   const bucketCount = integerEnv(ENV.bucketCount, env);
@@ -15,12 +30,19 @@ export function tableFromEnv(env: NodeJS.ProcessEnv = process.env) {
       `Environment variable ${ENV.shardCount} must be between 1 and ${MAX_SHARDS} (task ids hold the shard in two characters)`,
     );
   }
+  const bizTypeStore = new DynamoBizTypeStore({ client: dynamo, tableName });
   return {
     bucketCount,
     shardCount,
     taskStore: new DynamoTaskStore({ client: dynamo, tableName, bucketCount }),
+    taskIndex: new DynamoTaskIndex({ client: dynamo, tableName, bucketCount }),
     clockStore: new DynamoClockStore({ client: dynamo, tableName }),
     idempotencyStore: new DynamoIdempotencyStore({ client: dynamo, tableName }),
     occupancy: new DynamoOccupancyIndex({ client: dynamo, tableName }),
+    tenants: cachedTenantDirectory(new DynamoTenantStore({ client: dynamo, tableName }), systemClock, TENANT_CACHE_TTL_MS),
+    requestCounter: new DynamoRequestCounter({ client: dynamo, tableName }),
+    bizTypeStore,
+    bizTypes: cachedBizTypeDirectory(bizTypeStore, systemClock, BIZ_TYPE_CACHE_TTL_MS),
+    callbackCounter: new DynamoRequestCounter({ client: dynamo, tableName, keyPrefix: CALLBACK_COUNTER_PREFIX }),
   };
 }

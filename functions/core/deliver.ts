@@ -1,6 +1,9 @@
+import { secondOf } from './clock';
 import { parseTaskId, taskKey } from './ids';
-import type { Clock, Target, Task, TaskStore } from './task';
-import { expiryAfter } from './task';
+import { handoverTo } from './reschedule';
+import type { Clock, DeliveryAttempt, Target, Task, TaskStore } from './task';
+import { expiryAfter, HISTORY_ERROR_CHARS, HISTORY_LIMIT } from './task';
+import { activeSigningSecrets, type RequestCounter, type TenantDirectory } from './tenants';
 
 /** What a business system receives: the same fields for a webhook body, an SQS message or an event's detail. */
 export interface Notification {
@@ -14,13 +17,20 @@ export interface Notification {
   readonly payload: unknown;
 }
 
+/** A target's answer; `statusCode` is the webhook's HTTP status, when it answered. */
 export type TargetResult =
-  | { readonly ok: true; readonly detail?: string }
-  | { readonly ok: false; readonly error: string; readonly retryAfterSeconds?: number };
+  | { readonly ok: true; readonly detail?: string; readonly statusCode?: number }
+  | { readonly ok: false; readonly error: string; readonly retryAfterSeconds?: number; readonly statusCode?: number };
+
+/** Whom a delivery is made for: the tenant's current signing secrets and the webhook hosts it allows. */
+export interface Sender {
+  readonly signingSecrets: readonly string[];
+  readonly allowedHosts?: readonly string[];
+}
 
 /** Calls a business system. Implementations never throw for the target's failures; they report them. */
 export interface TargetDispatcher {
-  dispatch(target: Target, notification: Notification): Promise<TargetResult>;
+  dispatch(target: Target, notification: Notification, sender: Sender): Promise<TargetResult>;
 }
 
 export interface DeadLetter {
@@ -36,7 +46,10 @@ export interface DeadLetterQueue {
 export interface DeliveryPorts {
   readonly taskStore: TaskStore;
   readonly targets: TargetDispatcher;
+  readonly tenants: TenantDirectory;
   readonly deadLetters: DeadLetterQueue;
+  /** Counts target calls per tenant, bizType and second, for bizTypes with a callbackRateLimitPerSecond. */
+  readonly callbackCounter: RequestCounter;
   readonly clock: Clock;
   readonly bucketCount: number;
   readonly shardCount: number;
@@ -52,8 +65,12 @@ export interface DeliveryPorts {
 
 export type DeliveryOutcome =
   | { readonly kind: 'delivered'; readonly attempt: number; readonly latenessMs: number }
-  | { readonly kind: 'skipped'; readonly reason: 'malformed-id' | 'not-claimable' | 'lease-lost' }
+  | { readonly kind: 'skipped'; readonly reason: 'malformed-id' | 'not-claimable' | 'lease-lost' | 'reschedule-abandoned' }
   | { readonly kind: 'early'; readonly retryAfterSeconds: number }
+  /** A rescheduled task whose predecessor is in a delivery attempt: no attempt made, asked again later. */
+  | { readonly kind: 'deferred'; readonly retryAfterSeconds: number }
+  /** Its bizType's callbacks already used this second's rate: no attempt made, asked again later. */
+  | { readonly kind: 'throttled'; readonly retryAfterSeconds: number }
   | { readonly kind: 'retry'; readonly attempt: number; readonly retryAfterSeconds: number; readonly error: string }
   | { readonly kind: 'failed'; readonly attempt: number; readonly error: string };
 
@@ -74,6 +91,42 @@ export function backoffSeconds(attempt: number, baseSeconds: number, maxSeconds:
   return Math.min(maxSeconds, baseSeconds * 2 ** Math.max(0, attempt - 1));
 }
 
+/** Calls the task's target for its tenant; a tenant that cannot be read or no longer exists fails the attempt. */
+async function dispatchFor(ports: DeliveryPorts, task: Task, attempt: number, firedAtMs: number): Promise<TargetResult> {
+  let tenant: Awaited<ReturnType<TenantDirectory['tenant']>>;
+  try {
+    tenant = await ports.tenants.tenant(task.tenantId);
+  } catch (error) {
+    return { ok: false, error: `could not read tenant ${task.tenantId}: ${error instanceof Error ? error.message : String(error)}` };
+  }
+  if (!tenant) return { ok: false, error: `tenant ${task.tenantId} no longer exists` };
+  const sender: Sender = {
+    signingSecrets: activeSigningSecrets(tenant, firedAtMs),
+    ...(tenant.allowedHosts && { allowedHosts: tenant.allowedHosts }),
+  };
+  return ports.targets.dispatch(task.target, notificationOf(task, attempt, firedAtMs), sender);
+}
+
+/** The history with one more attempt, keeping the latest HISTORY_LIMIT. */
+function withAttempt(history: readonly DeliveryAttempt[] = [], attempt: DeliveryAttempt): DeliveryAttempt[] {
+  return [...history, attempt].slice(-HISTORY_LIMIT);
+}
+
+/** Asked again after this long when the bizType's callback rate is used up: the next second has a fresh count. */
+export const THROTTLED_RETRY_SECONDS = 1;
+
+/**
+ * Whether the task may call its target now under its bizType's callback rate. Counted only
+ * for a task that holds the lease and is about to call, so a slot is never spent on a task
+ * that is not delivered.
+ */
+function withinCallbackRate(ports: DeliveryPorts, task: Task, nowMs: number): Promise<boolean> {
+  const limit = task.policy?.callbackRateLimitPerSecond;
+  if (limit === undefined || task.bizType === undefined) return Promise.resolve(true);
+  // Tenant ids hold no '#', so one tenant's bizType never shares a counter with another's.
+  return ports.callbackCounter.admit(`${task.tenantId}#${task.bizType}`, secondOf(nowMs), limit);
+}
+
 /** Waits until `dueAtMs` by the injected clock; timers can fire a millisecond early, hence the loop. */
 async function waitUntil(clock: Clock, dueAtMs: number): Promise<void> {
   for (let rest = dueAtMs - clock.now(); rest > 0; rest = dueAtMs - clock.now()) await clock.sleep(rest);
@@ -83,7 +136,10 @@ async function waitUntil(clock: Clock, dueAtMs: number): Promise<void> {
  * Delivers one task named by a delivery message. Never early: it waits out the
  * sub-second rest, or hands a message that surfaced too early back to the queue.
  * Never after a cancel: it takes the delivery lease with a conditional write before
- * calling the target, and a cancelled task cannot be leased. On failure it either
+ * calling the target, and a cancelled task cannot be leased. A task whose bizType has
+ * a callback rate calls only within it; over it, the lease and the attempt are given back
+ * and the message comes round again. The task's own retry policy (its bizType's, copied at
+ * submit) wins over the deployment's. On failure it either
  * schedules a retry with backoff or, when attempts run out, dead-letters the task
  * (DLQ first, then FAILED, so a crash in between re-delivers rather than loses it).
  */
@@ -100,9 +156,50 @@ export async function deliverTask(ports: DeliveryPorts, id: string): Promise<Del
   const task = await taskStore.claimDelivery(key, claimedAtMs, claimedAtMs + ports.leaseMs);
   if (!task) return { kind: 'skipped', reason: 'not-claimable' };
   const attempt = task.attempts;
+  if (task.rescheduledFrom !== undefined) {
+    const handover = await handoverTo(ports, task);
+    if (handover === 'waiting') {
+      await taskStore.finishDelivery(key, attempt, { status: 'RELEASED' });
+      return { kind: 'deferred', retryAfterSeconds: ports.backoffBaseSeconds };
+    }
+    if (handover === 'abandoned') {
+      const nowMs = clock.now();
+      await taskStore.finishDelivery(key, attempt, {
+        status: 'CANCELLED',
+        cancelledAtMs: nowMs,
+        lastError: `the reschedule of task ${task.rescheduledFrom} to this task did not take effect`,
+        expiresAtSeconds: expiryAfter(nowMs, ports.retentionDays),
+      });
+      return { kind: 'skipped', reason: 'reschedule-abandoned' };
+    }
+  }
 
+  // Counted in the second it fires in, so a receiver sees at most the limit in any second by firedAt.
   const firedAtMs = clock.now();
-  const result = await ports.targets.dispatch(task.target, notificationOf(task, attempt, firedAtMs));
+  let admitted: boolean;
+  try {
+    admitted = await withinCallbackRate(ports, task, firedAtMs);
+  } catch (error) {
+    // No attempt was made: give the lease and the attempt back before SQS brings the message round again.
+    await taskStore.finishDelivery(key, attempt, { status: 'RELEASED' });
+    throw error;
+  }
+  if (!admitted) {
+    await taskStore.finishDelivery(key, attempt, { status: 'RELEASED' });
+    return { kind: 'throttled', retryAfterSeconds: THROTTLED_RETRY_SECONDS };
+  }
+
+  const maxAttempts = task.policy?.maxAttempts ?? ports.maxAttempts;
+  const backoffBaseSeconds = task.policy?.backoffBaseSeconds ?? ports.backoffBaseSeconds;
+  const backoffMaxSeconds = task.policy?.backoffMaxSeconds ?? ports.backoffMaxSeconds;
+  const result = await dispatchFor(ports, task, attempt, firedAtMs);
+  const history = withAttempt(task.history, {
+    attempt,
+    atMs: firedAtMs,
+    latencyMs: clock.now() - firedAtMs,
+    ...(result.statusCode !== undefined && { statusCode: result.statusCode }),
+    ...(!result.ok && { error: result.error.slice(0, HISTORY_ERROR_CHARS) }),
+  });
   if (result.ok) {
     const latenessMs = firedAtMs - task.dueAtMs;
     await taskStore.finishDelivery(key, attempt, {
@@ -110,23 +207,25 @@ export async function deliverTask(ports: DeliveryPorts, id: string): Promise<Del
       deliveredAtMs: firedAtMs,
       latenessMs,
       expiresAtSeconds: expiryAfter(clock.now(), ports.retentionDays),
+      history,
     });
     return { kind: 'delivered', attempt, latenessMs };
   }
 
-  if (attempt >= ports.maxAttempts) {
+  if (attempt >= maxAttempts) {
     await ports.deadLetters.send({ id, attempt, error: result.error });
     await taskStore.finishDelivery(key, attempt, {
       status: 'FAILED',
       lastError: result.error,
       expiresAtSeconds: expiryAfter(clock.now(), ports.retentionDays),
+      history,
     });
     return { kind: 'failed', attempt, error: result.error };
   }
-  const released = await taskStore.finishDelivery(key, attempt, { status: 'PENDING', lastError: result.error });
+  const released = await taskStore.finishDelivery(key, attempt, { status: 'PENDING', lastError: result.error, history });
   if (!released) return { kind: 'skipped', reason: 'lease-lost' };
-  const backoff = backoffSeconds(attempt, ports.backoffBaseSeconds, ports.backoffMaxSeconds);
-  const retryAfterSeconds = Math.min(ports.backoffMaxSeconds, Math.max(backoff, result.retryAfterSeconds ?? 0));
+  const backoff = backoffSeconds(attempt, backoffBaseSeconds, backoffMaxSeconds);
+  const retryAfterSeconds = Math.min(backoffMaxSeconds, Math.max(backoff, result.retryAfterSeconds ?? 0));
   return { kind: 'retry', attempt, retryAfterSeconds, error: result.error };
 }
 

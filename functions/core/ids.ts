@@ -76,9 +76,12 @@ export function bucketOf(second: number, bucketCount: number): number {
   return ((second % bucketCount) + bucketCount) % bucketCount;
 }
 
+/** Every task partition key starts with this; the table's other items (clock, markers, tenants) never do. */
+export const TASK_PARTITION_PREFIX = 'B#';
+
 /** Partition key of one shard of one second's bucket. */
 export function partitionKey(second: number, shard: number, bucketCount: number): string {
-  return `B#${bucketOf(second, bucketCount)}#${shard}`;
+  return `${TASK_PARTITION_PREFIX}${bucketOf(second, bucketCount)}#${shard}`;
 }
 
 const SORT_TIME_DIGITS = 15;

@@ -22,9 +22,6 @@ export interface SchedulePorts {
   readonly lookaheadSeconds: number;
 }
 
-/** Idempotency keys are scoped per tenant; there is one tenant until API keys exist. */
-const TENANT = 'default';
-
 export type ScheduleOutcome =
   | { readonly kind: 'created'; readonly task: Task }
   /** A retry of a submit that already made this task (same idempotency key, same request). */
@@ -45,18 +42,26 @@ export interface ScheduleResult {
   readonly untickedSeconds: number;
 }
 
-type Entry = { task: Task; key: TaskKey };
+export type Entry = { task: Task; key: TaskKey };
 
-function newEntry(ports: SchedulePorts, request: NewTask, createdAtMs: number, id?: string): Entry {
+function newEntry(ports: SchedulePorts, tenantId: string, request: NewTask, createdAtMs: number, id?: string): Entry {
   const location = id ? parseTaskId(id, ports.shardCount) : { dueAtMs: request.dueAtMs, shard: randomInt(ports.shardCount) };
   if (!location) throw new Error(`task id ${id} does not fit this deployment's shard count`);
   const taskId = id ?? newTaskId(location);
-  const task: Task = { ...request, id: taskId, dueAtMs: location.dueAtMs, status: 'PENDING', createdAtMs, attempts: 0 };
+  const task: Task = {
+    ...request,
+    id: taskId,
+    tenantId,
+    dueAtMs: location.dueAtMs,
+    status: 'PENDING',
+    createdAtMs,
+    attempts: 0,
+  };
   return { task, key: taskKey(taskId, location, ports.bucketCount) };
 }
 
-/** Stores the task, or, if a concurrent submit with the same key stored it first, takes that one. */
-async function createOrAdopt(ports: SchedulePorts, entry: Entry): Promise<Task> {
+/** Stores the task, or, if a concurrent request that chose the same id stored it first, takes that one. */
+export async function createOrAdopt(ports: Pick<SchedulePorts, 'taskStore'>, entry: Entry): Promise<Task> {
   try {
     await ports.taskStore.create(entry.task, entry.key);
     return entry.task;
@@ -78,15 +83,17 @@ async function createOrAdopt(ports: SchedulePorts, entry: Entry): Promise<Task> 
  */
 async function scheduleWithKey(
   ports: SchedulePorts,
+  tenantId: string,
   request: NewTask & { idempotencyKey: string },
   createdAtMs: number,
   occupy: (seconds: readonly number[]) => Promise<void>,
 ): Promise<ScheduleOutcome> {
-  const entry = newEntry(ports, request, createdAtMs);
+  const entry = newEntry(ports, tenantId, request, createdAtMs);
   const expiresAtSeconds = expiryAfter(Math.max(request.dueAtMs, createdAtMs), ports.retentionDays);
   const { claimed, holder } = await ports.idempotencyStore.claim(
     {
-      key: `${TENANT}#${request.idempotencyKey}`,
+      // Keys are the tenant's own: two tenants using the same key never meet.
+      key: `${tenantId}#${request.idempotencyKey}`,
       fingerprint: request.fingerprint,
       taskId: entry.task.id,
       claimedAtMs: createdAtMs,
@@ -95,7 +102,7 @@ async function scheduleWithKey(
   );
   if (claimed) return { kind: 'created', task: await createOrAdopt(ports, entry) };
   if (holder.fingerprint !== request.fingerprint) return { kind: 'conflict', taskId: holder.taskId };
-  const recorded = newEntry(ports, request, createdAtMs, holder.taskId);
+  const recorded = newEntry(ports, tenantId, request, createdAtMs, holder.taskId);
   const existing = await ports.taskStore.get(recorded.key);
   if (existing) return { kind: 'replayed', task: existing };
   if (createdAtMs - holder.claimedAtMs >= ports.retentionDays * DAY_SECONDS * 1000) {
@@ -118,8 +125,12 @@ async function scheduleWithKey(
  * neither the enqueue nor the flag can be written does the call fail. A second the index had
  * not seen, in a minute the ticker already planned, gets its tick from here.
  */
-export async function scheduleTasks(ports: SchedulePorts, requests: readonly NewTask[]): Promise<ScheduleResult> {
-  const { taskStore, clockStore, deliveryQueue, clock } = ports;
+export async function scheduleTasks(
+  ports: SchedulePorts,
+  tenantId: string,
+  requests: readonly NewTask[],
+): Promise<ScheduleResult> {
+  const { taskStore, clock } = ports;
   const createdAtMs = clock.now();
   const outcomes: ScheduleOutcome[] = new Array(requests.length);
   const unticked = new Set<number>();
@@ -128,7 +139,7 @@ export async function scheduleTasks(ports: SchedulePorts, requests: readonly New
   };
   // Entries are built before any write starts, so nothing can throw with writes left unawaited.
   const plain = requests.flatMap((request, index) =>
-    request.idempotencyKey === undefined ? [{ index, entry: newEntry(ports, request, createdAtMs) }] : [],
+    request.idempotencyKey === undefined ? [{ index, entry: newEntry(ports, tenantId, request, createdAtMs) }] : [],
   );
   // Before any task is written, so that no stored task is ever missing from the index.
   await occupy(requests.map((request) => secondOf(request.dueAtMs)));
@@ -136,7 +147,7 @@ export async function scheduleTasks(ports: SchedulePorts, requests: readonly New
     const { idempotencyKey } = request;
     if (idempotencyKey === undefined) return [];
     return [
-      scheduleWithKey(ports, { ...request, idempotencyKey }, createdAtMs, occupy).then((outcome) => {
+      scheduleWithKey(ports, tenantId, { ...request, idempotencyKey }, createdAtMs, occupy).then((outcome) => {
         outcomes[index] = outcome;
       }),
     ];
@@ -150,20 +161,31 @@ export async function scheduleTasks(ports: SchedulePorts, requests: readonly New
   // Awaited together: a failure on one side must not leave the other's rejection unhandled.
   await Promise.all([writePlain(), ...keyed]);
 
+  const stored = outcomes.flatMap((outcome) =>
+    outcome.kind === 'created' || outcome.kind === 'replayed' ? [outcome.task] : [],
+  );
+  return { outcomes, ...(await handOffLateArrivals(ports, stored, unticked)) };
+}
+
+/**
+ * Enqueues the stored tasks whose second a scanner has already claimed (invariant 5: call it
+ * after the index and task writes), and those due within the lookahead, which a tick could
+ * not bring a scanner to in time; should that enqueue fail, the scanner's claim of their
+ * second (or the sweeper's catch-up) still finds them in the index. Ticks the seconds in
+ * `unticked` (new to a minute the ticker already planned) that a scanner must still claim.
+ * Returns how many it enqueued, or, if the enqueue failed, how many it left flagged for the
+ * sweeper; throws only when neither could be written.
+ */
+export async function handOffLateArrivals(
+  ports: Pick<SchedulePorts, 'clockStore' | 'deliveryQueue' | 'tickQueue' | 'clock' | 'lookaheadSeconds'>,
+  stored: readonly Task[],
+  unticked: ReadonlySet<number>,
+): Promise<Omit<ScheduleResult, 'outcomes'>> {
+  const { clockStore, deliveryQueue, clock } = ports;
   const { cursor } = await readClock(clockStore, clock);
   const nowMs = clock.now();
-  // Due within the lookahead, a task is enqueued here too, claimed or not: a tick could not
-  // bring a scanner to it before it is due. Should this enqueue fail, the scanner's claim of
-  // its second (or the sweeper's catch-up) still finds it in the index.
   const enqueueBefore = Math.max(cursor, secondOf(nowMs) + ports.lookaheadSeconds + 1);
-  const late = outcomes.flatMap((outcome) =>
-    (outcome.kind === 'created' || outcome.kind === 'replayed') &&
-    outcome.task.status === 'PENDING' &&
-    outcome.task.attempts === 0 &&
-    secondOf(outcome.task.dueAtMs) < enqueueBefore
-      ? [outcome.task]
-      : [],
-  );
+  const late = stored.filter((task) => task.status === 'PENDING' && task.attempts === 0 && secondOf(task.dueAtMs) < enqueueBefore);
   // Those seconds need no tick: their tasks are enqueued here.
   const ticks = [...unticked]
     .filter((second) => second >= enqueueBefore)
@@ -180,8 +202,8 @@ export async function scheduleTasks(ports: SchedulePorts, requests: readonly New
     ticks.length > 0 ? ports.tickQueue.send(ticks) : Promise.resolve(),
   ]);
   const untickedSeconds = ticked.status === 'fulfilled' ? 0 : ticks.length;
-  if (sent.status === 'fulfilled') return { outcomes, enqueuedDirect: late.length, deferred: 0, untickedSeconds };
-  if (flagged.status === 'fulfilled') return { outcomes, enqueuedDirect: 0, deferred: late.length, untickedSeconds };
+  if (sent.status === 'fulfilled') return { enqueuedDirect: late.length, deferred: 0, untickedSeconds };
+  if (flagged.status === 'fulfilled') return { enqueuedDirect: 0, deferred: late.length, untickedSeconds };
   throw sent.reason;
 }
 
@@ -193,11 +215,15 @@ export interface TaskLookupPorts {
   readonly retentionDays: number;
 }
 
-/** The task with this id, or undefined for unknown and malformed ids alike. */
-export async function getTask(ports: TaskLookupPorts, id: string): Promise<Task | undefined> {
+/**
+ * The tenant's task with this id, or undefined for unknown ids, malformed ids and other
+ * tenants' tasks alike, so an id is no oracle for whether someone else's task exists.
+ */
+export async function getTask(ports: TaskLookupPorts, tenantId: string, id: string): Promise<Task | undefined> {
   const location = parseTaskId(id, ports.shardCount);
   if (!location) return undefined;
-  return ports.taskStore.get(taskKey(id, location, ports.bucketCount));
+  const task = await ports.taskStore.get(taskKey(id, location, ports.bucketCount));
+  return task?.tenantId === tenantId ? task : undefined;
 }
 
 /**
@@ -207,12 +233,13 @@ export async function getTask(ports: TaskLookupPorts, id: string): Promise<Task 
  * or was cut short with an unknown outcome. Cancelling an already cancelled task succeeds
  * again, so retries are safe.
  */
-export async function cancelTask(ports: TaskLookupPorts, id: string): Promise<CancelOutcome> {
+export async function cancelTask(ports: TaskLookupPorts, tenantId: string, id: string): Promise<CancelOutcome> {
   const location = parseTaskId(id, ports.shardCount);
   if (!location) return { cancelled: false, reason: 'not-found' };
   const nowMs = ports.clock.now();
   const outcome = await ports.taskStore.cancel(
     taskKey(id, location, ports.bucketCount),
+    tenantId,
     nowMs,
     expiryAfter(nowMs, ports.retentionDays),
   );

@@ -5,8 +5,10 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { ABSOLUTE_URL_PROBLEM, addressPolicy, webhookUrlProblem } from './egress';
 import { MAX_ENCODABLE_MS } from './ids';
-import type { Target } from './task';
+import { LIST_LIMITS } from './listing';
+import type { DeliveryPolicy, Target, TaskStatus } from './task';
 
 export const LIMITS = {
   payloadBytes: 64 * 1024,
@@ -17,7 +19,10 @@ export const LIMITS = {
   bizTypeLength: 64,
   bizIdLength: 256,
   idempotencyKeyLength: 128,
-  /** A dueAt further ahead is almost certainly a unit mistake (seconds for milliseconds). */
+  /**
+   * The furthest a deployment's horizon (TimerSettings.maxHorizonDays) may reach: a dueAt
+   * further ahead is almost certainly a unit mistake (seconds for milliseconds).
+   */
   horizonDays: 366,
   /** A dueAt further back is almost certainly a mistake, not a late arrival. */
   pastDays: 1,
@@ -55,6 +60,8 @@ export function parseIsoInstant(text: string): number | undefined {
 }
 
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,64}$/;
+/** Names that are valid HTTP tokens but are also the keys JavaScript objects inherit through. */
+const OBJECT_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 /** Headers the service sets itself; a caller's copy would forge or break the signed request. */
 const RESERVED_HEADERS = new Set([
@@ -71,7 +78,11 @@ const RESERVED_HEADERS = new Set([
 
 const headersSchema = z
   .record(
-    z.string().regex(HEADER_NAME, "must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)"),
+    z
+      .string()
+      .regex(HEADER_NAME, "must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)")
+      // Checked on the key itself: by the time the record is built, a __proto__ key is gone.
+      .refine((name) => !OBJECT_KEYS.has(name.toLowerCase()), 'is not allowed as a header name'),
     z
       .string()
       .max(LIMITS.headerValueLength, `must be at most ${LIMITS.headerValueLength} characters`)
@@ -92,22 +103,18 @@ const headersSchema = z
 const EVENT_BUS = /^(arn:aws[\w-]*:events:[a-z0-9-]+:\d{12}:event-bus\/)?[/.\-_A-Za-z0-9]{1,256}$/;
 
 function targetSchema(allowInsecureTargets: boolean) {
-  const url = z
-    .string()
-    .max(LIMITS.urlLength, `must be at most ${LIMITS.urlLength} characters`)
-    .refine((text) => URL.canParse(text), 'must be an absolute URL such as https://example.com/hook');
+  const urlText = z.string().max(LIMITS.urlLength, `must be at most ${LIMITS.urlLength} characters`);
+  const url = urlText.refine((value) => URL.canParse(value), ABSOLUTE_URL_PROBLEM);
+  const policy = addressPolicy(allowInsecureTargets);
   return z.discriminatedUnion(
     'type',
     [
       z.strictObject({
         type: z.literal('http'),
-        url: url.refine(
-          (text) => {
-            const protocol = URL.canParse(text) ? new URL(text).protocol : '';
-            return protocol === 'https:' || (allowInsecureTargets && protocol === 'http:');
-          },
-          allowInsecureTargets ? 'must use http:// or https://' : 'must use https://',
-        ),
+        url: urlText.superRefine((value, ctx) => {
+          const problem = webhookUrlProblem(value, policy);
+          if (problem) ctx.addIssue({ code: 'custom', message: problem });
+        }),
         headers: headersSchema.optional(),
       }),
       z.strictObject({
@@ -135,8 +142,33 @@ function targetSchema(allowInsecureTargets: boolean) {
   );
 }
 
-const optionalText = (max: number) =>
-  z.string().min(1, 'must not be empty').max(max, `must be at most ${max} characters`).optional();
+/** Control characters would forge log lines and terminal output wherever these are shown. */
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
+/** With the u flag a surrogate pair is one code point, so this matches only unpaired halves, which no UTF-8 store can hold. */
+const LONE_SURROGATE = /[\ud800-\udfff]/u;
+
+const text = (max: number) =>
+  z
+    .string()
+    .min(1, 'must not be empty')
+    .max(max, `must be at most ${max} characters`)
+    .refine((value) => !LONE_SURROGATE.test(value), 'must be well-formed Unicode (it holds a lone surrogate)')
+    .refine((value) => !CONTROL_CHARACTERS.test(value), 'must not contain control characters');
+
+const optionalText = (max: number) => text(max).optional();
+
+/** When a task is due: exactly one of these two, checked against the clock by resolveDueAt. */
+const dueTimeFields = {
+  dueAt: z
+    .union([z.string(), z.number()], { error: 'must be an ISO-8601 date-time string or epoch milliseconds' })
+    .optional(),
+  delaySeconds: z
+    .number({ error: 'must be a number of seconds' })
+    .int('must be a whole number of seconds')
+    .min(0, 'must not be negative')
+    .max(LIMITS.horizonDays * 24 * 3600, `must be at most ${LIMITS.horizonDays} days`)
+    .optional(),
+};
 
 /** The body of POST /v1/tasks, and of each item of POST /v1/tasks/batch. */
 /** Built once per variant: a zod schema is costly to build and cheap to reuse. */
@@ -153,16 +185,9 @@ export function taskRequestSchema(options: { allowInsecureTargets: boolean }) {
 
 function buildTaskRequestSchema(allowInsecureTargets: boolean) {
   return z.strictObject({
-    dueAt: z
-      .union([z.string(), z.number()], { error: 'must be an ISO-8601 date-time string or epoch milliseconds' })
-      .optional(),
-    delaySeconds: z
-      .number({ error: 'must be a number of seconds' })
-      .int('must be a whole number of seconds')
-      .min(0, 'must not be negative')
-      .max(LIMITS.horizonDays * 24 * 3600, `must be at most ${LIMITS.horizonDays} days`)
-      .optional(),
-    target: targetSchema(allowInsecureTargets),
+    ...dueTimeFields,
+    // Optional when the bizType names a default target (PUT /v1/biz-types/{bizType}).
+    target: targetSchema(allowInsecureTargets).optional(),
     payload: z.unknown().optional(),
     bizType: optionalText(LIMITS.bizTypeLength),
     bizId: optionalText(LIMITS.bizIdLength),
@@ -185,7 +210,12 @@ export interface NewTask {
   readonly bizType?: string;
   readonly bizId?: string;
   readonly idempotencyKey?: string;
+  /** The bizType's delivery settings, applied by applyBizType. */
+  readonly policy?: DeliveryPolicy;
 }
+
+/** A validated request before its bizType's settings are applied: the target may still be missing. */
+export type TaskDraft = Omit<NewTask, 'target' | 'policy'> & { readonly target?: Target };
 
 export type Parsed<T> =
   | { readonly ok: true; readonly value: T }
@@ -194,7 +224,12 @@ export type Parsed<T> =
 /** Formats a zod path (`['tasks', 3, 'target', 'url']`) as `tasks[3].target.url`. */
 export function formatPath(path: ReadonlyArray<PropertyKey>): string {
   return path
-    .map((part, index) => (typeof part === 'number' ? `[${part}]` : index === 0 ? String(part) : `.${String(part)}`))
+    .map((part, index) => {
+      if (typeof part === 'number') return `[${part}]`;
+      // An empty key would vanish from the path, leaving the caller nothing to look for.
+      if (part === '') return '[""]';
+      return index === 0 ? String(part) : `.${String(part)}`;
+    })
     .join('');
 }
 
@@ -227,51 +262,71 @@ function fingerprintOf(request: Record<string, unknown>): string {
   return createHash('sha256').update(canonicalJson(request)).digest('base64url');
 }
 
-/** Resolves dueAt or delaySeconds to epoch milliseconds, or says what is wrong with dueAt. */
-function resolveDueAt(request: TaskRequest, nowMs: number): number | string {
+/** What a due time is checked against: the clock, and how far ahead this deployment accepts. */
+export interface DueTimeRules {
+  readonly nowMs: number;
+  /** @default LIMITS.horizonDays */
+  readonly horizonDays?: number;
+}
+
+/** Resolves dueAt or delaySeconds to epoch milliseconds, or says which field is wrong and how. */
+function resolveDueAt(
+  request: Pick<TaskRequest, 'dueAt' | 'delaySeconds'>,
+  { nowMs, horizonDays = LIMITS.horizonDays }: DueTimeRules,
+): number | { field: 'dueAt' | 'delaySeconds'; message: string } {
+  const dueAtProblem = (message: string) => ({ field: 'dueAt' as const, message });
   if (request.dueAt !== undefined && request.delaySeconds !== undefined) {
-    return 'give either dueAt or delaySeconds, not both';
+    return dueAtProblem('give either dueAt or delaySeconds, not both');
   }
-  if (request.delaySeconds !== undefined) return nowMs + request.delaySeconds * 1000;
-  if (request.dueAt === undefined) return 'is required (or give delaySeconds)';
+  if (request.delaySeconds !== undefined) {
+    if (request.delaySeconds > horizonDays * DAY_MS / 1000) {
+      return { field: 'delaySeconds', message: `must be at most ${horizonDays} days (this deployment's horizon)` };
+    }
+    return nowMs + request.delaySeconds * 1000;
+  }
+  if (request.dueAt === undefined) return dueAtProblem('is required (or give delaySeconds)');
   if (typeof request.dueAt === 'number') {
     const valid = Number.isSafeInteger(request.dueAt) && request.dueAt >= 0 && request.dueAt <= MAX_ENCODABLE_MS;
-    if (!valid) return 'must be a whole number of epoch milliseconds';
+    if (!valid) return dueAtProblem('must be a whole number of epoch milliseconds');
   }
   const dueAtMs = typeof request.dueAt === 'number' ? request.dueAt : parseIsoInstant(request.dueAt);
-  if (dueAtMs === undefined) return 'must be an ISO-8601 date-time with a time zone, such as 2030-01-31T09:30:00Z';
-  if (dueAtMs > nowMs + LIMITS.horizonDays * DAY_MS) {
-    return `must be at most ${LIMITS.horizonDays} days ahead (was it seconds instead of milliseconds?)`;
+  if (dueAtMs === undefined) {
+    return dueAtProblem('must be an ISO-8601 date-time with a time zone, such as 2030-01-31T09:30:00Z');
   }
-  if (dueAtMs < nowMs - LIMITS.pastDays * DAY_MS) return `must not be more than ${LIMITS.pastDays} day in the past`;
+  if (dueAtMs > nowMs + horizonDays * DAY_MS) {
+    return dueAtProblem(`must be at most ${horizonDays} days ahead (was it seconds instead of milliseconds?)`);
+  }
+  if (dueAtMs < nowMs - LIMITS.pastDays * DAY_MS) {
+    return dueAtProblem(`must not be more than ${LIMITS.pastDays} day in the past`);
+  }
   return dueAtMs;
 }
 
-/** Validates one task request against the contract and the clock. */
+const PAYLOAD_TOO_LARGE = `must be at most ${LIMITS.payloadBytes} bytes of JSON`;
+
+/** Validates one task request against the contract and the clock; the bizType's settings are applied after (see biz-types.ts). */
 export function parseTaskRequest(
   body: unknown,
-  options: { allowInsecureTargets: boolean; nowMs: number; pathPrefix?: ReadonlyArray<PropertyKey> },
-): Parsed<NewTask> {
+  options: DueTimeRules & { allowInsecureTargets: boolean; pathPrefix?: ReadonlyArray<PropertyKey> },
+): Parsed<TaskDraft> {
   const prefix = options.pathPrefix ?? [];
-  const fieldError = (field: string, message: string): Parsed<NewTask> => ({
+  const fieldError = (field: string, message: string): Parsed<TaskDraft> => ({
     ok: false,
     errors: [{ path: formatPath([...prefix, field]), message }],
   });
   const parsed = taskRequestSchema(options).safeParse(body);
   if (!parsed.success) return { ok: false, errors: issuesToErrors(parsed.error.issues, prefix) };
   const request = parsed.data;
-  const dueAtMs = resolveDueAt(request, options.nowMs);
-  if (typeof dueAtMs === 'string') return fieldError('dueAt', dueAtMs);
+  const dueAtMs = resolveDueAt(request, options);
+  if (typeof dueAtMs !== 'number') return fieldError(dueAtMs.field, dueAtMs.message);
   const payloadJson = JSON.stringify(request.payload ?? null);
-  if (Buffer.byteLength(payloadJson) > LIMITS.payloadBytes) {
-    return fieldError('payload', `must be at most ${LIMITS.payloadBytes} bytes of JSON`);
-  }
+  if (Buffer.byteLength(payloadJson) > LIMITS.payloadBytes) return fieldError('payload', PAYLOAD_TOO_LARGE);
   return {
     ok: true,
     value: {
       dueAtMs,
       fingerprint: fingerprintOf(request),
-      target: request.target,
+      ...(request.target !== undefined && { target: request.target }),
       payloadJson,
       ...(request.bizType !== undefined && { bizType: request.bizType }),
       ...(request.bizId !== undefined && { bizId: request.bizId }),
@@ -287,3 +342,95 @@ export const batchRequestSchema = z.strictObject({
     .min(1, 'must hold at least one task')
     .max(LIMITS.batchItems, `must hold at most ${LIMITS.batchItems} tasks`),
 });
+
+/** The body of PATCH /v1/tasks/{id}: a new due time, and optionally a new payload (the target stays). */
+export const rescheduleRequestSchema = z.strictObject({ ...dueTimeFields, payload: z.unknown().optional() });
+
+/** A validated reschedule: the new due time, the new payload if one was sent, and the request's fingerprint. */
+export interface Reschedule {
+  readonly dueAtMs: number;
+  readonly payloadJson?: string;
+  readonly fingerprint: string;
+}
+
+/** Validates a reschedule request against the contract and the clock. */
+export function parseRescheduleRequest(body: unknown, options: DueTimeRules): Parsed<Reschedule> {
+  const parsed = rescheduleRequestSchema.safeParse(body);
+  if (!parsed.success) return { ok: false, errors: issuesToErrors(parsed.error.issues) };
+  const request = parsed.data;
+  const dueAtMs = resolveDueAt(request, options);
+  if (typeof dueAtMs !== 'number') return { ok: false, errors: [{ path: dueAtMs.field, message: dueAtMs.message }] };
+  // Absent means "keep the payload"; JSON cannot send undefined, so a sent null is a new payload.
+  const payloadJson = 'payload' in request ? JSON.stringify(request.payload ?? null) : undefined;
+  if (payloadJson !== undefined && Buffer.byteLength(payloadJson) > LIMITS.payloadBytes) {
+    return { ok: false, errors: [{ path: 'payload', message: PAYLOAD_TOO_LARGE }] };
+  }
+  return {
+    ok: true,
+    value: { dueAtMs, fingerprint: fingerprintOf(request), ...(payloadJson !== undefined && { payloadJson }) },
+  };
+}
+
+export const TASK_STATUSES = ['PENDING', 'DELIVERING', 'DELIVERED', 'FAILED', 'CANCELLED'] as const satisfies readonly TaskStatus[];
+export const taskStatusSchema = z.enum(TASK_STATUSES, { error: `must be one of ${TASK_STATUSES.join(', ')}` });
+
+/** The query string of GET /v1/tasks (API Gateway hands every parameter over as a string). */
+export const listQuerySchema = z
+  .strictObject({
+    bizId: optionalText(LIMITS.bizIdLength),
+    bizType: optionalText(LIMITS.bizTypeLength),
+    status: taskStatusSchema.optional(),
+    limit: z
+      .string()
+      .regex(/^\d{1,3}$/, `must be a whole number from 1 to ${LIST_LIMITS.maxLimit}`)
+      .transform(Number)
+      .pipe(z.number().min(1, 'must be at least 1').max(LIST_LIMITS.maxLimit, `must be at most ${LIST_LIMITS.maxLimit}`))
+      .optional(),
+    cursor: z.string().max(512, 'is not a cursor this listing issued; start again without it').optional(),
+  })
+  .refine((query) => query.bizId !== undefined || query.bizType !== undefined, {
+    path: ['bizType'],
+    message:
+      'give bizType or bizId: tasks are listed by business type or business id (tasks submitted with neither are not indexed)',
+  });
+
+export type ListQuery = z.output<typeof listQuerySchema>;
+
+/** A bizType as it appears in a path: the same rules as a task's bizType field. */
+export const bizTypeNameSchema = text(LIMITS.bizTypeLength);
+
+/**
+ * Bounds of a bizType's delivery settings. Attempts stay under the delivery queue's receive
+ * budget (deliveryMaxReceiveCount); backoff stays within what SQS can hide a message for (12
+ * hours); a callback rate is counted on one item per second, which takes about 1,000 writes a second.
+ */
+export const BIZ_TYPE_LIMITS = { maxAttempts: 50, backoffSeconds: 43_200, callbackRatePerSecond: 1000 } as const;
+
+const wholeNumber = (min: number, max: number, unit: string) =>
+  z
+    .number({ error: `must be a number of ${unit}` })
+    .int(`must be a whole number of ${unit}`)
+    .min(min, `must be at least ${min}`)
+    .max(max, `must be at most ${max}`)
+    .optional();
+
+/** The body of PUT /v1/biz-types/{bizType}: every field optional; what is left out falls back to the deployment's default. */
+export function bizTypeSettingsSchema(options: { allowInsecureTargets: boolean }) {
+  return z
+    .strictObject({
+      defaultTarget: targetSchema(options.allowInsecureTargets).optional(),
+      maxAttempts: wholeNumber(1, BIZ_TYPE_LIMITS.maxAttempts, 'attempts'),
+      backoffBaseSeconds: wholeNumber(1, BIZ_TYPE_LIMITS.backoffSeconds, 'seconds'),
+      backoffMaxSeconds: wholeNumber(1, BIZ_TYPE_LIMITS.backoffSeconds, 'seconds'),
+      callbackRateLimitPerSecond: wholeNumber(1, BIZ_TYPE_LIMITS.callbackRatePerSecond, 'calls a second'),
+    })
+    .refine(
+      (settings) =>
+        settings.backoffBaseSeconds === undefined ||
+        settings.backoffMaxSeconds === undefined ||
+        settings.backoffMaxSeconds >= settings.backoffBaseSeconds,
+      { path: ['backoffMaxSeconds'], message: 'must be at least backoffBaseSeconds' },
+    );
+}
+
+export type BizTypeSettingsRequest = z.output<ReturnType<typeof bizTypeSettingsSchema>>;

@@ -13,14 +13,6 @@ export function generateSigningSecret(): string {
   return SECRET_PREFIX + randomBytes(32).toString('base64');
 }
 
-/**
- * A secret in `whsec_<base64>` form. Secrets Manager can only generate plain strings, so
- * a plain value is taken as the key bytes themselves and given the standard form.
- */
-export function asSigningSecret(value: string): string {
-  return value.startsWith(SECRET_PREFIX) ? value : SECRET_PREFIX + Buffer.from(value, 'utf8').toString('base64');
-}
-
 function secretBytes(secret: string): Buffer {
   if (!secret.startsWith(SECRET_PREFIX)) throw new Error(`a signing secret must start with "${SECRET_PREFIX}"`);
   return Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64');
@@ -32,14 +24,25 @@ export interface SignedHeaders {
   readonly 'webhook-signature': string;
 }
 
-export function signWebhook(secret: string, messageId: string, timestampSeconds: number, body: string): SignedHeaders {
-  const signature = createHmac('sha256', secretBytes(secret))
-    .update(`${messageId}.${timestampSeconds}.${body}`)
-    .digest('base64');
+/**
+ * Signs with every secret given, space-separated as the standard allows: during a secret
+ * rotation the old and the new both sign, so a receiver holding either one verifies.
+ */
+export function signWebhook(
+  secrets: readonly string[],
+  messageId: string,
+  timestampSeconds: number,
+  body: string,
+): SignedHeaders {
+  if (secrets.length === 0) throw new Error('a webhook needs at least one signing secret');
+  const signatures = secrets.map(
+    (secret) =>
+      `v1,${createHmac('sha256', secretBytes(secret)).update(`${messageId}.${timestampSeconds}.${body}`).digest('base64')}`,
+  );
   return {
     'webhook-id': messageId,
     'webhook-timestamp': String(timestampSeconds),
-    'webhook-signature': `v1,${signature}`,
+    'webhook-signature': signatures.join(' '),
   };
 }
 
@@ -55,7 +58,7 @@ export function verifyWebhook(
   const signatures = headers['webhook-signature'];
   if (!id || !Number.isInteger(timestamp) || !signatures) return false;
   if (Math.abs(nowSeconds - timestamp) > TIMESTAMP_TOLERANCE_SECONDS) return false;
-  const expected = Buffer.from(signWebhook(secret, id, timestamp, body)['webhook-signature']);
+  const expected = Buffer.from(signWebhook([secret], id, timestamp, body)['webhook-signature']);
   return signatures.split(' ').some((candidate) => {
     const given = Buffer.from(candidate);
     return given.length === expected.length && timingSafeEqual(given, expected);

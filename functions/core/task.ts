@@ -24,6 +24,8 @@ export type Target =
 
 export interface Task {
   readonly id: string;
+  /** The tenant whose API key created it; only that tenant can read or cancel it. */
+  readonly tenantId: string;
   readonly status: TaskStatus;
   readonly dueAtMs: number;
   readonly createdAtMs: number;
@@ -33,13 +35,55 @@ export interface Task {
   readonly bizType?: string;
   readonly bizId?: string;
   readonly idempotencyKey?: string;
+  /** Its bizType's delivery settings as they were at submit, so delivering it needs no extra read. */
+  readonly policy?: DeliveryPolicy;
   readonly attempts: number;
   readonly leaseUntilMs?: number;
   readonly deliveredAtMs?: number;
   readonly latenessMs?: number;
   readonly lastError?: string;
   readonly cancelledAtMs?: number;
+  /** The latest delivery attempts, oldest first, at most HISTORY_LIMIT of them. */
+  readonly history?: readonly DeliveryAttempt[];
+  /**
+   * Set on a task made by rescheduling another: it may be delivered only once that task
+   * records `rescheduledTo` this one (see reschedule.ts), so the two are never both delivered.
+   */
+  readonly rescheduledFrom?: string;
+  /** Set, with status CANCELLED, in the one write that makes a reschedule take effect. */
+  readonly rescheduledTo?: string;
+  /** A reschedule begun but not yet in effect: the task it would hand over to, and the request's fingerprint. */
+  readonly rescheduleIntent?: RescheduleIntent;
 }
+
+/** How a task is delivered, where it differs from the deployment's defaults (its bizType's settings). */
+export interface DeliveryPolicy {
+  readonly maxAttempts?: number;
+  readonly backoffBaseSeconds?: number;
+  readonly backoffMaxSeconds?: number;
+  /** Calls of the target per second for all of the tenant's tasks of this bizType together. */
+  readonly callbackRateLimitPerSecond?: number;
+}
+
+export interface RescheduleIntent {
+  readonly taskId: string;
+  readonly fingerprint: string;
+}
+
+/** One delivery attempt, as GET shows it. */
+export interface DeliveryAttempt {
+  readonly attempt: number;
+  readonly atMs: number;
+  readonly latencyMs: number;
+  /** The webhook's HTTP status, when there was an answer. */
+  readonly statusCode?: number;
+  readonly error?: string;
+}
+
+/** Attempts kept per task: enough to see a pattern, bounded so a failing task's item (and every write to it) stays small. */
+export const HISTORY_LIMIT = 20;
+/** Error texts are cut to this in the history; the full last error is in `lastError`. */
+export const HISTORY_ERROR_CHARS = 160;
 
 /** A due task as the scanner sees it: enough to enqueue, nothing more. */
 export interface DueTask {
@@ -61,8 +105,11 @@ export interface TaskStore {
   /** Writes many new tasks (up to any count; the adapter chunks and retries unprocessed items). */
   createMany(entries: ReadonlyArray<{ task: Task; key: TaskKey }>): Promise<void>;
   get(key: TaskKey): Promise<Task | undefined>;
-  /** PENDING → CANCELLED, else says why not (a DELIVERING task is in an attempt, or its outcome is not known yet). */
-  cancel(key: TaskKey, nowMs: number, expiresAtSeconds: number): Promise<CancelOutcome>;
+  /**
+   * PENDING → CANCELLED, else says why not (a DELIVERING task is in an attempt, or its
+   * outcome is not known yet). Another tenant's task is `not-found`.
+   */
+  cancel(key: TaskKey, tenantId: string, nowMs: number, expiresAtSeconds: number): Promise<CancelOutcome>;
   /**
    * All PENDING tasks of one shard of one second (consistent reads, every page); with
    * `neverAttempted`, only those no callback has ever claimed.
@@ -77,17 +124,63 @@ export interface TaskStore {
   finishDelivery(key: TaskKey, attempt: number, outcome: DeliveryRecord): Promise<boolean>;
   /** FAILED → PENDING with a fresh attempt budget; false if the task is not FAILED. */
   reviveFailed(key: TaskKey): Promise<boolean>;
+  /**
+   * Records that the tenant's PENDING task is to be rescheduled to `intent.taskId`, replacing
+   * any intent it had (`priorIntentTaskId`); false if the task changed since it was read.
+   */
+  recordRescheduleIntent(key: TaskKey, tenantId: string, intent: RescheduleIntent, priorIntentTaskId?: string): Promise<boolean>;
+  /**
+   * The reschedule takes effect: PENDING with this intent → CANCELLED with `rescheduledTo`;
+   * false if the task is no longer PENDING or its intent changed.
+   */
+  commitReschedule(key: TaskKey, toTaskId: string, nowMs: number, expiresAtSeconds: number): Promise<boolean>;
+  /** Drops the intent to reschedule to `toTaskId` unless the reschedule already took effect; false if it did, or the intent changed. */
+  withdrawRescheduleIntent(key: TaskKey, toTaskId: string): Promise<boolean>;
 }
 
+/** Where a listing resumes: a write shard of the index, and the last task id already listed in it. */
+export interface ListPosition {
+  readonly shard: number;
+  readonly afterId?: string;
+}
+
+/** The business-query indexes: by bizId (one partition per business object) and by bizType (one per write shard). */
+export type TaskIndexName = 'byBizId' | 'byBizType';
+
+export interface TaskIndex {
+  /**
+   * Task ids of one index partition in due order, at most `limit`, after `afterId` if given;
+   * `more` says whether the partition may hold further ids.
+   */
+  page(index: TaskIndexName, partition: string, limit: number, afterId?: string): Promise<{ ids: string[]; more: boolean }>;
+  /** The tasks with these keys, in the keys' order; tasks gone since (TTL) are left out. */
+  getMany(keys: readonly TaskKey[]): Promise<Task[]>;
+}
+
+/**
+ * What an attempt came to. `history` is the task's whole new history (the claimed task's, plus
+ * this attempt, capped): the lease makes the callback the only writer, so it goes in the same
+ * write as the outcome and costs no extra request.
+ */
 export type DeliveryRecord =
   | {
       readonly status: 'DELIVERED';
       readonly deliveredAtMs: number;
       readonly latenessMs: number;
       readonly expiresAtSeconds: number;
+      readonly history: readonly DeliveryAttempt[];
     }
-  | { readonly status: 'PENDING'; readonly lastError: string }
-  | { readonly status: 'FAILED'; readonly lastError: string; readonly expiresAtSeconds: number };
+  | { readonly status: 'PENDING'; readonly lastError: string; readonly history: readonly DeliveryAttempt[] }
+  | {
+      readonly status: 'FAILED';
+      readonly lastError: string;
+      readonly expiresAtSeconds: number;
+      readonly history: readonly DeliveryAttempt[];
+    }
+  /** No attempt was made (a rescheduled task waiting for its predecessor): the lease is given back, uncounted. */
+  | { readonly status: 'RELEASED' }
+  /** A rescheduled task whose reschedule never took effect: it must never be delivered. */
+  | { readonly status: 'CANCELLED'; readonly cancelledAtMs: number; readonly lastError: string; readonly expiresAtSeconds: number };
 
 /** Seconds `from` to `through`, both included. */
 export interface SecondRange {

@@ -1,6 +1,7 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { ENV, METRICS, SCANNER_BUDGET_MS } from '../../lib/topology';
@@ -8,6 +9,7 @@ import { sqsDeliveryQueue } from '../adapters/sqs-queues';
 import { sqs } from '../commons/clients';
 import { integerEnv, requireEnv } from '../commons/config';
 import { createLogger } from '../commons/logger';
+import { tracer } from '../commons/tracer';
 import { createMetrics } from '../commons/metrics';
 import { tableFromEnv } from '../commons/stores';
 import { runScanner } from '../core/scan';
@@ -32,6 +34,7 @@ const FINISH_RESERVE_MS = 15_000;
  * sweeper re-scans any second this run claimed but could not finish.
  */
 export const handler = middy<SQSEvent, SQSBatchResponse>()
+  .use(captureLambdaHandler(tracer))
   .use(injectLambdaContext(logger))
   .use(logMetrics(metrics))
   .handler(async (_event: SQSEvent, context: Context) => {

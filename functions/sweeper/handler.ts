@@ -1,12 +1,14 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy from '@middy/core';
 import { ENV, METRICS, SWEEPER_BUDGET_MS, SWEEPER_CATCH_UP_GRACE_SECONDS } from '../../lib/topology';
 import { sqsDeliveryQueue } from '../adapters/sqs-queues';
 import { sqs } from '../commons/clients';
 import { integerEnv, requireEnv } from '../commons/config';
 import { createLogger } from '../commons/logger';
+import { tracer } from '../commons/tracer';
 import { createMetrics } from '../commons/metrics';
 import { tableFromEnv } from '../commons/stores';
 import { sweep } from '../core/sweep';
@@ -34,6 +36,7 @@ const settings = {
  * Whatever it had to enqueue is a missed task: the normal path should have sent it.
  */
 export const handler = middy()
+  .use(captureLambdaHandler(tracer))
   .use(injectLambdaContext(logger))
   .use(logMetrics(metrics))
   .handler(async () => {

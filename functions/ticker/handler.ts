@@ -1,4 +1,5 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy from '@middy/core';
 import { ENV } from '../../lib/topology';
 import { sqsTickQueue } from '../adapters/sqs-queues';
@@ -6,6 +7,7 @@ import { sqs } from '../commons/clients';
 import { integerEnv, requireEnv } from '../commons/config';
 import { createLogger } from '../commons/logger';
 import { tableFromEnv } from '../commons/stores';
+import { tracer } from '../commons/tracer';
 import { systemClock } from '../core/task';
 import { planTicks } from '../core/tick';
 
@@ -20,6 +22,7 @@ const ports = {
 
 /** Runs once a minute (EventBridge rule) and sends one tick per second with tasks in the minutes it plans. */
 export const handler = middy()
+  .use(captureLambdaHandler(tracer))
   .use(injectLambdaContext(logger))
   .handler(async () => {
     const ticks = await planTicks(ports);

@@ -49,6 +49,12 @@ async function readBody(request: IncomingMessage): Promise<Buffer | undefined> {
   return Buffer.concat(chunks);
 }
 
+function queryParameters(search: URLSearchParams): Record<string, string> {
+  const joined: Record<string, string> = {};
+  for (const name of new Set(search.keys())) joined[name] = search.getAll(name).join(',');
+  return joined;
+}
+
 function toEvent(
   request: IncomingMessage,
   url: URL,
@@ -69,7 +75,8 @@ function toEvent(
     rawPath: url.pathname,
     rawQueryString: url.search.slice(1),
     headers,
-    queryStringParameters: Object.fromEntries(url.searchParams),
+    // API Gateway joins a repeated parameter's values with commas, and leaves the field out when there are none.
+    ...(url.search.length > 1 && { queryStringParameters: queryParameters(url.searchParams) }),
     pathParameters,
     isBase64Encoded: false,
     body: body.toString('utf8'),
@@ -94,12 +101,30 @@ function toEvent(
   };
 }
 
+/** What a local-only endpoint answers: a body sent as JSON, or text with its own headers (a page and its assets). */
+export type LocalResponse =
+  | { readonly status: number; readonly body: unknown }
+  | { readonly status: number; readonly headers: Readonly<Record<string, string>>; readonly text: string };
+
 /** A local-only endpoint served beside the API (never deployed). */
 export type LocalRoute = (
   method: string,
   headers: Record<string, string | undefined>,
   body: string,
-) => Promise<{ status: number; body: unknown }>;
+) => Promise<LocalResponse>;
+
+const LOOPBACK_HOSTNAMES = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/**
+ * Local routes have no authentication, so they answer only what a web page elsewhere cannot
+ * send: the Host must name loopback (a rebound DNS name does not), and an Origin, which
+ * browsers add to cross-site requests, must be this server's own.
+ */
+function isFromThisMachine(request: IncomingMessage, url: URL): boolean {
+  const origin = request.headers.origin;
+  const hostIsLoopback = request.headers.host !== undefined && LOOPBACK_HOSTNAMES.has(url.hostname);
+  return hostIsLoopback && (origin === undefined || origin === url.origin);
+}
 
 /** An HTTP server in front of the api handler, translating requests to HTTP API (v2) events as API Gateway does. */
 export async function startHttpGateway(options: {
@@ -113,13 +138,24 @@ export async function startHttpGateway(options: {
       const url = new URL(request.url ?? '/', `http://${request.headers.host ?? 'localhost'}`);
       const local = options.localRoutes[url.pathname];
       if (local) {
+        if (!isFromThisMachine(request, url)) {
+          response.writeHead(403, { 'content-type': 'application/json' });
+          response.end(JSON.stringify({ message: 'local routes answer only pages and programs on this machine' }));
+          return;
+        }
         const body = (await readBody(request)) ?? Buffer.alloc(0);
         const headers = Object.fromEntries(
           Object.entries(request.headers).map(([name, value]) => [name, String(value)]),
         );
         const result = await local(request.method ?? 'GET', headers, body.toString('utf8'));
-        response.writeHead(result.status, { 'content-type': 'application/json' });
-        response.end(JSON.stringify(result.body));
+        // Local data changes every second; a cached copy would only mislead.
+        if ('text' in result) {
+          response.writeHead(result.status, { 'cache-control': 'no-store', ...result.headers });
+          response.end(result.text);
+        } else {
+          response.writeHead(result.status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+          response.end(JSON.stringify(result.body));
+        }
         return;
       }
       const matched = matchRoute(request.method ?? 'GET', url.pathname);

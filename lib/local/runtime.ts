@@ -4,21 +4,18 @@
  * the real handlers run unchanged, driven the way Lambda drives them, with every queue,
  * batch size, timeout and schedule taken from the topology the CDK stack also reads.
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import dynalite from 'dynalite';
 import { startFauxqs } from 'fauxqs';
 import { allItems, DynamoClockStore, DynamoOccupancyIndex } from '../../functions/adapters/dynamo-store';
-import { redriveByCopy, sqsDeliveryQueue, sqsTickQueue } from '../../functions/adapters/sqs-queues';
+import { type DeliveryMessageBody, redriveByCopy, sqsDeliveryQueue, sqsTickQueue } from '../../functions/adapters/sqs-queues';
 import { secondOf } from '../../functions/core/clock';
 import { toDeliveryMessages } from '../../functions/core/scan';
 import { tickFor } from '../../functions/core/tick';
-import { generateSigningSecret } from '../../functions/core/signature';
+import { DynamoTenantStore } from '../../functions/adapters/dynamo-tenants';
+import { activeSigningSecrets } from '../../functions/core/tenants';
 import {
   DEFAULT_SETTINGS,
   deliveryMaxReceiveCount,
@@ -29,9 +26,20 @@ import {
   QUEUES,
   type QueueSpec,
   SCHEDULES,
-  TABLE,
   type TimerSettings,
 } from '../topology';
+import { consoleRoutes } from './console/routes';
+import type { RedriveResult } from './console/wire';
+import { type DevTenant, ensureDevTenant } from './dev-tenant';
+import {
+  ensureLocalTaskTable,
+  LOCAL_CREDENTIALS,
+  LOCAL_REGION,
+  LOCAL_TABLE_NAME,
+  localDynamoClients,
+  startLocalDynamo,
+} from './dynamodb';
+import { removeLocalEndpoints, writeLocalEndpoints } from './endpoints';
 import { type SunkEvent, startEventBridgeSink } from './eventbridge-sink';
 import { startHttpGateway } from './http-gateway';
 import { type LambdaHandler, lambdaContext } from './lambda-context';
@@ -39,20 +47,22 @@ import { startQueuePollers } from './queue-poller';
 import { LOCAL_INBOX_PATH, LOCAL_REDRIVE_PATH } from './paths';
 import { createWebhookInbox } from './webhook-inbox';
 
-export const LOCAL_TABLE_NAME = 'timer-tasks';
-
-const LOCAL_REGION = 'us-east-1';
-const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
+export { createTaskTable, LOCAL_TABLE_NAME } from './dynamodb';
 
 export interface LocalTimerOptions {
-  /** Where dynalite keeps its data and the signing secret; omit for a throw-away in-memory run. */
+  /** Where dynalite keeps its data and the development API key; omit for a throw-away in-memory run. */
   readonly dataDir?: string;
   /** API port; 0 picks a free one. */
   readonly port?: number;
-  /** Overrides of the deployment settings (local mode always allows http:// webhooks). */
+  /**
+   * Overrides of the deployment settings; local mode sets `allowInsecureTargets` (http:// and
+   * private-address webhooks) unless told otherwise.
+   */
   readonly settings?: Partial<TimerSettings>;
   /** Powertools log level for the handlers, e.g. INFO or ERROR. */
   readonly logLevel?: string;
+  /** Indented JSON log lines, for a person at a terminal (Powertools' dev mode); one line per entry otherwise. */
+  readonly prettyLogs?: boolean;
   /** Wraps every handler as it is loaded: how a benchmark attributes CPU time to each function. */
   readonly wrapHandler?: (fn: FunctionName, handler: AnyHandler) => AnyHandler;
   /** Told of every AWS request the handlers and pollers make once it has been answered (or failed). */
@@ -74,7 +84,13 @@ export interface LocalQueue {
 
 export interface LocalTimer {
   readonly apiUrl: string;
+  /** The development tenant's API key and webhook signing secret, and whether this start made the key. */
+  readonly devTenant: DevTenant;
+  /** Shorthand for devTenant.apiKey: send it as `Authorization: Bearer <apiKey>`. */
+  readonly apiKey: string;
+  /** Shorthand for devTenant.signingSecret. */
   readonly signingSecret: string;
+  readonly tenantStore: DynamoTenantStore;
   readonly settings: TimerSettings;
   readonly queues: Record<keyof typeof QUEUES, LocalQueue>;
   readonly sqs: SQSClient;
@@ -94,46 +110,6 @@ export interface LocalTimer {
 }
 
 let running = false;
-
-async function loadSigningSecret(dataDir: string | undefined): Promise<string> {
-  const fromEnv = process.env[ENV.signingSecret];
-  if (fromEnv) return fromEnv;
-  if (!dataDir) return generateSigningSecret();
-  const file = join(dataDir, 'signing-secret');
-  try {
-    return (await readFile(file, 'utf8')).trim();
-  } catch {
-    const secret = generateSigningSecret();
-    await writeFile(file, `${secret}\n`, { mode: 0o600 });
-    return secret;
-  }
-}
-
-/** Creates the task table as the stack defines it: string pk and sk, on demand. */
-export async function createTaskTable(client: DynamoDBClient, tableName: string): Promise<void> {
-  await client.send(
-    new CreateTableCommand({
-      TableName: tableName,
-      BillingMode: 'PAY_PER_REQUEST',
-      AttributeDefinitions: [
-        { AttributeName: TABLE.partitionKey, AttributeType: 'S' },
-        { AttributeName: TABLE.sortKey, AttributeType: 'S' },
-      ],
-      KeySchema: [
-        { AttributeName: TABLE.partitionKey, KeyType: 'HASH' },
-        { AttributeName: TABLE.sortKey, KeyType: 'RANGE' },
-      ],
-    }),
-  );
-}
-
-async function ensureTable(client: DynamoDBClient): Promise<void> {
-  try {
-    await client.send(new DescribeTableCommand({ TableName: LOCAL_TABLE_NAME }));
-  } catch {
-    await createTaskTable(client, LOCAL_TABLE_NAME);
-  }
-}
 
 async function createQueue(
   sqs: SQSClient,
@@ -291,35 +267,21 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   // The SDK's notice that it will need Node.js 22 concerns this workstation, not Lambda's runtime.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
   const settings: TimerSettings = { ...DEFAULT_SETTINGS, allowInsecureTargets: true, ...options.settings };
-  if (options.dataDir) await mkdir(options.dataDir, { recursive: true });
-
-  const dynamoServer = dynalite({
-    createTableMs: 0,
-    ...(options.dataDir && { path: join(options.dataDir, 'dynamodb') }),
-  });
-  await new Promise<void>((resolve, reject) => {
-    dynamoServer.once('error', reject);
-    dynamoServer.listen(0, '127.0.0.1', () => resolve());
-  });
-  const dynamoEndpoint = `http://127.0.0.1:${(dynamoServer.address() as AddressInfo).port}`;
+  const localDynamo = await startLocalDynamo(options.dataDir);
+  const dynamoEndpoint = localDynamo.endpoint;
   const sqsServer = await startFauxqs({ port: 0, logger: false, host: 'localhost' });
   const sink = await startEventBridgeSink(
     options.dataDir ? { logFile: join(options.dataDir, 'eventbridge-events.jsonl') } : {},
   );
 
-  const rawDynamo = new DynamoDBClient({
-    region: LOCAL_REGION,
-    endpoint: dynamoEndpoint,
-    credentials: LOCAL_CREDENTIALS,
-  });
-  const dynamo = DynamoDBDocumentClient.from(rawDynamo, { marshallOptions: { removeUndefinedValues: true } });
+  const { raw: rawDynamo, dynamo } = localDynamoClients(dynamoEndpoint);
   const sqs = new SQSClient({
     region: LOCAL_REGION,
     endpoint: sqsServer.address,
     credentials: LOCAL_CREDENTIALS,
     useQueueUrlAsEndpoint: false,
   });
-  await ensureTable(rawDynamo);
+  await ensureLocalTaskTable(rawDynamo);
   const deliveryDlq = await createQueue(sqs, QUEUES.deliveryDlq);
   const queues = {
     tick: await createQueue(sqs, QUEUES.tick),
@@ -329,13 +291,19 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     }),
     deliveryDlq,
   };
-  const signingSecret = await loadSigningSecret(options.dataDir);
+  const tenantStore = new DynamoTenantStore({ client: dynamo, tableName: LOCAL_TABLE_NAME });
+  const devTenant = await ensureDevTenant(tenantStore, options.dataDir, Date.now());
 
+  // The target allow-lists (ENV.allowedQueueArns, ENV.allowedEventBusArns) stay unset, which means
+  // any queue or event bus: local targets are fauxqs queues, whose URLs name no ARN, and the sink.
   const resources = {
     [ENV.tableName]: LOCAL_TABLE_NAME,
     [ENV.tickQueueUrl]: queues.tick.url,
     [ENV.deliveryQueueUrl]: queues.delivery.url,
     [ENV.deliveryDlqUrl]: queues.deliveryDlq.url,
+    // Any account will do: local allow-lists stay unset (any target), so no bus name becomes an ARN to check.
+    [ENV.awsAccount]: '000000000000',
+    [ENV.awsPartition]: 'aws',
   };
   Object.assign(
     process.env,
@@ -349,8 +317,10 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
       POWERTOOLS_LOG_LEVEL: options.logLevel ?? 'INFO',
       // Metrics are CloudWatch's business; locally their EMF lines would only bury the logs.
       POWERTOOLS_METRICS_DISABLED: 'true',
+      // No X-Ray daemon locally; the tracer's segments would only fail to send.
+      POWERTOOLS_TRACE_ENABLED: 'false',
       POWERTOOLS_SERVICE_NAME: 'distributed-timer',
-      [ENV.signingSecret]: signingSecret,
+      POWERTOOLS_DEV: String(options.prettyLogs ?? false),
     },
     ...(Object.keys(FUNCTIONS) as FunctionName[]).map((fn) => environmentFor(fn, settings, resources)),
   );
@@ -364,6 +334,12 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   countRequests(pollerSqs, counts, options.onRequest, 'EventSourceMapping.');
   const onError = (source: string) => (error: unknown) => logLine('ERROR', `${source} failed`, describeError(error));
 
+  if (settings.allowInsecureTargets) {
+    logLine(
+      'WARN',
+      'local mode accepts http:// webhooks and delivers to loopback and private addresses; the cloud stack allows only https:// to public hosts',
+    );
+  }
   const recovered = await requeueLostTasks(dynamo, queues.delivery.url, sqs);
   await requeueLostTicks(dynamo, queues.tick.url, sqs, settings.lookaheadSeconds);
   if (recovered > 0)
@@ -394,7 +370,12 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     return setInterval(invokeScheduled(fn), everySeconds * 1000);
   });
 
-  const inbox = createWebhookInbox(signingSecret, (message, fields) => logLine('INFO', message, fields));
+  // Any local tenant may send to the inbox (tenants made with `timer tenants create` too), so it knows all their secrets.
+  const localSigningSecrets = async () => {
+    const nowMs = Date.now();
+    return (await tenantStore.listTenants()).flatMap((tenant) => activeSigningSecrets(tenant, nowMs));
+  };
+  const inbox = createWebhookInbox(localSigningSecrets, (message, fields) => logLine('INFO', message, fields));
   const gateway = await startHttpGateway({
     port: options.port ?? 0,
     handler: handlers.api as LambdaHandler<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>,
@@ -404,17 +385,29 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
       [LOCAL_REDRIVE_PATH]: async (method) => {
         if (method !== 'POST') return { status: 405, body: { message: 'POST to redrive the delivery DLQ' } };
         const moved = await redriveByCopy(sqs, queues.deliveryDlq.url, queues.delivery.url);
-        const taskIds = moved.map((body) => (JSON.parse(body) as { id?: string }).id);
+        const taskIds = moved.map((body) => (JSON.parse(body) as DeliveryMessageBody).id);
         logLine('INFO', 'delivery DLQ redriven', { moved: moved.length });
-        return { status: 200, body: { moved: moved.length, taskIds } };
+        return { status: 200, body: { moved: moved.length, taskIds } satisfies RedriveResult };
       },
+      ...(await consoleRoutes({ dynamo, sqs, tableName: LOCAL_TABLE_NAME, deliveryDlqUrl: queues.deliveryDlq.url, settings })),
     },
     onError: onError('api gateway'),
   });
+  if (options.dataDir) {
+    await writeLocalEndpoints(options.dataDir, {
+      pid: process.pid,
+      apiUrl: gateway.url,
+      dynamodbEndpoint: dynamoEndpoint,
+      tableName: LOCAL_TABLE_NAME,
+    });
+  }
 
   return {
     apiUrl: gateway.url,
-    signingSecret,
+    devTenant,
+    apiKey: devTenant.apiKey,
+    signingSecret: devTenant.signingSecret,
+    tenantStore,
     settings,
     queues,
     sqs,
@@ -424,12 +417,13 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     inbox,
     recovered,
     async stop() {
+      if (options.dataDir) await removeLocalEndpoints(options.dataDir);
       for (const timer of timers) clearInterval(timer);
       await gateway.close();
       await Promise.all(pollers.map((poller) => poller.stop()));
       await sink.close();
       await sqsServer.stop();
-      await new Promise<void>((resolve) => dynamoServer.close(() => resolve()));
+      await localDynamo.close();
       running = false;
     },
   };

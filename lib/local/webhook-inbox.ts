@@ -13,17 +13,18 @@ const KEPT = 100;
 
 /**
  * A webhook receiver built into local mode, so the README's first curl has somewhere to
- * land: it checks the Standard Webhooks signature as a real receiver would, prints the
- * arrival with its lateness, and lists recent arrivals on GET.
+ * land: it checks the Standard Webhooks signature as a real receiver would (against the
+ * current secrets of every local tenant), prints the arrival with its lateness, and lists
+ * recent arrivals on GET.
  */
 export function createWebhookInbox(
-  signingSecret: string,
+  signingSecrets: () => Promise<readonly string[]>,
   print: (message: string, fields: Record<string, unknown>) => void,
 ) {
   const entries: InboxEntry[] = [];
   return {
     entries: entries as readonly InboxEntry[],
-    receive(headers: Record<string, string | undefined>, rawBody: string): { status: number; body: unknown } {
+    async receive(headers: Record<string, string | undefined>, rawBody: string): Promise<{ status: number; body: unknown }> {
       const receivedAtMs = Date.now();
       let notification: Notification;
       try {
@@ -31,10 +32,11 @@ export function createWebhookInbox(
       } catch {
         return { status: 400, body: { message: 'the body is not JSON' } };
       }
+      const secrets = await signingSecrets();
       const entry: InboxEntry = {
         receivedAt: new Date(receivedAtMs).toISOString(),
         latenessMs: receivedAtMs - Date.parse(notification.dueAt),
-        signatureValid: verifyWebhook(signingSecret, headers, rawBody),
+        signatureValid: secrets.some((secret) => verifyWebhook(secret, headers, rawBody)),
         notification,
       };
       entries.push(entry);

@@ -24,7 +24,7 @@ const countTasks = async () =>
 describe('Class: TimerClient (against local mode)', () => {
   it('schedules, reads and cancels a task', async () => {
     // Prepare
-    const client = new TimerClient({ baseUrl: timer.apiUrl });
+    const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey });
 
     // Act
     const created = await client.schedule({ delaySeconds: 600, target: { type: 'http', url: receiver.url('/hook') }, bizId: 'order-7' });
@@ -47,7 +47,7 @@ describe('Class: TimerClient (against local mode)', () => {
       if (lost++ === 0) throw new TypeError('fetch failed: socket hang up (simulated)');
       return response;
     };
-    const client = new TimerClient({ baseUrl: timer.apiUrl, fetch: losingFetch, retryDelayMs: 10 });
+    const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey, fetch: losingFetch, retryDelayMs: 10 });
     const before = await countTasks();
 
     // Act
@@ -61,7 +61,7 @@ describe('Class: TimerClient (against local mode)', () => {
 
   it('surfaces the problem details of a refused request, naming the field', async () => {
     // Prepare
-    const client = new TimerClient({ baseUrl: timer.apiUrl });
+    const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey });
 
     // Act
     const refused = await client
@@ -74,20 +74,63 @@ describe('Class: TimerClient (against local mode)', () => {
     expect((refused as TimerApiError).problem?.errors).toEqual([{ path: 'target.url', message: 'must use http:// or https://' }]);
   });
 
-  it('serves its OpenAPI document at GET /v1/openapi.json', async () => {
+  it('serves its OpenAPI document at GET /v1/openapi.json, to callers with a key', async () => {
     // Act
-    const response = await fetch(`${timer.apiUrl}/v1/openapi.json`);
+    const anonymous = await fetch(`${timer.apiUrl}/v1/openapi.json`);
+    const response = await fetch(`${timer.apiUrl}/v1/openapi.json`, { headers: { authorization: `Bearer ${timer.apiKey}` } });
     const document = (await response.json()) as { openapi: string; paths: Record<string, unknown> };
 
     // Assess
+    expect(anonymous.status).toBe(401);
     expect(response.status).toBe(200);
     expect(document.openapi).toBe('3.1.0');
     expect(Object.keys(document.paths)).toContain('/v1/tasks/{id}');
   });
 
+  it('lists tasks by bizType page after page, and by status', async () => {
+    // Prepare
+    const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey });
+    const result = await client.scheduleBatch(
+      Array.from({ length: 12 }, () => ({ delaySeconds: 600, target: { type: 'http' as const, url: receiver.url('/hook') }, bizType: 'e2e-list' })),
+    );
+    const ids = result.results.flatMap((item) => ('task' in item ? [item.task.id] : []));
+    await client.cancel(ids[0] ?? '');
+
+    // Act
+    const listed: string[] = [];
+    for await (const task of client.tasks({ bizType: 'e2e-list', limit: 5 })) listed.push(task.id);
+    const cancelled = await client.list({ bizType: 'e2e-list', status: 'CANCELLED' });
+    const forged = await client.list({ bizType: 'e2e-list', cursor: 'not-a-cursor' }).catch((error: unknown) => error);
+
+    // Assess
+    expect(listed.sort()).toEqual([...ids].sort());
+    expect(cancelled.tasks.map((task) => task.id)).toEqual([ids[0]]);
+    expect((forged as TimerApiError).problem?.errors?.[0]?.path).toBe('cursor');
+  });
+
+  it('reschedules a task: the old one is cancelled, the new one is delivered with its history', async () => {
+    // Prepare
+    const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey });
+    const original = await client.schedule({ delaySeconds: 600, target: { type: 'http', url: receiver.url('/hook') }, payload: { v: 1 } });
+
+    // Act
+    const moved = await client.reschedule(original.id, { delaySeconds: 1, payload: { v: 2 } });
+    const again = await client.reschedule(original.id, { delaySeconds: 1, payload: { v: 2 } });
+    await eventually('the rescheduled task to be delivered', async () => (await client.get(moved.id))?.status === 'DELIVERED');
+    const old = await client.get(original.id);
+    const delivered = await client.get(moved.id);
+
+    // Assess
+    expect(moved).toMatchObject({ rescheduledFrom: original.id, status: 'PENDING', payload: { v: 2 } });
+    expect(again.id).toBe(moved.id);
+    expect(old).toMatchObject({ status: 'CANCELLED', rescheduledTo: moved.id });
+    expect(delivered?.history).toEqual([expect.objectContaining({ attempt: 1, statusCode: 204 })]);
+    expect(receiver.receipts.filter((receipt) => receipt.body.id === original.id)).toEqual([]);
+  });
+
   it('reports each batch item on its own', async () => {
     // Prepare
-    const client = new TimerClient({ baseUrl: timer.apiUrl });
+    const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey });
 
     // Act
     const result = await client.scheduleBatch([
@@ -102,7 +145,7 @@ describe('Class: TimerClient (against local mode)', () => {
 
   it('gives receivers a verify helper that accepts the real signature and nothing else', async () => {
     // Prepare
-    const client = new TimerClient({ baseUrl: timer.apiUrl });
+    const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey });
     await client.schedule({ delaySeconds: 0, target: { type: 'http', url: receiver.url('/hook') }, payload: { ok: true } });
 
     // Act

@@ -49,7 +49,7 @@ interface Submitted {
 async function api(method: string, path: string, body?: unknown) {
   const response = await fetch(`${timer.apiUrl}${path}`, {
     method,
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${timer.apiKey}` },
     ...(body !== undefined && { body: JSON.stringify(body) }),
   });
   return {

@@ -12,20 +12,34 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import { DynamoClockStore, DynamoIdempotencyStore, DynamoOccupancyIndex, DynamoTaskStore } from '../../functions/adapters/dynamo-store';
+import {
+  DynamoClockStore,
+  DynamoIdempotencyStore,
+  DynamoOccupancyIndex,
+  DynamoTaskIndex,
+  DynamoTaskStore,
+} from '../../functions/adapters/dynamo-store';
+import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types';
+import { CALLBACK_COUNTER_PREFIX, DynamoRequestCounter, DynamoTenantStore } from '../../functions/adapters/dynamo-tenants';
+import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../../functions/core/biz-types';
 import { delayRedelivery, SqsDeadLetterQueue, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
 import { AwsTargetDispatcher } from '../../functions/adapters/targets';
+import { WebhookClient } from '../../functions/adapters/webhook-client';
 import { type ApiPorts, route } from '../../functions/api/routes';
 import { deliverRecords, type RecordPorts } from '../../functions/callback/records';
 import { createLogger } from '../../functions/commons/logger';
 import { createMetrics } from '../../functions/commons/metrics';
 import type { DeliveryPorts } from '../../functions/core/deliver';
+import { addressPolicy } from '../../functions/core/egress';
 import { runScanner, type ScanPorts } from '../../functions/core/scan';
 import { generateSigningSecret } from '../../functions/core/signature';
 import { sweep } from '../../functions/core/sweep';
 import type { Clock } from '../../functions/core/task';
+import { cachedTenantDirectory, newApiKey, newTenant, TENANT_CACHE_TTL_MS } from '../../functions/core/tenants';
 import { startQueuePollers } from '../../lib/local/queue-poller';
+import { DEFAULT_SETTINGS, WEBHOOK_CONNECT_TIMEOUT_MS } from '../../lib/topology';
 import { type Emulators, startEmulators } from '../support/emulators';
+import { testTargetRules } from '../support/target-rules';
 import { type Responder, startWebhookReceiver } from '../support/webhook-receiver';
 
 export const LEASE_MS = 1500;
@@ -107,6 +121,8 @@ export interface HarnessOptions {
 
 export type Harness = Awaited<ReturnType<typeof startHarness>>;
 
+const TENANT_ID = 'faults';
+
 export async function startHarness(options: HarnessOptions = {}) {
   const emulators: Emulators = await startEmulators();
   const receiver = await startWebhookReceiver({ '/ok': () => 204, ...options.responders });
@@ -126,10 +142,15 @@ export async function startHarness(options: HarnessOptions = {}) {
     const { tableName } = emulators;
     return {
       sqs,
+      tenantStore: new DynamoTenantStore({ client: dynamo, tableName }),
+      requestCounter: new DynamoRequestCounter({ client: dynamo, tableName }),
       taskStore: new DynamoTaskStore({ client: dynamo, tableName, bucketCount: BUCKETS }),
+      taskIndex: new DynamoTaskIndex({ client: dynamo, tableName, bucketCount: BUCKETS }),
       clockStore: new DynamoClockStore({ client: dynamo, tableName }),
       idempotencyStore: new DynamoIdempotencyStore({ client: dynamo, tableName }),
       occupancy: new DynamoOccupancyIndex({ client: dynamo, tableName }),
+      bizTypeStore: new DynamoBizTypeStore({ client: dynamo, tableName }),
+      callbackCounter: new DynamoRequestCounter({ client: dynamo, tableName, keyPrefix: CALLBACK_COUNTER_PREFIX }),
       deliveryQueue: sqsDeliveryQueue(sqs, delivery.url),
       clock: skewedClock(options.skewMs?.[name] ?? 0),
       bucketCount: BUCKETS,
@@ -137,26 +158,42 @@ export async function startHarness(options: HarnessOptions = {}) {
     };
   };
 
+  const apiParts = component('api');
+  const { apiKey, record } = newApiKey(TENANT_ID, Date.now());
+  // Set up over clients without injected faults: the faults are for the pipeline, not the fixture.
+  const setupStore = new DynamoTenantStore({ client: emulators.clients().dynamo, tableName: emulators.tableName });
+  await setupStore.createTenant(newTenant(TENANT_ID, Date.now(), { signingSecret, rateLimitPerSecond: 10_000 }));
+  await setupStore.putApiKey(record);
+  const directory = (parts: typeof apiParts) => cachedTenantDirectory(parts.tenantStore, parts.clock, TENANT_CACHE_TTL_MS);
   const lookaheadSeconds = options.lookaheadSeconds ?? 1;
   // The tick loop below starts a scanner every second, a superset of the ticks the api would send.
   const api: ApiPorts = {
-    ...component('api'),
+    ...apiParts,
+    tenants: directory(apiParts),
+    bizTypes: cachedBizTypeDirectory(apiParts.bizTypeStore, apiParts.clock, BIZ_TYPE_CACHE_TTL_MS),
     tickQueue: { send: async () => undefined },
     lookaheadSeconds,
     retentionDays: 30,
     allowInsecureTargets: true,
+    horizonDays: DEFAULT_SETTINGS.maxHorizonDays,
+    targetRules: testTargetRules(true),
   };
   const scanner: ScanPorts & { lookaheadSeconds: number } = { ...component('scanner'), lookaheadSeconds };
   const sweeper: ScanPorts = component('sweeper');
   const callbackParts = component('callback');
   const deliveryPorts: DeliveryPorts = {
     ...callbackParts,
+    tenants: directory(callbackParts),
     targets: new AwsTargetDispatcher({
-      signingSecret: async () => signingSecret,
-      webhookTimeoutMs: options.webhookTimeoutMs ?? 1000,
       clock: callbackParts.clock,
       sqsFor: () => callbackParts.sqs,
       eventBridge: new EventBridgeClient({ region: 'us-east-1' }),
+      // The receiver listens on loopback over http, which only local mode's policy reaches.
+      webhooks: new WebhookClient({
+        policy: addressPolicy(true),
+        connectTimeoutMs: WEBHOOK_CONNECT_TIMEOUT_MS,
+        totalTimeoutMs: options.webhookTimeoutMs ?? 1000,
+      }),
     }),
     deadLetters: new SqsDeadLetterQueue(callbackParts.sqs, dlq.url),
     maxAttempts: options.maxAttempts ?? 6,
@@ -186,12 +223,19 @@ export async function startHarness(options: HarnessOptions = {}) {
         }
       })(),
     );
+  /** Calls an api route as the harness's tenant. */
+  const call = (routeKey: string, parts: { pathParameters?: Record<string, string>; body?: unknown } = {}) =>
+    route(api, {
+      routeKey,
+      headers: { authorization: `Bearer ${apiKey}` },
+      ...(parts.pathParameters && { pathParameters: parts.pathParameters }),
+      ...(parts.body !== undefined && { body: JSON.stringify(parts.body) }),
+    } as unknown as APIGatewayProxyEventV2);
   /** POSTs until the api accepts (201, or 200 for a replay); idempotency keys make the retries safe. */
   const acceptedIds = async (routeKey: string, body: unknown): Promise<string[]> => {
-    const event = { routeKey, body: JSON.stringify(body) } as APIGatewayProxyEventV2;
     for (let attempt = 1; ; attempt++) {
       try {
-        const response = await route(api, event);
+        const response = await call(routeKey, { body });
         if (response.statusCode !== 201 && response.statusCode !== 200) {
           throw new Error(`${routeKey} answered ${response.statusCode}: ${response.body}`);
         }
@@ -208,6 +252,7 @@ export async function startHarness(options: HarnessOptions = {}) {
     emulators,
     receiver,
     api,
+    call,
     scanner,
     sweeper,
     callback,

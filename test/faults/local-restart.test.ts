@@ -4,11 +4,12 @@
  * (fauxqs) and are gone. Nothing may be lost, and nothing delivered early.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEV_API_KEY_FILE } from '../../lib/local/dev-tenant';
 import { eventually, startWebhookReceiver } from '../support/webhook-receiver';
 
 type Receiver = Awaited<ReturnType<typeof startWebhookReceiver>>;
@@ -69,9 +70,11 @@ describe('Faults: local mode killed with SIGKILL', () => {
       payload: { index },
       idempotencyKey: `restart-${index}`,
     }));
+    // The first start made the development tenant's key and kept it in the data folder.
+    const apiKey = (await readFile(join(dataDir, DEV_API_KEY_FILE), 'utf8')).trim();
     const created = await fetch(`http://127.0.0.1:${port}/v1/tasks/batch`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
       body: JSON.stringify({ tasks }),
     });
     expect(created.status).toBe(201);

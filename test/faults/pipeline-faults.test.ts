@@ -83,9 +83,7 @@ async function runCase(
 }
 
 async function statusOf(h: Harness, id: string): Promise<unknown> {
-  const response = await import('../../functions/api/routes').then(({ route }) =>
-    route(h.api, { routeKey: 'GET /v1/tasks/{id}', pathParameters: { id } } as never),
-  );
+  const response = await h.call('GET /v1/tasks/{id}', { pathParameters: { id } });
   return (JSON.parse(response.body) as { status: string; attempts: number }).status;
 }
 
@@ -238,9 +236,7 @@ describe('Faults: the callback', () => {
       ids
         .filter((_, index) => index % 2 === 0)
         .map(async (id) => {
-          const response = await import('../../functions/api/routes').then(({ route }) =>
-            route(h.api, { routeKey: 'DELETE /v1/tasks/{id}', pathParameters: { id } } as never),
-          );
+          const response = await h.call('DELETE /v1/tasks/{id}', { pathParameters: { id } });
           return { id, status: response.statusCode };
         }),
     );

@@ -1,8 +1,14 @@
-import { App, Stack, aws_lambda as lambda, RemovalPolicy } from 'aws-cdk-lib';
+import { App, type CfnElement, Stack, aws_lambda as lambda, aws_logs as logs, RemovalPolicy } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
+import type { IConstruct } from 'constructs';
 import { describe, expect, it } from 'vitest';
-import { DistributedTimer } from '../../lib';
+import { DEFAULT_API_THROTTLE, DistributedTimer } from '../../lib';
 import { ENV } from '../../lib/topology';
+import { actionsOf, statementsOfRole } from '../support/iam-template';
+
+/** The logical id of a construct's CloudFormation resource. */
+const logicalIdOf = (stack: Stack, construct: IConstruct) =>
+  stack.getLogicalId(construct.node.defaultChild as CfnElement);
 
 /** A stack of another app, holding the construct; bundling is skipped, it is proven elsewhere. */
 function appStack(): Stack {
@@ -23,6 +29,8 @@ describe('Construct: DistributedTimer', () => {
       settings: { maxAttempts: 5 },
       architecture: lambda.Architecture.X86_64,
       tableRemovalPolicy: RemovalPolicy.DESTROY,
+      logRetention: logs.RetentionDays.ONE_WEEK,
+      apiThrottle: { rateLimit: 2.5 },
     });
     const template = Template.fromStack(stack);
 
@@ -32,6 +40,13 @@ describe('Construct: DistributedTimer', () => {
       Environment: { Variables: Match.objectLike({ [ENV.shardCount]: '32', [ENV.bucketCount]: '86400' }) },
     });
     template.hasResourceProperties('AWS::SQS::Queue', { RedrivePolicy: Match.objectLike({ maxReceiveCount: 105 }) });
+    // A limit left out keeps its default.
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      DefaultRouteSettings: { ThrottlingRateLimit: 2.5, ThrottlingBurstLimit: DEFAULT_API_THROTTLE.burstLimit },
+    });
+    for (const logGroup of Object.values(template.findResources('AWS::Logs::LogGroup'))) {
+      expect(logGroup.Properties.RetentionInDays).toBe(7);
+    }
     // A literal address needs no condition.
     const subscriptions = template.findResources('AWS::SNS::Subscription');
     expect(Object.values(subscriptions)).toEqual([
@@ -56,11 +71,67 @@ describe('Construct: DistributedTimer', () => {
     Template.fromStack(stack).resourceCountIs('AWS::SNS::Subscription', 0);
   });
 
+  it('grants the callback exactly the literal allowed ARNs and passes them on comma-separated', () => {
+    // Prepare
+    const stack = appStack();
+    const queues = ['arn:aws:sqs:eu-west-1:123456789012:orders', 'arn:aws:sqs:*:123456789012:jobs-*'];
+    const bus = 'arn:aws:events:eu-west-1:123456789012:event-bus/billing';
+
+    // Act
+    const timer = new DistributedTimer(stack, 'Timer', { allowedQueueArns: queues, allowedEventBusArns: [bus] });
+    const template = Template.fromStack(stack);
+
+    // Assess
+    const statements = statementsOfRole(template, logicalIdOf(stack, timer.callbackRole));
+    expect(statements).toEqual(
+      expect.arrayContaining([
+        { Effect: 'Allow', Action: 'sqs:SendMessage', Resource: queues },
+        { Effect: 'Allow', Action: 'events:PutEvents', Resource: bus },
+      ]),
+    );
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: {
+        Variables: Match.objectLike({ [ENV.allowedQueueArns]: queues.join(','), [ENV.allowedEventBusArns]: bus }),
+      },
+    });
+    expect(Object.keys(template.toJSON().Conditions ?? {})).toEqual([]);
+  });
+
+  it('grants no target at all when no ARNs are allowed, and says so with empty lists', () => {
+    // Prepare
+    const stack = appStack();
+
+    // Act
+    const timer = new DistributedTimer(stack, 'Timer');
+    const template = Template.fromStack(stack);
+
+    // Assess
+    const statements = statementsOfRole(template, logicalIdOf(stack, timer.callbackRole));
+    expect(statements.flatMap(actionsOf)).not.toContain('events:PutEvents');
+    const sends = statements.filter((statement) => actionsOf(statement).includes('sqs:SendMessage'));
+    expect(sends.map((statement) => statement.Resource)).toEqual([
+      { 'Fn::GetAtt': [logicalIdOf(stack, timer.queues.deliveryDlq), 'Arn'] },
+    ]);
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ [ENV.allowedQueueArns]: '', [ENV.allowedEventBusArns]: '' }) },
+    });
+  });
+
   it.each([
     [{ shardCount: 0 }, 'shardCount must be a whole number from 1 to 1024, got 0'],
     [{ shardCount: 2048 }, 'shardCount must be a whole number from 1 to 1024, got 2048'],
     [{ shardCount: 1.5 }, 'shardCount must be a whole number from 1 to 1024, got 1.5'],
     [{ bucketCount: 10 }, 'bucketCount must be a whole number from 60'],
+    [{ apiThrottle: { burstLimit: 10.5 } }, 'apiThrottle.burstLimit must be a whole number from 0'],
+    [{ apiThrottle: { rateLimit: -1 } }, 'apiThrottle.rateLimit must be a number of requests a second, at least 0'],
+    [
+      { allowedQueueArns: ['https://sqs.eu-west-1.amazonaws.com/123456789012/orders'] },
+      'allowedQueueArns must hold ARNs such as arn:aws:sqs:us-east-1:123456789012:orders, got "https://sqs.',
+    ],
+    [
+      { allowedEventBusArns: ['billing'] },
+      'allowedEventBusArns must hold ARNs such as arn:aws:events:us-east-1:123456789012:event-bus/default, got "billing"',
+    ],
   ])('refuses %o, naming the property', (props, message) => {
     // Act & Assess
     expect(() => new DistributedTimer(appStack(), 'Timer', props)).toThrow(message);

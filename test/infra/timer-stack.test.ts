@@ -3,7 +3,10 @@ import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { ALLOW_LISTS } from '../../functions/core/allowed-targets';
+import { DEFAULT_API_THROTTLE } from '../../lib/distributed-timer';
 import { TimerStack } from '../../lib/timer-stack';
+import { actionsOf as statementActions, allStatements, statementsOfRole } from '../support/iam-template';
 import {
   ALARM_THRESHOLDS,
   API_ROUTES,
@@ -13,6 +16,7 @@ import {
   FUNCTIONS,
   METRICS,
   QUEUES,
+  TABLE,
 } from '../../lib/topology';
 
 type Resource = { Type: string; Properties: Record<string, unknown> };
@@ -38,17 +42,18 @@ function functionIdFor(name: keyof typeof FUNCTIONS): string {
   return ids[0] as string;
 }
 
+/** The logical id of a function's role. */
+function roleIdOf(name: keyof typeof FUNCTIONS): string {
+  const fn = template.findResources('AWS::Lambda::Function')[functionIdFor(name)] as Resource;
+  return (fn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+}
+
+/** Every IAM statement granted to a function's role, across its policies. */
+const statementsOf = (name: keyof typeof FUNCTIONS) => statementsOfRole(template, roleIdOf(name));
+
 /** Every IAM action granted to a function's role, across its policies. */
 function actionsOf(name: keyof typeof FUNCTIONS): string[] {
-  const fn = template.findResources('AWS::Lambda::Function')[functionIdFor(name)] as Resource;
-  const roleRef = (fn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
-  const policies = Object.values(template.findResources('AWS::IAM::Policy')) as Resource[];
-  return policies
-    .filter((policy) => (policy.Properties.Roles as Array<{ Ref: string }>).some((role) => role.Ref === roleRef))
-    .flatMap(
-      (policy) => (policy.Properties.PolicyDocument as { Statement: Array<{ Action: string | string[] }> }).Statement,
-    )
-    .flatMap((statement) => (Array.isArray(statement.Action) ? statement.Action : [statement.Action]));
+  return statementsOf(name).flatMap(statementActions);
 }
 
 describe('Stack: TimerStack', () => {
@@ -61,7 +66,22 @@ describe('Stack: TimerStack', () => {
         { AttributeName: 'sk', KeyType: 'RANGE' },
       ],
       TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
+      // Keys only: status transitions never write an index (see TABLE in lib/topology.ts).
+      GlobalSecondaryIndexes: Object.values(TABLE.indexes).map((index) => ({
+        IndexName: index.name,
+        KeySchema: [
+          { AttributeName: index.partitionKey, KeyType: 'HASH' },
+          { AttributeName: index.sortKey, KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: 'KEYS_ONLY' },
+      })),
       Replicas: [Match.objectLike({ PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true } })],
+    });
+  });
+
+  it('encrypts the table with the AWS managed KMS key', () => {
+    template.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
+      SSESpecification: { SSEEnabled: true, SSEType: 'KMS' },
     });
   });
 
@@ -83,11 +103,26 @@ describe('Stack: TimerStack', () => {
     });
   });
 
-  it('encrypts every queue and refuses non-TLS access to it', () => {
-    const queues = Object.values(template.findResources('AWS::SQS::Queue')) as Resource[];
-    expect(queues).toHaveLength(3);
-    for (const queue of queues) expect(queue.Properties.SqsManagedSseEnabled).toBe(true);
-    template.resourceCountIs('AWS::SQS::QueuePolicy', 3);
+  it('encrypts every queue, the DLQ included, and refuses non-TLS access to it', () => {
+    const queues = template.findResources('AWS::SQS::Queue') as Record<string, Resource>;
+    expect(Object.keys(queues)).toHaveLength(Object.keys(QUEUES).length);
+    for (const [queueId, queue] of Object.entries(queues)) {
+      expect(queue.Properties.SqsManagedSseEnabled).toBe(true);
+      template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+        Queues: [{ Ref: queueId }],
+        PolicyDocument: {
+          Statement: Match.arrayWith([
+            {
+              Effect: 'Deny',
+              Principal: { AWS: '*' },
+              Action: 'sqs:*',
+              Resource: { 'Fn::GetAtt': [queueId, 'Arn'] },
+              Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+            },
+          ]),
+        },
+      });
+    }
   });
 
   it('feeds ticks to the scanner one at a time and deliveries to the callback in batches, both with partial batch failures', () => {
@@ -139,9 +174,10 @@ describe('Stack: TimerStack', () => {
   it('grants each function only the table actions its code performs', () => {
     // The ticker only marks minutes planned in the occupancy index (UpdateItem, returning the old item).
     expect(actionsOf('ticker').filter((action) => action.startsWith('dynamodb:'))).toEqual(['dynamodb:UpdateItem']);
-    expect(actionsOf('callback').filter((action) => action.startsWith('dynamodb:'))).toEqual(['dynamodb:UpdateItem']);
+    // GetItem: a rescheduled task's predecessor is read before the task is delivered.
+    expect(actionsOf('callback').filter((action) => action.startsWith('dynamodb:'))).toEqual(['dynamodb:UpdateItem', 'dynamodb:GetItem']);
     expect(actionsOf('api')).toEqual(
-      expect.arrayContaining(['dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:GetItem']),
+      expect.arrayContaining(['dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:BatchGetItem']),
     );
     expect(actionsOf('scanner')).toEqual(expect.arrayContaining(['dynamodb:Query', 'dynamodb:UpdateItem']));
     // The sweeper re-scans seconds (Query, PutItem marker) and moves its watermark (UpdateItem).
@@ -149,32 +185,144 @@ describe('Stack: TimerStack', () => {
       expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem']),
     );
     for (const name of Object.keys(FUNCTIONS) as Array<keyof typeof FUNCTIONS>) {
-      expect(actionsOf(name)).not.toContain('dynamodb:DeleteItem');
+      if (name !== 'api') expect(actionsOf(name)).not.toContain('dynamodb:DeleteItem');
       expect(actionsOf(name)).not.toContain('dynamodb:Scan');
       expect(actionsOf(name)).not.toContain('dynamodb:*');
     }
   });
 
-  it('lets only the callback move exhausted tasks to the DLQ and read the signing secret', () => {
-    expect(actionsOf('callback')).toEqual(expect.arrayContaining(['sqs:SendMessage', 'secretsmanager:GetSecretValue']));
-    expect(actionsOf('api')).not.toContain('secretsmanager:GetSecretValue');
+  it("lets the api delete only bizType settings, never a task: DeleteItem is held to the settings' partitions", () => {
+    const deletes = statementsOf('api').filter((statement) => statementActions(statement).includes('dynamodb:DeleteItem'));
+    expect(deletes).toHaveLength(1);
+    expect(deletes[0]).toMatchObject({
+      Action: 'dynamodb:DeleteItem',
+      Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${TABLE.bizTypePartitionPrefix}*`] } },
+    });
+  });
+
+  it('lets only the callback move exhausted tasks to the DLQ', () => {
+    expect(actionsOf('callback')).toContain('sqs:SendMessage');
     expect(actionsOf('api')).not.toContain('sqs:ReceiveMessage');
     expect(actionsOf('ticker')).not.toContain('sqs:ReceiveMessage');
   });
 
   it('lets the api send ticks, for seconds it adds to a minute the ticker already planned', () => {
-    const fn = template.findResources('AWS::Lambda::Function')[functionIdFor('api')] as Resource;
-    const roleRef = (fn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
-    const [tickQueueId] = Object.keys(template.findResources('AWS::SQS::Queue')).filter((id) => id.includes('TickQueue'));
-    const statements = (Object.values(template.findResources('AWS::IAM::Policy')) as Resource[])
-      .filter((policy) => (policy.Properties.Roles as Array<{ Ref: string }>).some((role) => role.Ref === roleRef))
-      .flatMap((policy) => (policy.Properties.PolicyDocument as { Statement: Array<{ Resource: unknown }> }).Statement);
-    expect(JSON.stringify(statements.map((statement) => statement.Resource))).toContain(`"${tickQueueId}"`);
+    const tickQueueArn = JSON.stringify({ 'Fn::GetAtt': [idOf('AWS::SQS::Queue', 'TickQueue'), 'Arn'] });
+    const sends = statementsOf('api').filter(
+      (statement) => statementActions(statement).includes('sqs:SendMessage') && JSON.stringify(statement.Resource) === tickQueueArn,
+    );
+    expect(sends).toHaveLength(1);
+  });
+
+  it('gives each function a role of its own that writes only its own log group, with no AWS managed policy', () => {
+    for (const name of Object.keys(FUNCTIONS) as Array<keyof typeof FUNCTIONS>) {
+      const role = template.findResources('AWS::IAM::Role')[roleIdOf(name)] as Resource;
+      expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+      const fn = template.findResources('AWS::Lambda::Function')[functionIdFor(name)] as Resource;
+      const logGroupId = (fn.Properties.LoggingConfig as { LogGroup: { Ref: string } }).LogGroup.Ref;
+      const logStatements = statementsOf(name).filter((statement) =>
+        statementActions(statement).some((action) => action.startsWith('logs:')),
+      );
+      expect(logStatements).toEqual([
+        {
+          Effect: 'Allow',
+          Action: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+          Resource: { 'Fn::GetAtt': [logGroupId, 'Arn'] },
+        },
+      ]);
+    }
+  });
+
+  it('grants no IAM action on every resource but the X-Ray writes, which have no resource-level permissions', () => {
+    const wildcards = allStatements(template).filter((statement) => JSON.stringify(statement.Resource).includes('*'));
+    expect(new Set(wildcards.flatMap(statementActions))).toEqual(new Set(['xray:PutTraceSegments', 'xray:PutTelemetryRecords']));
+  });
+
+  it('makes the allowed target queues and event buses stack parameters, empty (none) by default', () => {
+    for (const { parameter, pattern } of Object.values(ALLOW_LISTS)) {
+      template.hasParameter(parameter, { Type: 'CommaDelimitedList', Default: '', AllowedPattern: `^$|${pattern.source}` });
+    }
+  });
+
+  it('grants the callback sqs:SendMessage and events:PutEvents on exactly the allowed ARNs, and only when any are given', () => {
+    // Prepare
+    const targetStatements = statementsOf('callback').filter((statement) =>
+      statementActions(statement).some((action) => action === 'events:PutEvents' || action === 'sqs:SendMessage'),
+    );
+
+    // Assess: the callback's own DLQ aside, the targets are the parameters' lists, each in a policy
+    // that exists only while its list is not empty (a statement with no resources is invalid).
+    const dlqArn = { 'Fn::GetAtt': [idOf('AWS::SQS::Queue', 'DeliveryDlqQueue'), 'Arn'] };
+    expect(targetStatements.filter((statement) => JSON.stringify(statement.Resource) !== JSON.stringify(dlqArn))).toEqual([
+      { Effect: 'Allow', Action: 'sqs:SendMessage', Resource: { Ref: 'AllowedQueueArns' }, policyCondition: 'HasAllowedQueues' },
+      { Effect: 'Allow', Action: 'events:PutEvents', Resource: { Ref: 'AllowedEventBusArns' }, policyCondition: 'HasAllowedEventBuses' },
+    ]);
+    for (const [condition, parameter] of [
+      ['HasAllowedQueues', 'AllowedQueueArns'],
+      ['HasAllowedEventBuses', 'AllowedEventBusArns'],
+    ] as const) {
+      template.hasCondition(condition, { 'Fn::Not': [{ 'Fn::Equals': [{ 'Fn::Join': [',', { Ref: parameter }] }, ''] }] });
+    }
+    for (const name of Object.keys(FUNCTIONS).filter((name) => name !== 'callback') as Array<keyof typeof FUNCTIONS>) {
+      expect(actionsOf(name)).not.toContain('events:PutEvents');
+    }
+  });
+
+  it('tells the api and the callback the allowed ARNs, comma-separated', () => {
+    for (const name of ['api', 'callback'] as const) {
+      const fn = template.findResources('AWS::Lambda::Function')[functionIdFor(name)] as Resource;
+      expect((fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables).toMatchObject({
+        [ENV.allowedQueueArns]: { 'Fn::Join': [',', { Ref: 'AllowedQueueArns' }] },
+        [ENV.allowedEventBusArns]: { 'Fn::Join': [',', { Ref: 'AllowedEventBusArns' }] },
+      });
+    }
+  });
+
+  it('outputs the callback role, which SSE-KMS target queues and targets in other accounts must allow', () => {
+    template.hasOutput('CallbackRoleArn', { Value: { 'Fn::GetAtt': [roleIdOf('callback'), 'Arn'] } });
   });
 
   it('routes exactly the v1 contract to the api function', () => {
     const routes = Object.values(template.findResources('AWS::ApiGatewayV2::Route')) as Resource[];
     expect(routes.map((route) => route.Properties.RouteKey).sort()).toEqual([...API_ROUTES].sort());
+  });
+
+  it('keeps no signing secret of its own, since each tenant has one in the task table', () => {
+    template.resourceCountIs('AWS::SecretsManager::Secret', 0);
+    for (const name of Object.keys(FUNCTIONS) as Array<keyof typeof FUNCTIONS>) {
+      expect(actionsOf(name).filter((action) => action.startsWith('secretsmanager:'))).toEqual([]);
+    }
+    expect(Object.keys(template.toJSON().Outputs)).not.toContain('SigningSecretArn');
+  });
+
+  it('logs every API request as JSON to a log group with retention', () => {
+    // Prepare
+    const stages = Object.values(template.findResources('AWS::ApiGatewayV2::Stage')) as Resource[];
+    const logGroupId = idOf('AWS::Logs::LogGroup', 'ApiAccessLogs');
+
+    // Assess
+    expect(stages).toHaveLength(1);
+    const settings = stages[0]?.Properties.AccessLogSettings as { DestinationArn: unknown; Format: string };
+    expect(settings.DestinationArn).toEqual({ 'Fn::GetAtt': [logGroupId, 'Arn'] });
+    expect(JSON.parse(settings.Format)).toMatchObject({
+      requestId: '$context.requestId',
+      ip: '$context.identity.sourceIp',
+      routeKey: '$context.routeKey',
+      status: '$context.status',
+      latency: '$context.responseLatency',
+    });
+    expect((template.findResources('AWS::Logs::LogGroup')[logGroupId] as Resource).Properties.RetentionInDays).toBe(30);
+  });
+
+  it('throttles every route of the default stage with the documented defaults', () => {
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      StageName: '$default',
+      AutoDeploy: true,
+      DefaultRouteSettings: {
+        ThrottlingRateLimit: DEFAULT_API_THROTTLE.rateLimit,
+        ThrottlingBurstLimit: DEFAULT_API_THROTTLE.burstLimit,
+      },
+    });
   });
 
   it('outputs the API URL', () => {

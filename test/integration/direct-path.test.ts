@@ -76,7 +76,7 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
       // Two seconds ahead, past the api's own enqueue for tasks due within the lookahead.
       clock.set((second - 2) * 1000 + 900);
       const submits = Array.from({ length: 8 }, (_, index) =>
-        scheduleTasks({ ...ports, occupancy: apiOccupancy() }, [request(second * 1000 + index * 100)]).then(createdIds),
+        scheduleTasks({ ...ports, occupancy: apiOccupancy() }, 'acme', [request(second * 1000 + index * 100)]).then(createdIds),
       );
       const scan = claimSeconds({ ...ports, through: second }).then((claim) =>
         claim.claimed ? scanRange(ports, claim) : undefined,
@@ -150,7 +150,7 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
           },
         }),
       };
-      const [id] = createdIds(await scheduleTasks(api, [request(second * 1000 + 500)]));
+      const [id] = createdIds(await scheduleTasks(api, 'acme', [request(second * 1000 + 500)]));
       await scannerActsAt();
       expect(claim).toEqual({ claimed: true, from: second, through: second });
       submitted.push(id ?? '');
@@ -176,7 +176,7 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
 
     // Act: the task is due five seconds out, beyond the api's own enqueue for tasks due within the lookahead.
     const occupiedTooEarly = await scanner.occupancy.occupied(second, second + 5);
-    const [id] = createdIds(await scheduleTasks(api, [request((second + 5) * 1000 + 500)]));
+    const [id] = createdIds(await scheduleTasks(api, 'acme', [request((second + 5) * 1000 + 500)]));
     const claim = await claimSeconds({ ...scanner, through: second + 5 });
     if (claim.claimed) await scanRange(scanner, claim, occupiedTooEarly);
 
@@ -204,7 +204,7 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
     const { cursor } = (await stores.clockStore.read()) ?? { cursor: 0 };
 
     // Act
-    await scheduleTasks(ports, [request((cursor + 30) * 1000)]);
+    await scheduleTasks(ports, 'acme', [request((cursor + 30) * 1000)]);
 
     // Assess
     expect(await drainBodies(emulators.sqs, queue.url)).toEqual([]);

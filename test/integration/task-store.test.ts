@@ -20,6 +20,7 @@ function task(dueAtMs: number, shard: number): { task: Task; key: ReturnType<typ
   return {
     task: {
       id,
+      tenantId: 'acme',
       status: 'PENDING',
       dueAtMs,
       createdAtMs: dueAtMs - 60_000,
@@ -46,7 +47,7 @@ describe('Store: DynamoTaskStore on dynalite', () => {
     await taskStore.createMany([...inSecond, ...neighbours]);
     const [cancelled] = inSecond;
     if (!cancelled) throw new Error('no task to cancel');
-    await taskStore.cancel(cancelled.key, Date.now(), 0);
+    await taskStore.cancel(cancelled.key, 'acme', Date.now(), 0);
 
     // Act
     const due = await taskStore.listDue(second, 3);
@@ -72,7 +73,7 @@ describe('Store: DynamoTaskStore on dynalite', () => {
     const outcomes = await Promise.all(
       rounds.map(async ({ key }) => {
         const [cancel, claim] = await Promise.all([
-          taskStore.cancel(key, now, 0),
+          taskStore.cancel(key, 'acme', now, 0),
           taskStore.claimDelivery(key, now, now + 60_000),
         ]);
         return { cancelled: cancel.cancelled, claimed: claim !== undefined };
@@ -94,7 +95,7 @@ describe('Store: DynamoTaskStore on dynalite', () => {
     const first = await taskStore.claimDelivery(entry.key, t0, t0 + 60_000);
     const whileLive = await taskStore.claimDelivery(entry.key, t0 + 59_999, t0 + 120_000);
     const afterLapse = await taskStore.claimDelivery(entry.key, t0 + 60_001, t0 + 120_000);
-    const staleFinish = await taskStore.finishDelivery(entry.key, 1, { status: 'PENDING', lastError: 'late' });
+    const staleFinish = await taskStore.finishDelivery(entry.key, 1, { status: 'PENDING', history: [], lastError: 'late' });
 
     // Assess
     expect(first?.attempts).toBe(1);
@@ -112,10 +113,10 @@ describe('Store: DynamoTaskStore on dynalite', () => {
     await taskStore.claimDelivery(entry.key, t0, t0 + 60_000);
 
     // Act
-    const whileUnknown = await taskStore.cancel(entry.key, t0 + 90_000, 0);
+    const whileUnknown = await taskStore.cancel(entry.key, 'acme', t0 + 90_000, 0);
     const retry = await taskStore.claimDelivery(entry.key, t0 + 180_000, t0 + 240_000);
-    await taskStore.finishDelivery(entry.key, retry?.attempts ?? 0, { status: 'PENDING', lastError: 'HTTP 503' });
-    const afterRelease = await taskStore.cancel(entry.key, t0 + 200_000, 0);
+    await taskStore.finishDelivery(entry.key, retry?.attempts ?? 0, { status: 'PENDING', history: [], lastError: 'HTTP 503' });
+    const afterRelease = await taskStore.cancel(entry.key, 'acme', t0 + 200_000, 0);
 
     // Assess
     expect(whileUnknown).toEqual({ cancelled: false, reason: 'in-delivery', status: 'DELIVERING' });

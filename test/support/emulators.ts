@@ -4,7 +4,9 @@ import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, S
 import { DeleteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
 import { startFauxqs } from 'fauxqs';
-import { DynamoClockStore, DynamoIdempotencyStore, DynamoTaskStore } from '../../functions/adapters/dynamo-store';
+import { DynamoClockStore, DynamoIdempotencyStore, DynamoOccupancyIndex, DynamoTaskStore } from '../../functions/adapters/dynamo-store';
+import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types';
+import { CALLBACK_COUNTER_PREFIX, DynamoRequestCounter } from '../../functions/adapters/dynamo-tenants';
 import { createTaskTable } from '../../lib/local/runtime';
 
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
@@ -21,6 +23,9 @@ export interface Emulators {
     taskStore: DynamoTaskStore;
     clockStore: DynamoClockStore;
     idempotencyStore: DynamoIdempotencyStore;
+    bizTypeStore: DynamoBizTypeStore;
+    callbackCounter: DynamoRequestCounter;
+    occupancy: DynamoOccupancyIndex;
   };
   /** Deletes the CLOCK item, so a test can start the clock where it needs it. */
   resetClock(): Promise<void>;
@@ -69,6 +74,9 @@ export async function startEmulators(): Promise<Emulators> {
         }),
         clockStore: new DynamoClockStore({ client: dynamo, tableName }),
         idempotencyStore: new DynamoIdempotencyStore({ client: dynamo, tableName }),
+        bizTypeStore: new DynamoBizTypeStore({ client: dynamo, tableName }),
+        callbackCounter: new DynamoRequestCounter({ client: dynamo, tableName, keyPrefix: CALLBACK_COUNTER_PREFIX }),
+        occupancy: new DynamoOccupancyIndex({ client: dynamo, tableName }),
       };
     },
     async resetClock() {

@@ -53,11 +53,18 @@ export async function startWebhookReceiver(responders: Record<string, Responder>
       }, answer.delayMs ?? 0);
     });
   });
+  let connections = 0;
+  server.on('connection', () => {
+    connections += 1;
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
+    port,
     url: (path: string) => `http://127.0.0.1:${port}${path}`,
     receipts,
+    /** TCP connections accepted so far: how a test sees keep-alive reuse, or that nothing connected at all. */
+    connections: () => connections,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

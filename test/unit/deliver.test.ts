@@ -6,37 +6,35 @@ import {
   deliverTask,
   type Notification,
   redeliverDeadLetter,
+  type Sender,
   type TargetResult,
 } from '../../functions/core/deliver';
-import type { Task } from '../../functions/core/task';
-import { aTask, FakeTaskStore, ManualClock } from './fakes';
+import { HISTORY_LIMIT, type Task } from '../../functions/core/task';
+import type { Tenant } from '../../functions/core/tenants';
+import { aTask, aTenant, DELIVERY_SETTINGS, FakeRequestCounter, FakeTaskStore, fakeTenantDirectory, ManualClock } from './fakes';
 
 const DUE_AT_MS = Date.UTC(2026, 5, 1, 8, 0, 0, 250);
 const LEASE_MS = 60_000;
 
 /** Delivery ports over fakes; the target answers `result` and records when it was called. */
-function deliveryPorts(task: Task, options: { nowMs: number; result?: TargetResult }) {
+function deliveryPorts(task: Task, options: { nowMs: number; result?: TargetResult; tenants?: readonly Tenant[] }) {
   const clock = new ManualClock(options.nowMs);
-  const calls: Array<{ atMs: number; notification: Notification }> = [];
+  const calls: Array<{ atMs: number; notification: Notification; sender: Sender }> = [];
   const letters: DeadLetter[] = [];
   const ports = {
     taskStore: new FakeTaskStore([task]),
     targets: {
-      dispatch: vi.fn(async (_target: Task['target'], notification: Notification): Promise<TargetResult> => {
-        calls.push({ atMs: clock.now(), notification });
+      dispatch: vi.fn(async (_target: Task['target'], notification: Notification, sender: Sender): Promise<TargetResult> => {
+        calls.push({ atMs: clock.now(), notification, sender });
         return options.result ?? { ok: true };
       }),
     },
+    tenants: fakeTenantDirectory(options.tenants),
     deadLetters: { send: vi.fn(async (letter: DeadLetter) => void letters.push(letter)) },
+    callbackCounter: new FakeRequestCounter(),
     clock,
-    bucketCount: 1000,
-    shardCount: 4,
-    maxAttempts: 5,
-    backoffBaseSeconds: 5,
-    backoffMaxSeconds: 900,
-    retentionDays: 30,
+    ...DELIVERY_SETTINGS,
     leaseMs: LEASE_MS,
-    maxEarlyWaitMs: 5000,
   } satisfies DeliveryPorts;
   return { ports, clock, calls, letters, stored: () => ports.taskStore.tasks.get(task.id) };
 }
@@ -142,6 +140,44 @@ describe('Function: deliverTask', () => {
     });
   });
 
+  it("signs for the task's tenant with its unretired secrets and passes its webhook host allow-list", async () => {
+    // Prepare
+    const nowMs = DUE_AT_MS + 10;
+    const tenant = aTenant({
+      signingSecrets: [
+        { secret: 'whsec_cmV0aXJlZA==', createdAtMs: 0, retiresAtMs: nowMs - 1 },
+        { secret: 'whsec_b2xk', createdAtMs: 1, retiresAtMs: nowMs + 3_600_000 },
+        { secret: 'whsec_bmV3', createdAtMs: 2 },
+      ],
+      allowedHosts: ['hooks.example.com'],
+    });
+    const task = aTask(DUE_AT_MS, 1);
+    const { ports, calls } = deliveryPorts(task, { nowMs, tenants: [tenant] });
+
+    // Act
+    await deliverTask(ports, task.id);
+
+    // Assess
+    expect(calls[0]?.sender).toEqual({
+      signingSecrets: ['whsec_b2xk', 'whsec_bmV3'],
+      allowedHosts: ['hooks.example.com'],
+    });
+  });
+
+  it('fails the attempt, without calling the target, when the task\'s tenant no longer exists', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 1);
+    const { ports, calls, stored } = deliveryPorts(task, { nowMs: DUE_AT_MS, tenants: [] });
+
+    // Act
+    const outcome = await deliverTask(ports, task.id);
+
+    // Assess
+    expect(outcome).toMatchObject({ kind: 'retry', attempt: 1, error: `tenant ${task.tenantId} no longer exists` });
+    expect(calls).toHaveLength(0);
+    expect(stored()).toMatchObject({ status: 'PENDING', attempts: 1 });
+  });
+
   it('schedules a retry with the backoff of the attempt and puts the task back to PENDING', async () => {
     // Prepare
     const task = aTask(DUE_AT_MS, 0, { attempts: 2 });
@@ -245,6 +281,72 @@ describe('Function: deliverTask', () => {
     expect(outcome).toEqual({ kind: 'skipped', reason: 'malformed-id' });
     expect(claimDelivery).not.toHaveBeenCalled();
     expect(calls).toHaveLength(0);
+  });
+});
+
+describe('Function: deliverTask (history)', () => {
+  it('records each attempt with its time, status code, latency and error in the write of its outcome', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 1);
+    const { ports, stored } = deliveryPorts(task, { nowMs: DUE_AT_MS, result: { ok: false, error: 'HTTP 503 from hooks.example.com', statusCode: 503 } });
+
+    // Act
+    await deliverTask(ports, task.id);
+
+    // Assess
+    expect(stored()?.history).toEqual([
+      { attempt: 1, atMs: DUE_AT_MS, latencyMs: 0, statusCode: 503, error: 'HTTP 503 from hooks.example.com' },
+    ]);
+  });
+
+  it(`keeps only the latest ${HISTORY_LIMIT} attempts`, async () => {
+    // Prepare: a task with a full history.
+    const history = Array.from({ length: HISTORY_LIMIT }, (_, index) => ({ attempt: index + 1, atMs: index, latencyMs: 1 }));
+    const task = aTask(DUE_AT_MS, 1, { history, attempts: HISTORY_LIMIT });
+    const { ports, stored } = deliveryPorts(task, { nowMs: DUE_AT_MS, result: { ok: true, statusCode: 204 } });
+
+    // Act
+    await deliverTask({ ...ports, maxAttempts: 100 }, task.id);
+
+    // Assess
+    const kept = stored()?.history ?? [];
+    expect(kept).toHaveLength(HISTORY_LIMIT);
+    expect(kept[0]?.attempt).toBe(2);
+    expect(kept.at(-1)).toEqual({ attempt: HISTORY_LIMIT + 1, atMs: DUE_AT_MS, latencyMs: 0, statusCode: 204 });
+  });
+});
+
+describe('Function: deliverTask (rescheduled tasks)', () => {
+  const old = aTask(DUE_AT_MS - 60_000, 0);
+
+  it('gives the lease back uncounted and asks again later while the predecessor is in a delivery attempt', async () => {
+    // Prepare
+    const successor = aTask(DUE_AT_MS, 1, { rescheduledFrom: old.id });
+    const { ports, calls, stored } = deliveryPorts(successor, { nowMs: DUE_AT_MS });
+    ports.taskStore.tasks.set(old.id, { ...old, status: 'DELIVERING', rescheduleIntent: { taskId: successor.id, fingerprint: 'f' } });
+
+    // Act
+    const outcome = await deliverTask(ports, successor.id);
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'deferred', retryAfterSeconds: ports.backoffBaseSeconds });
+    expect(calls).toEqual([]);
+    expect(stored()).toMatchObject({ status: 'PENDING', attempts: 0 });
+  });
+
+  it('cancels a successor whose predecessor was cancelled without handing over to it', async () => {
+    // Prepare
+    const successor = aTask(DUE_AT_MS, 1, { rescheduledFrom: old.id });
+    const { ports, calls, stored } = deliveryPorts(successor, { nowMs: DUE_AT_MS });
+    ports.taskStore.tasks.set(old.id, { ...old, status: 'CANCELLED', rescheduleIntent: { taskId: successor.id, fingerprint: 'f' } });
+
+    // Act
+    const outcome = await deliverTask(ports, successor.id);
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'skipped', reason: 'reschedule-abandoned' });
+    expect(calls).toEqual([]);
+    expect(stored()?.status).toBe('CANCELLED');
   });
 });
 

@@ -29,6 +29,7 @@ const keyOf = (task: ReturnType<typeof aTask>) => taskKey(task.id, { dueAtMs: ta
 const itemOf = (task: ReturnType<typeof aTask>, extra: Record<string, unknown> = {}) => ({
   ...keyOf(task),
   id: task.id,
+  tenantId: task.tenantId,
   status: task.status,
   dueAtMs: task.dueAtMs,
   createdAtMs: task.createdAtMs,
@@ -183,7 +184,7 @@ describe('Class: DynamoTaskStore', () => {
       // Assess
       expect(ddbMock.commandCalls(PutCommand)[0]?.args[0].input).toEqual({
         TableName: TABLE,
-        Item: itemOf(task, { bizId: 'o-1' }),
+        Item: itemOf(task, { bizId: 'o-1', bizIdKey: `${task.tenantId}#o-1` }),
         ConditionExpression: 'attribute_not_exists(pk)',
       });
     });
@@ -196,7 +197,7 @@ describe('Class: DynamoTaskStore', () => {
       ddbMock.on(UpdateCommand).resolves({});
 
       // Act
-      const outcome = await taskStore.cancel(keyOf(task), NOW_MS, SECOND + 86_400);
+      const outcome = await taskStore.cancel(keyOf(task), task.tenantId, NOW_MS, SECOND + 86_400);
 
       // Assess
       expect(outcome).toEqual({ cancelled: true });
@@ -215,7 +216,7 @@ describe('Class: DynamoTaskStore', () => {
       ddbMock.on(GetCommand).resolves({ Item: itemOf(task) });
 
       // Act
-      const outcome = await taskStore.cancel(keyOf(task), NOW_MS, SECOND + 86_400);
+      const outcome = await taskStore.cancel(keyOf(task), task.tenantId, NOW_MS, SECOND + 86_400);
 
       // Assess
       expect(outcome).toEqual({ cancelled: false, reason: 'already-final', status: 'DELIVERED' });
@@ -228,12 +229,28 @@ describe('Class: DynamoTaskStore', () => {
       ddbMock.on(GetCommand).resolves({ Item: itemOf(task, { leaseUntilMs: NOW_MS + 30_000 }) });
 
       // Act
-      const outcome = await taskStore.cancel(keyOf(task), NOW_MS, SECOND + 86_400);
+      const outcome = await taskStore.cancel(keyOf(task), task.tenantId, NOW_MS, SECOND + 86_400);
 
       // Assess
       expect(outcome).toEqual({ cancelled: false, reason: 'in-delivery', status: 'DELIVERING' });
       // A live lease will not lapse within a retry, so the store answers at once.
       expect(ddbMock.commandCalls(UpdateCommand)).toHaveLength(1);
+    });
+
+    it("answers another tenant's task as not found, and the update's condition names the tenant", async () => {
+      // Prepare
+      const task = aTask(SECOND * 1000, 2);
+      ddbMock.on(UpdateCommand).rejects(conditionFailed());
+      ddbMock.on(GetCommand).resolves({ Item: itemOf(task) });
+
+      // Act
+      const outcome = await taskStore.cancel(keyOf(task), 'globex', NOW_MS, SECOND + 86_400);
+
+      // Assess
+      expect(outcome).toEqual({ cancelled: false, reason: 'not-found' });
+      const input = ddbMock.commandCalls(UpdateCommand)[0]?.args[0].input;
+      expect(input?.ConditionExpression).toContain('tenantId = :tenant');
+      expect(input?.ExpressionAttributeValues).toMatchObject({ ':tenant': 'globex' });
     });
 
     it('reports a task that does not exist as not found', async () => {
@@ -243,7 +260,7 @@ describe('Class: DynamoTaskStore', () => {
       ddbMock.on(GetCommand).resolves({});
 
       // Act
-      const outcome = await taskStore.cancel(keyOf(task), NOW_MS, SECOND + 86_400);
+      const outcome = await taskStore.cancel(keyOf(task), task.tenantId, NOW_MS, SECOND + 86_400);
 
       // Assess
       expect(outcome).toEqual({ cancelled: false, reason: 'not-found' });
@@ -256,7 +273,7 @@ describe('Class: DynamoTaskStore', () => {
       ddbMock.on(GetCommand).resolves({ Item: itemOf(task) });
 
       // Act
-      const outcome = await taskStore.cancel(keyOf(task), NOW_MS, SECOND + 86_400);
+      const outcome = await taskStore.cancel(keyOf(task), task.tenantId, NOW_MS, SECOND + 86_400);
 
       // Assess
       expect(outcome).toEqual({ cancelled: true });
@@ -271,12 +288,12 @@ describe('Class: DynamoTaskStore', () => {
       ddbMock.on(UpdateCommand).rejects(conditionFailed());
 
       // Act
-      const finished = await taskStore.finishDelivery(keyOf(task), 3, { status: 'PENDING', lastError: 'HTTP 500' });
+      const finished = await taskStore.finishDelivery(keyOf(task), 3, { status: 'PENDING', history: [], lastError: 'HTTP 500' });
 
       // Assess
       expect(finished).toBe(false);
       const input = ddbMock.commandCalls(UpdateCommand)[0]?.args[0].input;
-      expect(input?.ConditionExpression).toBe('#status = :delivering AND attempts = :attempt');
+      expect(input?.ConditionExpression).toBe('#status = :delivering AND #attempts = :attempt');
       expect(input?.ExpressionAttributeValues).toMatchObject({ ':attempt': 3, ':status': 'PENDING' });
       expect(input?.UpdateExpression).toContain('REMOVE leaseUntilMs');
     });

@@ -17,6 +17,7 @@ import type {
   IdempotencyRecord,
   IdempotencyStore,
   OccupancyIndex,
+  RescheduleIntent,
   SecondRange,
   Task,
   TaskStore,
@@ -24,6 +25,8 @@ import type {
 } from '../../functions/core/task';
 import { minuteOf } from '../../functions/core/clock';
 import type { Tick, TickQueue } from '../../functions/core/tick';
+import type { BizTypeSettings, BizTypeStore } from '../../functions/core/biz-types';
+import { newTenant, type RequestCounter, type Tenant, type TenantDirectory } from '../../functions/core/tenants';
 
 export class FakeClockStore implements ClockStore {
   /** Second → how many tasks its scan enqueued. */
@@ -162,9 +165,9 @@ export class FakeTaskStore implements TaskStore {
     return this.tasks.get(idOf(key));
   }
 
-  async cancel(key: TaskKey, nowMs: number): Promise<CancelOutcome> {
+  async cancel(key: TaskKey, tenantId: string, nowMs: number): Promise<CancelOutcome> {
     const task = this.tasks.get(idOf(key));
-    if (!task) return { cancelled: false, reason: 'not-found' };
+    if (task?.tenantId !== tenantId) return { cancelled: false, reason: 'not-found' };
     if (task.status !== 'PENDING') {
       const reason = task.status === 'DELIVERING' ? 'in-delivery' : 'already-final';
       return { cancelled: false, reason, status: task.status };
@@ -192,7 +195,30 @@ export class FakeTaskStore implements TaskStore {
   async finishDelivery(key: TaskKey, attempt: number, outcome: DeliveryRecord): Promise<boolean> {
     const task = this.tasks.get(idOf(key));
     if (task?.status !== 'DELIVERING' || task.attempts !== attempt) return false;
-    this.tasks.set(task.id, { ...task, ...outcome, leaseUntilMs: undefined });
+    const finished: Task =
+      outcome.status === 'RELEASED' ? { ...task, status: 'PENDING', attempts: attempt - 1 } : { ...task, ...outcome };
+    this.tasks.set(task.id, { ...finished, leaseUntilMs: undefined });
+    return true;
+  }
+
+  async recordRescheduleIntent(key: TaskKey, tenantId: string, intent: RescheduleIntent, priorIntentTaskId?: string): Promise<boolean> {
+    const task = this.tasks.get(idOf(key));
+    if (task?.status !== 'PENDING' || task.tenantId !== tenantId || task.rescheduleIntent?.taskId !== priorIntentTaskId) return false;
+    this.tasks.set(task.id, { ...task, rescheduleIntent: intent });
+    return true;
+  }
+
+  async commitReschedule(key: TaskKey, toTaskId: string, nowMs: number): Promise<boolean> {
+    const task = this.tasks.get(idOf(key));
+    if (task?.status !== 'PENDING' || task.rescheduleIntent?.taskId !== toTaskId) return false;
+    this.tasks.set(task.id, { ...task, status: 'CANCELLED', cancelledAtMs: nowMs, rescheduledTo: toTaskId });
+    return true;
+  }
+
+  async withdrawRescheduleIntent(key: TaskKey, toTaskId: string): Promise<boolean> {
+    const task = this.tasks.get(idOf(key));
+    if (task?.rescheduleIntent?.taskId !== toTaskId || task.rescheduledTo !== undefined) return false;
+    this.tasks.set(task.id, { ...task, rescheduleIntent: undefined });
     return true;
   }
 
@@ -219,10 +245,74 @@ export class FakeDeliveryQueue implements DeliveryQueue {
   }
 }
 
+/** Counts per subject and second in a map, with the real counter's refuse-at-the-limit rule. */
+export class FakeRequestCounter implements RequestCounter {
+  readonly counts = new Map<string, number>();
+
+  async admit(subject: string, second: number, limit: number): Promise<boolean> {
+    const key = `${subject}@${second}`;
+    const count = this.counts.get(key) ?? 0;
+    if (count >= limit) return false;
+    this.counts.set(key, count + 1);
+    return true;
+  }
+}
+
+/** bizType settings by tenant and bizType; `reads` counts gets, to prove caching. */
+export class FakeBizTypeStore implements BizTypeStore {
+  readonly settings = new Map<string, BizTypeSettings>();
+  reads = 0;
+
+  async put(settings: BizTypeSettings): Promise<void> {
+    this.settings.set(`${settings.tenantId}#${settings.bizType}`, settings);
+  }
+
+  async get(tenantId: string, bizType: string): Promise<BizTypeSettings | undefined> {
+    this.reads++;
+    return this.settings.get(`${tenantId}#${bizType}`);
+  }
+
+  async list(tenantId: string): Promise<BizTypeSettings[]> {
+    return [...this.settings.values()].filter((settings) => settings.tenantId === tenantId);
+  }
+
+  async delete(tenantId: string, bizType: string): Promise<boolean> {
+    return this.settings.delete(`${tenantId}#${bizType}`);
+  }
+}
+
+/** The deployment settings delivery tests run under, beside their own fakes. */
+export const DELIVERY_SETTINGS = {
+  bucketCount: 1000,
+  shardCount: 4,
+  maxAttempts: 5,
+  backoffBaseSeconds: 5,
+  backoffMaxSeconds: 900,
+  retentionDays: 30,
+  leaseMs: 60_000,
+  maxEarlyWaitMs: 5000,
+} as const;
+
+export const TENANT_ID = 'acme';
+
+/** The tenant the fakes' tasks belong to, with one signing secret. */
+export function aTenant(overrides: Partial<Tenant> = {}): Tenant {
+  return { ...newTenant(TENANT_ID, Date.UTC(2026, 0, 1)), ...overrides };
+}
+
+/** Tenants by id, and no API keys (tests of authentication use the real store on dynalite). */
+export function fakeTenantDirectory(tenants: readonly Tenant[] = [aTenant()]): TenantDirectory {
+  return {
+    tenant: async (id) => tenants.find((tenant) => tenant.id === id),
+    apiKey: async () => undefined,
+  };
+}
+
 /** A PENDING webhook task with a real id for `dueAtMs` and `shard`. */
 export function aTask(dueAtMs: number, shard = 0, overrides: Partial<Task> = {}): Task {
   return {
     id: newTaskId({ dueAtMs, shard }),
+    tenantId: TENANT_ID,
     status: 'PENDING',
     dueAtMs,
     createdAtMs: dueAtMs - 60_000,

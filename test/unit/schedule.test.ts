@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { type ScheduleOutcome, type SchedulePorts, scheduleTasks } from '../../functions/core/schedule';
+import { applyBizType } from '../../functions/core/biz-types';
 import { parseTaskRequest } from '../../functions/core/schemas';
 import { minuteOf } from '../../functions/core/clock';
 import {
@@ -10,6 +11,7 @@ import {
   FakeTaskStore,
   FakeTickQueue,
   ManualClock,
+  TENANT_ID,
 } from './fakes';
 
 const NOW_SECOND = 1_790_000_000;
@@ -37,8 +39,9 @@ function request(body: Record<string, unknown>) {
     { target: { type: 'http', url: 'https://hooks.example.com/t' }, payload: { n: 1 }, ...body },
     { allowInsecureTargets: false, nowMs: NOW_MS },
   );
-  if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
-  return parsed.value;
+  const task = parsed.ok ? applyBizType(parsed.value, undefined) : parsed;
+  if (!task.ok) throw new Error(JSON.stringify(task.errors));
+  return task.value;
 }
 
 const idOf = (outcome: ScheduleOutcome | undefined) =>
@@ -51,9 +54,9 @@ describe('Function: scheduleTasks', () => {
     const first = request({ delaySeconds: 60, idempotencyKey: 'order-1' });
 
     // Act: the retry comes 5 s later, so delaySeconds resolves to a different instant.
-    const created = await scheduleTasks(ports, [first]);
+    const created = await scheduleTasks(ports, TENANT_ID, [first]);
     ports.clock.advance(5000);
-    const retried = await scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'order-1' })]);
+    const retried = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'order-1' })]);
 
     // Assess
     expect(created.outcomes[0]?.kind).toBe('created');
@@ -62,13 +65,28 @@ describe('Function: scheduleTasks', () => {
     expect(ports.taskStore.tasks.size).toBe(1);
   });
 
+  it("keeps idempotency keys per tenant: another tenant's identical key makes its own task", async () => {
+    // Prepare
+    const ports = schedulePorts();
+    const body = { delaySeconds: 60, idempotencyKey: 'order-1' };
+
+    // Act
+    const ours = await scheduleTasks(ports, TENANT_ID, [request(body)]);
+    const theirs = await scheduleTasks(ports, 'globex', [request(body)]);
+
+    // Assess
+    expect(theirs.outcomes[0]?.kind).toBe('created');
+    expect(idOf(theirs.outcomes[0])).not.toBe(idOf(ours.outcomes[0]));
+    expect([...ports.taskStore.tasks.values()].map((task) => task.tenantId).sort()).toEqual(['acme', 'globex']);
+  });
+
   it('refuses an idempotency key reused for a different request, naming the task it made', async () => {
     // Prepare
     const ports = schedulePorts();
-    const created = await scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'order-1' })]);
+    const created = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'order-1' })]);
 
     // Act
-    const reused = await scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'order-1', payload: { n: 2 } })]);
+    const reused = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'order-1', payload: { n: 2 } })]);
 
     // Assess
     expect(reused.outcomes[0]).toEqual({ kind: 'conflict', taskId: idOf(created.outcomes[0]) });
@@ -79,12 +97,12 @@ describe('Function: scheduleTasks', () => {
     // Prepare: the first submit's task write never happens.
     const ports = schedulePorts();
     const create = vi.spyOn(ports.taskStore, 'create').mockRejectedValueOnce(new Error('Lambda timed out'));
-    await expect(scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'k' })])).rejects.toThrow();
+    await expect(scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'k' })])).rejects.toThrow();
     const claimedId = [...ports.idempotencyStore.records.values()][0]?.taskId;
     create.mockRestore();
 
     // Act
-    const retried = await scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'k' })]);
+    const retried = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'k' })]);
 
     // Assess
     expect(retried.outcomes[0]).toMatchObject({ kind: 'replayed', task: { id: claimedId, status: 'PENDING' } });
@@ -94,12 +112,12 @@ describe('Function: scheduleTasks', () => {
   it('refuses to recreate a task whose key outlived it: a finished task may have expired', async () => {
     // Prepare: a task cancelled right away, then removed by TTL; the client retries 31 days later.
     const ports = schedulePorts();
-    const first = await scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'late-retry' })]);
+    const first = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'late-retry' })]);
     ports.taskStore.tasks.clear();
     ports.clock.advance(31 * 24 * 3600 * 1000);
 
     // Act
-    const retried = await scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'late-retry' })]);
+    const retried = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'late-retry' })]);
 
     // Assess
     expect(retried.outcomes[0]).toEqual({ kind: 'expired', taskId: idOf(first.outcomes[0]) });
@@ -116,7 +134,7 @@ describe('Function: scheduleTasks', () => {
     });
 
     // Act
-    const result = await scheduleTasks(ports, [request({ delaySeconds: 60, idempotencyKey: 'slow' })]);
+    const result = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'slow' })]);
 
     // Assess
     expect(result.outcomes[0]).toMatchObject({ kind: 'created' });
@@ -128,7 +146,7 @@ describe('Function: scheduleTasks', () => {
     const ports = schedulePorts();
 
     // Act
-    const result = await scheduleTasks(ports, [request({ dueAt: NOW_MS - 2000 })]);
+    const result = await scheduleTasks(ports, TENANT_ID, [request({ dueAt: NOW_MS - 2000 })]);
 
     // Assess: should the message be lost, the sweeper will still find the task.
     expect(result.enqueuedDirect).toBe(1);
@@ -139,10 +157,10 @@ describe('Function: scheduleTasks', () => {
     // Prepare: the task is due in a second the scanner has already claimed.
     const ports = schedulePorts();
     const late = request({ dueAt: NOW_MS - 2000, idempotencyKey: 'late' });
-    await scheduleTasks(ports, [late]);
+    await scheduleTasks(ports, TENANT_ID, [late]);
 
     // Act
-    const retried = await scheduleTasks(ports, [late]);
+    const retried = await scheduleTasks(ports, TENANT_ID, [late]);
 
     // Assess
     expect(retried.enqueuedDirect).toBe(1);
@@ -155,7 +173,7 @@ describe('Function: scheduleTasks', () => {
     ports.deliveryQueue.failure = new Error('SQS unavailable');
 
     // Act
-    const result = await scheduleTasks(ports, [request({ dueAt: NOW_MS - 2000 })]);
+    const result = await scheduleTasks(ports, TENANT_ID, [request({ dueAt: NOW_MS - 2000 })]);
 
     // Assess
     expect(result).toMatchObject({ enqueuedDirect: 0, deferred: 1 });
@@ -169,7 +187,7 @@ describe('Function: scheduleTasks', () => {
     vi.spyOn(ports.clockStore, 'markForRecheck').mockRejectedValue(new Error('DynamoDB unavailable'));
 
     // Act
-    const scheduling = scheduleTasks(ports, [request({ dueAt: NOW_MS - 2000 })]);
+    const scheduling = scheduleTasks(ports, TENANT_ID, [request({ dueAt: NOW_MS - 2000 })]);
 
     // Assess
     await expect(scheduling).rejects.toThrow('SQS unavailable');
@@ -180,7 +198,7 @@ describe('Function: scheduleTasks', () => {
     const ports = schedulePorts();
 
     // Act
-    const result = await scheduleTasks(ports, [request({ delaySeconds: 30 }), request({ delaySeconds: 40 })]);
+    const result = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 30 }), request({ delaySeconds: 40 })]);
 
     // Assess
     expect(result).toMatchObject({ enqueuedDirect: 0, deferred: 0 });
@@ -199,8 +217,8 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     const readCursor = vi.spyOn(ports.clockStore, 'read');
 
     // Act
-    await scheduleTasks(ports, [request({ delaySeconds: 30 }), request({ delaySeconds: 90 })]);
-    await scheduleTasks(ports, [request({ delaySeconds: 45, idempotencyKey: 'k' })]);
+    await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 30 }), request({ delaySeconds: 90 })]);
+    await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 45, idempotencyKey: 'k' })]);
 
     // Assess
     expect(ports.occupancy.seconds).toEqual(new Set([NOW_SECOND + 30, NOW_SECOND + 90, NOW_SECOND + 45]));
@@ -218,7 +236,7 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     vi.spyOn(ports.occupancy, 'occupy').mockRejectedValue(new Error('DynamoDB unavailable'));
 
     // Act
-    const scheduling = scheduleTasks(ports, [request({ delaySeconds: 30 }), request({ delaySeconds: 31, idempotencyKey: 'k' })]);
+    const scheduling = scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 30 }), request({ delaySeconds: 31, idempotencyKey: 'k' })]);
 
     // Assess
     await expect(scheduling).rejects.toThrow('DynamoDB unavailable');
@@ -231,7 +249,7 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     ports.occupancy.planned.add(minuteOf(NOW_SECOND)).add(minuteOf(NOW_SECOND) + 1);
 
     // Act
-    await scheduleTasks(ports, [request({ delaySeconds: 20 }), request({ delaySeconds: 20 }), request({ delaySeconds: 70 })]);
+    await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 20 }), request({ delaySeconds: 20 }), request({ delaySeconds: 70 })]);
 
     // Assess: one tick per second, not per task; each surfaces 2 s (the lookahead) before its second, never earlier.
     expect(ports.tickQueue.sent.sort((a, b) => a.second - b.second)).toEqual([
@@ -247,7 +265,7 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     ports.occupancy.seconds.add(NOW_SECOND + 20);
 
     // Act
-    await scheduleTasks(ports, [request({ delaySeconds: 20 }), request({ delaySeconds: 70 })]);
+    await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 20 }), request({ delaySeconds: 70 })]);
 
     // Assess: the ticker will tick +70 when it plans its minute.
     expect(ports.tickQueue.sent).toEqual([]);
@@ -259,7 +277,7 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     ports.occupancy.planned.add(minuteOf(NOW_SECOND - 2));
 
     // Act
-    const result = await scheduleTasks(ports, [request({ dueAt: NOW_MS - 2000 })]);
+    const result = await scheduleTasks(ports, TENANT_ID, [request({ dueAt: NOW_MS - 2000 })]);
 
     // Assess
     expect(result.enqueuedDirect).toBe(1);
@@ -272,7 +290,7 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     ports.occupancy.planned.add(minuteOf(NOW_SECOND));
 
     // Act
-    const result = await scheduleTasks(ports, [request({ dueAt: NOW_MS + 1500 }), request({ delaySeconds: 10 })]);
+    const result = await scheduleTasks(ports, TENANT_ID, [request({ dueAt: NOW_MS + 1500 }), request({ delaySeconds: 10 })]);
 
     // Assess: the first is enqueued here; the second gets a tick.
     expect(result.enqueuedDirect).toBe(1);
@@ -287,7 +305,7 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     ports.tickQueue.failure = new Error('SQS unavailable');
 
     // Act
-    const result = await scheduleTasks(ports, [request({ delaySeconds: 20 })]);
+    const result = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 20 })]);
 
     // Assess
     expect(result).toMatchObject({ untickedSeconds: 1, enqueuedDirect: 0 });

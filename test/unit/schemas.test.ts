@@ -69,6 +69,21 @@ describe('Function: parseTaskRequest', () => {
     });
   });
 
+  it("holds both dueAt and delaySeconds to the deployment's horizon, naming the field", () => {
+    // Prepare
+    const rules = { ...CLOUD, horizonDays: 30 };
+
+    // Act
+    const byDate = parseTaskRequest(request({ dueAt: NOW_MS + 31 * DAY_MS }), rules);
+    const byDelay = parseTaskRequest(request({ delaySeconds: 31 * 86_400 }), rules);
+    const within = parseTaskRequest(request({ delaySeconds: 30 * 86_400 }), rules);
+
+    // Assess
+    expect(byDate).toMatchObject({ ok: false, errors: [{ path: 'dueAt', message: expect.stringContaining('30 days') }] });
+    expect(byDelay).toMatchObject({ ok: false, errors: [{ path: 'delaySeconds', message: expect.stringContaining('30 days') }] });
+    expect(within.ok).toBe(true);
+  });
+
   it('rejects a request with both dueAt and delaySeconds', () => {
     // Act & Assess
     expect(outcome(request({ dueAt: NOW_MS + 1000, delaySeconds: 1 }))).toEqual({ paths: ['dueAt'] });
@@ -120,6 +135,27 @@ describe('Function: parseTaskRequest', () => {
 
     // Act & Assess
     expect(outcome(body, CLOUD)).toEqual({ paths: ['target.url'] });
+    expect(outcome(body, LOCAL)).toEqual({ dueAtMs: NOW_MS + 1000 });
+  });
+
+  it('rejects a webhook on the metadata address in the cloud, saying why and what to do, but accepts it in local mode', () => {
+    // Prepare
+    const body = { delaySeconds: 1, target: { type: 'http', url: 'https://0xa9fea9fe/latest/meta-data/' } };
+
+    // Act
+    const cloud = parseTaskRequest(body, CLOUD);
+
+    // Assess
+    expect(cloud).toEqual({
+      ok: false,
+      errors: [
+        {
+          path: 'target.url',
+          message:
+            "must not point at 169.254.169.254, which is the cloud instance metadata address (169.254.169.254/32); use your webhook's public host name",
+        },
+      ],
+    });
     expect(outcome(body, LOCAL)).toEqual({ dueAtMs: NOW_MS + 1000 });
   });
 

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { signWebhook, verifyWebhook } from '../../functions/core/signature';
+import { generateSigningSecret, signWebhook, verifyWebhook } from '../../functions/core/signature';
 
 const KEY = Buffer.from('0123456789abcdef0123456789abcdef');
 const SECRET = `whsec_${KEY.toString('base64')}`;
@@ -15,7 +15,7 @@ describe('Function: signWebhook', () => {
     const expected = createHmac('sha256', KEY).update(`${ID}.${NOW_SECONDS}.${BODY}`).digest('base64');
 
     // Act
-    const headers = signWebhook(SECRET, ID, NOW_SECONDS, BODY);
+    const headers = signWebhook([SECRET], ID, NOW_SECONDS, BODY);
 
     // Assess
     expect(headers).toEqual({
@@ -28,7 +28,7 @@ describe('Function: signWebhook', () => {
   it('matches the Standard Webhooks reference vector', () => {
     // Act
     const headers = signWebhook(
-      'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'],
       'msg_p5jXN8AQM9LWM0D4loKWxJek',
       1614265330,
       '{"test": 2432232314}',
@@ -38,14 +38,30 @@ describe('Function: signWebhook', () => {
     expect(headers['webhook-signature']).toBe('v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=');
   });
 
+  it('signs with each secret during a rotation, so a receiver holding either one verifies', () => {
+    // Act
+    const headers: Record<string, string> = { ...signWebhook([OTHER_SECRET, SECRET], ID, NOW_SECONDS, BODY) };
+
+    // Assess
+    expect(headers['webhook-signature']?.split(' ')).toHaveLength(2);
+    expect(verifyWebhook(SECRET, headers, BODY, NOW_SECONDS)).toBe(true);
+    expect(verifyWebhook(OTHER_SECRET, headers, BODY, NOW_SECONDS)).toBe(true);
+    expect(verifyWebhook(generateSigningSecret(), headers, BODY, NOW_SECONDS)).toBe(false);
+  });
+
+  it('refuses to sign without a secret', () => {
+    // Act & Assess
+    expect(() => signWebhook([], ID, NOW_SECONDS, BODY)).toThrow(/at least one/);
+  });
+
   it('refuses a secret without the whsec_ prefix', () => {
     // Act & Assess
-    expect(() => signWebhook(KEY.toString('base64'), ID, NOW_SECONDS, BODY)).toThrow(/whsec_/);
+    expect(() => signWebhook([KEY.toString('base64')], ID, NOW_SECONDS, BODY)).toThrow(/whsec_/);
   });
 });
 
 describe('Function: verifyWebhook', () => {
-  const signed = signWebhook(SECRET, ID, NOW_SECONDS, BODY);
+  const signed = signWebhook([SECRET], ID, NOW_SECONDS, BODY);
 
   it('accepts what signWebhook produced', () => {
     // Act & Assess
@@ -71,7 +87,7 @@ describe('Function: verifyWebhook', () => {
 
   it('accepts a header of several signatures when one of them matches', () => {
     // Prepare: as during a secret rotation, the receiver sees the old and the new signature.
-    const old = signWebhook(OTHER_SECRET, ID, NOW_SECONDS, BODY)['webhook-signature'];
+    const old = signWebhook([OTHER_SECRET], ID, NOW_SECONDS, BODY)['webhook-signature'];
     const headers = { ...signed, 'webhook-signature': `${old} ${signed['webhook-signature']}` };
 
     // Act & Assess

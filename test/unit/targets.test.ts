@@ -1,11 +1,15 @@
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
-import { beforeEach, describe, expect, it, vi } from 'vitest';
-import { AwsTargetDispatcher, retryAfterSeconds } from '../../functions/adapters/targets';
-import type { Notification } from '../../functions/core/deliver';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { AwsTargetDispatcher, retryAfterSeconds, USER_AGENT } from '../../functions/adapters/targets';
+import { WebhookClient } from '../../functions/adapters/webhook-client';
+import type { Notification, Sender } from '../../functions/core/deliver';
+import { addressPolicy } from '../../functions/core/egress';
 import { generateSigningSecret, verifyWebhook } from '../../functions/core/signature';
 import type { Target } from '../../functions/core/task';
+import { allowLoopbackConnectsOnly } from '../support/loopback-guard';
+import { startWebhookReceiver } from '../support/webhook-receiver';
 import { ManualClock } from './fakes';
 
 const NOW_MS = Date.UTC(2026, 5, 1, 8, 0, 0);
@@ -19,24 +23,50 @@ const NOTIFICATION: Notification = {
   bizId: 'o-1',
   payload: { orderId: 'o-1' },
 };
-const WEBHOOK: Target = { type: 'http', url: 'https://hooks.example.com/timer?x=1', headers: { 'x-tenant': 't-42' } };
+const TIMEOUT_MS = 300;
+
+const SENDER: Sender = { signingSecrets: [SECRET] };
 
 const sqsMock = mockClient(SQSClient);
 const eventBridgeMock = mockClient(EventBridgeClient);
 
-function dispatcherWith(fetch: typeof globalThis.fetch) {
+let receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
+let guard: ReturnType<typeof allowLoopbackConnectsOnly>;
+
+beforeAll(async () => {
+  guard = allowLoopbackConnectsOnly();
+  receiver = await startWebhookReceiver({
+    '/timer?x=1': () => 204,
+    '/fail': () => 500,
+    '/moved': () => ({ status: 302, headers: { location: 'http://169.254.169.254/latest/meta-data/' } }),
+    '/busy': () => ({ status: 429, headers: { 'retry-after': '7' } }),
+    '/drop': () => ({ dropConnection: true }),
+    '/slow': () => ({ status: 204, delayMs: 5 * TIMEOUT_MS }),
+  });
+});
+
+afterAll(async () => {
+  await receiver.close();
+  guard.mockRestore();
+});
+
+afterEach(() => {
+  receiver.receipts.length = 0;
+});
+
+const LOCAL_MODE_WEBHOOKS = { policy: addressPolicy(true), connectTimeoutMs: TIMEOUT_MS, totalTimeoutMs: TIMEOUT_MS };
+
+/** A dispatcher whose webhooks reach loopback over http, as in local mode, unless given another client. */
+function dispatcherWith(webhooks = new WebhookClient(LOCAL_MODE_WEBHOOKS)) {
   return new AwsTargetDispatcher({
-    signingSecret: async () => SECRET,
-    webhookTimeoutMs: 1000,
     clock: new ManualClock(NOW_MS),
     sqsFor: () => new SQSClient({ region: 'eu-west-1' }),
     eventBridge: new EventBridgeClient({ region: 'us-east-1' }),
-    fetch,
+    webhooks,
   });
 }
 
-const answering = (status: number, headers: Record<string, string> = {}) =>
-  vi.fn<typeof globalThis.fetch>(async () => new Response(status === 204 ? null : 'body', { status, headers }));
+const webhook = (path: string): Target => ({ type: 'http', url: receiver.url(path), headers: { 'x-tenant': 't-42' } });
 
 describe('Class: AwsTargetDispatcher', () => {
   beforeEach(() => {
@@ -45,80 +75,113 @@ describe('Class: AwsTargetDispatcher', () => {
   });
 
   describe('Method: dispatch to a webhook', () => {
-    it('posts the notification as signed JSON with the caller headers and without following redirects', async () => {
-      // Prepare
-      const fetch = answering(204);
-
+    it('posts the notification as signed JSON with the caller headers', async () => {
       // Act
-      const result = await dispatcherWith(fetch).dispatch(WEBHOOK, NOTIFICATION);
+      const result = await dispatcherWith().dispatch(webhook('/timer?x=1'), NOTIFICATION, SENDER);
 
       // Assess
-      expect(result).toEqual({ ok: true, detail: 'HTTP 204' });
-      expect(fetch).toHaveBeenCalledTimes(1);
-      const [url, init] = fetch.mock.calls[0] ?? [];
-      const headers = init?.headers as Record<string, string>;
-      const body = init?.body as string;
-      expect(url).toBe('https://hooks.example.com/timer?x=1');
-      expect(init?.method).toBe('POST');
-      expect(init?.redirect).toBe('manual');
+      expect(result).toEqual({ ok: true, detail: 'HTTP 204', statusCode: 204 });
+      expect(receiver.receipts).toHaveLength(1);
+      const [receipt] = receiver.receipts;
+      const headers = receipt?.headers ?? {};
+      expect(receipt?.path).toBe('/timer?x=1');
       expect(headers['content-type']).toBe('application/json');
+      expect(headers['user-agent']).toBe(USER_AGENT);
       expect(headers['x-tenant']).toBe('t-42');
       expect(headers['webhook-id']).toBe(NOTIFICATION.id);
-      expect(JSON.parse(body)).toEqual(NOTIFICATION);
-      expect(verifyWebhook(SECRET, headers, body, Math.floor(NOW_MS / 1000))).toBe(true);
+      expect(receipt?.body).toEqual(NOTIFICATION);
+      const nowSeconds = Math.floor(NOW_MS / 1000);
+      expect(verifyWebhook(SECRET, headers as Record<string, string>, receipt?.rawBody ?? '', nowSeconds)).toBe(true);
     });
 
     it('reports a non-2xx answer as a failure naming the status and host', async () => {
       // Act
-      const result = await dispatcherWith(answering(500)).dispatch(WEBHOOK, NOTIFICATION);
+      const result = await dispatcherWith().dispatch(webhook('/fail'), NOTIFICATION, SENDER);
 
       // Assess
-      expect(result).toEqual({ ok: false, error: 'HTTP 500 from hooks.example.com' });
+      expect(result).toEqual({ ok: false, error: `HTTP 500 from 127.0.0.1:${receiver.port}`, statusCode: 500 });
     });
 
     it('treats a redirect as a failure rather than following it', async () => {
       // Act
-      const result = await dispatcherWith(answering(302, { location: 'http://169.254.169.254/' })).dispatch(
-        WEBHOOK,
-        NOTIFICATION,
-      );
+      const result = await dispatcherWith().dispatch(webhook('/moved'), NOTIFICATION, SENDER);
 
       // Assess
-      expect(result).toEqual({ ok: false, error: 'HTTP 302 from hooks.example.com' });
+      expect(result).toEqual({
+        ok: false,
+        error: `HTTP 302 from 127.0.0.1:${receiver.port} (redirects are not followed: give the final URL)`,
+        statusCode: 302,
+      });
+      expect(receiver.receipts.map((receipt) => receipt.path)).toEqual(['/moved']);
     });
 
     it('passes on the Retry-After of a 429', async () => {
       // Act
-      const result = await dispatcherWith(answering(429, { 'retry-after': '7' })).dispatch(WEBHOOK, NOTIFICATION);
+      const result = await dispatcherWith().dispatch(webhook('/busy'), NOTIFICATION, SENDER);
 
       // Assess
-      expect(result).toEqual({ ok: false, error: 'HTTP 429 from hooks.example.com', retryAfterSeconds: 7 });
+      expect(result).toEqual({
+        ok: false,
+        error: `HTTP 429 from 127.0.0.1:${receiver.port}`,
+        statusCode: 429,
+        retryAfterSeconds: 7,
+      });
     });
 
     it('reports a network error as a failure instead of throwing', async () => {
-      // Prepare
-      const fetch = vi.fn<typeof globalThis.fetch>(async () => {
-        throw new TypeError('fetch failed');
-      });
-
       // Act
-      const result = await dispatcherWith(fetch).dispatch(WEBHOOK, NOTIFICATION);
+      const result = await dispatcherWith().dispatch(webhook('/drop'), NOTIFICATION, SENDER);
 
       // Assess
-      expect(result).toEqual({ ok: false, error: 'TypeError: fetch failed' });
+      expect(result).toEqual({ ok: false, error: 'socket hang up' });
     });
 
     it('reports a timeout in words', async () => {
-      // Prepare
-      const fetch = vi.fn<typeof globalThis.fetch>(async () => {
-        throw new DOMException('The operation timed out.', 'TimeoutError');
-      });
-
       // Act
-      const result = await dispatcherWith(fetch).dispatch(WEBHOOK, NOTIFICATION);
+      const result = await dispatcherWith().dispatch(webhook('/slow'), NOTIFICATION, SENDER);
 
       // Assess
-      expect(result).toEqual({ ok: false, error: 'no answer within 1000 ms' });
+      expect(result).toEqual({ ok: false, error: `no answer within ${TIMEOUT_MS} ms` });
+    });
+
+    it("refuses a host outside the sender's allow-list, without connecting", async () => {
+      // Prepare
+      const connectionsBefore = receiver.connections();
+
+      // Act
+      const result = await dispatcherWith().dispatch(webhook('/timer?x=1'), NOTIFICATION, {
+        ...SENDER,
+        allowedHosts: ['hooks.example.com'],
+      });
+
+      // Assess
+      expect(result).toMatchObject({ ok: false, error: expect.stringContaining('hooks.example.com') });
+      expect(receiver.connections()).toBe(connectionsBefore);
+      expect(receiver.receipts).toHaveLength(0);
+    });
+
+    it("refuses, under the cloud's policy, a webhook whose name resolves to loopback, without connecting", async () => {
+      // Prepare
+      const cloud = new WebhookClient({
+        ...LOCAL_MODE_WEBHOOKS,
+        policy: addressPolicy(false),
+        resolve: async () => [{ address: '127.0.0.1', family: 4 }],
+      });
+      const connectionsBefore = receiver.connections();
+
+      // Act
+      const result = await dispatcherWith(cloud).dispatch(
+        { type: 'http', url: `https://hooks.example.com:${receiver.port}/timer?x=1` },
+        NOTIFICATION,
+        SENDER,
+      );
+
+      // Assess
+      expect(result).toEqual({
+        ok: false,
+        error: 'connect to hooks.example.com (127.0.0.1) refused: is a loopback address (127.0.0.0/8)',
+      });
+      expect(receiver.connections()).toBe(connectionsBefore);
     });
   });
 
@@ -129,7 +192,7 @@ describe('Class: AwsTargetDispatcher', () => {
       sqsMock.on(SendMessageCommand).resolves({ MessageId: 'm-1' });
 
       // Act
-      const result = await dispatcherWith(answering(204)).dispatch({ type: 'sqs', queueUrl }, NOTIFICATION);
+      const result = await dispatcherWith().dispatch({ type: 'sqs', queueUrl }, NOTIFICATION, SENDER);
 
       // Assess
       expect(result).toEqual({ ok: true });
@@ -144,9 +207,10 @@ describe('Class: AwsTargetDispatcher', () => {
       sqsMock.on(SendMessageCommand).rejects(Object.assign(new Error('Access denied'), { name: 'AccessDenied' }));
 
       // Act
-      const result = await dispatcherWith(answering(204)).dispatch(
+      const result = await dispatcherWith().dispatch(
         { type: 'sqs', queueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/orders' },
         NOTIFICATION,
+        SENDER,
       );
 
       // Assess
@@ -160,9 +224,10 @@ describe('Class: AwsTargetDispatcher', () => {
       eventBridgeMock.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: 'e-1' }] });
 
       // Act
-      const result = await dispatcherWith(answering(204)).dispatch(
+      const result = await dispatcherWith().dispatch(
         { type: 'eventbridge', eventBusName: 'orders' },
         NOTIFICATION,
+        SENDER,
       );
 
       // Assess
@@ -178,9 +243,10 @@ describe('Class: AwsTargetDispatcher', () => {
       eventBridgeMock.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: 'e-1' }] });
 
       // Act
-      await dispatcherWith(answering(204)).dispatch(
+      await dispatcherWith().dispatch(
         { type: 'eventbridge', eventBusName: 'orders', source: 'shop.orders', detailType: 'Order Expired' },
         NOTIFICATION,
+        SENDER,
       );
 
       // Assess
@@ -196,9 +262,10 @@ describe('Class: AwsTargetDispatcher', () => {
       });
 
       // Act
-      const result = await dispatcherWith(answering(204)).dispatch(
+      const result = await dispatcherWith().dispatch(
         { type: 'eventbridge', eventBusName: 'orders' },
         NOTIFICATION,
+        SENDER,
       );
 
       // Assess
@@ -222,7 +289,7 @@ describe('Function: retryAfterSeconds', () => {
 
   it('gives nothing for a missing or unreadable header', () => {
     // Act & Assess
-    expect(retryAfterSeconds(null, NOW_MS)).toBeUndefined();
+    expect(retryAfterSeconds(undefined, NOW_MS)).toBeUndefined();
     expect(retryAfterSeconds('', NOW_MS)).toBeUndefined();
     expect(retryAfterSeconds('soon', NOW_MS)).toBeUndefined();
   });

@@ -1,16 +1,24 @@
+import { promises as dns } from 'node:dns';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import {
+  BatchGetCommand,
   BatchWriteCommand,
+  DeleteCommand,
   DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
+  QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { newTaskId, parseTaskId } from '../../../functions/core/ids';
+import { newApiKey, newTenant } from '../../../functions/core/tenants';
 import { DELIVERY_QUEUE_URL, lambdaContext, SHARD_COUNT, stubHandlerEnv, TABLE_NAME } from './setup';
+
+// The api resolves webhook hosts at submit; this machine has no DNS, so hooks.example.com gets a public address here.
+vi.spyOn(dns, 'lookup').mockImplementation((async () => [{ address: '93.184.215.14', family: 4 }]) as never);
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
@@ -18,22 +26,35 @@ stubHandlerEnv();
 const { handler } = await import('../../../functions/api/handler');
 
 const TARGET = { type: 'http', url: 'https://hooks.example.com/timer' };
+const TENANT = newTenant('acme', Date.now());
+const { apiKey: API_KEY, record: KEY_RECORD } = newApiKey(TENANT.id, Date.now());
 
-function apiEvent(routeKey: string, options: { body?: string; id?: string } = {}): APIGatewayProxyEventV2 {
+function apiEvent(
+  routeKey: string,
+  options: { body?: string; id?: string; bizType?: string; authorization?: string; query?: Record<string, string> } = {},
+): APIGatewayProxyEventV2 {
   return {
     version: '2.0',
     routeKey,
     rawPath: routeKey.split(' ')[1]?.replace('{id}', options.id ?? '') ?? '/',
     rawQueryString: '',
-    headers: { 'content-type': 'application/json' },
+    headers: {
+      'content-type': 'application/json',
+      ...(options.authorization !== '' && { authorization: options.authorization ?? `Bearer ${API_KEY}` }),
+    },
     requestContext: { routeKey, http: { method: routeKey.split(' ')[0] } } as APIGatewayProxyEventV2['requestContext'],
     isBase64Encoded: false,
     ...(options.body !== undefined && { body: options.body }),
     ...(options.id !== undefined && { pathParameters: { id: options.id } }),
+    ...(options.bizType !== undefined && { pathParameters: { bizType: options.bizType } }),
+    ...(options.query !== undefined && { queryStringParameters: options.query }),
   };
 }
 
-async function call(routeKey: string, options: { body?: unknown; rawBody?: string; id?: string } = {}) {
+async function call(
+  routeKey: string,
+  options: { body?: unknown; rawBody?: string; id?: string; bizType?: string; authorization?: string; query?: Record<string, string> } = {},
+) {
   const body = options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
   const response = await handler(apiEvent(routeKey, { ...options, body }), lambdaContext(10_000));
   return { ...response, json: JSON.parse(response.body) };
@@ -42,6 +63,8 @@ async function call(routeKey: string, options: { body?: unknown; rawBody?: strin
 const nowSecond = () => Math.floor(Date.now() / 1000);
 const clockAt = (cursor: number) => ({ Item: { pk: 'CLOCK', sk: 'CLOCK', cursor, startedAt: cursor - 3600 } });
 const conditionFailed = () => Object.assign(new Error('x'), { name: 'ConditionalCheckFailedException' });
+const isTenancyKey = (key: unknown) => /^(TENANTS|APIKEYS#|RATE#)/.test(String((key as { pk?: string }).pk));
+const taskReads = () => ddbMock.commandCalls(GetCommand).filter((call) => !isTenancyKey(call.args[0].input.Key));
 
 describe('Function: api handler', () => {
   beforeEach(() => {
@@ -50,6 +73,11 @@ describe('Function: api handler', () => {
     ddbMock.on(GetCommand, { Key: { pk: 'CLOCK', sk: 'CLOCK' } }).resolves(clockAt(nowSecond()));
     // The occupancy index: a minute no ticker has planned yet.
     ddbMock.on(UpdateCommand).resolves({});
+    ddbMock.on(GetCommand, { Key: { pk: 'TENANTS', sk: TENANT.id } }).resolves({ Item: { pk: 'TENANTS', sk: TENANT.id, ...TENANT } });
+    ddbMock
+      .on(GetCommand, { Key: { pk: `APIKEYS#${TENANT.id}`, sk: KEY_RECORD.keyId } })
+      .resolves({ Item: { pk: `APIKEYS#${TENANT.id}`, sk: KEY_RECORD.keyId, ...KEY_RECORD } });
+    ddbMock.on(UpdateCommand, { Key: { pk: `RATE#${TENANT.id}` } }).resolves({});
     sqsMock.on(SendMessageBatchCommand).resolves({ Failed: [] });
   });
 
@@ -77,7 +105,7 @@ describe('Function: api handler', () => {
       Item: { id: response.json.id, status: 'PENDING', target: TARGET, payload: '{"n":1}', attempts: 0 },
     });
     // The second goes into the occupancy index before the task is written.
-    const [occupy] = ddbMock.commandCalls(UpdateCommand);
+    const occupy = ddbMock.commandCalls(UpdateCommand).find((update) => String(update.args[0].input.Key?.pk).startsWith('OCCUPIED#'));
     const dueSecond = Math.floor((location?.dueAtMs ?? 0) / 1000);
     expect(occupy?.args[0].input).toMatchObject({
       Key: { pk: `OCCUPIED#${Math.floor(dueSecond / 3600)}` },
@@ -135,7 +163,7 @@ describe('Function: api handler', () => {
     // Assess
     expect(response.statusCode).toBe(404);
     expect(response.headers).toEqual({ 'content-type': 'application/problem+json' });
-    expect(ddbMock.commandCalls(GetCommand)).toHaveLength(0);
+    expect(taskReads()).toHaveLength(0);
   });
 
   it('returns a stored task with its delivery facts', async () => {
@@ -145,6 +173,7 @@ describe('Function: api handler', () => {
     ddbMock.on(GetCommand, { Key: { sk: `${String(dueAtMs).padStart(15, '0')}#${id}` } }).resolves({
       Item: {
         id,
+        tenantId: TENANT.id,
         status: 'DELIVERED',
         dueAtMs,
         createdAtMs: dueAtMs - 60_000,
@@ -177,9 +206,13 @@ describe('Function: api handler', () => {
     const dueAtMs = Date.now() - 5000;
     const id = newTaskId({ dueAtMs, shard: 0 });
     ddbMock.on(UpdateCommand).rejects(conditionFailed());
+    // The catch-all above would also refuse the rate counter's update; the later, narrower stub wins.
+    ddbMock.on(UpdateCommand, { Key: { pk: `RATE#${TENANT.id}` } }).resolves({});
     ddbMock
       .on(GetCommand, { Key: { sk: `${String(dueAtMs).padStart(15, '0')}#${id}` } })
-      .resolves({ Item: { id, status: 'DELIVERED', dueAtMs, createdAtMs: dueAtMs, target: TARGET, payload: 'null' } });
+      .resolves({
+        Item: { id, tenantId: TENANT.id, status: 'DELIVERED', dueAtMs, createdAtMs: dueAtMs, target: TARGET, payload: 'null' },
+      });
 
     // Act
     const response = await call('DELETE /v1/tasks/{id}', { id });
@@ -248,5 +281,116 @@ describe('Function: api handler', () => {
     expect(response.json.errors.map((error: { path: string }) => error.path)).toEqual(['tasks']);
     expect(ddbMock.commandCalls(PutCommand)).toHaveLength(0);
     expect(ddbMock.commandCalls(BatchWriteCommand)).toHaveLength(0);
+  });
+
+  it("lists by bizId from the caller's own index partition and reads the tasks it names", async () => {
+    // Prepare
+    const dueAtMs = Date.now() + 60_000;
+    const id = newTaskId({ dueAtMs, shard: 1 });
+    const sk = `${String(dueAtMs).padStart(15, '0')}#${id}`;
+    ddbMock.on(QueryCommand).resolves({ Items: [{ pk: 'B#x#1', sk, bizIdKey: `${TENANT.id}#order-7` }] });
+    ddbMock.on(BatchGetCommand).resolves({
+      Responses: {
+        [TABLE_NAME]: [
+          { pk: 'B#x#1', sk, id, tenantId: TENANT.id, status: 'PENDING', dueAtMs, createdAtMs: dueAtMs, target: TARGET, payload: 'null', attempts: 0, bizId: 'order-7' },
+        ],
+      },
+    });
+
+    // Act
+    const response = await call('GET /v1/tasks', { query: { bizId: 'order-7', limit: '10' } });
+
+    // Assess
+    expect(response.statusCode).toBe(200);
+    expect(response.json).toEqual({ tasks: [expect.objectContaining({ id, bizId: 'order-7', history: [] })] });
+    expect(ddbMock.commandCalls(QueryCommand).map((query) => query.args[0].input)).toEqual([
+      expect.objectContaining({
+        IndexName: 'byBizId',
+        ExpressionAttributeValues: { ':partition': `${TENANT.id}#order-7` },
+        Limit: 10,
+      }),
+    ]);
+  });
+
+  it('refuses a reschedule with both dueAt and delaySeconds, naming the field, and writes nothing', async () => {
+    // Act
+    const response = await call('PATCH /v1/tasks/{id}', {
+      id: newTaskId({ dueAtMs: Date.now() + 60_000, shard: 0 }),
+      body: { delaySeconds: 60, dueAt: Date.now() + 120_000 },
+    });
+
+    // Assess
+    expect(response.statusCode).toBe(400);
+    expect(response.json.errors).toEqual([{ path: 'dueAt', message: 'give either dueAt or delaySeconds, not both' }]);
+    expect(ddbMock.commandCalls(PutCommand)).toHaveLength(0);
+  });
+
+  it.each([
+    ['no Authorization header', '', 'Authorization: Bearer'],
+    ['a Basic credential', 'Basic dXNlcjpwYXNz', 'Authorization: Bearer'],
+    ['a malformed key', 'Bearer tk_acme_short', 'not valid'],
+    ['a key with the wrong secret', `Bearer ${API_KEY.slice(0, -4)}AAAA`, 'not valid'],
+  ])('answers 401 with a Bearer challenge for %s, and writes nothing', async (_case, authorization, detail) => {
+    // Act
+    const response = await call('POST /v1/tasks', { body: { delaySeconds: 60, target: TARGET }, authorization });
+
+    // Assess
+    expect(response.statusCode).toBe(401);
+    expect(response.headers).toMatchObject({ 'www-authenticate': 'Bearer', 'content-type': 'application/problem+json' });
+    expect(response.json.detail).toContain(detail);
+    expect(ddbMock.commandCalls(PutCommand)).toHaveLength(0);
+  });
+
+  it("answers 429 with Retry-After once the tenant's requests this second reach its limit", async () => {
+    // Prepare
+    ddbMock.on(UpdateCommand, { Key: { pk: `RATE#${TENANT.id}` } }).rejects(conditionFailed());
+
+    // Act
+    const response = await call('POST /v1/tasks', { body: { delaySeconds: 60, target: TARGET } });
+
+    // Assess
+    expect(response.statusCode).toBe(429);
+    expect(response.headers).toMatchObject({ 'retry-after': '1' });
+    expect(response.json.detail).toContain(`${TENANT.rateLimitPerSecond} requests a second`);
+    expect(ddbMock.commandCalls(PutCommand)).toHaveLength(0);
+  });
+
+  it("stores a bizType's settings in the tenant's own partition and answers with them", async () => {
+    // Prepare
+    ddbMock.on(PutCommand).resolves({});
+
+    // Act
+    const response = await call('PUT /v1/biz-types/{bizType}', { bizType: 'order-close', body: { maxAttempts: 3, callbackRateLimitPerSecond: 20 } });
+
+    // Assess
+    expect(response.statusCode).toBe(200);
+    expect(response.json).toMatchObject({ bizType: 'order-close', maxAttempts: 3, callbackRateLimitPerSecond: 20 });
+    expect(ddbMock.commandCalls(PutCommand).map((put) => put.args[0].input)).toEqual([
+      { TableName: TABLE_NAME, Item: expect.objectContaining({ pk: `BIZTYPES#${TENANT.id}`, sk: 'order-close', tenantId: TENANT.id, maxAttempts: 3 }) },
+    ]);
+  });
+
+  it('refuses out-of-range settings with a 400 naming the field, and writes nothing', async () => {
+    // Act
+    const response = await call('PUT /v1/biz-types/{bizType}', { bizType: 'order-close', body: { maxAttempts: 500 } });
+
+    // Assess
+    expect(response.statusCode).toBe(400);
+    expect(response.json.errors).toEqual([{ path: 'maxAttempts', message: 'must be at most 50' }]);
+    expect(ddbMock.commandCalls(PutCommand)).toHaveLength(0);
+  });
+
+  it("deletes only the caller's settings, with a condition so a missing bizType is a 404", async () => {
+    // Prepare
+    ddbMock.on(DeleteCommand).rejects(conditionFailed());
+
+    // Act
+    const response = await call('DELETE /v1/biz-types/{bizType}', { bizType: 'never-made' });
+
+    // Assess
+    expect(response.statusCode).toBe(404);
+    expect(ddbMock.commandCalls(DeleteCommand).map((del) => del.args[0].input)).toEqual([
+      expect.objectContaining({ Key: { pk: `BIZTYPES#${TENANT.id}`, sk: 'never-made' }, ConditionExpression: 'attribute_exists(pk)' }),
+    ]);
   });
 });

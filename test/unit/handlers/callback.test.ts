@@ -2,17 +2,18 @@ import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ChangeMessageVisibilityCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { newTaskId, taskKey } from '../../../functions/core/ids';
 import { verifyWebhook } from '../../../functions/core/signature';
+import { newTenant } from '../../../functions/core/tenants';
+import { ENV } from '../../../lib/topology';
 import {
   BACKOFF_BASE_SECONDS,
   BUCKET_COUNT,
   DELIVERY_QUEUE_URL,
   lambdaContext,
-  SIGNING_SECRET,
   sqsRecord,
   stubHandlerEnv,
 } from './setup';
@@ -20,7 +21,12 @@ import {
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
 stubHandlerEnv();
+// The receiver below listens on loopback over http, which only local mode's webhook policy reaches.
+vi.stubEnv(ENV.allowInsecureTargets, 'true');
 const { handler } = await import('../../../functions/callback/handler');
+
+const TENANT = newTenant('acme', Date.now());
+const SIGNING_SECRET = TENANT.signingSecrets[0]?.secret ?? '';
 
 /** A real webhook receiver: /ok answers 204, anything else 500. */
 const received: Array<{ path: string; headers: IncomingHttpHeaders; body: string }> = [];
@@ -54,6 +60,7 @@ function leasableTask(path: string, messageId: string) {
     Attributes: {
       ...key,
       id,
+      tenantId: TENANT.id,
       status: 'DELIVERING',
       dueAtMs,
       createdAtMs: dueAtMs - 60_000,
@@ -76,6 +83,7 @@ const outcomeUpdates = () =>
 describe('Function: callback handler', () => {
   beforeEach(() => {
     ddbMock.reset();
+    ddbMock.on(GetCommand, { Key: { pk: 'TENANTS', sk: TENANT.id } }).resolves({ Item: { pk: 'TENANTS', sk: TENANT.id, ...TENANT } });
     sqsMock.reset();
     received.length = 0;
     ddbMock.on(UpdateCommand).resolves({});

@@ -4,7 +4,6 @@
  */
 import type { Context, SQSRecord } from 'aws-lambda';
 import { vi } from 'vitest';
-import { generateSigningSecret } from '../../../functions/core/signature';
 import {
   DEFAULT_SETTINGS,
   ENV,
@@ -21,7 +20,6 @@ export const LOOKAHEAD_SECONDS = 2;
 export const MAX_ATTEMPTS = 5;
 export const BACKOFF_BASE_SECONDS = 5;
 export const SWEEP_GRACE_SECONDS = 5;
-export const SIGNING_SECRET = generateSigningSecret();
 export const TICK_QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/timer-tick';
 export const DELIVERY_QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/timer-delivery';
 export const DELIVERY_DLQ_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/timer-delivery-dlq';
@@ -46,14 +44,15 @@ export function stubHandlerEnv(): void {
     [ENV.tickQueueUrl]: TICK_QUEUE_URL,
     [ENV.deliveryQueueUrl]: DELIVERY_QUEUE_URL,
     [ENV.deliveryDlqUrl]: DELIVERY_DLQ_URL,
+    // The stack passes these from Stack.of(this); the api checks SQS and EventBridge targets against them.
+    [ENV.awsAccount]: '123456789012',
+    [ENV.awsPartition]: 'aws',
   };
   const values: Record<string, string> = Object.assign(
     {
       AWS_REGION: 'us-east-1',
       AWS_ACCESS_KEY_ID: 'AKIAUNITTEST',
       AWS_SECRET_ACCESS_KEY: 'unit-test-secret',
-      // An inline secret, so the callback never calls Secrets Manager.
-      [ENV.signingSecret]: SIGNING_SECRET,
     },
     ...(Object.keys(FUNCTIONS) as FunctionName[]).map((fn) => environmentFor(fn, settings, resources)),
   );

@@ -1,0 +1,8 @@
+/** The `timer` command line (`npx timer --help`); bin/timer-cli.mjs is the executable npm links to it. */
+import { processIo } from '../lib/cli/io';
+import { run } from '../lib/cli/run';
+
+// The SDK's notice that it will need Node.js 22 concerns this workstation, not the service.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+// Exit explicitly: SDK clients and local mode's servers may hold sockets open after the command is done.
+process.exit(await run(process.argv.slice(2), processIo()));

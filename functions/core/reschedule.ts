@@ -1,0 +1,173 @@
+/**
+ * Rescheduling a PENDING task. The id says where a task lives, so a new due time means a
+ * new item and a new id: the old task hands over to a successor. DynamoDB (and dynalite)
+ * writes one item atomically, so the handover is made of single-item conditional writes in
+ * an order where the one write that decides is on the old task:
+ *
+ *   1. intent   old: PENDING, record { successor id, request fingerprint }   (old still deliverable)
+ *   2. create   successor: PENDING, rescheduledFrom = old                     (not yet deliverable)
+ *   3. commit   old: PENDING with that intent → CANCELLED, rescheduledTo = successor
+ *
+ * The successor may be delivered only once the old task says `rescheduledTo` it, and the
+ * old one only while it is PENDING, which the commit ends; so the two are never both
+ * delivered. If the request dies after 1 or 2, whichever fires first settles it: the old
+ * task's delivery orphans the successor, and the successor's delivery makes the commit
+ * itself (the caller asked for it); so they are never neither. A retry with the same
+ * request finds its intent and finishes under the same successor id.
+ */
+import { randomInt } from 'node:crypto';
+import { newTaskId, parseTaskId, type TaskKey, taskKey } from './ids';
+import { secondOf } from './clock';
+import { createOrAdopt, getTask, handOffLateArrivals, type SchedulePorts, type TaskLookupPorts } from './schedule';
+import type { Reschedule } from './schemas';
+import type { Task, TaskStatus } from './task';
+import { expiryAfter } from './task';
+
+export type RescheduleOutcome =
+  | { readonly kind: 'rescheduled'; readonly task: Task }
+  | { readonly kind: 'not-found' }
+  | {
+      readonly kind: 'refused';
+      /**
+       * `already-final`: delivered, failed, cancelled or rescheduled before; `in-delivery`: an
+       * attempt is in flight; `not-in-effect`: the task is itself a reschedule that has not
+       * taken effect; `contended`: the task kept changing underneath.
+       */
+      readonly reason: 'already-final' | 'in-delivery' | 'not-in-effect' | 'contended';
+      readonly status?: TaskStatus;
+      readonly rescheduledTo?: string;
+    };
+
+/** Whether a rescheduled task may be delivered now, must wait, or must never be. */
+export type Handover = 'in-effect' | 'waiting' | 'abandoned';
+
+const RESCHEDULE_ROUNDS = 3;
+
+function keyOf(ports: TaskLookupPorts, id: string): TaskKey | undefined {
+  const location = parseTaskId(id, ports.shardCount);
+  return location && taskKey(id, location, ports.bucketCount);
+}
+
+/**
+ * Decides for a task made by a reschedule. In effect once its predecessor says
+ * `rescheduledTo` it; while the predecessor is PENDING with the intent, the reschedule
+ * was begun and not finished, so this commits it (the write the PATCH would make; if both
+ * make it, one wins and both see the same result); while the predecessor is in a delivery
+ * attempt, it waits; anything else (the predecessor was delivered, failed, cancelled, is
+ * gone, or its intent moved on) abandons it, for good: no later write can hand over to it.
+ */
+export async function handoverTo(ports: TaskLookupPorts, task: Task): Promise<Handover> {
+  const key = task.rescheduledFrom === undefined ? undefined : keyOf(ports, task.rescheduledFrom);
+  if (!key) return 'abandoned';
+  for (let round = 0; round < 2; round++) {
+    const predecessor = await ports.taskStore.get(key);
+    if (predecessor?.tenantId !== task.tenantId) return 'abandoned';
+    if (predecessor.rescheduledTo === task.id) return 'in-effect';
+    if (predecessor.rescheduleIntent?.taskId !== task.id) return 'abandoned';
+    if (predecessor.status === 'DELIVERING') return 'waiting';
+    if (predecessor.status !== 'PENDING') return 'abandoned';
+    const nowMs = ports.clock.now();
+    if (await ports.taskStore.commitReschedule(key, task.id, nowMs, expiryAfter(nowMs, ports.retentionDays))) {
+      return 'in-effect';
+    }
+  }
+  return 'waiting';
+}
+
+/**
+ * The successor's id: a retry of the same request reuses the one its intent recorded while
+ * that successor can still take over (not yet written, or still PENDING); otherwise a new id.
+ */
+async function successorId(ports: SchedulePorts, current: Task, request: Reschedule): Promise<string> {
+  const prior = current.rescheduleIntent;
+  if (prior?.fingerprint === request.fingerprint) {
+    const written = await getTask(ports, current.tenantId, prior.taskId);
+    if (!written || written.status === 'PENDING') return prior.taskId;
+  }
+  return newTaskId({ dueAtMs: request.dueAtMs, shard: randomInt(ports.shardCount) });
+}
+
+/** Steps 1 to 3 on a PENDING task; undefined when the task changed underneath and must be looked at again. */
+async function handOver(ports: SchedulePorts, current: Task, key: TaskKey, request: Reschedule): Promise<RescheduleOutcome | undefined> {
+  const { taskStore, clock } = ports;
+  const id = await successorId(ports, current, request);
+  const successorKey = keyOf(ports, id);
+  if (!successorKey) throw new Error(`successor id ${id} does not fit this deployment's shard count`);
+  if (current.rescheduleIntent?.taskId !== id) {
+    const intent = { taskId: id, fingerprint: request.fingerprint };
+    if (!(await taskStore.recordRescheduleIntent(key, current.tenantId, intent, current.rescheduleIntent?.taskId))) return undefined;
+  }
+
+  const createdAtMs = clock.now();
+  const dueAtMs = parseTaskId(id, ports.shardCount)?.dueAtMs ?? request.dueAtMs;
+  // In the occupancy index before it is written, like every task, so a scanner claiming its second finds it.
+  const unticked = new Set(await ports.occupancy.occupy([secondOf(dueAtMs)]));
+  const successor = await createOrAdopt(ports, {
+    key: successorKey,
+    task: {
+      id,
+      tenantId: current.tenantId,
+      status: 'PENDING',
+      dueAtMs,
+      createdAtMs,
+      target: current.target,
+      payloadJson: request.payloadJson ?? current.payloadJson,
+      ...(current.bizType !== undefined && { bizType: current.bizType }),
+      ...(current.bizId !== undefined && { bizId: current.bizId }),
+      // The successor is the same business task, delivered under the settings it was submitted with.
+      ...(current.policy !== undefined && { policy: current.policy }),
+      attempts: 0,
+      rescheduledFrom: current.id,
+    },
+  });
+  // A successor due in a second already claimed is enqueued now, like any late arrival; its delivery waits for the commit.
+  await handOffLateArrivals(ports, [successor], unticked);
+
+  const nowMs = clock.now();
+  if (await taskStore.commitReschedule(key, id, nowMs, expiryAfter(nowMs, ports.retentionDays))) {
+    return { kind: 'rescheduled', task: successor };
+  }
+  // Not committed by this call: the successor's own delivery may have committed it, else it must be given up.
+  if (!(await taskStore.withdrawRescheduleIntent(key, id))) {
+    const now = await taskStore.get(key);
+    if (now?.rescheduledTo === id) return { kind: 'rescheduled', task: successor };
+  }
+  // Withdrawn (or moved on to another request's successor): nothing can hand over to this one any more.
+  await taskStore.cancel(successorKey, current.tenantId, nowMs, expiryAfter(nowMs, ports.retentionDays));
+  return undefined;
+}
+
+/**
+ * Moves a PENDING task to a new due time (and payload), as a successor task with a new id.
+ * Idempotent: repeating a request that took effect answers with the same successor.
+ */
+export async function rescheduleTask(
+  ports: SchedulePorts,
+  tenantId: string,
+  id: string,
+  request: Reschedule,
+): Promise<RescheduleOutcome> {
+  const key = keyOf(ports, id);
+  if (!key) return { kind: 'not-found' };
+  for (let round = 0; round < RESCHEDULE_ROUNDS; round++) {
+    const current = await ports.taskStore.get(key);
+    if (current?.tenantId !== tenantId) return { kind: 'not-found' };
+    if (current.rescheduledTo !== undefined) {
+      const successor =
+        current.rescheduleIntent?.fingerprint === request.fingerprint
+          ? await getTask(ports, tenantId, current.rescheduledTo)
+          : undefined;
+      if (successor) return { kind: 'rescheduled', task: successor };
+      return { kind: 'refused', reason: 'already-final', status: current.status, rescheduledTo: current.rescheduledTo };
+    }
+    if (current.status === 'DELIVERING') return { kind: 'refused', reason: 'in-delivery', status: current.status };
+    if (current.status !== 'PENDING') return { kind: 'refused', reason: 'already-final', status: current.status };
+    // A successor whose own reschedule is not in effect could be delivered beside its predecessor if moved on.
+    if (current.rescheduledFrom !== undefined && (await handoverTo(ports, current)) !== 'in-effect') {
+      return { kind: 'refused', reason: 'not-in-effect', status: current.status };
+    }
+    const outcome = await handOver(ports, current, key, request);
+    if (outcome) return outcome;
+  }
+  return { kind: 'refused', reason: 'contended' };
+}

@@ -1,0 +1,210 @@
+/**
+ * Tenants and their API keys. A tenant owns tasks, webhook signing secrets and limits;
+ * an API key names its tenant and key id in clear and carries a 256-bit secret of which
+ * only a SHA-256 digest is stored. A 256-bit random secret needs no slow hash: guessing
+ * it is hopeless, and the digest makes a leaked table useless for calling the API.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { generateSigningSecret } from './signature';
+import type { Clock } from './task';
+import { ttlCache } from './ttl-cache';
+
+export interface SigningSecret {
+  /** `whsec_<base64>`, the Standard Webhooks form. */
+  readonly secret: string;
+  readonly createdAtMs: number;
+  /** Set when a newer secret replaced it; deliveries are signed with it until then, so receivers can switch over. */
+  readonly retiresAtMs?: number;
+}
+
+export interface Tenant {
+  readonly id: string;
+  readonly name: string;
+  readonly createdAtMs: number;
+  /** Every delivery is signed with each secret that has not retired: one, or two during a rotation. */
+  readonly signingSecrets: readonly SigningSecret[];
+  /** Hosts webhook targets may name (exact, or `*.example.com` for subdomains); unset allows any public host. */
+  readonly allowedHosts?: readonly string[];
+  /** API requests per second the tenant may make; more are answered 429. */
+  readonly rateLimitPerSecond: number;
+  /** Bumped by every change, so concurrent changes cannot overwrite each other. */
+  readonly version: number;
+}
+
+export interface ApiKeyRecord {
+  readonly tenantId: string;
+  readonly keyId: string;
+  /** SHA-256 of the key's secret part, base64url. */
+  readonly secretHash: string;
+  readonly createdAtMs: number;
+  readonly label?: string;
+  readonly revokedAtMs?: number;
+}
+
+export interface TenantStore {
+  /** Stores a new tenant; false if the id is taken. */
+  createTenant(tenant: Tenant): Promise<boolean>;
+  getTenant(id: string): Promise<Tenant | undefined>;
+  listTenants(): Promise<Tenant[]>;
+  /** Replaces the tenant if it is still at `tenant.version - 1`; false if someone changed it first. */
+  updateTenant(tenant: Tenant): Promise<boolean>;
+  putApiKey(record: ApiKeyRecord): Promise<void>;
+  getApiKey(tenantId: string, keyId: string): Promise<ApiKeyRecord | undefined>;
+  listApiKeys(tenantId: string): Promise<ApiKeyRecord[]>;
+  /** Marks the key revoked; false if there is no such key. */
+  revokeApiKey(tenantId: string, keyId: string, nowMs: number): Promise<boolean>;
+}
+
+/** The default rate limit: 200 requests a second is 20,000 tasks a second through the batch route. */
+export const DEFAULT_RATE_LIMIT_PER_SECOND = 200;
+/** How long a rotated-out signing secret keeps signing, unless the rotation says otherwise. */
+export const DEFAULT_ROTATION_OVERLAP_MS = 24 * 3600 * 1000;
+
+const TENANT_ID = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
+const KEY_ID_CHARS = 12;
+const KEY_ID_ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+const API_KEY = /^tk_([a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?)_([0-9a-hjkmnp-tv-z]{12})_([A-Za-z0-9_-]{43})$/;
+
+/** Why a tenant id is unusable, or undefined if it is fine. */
+export function tenantIdProblem(id: string): string | undefined {
+  return TENANT_ID.test(id)
+    ? undefined
+    : 'must be 1 to 32 lowercase letters, digits and hyphens, starting and ending with a letter or digit (for example "acme-payments")';
+}
+
+function hashSecret(secret: string): Buffer {
+  return createHash('sha256').update(secret).digest();
+}
+
+function newKeyId(): string {
+  let id = '';
+  for (const byte of randomBytes(KEY_ID_CHARS)) id += KEY_ID_ALPHABET[byte % 32];
+  return id;
+}
+
+export interface ParsedApiKey {
+  readonly tenantId: string;
+  readonly keyId: string;
+  readonly secret: string;
+}
+
+/** Splits `tk_<tenant>_<keyId>_<secret>`; undefined for anything else. */
+export function parseApiKey(text: string): ParsedApiKey | undefined {
+  const match = API_KEY.exec(text);
+  if (!match) return undefined;
+  const [, tenantId = '', keyId = '', secret = ''] = match;
+  return { tenantId, keyId, secret };
+}
+
+/** A new key for the tenant: the text to hand to its owner (shown once) and the record to store. */
+export function newApiKey(tenantId: string, nowMs: number, label?: string): { apiKey: string; record: ApiKeyRecord } {
+  const keyId = newKeyId();
+  const secret = randomBytes(32).toString('base64url');
+  return {
+    apiKey: `tk_${tenantId}_${keyId}_${secret}`,
+    record: {
+      tenantId,
+      keyId,
+      secretHash: hashSecret(secret).toString('base64url'),
+      createdAtMs: nowMs,
+      ...(label !== undefined && { label }),
+    },
+  };
+}
+
+/** The record that a known key text would be stored as; local mode uses it to adopt a key given in its environment. */
+export function apiKeyRecordOf(parsed: ParsedApiKey, nowMs: number, label?: string): ApiKeyRecord {
+  return {
+    tenantId: parsed.tenantId,
+    keyId: parsed.keyId,
+    secretHash: hashSecret(parsed.secret).toString('base64url'),
+    createdAtMs: nowMs,
+    ...(label !== undefined && { label }),
+  };
+}
+
+/** Compared whatever the lookup found, so a missing key costs the same as a wrong secret. */
+const NO_SUCH_KEY_HASH = Buffer.alloc(32);
+
+export type Authentication =
+  | { readonly ok: true; readonly tenant: Tenant; readonly keyId: string }
+  | { readonly ok: false; readonly reason: 'missing' | 'invalid' };
+
+/**
+ * Who is calling, from an `Authorization: Bearer <api key>` header. A malformed, unknown,
+ * revoked or wrong key all answer the same `invalid`, so a caller learns nothing about
+ * which tenants or key ids exist; the digest comparison takes constant time.
+ */
+export async function authenticate(directory: TenantDirectory, authorization: string | undefined): Promise<Authentication> {
+  const bearer = /^Bearer +(\S+) *$/i.exec(authorization ?? '');
+  if (!bearer) return { ok: false, reason: 'missing' };
+  const parsed = parseApiKey(bearer[1] ?? '');
+  if (!parsed) return { ok: false, reason: 'invalid' };
+  const record = await directory.apiKey(parsed.tenantId, parsed.keyId);
+  const stored = record ? Buffer.from(record.secretHash, 'base64url') : NO_SUCH_KEY_HASH;
+  const given = hashSecret(parsed.secret);
+  const matches = stored.length === given.length && timingSafeEqual(stored, given);
+  if (!record || !matches || record.revokedAtMs !== undefined) return { ok: false, reason: 'invalid' };
+  const tenant = await directory.tenant(parsed.tenantId);
+  return tenant ? { ok: true, tenant, keyId: parsed.keyId } : { ok: false, reason: 'invalid' };
+}
+
+/** The secrets deliveries are signed with now: those not yet retired. */
+export function activeSigningSecrets(tenant: Tenant, nowMs: number): string[] {
+  return tenant.signingSecrets
+    .filter((entry) => entry.retiresAtMs === undefined || entry.retiresAtMs > nowMs)
+    .map((entry) => entry.secret);
+}
+
+export function newTenant(
+  id: string,
+  nowMs: number,
+  options: { name?: string; allowedHosts?: readonly string[]; rateLimitPerSecond?: number; signingSecret?: string } = {},
+): Tenant {
+  return {
+    id,
+    name: options.name ?? id,
+    createdAtMs: nowMs,
+    signingSecrets: [{ secret: options.signingSecret ?? generateSigningSecret(), createdAtMs: nowMs }],
+    ...(options.allowedHosts !== undefined && { allowedHosts: options.allowedHosts }),
+    rateLimitPerSecond: options.rateLimitPerSecond ?? DEFAULT_RATE_LIMIT_PER_SECOND,
+    version: 1,
+  };
+}
+
+/**
+ * Adds a new signing secret. Secrets still signing keep doing so for `overlapMs` more (or
+ * less, if they were due to retire sooner), so receivers can switch to the new one first;
+ * secrets already retired are dropped.
+ */
+export function withRotatedSecret(tenant: Tenant, nowMs: number, overlapMs: number, secret = generateSigningSecret()): Tenant {
+  const retiresAtMs = nowMs + overlapMs;
+  const kept = tenant.signingSecrets
+    .filter((entry) => entry.retiresAtMs === undefined || entry.retiresAtMs > nowMs)
+    .map((entry) => ({ ...entry, retiresAtMs: Math.min(entry.retiresAtMs ?? retiresAtMs, retiresAtMs) }))
+    .filter((entry) => entry.retiresAtMs > nowMs);
+  return { ...tenant, signingSecrets: [...kept, { secret, createdAtMs: nowMs }], version: tenant.version + 1 };
+}
+
+/** Reads tenants and keys, remembering what it read for `ttlMs`; revocations and changes take effect within that. */
+export interface TenantDirectory {
+  tenant(id: string): Promise<Tenant | undefined>;
+  apiKey(tenantId: string, keyId: string): Promise<ApiKeyRecord | undefined>;
+}
+
+export function cachedTenantDirectory(store: TenantStore, clock: Clock, ttlMs: number): TenantDirectory {
+  // Made-up key ids are remembered too (as missing), within the cache's bound.
+  const remembered = ttlCache(clock, ttlMs);
+  return {
+    tenant: (id) => remembered(`tenant#${id}`, () => store.getTenant(id)),
+    apiKey: (tenantId, keyId) => remembered(`key#${tenantId}#${keyId}`, () => store.getApiKey(tenantId, keyId)),
+  };
+}
+
+/** How long the api and callback remember a tenant or key; a revoked key stops working within this. */
+export const TENANT_CACHE_TTL_MS = 30_000;
+
+export interface RequestCounter {
+  /** Counts one request of `subject` (a tenant, or a tenant's bizType) in `second`; false if that second already had `limit`. */
+  admit(subject: string, second: number, limit: number): Promise<boolean>;
+}

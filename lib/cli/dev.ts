@@ -1,0 +1,104 @@
+/**
+ * `timer dev` and `npm start`: the whole timer on this machine until Ctrl+C. Data lives in
+ * the data folder, so scheduled tasks survive a restart.
+ */
+import { join } from 'node:path';
+import { DEV_API_KEY_ENV } from '../local/dev-tenant';
+import { runningLocalEndpoints } from '../local/endpoints';
+import { LOCAL_CONSOLE_PATH, LOCAL_INBOX_PATH } from '../local/paths';
+import { type LocalTimer, startLocalTimer } from '../local/runtime';
+import { COMMON_OPTIONS, type Command, CommandFailed, command, UsageError } from './command';
+import { DEFAULT_LOCAL_PORT, dataDirOf } from './connect';
+import type { CliIo } from './io';
+
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+
+/** Resolves on the first Ctrl+C or SIGTERM; a second one gets Node's default, so it ends a stop that hangs. */
+function firstStopSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = () => {
+      for (const signal of STOP_SIGNALS) process.off(signal, stop);
+      resolve();
+    };
+    for (const signal of STOP_SIGNALS) process.on(signal, stop);
+  });
+}
+
+function banner(timer: LocalTimer, dataDir: string, io: CliIo): string {
+  const inbox = `${timer.apiUrl}${LOCAL_INBOX_PATH}`;
+  return [
+    '',
+    'Distributed timer running locally',
+    `  API:             ${timer.apiUrl}/v1/tasks`,
+    `  Console:         ${timer.apiUrl}${LOCAL_CONSOLE_PATH}  (tasks of every tenant, deliveries, lateness and the DLQ, live in a browser)`,
+    `  Data:            ${dataDir}`,
+    timer.devTenant.keyIsNew
+      ? `  API key:         ${timer.apiKey}  (new: tenant "dev"; kept in ${timer.devTenant.keyFile ?? 'memory only'})`
+      : `  API key:         tenant "dev"'s key from ${io.env[DEV_API_KEY_ENV] ? DEV_API_KEY_ENV : timer.devTenant.keyFile}`,
+    `  Signing secret:  ${timer.signingSecret}  (webhooks carry Standard Webhooks signatures made with it)`,
+    '  Webhook targets: local mode allows http:// and loopback or private addresses; a deployment allows only public https://',
+    `  Webhook inbox:   ${inbox}  (a receiver for trying it out: checks signatures, logs arrivals)`,
+    `  EventBridge:     events to eventbridge targets are appended to ${join(dataDir, 'eventbridge-events.jsonl')}`,
+    timer.recovered > 0 ? `  Recovered:       ${timer.recovered} tasks re-enqueued after the restart` : '',
+    '',
+    'Schedule a webhook 10 seconds from now, to the inbox (the CLI finds this process and its key):',
+    `  npx timer schedule --in 10s --url ${inbox} --payload '{"hello":"world"}'`,
+    'or over HTTP:',
+    `  export TIMER_API_KEY=$(cat ${timer.devTenant.keyFile ?? '<the key above>'})`,
+    `  curl -s -X POST ${timer.apiUrl}/v1/tasks -H "authorization: Bearer $TIMER_API_KEY" -H 'content-type: application/json' \\`,
+    `    -d '{"delaySeconds":10,"target":{"type":"http","url":"${inbox}"},"payload":{"hello":"world"}}'`,
+    '',
+    'Press Ctrl+C to stop.',
+    '',
+  ]
+    .filter((line, index, lines) => line !== '' || lines[index - 1] !== '')
+    .join('\n');
+}
+
+const dev = command({
+  name: 'dev',
+  summary: 'Run the whole service on this machine until Ctrl+C (what `npm start` does)',
+  usage: '[--port N] [--data-dir DIR] [--log-level LEVEL]',
+  details:
+    'dynalite (on disk in the data folder) stands in for DynamoDB, fauxqs for SQS; the real handlers run unchanged. Other `timer` commands find it through <data-dir>/local-endpoints.json.',
+  arguments: [],
+  options: {
+    port: { type: 'string', placeholder: 'N', description: 'API port, 0 for any free one (default: TIMER_PORT, else 3000)' },
+    'log-level': {
+      type: 'string',
+      placeholder: 'LEVEL',
+      description: "The handlers' log level: DEBUG, INFO, WARN, ERROR or SILENT (default: TIMER_LOG_LEVEL, else INFO)",
+    },
+    ...COMMON_OPTIONS,
+  },
+  async run(call) {
+    const portText = call.options.port ?? call.io.env.TIMER_PORT ?? String(DEFAULT_LOCAL_PORT);
+    const port = Number(portText);
+    if (!/^\d+$/.test(portText) || port > 65_535) {
+      throw new UsageError(`--port must be a port number from 0 to 65535 (got "${portText}")`);
+    }
+    const dataDir = dataDirOf(call.options, call.io);
+    const running = await runningLocalEndpoints(dataDir);
+    if (running) {
+      throw new CommandFailed(
+        `local mode is already running on ${dataDir} (pid ${running.pid}, API ${running.apiUrl}); stop it first, or give another --data-dir`,
+      );
+    }
+    const logLevel = call.options['log-level'] ?? call.io.env.TIMER_LOG_LEVEL ?? 'INFO';
+    const prettyLogs = call.io.stdout.isTTY === true;
+    const timer = await startLocalTimer({ port, dataDir, logLevel, prettyLogs }).catch((error: unknown) => {
+      const reason = error instanceof Error ? error.message : String(error);
+      const hint = /EADDRINUSE/.test(reason) ? `; port ${port} is taken: give --port or set TIMER_PORT to a free port` : '';
+      throw new CommandFailed(`local mode failed to start: ${reason}${hint}`);
+    });
+    call.output(
+      { apiUrl: timer.apiUrl, dataDir, apiKeyFile: timer.devTenant.keyFile ?? null, signingSecret: timer.signingSecret },
+      banner(timer, dataDir, call.io),
+    );
+    await firstStopSignal();
+    call.io.stderr.write('Stopping…\n');
+    await timer.stop();
+  },
+});
+
+export const DEV_COMMANDS: readonly Command[] = [dev];

@@ -1,0 +1,283 @@
+/**
+ * The `timer` CLI against local mode running in this process: the commands run in-process
+ * with captured output, find local mode through its data folder, and change what the API
+ * then does. One test spawns the real executable, as `npx timer` does.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../../functions/core/task';
+import { activeSigningSecrets, authenticate, cachedTenantDirectory, TENANT_CACHE_TTL_MS } from '../../functions/core/tenants';
+import { COMMANDS, run } from '../../lib/cli/run';
+import { LOCAL_INBOX_PATH } from '../../lib/local/paths';
+import { LOCAL_TABLE_NAME, type LocalTimer, startLocalTimer } from '../../lib/local/runtime';
+import { eventually } from '../support/webhook-receiver';
+
+let timer: LocalTimer;
+let dataDir: string;
+const otherDataDirs: string[] = [];
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'timer-cli-'));
+  timer = await startLocalTimer({ dataDir, port: 0, logLevel: 'SILENT' });
+});
+
+afterAll(async () => {
+  await timer?.stop();
+  for (const dir of [dataDir, ...otherDataDirs]) await rm(dir, { recursive: true, force: true });
+});
+
+/** Runs `timer <argv>` in-process with only the data folder in its environment, so the caller's own settings cannot leak in. */
+async function timerCli(...argv: string[]) {
+  let stdout = '';
+  let stderr = '';
+  const code = await run(argv, {
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+    env: { TIMER_DATA_DIR: dataDir },
+    cwd: dataDir,
+  });
+  return { code, stdout, stderr };
+}
+
+async function createTenant(id: string) {
+  const created = await timerCli('tenants', 'create', id, '--json');
+  expect(created).toMatchObject({ code: 0, stderr: '' });
+  return JSON.parse(created.stdout) as { apiKey: string; keyId: string; signingSecret: string };
+}
+
+const inbox = () => `${timer.apiUrl}${LOCAL_INBOX_PATH}`;
+
+describe('Command: timer tenants create, then the task commands with its key', () => {
+  it("schedules, shows and cancels a task with the new tenant's key, which the dev tenant cannot see", async () => {
+    // Prepare
+    const { apiKey, signingSecret } = await createTenant('acme');
+
+    // Act
+    const scheduled = await timerCli(
+      'schedule', '--in', '10m', '--url', inbox(), '--payload', '{"orderId":42}', '--biz-id', 'order-42', '--api-key', apiKey, '--json',
+    );
+    const { id } = JSON.parse(scheduled.stdout) as { id: string };
+    const shown = await timerCli('get', id, '--api-key', apiKey);
+    const byOtherTenant = await timerCli('get', id);
+    const cancelled = await timerCli('cancel', id, '--api-key', apiKey, '--json');
+
+    // Assess
+    expect(apiKey).toMatch(/^tk_acme_/);
+    expect(signingSecret).toMatch(/^whsec_/);
+    expect(scheduled.code).toBe(0);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(/Status:\s+PENDING/);
+    expect(shown.stdout).toContain('order-42');
+    expect(byOtherTenant).toMatchObject({ code: 1, stdout: '' });
+    expect(byOtherTenant.stderr).toContain(`tenant "dev" has no task with the id "${id}"`);
+    expect(JSON.parse(cancelled.stdout)).toMatchObject({ id, status: 'CANCELLED' });
+  });
+
+  it("delivers the new tenant's webhook, which local mode's inbox finds validly signed", async () => {
+    // Prepare
+    const { apiKey } = await createTenant('soylent');
+
+    // Act
+    const scheduled = await timerCli('schedule', '--in', '0s', '--url', inbox(), '--api-key', apiKey, '--json');
+    const { id } = JSON.parse(scheduled.stdout) as { id: string };
+    await eventually('the webhook to reach the inbox', () => timer.inbox.entries.some((entry) => entry.notification.id === id), 60, 250);
+
+    // Assess
+    expect(timer.inbox.entries.find((entry) => entry.notification.id === id)?.signatureValid).toBe(true);
+  });
+
+  it('prints the API key once, with a warning, and never again in the list', async () => {
+    // Act
+    const created = await timerCli('tenants', 'create', 'globex', '--name', 'Globex', '--rate-limit', '50');
+    const listed = await timerCli('tenants', 'list');
+    const apiKey = /tk_globex_\S+/.exec(created.stdout)?.[0] ?? '';
+
+    // Assess
+    expect(created.code).toBe(0);
+    expect(created.stdout).toContain('cannot be shown again');
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(/globex\s+Globex\s+50\/s\s+any\s+1\s+1/);
+    expect(listed.stdout).not.toContain('whsec_');
+    expect(listed.stdout).not.toContain(apiKey.slice(-43));
+  });
+
+  it("lists a business id's tasks a page at a time, or all of them", async () => {
+    // Prepare
+    const { apiKey } = await createTenant('wayne');
+    for (const delay of ['1h', '2h', '3h']) {
+      await timerCli('schedule', '--in', delay, '--url', inbox(), '--biz-id', 'order-77', '--biz-type', 'order', '--api-key', apiKey);
+    }
+    const listAll = () => timerCli('list', '--biz-id', 'order-77', '--all', '--api-key', apiKey, '--json');
+    // The listing indexes are eventually consistent.
+    await eventually('the three tasks to be listed', async () => (JSON.parse((await listAll()).stdout) as { tasks: unknown[] }).tasks.length === 3);
+
+    // Act
+    const firstPage = await timerCli('list', '--biz-id', 'order-77', '--limit', '2', '--api-key', apiKey);
+    const cursor = /--cursor (\S+),/.exec(firstPage.stdout)?.[1] ?? '';
+    const secondPage = await timerCli('list', '--biz-id', 'order-77', '--limit', '2', '--cursor', cursor, '--api-key', apiKey, '--json');
+    const delivered = await timerCli('list', '--biz-id', 'order-77', '--status', 'DELIVERED', '--all', '--api-key', apiKey);
+
+    // Assess
+    expect(firstPage.code).toBe(0);
+    expect(firstPage.stdout.match(/PENDING/g)).toHaveLength(2);
+    expect(JSON.parse(secondPage.stdout)).toMatchObject({ tasks: [expect.objectContaining({ bizId: 'order-77' })] });
+    expect(delivered.stdout).toBe('No tasks match.\n');
+  });
+
+  it('shows what the API refused, field by field with the flag to fix', async () => {
+    // Act
+    const refused = await timerCli('schedule', '--in', '5s', '--url', 'ftp://example.com/hook');
+
+    // Assess
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('target.url (--url): must use http:// or https://');
+  });
+});
+
+describe('Command: timer tenants revoke-key, rotate-secret, update', () => {
+  it('revokes a key: a directory without a cached copy refuses it at once', async () => {
+    // Prepare
+    const { apiKey, keyId } = await createTenant('initech');
+    const directory = () => cachedTenantDirectory(timer.tenantStore, systemClock, TENANT_CACHE_TTL_MS);
+    const before = await authenticate(directory(), `Bearer ${apiKey}`);
+
+    // Act
+    const revoked = await timerCli('tenants', 'revoke-key', 'initech', keyId);
+    const keys = await timerCli('tenants', 'keys', 'initech', '--json');
+
+    // Assess
+    expect(before.ok).toBe(true);
+    expect(revoked.code).toBe(0);
+    expect(revoked.stdout).toContain(`up to ${TENANT_CACHE_TTL_MS / 1000} s`);
+    expect(await authenticate(directory(), `Bearer ${apiKey}`)).toEqual({ ok: false, reason: 'invalid' });
+    expect(JSON.parse(keys.stdout)).toEqual([expect.objectContaining({ keyId, revokedAt: expect.any(String) })]);
+  });
+
+  it('rotates the signing secret: old and new both sign during the overlap', async () => {
+    // Prepare
+    const { signingSecret } = await createTenant('hooli');
+
+    // Act
+    const rotated = await timerCli('tenants', 'rotate-secret', 'hooli', '--overlap-hours', '2', '--json');
+    const tenant = await timer.tenantStore.getTenant('hooli');
+
+    // Assess
+    expect(rotated.code).toBe(0);
+    const { signingSecret: newSecret } = JSON.parse(rotated.stdout) as { signingSecret: string };
+    expect(tenant && activeSigningSecrets(tenant, Date.now())).toEqual([signingSecret, newSecret]);
+    expect(tenant && activeSigningSecrets(tenant, Date.now() + 2 * 3600 * 1000 + 1)).toEqual([newSecret]);
+  });
+
+  it('updates the rate limit and allowed hosts, and drops the hosts with --any-host', async () => {
+    // Prepare
+    await createTenant('umbrella');
+
+    // Act
+    const limited = await timerCli('tenants', 'update', 'umbrella', '--rate-limit', '7', '--allowed-hosts', 'shop.example.com,*.umbrella.test');
+    const afterLimit = await timer.tenantStore.getTenant('umbrella');
+    const opened = await timerCli('tenants', 'update', 'umbrella', '--any-host');
+    const afterOpen = await timer.tenantStore.getTenant('umbrella');
+
+    // Assess
+    expect(limited.code).toBe(0);
+    expect(afterLimit).toMatchObject({ rateLimitPerSecond: 7, allowedHosts: ['shop.example.com', '*.umbrella.test'] });
+    expect(opened.code).toBe(0);
+    expect(afterOpen?.allowedHosts).toBeUndefined();
+    expect(afterOpen?.rateLimitPerSecond).toBe(7);
+  });
+});
+
+describe('Command: timer tenants, without a running local mode', () => {
+  it('opens the data folder itself, and leaves it for the next command', async () => {
+    // Prepare
+    const otherDir = await mkdtemp(join(tmpdir(), 'timer-cli-offline-'));
+    otherDataDirs.push(otherDir);
+
+    // Act
+    const created = await timerCli('tenants', 'create', 'offline-co', '--data-dir', otherDir);
+    const listed = await timerCli('tenants', 'list', '--data-dir', otherDir, '--json');
+
+    // Assess
+    expect(created).toMatchObject({ code: 0, stderr: '' });
+    expect(created.stdout).toContain(`local data folder ${otherDir}`);
+    expect((JSON.parse(listed.stdout) as Array<{ id: string }>).map((tenant) => tenant.id)).toEqual(['offline-co']);
+  });
+});
+
+describe('Command: timer tenants --table', () => {
+  it("uses the named table with the SDK's own settings, and says which flags to check when it does not exist", async () => {
+    // Act: local mode pointed this process's SDK settings (AWS_ENDPOINT_URL_DYNAMODB, region, keys) at its dynalite.
+    const listed = await timerCli('tenants', 'list', '--table', LOCAL_TABLE_NAME, '--json');
+    const missing = await timerCli('tenants', 'list', '--table', 'no-such-table');
+
+    // Assess
+    expect(listed.code).toBe(0);
+    expect((JSON.parse(listed.stdout) as Array<{ id: string }>).map((tenant) => tenant.id)).toContain('dev');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('table no-such-table was not found: check --table (the stack output TableName) and --region');
+  });
+});
+
+describe('Command: timer dlq redrive', () => {
+  it("moves local mode's dead letters back (none here)", async () => {
+    // Act
+    const redriven = await timerCli('dlq', 'redrive', '--json');
+
+    // Assess
+    expect(redriven.code).toBe(0);
+    expect(JSON.parse(redriven.stdout)).toEqual({ moved: 0, taskIds: [] });
+  });
+});
+
+describe('Usage', () => {
+  it.each(COMMANDS.map((definition) => definition.name))('timer %s --help prints its usage and options', async (name) => {
+    // Act
+    const help = await timerCli(...name.split(' '), '--help');
+
+    // Assess
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(new RegExp(`^Usage: timer ${name}\\b`));
+    expect(help.stdout).toContain('--json');
+  });
+
+  it('lists every command in timer --help', async () => {
+    // Act
+    const help = await timerCli('--help');
+
+    // Assess
+    expect(help.code).toBe(0);
+    for (const definition of COMMANDS) expect(help.stdout).toContain(definition.name);
+  });
+
+  it.each([
+    [['tenants', 'create', 'acme2', '--rate', '5'], 'unknown option --rate; did you mean --rate-limit?'],
+    [['tenants', 'create', 'Acme!'], '<id> "Acme!" must be 1 to 32 lowercase letters'],
+    [['tenants', 'update', 'acme', '--rate-limit', 'lots'], '--rate-limit must be a whole number'],
+    [['schedule', '--url', 'https://example.com'], 'give --in (such as 30s, 5m, 2h) or --at'],
+    [['get'], '<id> is missing'],
+    [['list', '--status', 'PENDING'], 'give --biz-id or --biz-type'],
+    [['list', '--biz-id', 'order-1', '--status', 'done'], '--status must be one of PENDING, DELIVERING, DELIVERED, FAILED, CANCELLED'],
+    [['tenant', 'list'], 'did you mean "timer tenants"?'],
+    [['tenants', 'revoke'], 'did you mean "timer tenants revoke-key"?'],
+  ])('timer %j exits 2 and names the fix', async (argv, message) => {
+    // Act
+    const result = await timerCli(...argv);
+
+    // Assess
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toContain(message);
+  });
+
+  it('runs as the executable npm links, bin/timer-cli.mjs', () => {
+    // Act
+    const result = spawnSync(process.execPath, ['bin/timer-cli.mjs', '--help'], { encoding: 'utf8', timeout: 20_000 });
+
+    // Assess
+    expect(result.status).toBe(0);
+    expect(result.stdout).toContain('tenants create');
+  });
+});

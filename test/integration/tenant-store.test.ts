@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoRequestCounter, DynamoTenantStore } from '../../functions/adapters/dynamo-tenants';
+import { newApiKey, newTenant, withRotatedSecret } from '../../functions/core/tenants';
+import { type Emulators, startEmulators } from '../support/emulators';
+
+let emulators: Emulators;
+let store: DynamoTenantStore;
+let counter: DynamoRequestCounter;
+
+beforeAll(async () => {
+  emulators = await startEmulators();
+  const options = { client: emulators.clients().dynamo, tableName: emulators.tableName };
+  store = new DynamoTenantStore(options);
+  counter = new DynamoRequestCounter(options);
+});
+
+afterAll(async () => {
+  await emulators.stop();
+});
+
+const NOW_MS = Date.UTC(2026, 10, 21, 12);
+
+describe('Class: DynamoTenantStore (on dynalite)', () => {
+  it('creates a tenant once, lists it, and keeps its keys under it', async () => {
+    // Prepare
+    const tenant = newTenant('acme', NOW_MS, { allowedHosts: ['*.acme.example'] });
+    const first = newApiKey('acme', NOW_MS, 'ci');
+    const second = newApiKey('acme', NOW_MS);
+
+    // Act
+    const created = await store.createTenant(tenant);
+    const again = await store.createTenant(newTenant('acme', NOW_MS + 1));
+    await store.putApiKey(first.record);
+    await store.putApiKey(second.record);
+    const revoked = await store.revokeApiKey('acme', first.record.keyId, NOW_MS + 5);
+    const revokedMissing = await store.revokeApiKey('acme', 'nosuchkey000', NOW_MS);
+
+    // Assess
+    expect([created, again, revoked, revokedMissing]).toEqual([true, false, true, false]);
+    expect(await store.getTenant('acme')).toEqual(tenant);
+    expect((await store.listTenants()).map((listed) => listed.id)).toContain('acme');
+    const keys = await store.listApiKeys('acme');
+    expect(keys.map((key) => key.keyId).sort()).toEqual([first.record.keyId, second.record.keyId].sort());
+    expect(await store.getApiKey('acme', first.record.keyId)).toMatchObject({ label: 'ci', revokedAtMs: NOW_MS + 5 });
+  });
+
+  it('applies a change only over the version it was made from', async () => {
+    // Prepare
+    await store.createTenant(newTenant('globex', NOW_MS));
+    const read = await store.getTenant('globex');
+    if (!read) throw new Error('tenant missing');
+
+    // Act: two rotations made from the same read race; only the first lands.
+    const winner = await store.updateTenant(withRotatedSecret(read, NOW_MS, 1000));
+    const loser = await store.updateTenant(withRotatedSecret(read, NOW_MS, 1000));
+
+    // Assess
+    expect([winner, loser]).toEqual([true, false]);
+    expect((await store.getTenant('globex'))?.signingSecrets).toHaveLength(2);
+  });
+});
+
+describe('Class: DynamoRequestCounter (on dynalite)', () => {
+  it('admits up to the limit per tenant and second, and starts again the next second', async () => {
+    // Act
+    const first = await Promise.all(Array.from({ length: 8 }, () => counter.admit('acme', 1000, 5)));
+    const other = await counter.admit('globex', 1000, 5);
+    const next = await counter.admit('acme', 1001, 5);
+
+    // Assess
+    expect(first.filter(Boolean)).toHaveLength(5);
+    expect([other, next]).toEqual([true, true]);
+  });
+});

@@ -26,7 +26,7 @@ import {
 import type { Task } from '../core/task';
 import { authenticate, type RequestCounter, type Tenant, type TenantDirectory } from '../core/tenants';
 import { secondOf } from '../core/clock';
-import { type TargetRules, targetProblem } from '../core/target-rules';
+import { resolvingEachHostOnce, type TargetRules, targetProblem } from '../core/target-rules';
 import { type HttpResult, jsonResponse, problem, problemResponse, readJsonBody, validationProblem } from './http';
 import { createdTaskSchema, openApiDocument, taskDetailsSchema, taskListSchema } from './openapi';
 import { applyBizType, type BizTypeDirectory } from '../core/biz-types';
@@ -125,6 +125,7 @@ async function validTask(
   tenant: Tenant,
   body: unknown,
   nowMs: number,
+  targetRules: TargetRules,
   pathPrefix: ReadonlyArray<PropertyKey> = [],
 ): Promise<Parsed<NewTask>> {
   const draft = parseTaskRequest(body, {
@@ -138,7 +139,7 @@ async function validTask(
   const settings = bizType === undefined ? undefined : await ports.bizTypes.settings(tenant.id, bizType);
   const parsed = applyBizType(draft.value, settings, pathPrefix);
   if (!parsed.ok) return parsed;
-  const refusal = await targetProblem(parsed.value.target, tenant, ports.targetRules, formatPath([...pathPrefix, '']));
+  const refusal = await targetProblem(parsed.value.target, tenant, targetRules, formatPath([...pathPrefix, '']));
   if (refusal && draft.value.target === undefined) {
     // The caller sent no target: say it is the bizType's default that no longer passes, and where to fix it.
     const message = `(the default target of bizType "${bizType}") ${refusal.message}; change it with PUT /v1/biz-types/{bizType}`;
@@ -151,7 +152,7 @@ async function validTask(
 async function createTask(ports: ApiPorts, tenant: Tenant, event: APIGatewayProxyEventV2): Promise<HttpResult> {
   const body = readJsonBody(event);
   if (!body.ok) return problemResponse(body.problem);
-  const parsed = await validTask(ports, tenant, body.value, ports.clock.now());
+  const parsed = await validTask(ports, tenant, body.value, ports.clock.now(), ports.targetRules);
   if (!parsed.ok) return problemResponse(validationProblem(parsed.errors));
   const [outcome] = await schedule(ports, tenant, [parsed.value]);
   if (!outcome) throw new Error('scheduleTasks returned no outcome for one request');
@@ -173,7 +174,10 @@ async function createTaskBatch(ports: ApiPorts, tenant: Tenant, event: APIGatewa
   const nowMs = ports.clock.now();
   const valid: Array<{ index: number; request: NewTask }> = [];
   const invalid: Array<{ index: number; errors: FieldError[] }> = [];
-  const checked = await Promise.all(envelope.data.tasks.map((item, index) => validTask(ports, tenant, item, nowMs, ['tasks', index])));
+  const targetRules = resolvingEachHostOnce(ports.targetRules);
+  const checked = await Promise.all(
+    envelope.data.tasks.map((item, index) => validTask(ports, tenant, item, nowMs, targetRules, ['tasks', index])),
+  );
   checked.forEach((parsed, index) => {
     if (parsed.ok) valid.push({ index, request: parsed.value });
     else invalid.push({ index, errors: parsed.errors });

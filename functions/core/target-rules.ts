@@ -23,6 +23,25 @@ export interface TargetRules {
   readonly resolveHost: ResolveHost;
 }
 
+/**
+ * The rules with each host name resolved at most once, for one request: a batch of 100
+ * tasks to the same webhook host makes one lookup, not 100.
+ */
+export function resolvingEachHostOnce(rules: TargetRules): TargetRules {
+  const lookups = new Map<string, ReturnType<ResolveHost>>();
+  return {
+    ...rules,
+    resolveHost: (hostname) => {
+      let lookup = lookups.get(hostname);
+      if (!lookup) {
+        lookup = rules.resolveHost(hostname);
+        lookups.set(hostname, lookup);
+      }
+      return lookup;
+    },
+  };
+}
+
 /** Names that do not exist, as opposed to lookups that failed for now (which the connect-time check covers). */
 const NO_SUCH_HOST = new Set(['ENOTFOUND', 'ENODATA']);
 

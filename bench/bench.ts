@@ -20,14 +20,14 @@ import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import * as esbuild from 'esbuild';
 import { cpus } from 'node:os';
-import { idleMonth } from '../lib/cost-model';
-import { DEFAULT_SETTINGS, FUNCTIONS, type FunctionName } from '../lib/topology';
-import type { BenchJob, WorkerMessage, WorkerRequest } from './bullmq-worker';
-import { ensureRedisInstalled, startRedis, type BenchRedis } from './redis';
-import { type BenchReport, type LongHorizon, renderMarkdown, renderReportChart, type ScenarioResult } from './render';
-import { fmt, idleUsage, type MeasuredRun, progressLine } from './report';
-import { histogram, type KeyActivity, peakPerKey, perSecond, summarize } from './stats';
-import type { TimerMessage, TimerRequest, TimerSnapshot, TimerStorage } from './timer-process';
+import { idleMonth } from '../lib/cost-model.js';
+import { DEFAULT_SETTINGS, FUNCTIONS, type FunctionName } from '../functions/contract/topology.js';
+import type { BenchJob, WorkerMessage, WorkerRequest } from './bullmq-worker.js';
+import { ensureRedisInstalled, startRedis, type BenchRedis } from './redis.js';
+import { type BenchReport, type LongHorizon, renderMarkdown, renderReportChart, type ScenarioResult } from './render.js';
+import { fmt, idleUsage, type MeasuredRun, progressLine } from './report.js';
+import { histogram, type KeyActivity, peakPerKey, perSecond, summarize } from './stats.js';
+import type { TimerMessage, TimerRequest, TimerSnapshot, TimerStorage } from './timer-process.js';
 
 const { values: flags } = parseArgs({
   options: {

@@ -2,7 +2,7 @@
  * The bench's chart as plain SVG: a lateness histogram and deliveries per second over time,
  * one colour per system. Hand-written so the bench needs no charting dependency.
  */
-import type { Bin } from './stats';
+import type { Bin } from './stats.js';
 
 export interface ChartInput {
   readonly title: string;

@@ -3,12 +3,12 @@
  * a run can be rendered again (`npm run bench -- --from <report.json>`) after the prices or the
  * cost model change, and `npm run plan` prices a deployment from the same numbers.
  */
-import { costPerTask, type IdleMonth, type PerTaskUsage, perMillion, PRICES } from '../lib/cost-model';
-import { DEFAULT_SETTINGS, type FunctionName } from '../lib/topology';
-import { renderChart } from './chart';
-import { costRows, fmt, invocationSeconds, markdownTable, type MeasuredRun, perTaskUsage } from './report';
-import type { Bin, KeyPeak, LatenessSummary } from './stats';
-import type { TimerStorage } from './timer-process';
+import { costPerTask, type IdleMonth, type PerTaskUsage, perMillion, PRICES } from '../lib/cost-model.js';
+import { DEFAULT_SETTINGS, type FunctionName } from '../functions/contract/topology.js';
+import { renderChart } from './chart.js';
+import { costRows, fmt, invocationSeconds, markdownTable, type MeasuredRun, perTaskUsage } from './report.js';
+import type { Bin, KeyPeak, LatenessSummary } from './stats.js';
+import type { TimerStorage } from './timer-process.js';
 
 export interface ScenarioResult {
   readonly system: 'timer' | 'bullmq';

@@ -1,6 +1,6 @@
 /** Turning the bench's results into text: the progress bar, tables, and the usage the cost model prices. */
-import { type CostBreakdown, type IdleUsage, IDLE_POLLS_PER_QUEUE_PER_HOUR, type PerTaskUsage, total } from '../lib/cost-model';
-import { FUNCTIONS, type FunctionName, QUEUES } from '../lib/topology';
+import { type CostBreakdown, type IdleUsage, IDLE_POLLS_PER_QUEUE_PER_HOUR, type PerTaskUsage, total } from '../lib/cost-model.js';
+import { FUNCTIONS, type FunctionName, QUEUES } from '../functions/contract/topology.js';
 
 /** One line of progress, redrawn in place: a bar, a percentage and what the numbers are. */
 export function progressLine(label: string, done: number, totalCount: number, detail: string, width = 24): string {

@@ -8,10 +8,10 @@
 import { AsyncLocalStorage, createHook } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { allItems } from '../functions/adapters/dynamo-store';
-import { type AwsRequest, LOCAL_TABLE_NAME, startLocalTimer } from '../lib/local/runtime';
-import type { FunctionName, TimerSettings } from '../lib/topology';
-import { itemBytes, type KeyActivity, STORAGE_OVERHEAD_BYTES } from './stats';
+import { allItems } from '../functions/adapters/dynamo-store.js';
+import { type AwsRequest, LOCAL_TABLE_NAME, startLocalTimer } from '../lib/local/runtime.js';
+import type { FunctionName, TimerSettings } from '../functions/contract/topology.js';
+import { itemBytes, type KeyActivity, STORAGE_OVERHEAD_BYTES } from './stats.js';
 
 export type TimerRequest = { type: 'snapshot' } | { type: 'reset' } | { type: 'storage' } | { type: 'stop' };
 

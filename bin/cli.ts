@@ -1,6 +1,6 @@
 /** The `timer` command line (`npx timer --help`); bin/timer-cli.mjs is the executable npm links to it. */
-import { processIo } from '../lib/cli/io';
-import { run } from '../lib/cli/run';
+import { processIo } from '../lib/cli/io.js';
+import { run } from '../lib/cli/run.js';
 
 // The SDK's notice that it will need Node.js 22 concerns this workstation, not the service.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';

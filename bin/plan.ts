@@ -7,10 +7,10 @@
  */
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { type CostBreakdown, plan, total } from '../lib/cost-model';
-import { defaultCostOptions, referenceRun, secondsPerInvocation, usageOf, type BenchReport } from '../bench/render';
-import { fmt, markdownTable } from '../bench/report';
-import { QUEUES } from '../lib/topology';
+import { type CostBreakdown, plan, total } from '../lib/cost-model.js';
+import { defaultCostOptions, referenceRun, secondsPerInvocation, usageOf, type BenchReport } from '../bench/render.js';
+import { fmt, markdownTable } from '../bench/report.js';
+import { QUEUES } from '../functions/contract/topology.js';
 
 const { values } = parseArgs({
   options: {

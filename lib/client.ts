@@ -7,11 +7,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
-import type { bizTypeListSchema, bizTypeSettingsViewSchema, taskListSchema } from '../functions/api/openapi';
-import type { createdView, taskView } from '../functions/api/routes';
-import type { bizTypeSettingsSchema, listQuerySchema, rescheduleRequestSchema, TaskRequest } from '../functions/core/schemas';
+import type { bizTypeListSchema, bizTypeSettingsViewSchema, taskListSchema } from '../functions/api/openapi.js';
+import type { createdView, taskView } from '../functions/api/routes.js';
+import type { bizTypeSettingsSchema, listQuerySchema, rescheduleRequestSchema, TaskRequest } from '../functions/core/schemas.js';
 
-export { verifyWebhook } from '../functions/core/signature';
+export { verifyWebhook } from '../functions/core/signature.js';
 
 export type { TaskRequest };
 export type CreatedTask = ReturnType<typeof createdView>;

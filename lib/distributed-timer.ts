@@ -28,8 +28,8 @@ import { AttributeType, Billing, ProjectionType, TableEncryptionV2, TableV2 } fr
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct, type IConstruct } from 'constructs';
-import { ALLOW_LISTS, type AllowListSpec } from '../functions/core/allowed-targets';
-import { MAX_SHARDS } from '../functions/core/ids';
+import { ALLOW_LISTS, type AllowListSpec } from '../functions/core/allowed-targets.js';
+import { MAX_SHARDS } from '../functions/core/ids.js';
 
 import {
   ALARM_THRESHOLDS,
@@ -47,7 +47,7 @@ import {
   SCHEDULES,
   TABLE,
   type TimerSettings,
-} from './topology';
+} from '../functions/contract/topology.js';
 
 const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -142,7 +142,7 @@ interface AlarmSpec {
 export interface DistributedTimerProps {
   /**
    * Deployment settings other than the bucket and shard counts.
-   * @default DEFAULT_SETTINGS from lib/topology.ts
+   * @default DEFAULT_SETTINGS from functions/contract/topology.ts
    */
   readonly settings?: Partial<Omit<TimerSettings, 'bucketCount' | 'shardCount' | 'allowInsecureTargets'>>;
   /**
@@ -245,7 +245,7 @@ function checkedThrottle(throttle: ThrottleSettings = {}): Required<ThrottleSett
  * The timer service: API Gateway → api Lambda → DynamoDB buckets; a per-minute rule
  * fanning out per-second ticks to the scanner; SQS with a DLQ → callback Lambda;
  * a per-minute sweeper. Queue settings, batch sizes, timeouts, schedules and
- * environment names all come from lib/topology.ts, which local mode reads too, and so do
+ * environment names all come from functions/contract/topology.ts, which local mode reads too, and so do
  * the metric names and thresholds of the alarms, which notify `alarmTopic` and link
  * their section of docs/runbook.md.
  */
@@ -532,7 +532,7 @@ export class DistributedTimer extends Construct {
     return alarm;
   }
 
-  /** Alarms on the service's own metrics (lib/topology.ts METRICS), its DLQ, its API and each function. */
+  /** Alarms on the service's own metrics (functions/contract/topology.ts METRICS), its DLQ, its API and each function. */
   private createAlarms(): Record<TimerAlarmKey, cloudwatch.Alarm> {
     const { BREACHING, NOT_BREACHING } = cloudwatch.TreatMissingData;
     const fiveMinutes = Duration.minutes(5);

@@ -4,6 +4,6 @@ export {
   DistributedTimer,
   type DistributedTimerProps,
   type TimerAlarmKey,
-} from './distributed-timer';
-export { TimerStack, type TimerStackProps } from './timer-stack';
-export { DEFAULT_SETTINGS, METRICS, type TimerSettings } from './topology';
+} from './distributed-timer.js';
+export { TimerStack, type TimerStackProps } from './timer-stack.js';
+export { DEFAULT_SETTINGS, METRICS, type TimerSettings } from '../functions/contract/topology.js';

@@ -1,14 +1,14 @@
 import { CfnOutput, CfnParameter, type RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
-import { ALLOW_LISTS, type AllowListSpec } from '../functions/core/allowed-targets';
-import { MAX_SHARDS } from '../functions/core/ids';
-import { DistributedTimer, type DistributedTimerProps } from './distributed-timer';
-import { DEFAULT_SETTINGS } from './topology';
+import { ALLOW_LISTS, type AllowListSpec } from '../functions/core/allowed-targets.js';
+import { MAX_SHARDS } from '../functions/core/ids.js';
+import { DistributedTimer, type DistributedTimerProps } from './distributed-timer.js';
+import { DEFAULT_SETTINGS } from '../functions/contract/topology.js';
 
 export interface TimerStackProps extends StackProps {
   /**
    * Deployment settings other than the bucket and shard counts, which are stack parameters.
-   * @default DEFAULT_SETTINGS from lib/topology.ts
+   * @default DEFAULT_SETTINGS from functions/contract/topology.ts
    */
   readonly settings?: DistributedTimerProps['settings'];
   /**

@@ -1,8 +1,8 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { TABLE } from '../../lib/topology';
-import type { BizTypeSettings, BizTypeStore } from '../core/biz-types';
-import { allItems, unlessConditionFails } from './dynamo-store';
-import { recordOf, type TenantStoreOptions } from './dynamo-tenants';
+import { TABLE } from '../contract/topology.js';
+import type { BizTypeSettings, BizTypeStore } from '../core/biz-types.js';
+import { allItems, unlessConditionFails } from './dynamo-store.js';
+import { recordOf, type TenantStoreOptions } from './dynamo-tenants.js';
 
 /** A tenant's bizTypes share one partition: they are few, and listing them is one Query. */
 const partitionOf = (tenantId: string) => `${TABLE.bizTypePartitionPrefix}${tenantId}`;

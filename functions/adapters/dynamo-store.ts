@@ -8,12 +8,12 @@ import {
   ScanCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { TABLE } from '../../lib/topology';
-import { MAX_CLAIM_SECONDS, minuteOf } from '../core/clock';
-import type { TaskKey } from '../core/ids';
-import { MAX_SHARDS, parseTaskId, partitionKey, secondRange, TASK_PARTITION_PREFIX, taskKey } from '../core/ids';
-import { bizIdPartition, bizTypePartition } from '../core/listing';
-import { MARKER_RETENTION_SECONDS } from '../core/scan';
+import { TABLE } from '../contract/topology.js';
+import { MAX_CLAIM_SECONDS, minuteOf } from '../core/clock.js';
+import type { TaskKey } from '../core/ids.js';
+import { MAX_SHARDS, parseTaskId, partitionKey, secondRange, TASK_PARTITION_PREFIX, taskKey } from '../core/ids.js';
+import { bizIdPartition, bizTypePartition } from '../core/listing.js';
+import { MARKER_RETENTION_SECONDS } from '../core/scan.js';
 import type {
   CancelOutcome,
   ClockState,
@@ -34,7 +34,7 @@ import type {
   TaskStatus,
   TaskStore,
   Watermark,
-} from '../core/task';
+} from '../core/task.js';
 
 /** DynamoDB reports a failed condition by name; checking the name also works across SDK copies. */
 export function isConditionalCheckFailed(error: unknown): boolean {

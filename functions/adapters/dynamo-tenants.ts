@@ -1,6 +1,6 @@
 import { type DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { ApiKeyRecord, RequestCounter, Tenant, TenantStore } from '../core/tenants';
-import { allItems, unlessConditionFails } from './dynamo-store';
+import type { ApiKeyRecord, RequestCounter, Tenant, TenantStore } from '../core/tenants.js';
+import { allItems, unlessConditionFails } from './dynamo-store.js';
 
 /**
  * Tenants share one partition, so listing them is one Query; they are few and read

@@ -9,9 +9,9 @@ import {
   type SQSClient,
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
-import type { DeadLetter, DeadLetterQueue } from '../core/deliver';
-import type { DeliveryMessage, DeliveryQueue } from '../core/task';
-import type { Tick, TickQueue } from '../core/tick';
+import type { DeadLetter, DeadLetterQueue } from '../core/deliver.js';
+import type { DeliveryMessage, DeliveryQueue } from '../core/task.js';
+import type { Tick, TickQueue } from '../core/tick.js';
 
 const SQS_BATCH_LIMIT = 10;
 const FAILED_ENTRY_RETRIES = 3;

@@ -1,9 +1,9 @@
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { Notification, Sender, TargetDispatcher, TargetResult } from '../core/deliver';
-import { signWebhook } from '../core/signature';
-import type { Clock, Target } from '../core/task';
-import type { WebhookClient } from './webhook-client';
+import type { Notification, Sender, TargetDispatcher, TargetResult } from '../core/deliver.js';
+import { signWebhook } from '../core/signature.js';
+import type { Clock, Target } from '../core/task.js';
+import type { WebhookClient } from './webhook-client.js';
 
 export const USER_AGENT = 'distributed-timer/0.1 (+https://www.standardwebhooks.com)';
 export const DEFAULT_EVENT_SOURCE = 'timer.service';

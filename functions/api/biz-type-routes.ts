@@ -4,12 +4,12 @@
  */
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { z } from 'zod';
-import type { ApiRouteKey } from '../../lib/topology';
-import { type BizTypeAdminPorts, type BizTypeSettings, saveBizType } from '../core/biz-types';
-import { bizTypeNameSchema, bizTypeSettingsSchema, issuesToErrors } from '../core/schemas';
-import type { Tenant } from '../core/tenants';
-import { type HttpResult, jsonResponse, problem, problemResponse, readJsonBody, validationProblem } from './http';
-import type { bizTypeListSchema, bizTypeSettingsViewSchema } from './openapi';
+import type { ApiRouteKey } from '../contract/topology.js';
+import { type BizTypeAdminPorts, type BizTypeSettings, saveBizType } from '../core/biz-types.js';
+import { bizTypeNameSchema, bizTypeSettingsSchema, issuesToErrors } from '../core/schemas.js';
+import type { Tenant } from '../core/tenants.js';
+import { type HttpResult, jsonResponse, problem, problemResponse, readJsonBody, validationProblem } from './http.js';
+import type { bizTypeListSchema, bizTypeSettingsViewSchema } from './openapi.js';
 
 export type BizTypeRouteKey = Extract<ApiRouteKey, `${string} /v1/biz-types${string}`>;
 

@@ -5,8 +5,8 @@
  * both that it is valid and that the committed copy is current).
  */
 import { z } from 'zod';
-import { API_ROUTES } from '../../lib/topology';
-import { HISTORY_LIMIT } from '../core/task';
+import { API_ROUTES } from '../contract/topology.js';
+import { HISTORY_LIMIT } from '../core/task.js';
 import {
   batchRequestSchema,
   bizTypeNameSchema,
@@ -15,7 +15,7 @@ import {
   rescheduleRequestSchema,
   taskRequestSchema,
   taskStatusSchema as taskStatus,
-} from '../core/schemas';
+} from '../core/schemas.js';
 
 const instant = z.string().meta({ format: 'date-time' });
 const requestSchema = taskRequestSchema({ allowInsecureTargets: false });

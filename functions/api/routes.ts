@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { z } from 'zod';
-import type { ApiRouteKey } from '../../lib/topology';
+import type { ApiRouteKey } from '../contract/topology.js';
 import {
   cancelTask,
   getTask,
@@ -9,9 +9,9 @@ import {
   type ScheduleResult,
   scheduleTasks,
   type TaskLookupPorts,
-} from '../core/schedule';
-import { decodeCursor, encodeCursor, LIST_LIMITS, type ListPorts, listTasks } from '../core/listing';
-import { rescheduleTask } from '../core/reschedule';
+} from '../core/schedule.js';
+import { decodeCursor, encodeCursor, LIST_LIMITS, type ListPorts, listTasks } from '../core/listing.js';
+import { rescheduleTask } from '../core/reschedule.js';
 import {
   batchRequestSchema,
   type FieldError,
@@ -22,15 +22,15 @@ import {
   type Parsed,
   parseRescheduleRequest,
   parseTaskRequest,
-} from '../core/schemas';
-import type { Task } from '../core/task';
-import { authenticate, type RequestCounter, type Tenant, type TenantDirectory } from '../core/tenants';
-import { secondOf } from '../core/clock';
-import { resolvingEachHostOnce, type TargetRules, targetProblem } from '../core/target-rules';
-import { type HttpResult, jsonResponse, problem, problemResponse, readJsonBody, validationProblem } from './http';
-import { createdTaskSchema, openApiDocument, taskDetailsSchema, taskListSchema } from './openapi';
-import { applyBizType, type BizTypeDirectory } from '../core/biz-types';
-import { bizTypeRoute, type BizTypeRoutePorts } from './biz-type-routes';
+} from '../core/schemas.js';
+import type { Task } from '../core/task.js';
+import { authenticate, type RequestCounter, type Tenant, type TenantDirectory } from '../core/tenants.js';
+import { secondOf } from '../core/clock.js';
+import { resolvingEachHostOnce, type TargetRules, targetProblem } from '../core/target-rules.js';
+import { type HttpResult, jsonResponse, problem, problemResponse, readJsonBody, validationProblem } from './http.js';
+import { createdTaskSchema, openApiDocument, taskDetailsSchema, taskListSchema } from './openapi.js';
+import { applyBizType, type BizTypeDirectory } from '../core/biz-types.js';
+import { bizTypeRoute, type BizTypeRoutePorts } from './biz-type-routes.js';
 
 export type ApiPorts = SchedulePorts &
   TaskLookupPorts &

@@ -1,8 +1,8 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
-import { METRICS } from '../../lib/topology';
-import { type DeliveryOutcome, type DeliveryPorts, deliverTask, redeliverDeadLetter } from '../core/deliver';
+import { METRICS } from '../contract/topology.js';
+import { type DeliveryOutcome, type DeliveryPorts, deliverTask, redeliverDeadLetter } from '../core/deliver.js';
 
 export interface RecordPorts {
   readonly delivery: DeliveryPorts;

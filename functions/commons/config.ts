@@ -1,4 +1,4 @@
-import type { EnvName } from '../../lib/topology';
+import type { EnvName } from '../contract/topology.js';
 
 /**
  * Reads settings once per cold start and fails fast, naming the variable, so a

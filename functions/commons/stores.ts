@@ -1,19 +1,19 @@
-import { ENV } from '../../lib/topology';
+import { ENV } from '../contract/topology.js';
 import {
   DynamoClockStore,
   DynamoIdempotencyStore,
   DynamoOccupancyIndex,
   DynamoTaskIndex,
   DynamoTaskStore,
-} from '../adapters/dynamo-store';
-import { DynamoBizTypeStore } from '../adapters/dynamo-biz-types';
-import { CALLBACK_COUNTER_PREFIX, DynamoRequestCounter, DynamoTenantStore } from '../adapters/dynamo-tenants';
-import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../core/biz-types';
-import { systemClock } from '../core/task';
-import { cachedTenantDirectory, TENANT_CACHE_TTL_MS } from '../core/tenants';
-import { MAX_SHARDS } from '../core/ids';
-import { dynamo } from './clients';
-import { integerEnv, requireEnv } from './config';
+} from '../adapters/dynamo-store.js';
+import { DynamoBizTypeStore } from '../adapters/dynamo-biz-types.js';
+import { CALLBACK_COUNTER_PREFIX, DynamoRequestCounter, DynamoTenantStore } from '../adapters/dynamo-tenants.js';
+import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../core/biz-types.js';
+import { systemClock } from '../core/task.js';
+import { cachedTenantDirectory, TENANT_CACHE_TTL_MS } from '../core/tenants.js';
+import { MAX_SHARDS } from '../core/ids.js';
+import { dynamo } from './clients.js';
+import { integerEnv, requireEnv } from './config.js';
 
 /**
  * The table, its bucket and shard counts, and the stores over it: what every function but

@@ -4,11 +4,11 @@
  * per biz_type). The settings are applied when a task is submitted and copied onto it, so
  * a change applies to tasks submitted after it and delivery needs no read of the settings.
  */
-import { type BizTypeSettingsRequest, formatPath, type NewTask, type Parsed, type TaskDraft } from './schemas';
-import { type TargetRules, targetProblem } from './target-rules';
-import type { Clock, DeliveryPolicy, Target } from './task';
-import type { Tenant } from './tenants';
-import { ttlCache } from './ttl-cache';
+import { type BizTypeSettingsRequest, formatPath, type NewTask, type Parsed, type TaskDraft } from './schemas.js';
+import { type TargetRules, targetProblem } from './target-rules.js';
+import type { Clock, DeliveryPolicy, Target } from './task.js';
+import type { Tenant } from './tenants.js';
+import { ttlCache } from './ttl-cache.js';
 
 export interface BizTypeSettings extends DeliveryPolicy {
   readonly tenantId: string;

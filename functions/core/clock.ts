@@ -1,4 +1,4 @@
-import type { Clock, ClockState, ClockStore } from './task';
+import type { Clock, ClockState, ClockStore } from './task.js';
 
 export const secondOf = (ms: number): number => Math.floor(ms / 1000);
 

@@ -1,9 +1,9 @@
-import { secondOf } from './clock';
-import { parseTaskId, taskKey } from './ids';
-import { handoverTo } from './reschedule';
-import type { Clock, DeliveryAttempt, Target, Task, TaskStore } from './task';
-import { expiryAfter, HISTORY_ERROR_CHARS, HISTORY_LIMIT } from './task';
-import { activeSigningSecrets, type RequestCounter, type TenantDirectory } from './tenants';
+import { secondOf } from './clock.js';
+import { parseTaskId, taskKey } from './ids.js';
+import { handoverTo } from './reschedule.js';
+import type { Clock, DeliveryAttempt, Target, Task, TaskStore } from './task.js';
+import { expiryAfter, HISTORY_ERROR_CHARS, HISTORY_LIMIT } from './task.js';
+import { activeSigningSecrets, type RequestCounter, type TenantDirectory } from './tenants.js';
 
 /** What a business system receives: the same fields for a webhook body, an SQS message or an event's detail. */
 export interface Notification {

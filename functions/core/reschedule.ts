@@ -16,12 +16,12 @@
  * request finds its intent and finishes under the same successor id.
  */
 import { randomInt } from 'node:crypto';
-import { newTaskId, parseTaskId, type TaskKey, taskKey } from './ids';
-import { secondOf } from './clock';
-import { createOrAdopt, getTask, handOffLateArrivals, type SchedulePorts, type TaskLookupPorts } from './schedule';
-import type { Reschedule } from './schemas';
-import type { Task, TaskStatus } from './task';
-import { expiryAfter } from './task';
+import { newTaskId, parseTaskId, type TaskKey, taskKey } from './ids.js';
+import { secondOf } from './clock.js';
+import { createOrAdopt, getTask, handOffLateArrivals, type SchedulePorts, type TaskLookupPorts } from './schedule.js';
+import type { Reschedule } from './schemas.js';
+import type { Task, TaskStatus } from './task.js';
+import { expiryAfter } from './task.js';
 
 export type RescheduleOutcome =
   | { readonly kind: 'rescheduled'; readonly task: Task }

@@ -1,4 +1,4 @@
-import { claimSeconds, secondOf } from './clock';
+import { claimSeconds, secondOf } from './clock.js';
 import type {
   Clock,
   ClockStore,
@@ -8,8 +8,8 @@ import type {
   OccupancyIndex,
   SecondRange,
   TaskStore,
-} from './task';
-import { DAY_SECONDS } from './task';
+} from './task.js';
+import { DAY_SECONDS } from './task.js';
 
 /** Seconds the SQS DelaySeconds attribute can hold. */
 const MAX_DELAY_SECONDS = 900;

@@ -1,12 +1,12 @@
 import { randomInt } from 'node:crypto';
-import { readClock, secondOf } from './clock';
-import { newTaskId, parseTaskId, taskKey } from './ids';
-import { MARKER_RETENTION_SECONDS, toDeliveryMessages } from './scan';
-import type { NewTask } from './schemas';
-import type { TaskKey } from './ids';
-import type { CancelOutcome, Clock, ClockStore, DeliveryQueue, IdempotencyStore, OccupancyIndex, Task, TaskStore } from './task';
-import { DAY_SECONDS, expiryAfter } from './task';
-import { type TickQueue, tickFor } from './tick';
+import { readClock, secondOf } from './clock.js';
+import { newTaskId, parseTaskId, taskKey } from './ids.js';
+import { MARKER_RETENTION_SECONDS, toDeliveryMessages } from './scan.js';
+import type { NewTask } from './schemas.js';
+import type { TaskKey } from './ids.js';
+import type { CancelOutcome, Clock, ClockStore, DeliveryQueue, IdempotencyStore, OccupancyIndex, Task, TaskStore } from './task.js';
+import { DAY_SECONDS, expiryAfter } from './task.js';
+import { type TickQueue, tickFor } from './tick.js';
 
 export interface SchedulePorts {
   readonly taskStore: TaskStore;

@@ -5,10 +5,10 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { ABSOLUTE_URL_PROBLEM, addressPolicy, webhookUrlProblem } from './egress';
-import { MAX_ENCODABLE_MS } from './ids';
-import { LIST_LIMITS } from './listing';
-import type { DeliveryPolicy, Target, TaskStatus } from './task';
+import { ABSOLUTE_URL_PROBLEM, addressPolicy, webhookUrlProblem } from './egress.js';
+import { MAX_ENCODABLE_MS } from './ids.js';
+import { LIST_LIMITS } from './listing.js';
+import type { DeliveryPolicy, Target, TaskStatus } from './task.js';
 
 export const LIMITS = {
   payloadBytes: 64 * 1024,

@@ -1,7 +1,7 @@
-import { secondOf } from './clock';
-import type { ScanPorts } from './scan';
-import { claimAndScan, MARKER_RETENTION_SECONDS, scanRange } from './scan';
-import type { Watermark } from './task';
+import { secondOf } from './clock.js';
+import type { ScanPorts } from './scan.js';
+import { claimAndScan, MARKER_RETENTION_SECONDS, scanRange } from './scan.js';
+import type { Watermark } from './task.js';
 
 export interface SweepSettings {
   /** The most seconds one pass examines, so a long outage is caught up over several runs. */

@@ -6,11 +6,11 @@
  * rather than a FAILED task later.
  */
 import { isIP } from 'node:net';
-import { type AwsHome, type TargetAllowLists, targetAllowed } from './allowed-targets';
-import { type AddressPolicy, forbiddenAddressReason, webhookUrlProblem } from './egress';
-import type { FieldError } from './schemas';
-import type { Target } from './task';
-import type { Tenant } from './tenants';
+import { type AwsHome, type TargetAllowLists, targetAllowed } from './allowed-targets.js';
+import { type AddressPolicy, forbiddenAddressReason, webhookUrlProblem } from './egress.js';
+import type { FieldError } from './schemas.js';
+import type { Target } from './task.js';
+import type { Tenant } from './tenants.js';
 
 /** Resolves a host name to its addresses, as dns.lookup with `all: true` does. */
 export type ResolveHost = (hostname: string) => Promise<ReadonlyArray<{ readonly address: string }>>;

@@ -2,7 +2,7 @@
  * The task record and the ports the core talks through. Adapters implement the ports
  * against DynamoDB and SQS; tests implement them against dynalite and fauxqs or fakes.
  */
-import type { TaskKey } from './ids';
+import type { TaskKey } from './ids.js';
 
 /**
  * PENDING until a callback claims it; DELIVERING while one holds the delivery lease;

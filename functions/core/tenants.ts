@@ -5,9 +5,9 @@
  * it is hopeless, and the digest makes a leaked table useless for calling the API.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { generateSigningSecret } from './signature';
-import type { Clock } from './task';
-import { ttlCache } from './ttl-cache';
+import { generateSigningSecret } from './signature.js';
+import type { Clock } from './task.js';
+import { ttlCache } from './ttl-cache.js';
 
 export interface SigningSecret {
   /** `whsec_<base64>`, the Standard Webhooks form. */

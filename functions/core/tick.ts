@@ -1,5 +1,5 @@
-import { minuteOf, secondOf } from './clock';
-import type { Clock, OccupancyIndex } from './task';
+import { minuteOf, secondOf } from './clock.js';
+import type { Clock, OccupancyIndex } from './task.js';
 
 export interface Tick {
   /** The occupied second this tick is for; scanners claim by the clock, so this is for logs and lag. */

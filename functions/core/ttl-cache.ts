@@ -1,4 +1,4 @@
-import type { Clock } from './task';
+import type { Clock } from './task.js';
 
 /** Entries a cache holds before it starts over; the bound keeps a flood of made-up keys from exhausting memory. */
 const MAX_CACHED_ENTRIES = 10_000;

@@ -5,14 +5,14 @@
 import { join, resolve } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DynamoTenantStore } from '../../functions/adapters/dynamo-tenants';
-import { parseApiKey, type TenantStore } from '../../functions/core/tenants';
-import { TimerClient } from '../client';
-import { DEV_API_KEY_FILE, readKeyFile } from '../local/dev-tenant';
-import { ensureLocalTaskTable, LOCAL_TABLE_NAME, localDynamoClients, startLocalDynamo } from '../local/dynamodb';
-import { runningLocalEndpoints } from '../local/endpoints';
-import { UsageError, type OptionSpecs } from './command';
-import type { CliIo } from './io';
+import { DynamoTenantStore } from '../../functions/adapters/dynamo-tenants.js';
+import { parseApiKey, type TenantStore } from '../../functions/core/tenants.js';
+import { TimerClient } from '../client.js';
+import { DEV_API_KEY_FILE, readKeyFile } from '../local/dev-tenant.js';
+import { ensureLocalTaskTable, LOCAL_TABLE_NAME, localDynamoClients, startLocalDynamo } from '../local/dynamodb.js';
+import { runningLocalEndpoints } from '../local/endpoints.js';
+import { UsageError, type OptionSpecs } from './command.js';
+import type { CliIo } from './io.js';
 
 export const TABLE_OPTIONS = {
   table: {

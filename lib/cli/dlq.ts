@@ -8,10 +8,10 @@
  * asks the running local mode to do the same move, since fauxqs has no move tasks.
  */
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { startRedrive } from '../../functions/adapters/sqs-queues';
-import { LOCAL_REDRIVE_PATH } from '../local/paths';
-import { COMMON_OPTIONS, type Command, CommandFailed, command, UsageError } from './command';
-import { dataDirOf, localApiUrl } from './connect';
+import { startRedrive } from '../../functions/adapters/sqs-queues.js';
+import { LOCAL_REDRIVE_PATH } from '../local/paths.js';
+import { COMMON_OPTIONS, type Command, CommandFailed, command, UsageError } from './command.js';
+import { dataDirOf, localApiUrl } from './connect.js';
 
 async function redriveLocally(apiUrl: string): Promise<{ moved: number; taskIds: string[] }> {
   const response = await fetch(`${apiUrl}${LOCAL_REDRIVE_PATH}`, { method: 'POST' }).catch((error: unknown) => {

@@ -1,10 +1,10 @@
 /** The `timer` command line: finds the command argv names, runs it, and says what went wrong and how to fix it. */
-import { type Command, closest, commandList, helpText, parseCall, UsageError } from './command';
-import { DEV_COMMANDS } from './dev';
-import { DLQ_COMMANDS } from './dlq';
-import type { CliIo } from './io';
-import { TASK_COMMANDS } from './tasks';
-import { TENANT_COMMANDS } from './tenants';
+import { type Command, closest, commandList, helpText, parseCall, UsageError } from './command.js';
+import { DEV_COMMANDS } from './dev.js';
+import { DLQ_COMMANDS } from './dlq.js';
+import type { CliIo } from './io.js';
+import { TASK_COMMANDS } from './tasks.js';
+import { TENANT_COMMANDS } from './tenants.js';
 
 /** Every command, in the order `timer --help` lists them. */
 export const COMMANDS: readonly Command[] = [...TENANT_COMMANDS, ...TASK_COMMANDS, ...DLQ_COMMANDS, ...DEV_COMMANDS];

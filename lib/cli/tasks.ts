@@ -1,6 +1,6 @@
 /** `timer schedule`, `get`, `cancel` and `list`: tasks through the HTTP API, as the calling tenant. */
-import { LIST_LIMITS } from '../../functions/core/listing';
-import { parseIsoInstant, TASK_STATUSES } from '../../functions/core/schemas';
+import { LIST_LIMITS } from '../../functions/core/listing.js';
+import { parseIsoInstant, TASK_STATUSES } from '../../functions/core/schemas.js';
 import {
   type ApiProblem,
   type TaskDetails,
@@ -8,10 +8,10 @@ import {
   TimerApiError,
   type TaskRequest,
   type TimerClient,
-} from '../client';
-import { COMMON_OPTIONS, type Command, CommandFailed, command, UsageError } from './command';
-import { API_OPTIONS, type ApiConnection, connectToApi } from './connect';
-import { type CliIo, fields, table } from './io';
+} from '../client.js';
+import { COMMON_OPTIONS, type Command, CommandFailed, command, UsageError } from './command.js';
+import { API_OPTIONS, type ApiConnection, connectToApi } from './connect.js';
+import { type CliIo, fields, table } from './io.js';
 
 const CLIENT_OPTIONS = { ...API_OPTIONS, ...COMMON_OPTIONS } as const;
 const TASK_ID_ARGUMENT = { name: 'id', description: 'The task id, as `timer schedule` printed it' } as const;

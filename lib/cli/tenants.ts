@@ -11,10 +11,10 @@ import {
   type TenantStore,
   tenantIdProblem,
   withRotatedSecret,
-} from '../../functions/core/tenants';
-import { COMMON_OPTIONS, type Command, CommandFailed, command, UsageError } from './command';
-import { openTenantStore, TABLE_OPTIONS } from './connect';
-import { type CliIo, fields, isoTime, table } from './io';
+} from '../../functions/core/tenants.js';
+import { COMMON_OPTIONS, type Command, CommandFailed, command, UsageError } from './command.js';
+import { openTenantStore, TABLE_OPTIONS } from './connect.js';
+import { type CliIo, fields, isoTime, table } from './io.js';
 
 const STORE_OPTIONS = { ...TABLE_OPTIONS, ...COMMON_OPTIONS } as const;
 const TENANT_ARGUMENT = { name: 'tenant', description: 'The tenant id, as `timer tenants list` shows it' } as const;

@@ -5,8 +5,8 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { TenantStore } from '../../functions/core/tenants';
-import { activeSigningSecrets, apiKeyRecordOf, newApiKey, newTenant, parseApiKey } from '../../functions/core/tenants';
+import type { TenantStore } from '../../functions/core/tenants.js';
+import { activeSigningSecrets, apiKeyRecordOf, newApiKey, newTenant, parseApiKey } from '../../functions/core/tenants.js';
 
 export const DEV_TENANT_ID = 'dev';
 export const DEV_API_KEY_ENV = 'TIMER_DEV_API_KEY';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
-import { TABLE } from '../topology';
+import { TABLE } from '../../functions/contract/topology.js';
 
 export const LOCAL_TABLE_NAME = 'timer-tasks';
 export const LOCAL_REGION = 'us-east-1';

@@ -9,13 +9,13 @@ import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-s
 import { type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { startFauxqs } from 'fauxqs';
-import { allItems, DynamoClockStore, DynamoOccupancyIndex } from '../../functions/adapters/dynamo-store';
-import { type DeliveryMessageBody, redriveByCopy, sqsDeliveryQueue, sqsTickQueue } from '../../functions/adapters/sqs-queues';
-import { secondOf } from '../../functions/core/clock';
-import { toDeliveryMessages } from '../../functions/core/scan';
-import { tickFor } from '../../functions/core/tick';
-import { DynamoTenantStore } from '../../functions/adapters/dynamo-tenants';
-import { activeSigningSecrets } from '../../functions/core/tenants';
+import { allItems, DynamoClockStore, DynamoOccupancyIndex } from '../../functions/adapters/dynamo-store.js';
+import { type DeliveryMessageBody, redriveByCopy, sqsDeliveryQueue, sqsTickQueue } from '../../functions/adapters/sqs-queues.js';
+import { secondOf } from '../../functions/core/clock.js';
+import { toDeliveryMessages } from '../../functions/core/scan.js';
+import { tickFor } from '../../functions/core/tick.js';
+import { DynamoTenantStore } from '../../functions/adapters/dynamo-tenants.js';
+import { activeSigningSecrets } from '../../functions/core/tenants.js';
 import {
   DEFAULT_SETTINGS,
   deliveryMaxReceiveCount,
@@ -27,10 +27,10 @@ import {
   type QueueSpec,
   SCHEDULES,
   type TimerSettings,
-} from '../topology';
-import { consoleRoutes } from './console/routes';
-import type { RedriveResult } from './console/wire';
-import { type DevTenant, ensureDevTenant } from './dev-tenant';
+} from '../../functions/contract/topology.js';
+import { consoleRoutes } from './console/routes.js';
+import type { RedriveResult } from './console/wire.js';
+import { type DevTenant, ensureDevTenant } from './dev-tenant.js';
 import {
   ensureLocalTaskTable,
   LOCAL_CREDENTIALS,
@@ -38,16 +38,16 @@ import {
   LOCAL_TABLE_NAME,
   localDynamoClients,
   startLocalDynamo,
-} from './dynamodb';
-import { removeLocalEndpoints, writeLocalEndpoints } from './endpoints';
-import { type SunkEvent, startEventBridgeSink } from './eventbridge-sink';
-import { startHttpGateway } from './http-gateway';
-import { type LambdaHandler, lambdaContext } from './lambda-context';
-import { startQueuePollers } from './queue-poller';
-import { LOCAL_INBOX_PATH, LOCAL_REDRIVE_PATH } from './paths';
-import { createWebhookInbox } from './webhook-inbox';
+} from './dynamodb.js';
+import { removeLocalEndpoints, writeLocalEndpoints } from './endpoints.js';
+import { type SunkEvent, startEventBridgeSink } from './eventbridge-sink.js';
+import { startHttpGateway } from './http-gateway.js';
+import { type LambdaHandler, lambdaContext } from './lambda-context.js';
+import { startQueuePollers } from './queue-poller.js';
+import { LOCAL_INBOX_PATH, LOCAL_REDRIVE_PATH } from './paths.js';
+import { createWebhookInbox } from './webhook-inbox.js';
 
-export { createTaskTable, LOCAL_TABLE_NAME } from './dynamodb';
+export { createTaskTable, LOCAL_TABLE_NAME } from './dynamodb.js';
 
 export interface LocalTimerOptions {
   /** Where dynalite keeps its data and the development API key; omit for a throw-away in-memory run. */
@@ -233,11 +233,11 @@ async function loadHandlers(
   wrap: (fn: FunctionName, handler: AnyHandler) => AnyHandler = (_fn, handler) => handler,
 ): Promise<Record<FunctionName, AnyHandler>> {
   const [api, ticker, scanner, callback, sweeper] = await Promise.all([
-    import('../../functions/api/handler'),
-    import('../../functions/ticker/handler'),
-    import('../../functions/scanner/handler'),
-    import('../../functions/callback/handler'),
-    import('../../functions/sweeper/handler'),
+    import('../../functions/api/handler.js'),
+    import('../../functions/ticker/handler.js'),
+    import('../../functions/scanner/handler.js'),
+    import('../../functions/callback/handler.js'),
+    import('../../functions/sweeper/handler.js'),
   ]);
   return {
     api: wrap('api', api.handler as unknown as AnyHandler),
@@ -326,7 +326,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   );
   const handlers = await loadHandlers(options.wrapHandler);
   const counts = new Map<string, number>();
-  const handlerClients = await import('../../functions/commons/clients');
+  const handlerClients = await import('../../functions/commons/clients.js');
   for (const client of [handlerClients.dynamo, handlerClients.sqs, handlerClients.eventBridge, sqs])
     countRequests(client, counts, options.onRequest);
   // The pollers get a client of their own, so their requests are told apart from the functions'.

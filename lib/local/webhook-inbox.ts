@@ -1,5 +1,5 @@
-import type { Notification } from '../../functions/core/deliver';
-import { verifyWebhook } from '../../functions/core/signature';
+import type { Notification } from '../../functions/core/deliver.js';
+import { verifyWebhook } from '../../functions/core/signature.js';
 
 export interface InboxEntry {
   readonly receivedAt: string;

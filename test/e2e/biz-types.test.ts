@@ -4,10 +4,10 @@
  * there, and a task with neither is refused at `target`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TimerApiError, TimerClient } from '../../lib/client';
-import { newApiKey, newTenant } from '../../functions/core/tenants';
-import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime';
-import { eventually, startWebhookReceiver } from '../support/webhook-receiver';
+import { TimerApiError, TimerClient } from '../../lib/client.js';
+import { newApiKey, newTenant } from '../../functions/core/tenants.js';
+import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
+import { eventually, startWebhookReceiver } from '../support/webhook-receiver.js';
 
 let timer: LocalTimer;
 let receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;

@@ -8,12 +8,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../functions/core/task';
-import { activeSigningSecrets, authenticate, cachedTenantDirectory, TENANT_CACHE_TTL_MS } from '../../functions/core/tenants';
-import { COMMANDS, run } from '../../lib/cli/run';
-import { LOCAL_INBOX_PATH } from '../../lib/local/paths';
-import { LOCAL_TABLE_NAME, type LocalTimer, startLocalTimer } from '../../lib/local/runtime';
-import { eventually } from '../support/webhook-receiver';
+import { systemClock } from '../../functions/core/task.js';
+import { activeSigningSecrets, authenticate, cachedTenantDirectory, TENANT_CACHE_TTL_MS } from '../../functions/core/tenants.js';
+import { COMMANDS, run } from '../../lib/cli/run.js';
+import { LOCAL_INBOX_PATH } from '../../lib/local/paths.js';
+import { LOCAL_TABLE_NAME, type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
+import { eventually } from '../support/webhook-receiver.js';
 
 let timer: LocalTimer;
 let dataDir: string;

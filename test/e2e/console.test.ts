@@ -2,16 +2,16 @@ import { mkdir } from 'node:fs/promises';
 import { request } from 'node:http';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newApiKey, newTenant } from '../../functions/core/tenants';
+import { newApiKey, newTenant } from '../../functions/core/tenants.js';
 import {
   LOCAL_CONSOLE_PATH,
   LOCAL_CONSOLE_TASKS_PATH,
   LOCAL_INBOX_PATH,
   LOCAL_REDRIVE_PATH,
-} from '../../lib/local/paths';
-import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime';
-import { CHROMIUM_INSTALL_TIMEOUT_MS, openBrowser } from '../support/browser';
-import { startWebhookReceiver } from '../support/webhook-receiver';
+} from '../../lib/local/paths.js';
+import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
+import { CHROMIUM_INSTALL_TIMEOUT_MS, openBrowser } from '../support/browser.js';
+import { startWebhookReceiver } from '../support/webhook-receiver.js';
 
 const SCREENSHOT = 'reports/console.png';
 const OTHER_TENANT = 'acme';

@@ -4,8 +4,8 @@
  * limited on its own.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newApiKey, newTenant } from '../../functions/core/tenants';
-import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime';
+import { newApiKey, newTenant } from '../../functions/core/tenants.js';
+import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
 
 let timer: LocalTimer;
 let otherKey: string;

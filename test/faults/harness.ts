@@ -18,29 +18,29 @@ import {
   DynamoOccupancyIndex,
   DynamoTaskIndex,
   DynamoTaskStore,
-} from '../../functions/adapters/dynamo-store';
-import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types';
-import { CALLBACK_COUNTER_PREFIX, DynamoRequestCounter, DynamoTenantStore } from '../../functions/adapters/dynamo-tenants';
-import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../../functions/core/biz-types';
-import { delayRedelivery, SqsDeadLetterQueue, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
-import { AwsTargetDispatcher } from '../../functions/adapters/targets';
-import { WebhookClient } from '../../functions/adapters/webhook-client';
-import { type ApiPorts, route } from '../../functions/api/routes';
-import { deliverRecords, type RecordPorts } from '../../functions/callback/records';
-import { createLogger } from '../../functions/commons/logger';
-import { createMetrics } from '../../functions/commons/metrics';
-import type { DeliveryPorts } from '../../functions/core/deliver';
-import { addressPolicy } from '../../functions/core/egress';
-import { runScanner, type ScanPorts } from '../../functions/core/scan';
-import { generateSigningSecret } from '../../functions/core/signature';
-import { sweep } from '../../functions/core/sweep';
-import type { Clock } from '../../functions/core/task';
-import { cachedTenantDirectory, newApiKey, newTenant, TENANT_CACHE_TTL_MS } from '../../functions/core/tenants';
-import { startQueuePollers } from '../../lib/local/queue-poller';
-import { DEFAULT_SETTINGS, WEBHOOK_CONNECT_TIMEOUT_MS } from '../../lib/topology';
-import { type Emulators, startEmulators } from '../support/emulators';
-import { testTargetRules } from '../support/target-rules';
-import { type Responder, startWebhookReceiver } from '../support/webhook-receiver';
+} from '../../functions/adapters/dynamo-store.js';
+import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types.js';
+import { CALLBACK_COUNTER_PREFIX, DynamoRequestCounter, DynamoTenantStore } from '../../functions/adapters/dynamo-tenants.js';
+import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../../functions/core/biz-types.js';
+import { delayRedelivery, SqsDeadLetterQueue, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues.js';
+import { AwsTargetDispatcher } from '../../functions/adapters/targets.js';
+import { WebhookClient } from '../../functions/adapters/webhook-client.js';
+import { type ApiPorts, route } from '../../functions/api/routes.js';
+import { deliverRecords, type RecordPorts } from '../../functions/callback/records.js';
+import { createLogger } from '../../functions/commons/logger.js';
+import { createMetrics } from '../../functions/commons/metrics.js';
+import type { DeliveryPorts } from '../../functions/core/deliver.js';
+import { addressPolicy } from '../../functions/core/egress.js';
+import { runScanner, type ScanPorts } from '../../functions/core/scan.js';
+import { generateSigningSecret } from '../../functions/core/signature.js';
+import { sweep } from '../../functions/core/sweep.js';
+import type { Clock } from '../../functions/core/task.js';
+import { cachedTenantDirectory, newApiKey, newTenant, TENANT_CACHE_TTL_MS } from '../../functions/core/tenants.js';
+import { startQueuePollers } from '../../lib/local/queue-poller.js';
+import { DEFAULT_SETTINGS, WEBHOOK_CONNECT_TIMEOUT_MS } from '../../functions/contract/topology.js';
+import { type Emulators, startEmulators } from '../support/emulators.js';
+import { testTargetRules } from '../support/target-rules.js';
+import { type Responder, startWebhookReceiver } from '../support/webhook-receiver.js';
 
 export const LEASE_MS = 1500;
 export const VISIBILITY_SECONDS = 3;

@@ -9,8 +9,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEV_API_KEY_FILE } from '../../lib/local/dev-tenant';
-import { eventually, startWebhookReceiver } from '../support/webhook-receiver';
+import { DEV_API_KEY_FILE } from '../../lib/local/dev-tenant.js';
+import { eventually, startWebhookReceiver } from '../support/webhook-receiver.js';
 
 type Receiver = Awaited<ReturnType<typeof startWebhookReceiver>>;
 

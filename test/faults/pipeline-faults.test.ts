@@ -5,7 +5,7 @@
  * duplicates counted, final states right. Each prints one line of what the fault cost.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { DeliveryMessage } from '../../functions/core/task';
+import type { DeliveryMessage } from '../../functions/core/task.js';
 import {
   failShare,
   type Harness,
@@ -16,7 +16,7 @@ import {
   startHarness,
   waitForDeliveries,
   webhookTasks,
-} from './harness';
+} from './harness.js';
 
 let harness: Harness | undefined;
 

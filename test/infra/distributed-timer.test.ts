@@ -2,9 +2,9 @@ import { App, type CfnElement, Stack, aws_lambda as lambda, aws_logs as logs, Re
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_API_THROTTLE, DistributedTimer } from '../../lib';
-import { ENV } from '../../lib/topology';
-import { actionsOf, statementsOfRole } from '../support/iam-template';
+import { DEFAULT_API_THROTTLE, DistributedTimer } from '../../lib/index.js';
+import { ENV } from '../../functions/contract/topology.js';
+import { actionsOf, statementsOfRole } from '../support/iam-template.js';
 
 /** The logical id of a construct's CloudFormation resource. */
 const logicalIdOf = (stack: Stack, construct: IConstruct) =>

@@ -2,8 +2,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { describe, expect, it } from 'vitest';
-import { openApiDocument } from '../../functions/api/openapi';
-import { API_ROUTES } from '../../lib/topology';
+import { openApiDocument } from '../../functions/api/openapi.js';
+import { API_ROUTES } from '../../functions/contract/topology.js';
 
 describe('Document: OpenAPI 3.1', () => {
   it('is a valid OpenAPI 3.1 document', async () => {

@@ -3,10 +3,10 @@ import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ALLOW_LISTS } from '../../functions/core/allowed-targets';
-import { DEFAULT_API_THROTTLE } from '../../lib/distributed-timer';
-import { TimerStack } from '../../lib/timer-stack';
-import { actionsOf as statementActions, allStatements, statementsOfRole } from '../support/iam-template';
+import { ALLOW_LISTS } from '../../functions/core/allowed-targets.js';
+import { DEFAULT_API_THROTTLE } from '../../lib/distributed-timer.js';
+import { TimerStack } from '../../lib/timer-stack.js';
+import { actionsOf as statementActions, allStatements, statementsOfRole } from '../support/iam-template.js';
 import {
   ALARM_THRESHOLDS,
   API_ROUTES,
@@ -17,7 +17,7 @@ import {
   METRICS,
   QUEUES,
   TABLE,
-} from '../../lib/topology';
+} from '../../functions/contract/topology.js';
 
 type Resource = { Type: string; Properties: Record<string, unknown> };
 
@@ -66,7 +66,7 @@ describe('Stack: TimerStack', () => {
         { AttributeName: 'sk', KeyType: 'RANGE' },
       ],
       TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
-      // Keys only: status transitions never write an index (see TABLE in lib/topology.ts).
+      // Keys only: status transitions never write an index (see TABLE in functions/contract/topology.ts).
       GlobalSecondaryIndexes: Object.values(TABLE.indexes).map((index) => ({
         IndexName: index.name,
         KeySchema: [

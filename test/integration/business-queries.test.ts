@@ -1,16 +1,16 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoTaskIndex } from '../../functions/adapters/dynamo-store';
-import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types';
-import { DynamoRequestCounter, DynamoTenantStore } from '../../functions/adapters/dynamo-tenants';
-import { cachedBizTypeDirectory } from '../../functions/core/biz-types';
-import { type ApiPorts, route } from '../../functions/api/routes';
-import { encodeCursor } from '../../functions/core/listing';
-import { systemClock } from '../../functions/core/task';
-import { newApiKey, newTenant } from '../../functions/core/tenants';
-import { type Emulators, startEmulators } from '../support/emulators';
-import { testTargetRules } from '../support/target-rules';
-import { DEFAULT_SETTINGS } from '../../lib/topology';
+import { DynamoTaskIndex } from '../../functions/adapters/dynamo-store.js';
+import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types.js';
+import { DynamoRequestCounter, DynamoTenantStore } from '../../functions/adapters/dynamo-tenants.js';
+import { cachedBizTypeDirectory } from '../../functions/core/biz-types.js';
+import { type ApiPorts, route } from '../../functions/api/routes.js';
+import { encodeCursor } from '../../functions/core/listing.js';
+import { systemClock } from '../../functions/core/task.js';
+import { newApiKey, newTenant } from '../../functions/core/tenants.js';
+import { type Emulators, startEmulators } from '../support/emulators.js';
+import { testTargetRules } from '../support/target-rules.js';
+import { DEFAULT_SETTINGS } from '../../functions/contract/topology.js';
 
 const BUCKETS = 1000;
 const SHARDS = 4;

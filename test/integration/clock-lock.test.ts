@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimSeconds, MAX_CLAIM_SECONDS } from '../../functions/core/clock';
-import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo-store';
-import { runScanner } from '../../functions/core/scan';
-import type { DeliveryMessage } from '../../functions/core/task';
-import { ManualClock } from '../support/clock';
-import { type Emulators, startEmulators } from '../support/emulators';
+import { claimSeconds, MAX_CLAIM_SECONDS } from '../../functions/core/clock.js';
+import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo-store.js';
+import { runScanner } from '../../functions/core/scan.js';
+import type { DeliveryMessage } from '../../functions/core/task.js';
+import { ManualClock } from '../support/clock.js';
+import { type Emulators, startEmulators } from '../support/emulators.js';
 
 let emulators: Emulators;
 

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo-store';
-import { sqsDeliveryQueue } from '../../functions/adapters/sqs-queues';
-import { claimSeconds } from '../../functions/core/clock';
-import { scanRange } from '../../functions/core/scan';
-import type { Tick } from '../../functions/core/tick';
-import { type ScheduleResult, scheduleTasks } from '../../functions/core/schedule';
-import type { NewTask } from '../../functions/core/schemas';
-import { ManualClock } from '../support/clock';
-import { drainBodies, type Emulators, startEmulators } from '../support/emulators';
+import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo-store.js';
+import { sqsDeliveryQueue } from '../../functions/adapters/sqs-queues.js';
+import { claimSeconds } from '../../functions/core/clock.js';
+import { scanRange } from '../../functions/core/scan.js';
+import type { Tick } from '../../functions/core/tick.js';
+import { type ScheduleResult, scheduleTasks } from '../../functions/core/schedule.js';
+import type { NewTask } from '../../functions/core/schemas.js';
+import { ManualClock } from '../support/clock.js';
+import { drainBodies, type Emulators, startEmulators } from '../support/emulators.js';
 
 let emulators: Emulators;
 

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DynamoTaskStore } from '../../functions/adapters/dynamo-store';
-import { type DeliveryPorts, deliverTask } from '../../functions/core/deliver';
-import { newTaskId, taskKey } from '../../functions/core/ids';
-import { rescheduleTask } from '../../functions/core/reschedule';
-import type { SchedulePorts } from '../../functions/core/schedule';
-import { systemClock, type Task } from '../../functions/core/task';
-import { type Emulators, startEmulators } from '../support/emulators';
-import { fakeTenantDirectory, TENANT_ID } from '../unit/fakes';
+import type { DynamoTaskStore } from '../../functions/adapters/dynamo-store.js';
+import { type DeliveryPorts, deliverTask } from '../../functions/core/deliver.js';
+import { newTaskId, taskKey } from '../../functions/core/ids.js';
+import { rescheduleTask } from '../../functions/core/reschedule.js';
+import type { SchedulePorts } from '../../functions/core/schedule.js';
+import { systemClock, type Task } from '../../functions/core/task.js';
+import { type Emulators, startEmulators } from '../support/emulators.js';
+import { fakeTenantDirectory, TENANT_ID } from '../unit/fakes.js';
 
 const BUCKETS = 1000;
 const SHARDS = 4;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newTaskId, taskKey } from '../../functions/core/ids';
-import type { Task } from '../../functions/core/task';
-import { type Emulators, startEmulators } from '../support/emulators';
+import { newTaskId, taskKey } from '../../functions/core/ids.js';
+import type { Task } from '../../functions/core/task.js';
+import { type Emulators, startEmulators } from '../support/emulators.js';
 
 let emulators: Emulators;
 

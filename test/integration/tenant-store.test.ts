@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoRequestCounter, DynamoTenantStore } from '../../functions/adapters/dynamo-tenants';
-import { newApiKey, newTenant, withRotatedSecret } from '../../functions/core/tenants';
-import { type Emulators, startEmulators } from '../support/emulators';
+import { DynamoRequestCounter, DynamoTenantStore } from '../../functions/adapters/dynamo-tenants.js';
+import { newApiKey, newTenant, withRotatedSecret } from '../../functions/core/tenants.js';
+import { type Emulators, startEmulators } from '../support/emulators.js';
 
 let emulators: Emulators;
 let store: DynamoTenantStore;

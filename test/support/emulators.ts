@@ -4,10 +4,10 @@ import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, S
 import { DeleteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
 import { startFauxqs } from 'fauxqs';
-import { DynamoClockStore, DynamoIdempotencyStore, DynamoOccupancyIndex, DynamoTaskStore } from '../../functions/adapters/dynamo-store';
-import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types';
-import { CALLBACK_COUNTER_PREFIX, DynamoRequestCounter } from '../../functions/adapters/dynamo-tenants';
-import { createTaskTable } from '../../lib/local/runtime';
+import { DynamoClockStore, DynamoIdempotencyStore, DynamoOccupancyIndex, DynamoTaskStore } from '../../functions/adapters/dynamo-store.js';
+import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types.js';
+import { CALLBACK_COUNTER_PREFIX, DynamoRequestCounter } from '../../functions/adapters/dynamo-tenants.js';
+import { createTaskTable } from '../../lib/local/runtime.js';
 
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
 const region = 'us-east-1';

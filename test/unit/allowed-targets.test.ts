@@ -6,8 +6,8 @@ import {
   queueArnOf,
   type TargetAllowLists,
   targetAllowed,
-} from '../../functions/core/allowed-targets';
-import type { Target } from '../../functions/core/task';
+} from '../../functions/core/allowed-targets.js';
+import type { Target } from '../../functions/core/task.js';
 
 const HOME = { partition: 'aws', region: 'eu-west-1', account: '123456789012' };
 const ORDERS_URL = 'https://sqs.eu-west-1.amazonaws.com/123456789012/orders';

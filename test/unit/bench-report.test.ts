@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { niceCeiling, renderChart } from '../../bench/chart';
-import { invocationSeconds, markdownTable, perTaskUsage, progressLine } from '../../bench/report';
-import { attributeBytes, histogram, itemBytes, peakPerKey, perSecond, quantile, summarize } from '../../bench/stats';
+import { niceCeiling, renderChart } from '../../bench/chart.js';
+import { invocationSeconds, markdownTable, perTaskUsage, progressLine } from '../../bench/report.js';
+import { attributeBytes, histogram, itemBytes, peakPerKey, perSecond, quantile, summarize } from '../../bench/stats.js';
 
 describe('Function: quantile and summarize', () => {
   it('takes the nearest rank', () => {

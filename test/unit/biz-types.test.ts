@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { type DeliveryPorts, deliverTask, type Notification } from '../../functions/core/deliver';
-import { applyBizType, type BizTypeSettings, cachedBizTypeDirectory, saveBizType } from '../../functions/core/biz-types';
-import { bizTypeSettingsSchema, parseTaskRequest, type TaskDraft } from '../../functions/core/schemas';
-import type { Task } from '../../functions/core/task';
-import { testTargetRules } from '../support/target-rules';
+import { type DeliveryPorts, deliverTask, type Notification } from '../../functions/core/deliver.js';
+import { applyBizType, type BizTypeSettings, cachedBizTypeDirectory, saveBizType } from '../../functions/core/biz-types.js';
+import { bizTypeSettingsSchema, parseTaskRequest, type TaskDraft } from '../../functions/core/schemas.js';
+import type { Task } from '../../functions/core/task.js';
+import { testTargetRules } from '../support/target-rules.js';
 import {
   aTask,
   aTenant,
@@ -14,7 +14,7 @@ import {
   fakeTenantDirectory,
   ManualClock,
   TENANT_ID,
-} from './fakes';
+} from './fakes.js';
 
 const NOW_MS = Date.UTC(2026, 5, 1, 8, 0, 0);
 const DEFAULT_TARGET = { type: 'http', url: 'https://hooks.example.com/orders' } as const;

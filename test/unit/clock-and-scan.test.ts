@@ -1,8 +1,8 @@
 import { describe, expect, it, vi } from 'vitest';
-import { claimSeconds, MAX_CLAIM_SECONDS } from '../../functions/core/clock';
-import { enqueueSecond, runScanner, scanRange } from '../../functions/core/scan';
-import { sweep } from '../../functions/core/sweep';
-import { aTask, FakeClockStore, FakeDeliveryQueue, FakeOccupancyIndex, FakeTaskStore, ManualClock } from './fakes';
+import { claimSeconds, MAX_CLAIM_SECONDS } from '../../functions/core/clock.js';
+import { enqueueSecond, runScanner, scanRange } from '../../functions/core/scan.js';
+import { sweep } from '../../functions/core/sweep.js';
+import { aTask, FakeClockStore, FakeDeliveryQueue, FakeOccupancyIndex, FakeTaskStore, ManualClock } from './fakes.js';
 
 const NOW_SECOND = 1_780_000_000;
 const SHARD_COUNT = 4;

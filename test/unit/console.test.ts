@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { sparingly } from '../../lib/local/console/routes';
-import { LATENESS_WINDOW_MS, TASKS_SHOWN, tasksView, UPCOMING_SECONDS } from '../../lib/local/console/views';
-import { aTask } from './fakes';
+import { sparingly } from '../../lib/local/console/routes.js';
+import { LATENESS_WINDOW_MS, TASKS_SHOWN, tasksView, UPCOMING_SECONDS } from '../../lib/local/console/views.js';
+import { aTask } from './fakes.js';
 
 const NOW_MS = Date.UTC(2026, 10, 21, 12, 0, 30, 400);
 const WHOLE_TABLE = { itemsRead: 100, complete: true };

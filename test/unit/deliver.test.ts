@@ -8,10 +8,10 @@ import {
   redeliverDeadLetter,
   type Sender,
   type TargetResult,
-} from '../../functions/core/deliver';
-import { HISTORY_LIMIT, type Task } from '../../functions/core/task';
-import type { Tenant } from '../../functions/core/tenants';
-import { aTask, aTenant, DELIVERY_SETTINGS, FakeRequestCounter, FakeTaskStore, fakeTenantDirectory, ManualClock } from './fakes';
+} from '../../functions/core/deliver.js';
+import { HISTORY_LIMIT, type Task } from '../../functions/core/task.js';
+import type { Tenant } from '../../functions/core/tenants.js';
+import { aTask, aTenant, DELIVERY_SETTINGS, FakeRequestCounter, FakeTaskStore, fakeTenantDirectory, ManualClock } from './fakes.js';
 
 const DUE_AT_MS = Date.UTC(2026, 5, 1, 8, 0, 0, 250);
 const LEASE_MS = 60_000;

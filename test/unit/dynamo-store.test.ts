@@ -9,9 +9,9 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { DynamoClockStore, DynamoOccupancyIndex, DynamoTaskStore } from '../../functions/adapters/dynamo-store';
-import { partitionKey, secondRange, taskKey } from '../../functions/core/ids';
-import { aTask } from './fakes';
+import { DynamoClockStore, DynamoOccupancyIndex, DynamoTaskStore } from '../../functions/adapters/dynamo-store.js';
+import { partitionKey, secondRange, taskKey } from '../../functions/core/ids.js';
+import { aTask } from './fakes.js';
 
 const TABLE = 'timer-table';
 const BUCKET_COUNT = 1000;

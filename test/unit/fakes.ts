@@ -3,9 +3,9 @@
  * contracts talk about (cursor, markers, task status, attempts, lease), so a test can
  * set up a situation in one line and read the outcome back without any AWS client.
  */
-export { ManualClock } from '../support/clock';
+export { ManualClock } from '../support/clock.js';
 
-import { MAX_SHARDS, newTaskId, parseTaskId, type TaskKey } from '../../functions/core/ids';
+import { MAX_SHARDS, newTaskId, parseTaskId, type TaskKey } from '../../functions/core/ids.js';
 import type {
   CancelOutcome,
   ClockState,
@@ -22,11 +22,11 @@ import type {
   Task,
   TaskStore,
   Watermark,
-} from '../../functions/core/task';
-import { minuteOf } from '../../functions/core/clock';
-import type { Tick, TickQueue } from '../../functions/core/tick';
-import type { BizTypeSettings, BizTypeStore } from '../../functions/core/biz-types';
-import { newTenant, type RequestCounter, type Tenant, type TenantDirectory } from '../../functions/core/tenants';
+} from '../../functions/core/task.js';
+import { minuteOf } from '../../functions/core/clock.js';
+import type { Tick, TickQueue } from '../../functions/core/tick.js';
+import type { BizTypeSettings, BizTypeStore } from '../../functions/core/biz-types.js';
+import { newTenant, type RequestCounter, type Tenant, type TenantDirectory } from '../../functions/core/tenants.js';
 
 export class FakeClockStore implements ClockStore {
   /** Second → how many tasks its scan enqueued. */

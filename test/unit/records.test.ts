@@ -1,10 +1,10 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { deliverRecords } from '../../functions/callback/records';
-import type { DeliveryPorts } from '../../functions/core/deliver';
-import { sqsRecord } from './handlers/setup';
-import { aTask, FakeRequestCounter, FakeTaskStore, fakeTenantDirectory, ManualClock } from './fakes';
+import { deliverRecords } from '../../functions/callback/records.js';
+import type { DeliveryPorts } from '../../functions/core/deliver.js';
+import { sqsRecord } from './handlers/setup.js';
+import { aTask, FakeRequestCounter, FakeTaskStore, fakeTenantDirectory, ManualClock } from './fakes.js';
 
 afterEach(() => {
   vi.restoreAllMocks();

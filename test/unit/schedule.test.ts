@@ -1,8 +1,8 @@
 import { describe, expect, it, vi } from 'vitest';
-import { type ScheduleOutcome, type SchedulePorts, scheduleTasks } from '../../functions/core/schedule';
-import { applyBizType } from '../../functions/core/biz-types';
-import { parseTaskRequest } from '../../functions/core/schemas';
-import { minuteOf } from '../../functions/core/clock';
+import { type ScheduleOutcome, type SchedulePorts, scheduleTasks } from '../../functions/core/schedule.js';
+import { applyBizType } from '../../functions/core/biz-types.js';
+import { parseTaskRequest } from '../../functions/core/schemas.js';
+import { minuteOf } from '../../functions/core/clock.js';
 import {
   FakeClockStore,
   FakeDeliveryQueue,
@@ -12,7 +12,7 @@ import {
   FakeTickQueue,
   ManualClock,
   TENANT_ID,
-} from './fakes';
+} from './fakes.js';
 
 const NOW_SECOND = 1_790_000_000;
 const NOW_MS = NOW_SECOND * 1000 + 400;

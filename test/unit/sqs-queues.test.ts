@@ -15,7 +15,7 @@ import {
   sqsDeliveryQueue,
   sqsTickQueue,
   startRedrive,
-} from '../../functions/adapters/sqs-queues';
+} from '../../functions/adapters/sqs-queues.js';
 
 const QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/timer-delivery';
 const sqsMock = mockClient(SQSClient);

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
-import { resolvingEachHostOnce, targetProblem } from '../../functions/core/target-rules';
-import { newTenant } from '../../functions/core/tenants';
-import { testTargetRules } from '../support/target-rules';
+import { resolvingEachHostOnce, targetProblem } from '../../functions/core/target-rules.js';
+import { newTenant } from '../../functions/core/tenants.js';
+import { testTargetRules } from '../support/target-rules.js';
 
 describe('Function: resolvingEachHostOnce', () => {
   it('resolves each host once however many targets name it, and still refuses a private one', async () => {

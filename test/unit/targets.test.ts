@@ -2,15 +2,15 @@ import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { AwsTargetDispatcher, retryAfterSeconds, USER_AGENT } from '../../functions/adapters/targets';
-import { WebhookClient } from '../../functions/adapters/webhook-client';
-import type { Notification, Sender } from '../../functions/core/deliver';
-import { addressPolicy } from '../../functions/core/egress';
-import { generateSigningSecret, verifyWebhook } from '../../functions/core/signature';
-import type { Target } from '../../functions/core/task';
-import { allowLoopbackConnectsOnly } from '../support/loopback-guard';
-import { startWebhookReceiver } from '../support/webhook-receiver';
-import { ManualClock } from './fakes';
+import { AwsTargetDispatcher, retryAfterSeconds, USER_AGENT } from '../../functions/adapters/targets.js';
+import { WebhookClient } from '../../functions/adapters/webhook-client.js';
+import type { Notification, Sender } from '../../functions/core/deliver.js';
+import { addressPolicy } from '../../functions/core/egress.js';
+import { generateSigningSecret, verifyWebhook } from '../../functions/core/signature.js';
+import type { Target } from '../../functions/core/task.js';
+import { allowLoopbackConnectsOnly } from '../support/loopback-guard.js';
+import { startWebhookReceiver } from '../support/webhook-receiver.js';
+import { ManualClock } from './fakes.js';
 
 const NOW_MS = Date.UTC(2026, 5, 1, 8, 0, 0);
 const SECRET = generateSigningSecret();

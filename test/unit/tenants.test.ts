@@ -10,8 +10,8 @@ import {
   type TenantStore,
   tenantIdProblem,
   withRotatedSecret,
-} from '../../functions/core/tenants';
-import { ManualClock } from './fakes';
+} from '../../functions/core/tenants.js';
+import { ManualClock } from './fakes.js';
 
 const NOW_MS = Date.UTC(2026, 10, 21, 12, 0, 0);
 const HOUR_MS = 3_600_000;

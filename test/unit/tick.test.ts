@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
-import { minuteOf } from '../../functions/core/clock';
-import { planTicks } from '../../functions/core/tick';
-import { FakeOccupancyIndex, FakeTickQueue, ManualClock } from './fakes';
+import { minuteOf } from '../../functions/core/clock.js';
+import { planTicks } from '../../functions/core/tick.js';
+import { FakeOccupancyIndex, FakeTickQueue, ManualClock } from './fakes.js';
 
 // 20 s into a minute.
 const NOW_SECOND = 1_780_000_040;

@@ -3,10 +3,10 @@ import http, { createServer } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type Resolve, WebhookClient, type WebhookClientOptions } from '../../functions/adapters/webhook-client';
-import { type AddressPolicy, forbiddenAddressReason, webhookUrlProblem } from '../../functions/core/egress';
-import { allowLoopbackConnectsOnly } from '../support/loopback-guard';
-import { eventually, startWebhookReceiver } from '../support/webhook-receiver';
+import { type Resolve, WebhookClient, type WebhookClientOptions } from '../../functions/adapters/webhook-client.js';
+import { type AddressPolicy, forbiddenAddressReason, webhookUrlProblem } from '../../functions/core/egress.js';
+import { allowLoopbackConnectsOnly } from '../support/loopback-guard.js';
+import { eventually, startWebhookReceiver } from '../support/webhook-receiver.js';
 
 /** Local mode: the receivers here listen on loopback over http. */
 const LOCAL: AddressPolicy = { allowHttp: true, allowPrivateAddresses: true };

@@ -7,12 +7,12 @@ import { readFile } from 'node:fs/promises';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { transform } from 'esbuild';
-import { DynamoTaskStore, scanTasks } from '../../../functions/adapters/dynamo-store';
-import { type DeliveryMessageBody, peekMessages, queueDepth } from '../../../functions/adapters/sqs-queues';
-import type { DeadLetter } from '../../../functions/core/deliver';
-import { parseTaskId, taskKey } from '../../../functions/core/ids';
-import type { TimerSettings } from '../../topology';
-import type { LocalResponse, LocalRoute } from '../http-gateway';
+import { DynamoTaskStore, scanTasks } from '../../../functions/adapters/dynamo-store.js';
+import { type DeliveryMessageBody, peekMessages, queueDepth } from '../../../functions/adapters/sqs-queues.js';
+import type { DeadLetter } from '../../../functions/core/deliver.js';
+import { parseTaskId, taskKey } from '../../../functions/core/ids.js';
+import type { TimerSettings } from '../../../functions/contract/topology.js';
+import type { LocalResponse, LocalRoute } from '../http-gateway.js';
 import {
   LOCAL_CONSOLE_DLQ_PATH,
   LOCAL_CONSOLE_PATH,
@@ -20,9 +20,9 @@ import {
   LOCAL_CONSOLE_STYLE_PATH,
   LOCAL_CONSOLE_TASKS_PATH,
   LOCAL_REDRIVE_PATH,
-} from '../paths';
-import { tasksView } from './views';
-import type { ConsoleDeadLetter, ConsoleDlqView, ConsoleTasksView } from './wire';
+} from '../paths.js';
+import { tasksView } from './views.js';
+import type { ConsoleDeadLetter, ConsoleDlqView, ConsoleTasksView } from './wire.js';
 
 /**
  * Table items one read of the console looks at (about half a second of dynalite's time at

@@ -2,8 +2,8 @@
  * What the console shows, worked out from tasks as read: pure functions of the tasks and
  * the time, so they are tested without a table.
  */
-import type { Target, Task, TaskStatus } from '../../../functions/core/task';
-import type { ConsoleDelivery, ConsoleTask, ConsoleTasksView, DueCounts } from './wire';
+import type { Target, Task, TaskStatus } from '../../../functions/core/task.js';
+import type { ConsoleDelivery, ConsoleTask, ConsoleTasksView, DueCounts } from './wire.js';
 
 /** In the order a task goes through them. */
 const STATUSES: readonly TaskStatus[] = ['PENDING', 'DELIVERING', 'DELIVERED', 'FAILED', 'CANCELLED'];

@@ -13,9 +13,9 @@ import {
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import { newTaskId, parseTaskId } from '../../../functions/core/ids';
-import { newApiKey, newTenant } from '../../../functions/core/tenants';
-import { DELIVERY_QUEUE_URL, lambdaContext, SHARD_COUNT, stubHandlerEnv, TABLE_NAME } from './setup';
+import { newTaskId, parseTaskId } from '../../../functions/core/ids.js';
+import { newApiKey, newTenant } from '../../../functions/core/tenants.js';
+import { DELIVERY_QUEUE_URL, lambdaContext, SHARD_COUNT, stubHandlerEnv, TABLE_NAME } from './setup.js';
 
 // The api resolves webhook hosts at submit; this machine has no DNS, so hooks.example.com gets a public address here.
 vi.spyOn(dns, 'lookup').mockImplementation((async () => [{ address: '93.184.215.14', family: 4 }]) as never);
@@ -23,7 +23,7 @@ vi.spyOn(dns, 'lookup').mockImplementation((async () => [{ address: '93.184.215.
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
 stubHandlerEnv();
-const { handler } = await import('../../../functions/api/handler');
+const { handler } = await import('../../../functions/api/handler.js');
 
 const TARGET = { type: 'http', url: 'https://hooks.example.com/timer' };
 const TENANT = newTenant('acme', Date.now());

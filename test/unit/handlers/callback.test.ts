@@ -5,10 +5,10 @@ import { ChangeMessageVisibilityCommand, SendMessageCommand, SQSClient } from '@
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { newTaskId, taskKey } from '../../../functions/core/ids';
-import { verifyWebhook } from '../../../functions/core/signature';
-import { newTenant } from '../../../functions/core/tenants';
-import { ENV } from '../../../lib/topology';
+import { newTaskId, taskKey } from '../../../functions/core/ids.js';
+import { verifyWebhook } from '../../../functions/core/signature.js';
+import { newTenant } from '../../../functions/core/tenants.js';
+import { ENV } from '../../../functions/contract/topology.js';
 import {
   BACKOFF_BASE_SECONDS,
   BUCKET_COUNT,
@@ -16,14 +16,14 @@ import {
   lambdaContext,
   sqsRecord,
   stubHandlerEnv,
-} from './setup';
+} from './setup.js';
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
 stubHandlerEnv();
 // The receiver below listens on loopback over http, which only local mode's webhook policy reaches.
 vi.stubEnv(ENV.allowInsecureTargets, 'true');
-const { handler } = await import('../../../functions/callback/handler');
+const { handler } = await import('../../../functions/callback/handler.js');
 
 const TENANT = newTenant('acme', Date.now());
 const SIGNING_SECRET = TENANT.signingSecrets[0]?.secret ?? '';

@@ -2,7 +2,7 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { newTaskId, partitionKey, secondRange } from '../../../functions/core/ids';
+import { newTaskId, partitionKey, secondRange } from '../../../functions/core/ids.js';
 import {
   BUCKET_COUNT,
   DELIVERY_QUEUE_URL,
@@ -11,12 +11,12 @@ import {
   SHARD_COUNT,
   sqsRecord,
   stubHandlerEnv,
-} from './setup';
+} from './setup.js';
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
 stubHandlerEnv();
-const { handler } = await import('../../../functions/scanner/handler');
+const { handler } = await import('../../../functions/scanner/handler.js');
 
 const CLOCK_KEY = { pk: 'CLOCK', sk: 'CLOCK' };
 const conditionFailed = () => Object.assign(new Error('x'), { name: 'ConditionalCheckFailedException' });

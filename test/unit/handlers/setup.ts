@@ -11,7 +11,7 @@ import {
   FUNCTIONS,
   type FunctionName,
   type TimerSettings,
-} from '../../../lib/topology';
+} from '../../../functions/contract/topology.js';
 
 export const TABLE_NAME = 'timer-unit';
 export const BUCKET_COUNT = 1000;

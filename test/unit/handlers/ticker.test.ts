@@ -2,12 +2,12 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { LOOKAHEAD_SECONDS, lambdaContext, stubHandlerEnv, TICK_QUEUE_URL } from './setup';
+import { LOOKAHEAD_SECONDS, lambdaContext, stubHandlerEnv, TICK_QUEUE_URL } from './setup.js';
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
 stubHandlerEnv();
-const { handler } = await import('../../../functions/ticker/handler');
+const { handler } = await import('../../../functions/ticker/handler.js');
 
 describe('Function: ticker handler', () => {
   beforeEach(() => {

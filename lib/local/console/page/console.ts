@@ -10,7 +10,7 @@ import type {
   ConsoleTasksView,
   DueCounts,
   RedriveResult,
-} from '../wire';
+} from '../wire.js';
 
 const REFRESH_MS = 1000;
 const SVG_NS = 'http://www.w3.org/2000/svg';

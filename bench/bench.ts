@@ -24,7 +24,13 @@ import { idleMonth } from '../lib/cost-model.js';
 import { DEFAULT_SETTINGS, FUNCTIONS, type FunctionName } from '../functions/contract/topology.js';
 import type { BenchJob, WorkerMessage, WorkerRequest } from './bullmq-worker.js';
 import { ensureRedisInstalled, startRedis, type BenchRedis } from './redis.js';
-import { type BenchReport, type LongHorizon, renderMarkdown, renderReportChart, type ScenarioResult } from './render.js';
+import {
+  type BenchReport,
+  type LongHorizon,
+  renderMarkdown,
+  renderReportChart,
+  type ScenarioResult,
+} from './render.js';
 import { fmt, idleUsage, type MeasuredRun, progressLine } from './report.js';
 import { histogram, type KeyActivity, peakPerKey, perSecond, summarize } from './stats.js';
 import type { TimerMessage, TimerRequest, TimerSnapshot, TimerStorage } from './timer-process.js';
@@ -116,18 +122,28 @@ interface System {
  * Every call the bench makes to the timer's API goes through here, with its headers in one
  * place (an API key, once the API takes one, is one line here).
  */
-async function callTimerApi(apiUrl: string, path: string, body: unknown, headers: Record<string, string> = {}): Promise<unknown> {
+async function callTimerApi(
+  apiUrl: string,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<unknown> {
   const response = await fetch(`${apiUrl}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify(body),
   });
-  if (response.status !== 201) throw new Error(`${path} answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
+  if (response.status !== 201)
+    throw new Error(`${path} answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
   return response.json();
 }
 
 /** Sends a request to a child process and waits for the reply of the given type. */
-function ask<Reply extends { type: string }>(child: ChildProcess, message: unknown, type: Reply['type']): Promise<Reply> {
+function ask<Reply extends { type: string }>(
+  child: ChildProcess,
+  message: unknown,
+  type: Reply['type'],
+): Promise<Reply> {
   return new Promise((resolve) => {
     const onMessage = (reply: Reply) => {
       if (reply.type !== type) return;
@@ -139,7 +155,10 @@ function ask<Reply extends { type: string }>(child: ChildProcess, message: unkno
   });
 }
 
-const childOptions = { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'pipe', 'pipe', 'ipc'] as ['ignore', 'pipe', 'pipe', 'ipc'] };
+const childOptions = {
+  execArgv: ['--import', 'tsx'],
+  stdio: ['ignore', 'pipe', 'pipe', 'ipc'] as ['ignore', 'pipe', 'pipe', 'ipc'],
+};
 
 interface TimerSystem extends System {
   storage(): Promise<TimerStorage>;
@@ -160,19 +179,35 @@ async function startTimer(): Promise<TimerSystem> {
     child.on('message', (message: TimerMessage) => message.type === 'ready' && resolve(message)),
   );
   const storage = async () =>
-    (await ask<{ type: 'storage'; storage: TimerStorage }>(child, { type: 'storage' } satisfies TimerRequest, 'storage')).storage;
+    (
+      await ask<{ type: 'storage'; storage: TimerStorage }>(
+        child,
+        { type: 'storage' } satisfies TimerRequest,
+        'storage',
+      )
+    ).storage;
   return {
     name: 'timer',
     async submit(tasks) {
       await callTimerApi(
         ready.apiUrl,
         '/v1/tasks/batch',
-        { tasks: tasks.map((task) => ({ dueAt: task.dueAtMs, target: { type: 'http', url: hookUrl }, payload: { key: task.key } })) },
+        {
+          tasks: tasks.map((task) => ({
+            dueAt: task.dueAtMs,
+            target: { type: 'http', url: hookUrl },
+            payload: { key: task.key },
+          })),
+        },
         { authorization: `Bearer ${ready.apiKey}` },
       );
     },
     async measure() {
-      const { snapshot } = await ask<{ type: 'snapshot'; snapshot: TimerSnapshot }>(child, { type: 'snapshot' } satisfies TimerRequest, 'snapshot');
+      const { snapshot } = await ask<{ type: 'snapshot'; snapshot: TimerSnapshot }>(
+        child,
+        { type: 'snapshot' } satisfies TimerRequest,
+        'snapshot',
+      );
       return {
         requests: snapshot.requests,
         cpuMs: { ...(snapshot.cpuMs as Record<string, number>), 'whole process': snapshot.processCpuMs },
@@ -207,7 +242,9 @@ async function startBullmq(redis: BenchRedis, queueName: string): Promise<System
   });
   worker.stdout?.resume();
   worker.stderr?.resume();
-  await new Promise<void>((resolve) => worker.on('message', (message: WorkerMessage) => message.type === 'ready' && resolve()));
+  await new Promise<void>((resolve) =>
+    worker.on('message', (message: WorkerMessage) => message.type === 'ready' && resolve()),
+  );
   return {
     name: 'bullmq',
     async submit(tasks) {
@@ -217,13 +254,22 @@ async function startBullmq(redis: BenchRedis, queueName: string): Promise<System
           name: 'timer',
           data: { key: task.key, dueAtMs: task.dueAtMs, url: hookUrl },
           // Like the timer's maxAttempts, and nothing kept once done, as the timer's TTL does later.
-          opts: { delay: Math.max(0, task.dueAtMs - now), attempts: 8, backoff: { type: 'exponential', delay: 5000 }, removeOnComplete: true },
+          opts: {
+            delay: Math.max(0, task.dueAtMs - now),
+            attempts: 8,
+            backoff: { type: 'exponential', delay: 5000 },
+            removeOnComplete: true,
+          },
         })),
       );
     },
     async measure() {
       const [snapshot, usage] = await Promise.all([
-        ask<Extract<WorkerMessage, { type: 'snapshot' }>>(worker, { type: 'snapshot' } satisfies WorkerRequest, 'snapshot'),
+        ask<Extract<WorkerMessage, { type: 'snapshot' }>>(
+          worker,
+          { type: 'snapshot' } satisfies WorkerRequest,
+          'snapshot',
+        ),
         redis.usage(),
       ]);
       return {
@@ -306,14 +352,21 @@ async function submitPaced(
 const LATENESS_EDGES = [50, 100, 200, 300, 500, 750, 1000, 1500, 2000, 5000, 10000];
 
 const diff = (after: Record<string, number>, before: Record<string, number>): Record<string, number> =>
-  Object.fromEntries(Object.entries(after).map(([name, value]) => [name, value - (before[name] ?? 0)]).filter(([, value]) => (value as number) > 0));
+  Object.fromEntries(
+    Object.entries(after)
+      .map(([name, value]) => [name, value - (before[name] ?? 0)])
+      .filter(([, value]) => (value as number) > 0),
+  );
 const perTask = (values: Record<string, number>, tasks: number, digits = 3) =>
   Object.fromEntries(Object.entries(values).map(([name, value]) => [name, Number((value / tasks).toFixed(digits))]));
 
 /** The busiest task partition keys while a hot second was delivered: the shard count at work. */
 export function hotKeysOf(keys: KeyActivity | undefined, fromSecond: number) {
   const delivery: KeyActivity = new Map(
-    [...(keys ?? new Map())].map(([key, seconds]) => [key, new Map([...seconds].filter(([second]) => second >= fromSecond))]),
+    [...(keys ?? new Map())].map(([key, seconds]) => [
+      key,
+      new Map([...seconds].filter(([second]) => second >= fromSecond)),
+    ]),
   );
   const taskKeys = [...delivery.keys()].filter((key) => key.startsWith('B#') && (delivery.get(key)?.size ?? 0) > 0);
   return {
@@ -351,7 +404,10 @@ async function runScenario(
   );
   const tasks = planned.filter((task) => submit.acceptedAtMs.has(task.key));
   const lastDue = Math.max(...tasks.map((task) => task.dueAtMs));
-  while (new Set(arrived().map((receipt) => receipt.key)).size < tasks.length && Date.now() < lastDue + options.drainMs) {
+  while (
+    new Set(arrived().map((receipt) => receipt.key)).size < tasks.length &&
+    Date.now() < lastDue + options.drainMs
+  ) {
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
   // Stragglers and duplicates.
@@ -412,13 +468,19 @@ async function runScenario(
 
 function steadyTasks(name: string, rate: number, seconds: number): BenchTask[] {
   const start = Date.now() + LEAD_MS + 2000;
-  return Array.from({ length: rate * seconds }, (_, index) => ({ key: `${name}/${index}`, dueAtMs: start + Math.floor((index * 1000) / rate) }));
+  return Array.from({ length: rate * seconds }, (_, index) => ({
+    key: `${name}/${index}`,
+    dueAtMs: start + Math.floor((index * 1000) / rate),
+  }));
 }
 
 function burstTasks(name: string, count: number, submitPerSecond: number): BenchTask[] {
   // Due once all are surely in, spread over one second.
   const dueSecondMs = (Math.ceil((Date.now() + (count / submitPerSecond) * 1500 + 5000) / 1000) + 1) * 1000;
-  return Array.from({ length: count }, (_, index) => ({ key: `${name}/${index}`, dueAtMs: dueSecondMs + (index % 1000) }));
+  return Array.from({ length: count }, (_, index) => ({
+    key: `${name}/${index}`,
+    dueAtMs: dueSecondMs + (index % 1000),
+  }));
 }
 
 // ── The scenarios ──────────────────────────────────────────────────────────────────────
@@ -436,7 +498,9 @@ async function steadyAndBurst(start: () => Promise<System>, systemName: string) 
     const scenario = `steady ${rate}/s`;
     const tasks = steadyTasks(`${systemName}:${scenario}`, rate, STEADY_SECONDS);
     const lastDue = tasks[tasks.length - 1]?.dueAtMs ?? Date.now();
-    results.push(await runScenario(system, scenario, tasks, { leadMs: LEAD_MS, drainMs: DRAIN_MS, submitDeadlineMs: lastDue }));
+    results.push(
+      await runScenario(system, scenario, tasks, { leadMs: LEAD_MS, drainMs: DRAIN_MS, submitDeadlineMs: lastDue }),
+    );
     await system.stop();
   }
   for (const count of BURSTS) {
@@ -444,7 +508,9 @@ async function steadyAndBurst(start: () => Promise<System>, systemName: string) 
     (system as Partial<TimerSystem>).resetKeys?.();
     const scenario = `burst ${count}`;
     const tasks = burstTasks(`${systemName}:${scenario}`, count, submitCapacity[systemName] ?? 1000);
-    results.push(await runScenario(system, scenario, tasks, { leadMs: Number.POSITIVE_INFINITY, drainMs: BURST_DRAIN_MS }));
+    results.push(
+      await runScenario(system, scenario, tasks, { leadMs: Number.POSITIVE_INFINITY, drainMs: BURST_DRAIN_MS }),
+    );
     await system.stop();
   }
 }
@@ -461,7 +527,11 @@ async function longHorizon(): Promise<LongHorizon> {
     dueAtMs: now + 60_000 + Math.floor((index * span) / LONG_HORIZON_TASKS),
   }));
   let submitted = 0;
-  const done = progress('timer long horizon', () => ({ done: submitted, total: tasks.length, detail: `submitted ${fmt(submitted)}` }));
+  const done = progress('timer long horizon', () => ({
+    done: submitted,
+    total: tasks.length,
+    detail: `submitted ${fmt(submitted)}`,
+  }));
   const submit = await submitPaced(system, tasks, Number.POSITIVE_INFINITY, () => {
     submitted = Math.min(tasks.length, submitted + BATCH);
   });
@@ -472,11 +542,21 @@ async function longHorizon(): Promise<LongHorizon> {
   await system.stop();
   const bytes = Object.values(storage.byKind).reduce((sum, kind) => sum + kind.bytes, 0);
   const early = (receipts.get(scenario) ?? []).filter((receipt) => receipt.receivedAtMs < receipt.dueAtMs).length;
-  return { tasks: tasks.length, submitPerSecond: tasks.length / submit.seconds, storage, bytesPerTask: bytes / tasks.length, early };
+  return {
+    tasks: tasks.length,
+    submitPerSecond: tasks.length / submit.seconds,
+    storage,
+    bytesPerTask: bytes / tasks.length,
+    early,
+  };
 }
 
 /** Runs beside the BullMQ scenarios: it only counts requests, which the other load does not change. */
-async function idle(): Promise<{ minutes: number; perHour: Record<string, number>; run: MeasuredRun & { seconds: number } }> {
+async function idle(): Promise<{
+  minutes: number;
+  perHour: Record<string, number>;
+  run: MeasuredRun & { seconds: number };
+}> {
   const system = await startTimer();
   // A deployment that has been used: its clock runs (the first submit starts it), and nothing is due for a month.
   await system.submit([{ key: 'timer:idle/0', dueAtMs: Date.now() + 30 * 86_400_000 }]);
@@ -493,7 +573,9 @@ async function idle(): Promise<{ minutes: number; perHour: Record<string, number
   const requests = diff(after.requests, before.requests);
   return {
     minutes: IDLE_MINUTES,
-    perHour: Object.fromEntries(Object.entries(requests).map(([name, count]) => [name, Math.round((count * 3600) / seconds)])),
+    perHour: Object.fromEntries(
+      Object.entries(requests).map(([name, count]) => [name, Math.round((count * 3600) / seconds)]),
+    ),
     run: {
       tasks: 0,
       seconds,
@@ -546,7 +628,13 @@ async function writeReport(report: BenchReport, publish: boolean): Promise<void>
     await writeFile('docs/benchmarks.svg', chart);
     const page = await readFile('docs/benchmarks.md', 'utf8');
     // A replacer function: the tables' dollar amounts must not be read as `$1`-style patterns.
-    await writeFile('docs/benchmarks.md', page.replace(/(<!-- bench:start -->\n)[\s\S]*(<!-- bench:end -->)/, (_match, start: string, end: string) => `${start}${markdown}\n${end}`));
+    await writeFile(
+      'docs/benchmarks.md',
+      page.replace(
+        /(<!-- bench:start -->\n)[\s\S]*(<!-- bench:end -->)/,
+        (_match, start: string, end: string) => `${start}${markdown}\n${end}`,
+      ),
+    );
   }
   process.stdout.write(`${markdown}\nReport: reports/bench-${stamp}.json, chart: reports/bench-${stamp}.svg\n`);
 }
@@ -558,7 +646,9 @@ if (flags.from) {
 }
 
 const startedAt = new Date();
-log(`bench: rates ${RATES.join(', ')}/s for ${STEADY_SECONDS} s, bursts ${BURSTS.join(', ')}, long horizon ${LONG_HORIZON_TASKS}, idle ${IDLE_MINUTES} min${quick ? ' (quick)' : ''}`);
+log(
+  `bench: rates ${RATES.join(', ')}/s for ${STEADY_SECONDS} s, bursts ${BURSTS.join(', ')}, long horizon ${LONG_HORIZON_TASKS}, idle ${IDLE_MINUTES} min${quick ? ' (quick)' : ''}`,
+);
 const horizon = await longHorizon();
 submitCapacity.timer = horizon.submitPerSecond;
 await steadyAndBurst(startTimer, 'timer');
@@ -574,11 +664,24 @@ const idleRun = await idling;
 const bundles = await bundleSizes();
 
 // Metrics an idle deployment still publishes every hour: the sweeper's four. The fixed resources are the stack's.
-const idleCost = idleMonth(idleUsage(idleRun.run, WEBHOOK_MS, 4), { alarms: 17, dashboards: 1, kmsKeys: 1, secrets: 1 });
+const idleCost = idleMonth(idleUsage(idleRun.run, WEBHOOK_MS, 4), {
+  alarms: 17,
+  dashboards: 1,
+  kmsKeys: 1,
+  secrets: 1,
+});
 const report: BenchReport = {
   startedAt: startedAt.toISOString(),
   machine: { cpus: cpus().length, node: process.version },
-  settings: { rates: RATES, steadySeconds: STEADY_SECONDS, bursts: BURSTS, leadMs: LEAD_MS, webhookMs: WEBHOOK_MS, shardCount: DEFAULT_SETTINGS.shardCount, batch: BATCH },
+  settings: {
+    rates: RATES,
+    steadySeconds: STEADY_SECONDS,
+    bursts: BURSTS,
+    leadMs: LEAD_MS,
+    webhookMs: WEBHOOK_MS,
+    shardCount: DEFAULT_SETTINGS.shardCount,
+    batch: BATCH,
+  },
   results,
   longHorizon: horizon,
   idle: { minutes: idleRun.minutes, requestsPerHour: idleRun.perHour },

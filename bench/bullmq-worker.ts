@@ -35,7 +35,11 @@ const worker = new Worker<BenchJob>(
       bizId: null,
       payload: { key: job.data.key },
     });
-    const response = await fetch(job.data.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const response = await fetch(job.data.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
     await response.body?.cancel();
     if (!response.ok) throw new Error(`HTTP ${response.status}`);
   },

@@ -7,7 +7,11 @@ import type { Bin } from './stats.js';
 export interface ChartInput {
   readonly title: string;
   readonly histograms: ReadonlyArray<{ readonly label: string; readonly color: string; readonly bins: readonly Bin[] }>;
-  readonly series: ReadonlyArray<{ readonly label: string; readonly color: string; readonly values: readonly number[] }>;
+  readonly series: ReadonlyArray<{
+    readonly label: string;
+    readonly color: string;
+    readonly values: readonly number[];
+  }>;
 }
 
 const WIDTH = 900;
@@ -48,7 +52,15 @@ function yAxis(top: number, height: number, max: number, label: string): string 
       text(MARGIN.left - 6, y + 4, String(Math.round(max * share)), 'font-size="11" text-anchor="end"')
     );
   });
-  return ticks.join('') + text(16, top + height / 2, label, `font-size="12" transform="rotate(-90 16 ${top + height / 2})" text-anchor="middle"`);
+  return (
+    ticks.join('') +
+    text(
+      16,
+      top + height / 2,
+      label,
+      `font-size="12" transform="rotate(-90 16 ${top + height / 2})" text-anchor="middle"`,
+    )
+  );
 }
 
 /** A panel's frame around its marks: title, legend, y axis with grid lines, x axis label. */
@@ -95,7 +107,12 @@ function histogramPanel(input: ChartInput, top: number): string {
     }),
   );
   const labels = (input.histograms[0]?.bins ?? []).map((bin, index) =>
-    text(MARGIN.left + (index + 0.5) * groupWidth, plotTop + plotHeight + 16, binLabel(bin), 'font-size="11" text-anchor="middle"'),
+    text(
+      MARGIN.left + (index + 0.5) * groupWidth,
+      plotTop + plotHeight + 16,
+      binLabel(bin),
+      'font-size="11" text-anchor="middle"',
+    ),
   );
   return panel({
     top,
@@ -124,7 +141,12 @@ function seriesPanel(input: ChartInput, top: number): string {
         .join(' ')}"/>`,
   );
   const xTicks = [0, 0.25, 0.5, 0.75, 1].map((share) =>
-    text(x(share * (length - 1)), plotTop + plotHeight + 16, String(Math.round(share * (length - 1))), 'font-size="11" text-anchor="middle"'),
+    text(
+      x(share * (length - 1)),
+      plotTop + plotHeight + 16,
+      String(Math.round(share * (length - 1))),
+      'font-size="11" text-anchor="middle"',
+    ),
   );
   return panel({
     top,

@@ -30,7 +30,10 @@ export function ensureRedisInstalled(log: (line: string) => void): void {
   if (onPath('redis-server')) return;
   log('redis-server not found; installing it with apt-get (needs root)…');
   execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit' });
-  execFileSync('apt-get', ['install', '-y', '-qq', 'redis-server'], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  execFileSync('apt-get', ['install', '-y', '-qq', 'redis-server'], {
+    stdio: 'inherit',
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
 }
 
 export interface RedisUsage {
@@ -55,9 +58,13 @@ function processCpuMs(pid: number): number {
 
 export async function startRedis(): Promise<BenchRedis> {
   const port = await freePort();
-  const server: ChildProcess = spawn('redis-server', ['--port', String(port), '--save', '', '--appendonly', 'no', '--bind', '127.0.0.1'], {
-    stdio: 'ignore',
-  });
+  const server: ChildProcess = spawn(
+    'redis-server',
+    ['--port', String(port), '--save', '', '--appendonly', 'no', '--bind', '127.0.0.1'],
+    {
+      stdio: 'ignore',
+    },
+  );
   // The client retries until the server listens, and holds commands meanwhile: the first PING answers once it is up.
   const client = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: null, retryStrategy: () => 100 });
   client.on('error', () => undefined);

@@ -70,7 +70,8 @@ export interface BenchReport {
 /** The timer's steady run nearest 1,000 tasks/s that delivered everything: what the cost model prices. */
 export function referenceRun(report: BenchReport): ScenarioResult | undefined {
   const complete = report.results.filter(
-    (result) => result.system === 'timer' && result.scenario.startsWith('steady') && result.lost === 0 && result.backlog === 0,
+    (result) =>
+      result.system === 'timer' && result.scenario.startsWith('steady') && result.lost === 0 && result.backlog === 0,
   );
   const rate = (result: ScenarioResult) => result.tasks / report.settings.steadySeconds;
   return [...complete].sort((a, b) => Math.abs(rate(a) - 1000) - Math.abs(rate(b) - 1000))[0];
@@ -97,7 +98,12 @@ export function usageOf(report: BenchReport, reference: ScenarioResult, options:
   const idlePerSecond = (name: string) => (report.idle.requestsPerHour[name] ?? 0) / 3600;
   const busy: MeasuredRun = {
     ...run,
-    requests: Object.fromEntries(Object.entries(run.requests).map(([name, count]) => [name, Math.max(0, count - idlePerSecond(name) * run.seconds)])),
+    requests: Object.fromEntries(
+      Object.entries(run.requests).map(([name, count]) => [
+        name,
+        Math.max(0, count - idlePerSecond(name) * run.seconds),
+      ]),
+    ),
   };
   const tasks = report.longHorizon.storage.byKind.B;
   return perTaskUsage(busy, {
@@ -119,7 +125,25 @@ const sum = (values: Record<string, number>) => Object.values(values).reduce((to
 export function renderMarkdown(report: BenchReport): string {
   const { results } = report;
   const mainTable = markdownTable(
-    ['system', 'scenario', 'tasks', 'submit/s', 'delivered/s', 'peak/s', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms', 'early', 'lost', 'backlog', 'dup', 'done after due s', 'CPU ms/task', 'peak MB'],
+    [
+      'system',
+      'scenario',
+      'tasks',
+      'submit/s',
+      'delivered/s',
+      'peak/s',
+      'p50 ms',
+      'p95 ms',
+      'p99 ms',
+      'max ms',
+      'early',
+      'lost',
+      'backlog',
+      'dup',
+      'done after due s',
+      'CPU ms/task',
+      'peak MB',
+    ],
     results.map((result) => [
       result.system,
       result.scenario,
@@ -156,17 +180,38 @@ export function renderMarkdown(report: BenchReport): string {
         ],
       ];
     });
-  const ratioTable = markdownTable(['scenario', 'p99 lateness', 'delivered/s', 'submit/s', 'CPU per task (whole processes)'], pairs);
+  const ratioTable = markdownTable(
+    ['scenario', 'p99 lateness', 'delivered/s', 'submit/s', 'CPU per task (whole processes)'],
+    pairs,
+  );
   const requestTable = markdownTable(
     ['system', 'scenario', 'requests per task'],
-    results.map((result) => [result.system, result.scenario, Object.entries(result.requestsPerTask).map(([name, count]) => `${name} ${count}`).join(', ')]),
+    results.map((result) => [
+      result.system,
+      result.scenario,
+      Object.entries(result.requestsPerTask)
+        .map(([name, count]) => `${name} ${count}`)
+        .join(', '),
+    ]),
   );
   const cpuTable = markdownTable(
     ['system', 'scenario', 'CPU ms per task: by function and the whole process (timer), by process (BullMQ)'],
-    results.map((result) => [result.system, result.scenario, Object.entries(result.cpuMsPerTask).map(([name, ms]) => `${name} ${ms}`).join(', ')]),
+    results.map((result) => [
+      result.system,
+      result.scenario,
+      Object.entries(result.cpuMsPerTask)
+        .map(([name, ms]) => `${name} ${ms}`)
+        .join(', '),
+    ]),
   );
   const hotTable = markdownTable(
-    ['scenario', 'task keys', 'most write units on one key in one second', 'most read units on one key in one second', 'most write units on one key, whole delivery'],
+    [
+      'scenario',
+      'task keys',
+      'most write units on one key in one second',
+      'most read units on one key in one second',
+      'most write units on one key, whole delivery',
+    ],
     results
       .filter((result) => result.system === 'timer' && result.hotKeys && result.scenario.startsWith('burst'))
       .map((result) => [
@@ -193,7 +238,10 @@ export function renderMarkdown(report: BenchReport): string {
   const idle = report.cost.idleMonth;
   const idleCostTable = markdownTable(
     ['idle month', '$'],
-    [...costRows(idle.running, 3), ['fixed resources (17 alarms, a dashboard, a KMS key, a secret)', `$${fmt(idle.fixed, 2)}`]],
+    [
+      ...costRows(idle.running, 3),
+      ['fixed resources (17 alarms, a dashboard, a KMS key, a secret)', `$${fmt(idle.fixed, 2)}`],
+    ],
   );
   const horizon = report.longHorizon;
   const taskItems = horizon.storage.byKind.B;
@@ -226,7 +274,10 @@ export function renderMarkdown(report: BenchReport): string {
     '',
     idleCostTable,
     '',
-    markdownTable(['function', 'bundle KiB (minified, AWS SDK external)'], Object.entries(report.bundleBytes).map(([name, bytes]) => [name, Number((bytes / 1024).toFixed(1))])),
+    markdownTable(
+      ['function', 'bundle KiB (minified, AWS SDK external)'],
+      Object.entries(report.bundleBytes).map(([name, bytes]) => [name, Number((bytes / 1024).toFixed(1))]),
+    ),
     '',
   ].join('\n');
 }
@@ -234,7 +285,8 @@ export function renderMarkdown(report: BenchReport): string {
 /** The chart for the reference rate: the timer's and BullMQ's lateness and deliveries per second. */
 export function renderReportChart(report: BenchReport): string {
   const scenario = referenceRun(report)?.scenario ?? `steady ${report.settings.rates[0]}/s`;
-  const of = (system: string) => report.results.find((result) => result.system === system && result.scenario === scenario);
+  const of = (system: string) =>
+    report.results.find((result) => result.system === system && result.scenario === scenario);
   const systems = [
     { label: 'timer (local mode)', color: '#1f77b4', result: of('timer') },
     { label: 'BullMQ', color: '#ff7f0e', result: of('bullmq') },

@@ -1,5 +1,11 @@
 /** Turning the bench's results into text: the progress bar, tables, and the usage the cost model prices. */
-import { type CostBreakdown, type IdleUsage, IDLE_POLLS_PER_QUEUE_PER_HOUR, type PerTaskUsage, total } from '../lib/cost-model.js';
+import {
+  type CostBreakdown,
+  type IdleUsage,
+  IDLE_POLLS_PER_QUEUE_PER_HOUR,
+  type PerTaskUsage,
+  total,
+} from '../lib/cost-model.js';
 import { FUNCTIONS, type FunctionName, QUEUES } from '../functions/contract/topology.js';
 
 /** One line of progress, redrawn in place: a bar, a percentage and what the numbers are. */
@@ -13,7 +19,11 @@ export function progressLine(label: string, done: number, totalCount: number, de
 export function markdownTable(header: readonly string[], rows: ReadonlyArray<ReadonlyArray<string | number>>): string {
   const cells = rows.map((row) => row.map((cell) => String(cell)));
   const align = header.map((_, column) => (rows.every((row) => typeof row[column] === 'number') ? '---:' : '---'));
-  return [`| ${header.join(' | ')} |`, `| ${align.join(' | ')} |`, ...cells.map((row) => `| ${row.join(' | ')} |`)].join('\n');
+  return [
+    `| ${header.join(' | ')} |`,
+    `| ${align.join(' | ')} |`,
+    ...cells.map((row) => `| ${row.join(' | ')} |`),
+  ].join('\n');
 }
 
 /** A number for a table: thousands separated, `digits` decimals, or a dash for nothing. */
@@ -69,7 +79,10 @@ export function invocationSeconds(fn: FunctionName, cpuMsPerInvocation: number, 
 }
 
 /** What one task costs, from a run of `tasks` tasks (with the idle rate over its duration already taken off). */
-export function perTaskUsage(run: MeasuredRun, options: { webhookMs: number; tasksPerApiRequest: number; storedBytes: number; storedDays: number }): PerTaskUsage {
+export function perTaskUsage(
+  run: MeasuredRun,
+  options: { webhookMs: number; tasksPerApiRequest: number; storedBytes: number; storedDays: number },
+): PerTaskUsage {
   const perTask = (value: number) => value / run.tasks;
   const sqsRequests = Object.entries(run.requests)
     .filter(([name]) => name.includes('SQS.'))
@@ -79,7 +92,10 @@ export function perTaskUsage(run: MeasuredRun, options: { webhookMs: number; tas
   const gbSeconds = functions.reduce((sum, fn) => {
     const count = run.invocations[fn] ?? 0;
     if (count === 0) return sum;
-    return sum + count * invocationSeconds(fn, (run.cpuMs[fn] ?? 0) / count, options.webhookMs) * (FUNCTIONS[fn].memoryMb / 1024);
+    return (
+      sum +
+      count * invocationSeconds(fn, (run.cpuMs[fn] ?? 0) / count, options.webhookMs) * (FUNCTIONS[fn].memoryMb / 1024)
+    );
   }, 0);
   const metricsInvocations = invocations - (run.invocations.ticker ?? 0);
   return {
@@ -89,7 +105,9 @@ export function perTaskUsage(run: MeasuredRun, options: { webhookMs: number; tas
     apiRequests: 1 / options.tasksPerApiRequest,
     lambdaInvocations: perTask(invocations),
     lambdaGbSeconds: perTask(gbSeconds),
-    logBytes: perTask(run.logBytes + invocations * PLATFORM_LOG_BYTES_PER_INVOCATION + metricsInvocations * EMF_BYTES_PER_INVOCATION),
+    logBytes: perTask(
+      run.logBytes + invocations * PLATFORM_LOG_BYTES_PER_INVOCATION + metricsInvocations * EMF_BYTES_PER_INVOCATION,
+    ),
     storedBytes: options.storedBytes,
     storedDays: options.storedDays,
   };
@@ -100,13 +118,20 @@ export function perTaskUsage(run: MeasuredRun, options: { webhookMs: number; tas
  * Lambda's event source mappings make idle (they long-poll 20 s where the local pollers wait
  * 1 s), one mapping per consumed queue.
  */
-export function idleUsage(run: MeasuredRun & { readonly seconds: number }, webhookMs: number, metricsPublished: number): IdleUsage {
+export function idleUsage(
+  run: MeasuredRun & { readonly seconds: number },
+  webhookMs: number,
+  metricsPublished: number,
+): IdleUsage {
   const perHour = (value: number) => (value * 3600) / run.seconds;
   const functionSqs = Object.entries(run.requests)
     .filter(([name]) => name.startsWith('SQS.'))
     .reduce((sum, [, count]) => sum + count, 0);
   const queuesPolled = Object.values(QUEUES).filter((queue) => 'consumer' in queue).length;
-  const usage = perTaskUsage({ ...run, tasks: 1 }, { webhookMs, tasksPerApiRequest: Number.POSITIVE_INFINITY, storedBytes: 0, storedDays: 0 });
+  const usage = perTaskUsage(
+    { ...run, tasks: 1 },
+    { webhookMs, tasksPerApiRequest: Number.POSITIVE_INFINITY, storedBytes: 0, storedDays: 0 },
+  );
   return {
     dynamoWriteUnitsPerHour: perHour(run.writeUnits),
     dynamoReadUnitsPerHour: perHour(run.readUnits),
@@ -121,7 +146,10 @@ export function idleUsage(run: MeasuredRun & { readonly seconds: number }, webho
 /** A cost breakdown as table rows, in dollars with `digits` decimals, plus a total row. */
 export function costRows(breakdown: CostBreakdown, digits: number): Array<[string, string]> {
   return [
-    ...Object.entries(breakdown).map(([component, dollars]): [string, string] => [component, `$${fmt(dollars, digits)}`]),
+    ...Object.entries(breakdown).map(([component, dollars]): [string, string] => [
+      component,
+      `$${fmt(dollars, digits)}`,
+    ]),
     ['total', `$${fmt(total(breakdown), digits)}`],
   ];
 }

@@ -67,7 +67,11 @@ export interface KeyPeak {
 }
 
 /** The key with the most write (or read) units in any one second, and the most units on any key in all. */
-export function peakPerKey(activity: KeyActivity, kind: 'writes' | 'reads', keyPrefix = ''): { busiestSecond: KeyPeak; busiestKey: KeyPeak } {
+export function peakPerKey(
+  activity: KeyActivity,
+  kind: 'writes' | 'reads',
+  keyPrefix = '',
+): { busiestSecond: KeyPeak; busiestKey: KeyPeak } {
   let busiestSecond: KeyPeak = { key: '', perSecond: 0, total: 0 };
   let busiestKey: KeyPeak = { key: '', perSecond: 0, total: 0 };
   for (const [key, seconds] of activity) {
@@ -95,7 +99,13 @@ export function attributeBytes(value: unknown): number {
   if (value instanceof Set) return [...value].reduce((sum: number, element) => sum + attributeBytes(element), 0);
   if (Array.isArray(value)) return 3 + value.reduce((sum: number, element) => sum + 1 + attributeBytes(element), 0);
   if (typeof value === 'object') {
-    return 3 + Object.entries(value).reduce((sum, [name, element]) => sum + 1 + Buffer.byteLength(name) + attributeBytes(element), 0);
+    return (
+      3 +
+      Object.entries(value).reduce(
+        (sum, [name, element]) => sum + 1 + Buffer.byteLength(name) + attributeBytes(element),
+        0,
+      )
+    );
   }
   return 0;
 }

@@ -98,7 +98,9 @@ function recordRequest(request: AwsRequest): void {
       return addUnits(String(item.pk), 'writes', writeUnitsOf(item));
     }
     case 'DynamoDB.BatchWriteItem':
-      for (const requests of Object.values(input.RequestItems as Record<string, Array<{ PutRequest?: { Item: Record<string, unknown> } }>>)) {
+      for (const requests of Object.values(
+        input.RequestItems as Record<string, Array<{ PutRequest?: { Item: Record<string, unknown> } }>>,
+      )) {
         for (const { PutRequest } of requests) {
           if (!PutRequest) continue;
           if (isTaskKey(String(PutRequest.Item.pk))) taskItemBytes = itemBytes(PutRequest.Item);

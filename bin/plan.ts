@@ -27,7 +27,8 @@ const { values } = parseArgs({
 
 const report = JSON.parse(await readFile(values.report ?? 'docs/benchmarks.json', 'utf8')) as BenchReport;
 const reference = referenceRun(report);
-if (!reference) throw new Error(`${values.report} has no steady run that delivered everything; run npm run bench first`);
+if (!reference)
+  throw new Error(`${values.report} has no steady run that delivered everything; run npm run bench first`);
 const defaults = defaultCostOptions(report);
 const options = {
   webhookMs: Number(values['webhook-ms'] ?? defaults.webhookMs),
@@ -81,7 +82,11 @@ const lines = [
         money(result.byMode['on-demand'].perMillion[component], 3),
         money(result.byMode.provisioned.perMillion[component], 3),
       ]),
-      ['total', money(total(result.byMode['on-demand'].perMillion), 3), money(total(result.byMode.provisioned.perMillion), 3)],
+      [
+        'total',
+        money(total(result.byMode['on-demand'].perMillion), 3),
+        money(total(result.byMode.provisioned.perMillion), 3),
+      ],
     ],
   ),
   '',

@@ -9,7 +9,12 @@ import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import type { bizTypeListSchema, bizTypeSettingsViewSchema, taskListSchema } from '../functions/api/openapi.js';
 import type { createdView, taskView } from '../functions/api/routes.js';
-import type { bizTypeSettingsSchema, listQuerySchema, rescheduleRequestSchema, TaskRequest } from '../functions/core/schemas.js';
+import type {
+  bizTypeSettingsSchema,
+  listQuerySchema,
+  rescheduleRequestSchema,
+  TaskRequest,
+} from '../functions/core/schemas.js';
 
 export { verifyWebhook } from '../functions/core/signature.js';
 
@@ -114,7 +119,9 @@ export class TimerClient {
    */
   async list(query: TaskListQuery): Promise<TaskPage> {
     const search = new URLSearchParams(
-      Object.entries(query).flatMap(([name, value]): Array<[string, string]> => (value === undefined ? [] : [[name, String(value)]])),
+      Object.entries(query).flatMap(([name, value]): Array<[string, string]> =>
+        value === undefined ? [] : [[name, String(value)]],
+      ),
     );
     return (await this.request('GET', `/v1/tasks?${search}`, undefined, [200])) as TaskPage;
   }
@@ -154,7 +161,8 @@ export class TimerClient {
 
   /** Every bizType of the tenant that has settings. */
   async listBizTypes(): Promise<BizTypeSettings[]> {
-    return ((await this.request('GET', '/v1/biz-types', undefined, [200])) as z.infer<typeof bizTypeListSchema>).bizTypes;
+    return ((await this.request('GET', '/v1/biz-types', undefined, [200])) as z.infer<typeof bizTypeListSchema>)
+      .bizTypes;
   }
 
   /** Deletes a bizType's settings; false if it had none. Tasks already submitted keep theirs. */
@@ -194,7 +202,9 @@ export class TimerClient {
         await backOff();
         continue;
       }
-      const problem = response.headers.get('content-type')?.includes('problem+json') ? (parsed as ApiProblem) : undefined;
+      const problem = response.headers.get('content-type')?.includes('problem+json')
+        ? (parsed as ApiProblem)
+        : undefined;
       throw new TimerApiError(response.status, problem);
     }
   }

@@ -81,11 +81,14 @@ export interface CostBreakdown {
   readonly logs: number;
 }
 
-export const total = (breakdown: CostBreakdown): number => Object.values(breakdown).reduce((sum, value) => sum + value, 0);
+export const total = (breakdown: CostBreakdown): number =>
+  Object.values(breakdown).reduce((sum, value) => sum + value, 0);
 
 /** A per-task breakdown as dollars per million tasks. */
 export function perMillion(breakdown: CostBreakdown): CostBreakdown {
-  return Object.fromEntries(Object.entries(breakdown).map(([key, value]) => [key, value * 1e6])) as unknown as CostBreakdown;
+  return Object.fromEntries(
+    Object.entries(breakdown).map(([key, value]) => [key, value * 1e6]),
+  ) as unknown as CostBreakdown;
 }
 
 /**
@@ -98,9 +101,11 @@ export function costPerTask(usage: PerTaskUsage, mode: CapacityMode, targetUtili
   const perUnitSecond = (hourPrice: number) => hourPrice / 3600 / targetUtilization;
   return {
     dynamoWrites:
-      usage.dynamoWriteUnits * (mode === 'on-demand' ? dynamo.writeRequestUnit : perUnitSecond(dynamo.writeCapacityUnitHour)),
+      usage.dynamoWriteUnits *
+      (mode === 'on-demand' ? dynamo.writeRequestUnit : perUnitSecond(dynamo.writeCapacityUnitHour)),
     dynamoReads:
-      usage.dynamoReadUnits * (mode === 'on-demand' ? dynamo.readRequestUnit : perUnitSecond(dynamo.readCapacityUnitHour)),
+      usage.dynamoReadUnits *
+      (mode === 'on-demand' ? dynamo.readRequestUnit : perUnitSecond(dynamo.readCapacityUnitHour)),
     dynamoStorage: (usage.storedBytes / 1e9) * dynamo.storageGbMonth * (usage.storedDays / 30),
     sqs: usage.sqsRequests * PRICES.sqsRequest,
     apiGateway: usage.apiRequests * PRICES.httpApiRequest,
@@ -216,7 +221,9 @@ export function plan(input: PlanInput): Plan {
   const utilization = input.targetUtilization ?? 0.7;
   const shardCount = Math.max(
     1,
-    Math.ceil((input.peakPerSecond * input.deliveryWritesPerTask) / (PARTITION_LIMITS.writeUnitsPerSecond * SHARD_HEADROOM)),
+    Math.ceil(
+      (input.peakPerSecond * input.deliveryWritesPerTask) / (PARTITION_LIMITS.writeUnitsPerSecond * SHARD_HEADROOM),
+    ),
   );
   const averagePerSecond = input.perDay / 86_400;
   const tasksPerMonth = averagePerSecond * SECONDS_PER_MONTH;
@@ -232,7 +239,9 @@ export function plan(input: PlanInput): Plan {
     writesPerKeyAtPeak: (input.peakPerSecond * input.deliveryWritesPerTask) / shardCount,
     readUnitsPerKeyAtPeak: (input.peakPerSecond * input.scanReadUnitsPerTask) / shardCount,
     averagePerSecond,
-    callbackConcurrencyAtPeak: Math.ceil((input.peakPerSecond / input.callbackBatchSize) * input.callbackSecondsPerInvocation),
+    callbackConcurrencyAtPeak: Math.ceil(
+      (input.peakPerSecond / input.callbackBatchSize) * input.callbackSecondsPerInvocation,
+    ),
     apiConcurrencyAtPeak: Math.ceil((input.peakPerSecond / input.tasksPerApiRequest) * input.apiSecondsPerInvocation),
     sqsRequestsPerSecondAtPeak: (input.peakPerSecond / input.callbackBatchSize) * 3,
     provisionedWriteCapacity: Math.ceil((averagePerSecond * input.usage.dynamoWriteUnits) / utilization),

@@ -238,7 +238,10 @@ function checkedThrottle(throttle: ThrottleSettings = {}): Required<ThrottleSett
     );
   }
   const burstLimit = throttle.burstLimit ?? DEFAULT_API_THROTTLE.burstLimit;
-  return { rateLimit, burstLimit: checkedWholeNumber('apiThrottle.burstLimit', burstLimit, 0, Number.MAX_SAFE_INTEGER) };
+  return {
+    rateLimit,
+    burstLimit: checkedWholeNumber('apiThrottle.burstLimit', burstLimit, 0, Number.MAX_SAFE_INTEGER),
+  };
 }
 
 /**
@@ -686,7 +689,15 @@ export class DistributedTimer extends Construct {
     // Table.grant would add every index to every grant; only the api reads the indexes.
     const onTable = (fn: lambda.IFunction, ...actions: string[]) =>
       fn.addToRolePolicy(new iam.PolicyStatement({ actions, resources: [this.table.tableArn] }));
-    onTable(api, 'dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:Query', 'dynamodb:BatchGetItem');
+    onTable(
+      api,
+      'dynamodb:PutItem',
+      'dynamodb:BatchWriteItem',
+      'dynamodb:GetItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:Query',
+      'dynamodb:BatchGetItem',
+    );
     // Listing a tenant's tasks queries the business-query indexes, then reads the tasks with BatchGetItem.
     api.addToRolePolicy(
       new iam.PolicyStatement({

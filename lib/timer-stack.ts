@@ -80,13 +80,19 @@ export class TimerStack extends Stack {
     });
 
     const { timer } = this;
-    new CfnOutput(this, 'ApiUrl', { value: timer.apiUrl, description: 'Base URL of the timer API (POST {ApiUrl}/v1/tasks)' });
+    new CfnOutput(this, 'ApiUrl', {
+      value: timer.apiUrl,
+      description: 'Base URL of the timer API (POST {ApiUrl}/v1/tasks)',
+    });
     new CfnOutput(this, 'TableName', { value: timer.table.tableName });
     new CfnOutput(this, 'DeliveryQueueUrl', {
       value: timer.queues.delivery.queueUrl,
       description: 'Where npm run dlq:redrive moves dead letters back to',
     });
-    new CfnOutput(this, 'DeliveryDlqUrl', { value: timer.queues.deliveryDlq.queueUrl, description: 'Tasks whose attempts ran out' });
+    new CfnOutput(this, 'DeliveryDlqUrl', {
+      value: timer.queues.deliveryDlq.queueUrl,
+      description: 'Tasks whose attempts ran out',
+    });
     new CfnOutput(this, 'CallbackRoleArn', {
       value: timer.callbackRole.roleArn,
       description:

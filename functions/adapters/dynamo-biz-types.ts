@@ -14,13 +14,20 @@ export class DynamoBizTypeStore implements BizTypeStore {
 
   async put(settings: BizTypeSettings): Promise<void> {
     await this.options.client.send(
-      new PutCommand({ TableName: this.options.tableName, Item: { pk: partitionOf(settings.tenantId), sk: settings.bizType, ...settings } }),
+      new PutCommand({
+        TableName: this.options.tableName,
+        Item: { pk: partitionOf(settings.tenantId), sk: settings.bizType, ...settings },
+      }),
     );
   }
 
   async get(tenantId: string, bizType: string): Promise<BizTypeSettings | undefined> {
     const result = await this.options.client.send(
-      new GetCommand({ TableName: this.options.tableName, Key: { pk: partitionOf(tenantId), sk: bizType }, ConsistentRead: true }),
+      new GetCommand({
+        TableName: this.options.tableName,
+        Key: { pk: partitionOf(tenantId), sk: bizType },
+        ConsistentRead: true,
+      }),
     );
     return result.Item ? settingsOf(result.Item) : undefined;
   }

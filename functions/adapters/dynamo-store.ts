@@ -63,7 +63,9 @@ type Item = Record<string, unknown>;
 function indexKeys(task: Task): Item {
   const shard = parseTaskId(task.id, MAX_SHARDS)?.shard ?? 0;
   return {
-    ...(task.bizId !== undefined && { [TABLE.indexes.byBizId.partitionKey]: bizIdPartition(task.tenantId, task.bizId) }),
+    ...(task.bizId !== undefined && {
+      [TABLE.indexes.byBizId.partitionKey]: bizIdPartition(task.tenantId, task.bizId),
+    }),
     ...(task.bizType !== undefined && {
       [TABLE.indexes.byBizType.partitionKey]: bizTypePartition(task.tenantId, task.bizType, shard),
     }),
@@ -134,7 +136,12 @@ function finishAssignments(attempt: number, outcome: DeliveryRecord): Item {
     case 'PENDING':
       return { status: outcome.status, lastError: outcome.lastError, history: outcome.history };
     case 'FAILED':
-      return { status: outcome.status, lastError: outcome.lastError, expiresAt: outcome.expiresAtSeconds, history: outcome.history };
+      return {
+        status: outcome.status,
+        lastError: outcome.lastError,
+        expiresAt: outcome.expiresAtSeconds,
+        history: outcome.history,
+      };
     case 'RELEASED':
       // The claim counted an attempt that was never made; giving it back keeps the attempt budget honest.
       return { status: 'PENDING', attempts: attempt - 1 };
@@ -234,7 +241,8 @@ export class DynamoTaskStore implements TaskStore {
       }
     };
     const chunks: Array<ReadonlyArray<{ task: Task; key: TaskKey }>> = [];
-    for (let start = 0; start < entries.length; start += BATCH_WRITE_LIMIT) chunks.push(entries.slice(start, start + BATCH_WRITE_LIMIT));
+    for (let start = 0; start < entries.length; start += BATCH_WRITE_LIMIT)
+      chunks.push(entries.slice(start, start + BATCH_WRITE_LIMIT));
     await Promise.all(chunks.map(writeChunk));
   }
 
@@ -371,7 +379,12 @@ export class DynamoTaskStore implements TaskStore {
     );
   }
 
-  recordRescheduleIntent(key: TaskKey, tenantId: string, intent: RescheduleIntent, priorIntentTaskId?: string): Promise<boolean> {
+  recordRescheduleIntent(
+    key: TaskKey,
+    tenantId: string,
+    intent: RescheduleIntent,
+    priorIntentTaskId?: string,
+  ): Promise<boolean> {
     return unlessConditionFails(
       this.options.client.send(
         new UpdateCommand({
@@ -379,7 +392,9 @@ export class DynamoTaskStore implements TaskStore {
           Key: key,
           UpdateExpression: 'SET rescheduleIntent = :intent',
           ConditionExpression: `#status = :pending AND tenantId = :tenant AND ${
-            priorIntentTaskId === undefined ? 'attribute_not_exists(rescheduleIntent)' : 'rescheduleIntent.taskId = :prior'
+            priorIntentTaskId === undefined
+              ? 'attribute_not_exists(rescheduleIntent)'
+              : 'rescheduleIntent.taskId = :prior'
           }`,
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: {
@@ -399,7 +414,8 @@ export class DynamoTaskStore implements TaskStore {
         new UpdateCommand({
           TableName: this.options.tableName,
           Key: key,
-          UpdateExpression: 'SET #status = :cancelled, cancelledAtMs = :now, expiresAt = :expiresAt, rescheduledTo = :to',
+          UpdateExpression:
+            'SET #status = :cancelled, cancelledAtMs = :now, expiresAt = :expiresAt, rescheduledTo = :to',
           ConditionExpression: '#status = :pending AND rescheduleIntent.taskId = :to',
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: {
@@ -436,7 +452,12 @@ const idOfSortKey = (sk: string) => sk.slice(sk.indexOf('#') + 1);
 export class DynamoTaskIndex implements TaskIndex {
   constructor(private readonly options: DynamoStoreOptions) {}
 
-  async page(index: TaskIndexName, partition: string, limit: number, afterId?: string): Promise<{ ids: string[]; more: boolean }> {
+  async page(
+    index: TaskIndexName,
+    partition: string,
+    limit: number,
+    afterId?: string,
+  ): Promise<{ ids: string[]; more: boolean }> {
     const spec = TABLE.indexes[index];
     const after = afterId === undefined ? undefined : parseTaskId(afterId, MAX_SHARDS);
     const result = await this.options.client.send(
@@ -464,9 +485,12 @@ export class DynamoTaskIndex implements TaskIndex {
     const { client, tableName } = this.options;
     const found = new Map<string, Task>();
     for (let start = 0; start < keys.length; start += BATCH_GET_LIMIT) {
-      let pending: Array<Record<string, unknown>> = keys.slice(start, start + BATCH_GET_LIMIT).map((key) => ({ ...key }));
+      let pending: Array<Record<string, unknown>> = keys
+        .slice(start, start + BATCH_GET_LIMIT)
+        .map((key) => ({ ...key }));
       for (let retry = 0; pending.length > 0; retry++) {
-        if (retry > UNPROCESSED_RETRIES) throw new Error(`${pending.length} task reads stayed unprocessed after retries`);
+        if (retry > UNPROCESSED_RETRIES)
+          throw new Error(`${pending.length} task reads stayed unprocessed after retries`);
         if (retry > 0) await sleep(25 * 2 ** retry);
         const result = await client.send(new BatchGetCommand({ RequestItems: { [tableName]: { Keys: pending } } }));
         for (const item of result.Responses?.[tableName] ?? []) found.set(String(item.sk), fromItem(item));
@@ -508,7 +532,11 @@ async function markersBetween(
           TableName: options.tableName,
           KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
           // '~' sorts after '#', so the range takes in the flags filed under `to` too.
-          ExpressionAttributeValues: { ':pk': pk, ':from': markerKey(kind, from).sk, ':to': `${markerKey(kind, to).sk}~` },
+          ExpressionAttributeValues: {
+            ':pk': pk,
+            ':from': markerKey(kind, from).sk,
+            ':to': `${markerKey(kind, to).sk}~`,
+          },
           ConsistentRead: true,
           ExclusiveStartKey: startKey,
         }),
@@ -558,7 +586,11 @@ export class DynamoClockStore implements ClockStore {
     );
   }
 
-  async markScanned(range: SecondRange, enqueuedBySecond: ReadonlyMap<number, number>, expiresAtSeconds: number): Promise<void> {
+  async markScanned(
+    range: SecondRange,
+    enqueuedBySecond: ReadonlyMap<number, number>,
+    expiresAtSeconds: number,
+  ): Promise<void> {
     await this.options.client.send(
       new PutCommand({
         TableName: this.options.tableName,
@@ -641,7 +673,10 @@ export class DynamoClockStore implements ClockStore {
 export class DynamoIdempotencyStore implements IdempotencyStore {
   constructor(private readonly options: Omit<DynamoStoreOptions, 'bucketCount' | 'queryPageSize'>) {}
 
-  async claim(record: IdempotencyRecord, expiresAtSeconds: number): Promise<{ claimed: boolean; holder: IdempotencyRecord }> {
+  async claim(
+    record: IdempotencyRecord,
+    expiresAtSeconds: number,
+  ): Promise<{ claimed: boolean; holder: IdempotencyRecord }> {
     const key = { pk: `IDEM#${record.key}`, sk: 'IDEM' };
     const claimed = await unlessConditionFails(
       this.options.client.send(
@@ -659,7 +694,9 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
       ),
     );
     if (claimed) return { claimed, holder: record };
-    const held = await this.options.client.send(new GetCommand({ TableName: this.options.tableName, Key: key, ConsistentRead: true }));
+    const held = await this.options.client.send(
+      new GetCommand({ TableName: this.options.tableName, Key: key, ConsistentRead: true }),
+    );
     if (!held.Item) throw new Error(`idempotency key ${record.key} is taken but its record could not be read`);
     return {
       claimed,

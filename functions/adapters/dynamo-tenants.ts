@@ -1,4 +1,10 @@
-import { type DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import type { ApiKeyRecord, RequestCounter, Tenant, TenantStore } from '../core/tenants.js';
 import { allItems, unlessConditionFails } from './dynamo-store.js';
 
@@ -84,7 +90,11 @@ export class DynamoTenantStore implements TenantStore {
 
   async getApiKey(tenantId: string, keyId: string): Promise<ApiKeyRecord | undefined> {
     const result = await this.options.client.send(
-      new GetCommand({ TableName: this.options.tableName, Key: { pk: keysPk(tenantId), sk: keyId }, ConsistentRead: true }),
+      new GetCommand({
+        TableName: this.options.tableName,
+        Key: { pk: keysPk(tenantId), sk: keyId },
+        ConsistentRead: true,
+      }),
     );
     return result.Item ? keyOf(result.Item) : undefined;
   }

@@ -132,7 +132,9 @@ async function queueArn(sqs: SQSClient, queueUrl: string): Promise<string> {
  */
 export async function startRedrive(sqs: SQSClient, dlqUrl: string, deliveryQueueUrl: string): Promise<string> {
   const [sourceArn, destinationArn] = await Promise.all([queueArn(sqs, dlqUrl), queueArn(sqs, deliveryQueueUrl)]);
-  const started = await sqs.send(new StartMessageMoveTaskCommand({ SourceArn: sourceArn, DestinationArn: destinationArn }));
+  const started = await sqs.send(
+    new StartMessageMoveTaskCommand({ SourceArn: sourceArn, DestinationArn: destinationArn }),
+  );
   return started.TaskHandle ?? '';
 }
 
@@ -145,11 +147,20 @@ export async function redriveByCopy(sqs: SQSClient, dlqUrl: string, deliveryQueu
   const moved: string[] = [];
   for (;;) {
     const received = await sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: dlqUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 60 }),
+      new ReceiveMessageCommand({
+        QueueUrl: dlqUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 1,
+        VisibilityTimeout: 60,
+      }),
     );
     const messages = received.Messages ?? [];
     if (messages.length === 0) return moved;
-    await sendAll(sqs, deliveryQueueUrl, messages.map((message) => ({ body: message.Body ?? '', delaySeconds: 0 })));
+    await sendAll(
+      sqs,
+      deliveryQueueUrl,
+      messages.map((message) => ({ body: message.Body ?? '', delaySeconds: 0 })),
+    );
     await sqs.send(
       new DeleteMessageBatchCommand({
         QueueUrl: dlqUrl,

@@ -23,7 +23,11 @@ export function bizTypeView(settings: BizTypeSettings): z.infer<typeof bizTypeSe
 
 const notFound = (bizType: string) =>
   problemResponse(
-    problem(404, 'not-found', `No settings for bizType "${bizType}"; create them with PUT /v1/biz-types/${encodeURIComponent(bizType)}.`),
+    problem(
+      404,
+      'not-found',
+      `No settings for bizType "${bizType}"; create them with PUT /v1/biz-types/${encodeURIComponent(bizType)}.`,
+    ),
   );
 
 /** Serves the bizType routes for an authenticated tenant. */
@@ -54,6 +58,8 @@ export async function bizTypeRoute(
       return settings ? jsonResponse(200, bizTypeView(settings)) : notFound(bizType);
     }
     case 'DELETE /v1/biz-types/{bizType}':
-      return (await ports.bizTypeStore.delete(tenant.id, bizType)) ? jsonResponse(200, { bizType, deleted: true }) : notFound(bizType);
+      return (await ports.bizTypeStore.delete(tenant.id, bizType))
+        ? jsonResponse(200, { bizType, deleted: true })
+        : notFound(bizType);
   }
 }

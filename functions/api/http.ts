@@ -55,8 +55,7 @@ export function jsonResponse(statusCode: number, body: unknown): HttpResult {
 }
 
 export type JsonBody =
-  | { readonly ok: true; readonly value: unknown }
-  | { readonly ok: false; readonly problem: Problem };
+  { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly problem: Problem };
 
 /** Parses the request body as JSON, or explains in problem form why it is not. */
 export function readJsonBody(event: APIGatewayProxyEventV2): JsonBody {

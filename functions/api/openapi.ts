@@ -55,14 +55,20 @@ export const taskDetailsSchema = createdTaskSchema
       )
       .meta({ description: `The latest ${HISTORY_LIMIT} delivery attempts, oldest first` }),
     rescheduledFrom: z.string().optional().meta({ description: 'The task this one replaced through PATCH' }),
-    rescheduledTo: z.string().optional().meta({ description: 'The task that replaced this one (which is CANCELLED) through PATCH' }),
+    rescheduledTo: z
+      .string()
+      .optional()
+      .meta({ description: 'The task that replaced this one (which is CANCELLED) through PATCH' }),
   })
   .meta({ description: 'A task with its status and delivery facts' });
 
 export const taskListSchema = z
   .object({
     tasks: z.array(taskDetailsSchema),
-    nextCursor: z.string().optional().meta({ description: 'Pass as `cursor` for the next page; absent on the last page' }),
+    nextCursor: z
+      .string()
+      .optional()
+      .meta({ description: 'Pass as `cursor` for the next page; absent on the last page' }),
   })
   .meta({
     description:
@@ -96,14 +102,24 @@ export const batchResultSchema = z
     rejected: z.number().int(),
     results: z.array(
       z.union([
-        z.object({ index: z.number().int(), status: z.union([z.literal(200), z.literal(201)]), task: createdTaskSchema }),
-        z.object({ index: z.number().int(), status: z.union([z.literal(400), z.literal(409)]), problem: problemSchema }),
+        z.object({
+          index: z.number().int(),
+          status: z.union([z.literal(200), z.literal(201)]),
+          task: createdTaskSchema,
+        }),
+        z.object({
+          index: z.number().int(),
+          status: z.union([z.literal(400), z.literal(409)]),
+          problem: problemSchema,
+        }),
       ]),
     ),
   })
   .meta({ description: 'One result per submitted item, in order' });
 
-const json = (schema: z.ZodType) => ({ 'application/json': { schema: z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any' }) } });
+const json = (schema: z.ZodType) => ({
+  'application/json': { schema: z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any' }) },
+});
 const problems = (...statuses: number[]) =>
   Object.fromEntries(
     statuses.map((status) => [
@@ -123,22 +139,30 @@ const problems = (...statuses: number[]) =>
   );
 const idParameter = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
 const bizTypeParameter = { name: 'bizType', in: 'path', required: true, schema: z.toJSONSchema(bizTypeNameSchema) };
-const queryParameters = Object.entries(z.toJSONSchema(listQuerySchema, { io: 'input' }).properties ?? {}).map(([name, schema]) => ({
-  name,
-  in: 'query',
-  required: false,
-  schema,
-}));
+const queryParameters = Object.entries(z.toJSONSchema(listQuerySchema, { io: 'input' }).properties ?? {}).map(
+  ([name, schema]) => ({
+    name,
+    in: 'query',
+    required: false,
+    schema,
+  }),
+);
 
 /** The operations, by the same route keys the stack and the local gateway use. */
 const operations: Record<(typeof API_ROUTES)[number], object> = {
   'POST /v1/tasks': {
     operationId: 'scheduleTask',
     summary: 'Schedule a task: call me back at dueAt (or after delaySeconds) with this payload',
-    requestBody: { required: true, content: { 'application/json': { schema: z.toJSONSchema(requestSchema, { io: 'input' }) } } },
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: z.toJSONSchema(requestSchema, { io: 'input' }) } },
+    },
     responses: {
       201: { description: 'Created', content: json(createdTaskSchema) },
-      200: { description: 'A retry with the same idempotencyKey and request: the original task', content: json(createdTaskSchema) },
+      200: {
+        description: 'A retry with the same idempotencyKey and request: the original task',
+        content: json(createdTaskSchema),
+      },
       ...problems(400, 409),
     },
   },
@@ -151,7 +175,14 @@ const operations: Record<(typeof API_ROUTES)[number], object> = {
         'application/json': {
           schema: {
             ...z.toJSONSchema(batchRequestSchema, { io: 'input' }),
-            properties: { tasks: { type: 'array', minItems: 1, maxItems: 100, items: z.toJSONSchema(requestSchema, { io: 'input' }) } },
+            properties: {
+              tasks: {
+                type: 'array',
+                minItems: 1,
+                maxItems: 100,
+                items: z.toJSONSchema(requestSchema, { io: 'input' }),
+              },
+            },
           },
         },
       },
@@ -175,7 +206,10 @@ const operations: Record<(typeof API_ROUTES)[number], object> = {
     description:
       'The id encodes the due time, so the task is replaced: the answer is a new task (new id, `rescheduledFrom` the old one) and the old one becomes CANCELLED with `rescheduledTo`. Exactly one of the two is ever delivered. Repeating the same request answers with the same new task; a failed request (5xx) may have taken effect, so repeat it to find out.',
     parameters: [idParameter],
-    requestBody: { required: true, content: { 'application/json': { schema: z.toJSONSchema(rescheduleRequestSchema, { io: 'input' }) } } },
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: z.toJSONSchema(rescheduleRequestSchema, { io: 'input' }) } },
+    },
     responses: {
       200: { description: 'The new task that replaces this one', content: json(taskDetailsSchema) },
       ...problems(400, 404, 409),
@@ -191,22 +225,34 @@ const operations: Record<(typeof API_ROUTES)[number], object> = {
     operationId: 'cancelTask',
     summary: 'Cancel a task that has not been delivered',
     parameters: [idParameter],
-    responses: { 200: { description: 'Cancelled (also when already cancelled)', content: json(taskDetailsSchema) }, ...problems(404, 409) },
+    responses: {
+      200: { description: 'Cancelled (also when already cancelled)', content: json(taskDetailsSchema) },
+      ...problems(404, 409),
+    },
   },
   'PUT /v1/biz-types/{bizType}': {
     operationId: 'setBizType',
     summary: "Create or replace a bizType's settings: default target, retry policy, callback rate",
     description:
-      'Applied when a task is submitted, and copied onto it: a change applies to tasks submitted after it (within 30 seconds, as api instances cache settings), never to tasks already stored. A task with this bizType and no target gets defaultTarget; maxAttempts and backoff replace the deployment\'s; callbackRateLimitPerSecond caps how many of the tenant\'s tasks of this bizType call their target in one second (the rest wait, without using an attempt).',
+      "Applied when a task is submitted, and copied onto it: a change applies to tasks submitted after it (within 30 seconds, as api instances cache settings), never to tasks already stored. A task with this bizType and no target gets defaultTarget; maxAttempts and backoff replace the deployment's; callbackRateLimitPerSecond caps how many of the tenant's tasks of this bizType call their target in one second (the rest wait, without using an attempt).",
     parameters: [bizTypeParameter],
-    requestBody: { required: true, content: { 'application/json': { schema: z.toJSONSchema(settingsRequestSchema, { io: 'input' }) } } },
-    responses: { 200: { description: 'The settings as stored', content: json(bizTypeSettingsViewSchema) }, ...problems(400) },
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: z.toJSONSchema(settingsRequestSchema, { io: 'input' }) } },
+    },
+    responses: {
+      200: { description: 'The settings as stored', content: json(bizTypeSettingsViewSchema) },
+      ...problems(400),
+    },
   },
   'GET /v1/biz-types/{bizType}': {
     operationId: 'getBizType',
     summary: "A bizType's settings",
     parameters: [bizTypeParameter],
-    responses: { 200: { description: 'The settings', content: json(bizTypeSettingsViewSchema) }, ...problems(400, 404) },
+    responses: {
+      200: { description: 'The settings', content: json(bizTypeSettingsViewSchema) },
+      ...problems(400, 404),
+    },
   },
   'GET /v1/biz-types': {
     operationId: 'listBizTypes',
@@ -220,7 +266,11 @@ const operations: Record<(typeof API_ROUTES)[number], object> = {
     responses: {
       200: {
         description: 'Deleted',
-        content: { 'application/json': { schema: { type: 'object', properties: { bizType: { type: 'string' }, deleted: { const: true } } } } },
+        content: {
+          'application/json': {
+            schema: { type: 'object', properties: { bizType: { type: 'string' }, deleted: { const: true } } },
+          },
+        },
       },
       ...problems(400, 404),
     },
@@ -238,7 +288,10 @@ export const openApiDocument = (() => {
   for (const [routeKey, operation] of Object.entries(operations)) {
     const [method = '', path = ''] = routeKey.split(' ');
     // Every route authenticates and counts against the tenant's rate, so every one can answer these.
-    const withAuth = { ...operation, responses: { ...(operation as { responses: object }).responses, ...problems(401, 429) } };
+    const withAuth = {
+      ...operation,
+      responses: { ...(operation as { responses: object }).responses, ...problems(401, 429) },
+    };
     paths[path] = { ...paths[path], [method.toLowerCase()]: withAuth };
   }
   return {
@@ -246,7 +299,8 @@ export const openApiDocument = (() => {
     info: {
       title: 'Distributed timer API',
       version: '1.0.0',
-      description: 'Schedule a webhook, EventBridge event or SQS message for a second-precise time. Errors are RFC 9457 problem+json.',
+      description:
+        'Schedule a webhook, EventBridge event or SQS message for a second-precise time. Errors are RFC 9457 problem+json.',
     },
     security: [{ apiKey: [] }],
     components: {

@@ -182,7 +182,14 @@ async function createTaskBatch(ports: ApiPorts, tenant: Tenant, event: APIGatewa
     if (parsed.ok) valid.push({ index, request: parsed.value });
     else invalid.push({ index, errors: parsed.errors });
   });
-  const outcomes = valid.length > 0 ? await schedule(ports, tenant, valid.map((item) => item.request)) : [];
+  const outcomes =
+    valid.length > 0
+      ? await schedule(
+          ports,
+          tenant,
+          valid.map((item) => item.request),
+        )
+      : [];
   const results = [
     ...valid.map((item, position) => ({
       index: item.index,
@@ -208,7 +215,11 @@ async function listRoute(ports: ApiPorts, tenant: Tenant, event: APIGatewayProxy
   if (cursor !== undefined && !after) {
     return problemResponse(
       validationProblem([
-        { path: 'cursor', message: 'is not a cursor this listing issued; pass nextCursor back unchanged with the same bizId or bizType, or start again without it' },
+        {
+          path: 'cursor',
+          message:
+            'is not a cursor this listing issued; pass nextCursor back unchanged with the same bizId or bizType, or start again without it',
+        },
       ]),
     );
   }
@@ -223,12 +234,18 @@ const RESCHEDULE_REFUSALS = {
   'already-final': 'The task is no longer PENDING, so it cannot be rescheduled; submit a new task instead.',
   'in-delivery':
     'A delivery attempt is in progress, so the task may be delivered. Retry in a few minutes: the reschedule succeeds if the attempt failed.',
-  'not-in-effect': 'This task replaces another through a reschedule that has not taken effect yet; retry in a few seconds.',
+  'not-in-effect':
+    'This task replaces another through a reschedule that has not taken effect yet; retry in a few seconds.',
   contended: 'The task kept changing while it was being rescheduled; retry the request.',
 } as const;
 
 /** PATCH /v1/tasks/{id}: 200 with the task that replaces this one, the same for a repeat of the request. */
-async function rescheduleRoute(ports: ApiPorts, tenant: Tenant, event: APIGatewayProxyEventV2, id: string): Promise<HttpResult> {
+async function rescheduleRoute(
+  ports: ApiPorts,
+  tenant: Tenant,
+  event: APIGatewayProxyEventV2,
+  id: string,
+): Promise<HttpResult> {
   const body = readJsonBody(event);
   if (!body.ok) return problemResponse(body.problem);
   const parsed = parseRescheduleRequest(body.value, { nowMs: ports.clock.now(), horizonDays: ports.horizonDays });
@@ -240,8 +257,12 @@ async function rescheduleRoute(ports: ApiPorts, tenant: Tenant, event: APIGatewa
     case 'not-found':
       return notFound(id);
     case 'refused': {
-      const movedOn = outcome.rescheduledTo ? ` It was rescheduled to task ${outcome.rescheduledTo}; reschedule that one.` : '';
-      return problemResponse(problem(409, `reschedule-${outcome.reason}`, `${RESCHEDULE_REFUSALS[outcome.reason]}${movedOn}`));
+      const movedOn = outcome.rescheduledTo
+        ? ` It was rescheduled to task ${outcome.rescheduledTo}; reschedule that one.`
+        : '';
+      return problemResponse(
+        problem(409, `reschedule-${outcome.reason}`, `${RESCHEDULE_REFUSALS[outcome.reason]}${movedOn}`),
+      );
     }
   }
 }
@@ -271,8 +292,10 @@ async function deleteTask(ports: ApiPorts, tenant: Tenant, id: string): Promise<
 }
 
 const UNAUTHENTICATED = {
-  missing: 'Send the header "Authorization: Bearer <api key>"; `timer tenants create` makes a tenant and its first key.',
-  invalid: 'The API key is not valid: it is malformed, unknown or revoked. Check it, or make a new one with `timer tenants create-key`.',
+  missing:
+    'Send the header "Authorization: Bearer <api key>"; `timer tenants create` makes a tenant and its first key.',
+  invalid:
+    'The API key is not valid: it is malformed, unknown or revoked. Check it, or make a new one with `timer tenants create-key`.',
 } as const;
 
 /**

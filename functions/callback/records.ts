@@ -38,7 +38,10 @@ async function deliverRecord(ports: RecordPorts, record: SQSRecord): Promise<boo
   const { metrics } = ports;
   const message = messageOf(record);
   if (message === undefined) {
-    ports.logger.error('delivery message without a task id dropped', { messageId: record.messageId, body: record.body.slice(0, 200) });
+    ports.logger.error('delivery message without a task id dropped', {
+      messageId: record.messageId,
+      body: record.body.slice(0, 200),
+    });
     return true;
   }
   const { id } = message;
@@ -63,7 +66,11 @@ async function deliverRecord(ports: RecordPorts, record: SQSRecord): Promise<boo
     case 'failed':
       metrics.addMetric(METRICS.deliveryAttemptsFailed, MetricUnit.Count, 1);
       metrics.addMetric(METRICS.tasksFailed, MetricUnit.Count, 1);
-      logger.error('attempts exhausted; task FAILED and dead-lettered', { ...facts, attempt: outcome.attempt, error: outcome.error });
+      logger.error('attempts exhausted; task FAILED and dead-lettered', {
+        ...facts,
+        attempt: outcome.attempt,
+        error: outcome.error,
+      });
       return true;
     case 'retry':
       metrics.addMetric(METRICS.deliveryAttemptsFailed, MetricUnit.Count, 1);
@@ -76,7 +83,10 @@ async function deliverRecord(ports: RecordPorts, record: SQSRecord): Promise<boo
       return false;
     case 'throttled': {
       metrics.addMetric(METRICS.deliveriesThrottled, MetricUnit.Count, 1);
-      const seconds = throttledRequeueSeconds(outcome.retryAfterSeconds, Number(record.attributes.ApproximateReceiveCount));
+      const seconds = throttledRequeueSeconds(
+        outcome.retryAfterSeconds,
+        Number(record.attributes.ApproximateReceiveCount),
+      );
       logger.info("bizType's callback rate used up for this second; asked again later", { ...facts, seconds });
       await ports.requeue(record.receiptHandle, seconds);
       return false;
@@ -98,7 +108,8 @@ export async function deliverRecords(ports: RecordPorts, records: readonly SQSRe
   const settled = await Promise.allSettled(records.map((record) => deliverRecord(ports, record)));
   const batchItemFailures = settled.flatMap((result, index) => {
     if (result.status === 'fulfilled' && result.value) return [];
-    if (result.status === 'rejected') ports.logger.error('delivery crashed; SQS will redeliver', { error: result.reason as Error });
+    if (result.status === 'rejected')
+      ports.logger.error('delivery crashed; SQS will redeliver', { error: result.reason as Error });
     return [{ itemIdentifier: records[index]?.messageId ?? '' }];
   });
   return { batchItemFailures };

@@ -37,4 +37,3 @@ export function sqsForQueueUrl(queueUrl: string): SQSClient {
 }
 
 export const eventBridge = tracer.captureAWSv3Client(new EventBridgeClient({}));
-

@@ -39,7 +39,11 @@ export function tableFromEnv(env: NodeJS.ProcessEnv = process.env) {
     clockStore: new DynamoClockStore({ client: dynamo, tableName }),
     idempotencyStore: new DynamoIdempotencyStore({ client: dynamo, tableName }),
     occupancy: new DynamoOccupancyIndex({ client: dynamo, tableName }),
-    tenants: cachedTenantDirectory(new DynamoTenantStore({ client: dynamo, tableName }), systemClock, TENANT_CACHE_TTL_MS),
+    tenants: cachedTenantDirectory(
+      new DynamoTenantStore({ client: dynamo, tableName }),
+      systemClock,
+      TENANT_CACHE_TTL_MS,
+    ),
     requestCounter: new DynamoRequestCounter({ client: dynamo, tableName }),
     bizTypeStore,
     bizTypes: cachedBizTypeDirectory(bizTypeStore, systemClock, BIZ_TYPE_CACHE_TTL_MS),

@@ -244,7 +244,6 @@ export const SCHEDULES = {
   sweeper: { fn: 'sweeper', everySeconds: 60 },
 } as const satisfies Record<string, { fn: FunctionName; everySeconds: number }>;
 
-
 /** HTTP API routes, as API Gateway route keys; the local gateway matches the same list. */
 export const API_ROUTES = [
   'POST /v1/tasks',

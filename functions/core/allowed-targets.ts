@@ -85,7 +85,10 @@ export function parseAllowList(envValue: string | undefined): AllowList {
 /** IAM's ARN matching: each colon-separated segment on its own, `*` any run and `?` one character. */
 function arnMatches(pattern: string, arn: string): boolean {
   const segment = (text: string) =>
-    text.replace(/[.+^${}()|[\]\\/]/g, '\\$&').replace(/\*/g, '[^:]*').replace(/\?/g, '[^:]');
+    text
+      .replace(/[.+^${}()|[\]\\/]/g, '\\$&')
+      .replace(/\*/g, '[^:]*')
+      .replace(/\?/g, '[^:]');
   return new RegExp(`^${pattern.split(':').map(segment).join(':')}$`).test(arn);
 }
 

@@ -51,7 +51,9 @@ export function policyOf(settings: BizTypeSettings | undefined): DeliveryPolicy 
     ...(settings.maxAttempts !== undefined && { maxAttempts: settings.maxAttempts }),
     ...(settings.backoffBaseSeconds !== undefined && { backoffBaseSeconds: settings.backoffBaseSeconds }),
     ...(settings.backoffMaxSeconds !== undefined && { backoffMaxSeconds: settings.backoffMaxSeconds }),
-    ...(settings.callbackRateLimitPerSecond !== undefined && { callbackRateLimitPerSecond: settings.callbackRateLimitPerSecond }),
+    ...(settings.callbackRateLimitPerSecond !== undefined && {
+      callbackRateLimitPerSecond: settings.callbackRateLimitPerSecond,
+    }),
   };
   return Object.keys(policy).length > 0 ? policy : undefined;
 }

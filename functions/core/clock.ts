@@ -21,7 +21,8 @@ export const MAX_CLAIM_SECONDS = 60;
 
 export const minuteOf = (second: number): number => Math.floor(second / 60);
 
-export type Claim = { readonly claimed: true; readonly from: number; readonly through: number } | { readonly claimed: false };
+export type Claim =
+  { readonly claimed: true; readonly from: number; readonly through: number } | { readonly claimed: false };
 
 /** Contention is expected while a backlog drains in parallel; this bounds one call's retries. */
 const MAX_CLAIM_CONFLICTS = 20;
@@ -34,11 +35,7 @@ const MAX_CLAIM_CONFLICTS = 20;
  * nothing more than being inside the range: the claimant learns which seconds have tasks
  * only after the claim, from the occupancy index (see scanRange for why that order).
  */
-export async function claimSeconds(options: {
-  clockStore: ClockStore;
-  clock: Clock;
-  through: number;
-}): Promise<Claim> {
+export async function claimSeconds(options: { clockStore: ClockStore; clock: Clock; through: number }): Promise<Claim> {
   const { clockStore, clock, through } = options;
   for (let conflicts = 0; conflicts < MAX_CLAIM_CONFLICTS; conflicts++) {
     const { cursor } = await readClock(clockStore, clock);

@@ -65,7 +65,10 @@ export interface DeliveryPorts {
 
 export type DeliveryOutcome =
   | { readonly kind: 'delivered'; readonly attempt: number; readonly latenessMs: number }
-  | { readonly kind: 'skipped'; readonly reason: 'malformed-id' | 'not-claimable' | 'lease-lost' | 'reschedule-abandoned' }
+  | {
+      readonly kind: 'skipped';
+      readonly reason: 'malformed-id' | 'not-claimable' | 'lease-lost' | 'reschedule-abandoned';
+    }
   | { readonly kind: 'early'; readonly retryAfterSeconds: number }
   /** A rescheduled task whose predecessor is in a delivery attempt: no attempt made, asked again later. */
   | { readonly kind: 'deferred'; readonly retryAfterSeconds: number }
@@ -92,12 +95,20 @@ export function backoffSeconds(attempt: number, baseSeconds: number, maxSeconds:
 }
 
 /** Calls the task's target for its tenant; a tenant that cannot be read or no longer exists fails the attempt. */
-async function dispatchFor(ports: DeliveryPorts, task: Task, attempt: number, firedAtMs: number): Promise<TargetResult> {
+async function dispatchFor(
+  ports: DeliveryPorts,
+  task: Task,
+  attempt: number,
+  firedAtMs: number,
+): Promise<TargetResult> {
   let tenant: Awaited<ReturnType<TenantDirectory['tenant']>>;
   try {
     tenant = await ports.tenants.tenant(task.tenantId);
   } catch (error) {
-    return { ok: false, error: `could not read tenant ${task.tenantId}: ${error instanceof Error ? error.message : String(error)}` };
+    return {
+      ok: false,
+      error: `could not read tenant ${task.tenantId}: ${error instanceof Error ? error.message : String(error)}`,
+    };
   }
   if (!tenant) return { ok: false, error: `tenant ${task.tenantId} no longer exists` };
   const sender: Sender = {
@@ -222,7 +233,11 @@ export async function deliverTask(ports: DeliveryPorts, id: string): Promise<Del
     });
     return { kind: 'failed', attempt, error: result.error };
   }
-  const released = await taskStore.finishDelivery(key, attempt, { status: 'PENDING', lastError: result.error, history });
+  const released = await taskStore.finishDelivery(key, attempt, {
+    status: 'PENDING',
+    lastError: result.error,
+    history,
+  });
   if (!released) return { kind: 'skipped', reason: 'lease-lost' };
   const backoff = backoffSeconds(attempt, backoffBaseSeconds, backoffMaxSeconds);
   const retryAfterSeconds = Math.min(backoffMaxSeconds, Math.max(backoff, result.retryAfterSeconds ?? 0));

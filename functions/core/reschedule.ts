@@ -88,14 +88,20 @@ async function successorId(ports: SchedulePorts, current: Task, request: Resched
 }
 
 /** Steps 1 to 3 on a PENDING task; undefined when the task changed underneath and must be looked at again. */
-async function handOver(ports: SchedulePorts, current: Task, key: TaskKey, request: Reschedule): Promise<RescheduleOutcome | undefined> {
+async function handOver(
+  ports: SchedulePorts,
+  current: Task,
+  key: TaskKey,
+  request: Reschedule,
+): Promise<RescheduleOutcome | undefined> {
   const { taskStore, clock } = ports;
   const id = await successorId(ports, current, request);
   const successorKey = keyOf(ports, id);
   if (!successorKey) throw new Error(`successor id ${id} does not fit this deployment's shard count`);
   if (current.rescheduleIntent?.taskId !== id) {
     const intent = { taskId: id, fingerprint: request.fingerprint };
-    if (!(await taskStore.recordRescheduleIntent(key, current.tenantId, intent, current.rescheduleIntent?.taskId))) return undefined;
+    if (!(await taskStore.recordRescheduleIntent(key, current.tenantId, intent, current.rescheduleIntent?.taskId)))
+      return undefined;
   }
 
   const createdAtMs = clock.now();

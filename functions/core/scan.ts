@@ -84,11 +84,7 @@ export interface ScannerRun {
  * seconds, so a crash strands no more than that for the sweeper, and concurrent runs share a
  * backlog out a minute at a time.
  */
-export async function claimAndScan(
-  ports: ScanPorts,
-  throughAt: () => number,
-  deadlineMs: number,
-): Promise<ScannerRun> {
+export async function claimAndScan(ports: ScanPorts, throughAt: () => number, deadlineMs: number): Promise<ScannerRun> {
   let claimed = 0;
   const enqueuedBySecond = new Map<number, number>();
   while (ports.clock.now() < deadlineMs) {
@@ -104,6 +100,9 @@ export async function claimAndScan(
 }
 
 /** What one tick starts: claims and scans every second due within the lookahead, within the time budget. */
-export function runScanner(ports: ScanPorts & { readonly lookaheadSeconds: number }, budgetMs: number): Promise<ScannerRun> {
+export function runScanner(
+  ports: ScanPorts & { readonly lookaheadSeconds: number },
+  budgetMs: number,
+): Promise<ScannerRun> {
   return claimAndScan(ports, () => secondOf(ports.clock.now()) + ports.lookaheadSeconds, ports.clock.now() + budgetMs);
 }

@@ -4,7 +4,16 @@ import { newTaskId, parseTaskId, taskKey } from './ids.js';
 import { MARKER_RETENTION_SECONDS, toDeliveryMessages } from './scan.js';
 import type { NewTask } from './schemas.js';
 import type { TaskKey } from './ids.js';
-import type { CancelOutcome, Clock, ClockStore, DeliveryQueue, IdempotencyStore, OccupancyIndex, Task, TaskStore } from './task.js';
+import type {
+  CancelOutcome,
+  Clock,
+  ClockStore,
+  DeliveryQueue,
+  IdempotencyStore,
+  OccupancyIndex,
+  Task,
+  TaskStore,
+} from './task.js';
 import { DAY_SECONDS, expiryAfter } from './task.js';
 import { type TickQueue, tickFor } from './tick.js';
 
@@ -45,7 +54,9 @@ export interface ScheduleResult {
 export type Entry = { task: Task; key: TaskKey };
 
 function newEntry(ports: SchedulePorts, tenantId: string, request: NewTask, createdAtMs: number, id?: string): Entry {
-  const location = id ? parseTaskId(id, ports.shardCount) : { dueAtMs: request.dueAtMs, shard: randomInt(ports.shardCount) };
+  const location = id
+    ? parseTaskId(id, ports.shardCount)
+    : { dueAtMs: request.dueAtMs, shard: randomInt(ports.shardCount) };
   if (!location) throw new Error(`task id ${id} does not fit this deployment's shard count`);
   const taskId = id ?? newTaskId(location);
   const task: Task = {
@@ -185,7 +196,9 @@ export async function handOffLateArrivals(
   const { cursor } = await readClock(clockStore, clock);
   const nowMs = clock.now();
   const enqueueBefore = Math.max(cursor, secondOf(nowMs) + ports.lookaheadSeconds + 1);
-  const late = stored.filter((task) => task.status === 'PENDING' && task.attempts === 0 && secondOf(task.dueAtMs) < enqueueBefore);
+  const late = stored.filter(
+    (task) => task.status === 'PENDING' && task.attempts === 0 && secondOf(task.dueAtMs) < enqueueBefore,
+  );
   // Those seconds need no tick: their tasks are enqueued here.
   const ticks = [...unticked]
     .filter((second) => second >= enqueueBefore)

@@ -218,8 +218,7 @@ export interface NewTask {
 export type TaskDraft = Omit<NewTask, 'target' | 'policy'> & { readonly target?: Target };
 
 export type Parsed<T> =
-  | { readonly ok: true; readonly value: T }
-  | { readonly ok: false; readonly errors: FieldError[] };
+  { readonly ok: true; readonly value: T } | { readonly ok: false; readonly errors: FieldError[] };
 
 /** Formats a zod path (`['tasks', 3, 'target', 'url']`) as `tasks[3].target.url`. */
 export function formatPath(path: ReadonlyArray<PropertyKey>): string {
@@ -279,7 +278,7 @@ function resolveDueAt(
     return dueAtProblem('give either dueAt or delaySeconds, not both');
   }
   if (request.delaySeconds !== undefined) {
-    if (request.delaySeconds > horizonDays * DAY_MS / 1000) {
+    if (request.delaySeconds > (horizonDays * DAY_MS) / 1000) {
       return { field: 'delaySeconds', message: `must be at most ${horizonDays} days (this deployment's horizon)` };
     }
     return nowMs + request.delaySeconds * 1000;
@@ -371,7 +370,13 @@ export function parseRescheduleRequest(body: unknown, options: DueTimeRules): Pa
   };
 }
 
-export const TASK_STATUSES = ['PENDING', 'DELIVERING', 'DELIVERED', 'FAILED', 'CANCELLED'] as const satisfies readonly TaskStatus[];
+export const TASK_STATUSES = [
+  'PENDING',
+  'DELIVERING',
+  'DELIVERED',
+  'FAILED',
+  'CANCELLED',
+] as const satisfies readonly TaskStatus[];
 export const taskStatusSchema = z.enum(TASK_STATUSES, { error: `must be one of ${TASK_STATUSES.join(', ')}` });
 
 /** The query string of GET /v1/tasks (API Gateway hands every parameter over as a string). */
@@ -384,7 +389,9 @@ export const listQuerySchema = z
       .string()
       .regex(/^\d{1,3}$/, `must be a whole number from 1 to ${LIST_LIMITS.maxLimit}`)
       .transform(Number)
-      .pipe(z.number().min(1, 'must be at least 1').max(LIST_LIMITS.maxLimit, `must be at most ${LIST_LIMITS.maxLimit}`))
+      .pipe(
+        z.number().min(1, 'must be at least 1').max(LIST_LIMITS.maxLimit, `must be at most ${LIST_LIMITS.maxLimit}`),
+      )
       .optional(),
     cursor: z.string().max(512, 'is not a cursor this listing issued; start again without it').optional(),
   })

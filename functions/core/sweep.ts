@@ -109,7 +109,16 @@ export async function sweep(ports: ScanPorts, settings: SweepSettings): Promise<
   const nowSecond = secondOf(startedAtMs);
   const state = await ports.clockStore.read();
   if (!state) {
-    return { caughtUp: 0, rescanned: [], enqueued: 0, overdue: 0, lagSeconds: 0, unsweptSeconds: 0, overdueCheckLagSeconds: 0, errors: [] };
+    return {
+      caughtUp: 0,
+      rescanned: [],
+      enqueued: 0,
+      overdue: 0,
+      lagSeconds: 0,
+      unsweptSeconds: 0,
+      overdueCheckLagSeconds: 0,
+      errors: [],
+    };
   }
   // The catch-up, usually a claim or two of empty seconds, gets a fifth of the budget; the
   // other passes two fifths each, so a pass with a long queue of work cannot starve the others.
@@ -125,7 +134,11 @@ export async function sweep(ports: ScanPorts, settings: SweepSettings): Promise<
   let lagSeconds = nowSecond - state.cursor;
   let catchUpError: unknown;
   try {
-    const run = await claimAndScan(ports, () => nowSecond - settings.catchUpGraceSeconds, startedAtMs + catchUpBudgetMs);
+    const run = await claimAndScan(
+      ports,
+      () => nowSecond - settings.catchUpGraceSeconds,
+      startedAtMs + catchUpBudgetMs,
+    );
     caughtUp = run.enqueued;
     const oldestMissed = Math.min(...run.enqueuedBySecond.keys());
     lagSeconds = Number.isFinite(oldestMissed) ? nowSecond - oldestMissed : Math.min(0, lagSeconds);
@@ -167,7 +180,11 @@ export async function sweep(ports: ScanPorts, settings: SweepSettings): Promise<
     {
       after: checkedAfter,
       // Only seconds known to be finished: before that, their tasks may not have been sent yet.
-      to: Math.min(unfinished.through, nowSecond - settings.overdueGraceSeconds, checkedAfter + settings.maxSecondsPerRun),
+      to: Math.min(
+        unfinished.through,
+        nowSecond - settings.overdueGraceSeconds,
+        checkedAfter + settings.maxSecondsPerRun,
+      ),
       deadlineMs: ports.clock.now() + passBudgetMs,
     },
     async (from, to) => {

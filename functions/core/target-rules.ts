@@ -57,7 +57,8 @@ async function webhookHostProblem(url: string, rules: TargetRules): Promise<stri
   }
   for (const { address } of addresses) {
     const reason = forbiddenAddressReason(address);
-    if (reason) return `names host ${host}, which resolves to ${address}, which ${reason}; webhooks must reach public addresses`;
+    if (reason)
+      return `names host ${host}, which resolves to ${address}, which ${reason}; webhooks must reach public addresses`;
   }
   return undefined;
 }

@@ -128,7 +128,12 @@ export interface TaskStore {
    * Records that the tenant's PENDING task is to be rescheduled to `intent.taskId`, replacing
    * any intent it had (`priorIntentTaskId`); false if the task changed since it was read.
    */
-  recordRescheduleIntent(key: TaskKey, tenantId: string, intent: RescheduleIntent, priorIntentTaskId?: string): Promise<boolean>;
+  recordRescheduleIntent(
+    key: TaskKey,
+    tenantId: string,
+    intent: RescheduleIntent,
+    priorIntentTaskId?: string,
+  ): Promise<boolean>;
   /**
    * The reschedule takes effect: PENDING with this intent → CANCELLED with `rescheduledTo`;
    * false if the task is no longer PENDING or its intent changed.
@@ -152,7 +157,12 @@ export interface TaskIndex {
    * Task ids of one index partition in due order, at most `limit`, after `afterId` if given;
    * `more` says whether the partition may hold further ids.
    */
-  page(index: TaskIndexName, partition: string, limit: number, afterId?: string): Promise<{ ids: string[]; more: boolean }>;
+  page(
+    index: TaskIndexName,
+    partition: string,
+    limit: number,
+    afterId?: string,
+  ): Promise<{ ids: string[]; more: boolean }>;
   /** The tasks with these keys, in the keys' order; tasks gone since (TTL) are left out. */
   getMany(keys: readonly TaskKey[]): Promise<Task[]>;
 }
@@ -180,7 +190,12 @@ export type DeliveryRecord =
   /** No attempt was made (a rescheduled task waiting for its predecessor): the lease is given back, uncounted. */
   | { readonly status: 'RELEASED' }
   /** A rescheduled task whose reschedule never took effect: it must never be delivered. */
-  | { readonly status: 'CANCELLED'; readonly cancelledAtMs: number; readonly lastError: string; readonly expiresAtSeconds: number };
+  | {
+      readonly status: 'CANCELLED';
+      readonly cancelledAtMs: number;
+      readonly lastError: string;
+      readonly expiresAtSeconds: number;
+    };
 
 /** Seconds `from` to `through`, both included. */
 export interface SecondRange {
@@ -224,7 +239,11 @@ export interface ClockStore {
    * Records that the claimed seconds `range` were fully scanned and enqueued, with how many
    * tasks each second that had any sent (seconds left out sent none). One marker per range.
    */
-  markScanned(range: SecondRange, enqueuedBySecond: ReadonlyMap<number, number>, expiresAtSeconds: number): Promise<void>;
+  markScanned(
+    range: SecondRange,
+    enqueuedBySecond: ReadonlyMap<number, number>,
+    expiresAtSeconds: number,
+  ): Promise<void>;
   /** The seconds in [from, to] that have a finished marker, each with how many tasks its scan enqueued. */
   scannedSeconds(from: number, to: number): Promise<Map<number, number>>;
   /**

@@ -135,7 +135,10 @@ export type Authentication =
  * revoked or wrong key all answer the same `invalid`, so a caller learns nothing about
  * which tenants or key ids exist; the digest comparison takes constant time.
  */
-export async function authenticate(directory: TenantDirectory, authorization: string | undefined): Promise<Authentication> {
+export async function authenticate(
+  directory: TenantDirectory,
+  authorization: string | undefined,
+): Promise<Authentication> {
   const bearer = /^Bearer +(\S+) *$/i.exec(authorization ?? '');
   if (!bearer) return { ok: false, reason: 'missing' };
   const parsed = parseApiKey(bearer[1] ?? '');
@@ -159,7 +162,12 @@ export function activeSigningSecrets(tenant: Tenant, nowMs: number): string[] {
 export function newTenant(
   id: string,
   nowMs: number,
-  options: { name?: string; allowedHosts?: readonly string[]; rateLimitPerSecond?: number; signingSecret?: string } = {},
+  options: {
+    name?: string;
+    allowedHosts?: readonly string[];
+    rateLimitPerSecond?: number;
+    signingSecret?: string;
+  } = {},
 ): Tenant {
   return {
     id,
@@ -177,7 +185,12 @@ export function newTenant(
  * less, if they were due to retire sooner), so receivers can switch to the new one first;
  * secrets already retired are dropped.
  */
-export function withRotatedSecret(tenant: Tenant, nowMs: number, overlapMs: number, secret = generateSigningSecret()): Tenant {
+export function withRotatedSecret(
+  tenant: Tenant,
+  nowMs: number,
+  overlapMs: number,
+  secret = generateSigningSecret(),
+): Tenant {
   const retiresAtMs = nowMs + overlapMs;
   const kept = tenant.signingSecrets
     .filter((entry) => entry.retiresAtMs === undefined || entry.retiresAtMs > nowMs)

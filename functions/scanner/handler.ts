@@ -42,7 +42,8 @@ export const handler = middy<SQSEvent, SQSBatchResponse>()
     const run = await runScanner(ports, budgetMs);
     metrics.addMetric(METRICS.secondsScanned, MetricUnit.Count, run.claimed);
     metrics.addMetric(METRICS.tasksEnqueued, MetricUnit.Count, run.enqueued);
-    for (const count of run.enqueuedBySecond.values()) metrics.addMetric(METRICS.tasksPerSecond, MetricUnit.Count, count);
+    for (const count of run.enqueuedBySecond.values())
+      metrics.addMetric(METRICS.tasksPerSecond, MetricUnit.Count, count);
     const facts = { claimed: run.claimed, busySeconds: run.enqueuedBySecond.size, enqueued: run.enqueued };
     if (run.enqueued > 0) logger.info('seconds scanned', facts);
     else if (run.claimed > 0) logger.debug('empty seconds claimed', facts);

@@ -21,13 +21,20 @@ export interface ArgumentSpec {
 }
 
 type OptionValues<O extends OptionSpecs> = {
-  readonly [K in keyof O]?: O[K] extends { type: 'string' } ? string : O[K] extends { type: 'boolean' } ? true : string | true;
+  readonly [K in keyof O]?: O[K] extends { type: 'string' }
+    ? string
+    : O[K] extends { type: 'boolean' }
+      ? true
+      : string | true;
 };
 
 type ArgumentValues<A extends readonly ArgumentSpec[]> = { readonly [K in A[number]['name']]: string };
 
 /** One run of a command: its parsed arguments and options, and where it writes. */
-export interface Call<O extends OptionSpecs = OptionSpecs, A extends readonly ArgumentSpec[] = readonly ArgumentSpec[]> {
+export interface Call<
+  O extends OptionSpecs = OptionSpecs,
+  A extends readonly ArgumentSpec[] = readonly ArgumentSpec[],
+> {
   readonly name: string;
   readonly args: ArgumentValues<A>;
   readonly options: OptionValues<O>;
@@ -36,7 +43,10 @@ export interface Call<O extends OptionSpecs = OptionSpecs, A extends readonly Ar
   output(json: unknown, text: string): void;
 }
 
-export interface Command<O extends OptionSpecs = OptionSpecs, A extends readonly ArgumentSpec[] = readonly ArgumentSpec[]> {
+export interface Command<
+  O extends OptionSpecs = OptionSpecs,
+  A extends readonly ArgumentSpec[] = readonly ArgumentSpec[],
+> {
   /** The words after `timer`, such as "tenants create". */
   readonly name: string;
   /** One line for the command list. */
@@ -114,7 +124,10 @@ export function parseCall(definition: Command, argv: readonly string[]): ParsedC
   const { tokens } = parseArgs({
     args: [...argv],
     options: Object.fromEntries(
-      Object.entries(definition.options).map(([name, spec]) => [name, { type: spec.type, ...(name === 'help' && { short: 'h' }) }]),
+      Object.entries(definition.options).map(([name, spec]) => [
+        name,
+        { type: spec.type, ...(name === 'help' && { short: 'h' }) },
+      ]),
     ),
     strict: false,
     allowPositionals: true,
@@ -169,7 +182,11 @@ export function helpText(definition: Command): string {
   const lines = [`Usage: timer ${definition.name} ${definition.usage}`.trimEnd(), '', definition.summary];
   if (definition.details) lines.push('', definition.details);
   if (definition.arguments.length > 0) {
-    lines.push('', 'Arguments:', ...aligned(definition.arguments.map((argument) => [`<${argument.name}>`, argument.description])));
+    lines.push(
+      '',
+      'Arguments:',
+      ...aligned(definition.arguments.map((argument) => [`<${argument.name}>`, argument.description])),
+    );
   }
   const options = Object.entries(definition.options).map(
     ([name, spec]) => [`--${name}${spec.placeholder ? ` ${spec.placeholder}` : ''}`, spec.description] as const,

@@ -18,9 +18,14 @@ export const TABLE_OPTIONS = {
   table: {
     type: 'string',
     placeholder: 'NAME',
-    description: "The stack output TableName, used with your AWS credentials (default: TIMER_TABLE_NAME, else local mode's table)",
+    description:
+      "The stack output TableName, used with your AWS credentials (default: TIMER_TABLE_NAME, else local mode's table)",
   },
-  region: { type: 'string', placeholder: 'REGION', description: "The table's AWS region (default: AWS_REGION or your profile's)" },
+  region: {
+    type: 'string',
+    placeholder: 'REGION',
+    description: "The table's AWS region (default: AWS_REGION or your profile's)",
+  },
 } as const satisfies OptionSpecs;
 
 export const API_OPTIONS = {
@@ -66,16 +71,23 @@ export async function connectToApi(
   const givenUrl = options['api-url'] ?? io.env.TIMER_URL;
   const baseUrl = givenUrl ?? (await localApiUrl(dataDir, io));
   // The development key only makes sense for local mode, so it is not sent to a URL given explicitly.
-  const apiKey = options['api-key'] ?? io.env.TIMER_API_KEY ?? (givenUrl ? undefined : await readKeyFile(join(dataDir, DEV_API_KEY_FILE)));
+  const apiKey =
+    options['api-key'] ??
+    io.env.TIMER_API_KEY ??
+    (givenUrl ? undefined : await readKeyFile(join(dataDir, DEV_API_KEY_FILE)));
   if (!apiKey) {
-    const devKeyHint = givenUrl ? '' : `; local mode keeps its development key in ${join(dataDir, DEV_API_KEY_FILE)} once started`;
+    const devKeyHint = givenUrl
+      ? ''
+      : `; local mode keeps its development key in ${join(dataDir, DEV_API_KEY_FILE)} once started`;
     throw new UsageError(
       `no API key: pass --api-key tk_… or set TIMER_API_KEY (\`timer tenants create\` makes a tenant and its key${devKeyHint})`,
     );
   }
   const parsed = parseApiKey(apiKey);
   if (!parsed) {
-    throw new UsageError('the API key is malformed: it looks like tk_<tenant>_<key id>_<secret>, as `timer tenants create` prints it');
+    throw new UsageError(
+      'the API key is malformed: it looks like tk_<tenant>_<key id>_<secret>, as `timer tenants create` prints it',
+    );
   }
   return { client: new TimerClient({ baseUrl, apiKey }), baseUrl, tenantId: parsed.tenantId };
 }

@@ -63,7 +63,11 @@ const dev = command({
     'dynalite (on disk in the data folder) stands in for DynamoDB, fauxqs for SQS; the real handlers run unchanged. Other `timer` commands find it through <data-dir>/local-endpoints.json.',
   arguments: [],
   options: {
-    port: { type: 'string', placeholder: 'N', description: 'API port, 0 for any free one (default: TIMER_PORT, else 3000)' },
+    port: {
+      type: 'string',
+      placeholder: 'N',
+      description: 'API port, 0 for any free one (default: TIMER_PORT, else 3000)',
+    },
     'log-level': {
       type: 'string',
       placeholder: 'LEVEL',
@@ -88,11 +92,18 @@ const dev = command({
     const prettyLogs = call.io.stdout.isTTY === true;
     const timer = await startLocalTimer({ port, dataDir, logLevel, prettyLogs }).catch((error: unknown) => {
       const reason = error instanceof Error ? error.message : String(error);
-      const hint = /EADDRINUSE/.test(reason) ? `; port ${port} is taken: give --port or set TIMER_PORT to a free port` : '';
+      const hint = /EADDRINUSE/.test(reason)
+        ? `; port ${port} is taken: give --port or set TIMER_PORT to a free port`
+        : '';
       throw new CommandFailed(`local mode failed to start: ${reason}${hint}`);
     });
     call.output(
-      { apiUrl: timer.apiUrl, dataDir, apiKeyFile: timer.devTenant.keyFile ?? null, signingSecret: timer.signingSecret },
+      {
+        apiUrl: timer.apiUrl,
+        dataDir,
+        apiKeyFile: timer.devTenant.keyFile ?? null,
+        signingSecret: timer.signingSecret,
+      },
       banner(timer, dataDir, call.io),
     );
     await firstStopSignal();

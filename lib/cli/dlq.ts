@@ -34,7 +34,11 @@ const redrive = command({
   arguments: [],
   options: {
     local: { type: 'boolean', description: "Redrive local mode's DLQ (the default without --dlq-url)" },
-    'api-url': { type: 'string', placeholder: 'URL', description: "Local mode's base URL (default: the running local mode's)" },
+    'api-url': {
+      type: 'string',
+      placeholder: 'URL',
+      description: "Local mode's base URL (default: the running local mode's)",
+    },
     'dlq-url': { type: 'string', placeholder: 'URL', description: 'The stack output DeliveryDlqUrl' },
     'queue-url': { type: 'string', placeholder: 'URL', description: 'The stack output DeliveryQueueUrl' },
     ...COMMON_OPTIONS,
@@ -42,7 +46,9 @@ const redrive = command({
   async run(call) {
     const { local, 'api-url': apiUrl, 'dlq-url': dlqUrl, 'queue-url': queueUrl } = call.options;
     if (local && (dlqUrl !== undefined || queueUrl !== undefined)) {
-      throw new UsageError('--local redrives local mode; leave out --dlq-url and --queue-url, or drop --local for the cloud');
+      throw new UsageError(
+        '--local redrives local mode; leave out --dlq-url and --queue-url, or drop --local for the cloud',
+      );
     }
     if (dlqUrl === undefined && queueUrl === undefined) {
       const result = await redriveLocally(apiUrl ?? (await localApiUrl(dataDirOf(call.options, call.io), call.io)));

@@ -81,7 +81,9 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     (argv.length === 0 ? io.stderr : io.stdout).write(TOP_LEVEL_HELP);
     return argv.length === 0 ? EXIT.usage : EXIT.ok;
   }
-  const definition = COMMANDS.find((candidate) => candidate.name.split(' ').every((word, index) => argv[index] === word));
+  const definition = COMMANDS.find((candidate) =>
+    candidate.name.split(' ').every((word, index) => argv[index] === word),
+  );
   if (!definition) return unmatched(argv, io);
   try {
     const { args, options } = parseCall(definition, argv.slice(definition.name.split(' ').length));
@@ -100,7 +102,9 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
   } catch (error) {
     if (error instanceof UsageError) {
       const { name, usage } = definition;
-      io.stderr.write(`timer ${name}: ${error.message}\n\nUsage: timer ${name} ${usage}\nRun \`timer ${name} --help\` for details.\n`);
+      io.stderr.write(
+        `timer ${name}: ${error.message}\n\nUsage: timer ${name} ${usage}\nRun \`timer ${name} --help\` for details.\n`,
+      );
       return EXIT.usage;
     }
     io.stderr.write(`Error: ${error instanceof Error ? error.message : String(error)}\n`);

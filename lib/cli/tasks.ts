@@ -52,7 +52,9 @@ async function callApi<T>(
     return await use(connection.client, connection);
   } catch (error) {
     if (error instanceof TimerApiError) {
-      throw new CommandFailed(error.problem ? problemText(error.problem) : `the API at ${connection.baseUrl} answered ${error.status}`);
+      throw new CommandFailed(
+        error.problem ? problemText(error.problem) : `the API at ${connection.baseUrl} answered ${error.status}`,
+      );
     }
     if (error instanceof TypeError && error.message === 'fetch failed') {
       const reason = error.cause instanceof Error ? error.cause.message : String(error.cause);
@@ -69,7 +71,8 @@ const SECONDS_PER_UNIT = { s: 1, m: 60, h: 3600, d: 86_400 } as const;
 
 function delaySecondsOf(text: string): number {
   const match = DURATION.exec(text);
-  if (!match) throw new UsageError(`--in must be a whole number with a unit, such as 30s, 5m, 2h or 1d (got "${text}")`);
+  if (!match)
+    throw new UsageError(`--in must be a whole number with a unit, such as 30s, 5m, 2h or 1d (got "${text}")`);
   return Number(match[1]) * SECONDS_PER_UNIT[match[2] as keyof typeof SECONDS_PER_UNIT];
 }
 
@@ -80,15 +83,23 @@ function whenOf(options: { readonly in?: string; readonly at?: string }): Pick<T
   if (options.in !== undefined) return { delaySeconds: delaySecondsOf(options.in) };
   const at = options.at ?? '';
   if (parseIsoInstant(at) === undefined) {
-    throw new UsageError(`--at must be an ISO-8601 date-time with a time zone, such as 2030-01-31T09:30:00Z (got "${at}")`);
+    throw new UsageError(
+      `--at must be an ISO-8601 date-time with a time zone, such as 2030-01-31T09:30:00Z (got "${at}")`,
+    );
   }
   return { dueAt: at };
 }
 
-function targetOf(options: { readonly url?: string; readonly sqs?: string; readonly 'event-bus'?: string }): TaskRequest['target'] {
+function targetOf(options: {
+  readonly url?: string;
+  readonly sqs?: string;
+  readonly 'event-bus'?: string;
+}): TaskRequest['target'] {
   const given = [options.url, options.sqs, options['event-bus']].filter((value) => value !== undefined);
   if (given.length !== 1) {
-    throw new UsageError('say where to deliver: give --url (a webhook), --sqs (a queue URL) or --event-bus (a bus name), exactly one of them');
+    throw new UsageError(
+      'say where to deliver: give --url (a webhook), --sqs (a queue URL) or --event-bus (a bus name), exactly one of them',
+    );
   }
   if (options.url !== undefined) return { type: 'http', url: options.url };
   if (options.sqs !== undefined) return { type: 'sqs', queueUrl: options.sqs };
@@ -100,7 +111,9 @@ function payloadOf(text: string | undefined): { payload?: unknown } {
   try {
     return { payload: JSON.parse(text) as unknown };
   } catch (error) {
-    throw new UsageError(`--payload must be JSON, such as '{"orderId":42}' (${error instanceof Error ? error.message : error})`);
+    throw new UsageError(
+      `--payload must be JSON, such as '{"orderId":42}' (${error instanceof Error ? error.message : error})`,
+    );
   }
 }
 
@@ -138,19 +151,31 @@ const schedule = command({
   name: 'schedule',
   summary: 'Schedule a webhook, SQS message or EventBridge event',
   usage:
-    "(--in 30s|5m|2h | --at TIME) (--url URL | --sqs QUEUE_URL | --event-bus NAME) [--payload JSON] [--biz-type T] [--biz-id I] [--idempotency-key K]",
+    '(--in 30s|5m|2h | --at TIME) (--url URL | --sqs QUEUE_URL | --event-bus NAME) [--payload JSON] [--biz-type T] [--biz-id I] [--idempotency-key K]',
   details: 'A retried schedule with the same --idempotency-key returns the first task instead of making a second.',
   arguments: [],
   options: {
     in: { type: 'string', placeholder: 'DURATION', description: 'Fire after this long: 30s, 5m, 2h or 1d' },
-    at: { type: 'string', placeholder: 'TIME', description: 'Fire at this ISO-8601 time with a zone, such as 2030-01-31T09:30:00Z' },
+    at: {
+      type: 'string',
+      placeholder: 'TIME',
+      description: 'Fire at this ISO-8601 time with a zone, such as 2030-01-31T09:30:00Z',
+    },
     url: { type: 'string', placeholder: 'URL', description: 'POST a signed webhook to this URL' },
     sqs: { type: 'string', placeholder: 'QUEUE_URL', description: 'Send an SQS message to this queue' },
-    'event-bus': { type: 'string', placeholder: 'NAME', description: 'Put an EventBridge event on this bus (name or ARN)' },
+    'event-bus': {
+      type: 'string',
+      placeholder: 'NAME',
+      description: 'Put an EventBridge event on this bus (name or ARN)',
+    },
     payload: { type: 'string', placeholder: 'JSON', description: 'The JSON to deliver, at most 64 KiB' },
     'biz-type': { type: 'string', placeholder: 'T', description: 'Your kind of task, sent back in the notification' },
     'biz-id': { type: 'string', placeholder: 'I', description: 'Your id for it, such as an order id' },
-    'idempotency-key': { type: 'string', placeholder: 'K', description: 'Makes retries safe: the same key returns the same task' },
+    'idempotency-key': {
+      type: 'string',
+      placeholder: 'K',
+      description: 'Makes retries safe: the same key returns the same task',
+    },
     ...CLIENT_OPTIONS,
   },
   async run(call) {
@@ -166,7 +191,14 @@ const schedule = command({
     const task = await callApi(options, call.io, (client) => client.schedule(request));
     call.output(
       task,
-      [`Scheduled task ${task.id}.`, fields([['Status', task.status], ['Due', task.dueAt], ['Created', task.createdAt]])].join('\n'),
+      [
+        `Scheduled task ${task.id}.`,
+        fields([
+          ['Status', task.status],
+          ['Due', task.dueAt],
+          ['Created', task.createdAt],
+        ]),
+      ].join('\n'),
     );
   },
 });
@@ -213,7 +245,9 @@ function listQueryOf(options: {
 }): TaskListQuery {
   const { 'biz-id': bizId, 'biz-type': bizType, status, limit, cursor } = options;
   if (bizId === undefined && bizType === undefined) {
-    throw new UsageError('give --biz-id or --biz-type: tasks are listed by business id or type (tasks submitted with neither are not indexed)');
+    throw new UsageError(
+      'give --biz-id or --biz-type: tasks are listed by business id or type (tasks submitted with neither are not indexed)',
+    );
   }
   if (status !== undefined && !isTaskStatus(status)) {
     throw new UsageError(`--status must be one of ${TASK_STATUSES.join(', ')} (got "${status}")`);
@@ -256,7 +290,11 @@ const list = command({
     'biz-type': { type: 'string', placeholder: 'T', description: 'Tasks with this bizType' },
     status: { type: 'string', placeholder: 'S', description: `Only tasks in this status: ${TASK_STATUSES.join(', ')}` },
     limit: { type: 'string', placeholder: 'N', description: `Tasks a page, 1 to ${LIST_LIMITS.maxLimit}` },
-    cursor: { type: 'string', placeholder: 'C', description: 'Continue where the previous page ended (it prints the cursor)' },
+    cursor: {
+      type: 'string',
+      placeholder: 'C',
+      description: 'Continue where the previous page ended (it prints the cursor)',
+    },
     all: { type: 'boolean', description: 'Every page, not only the first' },
     ...CLIENT_OPTIONS,
   },
@@ -269,8 +307,16 @@ const list = command({
       for await (const task of client.tasks(query)) tasks.push(task);
       return { tasks };
     });
-    const more = page.nextCursor === undefined ? [] : ['', `More tasks: run the same command with --cursor ${page.nextCursor}, or with --all.`];
-    const found = page.tasks.length > 0 ? tasksTable(page.tasks) : more.length > 0 ? 'No tasks on this page: --status left them out.' : 'No tasks match.';
+    const more =
+      page.nextCursor === undefined
+        ? []
+        : ['', `More tasks: run the same command with --cursor ${page.nextCursor}, or with --all.`];
+    const found =
+      page.tasks.length > 0
+        ? tasksTable(page.tasks)
+        : more.length > 0
+          ? 'No tasks on this page: --status left them out.'
+          : 'No tasks match.';
     call.output(page, [found, ...more].join('\n'));
   },
 });

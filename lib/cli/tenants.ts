@@ -48,7 +48,8 @@ function allowedHostsOf(text: string): string[] {
     .split(',')
     .map((host) => host.trim().toLowerCase())
     .filter((host) => host !== '');
-  if (hosts.length === 0) throw new UsageError('--allowed-hosts needs at least one host (to allow any host, use --any-host)');
+  if (hosts.length === 0)
+    throw new UsageError('--allowed-hosts needs at least one host (to allow any host, use --any-host)');
   const bad = hosts.find((host) => !HOST_PATTERN.test(host));
   if (bad !== undefined) {
     throw new UsageError(
@@ -88,7 +89,8 @@ function withAwsHint(error: unknown, location: string): unknown {
 
 async function existingTenant(store: TenantStore, id: string, location: string): Promise<Tenant> {
   const tenant = await store.getTenant(id);
-  if (!tenant) throw new CommandFailed(`there is no tenant "${id}" in ${location}; \`timer tenants list\` shows the tenants`);
+  if (!tenant)
+    throw new CommandFailed(`there is no tenant "${id}" in ${location}; \`timer tenants list\` shows the tenants`);
   return tenant;
 }
 
@@ -142,11 +144,22 @@ const createTenant = command({
   name: 'tenants create',
   summary: 'Create a tenant, its first API key and its webhook signing secret',
   usage: '<id> [--name NAME] [--rate-limit N] [--allowed-hosts HOSTS]',
-  arguments: [{ name: 'id', description: 'The new tenant id, such as acme-payments: lowercase letters, digits and hyphens, at most 32' }],
+  arguments: [
+    {
+      name: 'id',
+      description: 'The new tenant id, such as acme-payments: lowercase letters, digits and hyphens, at most 32',
+    },
+  ],
   options: {
     name: { type: 'string', placeholder: 'NAME', description: 'A name for people (default: the id)' },
-    'rate-limit': { ...RATE_LIMIT_OPTION, description: `${RATE_LIMIT_OPTION.description} (default ${DEFAULT_RATE_LIMIT_PER_SECOND})` },
-    'allowed-hosts': { ...ALLOWED_HOSTS_OPTION, description: `${ALLOWED_HOSTS_OPTION.description} (default: any public host)` },
+    'rate-limit': {
+      ...RATE_LIMIT_OPTION,
+      description: `${RATE_LIMIT_OPTION.description} (default ${DEFAULT_RATE_LIMIT_PER_SECOND})`,
+    },
+    'allowed-hosts': {
+      ...ALLOWED_HOSTS_OPTION,
+      description: `${ALLOWED_HOSTS_OPTION.description} (default: any public host)`,
+    },
     ...STORE_OPTIONS,
   },
   async run(call) {
@@ -157,17 +170,27 @@ const createTenant = command({
     const tenant = newTenant(id, nowMs, {
       ...(call.options.name !== undefined && { name: call.options.name }),
       ...(call.options['rate-limit'] !== undefined && { rateLimitPerSecond: rateLimitOf(call.options['rate-limit']) }),
-      ...(call.options['allowed-hosts'] !== undefined && { allowedHosts: allowedHostsOf(call.options['allowed-hosts']) }),
+      ...(call.options['allowed-hosts'] !== undefined && {
+        allowedHosts: allowedHostsOf(call.options['allowed-hosts']),
+      }),
     });
     const { apiKey, record } = newApiKey(id, nowMs);
     await withTenantStore(call, async (store, location) => {
       if (!(await store.createTenant(tenant))) {
-        throw new CommandFailed(`tenant "${id}" already exists in ${location}; \`timer tenants create-key ${id}\` gives it another key`);
+        throw new CommandFailed(
+          `tenant "${id}" already exists in ${location}; \`timer tenants create-key ${id}\` gives it another key`,
+        );
       }
       await store.putApiKey(record);
       const signingSecret = tenant.signingSecrets[0]?.secret ?? '';
       call.output(
-        { tenant: tenantSummary(tenant, [record], nowMs), apiKey, keyId: record.keyId, signingSecret, notice: KEY_SHOWN_ONCE },
+        {
+          tenant: tenantSummary(tenant, [record], nowMs),
+          apiKey,
+          keyId: record.keyId,
+          signingSecret,
+          notice: KEY_SHOWN_ONCE,
+        },
         [
           `Created tenant "${id}" in ${location}.`,
           fields([
@@ -289,7 +312,9 @@ const revokeKey = command({
     await withTenantStore(call, async (store, location) => {
       const key = await store.getApiKey(id, keyId);
       if (!key) {
-        throw new CommandFailed(`tenant "${id}" has no key "${keyId}" in ${location}; \`timer tenants keys ${id}\` lists its keys`);
+        throw new CommandFailed(
+          `tenant "${id}" has no key "${keyId}" in ${location}; \`timer tenants keys ${id}\` lists its keys`,
+        );
       }
       const nowMs = Date.now();
       const alreadyRevoked = key.revokedAtMs !== undefined;
@@ -316,7 +341,7 @@ function overlapMsOf(text: string | undefined): number {
 
 const rotateSecret = command({
   name: 'tenants rotate-secret',
-  summary: "Add a new webhook signing secret; the old one keeps signing during the overlap",
+  summary: 'Add a new webhook signing secret; the old one keeps signing during the overlap',
   usage: '<tenant> [--overlap-hours H]',
   details:
     'Deliveries are signed with every active secret, so receivers that know either one keep verifying. Give receivers the new secret within the overlap.',
@@ -361,7 +386,10 @@ const updateTenant = command({
   options: {
     name: { type: 'string', placeholder: 'NAME', description: 'A name for people' },
     'rate-limit': RATE_LIMIT_OPTION,
-    'allowed-hosts': { ...ALLOWED_HOSTS_OPTION, description: `${ALLOWED_HOSTS_OPTION.description} (replaces the list)` },
+    'allowed-hosts': {
+      ...ALLOWED_HOSTS_OPTION,
+      description: `${ALLOWED_HOSTS_OPTION.description} (replaces the list)`,
+    },
     'any-host': { type: 'boolean', description: 'Drop the host list: webhooks may call any public host' },
     ...STORE_OPTIONS,
   },

@@ -6,7 +6,13 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TenantStore } from '../../functions/core/tenants.js';
-import { activeSigningSecrets, apiKeyRecordOf, newApiKey, newTenant, parseApiKey } from '../../functions/core/tenants.js';
+import {
+  activeSigningSecrets,
+  apiKeyRecordOf,
+  newApiKey,
+  newTenant,
+  parseApiKey,
+} from '../../functions/core/tenants.js';
 
 export const DEV_TENANT_ID = 'dev';
 export const DEV_API_KEY_ENV = 'TIMER_DEV_API_KEY';
@@ -35,8 +41,14 @@ export async function readKeyFile(file: string | undefined): Promise<string | un
 }
 
 /** Makes sure the development tenant and its key exist, and says what they are. */
-export async function ensureDevTenant(store: TenantStore, dataDir: string | undefined, nowMs: number): Promise<DevTenant> {
-  await store.createTenant(newTenant(DEV_TENANT_ID, nowMs, { name: 'Local development', rateLimitPerSecond: DEV_RATE_LIMIT_PER_SECOND }));
+export async function ensureDevTenant(
+  store: TenantStore,
+  dataDir: string | undefined,
+  nowMs: number,
+): Promise<DevTenant> {
+  await store.createTenant(
+    newTenant(DEV_TENANT_ID, nowMs, { name: 'Local development', rateLimitPerSecond: DEV_RATE_LIMIT_PER_SECOND }),
+  );
   const tenant = await store.getTenant(DEV_TENANT_ID);
   if (!tenant) throw new Error('the development tenant could not be read back after creating it');
   const signingSecret = activeSigningSecrets(tenant, nowMs).at(-1);
@@ -56,7 +68,9 @@ export async function ensureDevTenant(store: TenantStore, dataDir: string | unde
     if (!stored) await store.putApiKey(record);
     else if (stored.revokedAtMs !== undefined || stored.secretHash !== record.secretHash) {
       const source = process.env[DEV_API_KEY_ENV] ? DEV_API_KEY_ENV : keyFile;
-      throw new Error(`the development API key in ${source} was revoked or does not match key ${parsed.keyId}; remove it to get a new one`);
+      throw new Error(
+        `the development API key in ${source} was revoked or does not match key ${parsed.keyId}; remove it to get a new one`,
+      );
     }
     return { apiKey: given, signingSecret, keyIsNew: false, ...(keyFile && { keyFile }) };
   }

@@ -19,7 +19,11 @@ export const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local
 /** Creates the task table as the stack defines it: string pk and sk, on demand, with the indexes of TABLE. */
 export async function createTaskTable(client: DynamoDBClient, tableName: string): Promise<void> {
   const indexes = Object.values(TABLE.indexes);
-  const keyAttributes = new Set([TABLE.partitionKey, TABLE.sortKey, ...indexes.flatMap((index) => [index.partitionKey, index.sortKey])]);
+  const keyAttributes = new Set([
+    TABLE.partitionKey,
+    TABLE.sortKey,
+    ...indexes.flatMap((index) => [index.partitionKey, index.sortKey]),
+  ]);
   await client.send(
     new CreateTableCommand({
       TableName: tableName,
@@ -60,7 +64,9 @@ export async function ensureLocalTaskTable(client: DynamoDBClient): Promise<void
     if ((await status()) === 'ACTIVE') return;
     await new Promise((resolve) => setTimeout(resolve, TABLE_ACTIVE_POLL_MS));
   }
-  throw new Error(`the local table ${LOCAL_TABLE_NAME} did not become ACTIVE within ${(TABLE_ACTIVE_POLLS * TABLE_ACTIVE_POLL_MS) / 1000} s`);
+  throw new Error(
+    `the local table ${LOCAL_TABLE_NAME} did not become ACTIVE within ${(TABLE_ACTIVE_POLLS * TABLE_ACTIVE_POLL_MS) / 1000} s`,
+  );
 }
 
 export interface LocalDynamo {

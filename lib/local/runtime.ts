@@ -10,7 +10,12 @@ import { type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb'
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { startFauxqs } from 'fauxqs';
 import { allItems, DynamoClockStore, DynamoOccupancyIndex } from '../../functions/adapters/dynamo-store.js';
-import { type DeliveryMessageBody, redriveByCopy, sqsDeliveryQueue, sqsTickQueue } from '../../functions/adapters/sqs-queues.js';
+import {
+  type DeliveryMessageBody,
+  redriveByCopy,
+  sqsDeliveryQueue,
+  sqsTickQueue,
+} from '../../functions/adapters/sqs-queues.js';
 import { secondOf } from '../../functions/core/clock.js';
 import { toDeliveryMessages } from '../../functions/core/scan.js';
 import { tickFor } from '../../functions/core/tick.js';
@@ -330,7 +335,12 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   for (const client of [handlerClients.dynamo, handlerClients.sqs, handlerClients.eventBridge, sqs])
     countRequests(client, counts, options.onRequest);
   // The pollers get a client of their own, so their requests are told apart from the functions'.
-  const pollerSqs = new SQSClient({ region: LOCAL_REGION, endpoint: sqsServer.address, credentials: LOCAL_CREDENTIALS, useQueueUrlAsEndpoint: false });
+  const pollerSqs = new SQSClient({
+    region: LOCAL_REGION,
+    endpoint: sqsServer.address,
+    credentials: LOCAL_CREDENTIALS,
+    useQueueUrlAsEndpoint: false,
+  });
   countRequests(pollerSqs, counts, options.onRequest, 'EventSourceMapping.');
   const onError = (source: string) => (error: unknown) => logLine('ERROR', `${source} failed`, describeError(error));
 
@@ -389,7 +399,13 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
         logLine('INFO', 'delivery DLQ redriven', { moved: moved.length });
         return { status: 200, body: { moved: moved.length, taskIds } satisfies RedriveResult };
       },
-      ...(await consoleRoutes({ dynamo, sqs, tableName: LOCAL_TABLE_NAME, deliveryDlqUrl: queues.deliveryDlq.url, settings })),
+      ...(await consoleRoutes({
+        dynamo,
+        sqs,
+        tableName: LOCAL_TABLE_NAME,
+        deliveryDlqUrl: queues.deliveryDlq.url,
+        settings,
+      })),
     },
     onError: onError('api gateway'),
   });

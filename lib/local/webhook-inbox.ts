@@ -24,7 +24,10 @@ export function createWebhookInbox(
   const entries: InboxEntry[] = [];
   return {
     entries: entries as readonly InboxEntry[],
-    async receive(headers: Record<string, string | undefined>, rawBody: string): Promise<{ status: number; body: unknown }> {
+    async receive(
+      headers: Record<string, string | undefined>,
+      rawBody: string,
+    ): Promise<{ status: number; body: unknown }> {
       const receivedAtMs = Date.now();
       let notification: Notification;
       try {

@@ -32,7 +32,11 @@ afterAll(async () => {
 describe('End to end: bizType settings', () => {
   it("sets, reads, lists and deletes a tenant's bizType; another tenant sees none of it", async () => {
     // Act
-    const saved = await ours.setBizType('coupon-expiry', { maxAttempts: 3, backoffBaseSeconds: 10, backoffMaxSeconds: 60 });
+    const saved = await ours.setBizType('coupon-expiry', {
+      maxAttempts: 3,
+      backoffBaseSeconds: 10,
+      backoffMaxSeconds: 60,
+    });
     const read = await ours.getBizType('coupon-expiry');
     const theirRead = await theirs.getBizType('coupon-expiry');
     const theirList = await theirs.listBizTypes();
@@ -41,7 +45,12 @@ describe('End to end: bizType settings', () => {
     const deleted = await ours.deleteBizType('coupon-expiry');
 
     // Assess
-    expect(saved).toMatchObject({ bizType: 'coupon-expiry', maxAttempts: 3, backoffBaseSeconds: 10, backoffMaxSeconds: 60 });
+    expect(saved).toMatchObject({
+      bizType: 'coupon-expiry',
+      maxAttempts: 3,
+      backoffBaseSeconds: 10,
+      backoffMaxSeconds: 60,
+    });
     expect(read).toEqual(saved);
     expect([theirRead, theirList, theirDelete]).toEqual([undefined, [], false]);
     expect(listed.map((entry) => entry.bizType)).toContain('coupon-expiry');
@@ -51,19 +60,32 @@ describe('End to end: bizType settings', () => {
 
   it("delivers a task that names no target to its bizType's default target", async () => {
     // Prepare
-    await ours.setBizType('order-close', { defaultTarget: { type: 'http', url: receiver.url('/orders') }, callbackRateLimitPerSecond: 10 });
+    await ours.setBizType('order-close', {
+      defaultTarget: { type: 'http', url: receiver.url('/orders') },
+      callbackRateLimitPerSecond: 10,
+    });
 
     // Act
     const task = await ours.schedule({ delaySeconds: 1, bizType: 'order-close', payload: { orderId: 'o-9' } });
 
     // Assess
-    await eventually('the default target receives the task', () => receiver.receipts.some((receipt) => receipt.body.id === task.id), 40);
-    expect(await ours.get(task.id)).toMatchObject({ status: 'DELIVERED', attempts: 1, target: { url: receiver.url('/orders') } });
+    await eventually(
+      'the default target receives the task',
+      () => receiver.receipts.some((receipt) => receipt.body.id === task.id),
+      40,
+    );
+    expect(await ours.get(task.id)).toMatchObject({
+      status: 'DELIVERED',
+      attempts: 1,
+      target: { url: receiver.url('/orders') },
+    });
   });
 
   it("refuses, at `target`, a task whose bizType has no default target, and another tenant's default is not used", async () => {
     // Act
-    const refusal = await theirs.schedule({ delaySeconds: 60, bizType: 'order-close' }).catch((error: unknown) => error);
+    const refusal = await theirs
+      .schedule({ delaySeconds: 60, bizType: 'order-close' })
+      .catch((error: unknown) => error);
 
     // Assess
     expect(refusal).toBeInstanceOf(TimerApiError);

@@ -9,7 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../functions/core/task.js';
-import { activeSigningSecrets, authenticate, cachedTenantDirectory, TENANT_CACHE_TTL_MS } from '../../functions/core/tenants.js';
+import {
+  activeSigningSecrets,
+  authenticate,
+  cachedTenantDirectory,
+  TENANT_CACHE_TTL_MS,
+} from '../../functions/core/tenants.js';
 import { COMMANDS, run } from '../../lib/cli/run.js';
 import { LOCAL_INBOX_PATH } from '../../lib/local/paths.js';
 import { LOCAL_TABLE_NAME, type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
@@ -57,7 +62,18 @@ describe('Command: timer tenants create, then the task commands with its key', (
 
     // Act
     const scheduled = await timerCli(
-      'schedule', '--in', '10m', '--url', inbox(), '--payload', '{"orderId":42}', '--biz-id', 'order-42', '--api-key', apiKey, '--json',
+      'schedule',
+      '--in',
+      '10m',
+      '--url',
+      inbox(),
+      '--payload',
+      '{"orderId":42}',
+      '--biz-id',
+      'order-42',
+      '--api-key',
+      apiKey,
+      '--json',
     );
     const { id } = JSON.parse(scheduled.stdout) as { id: string };
     const shown = await timerCli('get', id, '--api-key', apiKey);
@@ -83,7 +99,12 @@ describe('Command: timer tenants create, then the task commands with its key', (
     // Act
     const scheduled = await timerCli('schedule', '--in', '0s', '--url', inbox(), '--api-key', apiKey, '--json');
     const { id } = JSON.parse(scheduled.stdout) as { id: string };
-    await eventually('the webhook to reach the inbox', () => timer.inbox.entries.some((entry) => entry.notification.id === id), 60, 250);
+    await eventually(
+      'the webhook to reach the inbox',
+      () => timer.inbox.entries.some((entry) => entry.notification.id === id),
+      60,
+      250,
+    );
 
     // Assess
     expect(timer.inbox.entries.find((entry) => entry.notification.id === id)?.signatureValid).toBe(true);
@@ -108,17 +129,52 @@ describe('Command: timer tenants create, then the task commands with its key', (
     // Prepare
     const { apiKey } = await createTenant('wayne');
     for (const delay of ['1h', '2h', '3h']) {
-      await timerCli('schedule', '--in', delay, '--url', inbox(), '--biz-id', 'order-77', '--biz-type', 'order', '--api-key', apiKey);
+      await timerCli(
+        'schedule',
+        '--in',
+        delay,
+        '--url',
+        inbox(),
+        '--biz-id',
+        'order-77',
+        '--biz-type',
+        'order',
+        '--api-key',
+        apiKey,
+      );
     }
     const listAll = () => timerCli('list', '--biz-id', 'order-77', '--all', '--api-key', apiKey, '--json');
     // The listing indexes are eventually consistent.
-    await eventually('the three tasks to be listed', async () => (JSON.parse((await listAll()).stdout) as { tasks: unknown[] }).tasks.length === 3);
+    await eventually(
+      'the three tasks to be listed',
+      async () => (JSON.parse((await listAll()).stdout) as { tasks: unknown[] }).tasks.length === 3,
+    );
 
     // Act
     const firstPage = await timerCli('list', '--biz-id', 'order-77', '--limit', '2', '--api-key', apiKey);
     const cursor = /--cursor (\S+),/.exec(firstPage.stdout)?.[1] ?? '';
-    const secondPage = await timerCli('list', '--biz-id', 'order-77', '--limit', '2', '--cursor', cursor, '--api-key', apiKey, '--json');
-    const delivered = await timerCli('list', '--biz-id', 'order-77', '--status', 'DELIVERED', '--all', '--api-key', apiKey);
+    const secondPage = await timerCli(
+      'list',
+      '--biz-id',
+      'order-77',
+      '--limit',
+      '2',
+      '--cursor',
+      cursor,
+      '--api-key',
+      apiKey,
+      '--json',
+    );
+    const delivered = await timerCli(
+      'list',
+      '--biz-id',
+      'order-77',
+      '--status',
+      'DELIVERED',
+      '--all',
+      '--api-key',
+      apiKey,
+    );
 
     // Assess
     expect(firstPage.code).toBe(0);
@@ -176,7 +232,15 @@ describe('Command: timer tenants revoke-key, rotate-secret, update', () => {
     await createTenant('umbrella');
 
     // Act
-    const limited = await timerCli('tenants', 'update', 'umbrella', '--rate-limit', '7', '--allowed-hosts', 'shop.example.com,*.umbrella.test');
+    const limited = await timerCli(
+      'tenants',
+      'update',
+      'umbrella',
+      '--rate-limit',
+      '7',
+      '--allowed-hosts',
+      'shop.example.com,*.umbrella.test',
+    );
     const afterLimit = await timer.tenantStore.getTenant('umbrella');
     const opened = await timerCli('tenants', 'update', 'umbrella', '--any-host');
     const afterOpen = await timer.tenantStore.getTenant('umbrella');
@@ -217,7 +281,9 @@ describe('Command: timer tenants --table', () => {
     expect(listed.code).toBe(0);
     expect((JSON.parse(listed.stdout) as Array<{ id: string }>).map((tenant) => tenant.id)).toContain('dev');
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toContain('table no-such-table was not found: check --table (the stack output TableName) and --region');
+    expect(missing.stderr).toContain(
+      'table no-such-table was not found: check --table (the stack output TableName) and --region',
+    );
   });
 });
 
@@ -233,15 +299,18 @@ describe('Command: timer dlq redrive', () => {
 });
 
 describe('Usage', () => {
-  it.each(COMMANDS.map((definition) => definition.name))('timer %s --help prints its usage and options', async (name) => {
-    // Act
-    const help = await timerCli(...name.split(' '), '--help');
+  it.each(COMMANDS.map((definition) => definition.name))(
+    'timer %s --help prints its usage and options',
+    async (name) => {
+      // Act
+      const help = await timerCli(...name.split(' '), '--help');
 
-    // Assess
-    expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(new RegExp(`^Usage: timer ${name}\\b`));
-    expect(help.stdout).toContain('--json');
-  });
+      // Assess
+      expect(help.code).toBe(0);
+      expect(help.stdout).toMatch(new RegExp(`^Usage: timer ${name}\\b`));
+      expect(help.stdout).toContain('--json');
+    },
+  );
 
   it('lists every command in timer --help', async () => {
     // Act
@@ -259,7 +328,10 @@ describe('Usage', () => {
     [['schedule', '--url', 'https://example.com'], 'give --in (such as 30s, 5m, 2h) or --at'],
     [['get'], '<id> is missing'],
     [['list', '--status', 'PENDING'], 'give --biz-id or --biz-type'],
-    [['list', '--biz-id', 'order-1', '--status', 'done'], '--status must be one of PENDING, DELIVERING, DELIVERED, FAILED, CANCELLED'],
+    [
+      ['list', '--biz-id', 'order-1', '--status', 'done'],
+      '--status must be one of PENDING, DELIVERING, DELIVERED, FAILED, CANCELLED',
+    ],
     [['tenant', 'list'], 'did you mean "timer tenants"?'],
     [['tenants', 'revoke'], 'did you mean "timer tenants revoke-key"?'],
   ])('timer %j exits 2 and names the fix', async (argv, message) => {

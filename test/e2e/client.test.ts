@@ -18,8 +18,11 @@ afterAll(async () => {
 });
 
 const countTasks = async () =>
-  (await timer.dynamo.send(new ScanCommand({ TableName: LOCAL_TABLE_NAME, FilterExpression: 'attribute_exists(id)', Select: 'COUNT' })))
-    .Count ?? 0;
+  (
+    await timer.dynamo.send(
+      new ScanCommand({ TableName: LOCAL_TABLE_NAME, FilterExpression: 'attribute_exists(id)', Select: 'COUNT' }),
+    )
+  ).Count ?? 0;
 
 describe('Class: TimerClient (against local mode)', () => {
   it('schedules, reads and cancels a task', async () => {
@@ -27,7 +30,11 @@ describe('Class: TimerClient (against local mode)', () => {
     const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey });
 
     // Act
-    const created = await client.schedule({ delaySeconds: 600, target: { type: 'http', url: receiver.url('/hook') }, bizId: 'order-7' });
+    const created = await client.schedule({
+      delaySeconds: 600,
+      target: { type: 'http', url: receiver.url('/hook') },
+      bizId: 'order-7',
+    });
     const read = await client.get(created.id);
     const cancelled = await client.cancel(created.id);
     const unknown = await client.get('0000000000000000000000000Z');
@@ -47,7 +54,12 @@ describe('Class: TimerClient (against local mode)', () => {
       if (lost++ === 0) throw new TypeError('fetch failed: socket hang up (simulated)');
       return response;
     };
-    const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey, fetch: losingFetch, retryDelayMs: 10 });
+    const client = new TimerClient({
+      baseUrl: timer.apiUrl,
+      apiKey: timer.apiKey,
+      fetch: losingFetch,
+      retryDelayMs: 10,
+    });
     const before = await countTasks();
 
     // Act
@@ -71,13 +83,17 @@ describe('Class: TimerClient (against local mode)', () => {
     // Assess
     expect(refused).toBeInstanceOf(TimerApiError);
     expect((refused as TimerApiError).status).toBe(400);
-    expect((refused as TimerApiError).problem?.errors).toEqual([{ path: 'target.url', message: 'must use http:// or https://' }]);
+    expect((refused as TimerApiError).problem?.errors).toEqual([
+      { path: 'target.url', message: 'must use http:// or https://' },
+    ]);
   });
 
   it('serves its OpenAPI document at GET /v1/openapi.json, to callers with a key', async () => {
     // Act
     const anonymous = await fetch(`${timer.apiUrl}/v1/openapi.json`);
-    const response = await fetch(`${timer.apiUrl}/v1/openapi.json`, { headers: { authorization: `Bearer ${timer.apiKey}` } });
+    const response = await fetch(`${timer.apiUrl}/v1/openapi.json`, {
+      headers: { authorization: `Bearer ${timer.apiKey}` },
+    });
     const document = (await response.json()) as { openapi: string; paths: Record<string, unknown> };
 
     // Assess
@@ -91,7 +107,11 @@ describe('Class: TimerClient (against local mode)', () => {
     // Prepare
     const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey });
     const result = await client.scheduleBatch(
-      Array.from({ length: 12 }, () => ({ delaySeconds: 600, target: { type: 'http' as const, url: receiver.url('/hook') }, bizType: 'e2e-list' })),
+      Array.from({ length: 12 }, () => ({
+        delaySeconds: 600,
+        target: { type: 'http' as const, url: receiver.url('/hook') },
+        bizType: 'e2e-list',
+      })),
     );
     const ids = result.results.flatMap((item) => ('task' in item ? [item.task.id] : []));
     await client.cancel(ids[0] ?? '');
@@ -111,12 +131,19 @@ describe('Class: TimerClient (against local mode)', () => {
   it('reschedules a task: the old one is cancelled, the new one is delivered with its history', async () => {
     // Prepare
     const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey });
-    const original = await client.schedule({ delaySeconds: 600, target: { type: 'http', url: receiver.url('/hook') }, payload: { v: 1 } });
+    const original = await client.schedule({
+      delaySeconds: 600,
+      target: { type: 'http', url: receiver.url('/hook') },
+      payload: { v: 1 },
+    });
 
     // Act
     const moved = await client.reschedule(original.id, { delaySeconds: 1, payload: { v: 2 } });
     const again = await client.reschedule(original.id, { delaySeconds: 1, payload: { v: 2 } });
-    await eventually('the rescheduled task to be delivered', async () => (await client.get(moved.id))?.status === 'DELIVERED');
+    await eventually(
+      'the rescheduled task to be delivered',
+      async () => (await client.get(moved.id))?.status === 'DELIVERED',
+    );
     const old = await client.get(original.id);
     const delivered = await client.get(moved.id);
 
@@ -146,10 +173,16 @@ describe('Class: TimerClient (against local mode)', () => {
   it('gives receivers a verify helper that accepts the real signature and nothing else', async () => {
     // Prepare
     const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey });
-    await client.schedule({ delaySeconds: 0, target: { type: 'http', url: receiver.url('/hook') }, payload: { ok: true } });
+    await client.schedule({
+      delaySeconds: 0,
+      target: { type: 'http', url: receiver.url('/hook') },
+      payload: { ok: true },
+    });
 
     // Act
-    await eventually('the webhook to arrive', () => receiver.receipts.some((receipt) => receipt.body.payload !== undefined));
+    await eventually('the webhook to arrive', () =>
+      receiver.receipts.some((receipt) => receipt.body.payload !== undefined),
+    );
     const [receipt] = receiver.receipts;
 
     // Assess

@@ -100,14 +100,21 @@ describe('End to end: the local console in headless Chromium', () => {
         schedule({ delaySeconds: 0, target: inbox, bizType: HOSTILE_BIZ_TYPE, bizId, payload: { html: bizId } }),
       ),
     ]);
-    const dead = await schedule({ delaySeconds: 0, target: { type: 'http', url: receiver.url('/down') }, bizId: 'dead-1' });
+    const dead = await schedule({
+      delaySeconds: 0,
+      target: { type: 'http', url: receiver.url('/down') },
+      bizId: 'dead-1',
+    });
     const cancelled = await schedule({ delaySeconds: 600, target: inbox, bizId: 'cancel-me' });
     expect((await api('DELETE', `/v1/tasks/${cancelled}`)).status).toBe(200);
     await schedule({ delaySeconds: 900, target: inbox, bizId: 'later' });
     const sharedSecondMs = (Math.floor(Date.now() / 1000) + 45) * 1000;
     await schedule({ dueAt: sharedSecondMs + 100, target: inbox, bizId: 'soon-1' });
     await schedule({ dueAt: sharedSecondMs + 700, target: inbox, bizId: 'soon-2' });
-    const otherTenantTask = await schedule({ dueAt: sharedSecondMs + 400, target: inbox, bizId: 'acme-1' }, otherTenantKey);
+    const otherTenantTask = await schedule(
+      { dueAt: sharedSecondMs + 400, target: inbox, bizId: 'acme-1' },
+      otherTenantKey,
+    );
 
     // Act: open the console as a developer would, with no API key.
     await page.goto(`${timer.apiUrl}${LOCAL_CONSOLE_PATH}`);
@@ -123,7 +130,9 @@ describe('End to end: the local console in headless Chromium', () => {
     // The shared second holds its three tasks, whichever tenant they belong to.
     const sharedSecond = page.locator(`#upcoming-seconds tr[data-second-start="${sharedSecondMs}"] td`);
     expect(await sharedSecond.last().textContent()).toBe('3');
-    expect(await page.locator('#upcoming-summary').textContent()).toBe('3 tasks due in the next minute, 4 in the next hour.');
+    expect(await page.locator('#upcoming-summary').textContent()).toBe(
+      '3 tasks due in the next minute, 4 in the next hour.',
+    );
 
     // A delivery shows the lateness the callback recorded, and the chart plots every delivery.
     const stored = await api('GET', `/v1/tasks/${ordinary}`);
@@ -135,7 +144,13 @@ describe('End to end: the local console in headless Chromium', () => {
 
     // The dead letter is in the DLQ. Redrive, pressed from the keyboard once the target is back, drains it.
     await expect.poll(() => page.locator('#dlq-count').textContent(), WAIT_FOR_DELIVERIES).toBe('1');
-    expect(await rowCells('dead-letters', dead)).toEqual([dead, 'dev', 'dead-1', '1', expect.stringMatching(/HTTP 500/)]);
+    expect(await rowCells('dead-letters', dead)).toEqual([
+      dead,
+      'dev',
+      'dead-1',
+      '1',
+      expect.stringMatching(/HTTP 500/),
+    ]);
     await mkdir('reports', { recursive: true });
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     downIsUp = true;
@@ -162,7 +177,9 @@ describe('End to end: the local console in headless Chromium', () => {
   it('answers its local routes only on this machine: not through a rebound DNS name, nor to another site’s page', async () => {
     // Act
     const port = new URL(timer.apiUrl).port;
-    const reboundName = await foreignRequest('GET', LOCAL_CONSOLE_TASKS_PATH, { host: `timer.attacker.example:${port}` });
+    const reboundName = await foreignRequest('GET', LOCAL_CONSOLE_TASKS_PATH, {
+      host: `timer.attacker.example:${port}`,
+    });
     const otherSite = await foreignRequest('POST', LOCAL_REDRIVE_PATH, { origin: 'https://attacker.example' });
     const ownPage = await foreignRequest('GET', LOCAL_CONSOLE_TASKS_PATH, { origin: timer.apiUrl });
 

@@ -31,7 +31,11 @@ async function api(apiKey: string | undefined, method: string, path: string, bod
     },
     ...(body !== undefined && { body: JSON.stringify(body) }),
   });
-  return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> };
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: (await response.json()) as Record<string, unknown>,
+  };
 }
 
 const aTask = (idempotencyKey?: string) => ({
@@ -57,13 +61,16 @@ describe('End to end: tenant isolation', () => {
     // Assess
     expect(read.status).toBe(404);
     expect(cancel.status).toBe(404);
-    const shape = (body: Record<string, unknown>) => ({ ...body, detail: String(body.detail).replace(/"[^"]+"/, '"…"') });
+    const shape = (body: Record<string, unknown>) => ({
+      ...body,
+      detail: String(body.detail).replace(/"[^"]+"/, '"…"'),
+    });
     expect(shape(read.body)).toEqual(shape(unknown.body));
     expect(JSON.stringify(read.body)).not.toContain('only for the owner');
     expect(owner.body).toMatchObject({ id, status: 'PENDING', payload: { secret: 'only for the owner' } });
   });
 
-  it("keeps idempotency keys apart: the same key from two tenants makes two tasks", async () => {
+  it('keeps idempotency keys apart: the same key from two tenants makes two tasks', async () => {
     // Act
     const ours = await api(timer.apiKey, 'POST', '/v1/tasks', aTask('order-42'));
     const theirs = await api(otherKey, 'POST', '/v1/tasks', aTask('order-42'));

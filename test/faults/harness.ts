@@ -20,7 +20,11 @@ import {
   DynamoTaskStore,
 } from '../../functions/adapters/dynamo-store.js';
 import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types.js';
-import { CALLBACK_COUNTER_PREFIX, DynamoRequestCounter, DynamoTenantStore } from '../../functions/adapters/dynamo-tenants.js';
+import {
+  CALLBACK_COUNTER_PREFIX,
+  DynamoRequestCounter,
+  DynamoTenantStore,
+} from '../../functions/adapters/dynamo-tenants.js';
 import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../../functions/core/biz-types.js';
 import { delayRedelivery, SqsDeadLetterQueue, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues.js';
 import { AwsTargetDispatcher } from '../../functions/adapters/targets.js';
@@ -68,13 +72,19 @@ export function injectFaults(
   fail: (command: string) => Error | undefined,
 ): void {
   const stack = client.middlewareStack as SQSClient['middlewareStack'];
-  const middleware = (next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => async (args: unknown) => {
-    const error = fail(context.commandName ?? '');
-    if (error) throw error;
-    return next(args);
-  };
+  const middleware =
+    (next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => async (args: unknown) => {
+      const error = fail(context.commandName ?? '');
+      if (error) throw error;
+      return next(args);
+    };
   if (where === 'beforeRetries') stack.add(middleware as never, { step: 'initialize', name: 'injectFailures' });
-  else stack.addRelativeTo(middleware as never, { relation: 'after', toMiddleware: 'retryMiddleware', name: 'injectThrottling' });
+  else
+    stack.addRelativeTo(middleware as never, {
+      relation: 'after',
+      toMiddleware: 'retryMiddleware',
+      name: 'injectThrottling',
+    });
 }
 
 /** An AWS-looking error, named as the SDK names the service's exceptions (names decide what it retries). */
@@ -116,7 +126,10 @@ export interface HarnessOptions {
   /** How the webhook receiver answers, by path. */
   readonly responders?: Record<string, Responder>;
   /** Lets a test wrap or break the components' clients before the pipeline is built. */
-  readonly clientsFor?: (component: 'api' | 'scanner' | 'callback' | 'sweeper', clients: { dynamo: DynamoDBDocumentClient; sqs: SQSClient }) => void;
+  readonly clientsFor?: (
+    component: 'api' | 'scanner' | 'callback' | 'sweeper',
+    clients: { dynamo: DynamoDBDocumentClient; sqs: SQSClient },
+  ) => void;
 }
 
 export type Harness = Awaited<ReturnType<typeof startHarness>>;
@@ -164,7 +177,8 @@ export async function startHarness(options: HarnessOptions = {}) {
   const setupStore = new DynamoTenantStore({ client: emulators.clients().dynamo, tableName: emulators.tableName });
   await setupStore.createTenant(newTenant(TENANT_ID, Date.now(), { signingSecret, rateLimitPerSecond: 10_000 }));
   await setupStore.putApiKey(record);
-  const directory = (parts: typeof apiParts) => cachedTenantDirectory(parts.tenantStore, parts.clock, TENANT_CACHE_TTL_MS);
+  const directory = (parts: typeof apiParts) =>
+    cachedTenantDirectory(parts.tenantStore, parts.clock, TENANT_CACHE_TTL_MS);
   const lookaheadSeconds = options.lookaheadSeconds ?? 1;
   // The tick loop below starts a scanner every second, a superset of the ticks the api would send.
   const api: ApiPorts = {
@@ -300,8 +314,12 @@ export async function startHarness(options: HarnessOptions = {}) {
      * Submits through the api routes, as one batch or one POST per task, retrying (with the
      * same idempotency keys) until every task is accepted, as a careful client would.
      */
-    async submit(tasks: ReadonlyArray<Record<string, unknown>>, options: { oneByOne?: boolean } = {}): Promise<string[]> {
-      if (options.oneByOne) return Promise.all(tasks.map((task) => acceptedIds('POST /v1/tasks', task))).then((ids) => ids.flat());
+    async submit(
+      tasks: ReadonlyArray<Record<string, unknown>>,
+      options: { oneByOne?: boolean } = {},
+    ): Promise<string[]> {
+      if (options.oneByOne)
+        return Promise.all(tasks.map((task) => acceptedIds('POST /v1/tasks', task))).then((ids) => ids.flat());
       return acceptedIds('POST /v1/tasks/batch', { tasks });
     },
     async stop() {

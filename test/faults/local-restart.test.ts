@@ -39,7 +39,12 @@ async function startLocalMode(port: number): Promise<ChildProcess> {
   process_.stderr?.on('data', (chunk: Buffer) => {
     output += chunk.toString();
   });
-  await eventually(`local mode to start (output so far: ${output.slice(-500)})`, () => output.includes('Press Ctrl+C'), 120, 250);
+  await eventually(
+    `local mode to start (output so far: ${output.slice(-500)})`,
+    () => output.includes('Press Ctrl+C'),
+    120,
+    250,
+  );
   return process_;
 }
 

@@ -127,7 +127,11 @@ describe('Faults: the scanner', () => {
   it('recovers a second whose scanner sent everything and crashed before writing its marker', async () => {
     // Prepare
     const h = await start();
-    const crash = crashOnce(h.scanner.clockStore, 'markScanned', ((_range: unknown, enqueued: ReadonlyMap<number, number>) => enqueued.size > 0) as never);
+    const crash = crashOnce(
+      h.scanner.clockStore,
+      'markScanned',
+      ((_range: unknown, enqueued: ReadonlyMap<number, number>) => enqueued.size > 0) as never,
+    );
 
     // Act
     const { result } = await runCase('scanner crash before the finished marker', h, webhookTasks(h, 40, 2500, 6000));
@@ -173,11 +177,18 @@ describe('Faults: the callback', () => {
   it('redelivers, with the same id, a task whose callback crashed after the target answered', async () => {
     // Prepare
     const h = await start();
-    const crash = crashOnce(h.callback.delivery.taskStore, 'finishDelivery', ((_key: unknown, _attempt: number, outcome: { status: string }) =>
-      outcome.status === 'DELIVERED') as never);
+    const crash = crashOnce(
+      h.callback.delivery.taskStore,
+      'finishDelivery',
+      ((_key: unknown, _attempt: number, outcome: { status: string }) => outcome.status === 'DELIVERED') as never,
+    );
 
     // Act
-    const { ids, result } = await runCase('callback crash after delivering, before DELIVERED', h, webhookTasks(h, 20, 2000, 4000));
+    const { ids, result } = await runCase(
+      'callback crash after delivering, before DELIVERED',
+      h,
+      webhookTasks(h, 20, 2000, 4000),
+    );
 
     // Assess: one duplicate, carrying the same webhook-id, and the task ends DELIVERED.
     expect(crash.crashed()).toBe(true);
@@ -271,7 +282,11 @@ describe('Faults: the AWS services', () => {
       clientsFor: (component, clients) => {
         // Each component and client draws its own sequence, as independent processes would.
         const seed = ['api', 'scanner', 'callback', 'sweeper'].indexOf(component) * 4;
-        injectFaults(clients.dynamo, 'withinRetries', failShare(0.2, 'ProvisionedThroughputExceededException', throttled, seed + 1));
+        injectFaults(
+          clients.dynamo,
+          'withinRetries',
+          failShare(0.2, 'ProvisionedThroughputExceededException', throttled, seed + 1),
+        );
         injectFaults(clients.sqs, 'withinRetries', failShare(0.2, 'RequestThrottled', throttled, seed + 2));
         injectFaults(clients.dynamo, 'beforeRetries', failShare(0.1, 'InternalServerError', failed, seed + 3));
         injectFaults(clients.sqs, 'beforeRetries', failShare(0.1, 'ServiceUnavailable', failed, seed + 4));
@@ -282,7 +297,13 @@ describe('Faults: the AWS services', () => {
     const tasks = [...webhookTasks(h, 30, 2000, 6000), ...webhookTasks(h, 10, -5000, -1000)];
     // Late arrivals whose enqueue failed wait for the overdue pass, which fails as often as the
     // rest: on a loaded machine it can take longer than the usual wait to reach them all.
-    const { ids, result } = await runCase('DynamoDB throttling and SQS errors everywhere', h, tasks, { oneByOne: true }, 100_000);
+    const { ids, result } = await runCase(
+      'DynamoDB throttling and SQS errors everywhere',
+      h,
+      tasks,
+      { oneByOne: true },
+      100_000,
+    );
 
     // Assess: retried submits created no extra tasks, and faults really hit every kind of call.
     expect(new Set(ids).size).toBe(40);

@@ -14,15 +14,17 @@ function timerApp(): App {
 
 /** Every acknowledgement in the tree, as "rule at construct path". */
 function acknowledgements(root: IConstruct): string[] {
-  return root.node.findAll().flatMap((construct) =>
-    construct.node.metadata
-      .filter((entry) => entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
-      .flatMap((entry) =>
-        Object.keys(entry.data as Record<string, string>).map(
-          (id) => `${id.replace(/^annotation::/i, '')} at ${construct.node.path}`,
+  return root.node
+    .findAll()
+    .flatMap((construct) =>
+      construct.node.metadata
+        .filter((entry) => entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+        .flatMap((entry) =>
+          Object.keys(entry.data as Record<string, string>).map(
+            (id) => `${id.replace(/^annotation::/i, '')} at ${construct.node.path}`,
+          ),
         ),
-      ),
-  );
+    );
 }
 
 let app: App;
@@ -41,7 +43,8 @@ describe('Rule pack: cdk-nag AwsSolutions', () => {
     // Assess: one line per finding names the rule, its severity, the resource and what to fix.
     const findings = report.violations.flatMap((violation) =>
       violation.violatingResources.map(
-        ({ constructPath }) => `${violation.ruleName} (${violation.severity}) at ${constructPath}: ${violation.description}`,
+        ({ constructPath }) =>
+          `${violation.ruleName} (${violation.severity}) at ${constructPath}: ${violation.description}`,
       ),
     );
     expect(findings).toEqual([]);

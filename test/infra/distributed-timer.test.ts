@@ -53,10 +53,18 @@ describe('Construct: DistributedTimer', () => {
       expect.objectContaining({ Properties: expect.objectContaining({ Endpoint: 'oncall@example.com' }) }),
     ]);
     expect(Object.values(subscriptions)[0]).not.toHaveProperty('Condition');
-    for (const resource of [timer.table, timer.queues.delivery, timer.functions.callback, timer.alarmTopic, timer.dashboard]) {
+    for (const resource of [
+      timer.table,
+      timer.queues.delivery,
+      timer.functions.callback,
+      timer.alarmTopic,
+      timer.dashboard,
+    ]) {
       expect(resource).toBeDefined();
     }
-    expect(stack.resolve(timer.apiUrl)).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^TimerHttpApi/), 'ApiEndpoint'] });
+    expect(stack.resolve(timer.apiUrl)).toEqual({
+      'Fn::GetAtt': [expect.stringMatching(/^TimerHttpApi/), 'ApiEndpoint'],
+    });
     expect(Object.keys(timer.alarms)).toContain('missedTasks');
   });
 

@@ -27,7 +27,9 @@ describe('Document: OpenAPI 3.1', () => {
 
   it('is committed as docs/openapi.json exactly as the schemas generate it (run npm run openapi after changing them)', async () => {
     // Act
-    const committed = JSON.parse(await readFile(join(import.meta.dirname, '../../docs/openapi.json'), 'utf8')) as unknown;
+    const committed = JSON.parse(
+      await readFile(join(import.meta.dirname, '../../docs/openapi.json'), 'utf8'),
+    ) as unknown;
 
     // Assess
     expect(committed).toEqual(JSON.parse(JSON.stringify(openApiDocument)));

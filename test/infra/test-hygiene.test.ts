@@ -13,7 +13,9 @@ function testFiles(dir: string): string[] {
 }
 
 // Built from parts so this file does not match itself.
-const hidden = new RegExp(`\\b(?:(?:it|test|describe)\\.(?:${['skip', 'only', 'todo'].join('|')})|x(?:it|describe))\\(`);
+const hidden = new RegExp(
+  `\\b(?:(?:it|test|describe)\\.(?:${['skip', 'only', 'todo'].join('|')})|x(?:it|describe))\\(`,
+);
 
 describe('Suite: hygiene', () => {
   it('has no skipped, focused or placeholder tests, which would hide failures', () => {

@@ -175,9 +175,18 @@ describe('Stack: TimerStack', () => {
     // The ticker only marks minutes planned in the occupancy index (UpdateItem, returning the old item).
     expect(actionsOf('ticker').filter((action) => action.startsWith('dynamodb:'))).toEqual(['dynamodb:UpdateItem']);
     // GetItem: a rescheduled task's predecessor is read before the task is delivered.
-    expect(actionsOf('callback').filter((action) => action.startsWith('dynamodb:'))).toEqual(['dynamodb:UpdateItem', 'dynamodb:GetItem']);
+    expect(actionsOf('callback').filter((action) => action.startsWith('dynamodb:'))).toEqual([
+      'dynamodb:UpdateItem',
+      'dynamodb:GetItem',
+    ]);
     expect(actionsOf('api')).toEqual(
-      expect.arrayContaining(['dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:BatchGetItem']),
+      expect.arrayContaining([
+        'dynamodb:PutItem',
+        'dynamodb:BatchWriteItem',
+        'dynamodb:GetItem',
+        'dynamodb:Query',
+        'dynamodb:BatchGetItem',
+      ]),
     );
     expect(actionsOf('scanner')).toEqual(expect.arrayContaining(['dynamodb:Query', 'dynamodb:UpdateItem']));
     // The sweeper re-scans seconds (Query, PutItem marker) and moves its watermark (UpdateItem).
@@ -192,7 +201,9 @@ describe('Stack: TimerStack', () => {
   });
 
   it("lets the api delete only bizType settings, never a task: DeleteItem is held to the settings' partitions", () => {
-    const deletes = statementsOf('api').filter((statement) => statementActions(statement).includes('dynamodb:DeleteItem'));
+    const deletes = statementsOf('api').filter((statement) =>
+      statementActions(statement).includes('dynamodb:DeleteItem'),
+    );
     expect(deletes).toHaveLength(1);
     expect(deletes[0]).toMatchObject({
       Action: 'dynamodb:DeleteItem',
@@ -209,7 +220,8 @@ describe('Stack: TimerStack', () => {
   it('lets the api send ticks, for seconds it adds to a minute the ticker already planned', () => {
     const tickQueueArn = JSON.stringify({ 'Fn::GetAtt': [idOf('AWS::SQS::Queue', 'TickQueue'), 'Arn'] });
     const sends = statementsOf('api').filter(
-      (statement) => statementActions(statement).includes('sqs:SendMessage') && JSON.stringify(statement.Resource) === tickQueueArn,
+      (statement) =>
+        statementActions(statement).includes('sqs:SendMessage') && JSON.stringify(statement.Resource) === tickQueueArn,
     );
     expect(sends).toHaveLength(1);
   });
@@ -235,12 +247,18 @@ describe('Stack: TimerStack', () => {
 
   it('grants no IAM action on every resource but the X-Ray writes, which have no resource-level permissions', () => {
     const wildcards = allStatements(template).filter((statement) => JSON.stringify(statement.Resource).includes('*'));
-    expect(new Set(wildcards.flatMap(statementActions))).toEqual(new Set(['xray:PutTraceSegments', 'xray:PutTelemetryRecords']));
+    expect(new Set(wildcards.flatMap(statementActions))).toEqual(
+      new Set(['xray:PutTraceSegments', 'xray:PutTelemetryRecords']),
+    );
   });
 
   it('makes the allowed target queues and event buses stack parameters, empty (none) by default', () => {
     for (const { parameter, pattern } of Object.values(ALLOW_LISTS)) {
-      template.hasParameter(parameter, { Type: 'CommaDelimitedList', Default: '', AllowedPattern: `^$|${pattern.source}` });
+      template.hasParameter(parameter, {
+        Type: 'CommaDelimitedList',
+        Default: '',
+        AllowedPattern: `^$|${pattern.source}`,
+      });
     }
   });
 
@@ -253,15 +271,29 @@ describe('Stack: TimerStack', () => {
     // Assess: the callback's own DLQ aside, the targets are the parameters' lists, each in a policy
     // that exists only while its list is not empty (a statement with no resources is invalid).
     const dlqArn = { 'Fn::GetAtt': [idOf('AWS::SQS::Queue', 'DeliveryDlqQueue'), 'Arn'] };
-    expect(targetStatements.filter((statement) => JSON.stringify(statement.Resource) !== JSON.stringify(dlqArn))).toEqual([
-      { Effect: 'Allow', Action: 'sqs:SendMessage', Resource: { Ref: 'AllowedQueueArns' }, policyCondition: 'HasAllowedQueues' },
-      { Effect: 'Allow', Action: 'events:PutEvents', Resource: { Ref: 'AllowedEventBusArns' }, policyCondition: 'HasAllowedEventBuses' },
+    expect(
+      targetStatements.filter((statement) => JSON.stringify(statement.Resource) !== JSON.stringify(dlqArn)),
+    ).toEqual([
+      {
+        Effect: 'Allow',
+        Action: 'sqs:SendMessage',
+        Resource: { Ref: 'AllowedQueueArns' },
+        policyCondition: 'HasAllowedQueues',
+      },
+      {
+        Effect: 'Allow',
+        Action: 'events:PutEvents',
+        Resource: { Ref: 'AllowedEventBusArns' },
+        policyCondition: 'HasAllowedEventBuses',
+      },
     ]);
     for (const [condition, parameter] of [
       ['HasAllowedQueues', 'AllowedQueueArns'],
       ['HasAllowedEventBuses', 'AllowedEventBusArns'],
     ] as const) {
-      template.hasCondition(condition, { 'Fn::Not': [{ 'Fn::Equals': [{ 'Fn::Join': [',', { Ref: parameter }] }, ''] }] });
+      template.hasCondition(condition, {
+        'Fn::Not': [{ 'Fn::Equals': [{ 'Fn::Join': [',', { Ref: parameter }] }, ''] }],
+      });
     }
     for (const name of Object.keys(FUNCTIONS).filter((name) => name !== 'callback') as Array<keyof typeof FUNCTIONS>) {
       expect(actionsOf(name)).not.toContain('events:PutEvents');

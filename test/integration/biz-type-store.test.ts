@@ -51,7 +51,9 @@ describe('Adapter: DynamoBizTypeStore on dynalite', () => {
     const second = 1_780_000_000;
 
     // Act
-    const ours = await Promise.all(Array.from({ length: 8 }, () => callbackCounter.admit('acme#order-close', second, 5)));
+    const ours = await Promise.all(
+      Array.from({ length: 8 }, () => callbackCounter.admit('acme#order-close', second, 5)),
+    );
     const theirs = await callbackCounter.admit('globex#order-close', second, 5);
     const next = await callbackCounter.admit('acme#order-close', second + 1, 5);
 

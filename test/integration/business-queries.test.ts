@@ -37,7 +37,10 @@ beforeAll(async () => {
     deliveryQueue: { send: async () => undefined },
     tickQueue: { send: async () => undefined },
     lookaheadSeconds: 2,
-    tenants: { tenant: (id) => tenantStore.getTenant(id), apiKey: (tenantId, keyId) => tenantStore.getApiKey(tenantId, keyId) },
+    tenants: {
+      tenant: (id) => tenantStore.getTenant(id),
+      apiKey: (tenantId, keyId) => tenantStore.getApiKey(tenantId, keyId),
+    },
     requestCounter: new DynamoRequestCounter({ client: dynamo, tableName }),
     bizTypes: cachedBizTypeDirectory(bizTypeStore, systemClock, 0),
     clock: systemClock,
@@ -154,7 +157,10 @@ describe('Route: GET /v1/tasks on dynalite', () => {
     ['not base64 JSON', '%%%'],
     ['a shard out of range', encodeCursor({ shard: SHARDS })],
     ['a position that is not a task id', Buffer.from(JSON.stringify({ s: 0, a: 'B#1#0' })).toString('base64url')],
-    ['a raw DynamoDB key', Buffer.from(JSON.stringify({ bizTypeKey: 'rival#x#0', pk: 'B#1#0', sk: '1#x' })).toString('base64url')],
+    [
+      'a raw DynamoDB key',
+      Buffer.from(JSON.stringify({ bizTypeKey: 'rival#x#0', pk: 'B#1#0', sk: '1#x' })).toString('base64url'),
+    ],
   ])('refuses a forged cursor (%s) with a 400 naming the cursor field', async (_case, cursor) => {
     // Act
     const response = await call('acme', 'GET /v1/tasks', { query: { bizType: 'order-timeout', cursor } });

@@ -63,7 +63,9 @@ describe('Invariant 4: one scanner per second (conditional write on CLOCK, real 
     );
 
     // Assess: the clock started at the current second; one claimant took it and the next one, nobody else anything.
-    expect(claims.filter((claim) => claim.claimed)).toEqual([{ claimed: true, from: 1_900_000_000, through: 1_900_000_001 }]);
+    expect(claims.filter((claim) => claim.claimed)).toEqual([
+      { claimed: true, from: 1_900_000_000, through: 1_900_000_001 },
+    ]);
   });
 
   it('drains a backlog with concurrent scanner runs, recording every second as scanned once', async () => {

@@ -76,7 +76,9 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
       // Two seconds ahead, past the api's own enqueue for tasks due within the lookahead.
       clock.set((second - 2) * 1000 + 900);
       const submits = Array.from({ length: 8 }, (_, index) =>
-        scheduleTasks({ ...ports, occupancy: apiOccupancy() }, 'acme', [request(second * 1000 + index * 100)]).then(createdIds),
+        scheduleTasks({ ...ports, occupancy: apiOccupancy() }, 'acme', [request(second * 1000 + index * 100)]).then(
+          createdIds,
+        ),
       );
       const scan = claimSeconds({ ...ports, through: second }).then((claim) =>
         claim.claimed ? scanRange(ports, claim) : undefined,
@@ -106,7 +108,9 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
     const points = [0, 1, 2, 3];
     const orders = points.flatMap((claimAt) =>
       points.flatMap((indexAt) =>
-        points.filter((queryAt) => claimAt <= indexAt && indexAt <= queryAt).map((queryAt) => ({ claimAt, indexAt, queryAt })),
+        points
+          .filter((queryAt) => claimAt <= indexAt && indexAt <= queryAt)
+          .map((queryAt) => ({ claimAt, indexAt, queryAt })),
       ),
     );
     const submitted: string[] = [];
@@ -172,7 +176,14 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
     const scanner = { ...stores, occupancy: apiOccupancy(), deliveryQueue, clock, shardCount: 2 };
     await emulators.resetClock();
     await stores.clockStore.start(second);
-    const api = { ...scanner, occupancy: apiOccupancy(), tickQueue, bucketCount: 10_000_000, retentionDays: 30, lookaheadSeconds: 0 };
+    const api = {
+      ...scanner,
+      occupancy: apiOccupancy(),
+      tickQueue,
+      bucketCount: 10_000_000,
+      retentionDays: 30,
+      lookaheadSeconds: 0,
+    };
 
     // Act: the task is due five seconds out, beyond the api's own enqueue for tasks due within the lookahead.
     const occupiedTooEarly = await scanner.occupancy.occupied(second, second + 5);

@@ -95,7 +95,8 @@ async function call(request: HostileRequest, authorization = `Bearer ${apiKey}`)
   const routeKey = request.routeKey ?? 'POST /v1/tasks';
   const body = request.rawBody ?? (request.body === undefined ? undefined : JSON.stringify(request.body));
   const id = typeof request.id === 'function' ? request.id() : request.id;
-  const header = typeof request.authorization === 'function' ? request.authorization() : (request.authorization ?? authorization);
+  const header =
+    typeof request.authorization === 'function' ? request.authorization() : (request.authorization ?? authorization);
   return route(ports, {
     routeKey,
     headers: { 'content-type': 'application/json', ...(header !== '' && { authorization: header }) },
@@ -142,23 +143,69 @@ const corpus: Record<string, Array<[string, HostileRequest, number]>> = {
     ['idempotencyKey as an object', { body: { ...VALID, idempotencyKey: {} } }, 400],
     ['an empty bizId', { body: { ...VALID, bizId: '' } }, 400],
     ['an unknown field', { body: { ...VALID, callbackUrl: 'https://x.example' } }, 400],
-    ['a field of the sqs target on an http target', { body: withTarget({ url: VALID.target.url, queueUrl: 'x' }) }, 400],
+    [
+      'a field of the sqs target on an http target',
+      { body: withTarget({ url: VALID.target.url, queueUrl: 'x' }) },
+      400,
+    ],
     ['a batch whose tasks is not an array', { routeKey: 'POST /v1/tasks/batch', body: { tasks: VALID } }, 400],
     ['an empty batch', { routeKey: 'POST /v1/tasks/batch', body: { tasks: [] } }, 400],
     ['a batch of 101 tasks', { routeKey: 'POST /v1/tasks/batch', body: { tasks: Array(101).fill(VALID) } }, 400],
     ['a batch with an extra field', { routeKey: 'POST /v1/tasks/batch', body: { tasks: [VALID], dryRun: true } }, 400],
-    ['a batch whose only item is invalid', { routeKey: 'POST /v1/tasks/batch', body: { tasks: [{ delaySeconds: 1 }] } }, 207],
+    [
+      'a batch whose only item is invalid',
+      { routeKey: 'POST /v1/tasks/batch', body: { tasks: [{ delaySeconds: 1 }] } },
+      207,
+    ],
   ],
   'prototype pollution': [
-    ['a top-level __proto__', raw(`{"__proto__": {"isAdmin": true}, "delaySeconds": 60, "target": ${JSON.stringify(VALID.target)}}`), 400],
-    ['a top-level constructor.prototype', raw(`{"constructor": {"prototype": {"x": 1}}, "delaySeconds": 60, "target": ${JSON.stringify(VALID.target)}}`), 400],
-    ['__proto__ inside the target', raw(`{"delaySeconds": 60, "target": {"type": "http", "url": "https://x.example", "__proto__": {"type": "sqs"}}}`), 400],
-    ['a __proto__ webhook header', raw(`{"delaySeconds": 60, "target": {"type": "http", "url": "https://x.example", "headers": {"__proto__": "x"}}}`), 400],
+    [
+      'a top-level __proto__',
+      raw(`{"__proto__": {"isAdmin": true}, "delaySeconds": 60, "target": ${JSON.stringify(VALID.target)}}`),
+      400,
+    ],
+    [
+      'a top-level constructor.prototype',
+      raw(`{"constructor": {"prototype": {"x": 1}}, "delaySeconds": 60, "target": ${JSON.stringify(VALID.target)}}`),
+      400,
+    ],
+    [
+      '__proto__ inside the target',
+      raw(`{"delaySeconds": 60, "target": {"type": "http", "url": "https://x.example", "__proto__": {"type": "sqs"}}}`),
+      400,
+    ],
+    [
+      'a __proto__ webhook header',
+      raw(
+        `{"delaySeconds": 60, "target": {"type": "http", "url": "https://x.example", "headers": {"__proto__": "x"}}}`,
+      ),
+      400,
+    ],
     ['a constructor webhook header', { body: withHeaders({ constructor: 'x' }) }, 400],
     ['a prototype webhook header', { body: withHeaders({ prototype: 'x' }) }, 400],
-    ['__proto__ in a batch item', { routeKey: 'POST /v1/tasks/batch', rawBody: `{"tasks": [{"__proto__": {"x": 1}, "delaySeconds": 60, "target": ${JSON.stringify(VALID.target)}}]}` }, 400],
-    ['__proto__ deep in the payload', raw(`{"delaySeconds": 60, "target": ${JSON.stringify(VALID.target)}, "payload": {"a": [{"__proto__": {"x": 1}}]}}`), 400],
-    ['__proto__ beside the batch', { routeKey: 'POST /v1/tasks/batch', rawBody: `{"__proto__": {"tasks": []}, "tasks": [${JSON.stringify(VALID)}]}` }, 400],
+    [
+      '__proto__ in a batch item',
+      {
+        routeKey: 'POST /v1/tasks/batch',
+        rawBody: `{"tasks": [{"__proto__": {"x": 1}, "delaySeconds": 60, "target": ${JSON.stringify(VALID.target)}}]}`,
+      },
+      400,
+    ],
+    [
+      '__proto__ deep in the payload',
+      raw(
+        `{"delaySeconds": 60, "target": ${JSON.stringify(VALID.target)}, "payload": {"a": [{"__proto__": {"x": 1}}]}}`,
+      ),
+      400,
+    ],
+    [
+      '__proto__ beside the batch',
+      {
+        routeKey: 'POST /v1/tasks/batch',
+        rawBody: `{"__proto__": {"tasks": []}, "tasks": [${JSON.stringify(VALID)}]}`,
+      },
+      400,
+    ],
   ],
   'huge numbers and strings': [
     ['delaySeconds of 1e308', { body: { ...VALID, delaySeconds: 1e308 } }, 400],
@@ -173,9 +220,17 @@ const corpus: Record<string, Array<[string, HostileRequest, number]>> = {
     ['a 2,049-character url', { body: withUrl(`https://hooks.example.com/${'a'.repeat(2030)}`) }, 400],
     ['a payload over 64 KiB', { body: { ...VALID, payload: 'x'.repeat(65 * 1024) } }, 400],
     ['a 1,025-character header value', { body: withHeaders({ 'x-big': 'v'.repeat(1025) }) }, 400],
-    ['21 webhook headers', { body: withHeaders(Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`x-h${i}`, 'v']))) }, 400],
+    [
+      '21 webhook headers',
+      { body: withHeaders(Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`x-h${i}`, 'v']))) },
+      400,
+    ],
     ['a 65-character header name', { body: withHeaders({ [`x-${'n'.repeat(63)}`]: 'v' }) }, 400],
-    ['an eventbridge detailType over 128 characters', { body: { ...VALID, target: { type: 'eventbridge', eventBusName: 'orders', detailType: 'd'.repeat(129) } } }, 400],
+    [
+      'an eventbridge detailType over 128 characters',
+      { body: { ...VALID, target: { type: 'eventbridge', eventBusName: 'orders', detailType: 'd'.repeat(129) } } },
+      400,
+    ],
   ],
   'NaN and Infinity': [
     ['a bare NaN', raw(`{"delaySeconds": NaN, "target": ${JSON.stringify(VALID.target)}}`), 400],
@@ -208,8 +263,16 @@ const corpus: Record<string, Array<[string, HostileRequest, number]>> = {
     ['epoch seconds where milliseconds belong (1970)', { body: { target: VALID.target, dueAt: 1_893_456_000 } }, 400],
   ],
   'unicode edge cases': [
-    ['a lone high surrogate in bizId', raw(`{"delaySeconds": 60, "target": ${JSON.stringify(VALID.target)}, "bizId": "\\ud800"}`), 400],
-    ['a lone low surrogate in bizType', raw(`{"delaySeconds": 60, "target": ${JSON.stringify(VALID.target)}, "bizType": "a\\udc00"}`), 400],
+    [
+      'a lone high surrogate in bizId',
+      raw(`{"delaySeconds": 60, "target": ${JSON.stringify(VALID.target)}, "bizId": "\\ud800"}`),
+      400,
+    ],
+    [
+      'a lone low surrogate in bizType',
+      raw(`{"delaySeconds": 60, "target": ${JSON.stringify(VALID.target)}, "bizType": "a\\udc00"}`),
+      400,
+    ],
     ['a NUL in idempotencyKey', { body: { ...VALID, idempotencyKey: 'key\u0000' } }, 400],
     ['an escape sequence in bizId', { body: { ...VALID, bizId: 'o-1\u001b[31m' } }, 400],
     ['a newline in bizType', { body: { ...VALID, bizType: 'order\nexpired' } }, 400],
@@ -267,26 +330,85 @@ const corpus: Record<string, Array<[string, HostileRequest, number]>> = {
     ['a name that resolves to IPv6 loopback', { body: withUrl('https://v6-loopback.attacker.example/') }, 400],
     ['a name that does not resolve', { body: withUrl('https://nowhere.example/') }, 400],
     ["a host outside the tenant's allow-list", { body: withUrl('https://evil.example.net/hook') }, 400],
-    ['an allowed host as a prefix of another domain', { body: withUrl('https://hooks.example.com.evil.example.net/') }, 400],
+    [
+      'an allowed host as a prefix of another domain',
+      { body: withUrl('https://hooks.example.com.evil.example.net/') },
+      400,
+    ],
     ['a single-label host', { body: withUrl('https://metadata/') }, 400],
-    ['a queue the deployer did not allow', { body: { ...VALID, target: { type: 'sqs', queueUrl: 'https://sqs.us-east-1.amazonaws.com/123456789012/payroll' } } }, 400],
-    ['a queue in another account', { body: { ...VALID, target: { type: 'sqs', queueUrl: 'https://sqs.us-east-1.amazonaws.com/210987654321/orders' } } }, 400],
-    ['a queue URL on a non-AWS host', { body: { ...VALID, target: { type: 'sqs', queueUrl: 'https://169.254.169.254/123456789012/orders' } } }, 400],
-    ['an event bus the deployer did not allow', { body: { ...VALID, target: { type: 'eventbridge', eventBusName: 'default' } } }, 400],
-    ["another account's event bus ARN", { body: { ...VALID, target: { type: 'eventbridge', eventBusName: 'arn:aws:events:us-east-1:210987654321:event-bus/orders' } } }, 400],
+    [
+      'a queue the deployer did not allow',
+      {
+        body: {
+          ...VALID,
+          target: { type: 'sqs', queueUrl: 'https://sqs.us-east-1.amazonaws.com/123456789012/payroll' },
+        },
+      },
+      400,
+    ],
+    [
+      'a queue in another account',
+      {
+        body: {
+          ...VALID,
+          target: { type: 'sqs', queueUrl: 'https://sqs.us-east-1.amazonaws.com/210987654321/orders' },
+        },
+      },
+      400,
+    ],
+    [
+      'a queue URL on a non-AWS host',
+      { body: { ...VALID, target: { type: 'sqs', queueUrl: 'https://169.254.169.254/123456789012/orders' } } },
+      400,
+    ],
+    [
+      'an event bus the deployer did not allow',
+      { body: { ...VALID, target: { type: 'eventbridge', eventBusName: 'default' } } },
+      400,
+    ],
+    [
+      "another account's event bus ARN",
+      {
+        body: {
+          ...VALID,
+          target: { type: 'eventbridge', eventBusName: 'arn:aws:events:us-east-1:210987654321:event-bus/orders' },
+        },
+      },
+      400,
+    ],
   ],
   "other tenants' ids": [
     ["reading another tenant's task", { routeKey: 'GET /v1/tasks/{id}', id: () => otherTenantsTask }, 404],
     ["cancelling another tenant's task", { routeKey: 'DELETE /v1/tasks/{id}', id: () => otherTenantsTask }, 404],
-    ["another tenant's task id, lowercased", { routeKey: 'GET /v1/tasks/{id}', id: () => otherTenantsTask.toLowerCase() }, 404],
+    [
+      "another tenant's task id, lowercased",
+      { routeKey: 'GET /v1/tasks/{id}', id: () => otherTenantsTask.toLowerCase() },
+      404,
+    ],
   ],
   'forged and truncated ids': [
     ['a 25-character id', { routeKey: 'GET /v1/tasks/{id}', id: () => otherTenantsTask.slice(0, 25) }, 404],
     ['a 27-character id', { routeKey: 'GET /v1/tasks/{id}', id: () => `${otherTenantsTask}0` }, 404],
-    ['an id with letters Crockford leaves out', { routeKey: 'GET /v1/tasks/{id}', id: 'ILOU000000000000000000000U' }, 404],
-    ['an id in a shard this deployment does not have', { routeKey: 'GET /v1/tasks/{id}', id: newTaskId({ dueAtMs: Date.now(), shard: SHARDS + 1 }) }, 404],
-    ['a well-formed id nobody made', { routeKey: 'GET /v1/tasks/{id}', id: newTaskId({ dueAtMs: Date.now(), shard: 1 }) }, 404],
-    ['cancelling a well-formed id nobody made', { routeKey: 'DELETE /v1/tasks/{id}', id: newTaskId({ dueAtMs: Date.now() + 60_000, shard: 0 }) }, 404],
+    [
+      'an id with letters Crockford leaves out',
+      { routeKey: 'GET /v1/tasks/{id}', id: 'ILOU000000000000000000000U' },
+      404,
+    ],
+    [
+      'an id in a shard this deployment does not have',
+      { routeKey: 'GET /v1/tasks/{id}', id: newTaskId({ dueAtMs: Date.now(), shard: SHARDS + 1 }) },
+      404,
+    ],
+    [
+      'a well-formed id nobody made',
+      { routeKey: 'GET /v1/tasks/{id}', id: newTaskId({ dueAtMs: Date.now(), shard: 1 }) },
+      404,
+    ],
+    [
+      'cancelling a well-formed id nobody made',
+      { routeKey: 'DELETE /v1/tasks/{id}', id: newTaskId({ dueAtMs: Date.now() + 60_000, shard: 0 }) },
+      404,
+    ],
     ['a path traversal', { routeKey: 'GET /v1/tasks/{id}', id: '../../etc/passwd' }, 404],
     ['a NoSQL injection', { routeKey: 'GET /v1/tasks/{id}', id: "' OR 1=1 --" }, 404],
     ['an empty id', { routeKey: 'GET /v1/tasks/{id}', id: '' }, 404],
@@ -297,7 +419,11 @@ const corpus: Record<string, Array<[string, HostileRequest, number]>> = {
     ['a Basic credential', { body: VALID, authorization: 'Basic YWNtZTpwYXNz' }, 401],
     ['a revoked key', { body: VALID, authorization: () => `Bearer ${revokedKey}` }, 401],
     ['a key with a changed secret', { body: VALID, authorization: () => `Bearer ${apiKey.slice(0, -3)}abc` }, 401],
-    ["the key's secret under another tenant's name", { body: VALID, authorization: () => `Bearer ${apiKey.replace('tk_acme_', 'tk_globex_')}` }, 401],
+    [
+      "the key's secret under another tenant's name",
+      { body: VALID, authorization: () => `Bearer ${apiKey.replace('tk_acme_', 'tk_globex_')}` },
+      401,
+    ],
     ['a key with trailing garbage', { body: VALID, authorization: () => `Bearer ${apiKey} admin` }, 401],
     ['a 10 KB header', { body: VALID, authorization: `Bearer ${'k'.repeat(10_000)}` }, 401],
   ],

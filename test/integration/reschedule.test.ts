@@ -120,7 +120,10 @@ describe('Function: rescheduleTask on dynalite', () => {
     // Act
     const outcomes = await Promise.all(
       olds.map(async (old) => {
-        const [reschedule] = await Promise.all([rescheduleTask(schedule, TENANT_ID, old.id, request()), deliverTask(delivery, old.id)]);
+        const [reschedule] = await Promise.all([
+          rescheduleTask(schedule, TENANT_ID, old.id, request()),
+          deliverTask(delivery, old.id),
+        ]);
         if (reschedule.kind === 'rescheduled') await deliverTask(delivery, reschedule.task.id);
         return reschedule;
       }),
@@ -150,7 +153,8 @@ describe('Function: rescheduleTask on dynalite', () => {
     const { delivery, delivered } = pipeline();
     const old = await storedTask(taskStore);
     await expect(rescheduleTask(crashed.schedule, TENANT_ID, old.id, request())).rejects.toThrow('crashed');
-    const intent = (await taskStore.get(taskKey(old.id, { dueAtMs: old.dueAtMs, shard: 1 }, BUCKETS)))?.rescheduleIntent;
+    const intent = (await taskStore.get(taskKey(old.id, { dueAtMs: old.dueAtMs, shard: 1 }, BUCKETS)))
+      ?.rescheduleIntent;
 
     // Act: the successor comes due first.
     await deliverTask(delivery, intent?.taskId ?? '');
@@ -170,7 +174,8 @@ describe('Function: rescheduleTask on dynalite', () => {
     const { delivery, delivered } = pipeline();
     const old = await storedTask(taskStore);
     await expect(rescheduleTask(pipeline(crashing).schedule, TENANT_ID, old.id, request())).rejects.toThrow('crashed');
-    const intent = (await taskStore.get(taskKey(old.id, { dueAtMs: old.dueAtMs, shard: 1 }, BUCKETS)))?.rescheduleIntent;
+    const intent = (await taskStore.get(taskKey(old.id, { dueAtMs: old.dueAtMs, shard: 1 }, BUCKETS)))
+      ?.rescheduleIntent;
 
     // Act
     await deliverTask(delivery, old.id);

@@ -95,7 +95,11 @@ describe('Store: DynamoTaskStore on dynalite', () => {
     const first = await taskStore.claimDelivery(entry.key, t0, t0 + 60_000);
     const whileLive = await taskStore.claimDelivery(entry.key, t0 + 59_999, t0 + 120_000);
     const afterLapse = await taskStore.claimDelivery(entry.key, t0 + 60_001, t0 + 120_000);
-    const staleFinish = await taskStore.finishDelivery(entry.key, 1, { status: 'PENDING', history: [], lastError: 'late' });
+    const staleFinish = await taskStore.finishDelivery(entry.key, 1, {
+      status: 'PENDING',
+      history: [],
+      lastError: 'late',
+    });
 
     // Assess
     expect(first?.attempts).toBe(1);
@@ -115,7 +119,11 @@ describe('Store: DynamoTaskStore on dynalite', () => {
     // Act
     const whileUnknown = await taskStore.cancel(entry.key, 'acme', t0 + 90_000, 0);
     const retry = await taskStore.claimDelivery(entry.key, t0 + 180_000, t0 + 240_000);
-    await taskStore.finishDelivery(entry.key, retry?.attempts ?? 0, { status: 'PENDING', history: [], lastError: 'HTTP 503' });
+    await taskStore.finishDelivery(entry.key, retry?.attempts ?? 0, {
+      status: 'PENDING',
+      history: [],
+      lastError: 'HTTP 503',
+    });
     const afterRelease = await taskStore.cancel(entry.key, 'acme', t0 + 200_000, 0);
 
     // Assess

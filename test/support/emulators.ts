@@ -4,7 +4,12 @@ import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, S
 import { DeleteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
 import { startFauxqs } from 'fauxqs';
-import { DynamoClockStore, DynamoIdempotencyStore, DynamoOccupancyIndex, DynamoTaskStore } from '../../functions/adapters/dynamo-store.js';
+import {
+  DynamoClockStore,
+  DynamoIdempotencyStore,
+  DynamoOccupancyIndex,
+  DynamoTaskStore,
+} from '../../functions/adapters/dynamo-store.js';
 import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types.js';
 import { CALLBACK_COUNTER_PREFIX, DynamoRequestCounter } from '../../functions/adapters/dynamo-tenants.js';
 import { createTaskTable } from '../../lib/local/runtime.js';
@@ -106,4 +111,3 @@ export async function drainBodies(sqs: SQSClient, queueUrl: string): Promise<str
     bodies.push(...messages.map((message) => message.Body ?? ''));
   }
 }
-

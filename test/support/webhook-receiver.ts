@@ -40,7 +40,14 @@ export async function startWebhookReceiver(responders: Record<string, Responder>
       attemptsById.set(body.id, seen + 1);
       const chosen = responders[path]?.(body, seen) ?? 404;
       const answer: Answer = typeof chosen === 'number' ? { status: chosen } : chosen;
-      receipts.push({ path, status: answer.dropConnection ? 0 : (answer.status ?? 200), receivedAtMs, headers, rawBody, body });
+      receipts.push({
+        path,
+        status: answer.dropConnection ? 0 : (answer.status ?? 200),
+        receivedAtMs,
+        headers,
+        rawBody,
+        body,
+      });
       if (answer.dropConnection) {
         request.socket.destroy();
         return;

@@ -24,14 +24,8 @@ const lists = (queueArns: TargetAllowLists['queueArns'], eventBusArns: TargetAll
 describe('Function: queueArnOf', () => {
   it.each([
     [ORDERS_URL, ORDERS_ARN],
-    [
-      'https://sqs.us-east-1.amazonaws.com/210987654321/jobs.fifo',
-      'arn:aws:sqs:us-east-1:210987654321:jobs.fifo',
-    ],
-    [
-      'https://sqs.cn-north-1.amazonaws.com.cn/123456789012/orders',
-      'arn:aws-cn:sqs:cn-north-1:123456789012:orders',
-    ],
+    ['https://sqs.us-east-1.amazonaws.com/210987654321/jobs.fifo', 'arn:aws:sqs:us-east-1:210987654321:jobs.fifo'],
+    ['https://sqs.cn-north-1.amazonaws.com.cn/123456789012/orders', 'arn:aws-cn:sqs:cn-north-1:123456789012:orders'],
     [
       'https://sqs.us-gov-west-1.amazonaws.com/123456789012/orders',
       'arn:aws-us-gov:sqs:us-gov-west-1:123456789012:orders',

@@ -36,7 +36,13 @@ describe('Function: perSecond', () => {
 describe('Function: peakPerKey', () => {
   it('finds the busiest key-second and the busiest key overall, for keys with the prefix', () => {
     const activity = new Map([
-      ['B#1#0', new Map([[10, { writes: 5, reads: 1 }], [11, { writes: 5, reads: 0 }]])],
+      [
+        'B#1#0',
+        new Map([
+          [10, { writes: 5, reads: 1 }],
+          [11, { writes: 5, reads: 0 }],
+        ]),
+      ],
       ['B#1#1', new Map([[10, { writes: 7, reads: 2 }]])],
       ['CLOCK', new Map([[10, { writes: 50, reads: 50 }]])],
     ]);
@@ -47,7 +53,7 @@ describe('Function: peakPerKey', () => {
 });
 
 describe('Function: itemBytes', () => {
-  it('counts names and values by DynamoDB\'s rules', () => {
+  it("counts names and values by DynamoDB's rules", () => {
     expect(attributeBytes('héllo')).toBe(6);
     expect(attributeBytes(12345)).toBe(4);
     expect(attributeBytes(true)).toBe(1);
@@ -67,7 +73,15 @@ describe('Function: progressLine', () => {
 
 describe('Function: markdownTable', () => {
   it('right-aligns columns that hold only numbers', () => {
-    expect(markdownTable(['name', 'count'], [['a', 1], ['b', 22]])).toBe('| name | count |\n| --- | ---: |\n| a | 1 |\n| b | 22 |');
+    expect(
+      markdownTable(
+        ['name', 'count'],
+        [
+          ['a', 1],
+          ['b', 22],
+        ],
+      ),
+    ).toBe('| name | count |\n| --- | ---: |\n| a | 1 |\n| b | 22 |');
   });
 });
 
@@ -90,7 +104,13 @@ describe('Function: invocationSeconds and perTaskUsage', () => {
       },
       { webhookMs: 100, tasksPerApiRequest: 100, storedBytes: 431, storedDays: 31 },
     );
-    expect(usage).toMatchObject({ dynamoWriteUnits: 3, dynamoReadUnits: 0.2, sqsRequests: 0.2, apiRequests: 0.01, lambdaInvocations: 0.11 });
+    expect(usage).toMatchObject({
+      dynamoWriteUnits: 3,
+      dynamoReadUnits: 0.2,
+      sqsRequests: 0.2,
+      apiRequests: 0.01,
+      lambdaInvocations: 0.11,
+    });
     expect(usage.lambdaGbSeconds).toBeCloseTo(
       (100 * invocationSeconds('callback', 20, 100) * 0.5 + 10 * invocationSeconds('api', 50, 100) * 0.5) / 1000,
       9,

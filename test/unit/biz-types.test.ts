@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { type DeliveryPorts, deliverTask, type Notification } from '../../functions/core/deliver.js';
-import { applyBizType, type BizTypeSettings, cachedBizTypeDirectory, saveBizType } from '../../functions/core/biz-types.js';
+import {
+  applyBizType,
+  type BizTypeSettings,
+  cachedBizTypeDirectory,
+  saveBizType,
+} from '../../functions/core/biz-types.js';
 import { bizTypeSettingsSchema, parseTaskRequest, type TaskDraft } from '../../functions/core/schemas.js';
 import type { Task } from '../../functions/core/task.js';
 import { testTargetRules } from '../support/target-rules.js';
@@ -43,14 +48,20 @@ describe('Function: applyBizType', () => {
     // Assess
     expect(applied).toMatchObject({
       ok: true,
-      value: { target: DEFAULT_TARGET, policy: { maxAttempts: 3, backoffBaseSeconds: 2, callbackRateLimitPerSecond: 5 } },
+      value: {
+        target: DEFAULT_TARGET,
+        policy: { maxAttempts: 3, backoffBaseSeconds: 2, callbackRateLimitPerSecond: 5 },
+      },
     });
   });
 
   it("keeps the task's own target over the default", () => {
     // Act
     const own = { type: 'sqs', queueUrl: 'https://sqs.us-east-1.amazonaws.com/123456789012/orders' } as const;
-    const applied = applyBizType(draft({ bizType: 'order-close', target: own }), settings({ defaultTarget: DEFAULT_TARGET }));
+    const applied = applyBizType(
+      draft({ bizType: 'order-close', target: own }),
+      settings({ defaultTarget: DEFAULT_TARGET }),
+    );
 
     // Assess
     expect(applied).toMatchObject({ ok: true, value: { target: own } });
@@ -67,7 +78,8 @@ describe('Function: applyBizType', () => {
       errors: [
         {
           path: 'tasks[3].target',
-          message: 'is required: give a target, or set a defaultTarget for bizType "order-close" with PUT /v1/biz-types/{bizType}',
+          message:
+            'is required: give a target, or set a defaultTarget for bizType "order-close" with PUT /v1/biz-types/{bizType}',
         },
       ],
     });
@@ -92,7 +104,9 @@ describe('Function: cachedBizTypeDirectory', () => {
     const directory = cachedBizTypeDirectory(store, clock, 30_000);
 
     // Act
-    await Promise.all(Array.from({ length: 100 }, (_, index) => directory.settings(TENANT_ID, index % 2 ? 'order-close' : 'coupon')));
+    await Promise.all(
+      Array.from({ length: 100 }, (_, index) => directory.settings(TENANT_ID, index % 2 ? 'order-close' : 'coupon')),
+    );
     const readsInBatch = store.reads;
     clock.advance(30_001);
     await directory.settings(TENANT_ID, 'order-close');
@@ -119,7 +133,12 @@ describe('Function: bizTypeSettingsSchema', () => {
 
   it('names the field and the bound for out-of-range settings', () => {
     // Act
-    const parsed = schema.safeParse({ maxAttempts: 0, backoffBaseSeconds: 60, backoffMaxSeconds: 10, callbackRateLimitPerSecond: 1.5 });
+    const parsed = schema.safeParse({
+      maxAttempts: 0,
+      backoffBaseSeconds: 60,
+      backoffMaxSeconds: 10,
+      callbackRateLimitPerSecond: 1.5,
+    });
 
     // Assess
     expect(parsed.success).toBe(false);
@@ -132,7 +151,9 @@ describe('Function: bizTypeSettingsSchema', () => {
     const parsed = schema.safeParse({ backoffBaseSeconds: 60, backoffMaxSeconds: 10 });
 
     // Assess
-    expect(parsed.error?.issues).toEqual([expect.objectContaining({ path: ['backoffMaxSeconds'], message: 'must be at least backoffBaseSeconds' })]);
+    expect(parsed.error?.issues).toEqual([
+      expect.objectContaining({ path: ['backoffMaxSeconds'], message: 'must be at least backoffBaseSeconds' }),
+    ]);
   });
 });
 
@@ -144,18 +165,27 @@ describe('Function: saveBizType', () => {
     const ports = { bizTypeStore: store, targetRules: testTargetRules(false), clock: new ManualClock(NOW_MS) };
 
     // Act
-    const refused = await saveBizType(ports, tenant, 'order-close', { defaultTarget: { type: 'http', url: 'https://elsewhere.example.org/x' } });
+    const refused = await saveBizType(ports, tenant, 'order-close', {
+      defaultTarget: { type: 'http', url: 'https://elsewhere.example.org/x' },
+    });
     const saved = await saveBizType(ports, tenant, 'order-close', { defaultTarget: DEFAULT_TARGET, maxAttempts: 2 });
 
     // Assess
     expect(refused).toMatchObject({ ok: false, errors: [{ path: 'defaultTarget.url' }] });
-    expect(saved).toMatchObject({ ok: true, value: { tenantId: TENANT_ID, bizType: 'order-close', maxAttempts: 2, updatedAtMs: NOW_MS } });
+    expect(saved).toMatchObject({
+      ok: true,
+      value: { tenantId: TENANT_ID, bizType: 'order-close', maxAttempts: 2, updatedAtMs: NOW_MS },
+    });
     expect(store.settings.size).toBe(1);
   });
 });
 
 /** Delivery ports over fakes whose target records each call's time. */
-function deliveryPorts(tasks: readonly Task[], nowMs: number, result: { ok: true } | { ok: false; error: string } = { ok: true }) {
+function deliveryPorts(
+  tasks: readonly Task[],
+  nowMs: number,
+  result: { ok: true } | { ok: false; error: string } = { ok: true },
+) {
   const clock = new ManualClock(nowMs);
   const calls: Array<{ atMs: number; notification: Notification }> = [];
   const ports: DeliveryPorts = {
@@ -178,7 +208,10 @@ function deliveryPorts(tasks: readonly Task[], nowMs: number, result: { ok: true
 describe('Function: deliverTask with bizType settings', () => {
   it("uses the task's own maxAttempts and backoff over the deployment's", async () => {
     // Prepare
-    const task = aTask(NOW_MS, 1, { bizType: 'order-close', policy: { maxAttempts: 2, backoffBaseSeconds: 30, backoffMaxSeconds: 40 } });
+    const task = aTask(NOW_MS, 1, {
+      bizType: 'order-close',
+      policy: { maxAttempts: 2, backoffBaseSeconds: 30, backoffMaxSeconds: 40 },
+    });
     const { ports } = deliveryPorts([task], NOW_MS, { ok: false, error: 'HTTP 503' });
 
     // Act
@@ -209,7 +242,8 @@ describe('Function: deliverTask with bizType settings', () => {
 
     // Assess
     const callsPerSecond = new Map<number, number>();
-    for (const call of calls) callsPerSecond.set(Math.floor(call.atMs / 1000), (callsPerSecond.get(Math.floor(call.atMs / 1000)) ?? 0) + 1);
+    for (const call of calls)
+      callsPerSecond.set(Math.floor(call.atMs / 1000), (callsPerSecond.get(Math.floor(call.atMs / 1000)) ?? 0) + 1);
     expect(Math.max(...callsPerSecond.values())).toBeLessThanOrEqual(5);
     expect(new Set(calls.map((call) => call.notification.id)).size).toBe(20);
     expect(calls).toHaveLength(20);
@@ -223,7 +257,9 @@ describe('Function: deliverTask with bizType settings', () => {
     // Prepare
     const task = aTask(NOW_MS, 1, { bizType: 'order-close', policy: { callbackRateLimitPerSecond: 5 } });
     const { ports, calls, store } = deliveryPorts([task], NOW_MS + 10);
-    const throttledWrite = Object.assign(new Error('Throughput exceeds the current capacity'), { name: 'ThrottlingException' });
+    const throttledWrite = Object.assign(new Error('Throughput exceeds the current capacity'), {
+      name: 'ThrottlingException',
+    });
     const failing: DeliveryPorts = { ...ports, callbackCounter: { admit: async () => Promise.reject(throttledWrite) } };
 
     // Act & Assess
@@ -235,7 +271,11 @@ describe('Function: deliverTask with bizType settings', () => {
   it("counts each tenant's bizType on its own: another tenant's traffic of the same bizType does not use yours", async () => {
     // Prepare
     const ours = aTask(NOW_MS, 1, { bizType: 'order-close', policy: { callbackRateLimitPerSecond: 1 } });
-    const theirs = aTask(NOW_MS, 2, { tenantId: 'globex', bizType: 'order-close', policy: { callbackRateLimitPerSecond: 1 } });
+    const theirs = aTask(NOW_MS, 2, {
+      tenantId: 'globex',
+      bizType: 'order-close',
+      policy: { callbackRateLimitPerSecond: 1 },
+    });
     const { ports } = deliveryPorts([ours, theirs], NOW_MS + 10);
     const both: DeliveryPorts = { ...ports, tenants: fakeTenantDirectory([aTenant(), aTenant({ id: 'globex' })]) };
 

@@ -11,7 +11,12 @@ const SHARD_COUNT = 4;
 const secondsFrom = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, index) => from + index);
 
 function scanPorts(
-  options: { nowMs?: number; tasks?: ReturnType<typeof aTask>[]; clockStore?: FakeClockStore; occupied?: number[] } = {},
+  options: {
+    nowMs?: number;
+    tasks?: ReturnType<typeof aTask>[];
+    clockStore?: FakeClockStore;
+    occupied?: number[];
+  } = {},
 ) {
   const tasks = options.tasks ?? [];
   return {
@@ -19,7 +24,10 @@ function scanPorts(
     clockStore: options.clockStore ?? new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 3600 }),
     taskStore: new FakeTaskStore(tasks),
     // As the api leaves it: every stored task's second is in the index, and maybe more.
-    occupancy: new FakeOccupancyIndex([...tasks.map((task) => Math.floor(task.dueAtMs / 1000)), ...(options.occupied ?? [])]),
+    occupancy: new FakeOccupancyIndex([
+      ...tasks.map((task) => Math.floor(task.dueAtMs / 1000)),
+      ...(options.occupied ?? []),
+    ]),
     deliveryQueue: new FakeDeliveryQueue(),
     shardCount: SHARD_COUNT,
   };
@@ -68,7 +76,7 @@ describe('Function: claimSeconds', () => {
     expect(claim).toEqual({ claimed: true, from: NOW_SECOND - 600, through: NOW_SECOND - 600 + MAX_CLAIM_SECONDS - 1 });
   });
 
-  it('re-reads the cursor after losing a race and claims what follows the rival\'s claim', async () => {
+  it("re-reads the cursor after losing a race and claims what follows the rival's claim", async () => {
     // Prepare
     const clock = new ManualClock(NOW_SECOND * 1000);
     const clockStore = new FakeClockStore({ cursor: NOW_SECOND - 5, startedAt: NOW_SECOND - 100 });
@@ -146,7 +154,8 @@ describe('Function: enqueueSecond', () => {
     const ports = scanPorts({ nowMs, tasks });
 
     // Act
-    for (const second of new Set(tasks.map((task) => Math.floor(task.dueAtMs / 1000)))) await enqueueSecond(ports, second);
+    for (const second of new Set(tasks.map((task) => Math.floor(task.dueAtMs / 1000))))
+      await enqueueSecond(ports, second);
 
     // Assess
     const delays = Object.fromEntries(ports.deliveryQueue.sent.map((message) => [message.id, message.delaySeconds]));
@@ -157,7 +166,11 @@ describe('Function: enqueueSecond', () => {
 describe('Function: scanRange', () => {
   it('queries only the seconds the occupancy index names, and marks the whole range scanned', async () => {
     // Prepare: a minute claimed at once, with tasks in two of its seconds.
-    const tasks = [aTask((NOW_SECOND + 7) * 1000 + 10, 1), aTask((NOW_SECOND + 42) * 1000, 3), aTask((NOW_SECOND + 42) * 1000 + 5, 0)];
+    const tasks = [
+      aTask((NOW_SECOND + 7) * 1000 + 10, 1),
+      aTask((NOW_SECOND + 42) * 1000, 3),
+      aTask((NOW_SECOND + 42) * 1000 + 5, 0),
+    ];
     const ports = scanPorts({ tasks });
     const listDue = vi.spyOn(ports.taskStore, 'listDue');
 
@@ -165,7 +178,12 @@ describe('Function: scanRange', () => {
     const enqueued = await scanRange(ports, { from: NOW_SECOND, through: NOW_SECOND + 59 });
 
     // Assess
-    expect(enqueued).toEqual(new Map([[NOW_SECOND + 7, 1], [NOW_SECOND + 42, 2]]));
+    expect(enqueued).toEqual(
+      new Map([
+        [NOW_SECOND + 7, 1],
+        [NOW_SECOND + 42, 2],
+      ]),
+    );
     expect(new Set(listDue.mock.calls.map(([second]) => second))).toEqual(new Set([NOW_SECOND + 7, NOW_SECOND + 42]));
     expect(listDue).toHaveBeenCalledTimes(2 * SHARD_COUNT);
     expect(ports.clockStore.markers.size).toBe(60);
@@ -289,14 +307,21 @@ describe('Function: runScanner', () => {
 });
 
 describe('Function: sweep', () => {
-  const settings = { maxSecondsPerRun: 3600, graceSeconds: 5, overdueGraceSeconds: 600, catchUpGraceSeconds: 10, budgetMs: 60_000 };
+  const settings = {
+    maxSecondsPerRun: 3600,
+    graceSeconds: 5,
+    overdueGraceSeconds: 600,
+    catchUpGraceSeconds: 10,
+    budgetMs: 60_000,
+  };
 
   it('rescans only the unmarked seconds with tasks up to now minus the grace, and records how far it got', async () => {
     // Prepare: the cursor runs ahead of now, so the grace bounds the run. Of the unfinished
     // seconds, -10 and -7 are in the occupancy index (-7's task was never written), -9 is not.
     const clockStore = new FakeClockStore({ cursor: NOW_SECOND + 2, startedAt: NOW_SECOND - 12 });
     for (let second = NOW_SECOND - 12; second <= NOW_SECOND + 1; second++) clockStore.markers.set(second, 0);
-    for (const unfinished of [NOW_SECOND - 10, NOW_SECOND - 9, NOW_SECOND - 7, NOW_SECOND - 4]) clockStore.markers.delete(unfinished);
+    for (const unfinished of [NOW_SECOND - 10, NOW_SECOND - 9, NOW_SECOND - 7, NOW_SECOND - 4])
+      clockStore.markers.delete(unfinished);
     const lost = aTask((NOW_SECOND - 10) * 1000 + 100, 3);
     const ports = scanPorts({ tasks: [lost], clockStore, occupied: [NOW_SECOND - 7, NOW_SECOND - 4] });
 
@@ -336,7 +361,10 @@ describe('Function: sweep', () => {
   it('starts a first sweep of a long-running clock at the oldest marker that can exist, not at the clock start', async () => {
     // Prepare: the clock has run for 100 days; markers are kept for 3.
     const clockStore = new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 100 * 86_400 });
-    const ports = { ...scanPorts({ clockStore, occupied: secondsFrom(NOW_SECOND - 3 * 86_400 - 5, NOW_SECOND - 3 * 86_400 + 5) }), shardCount: 1 };
+    const ports = {
+      ...scanPorts({ clockStore, occupied: secondsFrom(NOW_SECOND - 3 * 86_400 - 5, NOW_SECOND - 3 * 86_400 + 5) }),
+      shardCount: 1,
+    };
     const listDue = vi.spyOn(ports.taskStore, 'listDue');
 
     // Act
@@ -550,7 +578,10 @@ describe('Function: sweep', () => {
       clockStore.state = { cursor: NOW_SECOND, startedAt: NOW_SECOND - 400 };
       for (let second = NOW_SECOND - 400; second < NOW_SECOND - 200; second++) clockStore.markers.set(second, 0);
       const lost = aTask((NOW_SECOND - 300) * 1000, 0);
-      const ports = { ...scanPorts({ tasks: [lost], clockStore, occupied: secondsFrom(NOW_SECOND - 200, NOW_SECOND) }), shardCount: 1 };
+      const ports = {
+        ...scanPorts({ tasks: [lost], clockStore, occupied: secondsFrom(NOW_SECOND - 200, NOW_SECOND) }),
+        shardCount: 1,
+      };
       const listDue = ports.taskStore.listDue.bind(ports.taskStore);
       vi.spyOn(ports.taskStore, 'listDue').mockImplementation(async (second, shard, options) => {
         ports.clock.advance(300);

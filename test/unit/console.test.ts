@@ -67,7 +67,9 @@ describe('Function: tasksView', () => {
 
     // Assess
     expect(view.tasks).toHaveLength(TASKS_SHOWN);
-    expect(view.tasks.map((task) => task.dueAtMs)).toEqual([...view.tasks.map((task) => task.dueAtMs)].sort((a, b) => b - a));
+    expect(view.tasks.map((task) => task.dueAtMs)).toEqual(
+      [...view.tasks.map((task) => task.dueAtMs)].sort((a, b) => b - a),
+    );
     expect(view.tasks.slice(-2).map((task) => task.id)).toEqual([near[1]?.id, near[0]?.id]);
     expect(view.tasks.at(-2)?.bizId).toBe('<b>x</b>');
   });

@@ -78,7 +78,7 @@ describe('Function: plan', () => {
     idleMonthly: 8,
   };
 
-  it('picks enough shards that the hot second stays within 80% of a partition\'s 1,000 writes a second', () => {
+  it("picks enough shards that the hot second stays within 80% of a partition's 1,000 writes a second", () => {
     // Act
     const result = plan(input);
 
@@ -106,7 +106,10 @@ describe('Function: plan', () => {
 
     // Assess
     const tasksPerMonth = 1e9 * 30;
-    expect(result.byMode['on-demand'].monthly).toBeCloseTo(total(costPerTask(usage, 'on-demand')) * tasksPerMonth + 8, 2);
+    expect(result.byMode['on-demand'].monthly).toBeCloseTo(
+      total(costPerTask(usage, 'on-demand')) * tasksPerMonth + 8,
+      2,
+    );
     expect(result.recommendedMode).toBe('provisioned');
     expect(result.byMode.provisioned.monthly).toBeLessThan(result.byMode['on-demand'].monthly);
   });

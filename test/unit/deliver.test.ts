@@ -11,7 +11,15 @@ import {
 } from '../../functions/core/deliver.js';
 import { HISTORY_LIMIT, type Task } from '../../functions/core/task.js';
 import type { Tenant } from '../../functions/core/tenants.js';
-import { aTask, aTenant, DELIVERY_SETTINGS, FakeRequestCounter, FakeTaskStore, fakeTenantDirectory, ManualClock } from './fakes.js';
+import {
+  aTask,
+  aTenant,
+  DELIVERY_SETTINGS,
+  FakeRequestCounter,
+  FakeTaskStore,
+  fakeTenantDirectory,
+  ManualClock,
+} from './fakes.js';
 
 const DUE_AT_MS = Date.UTC(2026, 5, 1, 8, 0, 0, 250);
 const LEASE_MS = 60_000;
@@ -24,10 +32,12 @@ function deliveryPorts(task: Task, options: { nowMs: number; result?: TargetResu
   const ports = {
     taskStore: new FakeTaskStore([task]),
     targets: {
-      dispatch: vi.fn(async (_target: Task['target'], notification: Notification, sender: Sender): Promise<TargetResult> => {
-        calls.push({ atMs: clock.now(), notification, sender });
-        return options.result ?? { ok: true };
-      }),
+      dispatch: vi.fn(
+        async (_target: Task['target'], notification: Notification, sender: Sender): Promise<TargetResult> => {
+          calls.push({ atMs: clock.now(), notification, sender });
+          return options.result ?? { ok: true };
+        },
+      ),
     },
     tenants: fakeTenantDirectory(options.tenants),
     deadLetters: { send: vi.fn(async (letter: DeadLetter) => void letters.push(letter)) },
@@ -164,7 +174,7 @@ describe('Function: deliverTask', () => {
     });
   });
 
-  it('fails the attempt, without calling the target, when the task\'s tenant no longer exists', async () => {
+  it("fails the attempt, without calling the target, when the task's tenant no longer exists", async () => {
     // Prepare
     const task = aTask(DUE_AT_MS, 1);
     const { ports, calls, stored } = deliveryPorts(task, { nowMs: DUE_AT_MS, tenants: [] });
@@ -288,7 +298,10 @@ describe('Function: deliverTask (history)', () => {
   it('records each attempt with its time, status code, latency and error in the write of its outcome', async () => {
     // Prepare
     const task = aTask(DUE_AT_MS, 1);
-    const { ports, stored } = deliveryPorts(task, { nowMs: DUE_AT_MS, result: { ok: false, error: 'HTTP 503 from hooks.example.com', statusCode: 503 } });
+    const { ports, stored } = deliveryPorts(task, {
+      nowMs: DUE_AT_MS,
+      result: { ok: false, error: 'HTTP 503 from hooks.example.com', statusCode: 503 },
+    });
 
     // Act
     await deliverTask(ports, task.id);
@@ -301,7 +314,11 @@ describe('Function: deliverTask (history)', () => {
 
   it(`keeps only the latest ${HISTORY_LIMIT} attempts`, async () => {
     // Prepare: a task with a full history.
-    const history = Array.from({ length: HISTORY_LIMIT }, (_, index) => ({ attempt: index + 1, atMs: index, latencyMs: 1 }));
+    const history = Array.from({ length: HISTORY_LIMIT }, (_, index) => ({
+      attempt: index + 1,
+      atMs: index,
+      latencyMs: 1,
+    }));
     const task = aTask(DUE_AT_MS, 1, { history, attempts: HISTORY_LIMIT });
     const { ports, stored } = deliveryPorts(task, { nowMs: DUE_AT_MS, result: { ok: true, statusCode: 204 } });
 
@@ -323,7 +340,11 @@ describe('Function: deliverTask (rescheduled tasks)', () => {
     // Prepare
     const successor = aTask(DUE_AT_MS, 1, { rescheduledFrom: old.id });
     const { ports, calls, stored } = deliveryPorts(successor, { nowMs: DUE_AT_MS });
-    ports.taskStore.tasks.set(old.id, { ...old, status: 'DELIVERING', rescheduleIntent: { taskId: successor.id, fingerprint: 'f' } });
+    ports.taskStore.tasks.set(old.id, {
+      ...old,
+      status: 'DELIVERING',
+      rescheduleIntent: { taskId: successor.id, fingerprint: 'f' },
+    });
 
     // Act
     const outcome = await deliverTask(ports, successor.id);
@@ -338,7 +359,11 @@ describe('Function: deliverTask (rescheduled tasks)', () => {
     // Prepare
     const successor = aTask(DUE_AT_MS, 1, { rescheduledFrom: old.id });
     const { ports, calls, stored } = deliveryPorts(successor, { nowMs: DUE_AT_MS });
-    ports.taskStore.tasks.set(old.id, { ...old, status: 'CANCELLED', rescheduleIntent: { taskId: successor.id, fingerprint: 'f' } });
+    ports.taskStore.tasks.set(old.id, {
+      ...old,
+      status: 'CANCELLED',
+      rescheduleIntent: { taskId: successor.id, fingerprint: 'f' },
+    });
 
     // Act
     const outcome = await deliverTask(ports, successor.id);

@@ -288,7 +288,11 @@ describe('Class: DynamoTaskStore', () => {
       ddbMock.on(UpdateCommand).rejects(conditionFailed());
 
       // Act
-      const finished = await taskStore.finishDelivery(keyOf(task), 3, { status: 'PENDING', history: [], lastError: 'HTTP 500' });
+      const finished = await taskStore.finishDelivery(keyOf(task), 3, {
+        status: 'PENDING',
+        history: [],
+        lastError: 'HTTP 500',
+      });
 
       // Assess
       expect(finished).toBe(false);
@@ -332,7 +336,13 @@ describe('Class: DynamoClockStore', () => {
 
     // Assess
     expect(ddbMock.commandCalls(PutCommand).map((put) => put.args[0].input.Item)).toEqual([
-      { pk: `SCANNED#${Math.floor(SECOND / 3600)}`, sk: String(SECOND).padStart(12, '0'), through: SECOND + 59, busy: { [SECOND + 7]: 3 }, expiresAt: 99 },
+      {
+        pk: `SCANNED#${Math.floor(SECOND / 3600)}`,
+        sk: String(SECOND).padStart(12, '0'),
+        through: SECOND + 59,
+        busy: { [SECOND + 7]: 3 },
+        expiresAt: 99,
+      },
     ]);
   });
 
@@ -341,9 +351,13 @@ describe('Class: DynamoClockStore', () => {
     const hourEnd = Math.ceil(SECOND / 3600) * 3600;
     ddbMock
       .on(QueryCommand, { ExpressionAttributeValues: { ':pk': `SCANNED#${hourEnd / 3600 - 1}` } })
-      .resolves({ Items: [{ sk: String(hourEnd - 60).padStart(12, '0'), through: hourEnd - 1, busy: { [hourEnd - 2]: 4 } }] })
+      .resolves({
+        Items: [{ sk: String(hourEnd - 60).padStart(12, '0'), through: hourEnd - 1, busy: { [hourEnd - 2]: 4 } }],
+      })
       .on(QueryCommand, { ExpressionAttributeValues: { ':pk': `SCANNED#${hourEnd / 3600}` } })
-      .resolves({ Items: [{ sk: String(hourEnd + 1).padStart(12, '0'), through: hourEnd + 1, busy: { [hourEnd + 1]: 7 } }] });
+      .resolves({
+        Items: [{ sk: String(hourEnd + 1).padStart(12, '0'), through: hourEnd + 1, busy: { [hourEnd + 1]: 7 } }],
+      });
 
     // Act
     const seconds = await clockStore.scannedSeconds(hourEnd - 2, hourEnd + 2);
@@ -438,13 +452,18 @@ describe('Class: DynamoOccupancyIndex', () => {
     // Assess
     expect(first).toEqual([SECOND + 2, SECOND + 9]);
     expect(again).toBeUndefined();
-    expect(ddbMock.commandCalls(UpdateCommand)[0]?.args[0].input).toMatchObject({ Key: minuteKey, ReturnValues: 'ALL_OLD' });
+    expect(ddbMock.commandCalls(UpdateCommand)[0]?.args[0].input).toMatchObject({
+      Key: minuteKey,
+      ReturnValues: 'ALL_OLD',
+    });
   });
 
   it('reads the occupied seconds of a range with consistent reads, keeping only those inside it', async () => {
     // Prepare
     const index = new DynamoOccupancyIndex({ client, tableName: TABLE });
-    ddbMock.on(QueryCommand).resolves({ Items: [{ ...minuteKey, seconds: new Set([SECOND - 1, SECOND + 3, SECOND + 90]) }] });
+    ddbMock
+      .on(QueryCommand)
+      .resolves({ Items: [{ ...minuteKey, seconds: new Set([SECOND - 1, SECOND + 3, SECOND + 90]) }] });
 
     // Act
     const seconds = await index.occupied(SECOND, SECOND + 59);

@@ -179,12 +179,15 @@ describe('Function: webhookUrlProblem', () => {
     ['https://intranet./hook', 'intranet'],
     ['https://metadata/computeMetadata/v1/', 'metadata'],
     ['https://instance-data/latest/meta-data/', 'instance-data'],
-  ])('refuses the single-label host of %s in the cloud: search domains would resolve it inside the network', (url, host) => {
-    // Act & Assess
-    expect(webhookUrlProblem(url, CLOUD)).toBe(
-      `must not use the single-label host "${host}", which would resolve inside the timer service's network; use a fully qualified name such as hooks.example.com`,
-    );
-  });
+  ])(
+    'refuses the single-label host of %s in the cloud: search domains would resolve it inside the network',
+    (url, host) => {
+      // Act & Assess
+      expect(webhookUrlProblem(url, CLOUD)).toBe(
+        `must not use the single-label host "${host}", which would resolve inside the timer service's network; use a fully qualified name such as hooks.example.com`,
+      );
+    },
+  );
 
   it.each([
     ['http://hooks.example.com/hook', CLOUD, 'must use https://'],

@@ -201,9 +201,15 @@ export class FakeTaskStore implements TaskStore {
     return true;
   }
 
-  async recordRescheduleIntent(key: TaskKey, tenantId: string, intent: RescheduleIntent, priorIntentTaskId?: string): Promise<boolean> {
+  async recordRescheduleIntent(
+    key: TaskKey,
+    tenantId: string,
+    intent: RescheduleIntent,
+    priorIntentTaskId?: string,
+  ): Promise<boolean> {
     const task = this.tasks.get(idOf(key));
-    if (task?.status !== 'PENDING' || task.tenantId !== tenantId || task.rescheduleIntent?.taskId !== priorIntentTaskId) return false;
+    if (task?.status !== 'PENDING' || task.tenantId !== tenantId || task.rescheduleIntent?.taskId !== priorIntentTaskId)
+      return false;
     this.tasks.set(task.id, { ...task, rescheduleIntent: intent });
     return true;
   }

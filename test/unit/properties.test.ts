@@ -61,7 +61,9 @@ describe('Property: task ids', () => {
 
 /** Text the contract accepts in bizType, bizId and idempotencyKey: no control characters, at least one character. */
 const text = (max: number) =>
-  fc.string({ unit: 'grapheme', minLength: 1, maxLength: max }).filter((value) => !/[\u0000-\u001f\u007f-\u009f]/.test(value));
+  fc
+    .string({ unit: 'grapheme', minLength: 1, maxLength: max })
+    .filter((value) => !/[\u0000-\u001f\u007f-\u009f]/.test(value));
 
 const validRequest = fc.record(
   {
@@ -82,16 +84,19 @@ const validRequest = fc.record(
 describe('Property: the task request schema', () => {
   it('never throws, and every refusal names a field and says what is wrong', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.anything(), fc.jsonValue(), fc.record({ dueAt: fc.anything(), target: fc.anything() })), (body) => {
-        const parsed = parseTaskRequest(body, RULES);
-        if (!parsed.ok) {
-          expect(parsed.errors.length).toBeGreaterThan(0);
-          for (const error of parsed.errors) {
-            expect(error.path).not.toBe('');
-            expect(error.message.length).toBeGreaterThan(5);
+      fc.property(
+        fc.oneof(fc.anything(), fc.jsonValue(), fc.record({ dueAt: fc.anything(), target: fc.anything() })),
+        (body) => {
+          const parsed = parseTaskRequest(body, RULES);
+          if (!parsed.ok) {
+            expect(parsed.errors.length).toBeGreaterThan(0);
+            for (const error of parsed.errors) {
+              expect(error.path).not.toBe('');
+              expect(error.message.length).toBeGreaterThan(5);
+            }
           }
-        }
-      }),
+        },
+      ),
       { numRuns: 2000 },
     );
   });

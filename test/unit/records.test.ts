@@ -46,7 +46,11 @@ describe('Function: deliverRecords', () => {
     );
 
     // Assess
-    const delivered = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.message === 'delivered');
-    expect(delivered.map((line) => [line.correlation_id, line.taskId])).toEqual(tasks.map((task) => [task.id, task.id]));
+    const delivered = lines
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line.message === 'delivered');
+    expect(delivered.map((line) => [line.correlation_id, line.taskId])).toEqual(
+      tasks.map((task) => [task.id, task.id]),
+    );
   });
 });

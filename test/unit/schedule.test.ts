@@ -86,7 +86,9 @@ describe('Function: scheduleTasks', () => {
     const created = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'order-1' })]);
 
     // Act
-    const reused = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'order-1', payload: { n: 2 } })]);
+    const reused = await scheduleTasks(ports, TENANT_ID, [
+      request({ delaySeconds: 60, idempotencyKey: 'order-1', payload: { n: 2 } }),
+    ]);
 
     // Assess
     expect(reused.outcomes[0]).toEqual({ kind: 'conflict', taskId: idOf(created.outcomes[0]) });
@@ -97,7 +99,9 @@ describe('Function: scheduleTasks', () => {
     // Prepare: the first submit's task write never happens.
     const ports = schedulePorts();
     const create = vi.spyOn(ports.taskStore, 'create').mockRejectedValueOnce(new Error('Lambda timed out'));
-    await expect(scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'k' })])).rejects.toThrow();
+    await expect(
+      scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'k' })]),
+    ).rejects.toThrow();
     const claimedId = [...ports.idempotencyStore.records.values()][0]?.taskId;
     create.mockRestore();
 
@@ -117,7 +121,9 @@ describe('Function: scheduleTasks', () => {
     ports.clock.advance(31 * 24 * 3600 * 1000);
 
     // Act
-    const retried = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'late-retry' })]);
+    const retried = await scheduleTasks(ports, TENANT_ID, [
+      request({ delaySeconds: 60, idempotencyKey: 'late-retry' }),
+    ]);
 
     // Assess
     expect(retried.outcomes[0]).toEqual({ kind: 'expired', taskId: idOf(first.outcomes[0]) });
@@ -198,7 +204,10 @@ describe('Function: scheduleTasks', () => {
     const ports = schedulePorts();
 
     // Act
-    const result = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 30 }), request({ delaySeconds: 40 })]);
+    const result = await scheduleTasks(ports, TENANT_ID, [
+      request({ delaySeconds: 30 }),
+      request({ delaySeconds: 40 }),
+    ]);
 
     // Assess
     expect(result).toMatchObject({ enqueuedDirect: 0, deferred: 0 });
@@ -236,7 +245,10 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     vi.spyOn(ports.occupancy, 'occupy').mockRejectedValue(new Error('DynamoDB unavailable'));
 
     // Act
-    const scheduling = scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 30 }), request({ delaySeconds: 31, idempotencyKey: 'k' })]);
+    const scheduling = scheduleTasks(ports, TENANT_ID, [
+      request({ delaySeconds: 30 }),
+      request({ delaySeconds: 31, idempotencyKey: 'k' }),
+    ]);
 
     // Assess
     await expect(scheduling).rejects.toThrow('DynamoDB unavailable');
@@ -249,7 +261,11 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     ports.occupancy.planned.add(minuteOf(NOW_SECOND)).add(minuteOf(NOW_SECOND) + 1);
 
     // Act
-    await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 20 }), request({ delaySeconds: 20 }), request({ delaySeconds: 70 })]);
+    await scheduleTasks(ports, TENANT_ID, [
+      request({ delaySeconds: 20 }),
+      request({ delaySeconds: 20 }),
+      request({ delaySeconds: 70 }),
+    ]);
 
     // Assess: one tick per second, not per task; each surfaces 2 s (the lookahead) before its second, never earlier.
     expect(ports.tickQueue.sent.sort((a, b) => a.second - b.second)).toEqual([
@@ -290,7 +306,10 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     ports.occupancy.planned.add(minuteOf(NOW_SECOND));
 
     // Act
-    const result = await scheduleTasks(ports, TENANT_ID, [request({ dueAt: NOW_MS + 1500 }), request({ delaySeconds: 10 })]);
+    const result = await scheduleTasks(ports, TENANT_ID, [
+      request({ dueAt: NOW_MS + 1500 }),
+      request({ delaySeconds: 10 }),
+    ]);
 
     // Assess: the first is enqueued here; the second gets a tick.
     expect(result.enqueuedDirect).toBe(1);

@@ -79,8 +79,14 @@ describe('Function: parseTaskRequest', () => {
     const within = parseTaskRequest(request({ delaySeconds: 30 * 86_400 }), rules);
 
     // Assess
-    expect(byDate).toMatchObject({ ok: false, errors: [{ path: 'dueAt', message: expect.stringContaining('30 days') }] });
-    expect(byDelay).toMatchObject({ ok: false, errors: [{ path: 'delaySeconds', message: expect.stringContaining('30 days') }] });
+    expect(byDate).toMatchObject({
+      ok: false,
+      errors: [{ path: 'dueAt', message: expect.stringContaining('30 days') }],
+    });
+    expect(byDelay).toMatchObject({
+      ok: false,
+      errors: [{ path: 'delaySeconds', message: expect.stringContaining('30 days') }],
+    });
     expect(within.ok).toBe(true);
   });
 

@@ -10,7 +10,11 @@ describe('Function: resolvingEachHostOnce', () => {
     const resolveHost = vi.fn(base.resolveHost);
     const rules = resolvingEachHostOnce({ ...base, resolveHost });
     const tenant = newTenant('acme', Date.now());
-    const urls = [...Array(5).fill('https://hooks.example.com/a'), 'https://internal.corp.example/b', 'https://internal.corp.example/c'];
+    const urls = [
+      ...Array(5).fill('https://hooks.example.com/a'),
+      'https://internal.corp.example/b',
+      'https://internal.corp.example/c',
+    ];
 
     // Act
     const problems = await Promise.all(urls.map((url) => targetProblem({ type: 'http', url }, tenant, rules, '')));

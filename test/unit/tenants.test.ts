@@ -41,12 +41,15 @@ describe('Function: parseApiKey', () => {
     expect(apiKey).not.toContain(record.secretHash);
   });
 
-  it.each(['', 'tk_acme', 'tk_acme_0123456789ab_short', 'TK_acme_0123456789ab_' + 'a'.repeat(43), `tk_Acme_0123456789ab_${'a'.repeat(43)}`])(
-    'refuses %j',
-    (text) => {
-      expect(parseApiKey(text)).toBeUndefined();
-    },
-  );
+  it.each([
+    '',
+    'tk_acme',
+    'tk_acme_0123456789ab_short',
+    'TK_acme_0123456789ab_' + 'a'.repeat(43),
+    `tk_Acme_0123456789ab_${'a'.repeat(43)}`,
+  ])('refuses %j', (text) => {
+    expect(parseApiKey(text)).toBeUndefined();
+  });
 });
 
 describe('Function: tenantIdProblem', () => {
@@ -54,9 +57,12 @@ describe('Function: tenantIdProblem', () => {
     expect(tenantIdProblem(id)).toBeUndefined();
   });
 
-  it.each(['', 'Acme', '-acme', 'acme-', 'ac_me', 'x'.repeat(33), 'ac me'])('refuses %j, saying what an id may hold', (id) => {
-    expect(tenantIdProblem(id)).toMatch(/lowercase letters, digits and hyphens/);
-  });
+  it.each(['', 'Acme', '-acme', 'acme-', 'ac_me', 'x'.repeat(33), 'ac me'])(
+    'refuses %j, saying what an id may hold',
+    (id) => {
+      expect(tenantIdProblem(id)).toMatch(/lowercase letters, digits and hyphens/);
+    },
+  );
 });
 
 describe('Function: authenticate', () => {

@@ -177,9 +177,18 @@ describe('Class: WebhookClient', () => {
       ['http://[::ffff:127.0.0.1]:PORT/ok', 'must not point at ::ffff:7f00:1, which maps to 127.0.0.1'],
       ['http://169.254.169.254/latest/meta-data/', 'must not point at 169.254.169.254, which is the cloud instance'],
       ['http://2852039166/latest/meta-data/', 'must not point at 169.254.169.254, which is the cloud instance'],
-      ['http://0xa9.0xfe.0xa9.0xfe/latest/meta-data/', 'must not point at 169.254.169.254, which is the cloud instance'],
-      ['http://[::ffff:a9fe:a9fe]/latest/meta-data/', 'must not point at ::ffff:a9fe:a9fe, which maps to 169.254.169.254'],
-      ['http://[fd00:ec2::254]/latest/meta-data/', 'must not point at fd00:ec2::254, which is the AWS instance metadata'],
+      [
+        'http://0xa9.0xfe.0xa9.0xfe/latest/meta-data/',
+        'must not point at 169.254.169.254, which is the cloud instance',
+      ],
+      [
+        'http://[::ffff:a9fe:a9fe]/latest/meta-data/',
+        'must not point at ::ffff:a9fe:a9fe, which maps to 169.254.169.254',
+      ],
+      [
+        'http://[fd00:ec2::254]/latest/meta-data/',
+        'must not point at fd00:ec2::254, which is the AWS instance metadata',
+      ],
       ['http://localhost:PORT/ok', 'must not point at localhost, which resolves only inside private networks'],
       ['http://localhost.:PORT/ok', 'must not point at localhost, which resolves only inside private networks'],
       ['http://metadata.google.internal/computeMetadata/v1/', 'must not point at metadata.google.internal'],
@@ -235,7 +244,8 @@ describe('Class: WebhookClient', () => {
       expect(allowed).toMatchObject({ answered: true, status: 204 });
       expect(refused).toEqual({
         answered: false,
-        error: "webhook URL must point at one of the sender's allowed hosts (hooks.example.com); hooks.test is not one of them",
+        error:
+          "webhook URL must point at one of the sender's allowed hosts (hooks.example.com); hooks.test is not one of them",
       });
       expect(receiver.receipts).toHaveLength(1);
     });

@@ -31,7 +31,13 @@ const { apiKey: API_KEY, record: KEY_RECORD } = newApiKey(TENANT.id, Date.now())
 
 function apiEvent(
   routeKey: string,
-  options: { body?: string; id?: string; bizType?: string; authorization?: string; query?: Record<string, string> } = {},
+  options: {
+    body?: string;
+    id?: string;
+    bizType?: string;
+    authorization?: string;
+    query?: Record<string, string>;
+  } = {},
 ): APIGatewayProxyEventV2 {
   return {
     version: '2.0',
@@ -53,7 +59,14 @@ function apiEvent(
 
 async function call(
   routeKey: string,
-  options: { body?: unknown; rawBody?: string; id?: string; bizType?: string; authorization?: string; query?: Record<string, string> } = {},
+  options: {
+    body?: unknown;
+    rawBody?: string;
+    id?: string;
+    bizType?: string;
+    authorization?: string;
+    query?: Record<string, string>;
+  } = {},
 ) {
   const body = options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
   const response = await handler(apiEvent(routeKey, { ...options, body }), lambdaContext(10_000));
@@ -73,7 +86,9 @@ describe('Function: api handler', () => {
     ddbMock.on(GetCommand, { Key: { pk: 'CLOCK', sk: 'CLOCK' } }).resolves(clockAt(nowSecond()));
     // The occupancy index: a minute no ticker has planned yet.
     ddbMock.on(UpdateCommand).resolves({});
-    ddbMock.on(GetCommand, { Key: { pk: 'TENANTS', sk: TENANT.id } }).resolves({ Item: { pk: 'TENANTS', sk: TENANT.id, ...TENANT } });
+    ddbMock
+      .on(GetCommand, { Key: { pk: 'TENANTS', sk: TENANT.id } })
+      .resolves({ Item: { pk: 'TENANTS', sk: TENANT.id, ...TENANT } });
     ddbMock
       .on(GetCommand, { Key: { pk: `APIKEYS#${TENANT.id}`, sk: KEY_RECORD.keyId } })
       .resolves({ Item: { pk: `APIKEYS#${TENANT.id}`, sk: KEY_RECORD.keyId, ...KEY_RECORD } });
@@ -105,7 +120,9 @@ describe('Function: api handler', () => {
       Item: { id: response.json.id, status: 'PENDING', target: TARGET, payload: '{"n":1}', attempts: 0 },
     });
     // The second goes into the occupancy index before the task is written.
-    const occupy = ddbMock.commandCalls(UpdateCommand).find((update) => String(update.args[0].input.Key?.pk).startsWith('OCCUPIED#'));
+    const occupy = ddbMock
+      .commandCalls(UpdateCommand)
+      .find((update) => String(update.args[0].input.Key?.pk).startsWith('OCCUPIED#'));
     const dueSecond = Math.floor((location?.dueAtMs ?? 0) / 1000);
     expect(occupy?.args[0].input).toMatchObject({
       Key: { pk: `OCCUPIED#${Math.floor(dueSecond / 3600)}` },
@@ -208,11 +225,17 @@ describe('Function: api handler', () => {
     ddbMock.on(UpdateCommand).rejects(conditionFailed());
     // The catch-all above would also refuse the rate counter's update; the later, narrower stub wins.
     ddbMock.on(UpdateCommand, { Key: { pk: `RATE#${TENANT.id}` } }).resolves({});
-    ddbMock
-      .on(GetCommand, { Key: { sk: `${String(dueAtMs).padStart(15, '0')}#${id}` } })
-      .resolves({
-        Item: { id, tenantId: TENANT.id, status: 'DELIVERED', dueAtMs, createdAtMs: dueAtMs, target: TARGET, payload: 'null' },
-      });
+    ddbMock.on(GetCommand, { Key: { sk: `${String(dueAtMs).padStart(15, '0')}#${id}` } }).resolves({
+      Item: {
+        id,
+        tenantId: TENANT.id,
+        status: 'DELIVERED',
+        dueAtMs,
+        createdAtMs: dueAtMs,
+        target: TARGET,
+        payload: 'null',
+      },
+    });
 
     // Act
     const response = await call('DELETE /v1/tasks/{id}', { id });
@@ -292,7 +315,19 @@ describe('Function: api handler', () => {
     ddbMock.on(BatchGetCommand).resolves({
       Responses: {
         [TABLE_NAME]: [
-          { pk: 'B#x#1', sk, id, tenantId: TENANT.id, status: 'PENDING', dueAtMs, createdAtMs: dueAtMs, target: TARGET, payload: 'null', attempts: 0, bizId: 'order-7' },
+          {
+            pk: 'B#x#1',
+            sk,
+            id,
+            tenantId: TENANT.id,
+            status: 'PENDING',
+            dueAtMs,
+            createdAtMs: dueAtMs,
+            target: TARGET,
+            payload: 'null',
+            attempts: 0,
+            bizId: 'order-7',
+          },
         ],
       },
     });
@@ -336,7 +371,10 @@ describe('Function: api handler', () => {
 
     // Assess
     expect(response.statusCode).toBe(401);
-    expect(response.headers).toMatchObject({ 'www-authenticate': 'Bearer', 'content-type': 'application/problem+json' });
+    expect(response.headers).toMatchObject({
+      'www-authenticate': 'Bearer',
+      'content-type': 'application/problem+json',
+    });
     expect(response.json.detail).toContain(detail);
     expect(ddbMock.commandCalls(PutCommand)).toHaveLength(0);
   });
@@ -360,13 +398,24 @@ describe('Function: api handler', () => {
     ddbMock.on(PutCommand).resolves({});
 
     // Act
-    const response = await call('PUT /v1/biz-types/{bizType}', { bizType: 'order-close', body: { maxAttempts: 3, callbackRateLimitPerSecond: 20 } });
+    const response = await call('PUT /v1/biz-types/{bizType}', {
+      bizType: 'order-close',
+      body: { maxAttempts: 3, callbackRateLimitPerSecond: 20 },
+    });
 
     // Assess
     expect(response.statusCode).toBe(200);
     expect(response.json).toMatchObject({ bizType: 'order-close', maxAttempts: 3, callbackRateLimitPerSecond: 20 });
     expect(ddbMock.commandCalls(PutCommand).map((put) => put.args[0].input)).toEqual([
-      { TableName: TABLE_NAME, Item: expect.objectContaining({ pk: `BIZTYPES#${TENANT.id}`, sk: 'order-close', tenantId: TENANT.id, maxAttempts: 3 }) },
+      {
+        TableName: TABLE_NAME,
+        Item: expect.objectContaining({
+          pk: `BIZTYPES#${TENANT.id}`,
+          sk: 'order-close',
+          tenantId: TENANT.id,
+          maxAttempts: 3,
+        }),
+      },
     ]);
   });
 
@@ -390,7 +439,10 @@ describe('Function: api handler', () => {
     // Assess
     expect(response.statusCode).toBe(404);
     expect(ddbMock.commandCalls(DeleteCommand).map((del) => del.args[0].input)).toEqual([
-      expect.objectContaining({ Key: { pk: `BIZTYPES#${TENANT.id}`, sk: 'never-made' }, ConditionExpression: 'attribute_exists(pk)' }),
+      expect.objectContaining({
+        Key: { pk: `BIZTYPES#${TENANT.id}`, sk: 'never-made' },
+        ConditionExpression: 'attribute_exists(pk)',
+      }),
     ]);
   });
 });

@@ -83,7 +83,9 @@ const outcomeUpdates = () =>
 describe('Function: callback handler', () => {
   beforeEach(() => {
     ddbMock.reset();
-    ddbMock.on(GetCommand, { Key: { pk: 'TENANTS', sk: TENANT.id } }).resolves({ Item: { pk: 'TENANTS', sk: TENANT.id, ...TENANT } });
+    ddbMock
+      .on(GetCommand, { Key: { pk: 'TENANTS', sk: TENANT.id } })
+      .resolves({ Item: { pk: 'TENANTS', sk: TENANT.id, ...TENANT } });
     sqsMock.reset();
     received.length = 0;
     ddbMock.on(UpdateCommand).resolves({});

@@ -32,7 +32,9 @@ describe('Function: ticker handler', () => {
     expect(result).toEqual({ ticks: 2 });
     const plans = ddbMock.commandCalls(UpdateCommand).map((call) => call.args[0].input);
     expect(plans).toHaveLength(2);
-    expect(plans.every((plan) => plan.UpdateExpression?.includes('planned = :planned') && plan.ReturnValues === 'ALL_OLD')).toBe(true);
+    expect(
+      plans.every((plan) => plan.UpdateExpression?.includes('planned = :planned') && plan.ReturnValues === 'ALL_OLD'),
+    ).toBe(true);
     const entries = sqsMock.commandCalls(SendMessageBatchCommand).flatMap((call) => {
       expect(call.args[0].input.QueueUrl).toBe(TICK_QUEUE_URL);
       return call.args[0].input.Entries ?? [];

@@ -4,13 +4,7 @@
  * from callers, so everything is built from DOM nodes and text: no markup is ever parsed
  * from data.
  */
-import type {
-  ConsoleDelivery,
-  ConsoleDlqView,
-  ConsoleTasksView,
-  DueCounts,
-  RedriveResult,
-} from '../wire.js';
+import type { ConsoleDelivery, ConsoleDlqView, ConsoleTasksView, DueCounts, RedriveResult } from '../wire.js';
 
 const REFRESH_MS = 1000;
 const SVG_NS = 'http://www.w3.org/2000/svg';

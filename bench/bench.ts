@@ -21,6 +21,7 @@ import { Queue } from 'bullmq';
 import * as esbuild from 'esbuild';
 import { cpus } from 'node:os';
 import { idleMonth } from '../lib/cost-model.js';
+import { timerStackInventory } from '../lib/stack-inventory.js';
 import { DEFAULT_SETTINGS, FUNCTIONS, type FunctionName } from '../functions/contract/topology.js';
 import type { BenchJob, WorkerMessage, WorkerRequest } from './bullmq-worker.js';
 import { ensureRedisInstalled, startRedis, type BenchRedis } from './redis.js';
@@ -664,12 +665,7 @@ const idleRun = await idling;
 const bundles = await bundleSizes();
 
 // Metrics an idle deployment still publishes every hour: the sweeper's four. The fixed resources are the stack's.
-const idleCost = idleMonth(idleUsage(idleRun.run, WEBHOOK_MS, 4), {
-  alarms: 17,
-  dashboards: 1,
-  kmsKeys: 1,
-  secrets: 1,
-});
+const idleCost = idleMonth(idleUsage(idleRun.run, WEBHOOK_MS, 4), timerStackInventory());
 const report: BenchReport = {
   startedAt: startedAt.toISOString(),
   machine: { cpus: cpus().length, node: process.version },

@@ -240,7 +240,7 @@ export function renderMarkdown(report: BenchReport): string {
     ['idle month', '$'],
     [
       ...costRows(idle.running, 3),
-      ['fixed resources (17 alarms, a dashboard, a KMS key, a secret)', `$${fmt(idle.fixed, 2)}`],
+      ['fixed resources (the alarms, dashboard and KMS key of the synthesized stack)', `$${fmt(idle.fixed, 2)}`],
     ],
   );
   const horizon = report.longHorizon;

@@ -3,11 +3,13 @@
  * the per-task usage the last published bench measured (docs/benchmarks.json) and the cost
  * model the bench prices with. Prints the shard count to deploy with, the writes a hot second
  * puts on one partition key, Lambda concurrency, SQS throughput and the monthly bill in both
- * DynamoDB capacity modes.
+ * DynamoDB capacity modes. The fixed resources (alarms, dashboard, KMS key) are counted from the
+ * stack synthesized here, so the plan prices what `cdk deploy` would create.
  */
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { type CostBreakdown, plan, total } from '../lib/cost-model.js';
+import { type CostBreakdown, fixedMonthly, MONTHLY_PRICE_BY_RESOURCE_TYPE, plan, total } from '../lib/cost-model.js';
+import { timerStackInventory } from '../lib/stack-inventory.js';
 import { defaultCostOptions, referenceRun, secondsPerInvocation, usageOf, type BenchReport } from '../bench/render.js';
 import { fmt, markdownTable } from '../bench/report.js';
 import { QUEUES } from '../functions/contract/topology.js';
@@ -37,7 +39,10 @@ const options = {
   retentionDays: Number(values['retention-days'] ?? defaults.retentionDays),
 };
 const usage = usageOf(report, reference, options);
-const idle = report.cost.idleMonth;
+// The report's idle running cost was measured; its fixed cost is re-priced from the stack as it is now.
+const idleRunning = total(report.cost.idleMonth.running);
+const inventory = timerStackInventory();
+const fixed = fixedMonthly(inventory);
 const perTask = (name: string) => (reference.run.requests[name] ?? 0) / reference.tasks;
 const result = plan({
   perDay: Number(values['per-day']),
@@ -51,11 +56,17 @@ const result = plan({
   apiSecondsPerInvocation: secondsPerInvocation(reference, 'api', options.webhookMs),
   tasksPerApiRequest: options.tasksPerApiRequest,
   // The idle month's running cost counts its metrics already.
-  idleMonthly: total(idle.running) + idle.fixed,
+  idleMonthly: idleRunning + fixed,
   targetUtilization: Number(values.utilization),
 });
 
 const money = (dollars: number, digits = 2) => `$${fmt(dollars, digits)}`;
+/** The resources with a monthly charge, as "17 AWS::CloudWatch::Alarm, 1 AWS::KMS::Key". */
+const pricedResources = (counts: Record<string, number>) =>
+  Object.entries(counts)
+    .filter(([type]) => type in MONTHLY_PRICE_BY_RESOURCE_TYPE)
+    .map(([type, count]) => `${count} ${type}`)
+    .join(', ');
 const lines = [
   `Plan for ${fmt(Number(values['per-day']))} timers a day (${fmt(result.averagePerSecond)}/s on average), ${fmt(Number(values.peak))} due in the busiest second.`,
   `Per-task usage from ${report.startedAt} (${reference.scenario}); webhooks answering in ${options.webhookMs} ms, batches of ${options.tasksPerApiRequest}, ${options.averageDelayDays} day(s) to due, ${options.retentionDays} days kept after.`,
@@ -90,7 +101,8 @@ const lines = [
     ],
   ),
   '',
-  `Monthly: ${money(result.byMode['on-demand'].monthly, 0)} on demand, ${money(result.byMode.provisioned.monthly, 0)} provisioned (each with ${money(total(idle.running) + idle.fixed)} of fixed and idle cost). Recommended: ${result.recommendedMode}.`,
+  `Monthly: ${money(result.byMode['on-demand'].monthly, 0)} on demand, ${money(result.byMode.provisioned.monthly, 0)} provisioned (each with ${money(idleRunning + fixed)} of fixed and idle cost). Recommended: ${result.recommendedMode}.`,
+  `Fixed resources in the synthesized stack: ${pricedResources(inventory)}, ${money(fixed)} a month.`,
   `EventBridge Scheduler for the same timers: ${money(Number(values['per-day']) * 30 * 1e-6)} a month in scheduled invocations alone ($1.00 per million), before the targets it invokes.`,
 ];
 process.stdout.write(`${lines.join('\n')}\n`);

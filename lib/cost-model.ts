@@ -43,10 +43,20 @@ export const PRICES = {
     /** Dashboard per month beyond an account's first three. */
     dashboardMonth: 3,
   },
-  /** A customer managed KMS key (the alarm topic's) and a Secrets Manager secret (the signing secret), per month. */
+  /** A customer managed KMS key (the alarm topic's), per month. */
   kmsKeyMonth: 1,
-  secretMonth: 0.4,
 } as const;
+
+/**
+ * What a resource costs a month whether it is used or not, by CloudFormation type. Every other
+ * type in the stack (queues, functions, log groups, API stages, roles, the table) has no charge
+ * of its own and costs only by use, which the per-task and idle usage price.
+ */
+export const MONTHLY_PRICE_BY_RESOURCE_TYPE: Readonly<Record<string, number>> = {
+  'AWS::CloudWatch::Alarm': PRICES.cloudWatch.alarmMonth,
+  'AWS::CloudWatch::Dashboard': PRICES.cloudWatch.dashboardMonth,
+  'AWS::KMS::Key': PRICES.kmsKeyMonth,
+};
 
 export const SECONDS_PER_MONTH = 30 * 24 * 3600;
 
@@ -133,22 +143,32 @@ export interface IdleUsage {
  */
 export const IDLE_POLLS_PER_QUEUE_PER_HOUR = 5 * 3 * 60;
 
-/** The deployment's fixed resources: they cost the same busy or idle. */
-export interface FixedResources {
-  readonly alarms: number;
-  readonly dashboards: number;
-  readonly kmsKeys: number;
-  readonly secrets: number;
+/** A deployment's resources, counted by CloudFormation type (`AWS::CloudWatch::Alarm`: 17, …). */
+export type ResourceInventory = Readonly<Record<string, number>>;
+
+/** Counts a synthesized template's `Resources` by type, so what is priced is what would be deployed. */
+export function resourceInventory(resources: Readonly<Record<string, { readonly Type: string }>>): ResourceInventory {
+  const counts: Record<string, number> = {};
+  for (const { Type } of Object.values(resources)) counts[Type] = (counts[Type] ?? 0) + 1;
+  return counts;
+}
+
+/** What the resources with a monthly charge of their own cost a month, busy or idle. */
+export function fixedMonthly(inventory: ResourceInventory): number {
+  return Object.entries(inventory).reduce(
+    (sum, [type, count]) => sum + count * (MONTHLY_PRICE_BY_RESOURCE_TYPE[type] ?? 0),
+    0,
+  );
 }
 
 export interface IdleMonth {
   /** What running costs with nothing due: requests, compute, logs and metrics. */
   readonly running: CostBreakdown & { readonly metrics: number };
-  /** Alarms, dashboard, KMS key and secret. */
+  /** The resources with a monthly charge of their own: alarms, dashboard, KMS key. */
   readonly fixed: number;
 }
 
-export function idleMonth(usage: IdleUsage, fixed: FixedResources, mode: CapacityMode = 'on-demand'): IdleMonth {
+export function idleMonth(usage: IdleUsage, inventory: ResourceInventory, mode: CapacityMode = 'on-demand'): IdleMonth {
   const hours = SECONDS_PER_MONTH / 3600;
   // Idle traffic is far below any sensible provisioned floor; on demand prices it honestly.
   const perTask = costPerTask(
@@ -165,14 +185,9 @@ export function idleMonth(usage: IdleUsage, fixed: FixedResources, mode: Capacit
     },
     mode,
   );
-  const { cloudWatch } = PRICES;
   return {
-    running: { ...perTask, metrics: usage.metricsPublished * cloudWatch.metricMonth },
-    fixed:
-      fixed.alarms * cloudWatch.alarmMonth +
-      fixed.dashboards * cloudWatch.dashboardMonth +
-      fixed.kmsKeys * PRICES.kmsKeyMonth +
-      fixed.secrets * PRICES.secretMonth,
+    running: { ...perTask, metrics: usage.metricsPublished * PRICES.cloudWatch.metricMonth },
+    fixed: fixedMonthly(inventory),
   };
 }
 

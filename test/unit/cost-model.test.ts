@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { costPerTask, idleMonth, type PerTaskUsage, perMillion, plan, PRICES, total } from '../../lib/cost-model.js';
+import {
+  costPerTask,
+  fixedMonthly,
+  idleMonth,
+  type PerTaskUsage,
+  perMillion,
+  plan,
+  PRICES,
+  resourceInventory,
+  total,
+} from '../../lib/cost-model.js';
 
 /** A task as the bench measures one: three writes, a fraction of a read, SQS in batches of ten. */
 const usage: PerTaskUsage = {
@@ -53,14 +63,43 @@ describe('Function: idleMonth', () => {
         logBytesPerHour: 100_000,
         metricsPublished: 4,
       },
-      { alarms: 17, dashboards: 1, kmsKeys: 1, secrets: 1 },
+      { 'AWS::CloudWatch::Alarm': 17, 'AWS::CloudWatch::Dashboard': 1, 'AWS::KMS::Key': 1 },
     );
 
     // Assess
     expect(month.running.metrics).toBeCloseTo(1.2, 6);
     expect(month.running.sqs).toBeCloseTo(1800 * 720 * 0.4e-6, 6);
-    expect(month.fixed).toBeCloseTo(17 * 0.1 + 3 + 1 + 0.4, 6);
+    expect(month.fixed).toBeCloseTo(17 * 0.1 + 3 + 1, 6);
     expect(total(month.running)).toBeGreaterThan(month.running.metrics);
+  });
+});
+
+describe('Function: resourceInventory', () => {
+  it("counts a template's resources by CloudFormation type", () => {
+    // Act
+    const inventory = resourceInventory({
+      MissedTasksAlarm: { Type: 'AWS::CloudWatch::Alarm' },
+      ScannerLagAlarm: { Type: 'AWS::CloudWatch::Alarm' },
+      DeliveryQueue: { Type: 'AWS::SQS::Queue' },
+    });
+
+    // Assess
+    expect(inventory).toEqual({ 'AWS::CloudWatch::Alarm': 2, 'AWS::SQS::Queue': 1 });
+  });
+});
+
+describe('Function: fixedMonthly', () => {
+  it('prices only the resource types with a monthly charge of their own', () => {
+    // Act
+    const fixed = fixedMonthly({
+      'AWS::CloudWatch::Alarm': 3,
+      'AWS::KMS::Key': 2,
+      'AWS::SQS::Queue': 3,
+      'AWS::Logs::LogGroup': 6,
+    });
+
+    // Assess: queues and log groups cost by use, not by the month.
+    expect(fixed).toBeCloseTo(3 * PRICES.cloudWatch.alarmMonth + 2 * PRICES.kmsKeyMonth, 6);
   });
 });
 

@@ -1,0 +1,258 @@
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  CfnCondition,
+  Duration,
+  aws_events as events,
+  Fn,
+  aws_iam as iam,
+  aws_lambda as lambda,
+  type aws_logs as logs,
+  aws_sqs as sqs,
+  aws_events_targets as targets,
+  Token,
+  Stack,
+} from 'aws-cdk-lib';
+import type { TableV2 } from 'aws-cdk-lib/aws-dynamodb';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import type { Construct } from 'constructs';
+import {
+  deliveryMaxReceiveCount,
+  ENV,
+  type EnvName,
+  environmentFor,
+  FUNCTIONS,
+  type FunctionName,
+  QUEUES,
+  type QueueSpec,
+  SCHEDULES,
+  TABLE,
+  type TimerSettings,
+} from '../../functions/contract/topology.js';
+import { acknowledgeNagRule, capitalized, timerLogGroup } from './construct-helpers.js';
+
+const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** A list as one environment value; a list token (a stack parameter) is joined at deploy time. */
+function commaSeparated(list: readonly string[]): string {
+  return Token.isUnresolved(list) ? Fn.join(',', [...list]) : list.join(',');
+}
+
+export interface TimerPipelineProps {
+  /** The task table every function reads and writes. */
+  readonly table: TableV2;
+  /** Deployment settings, already merged with their defaults. */
+  readonly settings: TimerSettings;
+  /** N in bucket = floor(dueAt seconds) mod N, as the functions' environment value (a number or a token). */
+  readonly bucketCount: string;
+  /** Partitions each second is spread over, as the functions' environment value. */
+  readonly shardCount: string;
+  /** The SQS queues the callback may send to: ARNs, or a list token. */
+  readonly allowedQueueArns: readonly string[];
+  /** The EventBridge buses the callback may put events on: ARNs, or a list token. */
+  readonly allowedEventBusArns: readonly string[];
+  readonly architecture: lambda.Architecture;
+  /** How long the functions' logs are kept. */
+  readonly logRetention: logs.RetentionDays;
+}
+
+/**
+ * The path a task takes: the tick, delivery and dead-letter queues, the five functions with a
+ * role and log group each, their least-privilege grants, the SQS event sources and the
+ * per-minute schedules. Queue settings, batch sizes, timeouts, schedules and environment names
+ * come from functions/contract/topology.ts. A part of `DistributedTimer` that adds its resources
+ * to the timer's own scope (see there why it is not a construct of its own).
+ */
+export class TimerPipeline {
+  readonly queues: Record<keyof typeof QUEUES, sqs.Queue>;
+  readonly functions: Record<FunctionName, NodejsFunction>;
+  /** The role the callback sends to target queues and event buses with. */
+  readonly callbackRole: iam.IRole;
+
+  constructor(
+    private readonly scope: Construct,
+    props: TimerPipelineProps,
+  ) {
+    const queue = (key: keyof typeof QUEUES, deadLetterQueue?: sqs.DeadLetterQueue) => {
+      const spec: QueueSpec = QUEUES[key];
+      return new sqs.Queue(scope, `${capitalized(key)}Queue`, {
+        visibilityTimeout: Duration.seconds(spec.visibilityTimeoutSeconds),
+        retentionPeriod: Duration.seconds(spec.retentionSeconds),
+        // SSE-SQS: encrypted at rest with keys SQS manages, so KMS, its grants and its request quota are
+        // not in the delivery path. The messages hold only task ids; payloads stay in the table.
+        encryption: sqs.QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+        ...(deadLetterQueue && { deadLetterQueue }),
+      });
+    };
+    const deliveryDlq = queue('deliveryDlq');
+    this.queues = {
+      tick: queue('tick'),
+      delivery: queue('delivery', { queue: deliveryDlq, maxReceiveCount: deliveryMaxReceiveCount(props.settings) }),
+      deliveryDlq,
+    };
+    acknowledgeNagRule(
+      this.queues.tick,
+      'SQS3',
+      'A tick only says "scan now" and is worthless minutes later, so it expires after 5 minutes instead of ' +
+        'going to a DLQ: a second whose tick kept failing is re-scanned by the sweeper, and the scanner-lag ' +
+        'and unswept-seconds alarms say so. A DLQ would only collect stale ticks, and redriving them would scan nothing new.',
+    );
+
+    const resources: Partial<Record<EnvName, string>> = {
+      [ENV.tableName]: props.table.tableName,
+      [ENV.tickQueueUrl]: this.queues.tick.queueUrl,
+      [ENV.deliveryQueueUrl]: this.queues.delivery.queueUrl,
+      [ENV.deliveryDlqUrl]: this.queues.deliveryDlq.queueUrl,
+      [ENV.bucketCount]: props.bucketCount,
+      [ENV.shardCount]: props.shardCount,
+      [ENV.allowedQueueArns]: commaSeparated(props.allowedQueueArns),
+      [ENV.allowedEventBusArns]: commaSeparated(props.allowedEventBusArns),
+      [ENV.awsAccount]: Stack.of(scope).account,
+      [ENV.awsPartition]: Stack.of(scope).partition,
+    };
+    const roles = {} as Record<FunctionName, iam.Role>;
+    const fn = (name: FunctionName) => {
+      const spec = FUNCTIONS[name];
+      const functionLogs = timerLogGroup(scope, `${capitalized(name)}Logs`, props.logRetention);
+      // A role of its own rather than AWSLambdaBasicExecutionRole, whose log actions reach every log
+      // group in the account.
+      const role = new iam.Role(scope, `${capitalized(name)}FunctionRole`, {
+        assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+        description: `The distributed timer's ${name} function`,
+      });
+      functionLogs.grantWrite(role);
+      roles[name] = role;
+      return new NodejsFunction(scope, `${capitalized(name)}Function`, {
+        entry: join(projectRoot, spec.entry),
+        projectRoot,
+        depsLockFilePath: join(projectRoot, 'package-lock.json'),
+        runtime: lambda.Runtime.NODEJS_24_X,
+        architecture: props.architecture,
+        memorySize: spec.memoryMb,
+        timeout: Duration.seconds(spec.timeoutSeconds),
+        environment: environmentFor(name, props.settings, resources),
+        role,
+        logGroup: functionLogs,
+        // Powertools Tracer writes a segment per invocation and a subsegment per AWS call.
+        tracing: lambda.Tracing.ACTIVE,
+        bundling: {
+          minify: true,
+          sourceMap: true,
+          format: OutputFormat.ESM,
+          target: 'node22',
+          mainFields: ['module', 'main'],
+          // Some dependencies are CommonJS and call require(); ESM bundles need it provided.
+          banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+        },
+      });
+    };
+    this.functions = {
+      api: fn('api'),
+      ticker: fn('ticker'),
+      scanner: fn('scanner'),
+      callback: fn('callback'),
+      sweeper: fn('sweeper'),
+    };
+    this.callbackRole = roles.callback;
+    for (const role of Object.values(roles)) {
+      const policy = role.node.tryFindChild('DefaultPolicy');
+      if (policy) {
+        acknowledgeNagRule(
+          policy,
+          'IAM5[Resource::*]',
+          'Active tracing grants xray:PutTraceSegments and xray:PutTelemetryRecords, which take no resource-level ' +
+            'permissions (the X-Ray service authorization reference lists none): "*" is the only resource they accept.',
+        );
+      }
+    }
+    this.grantLeastPrivilege(props.table);
+    this.grantTargets('AllowedQueues', ['sqs:SendMessage'], props.allowedQueueArns);
+    this.grantTargets('AllowedEventBuses', ['events:PutEvents'], props.allowedEventBusArns);
+
+    for (const [key, spec] of Object.entries(QUEUES) as Array<[keyof typeof QUEUES, QueueSpec]>) {
+      if (!spec.consumer) continue;
+      this.functions[spec.consumer.fn].addEventSource(
+        new SqsEventSource(this.queues[key], {
+          batchSize: spec.consumer.batchSize,
+          maxBatchingWindow:
+            spec.consumer.maxBatchingWindowSeconds > 0
+              ? Duration.seconds(spec.consumer.maxBatchingWindowSeconds)
+              : undefined,
+          reportBatchItemFailures: true,
+        }),
+      );
+    }
+    for (const [key, schedule] of Object.entries(SCHEDULES)) {
+      new events.Rule(scope, `${capitalized(key)}Schedule`, {
+        description: `Invokes the ${schedule.fn} every ${schedule.everySeconds} seconds`,
+        schedule: events.Schedule.rate(Duration.seconds(schedule.everySeconds)),
+        targets: [new targets.LambdaFunction(this.functions[schedule.fn])],
+      });
+    }
+  }
+
+  /** Each function gets the table actions and queues its code uses, and nothing else. */
+  private grantLeastPrivilege(table: TableV2): void {
+    const { api, ticker, scanner, callback, sweeper } = this.functions;
+    // Table.grant would add every index to every grant; only the api reads the indexes.
+    const onTable = (fn: lambda.IFunction, ...actions: string[]) =>
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions, resources: [table.tableArn] }));
+    onTable(
+      api,
+      'dynamodb:PutItem',
+      'dynamodb:BatchWriteItem',
+      'dynamodb:GetItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:Query',
+      'dynamodb:BatchGetItem',
+    );
+    // Listing a tenant's tasks queries the business-query indexes, then reads the tasks with BatchGetItem.
+    api.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['dynamodb:Query'],
+        resources: Object.values(TABLE.indexes).map((index) => `${table.tableArn}/index/${index.name}`),
+      }),
+    );
+    // DELETE /v1/biz-types/{bizType}: the api deletes only in bizType settings' partitions; tasks are never deleted, they expire.
+    api.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['dynamodb:DeleteItem'],
+        resources: [table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${TABLE.bizTypePartitionPrefix}*`] } },
+      }),
+    );
+    onTable(scanner, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query');
+    // GetItem reads the tenant (signing secrets) and a rescheduled task's predecessor.
+    onTable(callback, 'dynamodb:UpdateItem', 'dynamodb:GetItem');
+    onTable(sweeper, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query');
+    this.queues.delivery.grantSendMessages(api);
+    this.queues.delivery.grantSendMessages(scanner);
+    this.queues.delivery.grantSendMessages(sweeper);
+    this.queues.tick.grantSendMessages(ticker);
+    // The api ticks seconds it adds to a minute the ticker already planned; the ticker marks minutes planned.
+    this.queues.tick.grantSendMessages(api);
+    onTable(ticker, 'dynamodb:UpdateItem');
+    this.queues.deliveryDlq.grantSendMessages(callback);
+    this.queues.delivery.grant(callback, 'sqs:ChangeMessageVisibility');
+  }
+
+  /**
+   * Lets the callback perform `actions` on exactly the allowed `arns`, and on nothing when there
+   * are none. A statement without resources is invalid IAM, so a list known only at deploy time
+   * (a stack parameter) gets a policy of its own, created only when the list is not empty.
+   */
+  private grantTargets(id: string, actions: string[], arns: readonly string[]): void {
+    const statement = new iam.PolicyStatement({ actions, resources: [...arns] });
+    if (!Token.isUnresolved(arns)) {
+      if (arns.length > 0) this.callbackRole.addToPrincipalPolicy(statement);
+      return;
+    }
+    const policy = new iam.Policy(this.scope, `${id}Policy`, { statements: [statement] });
+    this.callbackRole.attachInlinePolicy(policy);
+    (policy.node.defaultChild as iam.CfnPolicy).cfnOptions.condition = new CfnCondition(this.scope, `Has${id}`, {
+      expression: Fn.conditionNot(Fn.conditionEquals(Fn.join(',', [...arns]), '')),
+    });
+  }
+}

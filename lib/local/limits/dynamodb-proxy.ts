@@ -277,7 +277,8 @@ export function startDynamoThroughputProxy(
   dynamodbEndpoint: string,
   model: DynamoThroughputModel,
 ): Promise<RunningProxy> {
-  return startJsonProxy(dynamodbEndpoint, (request, upstream) =>
-    new DynamoThroughputProxy(model, upstream).handle(request),
-  );
+  return startJsonProxy(dynamodbEndpoint, (upstream) => {
+    const proxy = new DynamoThroughputProxy(model, upstream);
+    return (request) => proxy.handle(request);
+  });
 }

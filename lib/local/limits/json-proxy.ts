@@ -97,16 +97,20 @@ export function jsonError(namespace: string, code: string, message: string, extr
   return jsonResponse(400, { __type: `${namespace}#${code}`, message }, extraHeaders);
 }
 
-export type ProxyHandler = (request: WireRequest, upstream: Upstream) => Promise<WireResponse>;
+export type ProxyHandler = (request: WireRequest) => Promise<WireResponse>;
 
 export interface RunningProxy {
   readonly endpoint: string;
   close(): Promise<void>;
 }
 
-/** Starts a proxy on a free loopback port in front of `upstreamEndpoint`. */
-export async function startJsonProxy(upstreamEndpoint: string, handle: ProxyHandler): Promise<RunningProxy> {
+/** Starts a proxy on a free loopback port in front of `upstreamEndpoint`, with the handler made for it. */
+export async function startJsonProxy(
+  upstreamEndpoint: string,
+  handlerFor: (upstream: Upstream) => ProxyHandler,
+): Promise<RunningProxy> {
   const upstream = new Upstream(upstreamEndpoint);
+  const handle = handlerFor(upstream);
   const server = createServer(async (incoming, outgoing) => {
     try {
       const chunks: Buffer[] = [];
@@ -121,7 +125,7 @@ export async function startJsonProxy(upstreamEndpoint: string, handle: ProxyHand
       const method = incoming.method ?? 'GET';
       const response =
         method === 'POST'
-          ? await handle(request, upstream)
+          ? await handle(request)
           : await upstream.send(request.path, request.headers, request.body, method);
       outgoing.writeHead(response.status, { ...response.headers, 'content-length': String(response.body.length) });
       outgoing.end(response.body);

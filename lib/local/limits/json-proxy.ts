@@ -93,8 +93,13 @@ export function jsonResponse(
 }
 
 /** An error as AWS's JSON protocol writes it, which the SDK turns into an exception named by `__type`. */
-export function jsonError(namespace: string, code: string, message: string, extraHeaders?: Record<string, string>) {
-  return jsonResponse(400, { __type: `${namespace}#${code}`, message }, extraHeaders);
+export function jsonError(
+  namespace: string,
+  code: string,
+  message: string,
+  options: { status?: number; headers?: Record<string, string> } = {},
+): WireResponse {
+  return jsonResponse(options.status ?? 400, { __type: `${namespace}#${code}`, message }, options.headers);
 }
 
 export type ProxyHandler = (request: WireRequest) => Promise<WireResponse>;

@@ -126,9 +126,11 @@ export class SqsInFlightModel {
   }
 }
 
+/** SQS's model gives OverLimit HTTP 403 and the query error code `OverLimit`, which is the name the SDK gives it. */
 const overLimit = () =>
   jsonError(NAMESPACE, 'OverLimit', 'The maximum number of in flight messages is reached.', {
-    'x-amzn-query-error': 'OverLimit;Sender',
+    status: 403,
+    headers: { 'x-amzn-query-error': 'OverLimit;Sender' },
   });
 
 const visibilityBeyondLimit = (seconds: number) =>
@@ -237,7 +239,7 @@ class SqsInFlightProxy {
     const seconds = input.VisibilityTimeout ?? 0;
     if (!this.model.allowsVisibility(url, handle, seconds)) {
       return jsonError(NAMESPACE, 'InvalidParameterValue', visibilityBeyondLimit(seconds), {
-        'x-amzn-query-error': 'InvalidParameterValue;Sender',
+        headers: { 'x-amzn-query-error': 'InvalidParameterValue;Sender' },
       });
     }
     const response = await this.forward(request);

@@ -12,6 +12,7 @@ import { createTaskTable, LOCAL_CREDENTIALS, LOCAL_REGION } from '../../../lib/l
 import { startDynamoThroughputProxy } from '../../../lib/local/limits/dynamodb-proxy.js';
 import { DynamoThroughputModel } from '../../../lib/local/limits/dynamodb-throughput.js';
 import type { RunningProxy } from '../../../lib/local/limits/json-proxy.js';
+import { ManualClock } from '../../support/clock.js';
 
 const dynamoServer = dynalite({ createTableMs: 0 });
 let dynaliteEndpoint = '';
@@ -27,13 +28,13 @@ afterAll(async () => {
 });
 
 /** A fresh task table behind a fresh proxy with the given k, and an SDK client pointed at the proxy. */
-async function throttled(k: number) {
+async function throttled(k: number, clock: { now(): number } = { now: () => Date.now() }) {
   const tableName = `limits-${++tables}`;
   await createTaskTable(
     new DynamoDBClient({ region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS, endpoint: dynaliteEndpoint }),
     tableName,
   );
-  const model = new DynamoThroughputModel({ k, clock: { now: () => Date.now() } });
+  const model = new DynamoThroughputModel({ k, clock });
   const proxy: RunningProxy = await startDynamoThroughputProxy(dynaliteEndpoint, model);
   const client = new DynamoDBClient({ region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS, endpoint: proxy.endpoint });
   return { tableName, model, proxy, client };
@@ -99,8 +100,8 @@ describe('Proxy: DynamoDB throughput', () => {
   });
 
   it('answers a throttle as AWS’s JSON protocol does, so the SDK names the exception', async () => {
-    // Prepare: no retries, so the first throttle reaches the caller.
-    const { tableName, proxy } = await throttled(1000);
+    // Prepare: no retries, so the first throttle reaches the caller; a stopped clock keeps both puts in one second.
+    const { tableName, proxy } = await throttled(1000, new ManualClock(Date.now()));
     const client = new DynamoDBClient({
       region: LOCAL_REGION,
       credentials: LOCAL_CREDENTIALS,
@@ -197,8 +198,8 @@ describe('Proxy: DynamoDB throughput', () => {
   });
 
   it('returns a batch’s throttled writes as UnprocessedItems and forwards the rest', async () => {
-    // Prepare: k = 200 leaves 5 write units a second per key.
-    const { tableName, proxy, client } = await throttled(200);
+    // Prepare: k = 200 leaves 5 write units a second per key; a stopped clock keeps the batch in one second.
+    const { tableName, proxy, client } = await throttled(200, new ManualClock(Date.now()));
     const writes = Array.from({ length: 8 }, (_, n) => ({ PutRequest: { Item: item('B#batch', `t${n}`) } }));
 
     // Act

@@ -65,12 +65,12 @@ describe('Proxy: SQS in-flight limits', () => {
     const first = await receive(sqs, url);
     const atCap = await receive(sqs, url).then(
       () => 'received',
-      (error: Error) => error.name,
+      (error: Error & { $metadata: { httpStatusCode?: number } }) => `${error.name} ${error.$metadata.httpStatusCode}`,
     );
 
     // Assess
     expect(first.Messages).toHaveLength(6);
-    expect(atCap).toBe('OverLimit');
+    expect(atCap).toBe('OverLimit 403');
     expect(model.report().queues[url]).toMatchObject({ inFlight: 6, peakInFlight: 6, receivesAtCap: 1 });
     await proxy.close();
   });
@@ -157,7 +157,8 @@ describe('Proxy: SQS in-flight limits', () => {
       );
 
     // Assess
-    expect(large).toBe('InvalidParameterValue');
+    // fauxqs names its errors by their legacy query codes.
+    expect(large).toBe('AWS.SimpleQueueService.InvalidParameterValue');
     expect(eleven).toBe('TooManyEntriesInBatchRequest');
     await proxy.close();
   });

@@ -63,27 +63,30 @@ async function putAll(client: DynamoDBClient, tableName: string, items: ReturnTy
 
 describe('Proxy: DynamoDB throughput', () => {
   it('throttles writes to one key past the scaled limit, and the SDK retries them', async () => {
-    // Prepare: k = 100 leaves 10 write units a second per key; 30 puts land on one key at once.
-    const { tableName, model, proxy, client } = await throttled(100);
+    // Prepare: k = 100 leaves 10 write units a second per key; 30 puts land on one key in one (stopped) second.
+    const { tableName, model, proxy, client } = await throttled(100, new ManualClock(Date.now()));
 
     // Act
-    const { attempts } = await putAll(
+    const { attempts, failures } = await putAll(
       client,
       tableName,
       Array.from({ length: 30 }, (_, n) => item('B#hot', `t${n}`)),
     );
 
-    // Assess
-    const report = model.report();
-    expect(report.byKeyClass.B?.throttles).toBeGreaterThan(0);
-    expect(attempts).toBeGreaterThan(30);
-    expect(report.hottestKey).toMatchObject({ value: 'B#hot', kind: 'write', fractionOfLimit: 1 });
+    // Assess: 10 fit; the other 20 are throttled on each of the SDK's attempts.
+    const maxAttempts = await client.config.maxAttempts();
+    expect(failures.map((failure) => (failure.reason as Error).name)).toEqual(
+      Array(20).fill('ProvisionedThroughputExceededException'),
+    );
+    expect(attempts).toBe(10 + 20 * maxAttempts);
+    expect(model.report().byKeyClass.B).toMatchObject({ writeUnits: 10, throttles: 20 * maxAttempts });
+    expect(model.report().hottestKey).toMatchObject({ value: 'B#hot', kind: 'write', fractionOfLimit: 1 });
     await proxy.close();
   });
 
   it('admits the same writes spread over four keys', async () => {
     // Prepare
-    const { tableName, model, proxy, client } = await throttled(100);
+    const { tableName, model, proxy, client } = await throttled(100, new ManualClock(Date.now()));
 
     // Act
     const { attempts, failures } = await putAll(

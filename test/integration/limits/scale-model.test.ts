@@ -7,6 +7,7 @@ import { type FauxqsServer, startFauxqs } from 'fauxqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTaskTable, LOCAL_CREDENTIALS, LOCAL_REGION } from '../../../lib/local/dynamodb.js';
 import { type RunningScaleModel, startScaleModel } from '../../../lib/local/limits/scale-model.js';
+import { ManualClock } from '../../support/clock.js';
 
 const dynamoServer = dynalite({ createTableMs: 0 });
 let fauxqs: FauxqsServer;
@@ -21,7 +22,11 @@ beforeAll(async () => {
     new DynamoDBClient({ region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS, endpoint: dynamodbEndpoint }),
     tableName,
   );
-  scaleModel = await startScaleModel({ k: 100 }, { dynamodbEndpoint, sqsEndpoint: fauxqs.address });
+  // A stopped clock keeps the test's burst in one second however slowly this machine serves it.
+  scaleModel = await startScaleModel(
+    { k: 100, clock: new ManualClock(Date.now()) },
+    { dynamodbEndpoint, sqsEndpoint: fauxqs.address },
+  );
 });
 
 afterAll(async () => {
@@ -61,7 +66,9 @@ describe('Function: startScaleModel', () => {
     const report = scaleModel.report();
     expect(report.k).toBe(100);
     expect(report.dynamodb.limits.partitionWrite).toBe(10);
-    expect(report.dynamodb.byKeyClass.B?.throttles).toBeGreaterThan(0);
+    // 10 fit the stopped second; the other 20 are throttled on each of the SDK's attempts.
+    const maxAttempts = await dynamo.config.maxAttempts();
+    expect(report.dynamodb.byKeyClass.B).toMatchObject({ writeUnits: 10, throttles: 20 * maxAttempts });
     expect(received.Messages).toHaveLength(1);
     expect(report.sqs).toMatchObject({ inFlightCap: 1_200, queues: { [url]: { inFlight: 1, received: 1 } } });
     expect(report.api).toMatchObject({ ratePerSecond: 100, burst: 50 });

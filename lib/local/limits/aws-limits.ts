@@ -1,0 +1,39 @@
+/**
+ * AWS's own limits, as published, before a scale model divides them. Rates are divided by
+ * the model's k; sizes and durations are not, since a 1/k model runs 1/k of the load with
+ * the same items, messages and timeouts.
+ */
+export const AWS_LIMITS = {
+  dynamodb: {
+    /** Per partition (and so per partition key): DynamoDB's hard ceiling, whatever the table's capacity mode. */
+    partitionWriteUnitsPerSecond: 1_000,
+    partitionReadUnitsPerSecond: 3_000,
+    /** The default account quota for one on-demand table, per second. */
+    tableWriteUnitsPerSecond: 40_000,
+    tableReadUnitsPerSecond: 40_000,
+    /** BatchWriteItem takes at most 25 put or delete requests. */
+    batchWriteItems: 25,
+    /** BatchGetItem takes at most 100 keys. */
+    batchGetKeys: 100,
+    /** One write unit covers 1 KB of item; one read unit 4 KB (strongly consistent). */
+    writeUnitBytes: 1_024,
+    readUnitBytes: 4_096,
+  },
+  sqs: {
+    /** In-flight (received, not deleted, still invisible) messages per standard queue. */
+    inFlightPerStandardQueue: 120_000,
+    /** A message stays invisible at most 12 hours after the receive that took it, however often it is extended. */
+    maxVisibilitySeconds: 43_200,
+  },
+  apiGateway: {
+    /** HTTP API account-level (and so default stage) throttle: steady rate and burst. */
+    requestsPerSecond: 10_000,
+    burst: 5_000,
+  },
+} as const;
+
+/** A rate limit divided by the model's k; never below one unit, so a model always admits something. */
+export function scaledRate(limit: number, k: number): number {
+  if (!(k >= 1)) throw new Error(`the scale factor k must be at least 1, got ${k}`);
+  return Math.max(1, limit / k);
+}

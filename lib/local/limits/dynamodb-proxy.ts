@@ -1,0 +1,284 @@
+/**
+ * The HTTP edge of the DynamoDB throughput model: reads each DynamoDB JSON request, works
+ * out the partition keys it touches and the units it costs, and forwards it to dynalite or
+ * answers the throttle AWS would. Batches are admitted item by item, and the items over the
+ * limit come back as UnprocessedItems / UnprocessedKeys, as AWS returns them.
+ */
+import {
+  indexWrites,
+  itemBytes,
+  type PartitionKeyRef,
+  partitionId,
+  readUnits,
+  tablePartition,
+  type WireItem,
+  type WireValue,
+  writeUnits,
+} from './dynamodb-capacity.js';
+import type { Charge, DynamoThroughputModel } from './dynamodb-throughput.js';
+import {
+  jsonError,
+  jsonResponse,
+  type RunningProxy,
+  startJsonProxy,
+  type Upstream,
+  type WireRequest,
+  type WireResponse,
+} from './json-proxy.js';
+
+const NAMESPACE = 'com.amazonaws.dynamodb.v20120810';
+
+const refusals = {
+  partition: () =>
+    jsonError(
+      NAMESPACE,
+      'ProvisionedThroughputExceededException',
+      'Throughput exceeds the current capacity of your table or index. DynamoDB is automatically scaling your table or index so please try again shortly. If exceptions persist, check if you have a hot key: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html',
+    ),
+  table: () =>
+    jsonError(
+      NAMESPACE,
+      'ThrottlingException',
+      'Throughput exceeds the current throughput limit for your table. Please contact AWS Support to request a limit increase.',
+    ),
+} as const;
+
+/** The parts of a DynamoDB request the model reads. */
+interface DynamoInput {
+  TableName: string;
+  Item?: WireItem;
+  Key?: WireItem;
+  ConsistentRead?: boolean;
+  IndexName?: string;
+  KeyConditionExpression?: string;
+  ExpressionAttributeNames?: Record<string, string>;
+  ExpressionAttributeValues?: WireItem;
+  KeyConditions?: Record<string, { AttributeValueList?: WireValue[] }>;
+  RequestItems?: Record<string, unknown>;
+}
+
+type WriteRequest = { PutRequest: { Item: WireItem } } | { DeleteRequest: { Key: WireItem } };
+
+interface KeysAndAttributes {
+  Keys: WireItem[];
+  ConsistentRead?: boolean;
+}
+
+const parse = (response: WireResponse): Record<string, unknown> =>
+  JSON.parse(response.body.toString('utf8') || '{}') as Record<string, unknown>;
+
+const sizeOf = (item: WireItem | undefined): number => (item ? itemBytes(item) : 0);
+
+/** The partition key value a Query names, from its key condition (`pk = :v`, `#pk = :v`) or legacy KeyConditions. */
+function queriedKey(input: DynamoInput, attribute: string): string | undefined {
+  const names = input.ExpressionAttributeNames ?? {};
+  const values = input.ExpressionAttributeValues ?? {};
+  const expression = input.KeyConditionExpression ?? '';
+  for (const [, name = '', placeholder = ''] of expression.matchAll(/([#\w.]+)\s*=\s*(:\w+)/g)) {
+    if ((names[name] ?? name) === attribute) return values[placeholder]?.S ?? values[placeholder]?.N;
+  }
+  const value = input.KeyConditions?.[attribute]?.AttributeValueList?.[0];
+  return value?.S ?? value?.N;
+}
+
+class DynamoThroughputProxy {
+  constructor(
+    private readonly model: DynamoThroughputModel,
+    private readonly upstream: Upstream,
+  ) {}
+
+  private get schema() {
+    return this.model.schema;
+  }
+
+  private forward(request: WireRequest, payload?: unknown): Promise<WireResponse> {
+    const body = payload === undefined ? request.body : Buffer.from(JSON.stringify(payload));
+    return this.upstream.send(request.path, request.headers, body);
+  }
+
+  private keyOf(item: WireItem): WireItem {
+    const { partitionKey, sortKey } = this.schema;
+    return Object.fromEntries(
+      [partitionKey, sortKey].flatMap((name) => (item[name] === undefined ? [] : [[name, item[name]]])),
+    ) as WireItem;
+  }
+
+  /** The item as dynalite holds it now, read around a write to learn the sizes AWS would bill. */
+  private async currentItem(request: WireRequest, table: string, key: WireItem): Promise<WireItem | undefined> {
+    const { json } = await this.upstream.call(request, 'GetItem', { TableName: table, Key: key, ConsistentRead: true });
+    return (json as { Item?: WireItem }).Item;
+  }
+
+  /** The charges of one item write: the item's own partition, and each index it enters, leaves or moves within. */
+  private writeCharges(table: string, before: WireItem | undefined, after: WireItem | undefined) {
+    const ref = tablePartition(table, this.schema, after ?? before ?? {});
+    const own = ref ? [{ ref, units: writeUnits(Math.max(sizeOf(before), sizeOf(after))) }] : [];
+    return [...own, ...indexWrites(table, this.schema, before, after).map((index) => ({ ref: index, units: 1 }))];
+  }
+
+  async handle(request: WireRequest): Promise<WireResponse> {
+    const input = JSON.parse(request.body.toString('utf8') || '{}') as DynamoInput;
+    switch (request.operation) {
+      case 'PutItem':
+      case 'UpdateItem':
+      case 'DeleteItem':
+        return this.singleWrite(request, input);
+      case 'GetItem':
+        return this.getItem(request, input);
+      case 'Query':
+      case 'Scan':
+        return this.queryOrScan(request, input);
+      case 'BatchWriteItem':
+        return this.batchWrite(request, { RequestItems: (input.RequestItems ?? {}) as Record<string, WriteRequest[]> });
+      case 'BatchGetItem':
+        return this.batchGet(request, {
+          RequestItems: (input.RequestItems ?? {}) as Record<string, KeysAndAttributes>,
+        });
+      default:
+        // Table management and transactions (which the service does not use) pass unmetered.
+        return this.forward(request);
+    }
+  }
+
+  private async singleWrite(request: WireRequest, input: DynamoInput): Promise<WireResponse> {
+    const table = input.TableName;
+    const item = input.Item;
+    const key = item ? this.keyOf(item) : (input.Key ?? {});
+    const before = await this.currentItem(request, table, key);
+    // An update's result is known only after it runs: it is admitted on the item as it stands, then topped up.
+    const expected = request.operation === 'PutItem' ? item : request.operation === 'DeleteItem' ? undefined : before;
+    const admitted = this.writeCharges(table, before, expected);
+    const refusal = this.model.admit('write', table, admitted);
+    if (refusal) return refusals[refusal]();
+    const response = await this.forward(request);
+    if (request.operation === 'UpdateItem' && response.status === 200) {
+      const after = await this.currentItem(request, table, key);
+      const owed = this.writeCharges(table, before, after);
+      const paid = new Map(admitted.map((charge) => [partitionId(charge.ref), charge.units]));
+      this.model.topUp(
+        'write',
+        table,
+        owed.map((charge) => ({ ref: charge.ref, units: charge.units - (paid.get(partitionId(charge.ref)) ?? 0) })),
+      );
+    }
+    return response;
+  }
+
+  private async getItem(request: WireRequest, input: DynamoInput): Promise<WireResponse> {
+    const table = input.TableName;
+    const consistent = input.ConsistentRead === true;
+    const ref = tablePartition(table, this.schema, input.Key ?? {});
+    if (!ref) return this.forward(request);
+    const minimum = readUnits(0, consistent);
+    const refusal = this.model.admit('read', table, [{ ref, units: minimum }]);
+    if (refusal) return refusals[refusal]();
+    const response = await this.forward(request);
+    if (response.status === 200) {
+      const item = (parse(response) as { Item?: WireItem }).Item;
+      this.model.topUp('read', table, [{ ref, units: readUnits(sizeOf(item), consistent) - minimum }]);
+    }
+    return response;
+  }
+
+  private async queryOrScan(request: WireRequest, input: DynamoInput): Promise<WireResponse> {
+    const table = input.TableName;
+    const consistent = input.ConsistentRead === true;
+    const minimum = readUnits(0, consistent);
+    const index = this.schema.indexes.find((candidate) => candidate.name === input.IndexName);
+    const value =
+      request.operation === 'Query' ? queriedKey(input, index?.partitionKey ?? this.schema.partitionKey) : undefined;
+    const ref: PartitionKeyRef | undefined =
+      value === undefined ? undefined : { table, value, ...(index && { index: index.name }) };
+    // A Scan (or a Query on a key this model cannot read) is metered against the table alone.
+    const charge = (units: number): [Charge[], number] => (ref ? [[{ ref, units }], 0] : [[], units]);
+    const refusal = this.model.admit('read', table, ...charge(minimum));
+    if (refusal) return refusals[refusal]();
+    const response = await this.forward(request);
+    if (response.status === 200) {
+      const items = ((parse(response) as { Items?: WireItem[] }).Items ?? []) as WireItem[];
+      const bytes = items.reduce((sum, item) => sum + itemBytes(item), 0);
+      this.model.topUp('read', table, ...charge(readUnits(bytes, consistent) - minimum));
+    }
+    return response;
+  }
+
+  private async batchWrite(
+    request: WireRequest,
+    input: { RequestItems: Record<string, WriteRequest[]> },
+  ): Promise<WireResponse> {
+    const admitted: Record<string, WriteRequest[]> = {};
+    const unprocessed: Record<string, WriteRequest[]> = {};
+    let refusal: 'partition' | 'table' | undefined;
+    for (const [table, writes] of Object.entries(input.RequestItems ?? {})) {
+      for (const write of writes) {
+        const after = 'PutRequest' in write ? write.PutRequest.Item : undefined;
+        const key = after ? this.keyOf(after) : 'DeleteRequest' in write ? write.DeleteRequest.Key : {};
+        const before = await this.currentItem(request, table, key);
+        const refused = this.model.admit('write', table, this.writeCharges(table, before, after));
+        refusal ??= refused;
+        (refused ? unprocessed : admitted)[table] = [...((refused ? unprocessed : admitted)[table] ?? []), write];
+      }
+    }
+    // AWS throttles a batch as a whole only when it can process none of it.
+    if (refusal && Object.keys(admitted).length === 0) return refusals[refusal]();
+    if (!refusal) return this.forward(request);
+    const response = await this.forward(request, { ...input, RequestItems: admitted });
+    if (response.status !== 200) return response;
+    const answer = parse(response) as { UnprocessedItems?: Record<string, WriteRequest[]> };
+    for (const [table, writes] of Object.entries(answer.UnprocessedItems ?? {})) {
+      unprocessed[table] = [...(unprocessed[table] ?? []), ...writes];
+    }
+    return jsonResponse(200, { ...answer, UnprocessedItems: unprocessed });
+  }
+
+  private async batchGet(
+    request: WireRequest,
+    input: { RequestItems: Record<string, KeysAndAttributes> },
+  ): Promise<WireResponse> {
+    const admitted: Record<string, KeysAndAttributes> = {};
+    const unprocessed: Record<string, KeysAndAttributes> = {};
+    let refusal: 'partition' | 'table' | undefined;
+    for (const [table, request_] of Object.entries(input.RequestItems ?? {})) {
+      const minimum = readUnits(0, request_.ConsistentRead === true);
+      for (const key of request_.Keys) {
+        const ref = tablePartition(table, this.schema, key);
+        const refused = ref ? this.model.admit('read', table, [{ ref, units: minimum }]) : undefined;
+        refusal ??= refused;
+        const into = refused ? unprocessed : admitted;
+        into[table] = { ...request_, Keys: [...(into[table]?.Keys ?? []), key] };
+      }
+    }
+    if (refusal && Object.keys(admitted).length === 0) return refusals[refusal]();
+    const response = await this.forward(request, refusal ? { ...input, RequestItems: admitted } : undefined);
+    if (response.status !== 200) return response;
+    const answer = parse(response) as {
+      Responses?: Record<string, WireItem[]>;
+      UnprocessedKeys?: Record<string, KeysAndAttributes>;
+    };
+    for (const [table, items] of Object.entries(answer.Responses ?? {})) {
+      const consistent = input.RequestItems[table]?.ConsistentRead === true;
+      const charges = items.flatMap((item) => {
+        const ref = tablePartition(table, this.schema, item);
+        return ref ? [{ ref, units: readUnits(itemBytes(item), consistent) - readUnits(0, consistent) }] : [];
+      });
+      this.model.topUp('read', table, charges);
+    }
+    if (!refusal) return response;
+    for (const [table, keys] of Object.entries(answer.UnprocessedKeys ?? {})) {
+      const into = unprocessed[table];
+      unprocessed[table] = { ...keys, Keys: [...(into?.Keys ?? []), ...keys.Keys] };
+    }
+    return jsonResponse(200, { ...answer, UnprocessedKeys: unprocessed });
+  }
+}
+
+/** Starts the DynamoDB throughput proxy in front of `dynamodbEndpoint` (dynalite). */
+export function startDynamoThroughputProxy(
+  dynamodbEndpoint: string,
+  model: DynamoThroughputModel,
+): Promise<RunningProxy> {
+  return startJsonProxy(dynamodbEndpoint, (upstream) => {
+    const proxy = new DynamoThroughputProxy(model, upstream);
+    return (request) => proxy.handle(request);
+  });
+}

@@ -1,0 +1,164 @@
+/**
+ * DynamoDB's throughput limits in front of dynalite, divided by a scale model's k. Each
+ * partition key (of the table and of each index) may spend at most 1,000 write units and
+ * 3,000 read units a second, and the table 40,000 of each; a request over either is
+ * answered as AWS answers it, so the SDK's own retries and backoff run.
+ *
+ * What is modelled: every key is its own partition (the best case, reached after DynamoDB
+ * splits a hot range), in fixed one-second windows with no burst or adaptive capacity. Units
+ * follow DynamoDB's rules, with these approximations: a write is charged for the larger of
+ * the item before and after it (read from dynalite around the write); a conditional write
+ * that fails keeps that charge, as AWS charges for it; a Query is charged for the items it
+ * returns, not for those a filter dropped; a request dynalite rejects as invalid keeps its
+ * charge. Item and batch size limits are dynalite's own (400 KB, 25 writes, 100 keys).
+ */
+import type { Clock } from '../../../functions/core/task.js';
+import { TABLE } from '../../../functions/contract/topology.js';
+import { AWS_LIMITS, scaledRate } from './aws-limits.js';
+import { type KeySchema, keyClass, type PartitionKeyRef, partitionId, partitionRef } from './dynamodb-capacity.js';
+import { WindowMeter } from './window-meter.js';
+
+/** The task table's keys, as the stack and the local runtime create it. */
+export const TASK_TABLE_SCHEMA: KeySchema = {
+  partitionKey: TABLE.partitionKey,
+  sortKey: TABLE.sortKey,
+  indexes: Object.values(TABLE.indexes),
+};
+
+export interface DynamoThroughputOptions {
+  /** The scale model's divisor of AWS's rates. */
+  readonly k: number;
+  readonly clock: Pick<Clock, 'now'>;
+  /** @default TASK_TABLE_SCHEMA */
+  readonly schema?: KeySchema;
+}
+
+type Kind = 'read' | 'write';
+
+export interface Charge {
+  readonly ref: PartitionKeyRef;
+  readonly units: number;
+}
+
+export interface KeyClassUsage {
+  /** Distinct partition keys of this class seen. */
+  readonly keys: number;
+  readonly requests: number;
+  readonly readUnits: number;
+  readonly writeUnits: number;
+  readonly throttles: number;
+}
+
+export interface HottestKey extends PartitionKeyRef {
+  readonly kind: Kind;
+  readonly peakUnitsPerSecond: number;
+  /** The peak as a fraction of the (scaled) per-partition limit; 1 means the key hit the limit. */
+  readonly fractionOfLimit: number;
+}
+
+export interface DynamoThroughputReport {
+  readonly limits: Readonly<Record<'partitionRead' | 'partitionWrite' | 'tableRead' | 'tableWrite', number>>;
+  /** By key class: the key's text before its first '#', or `index:<name>` for an index's keys. */
+  readonly byKeyClass: Readonly<Record<string, KeyClassUsage>>;
+  readonly hottestKey: HottestKey | undefined;
+  /** Requests refused for the table's own limit rather than one key's. */
+  readonly tableThrottles: number;
+}
+
+type Refusal = 'partition' | 'table';
+
+/** The meters and the admission rule, apart from HTTP so the arithmetic can be read (and tested) on its own. */
+export class DynamoThroughputModel {
+  private readonly keys: Record<Kind, WindowMeter>;
+  private readonly tables: Record<Kind, WindowMeter>;
+
+  constructor(private readonly options: DynamoThroughputOptions) {
+    const { k } = options;
+    const limits = AWS_LIMITS.dynamodb;
+    this.keys = {
+      read: new WindowMeter(scaledRate(limits.partitionReadUnitsPerSecond, k)),
+      write: new WindowMeter(scaledRate(limits.partitionWriteUnitsPerSecond, k)),
+    };
+    this.tables = {
+      read: new WindowMeter(scaledRate(limits.tableReadUnitsPerSecond, k)),
+      write: new WindowMeter(scaledRate(limits.tableWriteUnitsPerSecond, k)),
+    };
+  }
+
+  get schema(): KeySchema {
+    return this.options.schema ?? TASK_TABLE_SCHEMA;
+  }
+
+  /**
+   * Admits a request whose charges all fit this second, charging them, or refuses it. Units
+   * on the table's own keys (not its indexes') and `unkeyedUnits` (a Scan) count toward the table.
+   */
+  admit(kind: Kind, table: string, charges: readonly Charge[], unkeyedUnits = 0): Refusal | undefined {
+    const now = this.options.clock.now();
+    const keys = this.keys[kind];
+    const tableUnits = unkeyedUnits + charges.reduce((sum, c) => sum + (c.ref.index === undefined ? c.units : 0), 0);
+    const over = charges.find((charge) => !keys.fits(partitionId(charge.ref), charge.units, now));
+    if (over) {
+      keys.throttled(partitionId(over.ref), now);
+      return 'partition';
+    }
+    if (!this.tables[kind].fits(table, tableUnits, now)) {
+      this.tables[kind].throttled(table, now);
+      return 'table';
+    }
+    for (const charge of charges) keys.charge(partitionId(charge.ref), charge.units, now);
+    this.tables[kind].charge(table, tableUnits, now);
+    return undefined;
+  }
+
+  /** Charges units learned only after the request ran (an item's size after an update, a page's items). */
+  topUp(kind: Kind, table: string, charges: readonly Charge[], unkeyedUnits = 0): void {
+    const now = this.options.clock.now();
+    let tableUnits = unkeyedUnits;
+    for (const charge of charges) {
+      if (charge.units <= 0) continue;
+      this.keys[kind].charge(partitionId(charge.ref), charge.units, now, 0);
+      if (charge.ref.index === undefined) tableUnits += charge.units;
+    }
+    if (tableUnits > 0) this.tables[kind].charge(table, tableUnits, now, 0);
+  }
+
+  report(): DynamoThroughputReport {
+    const byKeyClass: Record<string, { -readonly [P in keyof KeyClassUsage]: number }> = {};
+    const keysByClass = new Map<string, Set<string>>();
+    let hottestKey: HottestKey | undefined;
+    for (const kind of ['read', 'write'] as const) {
+      const meter = this.keys[kind];
+      for (const [id, reading] of meter.readings()) {
+        const ref = partitionRef(id);
+        const name = ref.index === undefined ? keyClass(ref.value) : `index:${ref.index}`;
+        const ids = keysByClass.get(name) ?? new Set<string>();
+        keysByClass.set(name, ids.add(id));
+        const usage = (byKeyClass[name] ??= { keys: 0, requests: 0, readUnits: 0, writeUnits: 0, throttles: 0 });
+        usage.keys = ids.size;
+        usage.requests += reading.requests;
+        usage.throttles += reading.throttles;
+        usage[kind === 'read' ? 'readUnits' : 'writeUnits'] += reading.units;
+        const fractionOfLimit = reading.peakUnitsPerSecond / meter.limit;
+        if (!hottestKey || fractionOfLimit > hottestKey.fractionOfLimit) {
+          hottestKey = { ...ref, kind, peakUnitsPerSecond: reading.peakUnitsPerSecond, fractionOfLimit };
+        }
+      }
+    }
+    const tableThrottles = [...this.tables.read.readings().values(), ...this.tables.write.readings().values()].reduce(
+      (sum, reading) => sum + reading.throttles,
+      0,
+    );
+    return {
+      limits: {
+        partitionRead: this.keys.read.limit,
+        partitionWrite: this.keys.write.limit,
+        tableRead: this.tables.read.limit,
+        tableWrite: this.tables.write.limit,
+      },
+      byKeyClass,
+      hottestKey,
+      tableThrottles,
+    };
+  }
+}

@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest';
+import {
+  indexWrites,
+  itemBytes,
+  keyClass,
+  readUnits,
+  writeUnits,
+} from '../../../lib/local/limits/dynamodb-capacity.js';
+import { DynamoThroughputModel, TASK_TABLE_SCHEMA } from '../../../lib/local/limits/dynamodb-throughput.js';
+import { ManualClock } from '../../support/clock.js';
+
+describe('Function: itemBytes', () => {
+  it('counts attribute names and values by DynamoDB’s rules', () => {
+    // Act
+    const bytes = itemBytes({
+      pk: { S: 'B#1' }, // 2 + 3
+      n: { N: '12345' }, // 1 + (3 + 1)
+      ok: { BOOL: true }, // 2 + 1
+      l: { L: [{ S: 'ab' }, { NULL: true }] }, // 1 + 3 + (1 + 2) + (1 + 1)
+      m: { M: { x: { S: 'é' } } }, // 1 + 3 + 1 + (1 + 2)
+    });
+
+    // Assess
+    expect(bytes).toBe(5 + 5 + 3 + 9 + 8);
+  });
+});
+
+describe('Function: writeUnits and readUnits', () => {
+  it('charges a write unit per started kilobyte and never less than one', () => {
+    expect(writeUnits(0)).toBe(1);
+    expect(writeUnits(1024)).toBe(1);
+    expect(writeUnits(1025)).toBe(2);
+  });
+
+  it('charges a read unit per started 4 KB, half for an eventually consistent read', () => {
+    expect(readUnits(0, true)).toBe(1);
+    expect(readUnits(4097, true)).toBe(2);
+    expect(readUnits(4097, false)).toBe(1);
+    expect(readUnits(100, false)).toBe(0.5);
+  });
+});
+
+describe('Function: keyClass', () => {
+  it('names a key by its text before the first #', () => {
+    expect(keyClass('B#1#2')).toBe('B');
+    expect(keyClass('CLOCK')).toBe('CLOCK');
+  });
+});
+
+describe('Function: indexWrites', () => {
+  it('writes an index when an item enters it or its key moves, not when the key stays', () => {
+    // Prepare
+    const entering = indexWrites('t', TASK_TABLE_SCHEMA, undefined, { pk: { S: 'B#1' }, bizIdKey: { S: 'ten#order' } });
+    const moving = indexWrites('t', TASK_TABLE_SCHEMA, { bizIdKey: { S: 'a' } }, { bizIdKey: { S: 'b' } });
+    const staying = indexWrites('t', TASK_TABLE_SCHEMA, { bizIdKey: { S: 'a' } }, { bizIdKey: { S: 'a' } });
+
+    // Assess
+    expect(entering).toEqual([{ table: 't', index: 'byBizId', value: 'ten#order' }]);
+    expect(moving.map((ref) => ref.value)).toEqual(['a', 'b']);
+    expect(staying).toEqual([]);
+  });
+});
+
+describe('Class: DynamoThroughputModel', () => {
+  const hot = { ref: { table: 't', value: 'B#7' }, units: 1 };
+
+  it('admits a key’s scaled limit in one second, refuses the next request, and admits again a second later', () => {
+    // Prepare: k = 100 leaves 10 write units a second per key.
+    const clock = new ManualClock(1_000_000);
+    const model = new DynamoThroughputModel({ k: 100, clock });
+
+    // Act
+    const first = Array.from({ length: 10 }, () => model.admit('write', 't', [hot]));
+    const eleventh = model.admit('write', 't', [hot]);
+    clock.advance(1000);
+    const nextSecond = model.admit('write', 't', [hot]);
+
+    // Assess
+    expect(first.every((refusal) => refusal === undefined)).toBe(true);
+    expect(eleventh).toBe('partition');
+    expect(nextSecond).toBeUndefined();
+  });
+
+  it('refuses on the table’s limit when every key is within its own', () => {
+    // Prepare: k = 4,000 leaves 10 units a second for the table and 1 per key.
+    const clock = new ManualClock(0);
+    const model = new DynamoThroughputModel({ k: 4_000, clock });
+
+    // Act
+    const refusals = Array.from({ length: 11 }, (_, n) =>
+      model.admit('write', 't', [{ ref: { table: 't', value: `B#${n}` }, units: 1 }]),
+    );
+
+    // Assess
+    expect(refusals.slice(0, 10).every((refusal) => refusal === undefined)).toBe(true);
+    expect(refusals[10]).toBe('table');
+    expect(model.report().tableThrottles).toBe(1);
+  });
+
+  it('reports usage by key class and the hottest key as a fraction of its limit', () => {
+    // Prepare
+    const clock = new ManualClock(0);
+    const model = new DynamoThroughputModel({ k: 100, clock });
+    for (let n = 0; n < 12; n++) model.admit('write', 't', [hot]);
+    model.admit('read', 't', [{ ref: { table: 't', value: 'CLOCK' }, units: 1 }]);
+    model.admit('write', 't', [{ ref: { table: 't', index: 'byBizId', value: 'ten#x' }, units: 1 }]);
+
+    // Act
+    const report = model.report();
+
+    // Assess
+    expect(report.byKeyClass.B).toEqual({ keys: 1, requests: 12, readUnits: 0, writeUnits: 10, throttles: 2 });
+    expect(report.byKeyClass.CLOCK).toMatchObject({ requests: 1, readUnits: 1 });
+    expect(report.byKeyClass['index:byBizId']).toMatchObject({ writeUnits: 1 });
+    expect(report.hottestKey).toMatchObject({ value: 'B#7', kind: 'write', fractionOfLimit: 1 });
+  });
+});

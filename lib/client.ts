@@ -16,7 +16,7 @@ import type {
   TaskRequest,
 } from '../functions/core/schemas.js';
 
-export { verifyWebhook } from '../functions/core/signature.js';
+export { verifyWebhook } from '../functions/contract/webhook-signature.js';
 
 export type { TaskRequest };
 export type CreatedTask = ReturnType<typeof createdView>;

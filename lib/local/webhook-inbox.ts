@@ -1,4 +1,4 @@
-import type { Notification } from '../../functions/core/deliver.js';
+import type { WebhookNotification as Notification } from '../../functions/contract/wire.js';
 import { verifyWebhook } from '../../functions/contract/webhook-signature.js';
 
 export interface InboxEntry {

@@ -1,52 +1,42 @@
 /**
- * A typed client for the timer's HTTP API v1. It uses the platform's fetch and nothing
- * else at run time; its types are the API's own schemas and views, so they cannot drift.
+ * A typed client for the timer's HTTP API v1. It uses the platform's fetch and node:crypto
+ * and nothing else at run time; its types are the contract's (functions/contract/wire.ts),
+ * which the API's own schemas are checked against, so they cannot drift.
  *
  *   const timer = new TimerClient({ baseUrl: 'https://abc.execute-api.eu-west-1.amazonaws.com', apiKey: process.env.TIMER_API_KEY });
  *   const task = await timer.schedule({ delaySeconds: 1800, target: { type: 'http', url: 'https://…' }, payload });
  */
 import { randomUUID } from 'node:crypto';
-import type { z } from 'zod';
-import type { bizTypeListSchema, bizTypeSettingsViewSchema, taskListSchema } from '../functions/api/openapi.js';
-import type { createdView, taskView } from '../functions/api/routes.js';
 import type {
-  bizTypeSettingsSchema,
-  listQuerySchema,
-  rescheduleRequestSchema,
+  ApiProblem,
+  BatchResult,
+  BizTypeList,
+  BizTypeSettings,
+  BizTypeSettingsRequest,
+  CreatedTask,
+  RescheduleRequest,
+  TaskDetails,
+  TaskListQuery,
+  TaskPage,
   TaskRequest,
-} from '../functions/core/schemas.js';
+} from '../functions/contract/wire.js';
 
-export { verifyWebhook } from '../functions/core/signature.js';
+export { verifyWebhook } from '../functions/contract/webhook-signature.js';
 
-export type { TaskRequest };
-export type CreatedTask = ReturnType<typeof createdView>;
-export type TaskDetails = ReturnType<typeof taskView>;
-export type RescheduleRequest = z.input<typeof rescheduleRequestSchema>;
-/** GET /v1/tasks's query: bizId or bizType, optionally status; `limit` 1 to 100 (default 50). */
-export type TaskListQuery = Omit<z.input<typeof listQuerySchema>, 'limit'> & { readonly limit?: number };
-export type TaskPage = z.infer<typeof taskListSchema>;
-/** PUT /v1/biz-types/{bizType}'s body: every field optional. */
-export type BizTypeSettingsRequest = z.input<ReturnType<typeof bizTypeSettingsSchema>>;
-export type BizTypeSettings = z.infer<typeof bizTypeSettingsViewSchema>;
-
-/** RFC 9457 problem details, as the API returns them. */
-export interface ApiProblem {
-  readonly type: string;
-  readonly title: string;
-  readonly status: number;
-  readonly detail: string;
-  readonly errors?: ReadonlyArray<{ path: string; message: string }>;
-}
-
-export type BatchItemResult =
-  | { readonly index: number; readonly status: 200 | 201; readonly task: CreatedTask }
-  | { readonly index: number; readonly status: 400 | 409; readonly problem: ApiProblem };
-
-export interface BatchResult {
-  readonly created: number;
-  readonly rejected: number;
-  readonly results: readonly BatchItemResult[];
-}
+export type {
+  ApiProblem,
+  BatchItemResult,
+  BatchResult,
+  BizTypeSettings,
+  BizTypeSettingsRequest,
+  CreatedTask,
+  RescheduleRequest,
+  TaskDetails,
+  TaskListQuery,
+  TaskPage,
+  TaskRequest,
+  WebhookNotification,
+} from '../functions/contract/wire.js';
 
 /** An answer the API gave that is not a success; `problem` says which field and why. */
 export class TimerApiError extends Error {
@@ -161,8 +151,7 @@ export class TimerClient {
 
   /** Every bizType of the tenant that has settings. */
   async listBizTypes(): Promise<BizTypeSettings[]> {
-    return ((await this.request('GET', '/v1/biz-types', undefined, [200])) as z.infer<typeof bizTypeListSchema>)
-      .bizTypes;
+    return ((await this.request('GET', '/v1/biz-types', undefined, [200])) as BizTypeList).bizTypes;
   }
 
   /** Deletes a bizType's settings; false if it had none. Tasks already submitted keep theirs. */

@@ -3,20 +3,19 @@
  * business type. Another tenant's bizType is simply not there: every read is keyed by the caller.
  */
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import type { z } from 'zod';
 import type { ApiRouteKey } from '../contract/topology.js';
+import type { BizTypeList, BizTypeSettings as BizTypeSettingsView } from '../contract/wire.js';
 import { type BizTypeAdminPorts, type BizTypeSettings, saveBizType } from '../core/biz-types.js';
 import { bizTypeNameSchema, bizTypeSettingsSchema, issuesToErrors } from '../core/schemas.js';
 import type { Tenant } from '../core/tenants.js';
 import { type HttpResult, jsonResponse, problem, problemResponse, readJsonBody, validationProblem } from './http.js';
-import type { bizTypeListSchema, bizTypeSettingsViewSchema } from './openapi.js';
 
 export type BizTypeRouteKey = Extract<ApiRouteKey, `${string} /v1/biz-types${string}`>;
 
 export type BizTypeRoutePorts = BizTypeAdminPorts & { readonly allowInsecureTargets: boolean };
 
 /** The settings as the API shows them. */
-export function bizTypeView(settings: BizTypeSettings): z.infer<typeof bizTypeSettingsViewSchema> {
+export function bizTypeView(settings: BizTypeSettings): BizTypeSettingsView {
   const { tenantId: _tenantId, updatedAtMs, ...fields } = settings;
   return { ...fields, updatedAt: new Date(updatedAtMs).toISOString() };
 }
@@ -39,7 +38,7 @@ export async function bizTypeRoute(
 ): Promise<HttpResult> {
   if (routeKey === 'GET /v1/biz-types') {
     const list = await ports.bizTypeStore.list(tenant.id);
-    return jsonResponse(200, { bizTypes: list.map(bizTypeView) } satisfies z.infer<typeof bizTypeListSchema>);
+    return jsonResponse(200, { bizTypes: list.map(bizTypeView) } satisfies BizTypeList);
   }
   const name = bizTypeNameSchema.safeParse(event.pathParameters?.bizType ?? '');
   if (!name.success) return problemResponse(validationProblem(issuesToErrors(name.error.issues, ['bizType'])));

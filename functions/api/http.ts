@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import type { FieldError } from '../core/schemas.js';
+import type { ApiProblem, FieldError } from '../contract/wire.js';
 
 export type HttpResult = APIGatewayProxyStructuredResultV2 & { statusCode: number; body: string };
 
@@ -13,16 +13,7 @@ const PROBLEM_TITLES: Record<number, string> = {
   500: 'Internal error',
 };
 
-/** RFC 9457 problem details; `type` names the kind of problem so clients can branch on it. */
-export interface Problem {
-  readonly type: string;
-  readonly title: string;
-  readonly status: number;
-  readonly detail: string;
-  readonly errors?: readonly FieldError[];
-}
-
-export function problem(status: number, kind: string, detail: string, errors?: readonly FieldError[]): Problem {
+export function problem(status: number, kind: string, detail: string, errors?: readonly FieldError[]): ApiProblem {
   return {
     type: `/problems/${kind}`,
     title: PROBLEM_TITLES[status] ?? 'Error',
@@ -32,7 +23,7 @@ export function problem(status: number, kind: string, detail: string, errors?: r
   };
 }
 
-export function validationProblem(errors: readonly FieldError[]): Problem {
+export function validationProblem(errors: readonly FieldError[]): ApiProblem {
   const summary = errors.map((error) => `${error.path} ${error.message}`).join('; ');
   return problem(
     400,
@@ -42,7 +33,7 @@ export function validationProblem(errors: readonly FieldError[]): Problem {
   );
 }
 
-export function problemResponse(body: Problem, headers: Record<string, string> = {}): HttpResult {
+export function problemResponse(body: ApiProblem, headers: Record<string, string> = {}): HttpResult {
   return {
     statusCode: body.status,
     headers: { ...headers, 'content-type': 'application/problem+json' },
@@ -55,7 +46,7 @@ export function jsonResponse(statusCode: number, body: unknown): HttpResult {
 }
 
 export type JsonBody =
-  { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly problem: Problem };
+  { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly problem: ApiProblem };
 
 /** Parses the request body as JSON, or explains in problem form why it is not. */
 export function readJsonBody(event: APIGatewayProxyEventV2): JsonBody {

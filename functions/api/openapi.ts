@@ -1,18 +1,30 @@
 /**
  * The OpenAPI 3.1 description of HTTP API v1, generated from the very zod schemas the api
  * validates requests with and types its responses by, so the document cannot drift from
- * the code. Served at GET /v1/openapi.json and kept as docs/openapi.json (a test checks
+ * the code; each response schema is checked at compile time against its wire type
+ * (functions/contract/wire.ts), so the client's types cannot drift either. Served at GET /v1/openapi.json and kept as docs/openapi.json (a test checks
  * both that it is valid and that the committed copy is current).
  */
 import { z } from 'zod';
 import { API_ROUTES } from '../contract/topology.js';
+import type {
+  ApiProblem,
+  BatchResult,
+  BizTypeList,
+  BizTypeSettings,
+  CreatedTask,
+  TaskDetails,
+  TaskPage,
+} from '../contract/wire.js';
 import { HISTORY_LIMIT } from '../core/task.js';
 import {
   batchRequestSchema,
   bizTypeNameSchema,
   bizTypeSettingsSchema,
+  type Holds,
   listQuerySchema,
   rescheduleRequestSchema,
+  type SameShape,
   taskRequestSchema,
   taskStatusSchema as taskStatus,
 } from '../core/schemas.js';
@@ -116,6 +128,15 @@ export const batchResultSchema = z
     ),
   })
   .meta({ description: 'One result per submitted item, in order' });
+
+// Each response schema describes exactly its wire type: `npm run typecheck` fails on drift.
+type CreatedTaskMatchesWire = Holds<SameShape<z.infer<typeof createdTaskSchema>, CreatedTask>>;
+type TaskDetailsMatchWire = Holds<SameShape<z.infer<typeof taskDetailsSchema>, TaskDetails>>;
+type TaskPageMatchesWire = Holds<SameShape<z.infer<typeof taskListSchema>, TaskPage>>;
+type BizTypeSettingsMatchWire = Holds<SameShape<z.infer<typeof bizTypeSettingsViewSchema>, BizTypeSettings>>;
+type BizTypeListMatchesWire = Holds<SameShape<z.infer<typeof bizTypeListSchema>, BizTypeList>>;
+type ProblemMatchesWire = Holds<SameShape<z.infer<typeof problemSchema>, ApiProblem>>;
+type BatchResultMatchesWire = Holds<SameShape<z.infer<typeof batchResultSchema>, BatchResult>>;
 
 const json = (schema: z.ZodType) => ({
   'application/json': { schema: z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any' }) },

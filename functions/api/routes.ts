@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import type { z } from 'zod';
 import type { ApiRouteKey } from '../contract/topology.js';
+import type { BatchItemResult, BatchResult, CreatedTask, FieldError, TaskDetails, TaskPage } from '../contract/wire.js';
 import {
   cancelTask,
   getTask,
@@ -14,7 +14,6 @@ import { decodeCursor, encodeCursor, LIST_LIMITS, type ListPorts, listTasks } fr
 import { rescheduleTask } from '../core/reschedule.js';
 import {
   batchRequestSchema,
-  type FieldError,
   formatPath,
   issuesToErrors,
   listQuerySchema,
@@ -28,7 +27,7 @@ import { authenticate, type RequestCounter, type Tenant, type TenantDirectory } 
 import { secondOf } from '../core/clock.js';
 import { resolvingEachHostOnce, type TargetRules, targetProblem } from '../core/target-rules.js';
 import { type HttpResult, jsonResponse, problem, problemResponse, readJsonBody, validationProblem } from './http.js';
-import { createdTaskSchema, openApiDocument, taskDetailsSchema, taskListSchema } from './openapi.js';
+import { openApiDocument } from './openapi.js';
 import { applyBizType, type BizTypeDirectory } from '../core/biz-types.js';
 import { bizTypeRoute, type BizTypeRoutePorts } from './biz-type-routes.js';
 
@@ -51,13 +50,13 @@ export type ApiPorts = SchedulePorts &
 const iso = (ms: number) => new Date(ms).toISOString();
 const isoIfSet = (ms: number | undefined) => (ms === undefined ? undefined : iso(ms));
 
-/** The 201 body of a created task; its type is the OpenAPI schema's, so the two cannot drift. */
-export function createdView(task: Task): z.infer<typeof createdTaskSchema> {
+/** The 201 body of a created task, as the contract describes it (and openapi.ts checks its schema against). */
+export function createdView(task: Task): CreatedTask {
   return { id: task.id, status: task.status, dueAt: iso(task.dueAtMs), createdAt: iso(task.createdAtMs) };
 }
 
 /** The GET body: the task, its status and its delivery facts. */
-export function taskView(task: Task): z.infer<typeof taskDetailsSchema> {
+export function taskView(task: Task): TaskDetails {
   return {
     ...createdView(task),
     target: task.target,
@@ -190,7 +189,7 @@ async function createTaskBatch(ports: ApiPorts, tenant: Tenant, event: APIGatewa
           valid.map((item) => item.request),
         )
       : [];
-  const results = [
+  const results: BatchItemResult[] = [
     ...valid.map((item, position) => ({
       index: item.index,
       ...outcomeResult(outcomes[position] as ScheduleOutcome, `tasks[${item.index}].idempotencyKey`),
@@ -198,7 +197,11 @@ async function createTaskBatch(ports: ApiPorts, tenant: Tenant, event: APIGatewa
     ...invalid.map((item) => ({ index: item.index, status: 400 as const, problem: validationProblem(item.errors) })),
   ].sort((a, b) => a.index - b.index);
   const rejected = results.filter((result) => result.status >= 400).length;
-  return jsonResponse(rejected === 0 ? 201 : 207, { created: results.length - rejected, rejected, results });
+  return jsonResponse(rejected === 0 ? 201 : 207, {
+    created: results.length - rejected,
+    rejected,
+    results,
+  } satisfies BatchResult);
 }
 
 async function readTask(ports: ApiPorts, tenant: Tenant, id: string): Promise<HttpResult> {
@@ -227,7 +230,7 @@ async function listRoute(ports: ApiPorts, tenant: Tenant, event: APIGatewayProxy
   return jsonResponse(200, {
     tasks: page.tasks.map(taskView),
     ...(page.next && { nextCursor: encodeCursor(page.next) }),
-  } satisfies z.infer<typeof taskListSchema>);
+  } satisfies TaskPage);
 }
 
 const RESCHEDULE_REFUSALS = {

@@ -4,7 +4,8 @@
  * per biz_type). The settings are applied when a task is submitted and copied onto it, so
  * a change applies to tasks submitted after it and delivery needs no read of the settings.
  */
-import { type BizTypeSettingsRequest, formatPath, type NewTask, type Parsed, type TaskDraft } from './schemas.js';
+import type { BizTypeSettingsRequest } from '../contract/wire.js';
+import { formatPath, type NewTask, type Parsed, type TaskDraft } from './schemas.js';
 import { type TargetRules, targetProblem } from './target-rules.js';
 import type { Clock, DeliveryPolicy, Target } from './task.js';
 import type { Tenant } from './tenants.js';

@@ -1,3 +1,4 @@
+import type { WebhookNotification } from '../contract/wire.js';
 import { secondOf } from './clock.js';
 import { parseTaskId, taskKey } from './ids.js';
 import { handoverTo } from './reschedule.js';
@@ -6,16 +7,7 @@ import { expiryAfter, HISTORY_ERROR_CHARS, HISTORY_LIMIT } from './task.js';
 import { activeSigningSecrets, type RequestCounter, type TenantDirectory } from './tenants.js';
 
 /** What a business system receives: the same fields for a webhook body, an SQS message or an event's detail. */
-export interface Notification {
-  /** The task id: stable across attempts, so receivers can drop duplicates. */
-  readonly id: string;
-  readonly dueAt: string;
-  readonly firedAt: string;
-  readonly attempt: number;
-  readonly bizType: string | null;
-  readonly bizId: string | null;
-  readonly payload: unknown;
-}
+export type Notification = WebhookNotification;
 
 /** A target's answer; `statusCode` is the webhook's HTTP status, when it answered. */
 export type TargetResult =

@@ -1,7 +1,8 @@
 /**
  * The request contract of HTTP API v1. These schemas are the single definition the api
  * validates with; time-relative checks (how far in the past or future) need the clock
- * and live in `parseTaskRequest`.
+ * and live in `parseTaskRequest`. Each is checked at compile time against the wire type
+ * (functions/contract/wire.ts) the client sends, so the two cannot drift.
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
@@ -9,6 +10,27 @@ import { ABSOLUTE_URL_PROBLEM, addressPolicy, webhookUrlProblem } from './egress
 import { MAX_ENCODABLE_MS } from './ids.js';
 import { LIST_LIMITS } from './listing.js';
 import type { DeliveryPolicy, Target, TaskStatus } from './task.js';
+import type {
+  BatchRequest,
+  BizTypeSettingsRequest,
+  FieldError,
+  RescheduleRequest,
+  TaskListQuery,
+  TaskRequest,
+} from '../contract/wire.js';
+
+/** Drops readonly at every depth and flattens intersections, so only the shapes are compared. */
+type Shape<T> = T extends object ? { -readonly [K in keyof T]: Shape<T[K]> } : T;
+
+/**
+ * True when A and B have the same shape: the same fields, each as optional and of the same
+ * type, readonly aside. Mutual assignability alone would miss an optional field added on one side.
+ */
+export type SameShape<A, B> =
+  (<T>() => T extends Shape<A> ? 1 : 2) extends <T>() => T extends Shape<B> ? 1 : 2 ? true : false;
+
+/** Compiles only when given true: `type X = Holds<SameShape<…>>` fails `npm run typecheck` on drift. */
+export type Holds<T extends true> = T;
 
 export const LIMITS = {
   payloadBytes: 64 * 1024,
@@ -27,12 +49,6 @@ export const LIMITS = {
   /** A dueAt further back is almost certainly a mistake, not a late arrival. */
   pastDays: 1,
 } as const;
-
-/** A field that failed validation, as reported in problem+json `errors`. */
-export interface FieldError {
-  readonly path: string;
-  readonly message: string;
-}
 
 const DAY_MS = 24 * 3600 * 1000;
 
@@ -195,7 +211,7 @@ function buildTaskRequestSchema(allowInsecureTargets: boolean) {
   });
 }
 
-export type TaskRequest = z.infer<ReturnType<typeof taskRequestSchema>>;
+type TaskRequestMatchesWire = Holds<SameShape<z.input<ReturnType<typeof taskRequestSchema>>, TaskRequest>>;
 
 /** A validated request, with dueAt resolved against the clock. */
 export interface NewTask {
@@ -342,8 +358,14 @@ export const batchRequestSchema = z.strictObject({
     .max(LIMITS.batchItems, `must hold at most ${LIMITS.batchItems} tasks`),
 });
 
+// The envelope takes any items so that each is checked against taskRequestSchema on its own.
+type BatchRequestMatchesWire = Holds<
+  SameShape<z.input<typeof batchRequestSchema>, Omit<BatchRequest, 'tasks'> & { tasks: unknown[] }>
+>;
+
 /** The body of PATCH /v1/tasks/{id}: a new due time, and optionally a new payload (the target stays). */
 export const rescheduleRequestSchema = z.strictObject({ ...dueTimeFields, payload: z.unknown().optional() });
+type RescheduleRequestMatchesWire = Holds<SameShape<z.input<typeof rescheduleRequestSchema>, RescheduleRequest>>;
 
 /** A validated reschedule: the new due time, the new payload if one was sent, and the request's fingerprint. */
 export interface Reschedule {
@@ -402,6 +424,8 @@ export const listQuerySchema = z
   });
 
 export type ListQuery = z.output<typeof listQuerySchema>;
+// The query string carries limit as text; what the schema makes of it is what the client sends.
+type ListQueryMatchesWire = Holds<SameShape<ListQuery, TaskListQuery>>;
 
 /** A bizType as it appears in a path: the same rules as a task's bizType field. */
 export const bizTypeNameSchema = text(LIMITS.bizTypeLength);
@@ -440,4 +464,6 @@ export function bizTypeSettingsSchema(options: { allowInsecureTargets: boolean }
     );
 }
 
-export type BizTypeSettingsRequest = z.output<ReturnType<typeof bizTypeSettingsSchema>>;
+type BizTypeSettingsRequestMatchesWire = Holds<
+  SameShape<z.input<ReturnType<typeof bizTypeSettingsSchema>>, BizTypeSettingsRequest>
+>;

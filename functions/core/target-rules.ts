@@ -8,7 +8,7 @@
 import { isIP } from 'node:net';
 import { type AwsHome, type TargetAllowLists, targetAllowed } from './allowed-targets.js';
 import { type AddressPolicy, forbiddenAddressReason, webhookUrlProblem } from './egress.js';
-import type { FieldError } from './schemas.js';
+import type { FieldError } from '../contract/wire.js';
 import type { Target } from './task.js';
 import type { Tenant } from './tenants.js';
 

@@ -2,25 +2,17 @@
  * The task record and the ports the core talks through. Adapters implement the ports
  * against DynamoDB and SQS; tests implement them against dynalite and fauxqs or fakes.
  */
+import type { Target, TaskStatus } from '../contract/wire.js';
 import type { TaskKey } from './ids.js';
 
 /**
- * PENDING until a callback claims it; DELIVERING while one holds the delivery lease;
- * then DELIVERED, FAILED (attempts exhausted) or CANCELLED. QUEUED is not stored: a
- * write per task per hop is the dominant cost at a billion tasks a day, and a task's
- * presence in the delivery queue is implied by its second having been scanned.
+ * A task's status and target are the ones the HTTP contract shows. PENDING until a callback
+ * claims it; DELIVERING while one holds the delivery lease; then DELIVERED, FAILED (attempts
+ * exhausted) or CANCELLED. QUEUED is not stored: a write per task per hop is the dominant
+ * cost at a billion tasks a day, and a task's presence in the delivery queue is implied by
+ * its second having been scanned.
  */
-export type TaskStatus = 'PENDING' | 'DELIVERING' | 'DELIVERED' | 'FAILED' | 'CANCELLED';
-
-export type Target =
-  | { readonly type: 'http'; readonly url: string; readonly headers?: Readonly<Record<string, string>> }
-  | { readonly type: 'sqs'; readonly queueUrl: string }
-  | {
-      readonly type: 'eventbridge';
-      readonly eventBusName: string;
-      readonly source?: string;
-      readonly detailType?: string;
-    };
+export type { Target, TaskStatus };
 
 export interface Task {
   readonly id: string;

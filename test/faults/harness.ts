@@ -36,7 +36,7 @@ import { createMetrics } from '../../functions/commons/metrics.js';
 import type { DeliveryPorts } from '../../functions/core/deliver.js';
 import { addressPolicy } from '../../functions/core/egress.js';
 import { runScanner, type ScanPorts } from '../../functions/core/scan.js';
-import { generateSigningSecret } from '../../functions/core/signature.js';
+import { generateSigningSecret } from '../../functions/contract/webhook-signature.js';
 import { sweep } from '../../functions/core/sweep.js';
 import type { Clock } from '../../functions/core/task.js';
 import { cachedTenantDirectory, newApiKey, newTenant, TENANT_CACHE_TTL_MS } from '../../functions/core/tenants.js';

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { generateSigningSecret, signWebhook, verifyWebhook } from '../../functions/core/signature.js';
+import { generateSigningSecret, signWebhook, verifyWebhook } from '../../functions/contract/webhook-signature.js';
 
 const KEY = Buffer.from('0123456789abcdef0123456789abcdef');
 const SECRET = `whsec_${KEY.toString('base64')}`;

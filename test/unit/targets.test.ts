@@ -6,7 +6,7 @@ import { AwsTargetDispatcher, retryAfterSeconds, USER_AGENT } from '../../functi
 import { WebhookClient } from '../../functions/adapters/webhook-client.js';
 import type { Notification, Sender } from '../../functions/core/deliver.js';
 import { addressPolicy } from '../../functions/core/egress.js';
-import { generateSigningSecret, verifyWebhook } from '../../functions/core/signature.js';
+import { generateSigningSecret, verifyWebhook } from '../../functions/contract/webhook-signature.js';
 import type { Target } from '../../functions/core/task.js';
 import { allowLoopbackConnectsOnly } from '../support/loopback-guard.js';
 import { startWebhookReceiver } from '../support/webhook-receiver.js';

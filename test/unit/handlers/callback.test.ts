@@ -6,7 +6,7 @@ import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { newTaskId, taskKey } from '../../../functions/core/ids.js';
-import { verifyWebhook } from '../../../functions/core/signature.js';
+import { verifyWebhook } from '../../../functions/contract/webhook-signature.js';
 import { newTenant } from '../../../functions/core/tenants.js';
 import { ENV } from '../../../functions/contract/topology.js';
 import {

@@ -1,10 +1,12 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-
 /**
  * Standard Webhooks signing (https://www.standardwebhooks.com): the signature is
  * HMAC-SHA256 over `${webhook-id}.${webhook-timestamp}.${body}` with the secret's
  * bytes, sent as `v1,<base64>`. Receivers can use any Standard Webhooks library.
+ * The one implementation both the service (which signs every delivery) and the client
+ * (which verifies one) import; it needs node:crypto and nothing else.
  */
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+
 const SECRET_PREFIX = 'whsec_';
 /** Receivers should reject timestamps further off than this, which bounds replays. */
 export const TIMESTAMP_TOLERANCE_SECONDS = 300;

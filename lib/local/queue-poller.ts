@@ -100,6 +100,8 @@ export function startSqsEventSource(options: SqsEventSourceOptions): SqsEventSou
   let scaledConcurrency = initial;
   let peakScaledConcurrency = initial;
   let batchesInFlight = 0;
+  /** Batches in flight plus receives under way: a receiver takes its slot before it receives, so two cannot share one. */
+  let slotsTaken = 0;
   let peakBatchesInFlight = 0;
   let peakInInterval = 0;
   let batches = 0;
@@ -115,11 +117,14 @@ export function startSqsEventSource(options: SqsEventSourceOptions): SqsEventSou
     waiters = [];
     for (const wake of woken) wake();
   };
-  const freeSlot = async () => {
-    while (running && batchesInFlight >= scaledConcurrency) {
+  /** Waits for a free slot and takes it in the same turn, so no other receiver can take it first. */
+  const takeSlot = async (): Promise<boolean> => {
+    while (running && slotsTaken >= scaledConcurrency) {
       if (lastReceiveFoundMessages) backlogged = true;
       await new Promise<void>((resolve) => waiters.push(resolve));
     }
+    if (running) slotsTaken += 1;
+    return running;
   };
 
   const scaler = setInterval(() => {
@@ -156,14 +161,15 @@ export function startSqsEventSource(options: SqsEventSourceOptions): SqsEventSou
       options.onError(error);
     } finally {
       batchesInFlight -= 1;
+      slotsTaken -= 1;
       wakeReceivers();
     }
   };
 
   const receive = async () => {
     while (running) {
-      await freeSlot();
-      if (!running) return;
+      if (!(await takeSlot())) return;
+      let dispatched = false;
       try {
         const received = await options.sqs.send(
           new ReceiveMessageCommand({
@@ -176,6 +182,7 @@ export function startSqsEventSource(options: SqsEventSourceOptions): SqsEventSou
         const messages = received.Messages ?? [];
         lastReceiveFoundMessages = messages.length > 0;
         if (messages.length === 0) continue;
+        dispatched = true;
         batches += 1;
         batchesInFlight += 1;
         peakBatchesInFlight = Math.max(peakBatchesInFlight, batchesInFlight);
@@ -185,6 +192,8 @@ export function startSqsEventSource(options: SqsEventSourceOptions): SqsEventSou
       } catch (error) {
         if (running) options.onError(error);
         await new Promise((resolve) => setTimeout(resolve, ERROR_PAUSE_MS));
+      } finally {
+        if (!dispatched) slotsTaken -= 1;
       }
     }
   };

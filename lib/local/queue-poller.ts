@@ -106,8 +106,8 @@ export function startSqsEventSource(options: SqsEventSourceOptions): SqsEventSou
   let peakInInterval = 0;
   let batches = 0;
   let throttledBatches = 0;
-  /** Set when the last receive found messages and every slot was taken: messages are waiting. */
   let lastReceiveFoundMessages = false;
+  /** Set when a receiver found every slot taken just after a receive found messages: messages are waiting. */
   let backlogged = false;
   let waiters: Array<() => void> = [];
   const inFlight = new Set<Promise<void>>();
@@ -133,6 +133,7 @@ export function startSqsEventSource(options: SqsEventSourceOptions): SqsEventSou
     peakScaledConcurrency = Math.max(peakScaledConcurrency, scaledConcurrency);
     backlogged = false;
     peakInInterval = batchesInFlight;
+    // Receivers still waiting look again: for a slot the scale-up made, or to mark the next interval backlogged.
     wakeReceivers();
   }, SCALE_INTERVAL_MS);
 

@@ -94,9 +94,21 @@ export interface FunctionSpec {
   readonly entry: string;
   readonly timeoutSeconds: number;
   readonly memoryMb: number;
+  /**
+   * Concurrency set aside for this function alone (Lambda's `ReservedConcurrentExecutions`): it is
+   * both a floor no other function can take and a ceiling. Unset, the function shares what the
+   * reservations leave of the account's pool.
+   */
+  readonly reservedConcurrency?: number;
   /** Settings and resources this function reads from its environment. */
   readonly env: readonly EnvName[];
 }
+
+/**
+ * The account's concurrent executions (Lambda's default quota), which the reservations and the
+ * event source mappings' caps are planned against. AWS keeps at least 100 of it unreserved.
+ */
+export const ACCOUNT_CONCURRENCY = 1000;
 
 const coreEnv = [ENV.tableName, ENV.bucketCount, ENV.shardCount] as const;
 const allowListEnv = [ENV.allowedQueueArns, ENV.allowedEventBusArns] as const;
@@ -129,6 +141,10 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     entry: 'functions/scanner/handler.ts',
     timeoutSeconds: 60,
     memoryMb: 512,
+    // Deliveries wait on the scanner, so a delivery or api surge must never take its concurrency.
+    // A scan takes well under a second unless its second is hot, so 50 covers a backlog of fifty
+    // seconds scanned at once (a restart's catch-up) and leaves 950 of the account's 1,000 unreserved.
+    reservedConcurrency: 50,
     env: [...coreEnv, ENV.deliveryQueueUrl, ENV.lookaheadSeconds],
   },
   callback: {
@@ -165,8 +181,12 @@ export interface QueueSpec {
     readonly fn: FunctionName;
     readonly batchSize: number;
     readonly maxBatchingWindowSeconds: number;
-    /** Parallel pollers the local runtime runs; Lambda scales this itself in the cloud. */
-    readonly localPollers: number;
+    /**
+     * The most batches the event source mapping invokes at once (its `MaximumConcurrency`, 2 to
+     * 1,000). Lambda scales the mapping up to this under a backlog; a cap below the function's
+     * concurrency keeps the mapping from being throttled and leaves the rest to other callers.
+     */
+    readonly maxConcurrency: number;
   };
 }
 
@@ -181,13 +201,17 @@ export const QUEUES = {
     visibilityTimeoutSeconds: 6 * FUNCTIONS.scanner.timeoutSeconds,
     // A tick only says "scan now"; a stale one is worthless, so it expires quickly and has no DLQ.
     retentionSeconds: 300,
-    consumer: { fn: 'scanner', batchSize: 1, maxBatchingWindowSeconds: 0, localPollers: 2 },
+    // Equal to the scanner's reserved concurrency: more would only be throttled.
+    consumer: { fn: 'scanner', batchSize: 1, maxBatchingWindowSeconds: 0, maxConcurrency: 50 },
   },
   delivery: {
     name: 'delivery',
     visibilityTimeoutSeconds: 6 * FUNCTIONS.callback.timeoutSeconds,
     retentionSeconds: 14 * 24 * 3600,
-    consumer: { fn: 'callback', batchSize: 10, maxBatchingWindowSeconds: 0, localPollers: 4 },
+    // A batch is held up to its latest task's due time (about a second), so 600 batches carry some
+    // 6,000 tasks a second; the cap leaves at least 350 of the unreserved pool to the api, the
+    // ticker and the sweeper however deep a delivery surge runs.
+    consumer: { fn: 'callback', batchSize: 10, maxBatchingWindowSeconds: 0, maxConcurrency: 600 },
   },
   deliveryDlq: {
     name: 'delivery-dlq',

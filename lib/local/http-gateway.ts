@@ -2,11 +2,41 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { problem, problemResponse } from '../../functions/api/http.js';
 import { API_ROUTES } from '../../functions/contract/topology.js';
-import { type LambdaHandler, lambdaContext } from './lambda-context.js';
+import { type InvokeResult, SYNC_PAYLOAD_LIMIT_BYTES } from './lambda-service.js';
 
 /** API Gateway HTTP APIs refuse bodies over 10 MB; the local gateway does the same. */
 const MAX_BODY_BYTES = 10 * 1024 * 1024;
+
+/**
+ * What an HTTP API answers when its Lambda integration fails: throttled, timed out, thrown, or a
+ * response over Lambda's limit. HTTP APIs give them all the same 500 (AWS's troubleshooting guide
+ * for HTTP API Lambda integrations); the cause is only in `$context.integrationErrorMessage`.
+ */
+const INTEGRATION_FAILED = {
+  statusCode: 500,
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ message: 'Internal Server Error' }),
+};
+
+function toResponse(result: InvokeResult<APIGatewayProxyStructuredResultV2>): APIGatewayProxyStructuredResultV2 {
+  switch (result.outcome) {
+    case 'ok':
+      return result.response;
+    case 'request-too-large':
+      // Lambda refuses the event before the api runs, so the api cannot explain; the gateway does, as the api would.
+      return problemResponse(
+        problem(
+          413,
+          'payload-too-large',
+          `The request is ${result.bytes} bytes as a Lambda event; Lambda accepts at most 6 MB (${SYNC_PAYLOAD_LIMIT_BYTES} bytes) in a synchronous invocation`,
+        ),
+      );
+    default:
+      return INTEGRATION_FAILED;
+  }
+}
 
 interface Route {
   readonly routeKey: string;
@@ -129,7 +159,8 @@ function isFromThisMachine(request: IncomingMessage, url: URL): boolean {
 /** An HTTP server in front of the api handler, translating requests to HTTP API (v2) events as API Gateway does. */
 export async function startHttpGateway(options: {
   port: number;
-  handler: LambdaHandler<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>;
+  /** Lambda's invoke, for the api function. */
+  invoke: (event: APIGatewayProxyEventV2) => Promise<InvokeResult<APIGatewayProxyStructuredResultV2>>;
   localRoutes: Record<string, LocalRoute>;
   onError: (error: unknown) => void;
 }): Promise<{ url: string; close(): Promise<void> }> {
@@ -170,9 +201,8 @@ export async function startHttpGateway(options: {
         response.end(JSON.stringify({ message: 'Request Entity Too Large' }));
         return;
       }
-      const result = await options.handler(
-        toEvent(request, url, body, matched.routeKey, matched.pathParameters),
-        lambdaContext('api'),
+      const result = toResponse(
+        await options.invoke(toEvent(request, url, body, matched.routeKey, matched.pathParameters)),
       );
       response.writeHead(result.statusCode ?? 200, (result.headers ?? {}) as Record<string, string>);
       response.end(result.body ?? '');

@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { Context } from 'aws-lambda';
 import { FUNCTIONS, type FunctionName } from '../../functions/contract/topology.js';
 
-/** A Lambda context for a local invocation, with the function's real timeout behind getRemainingTimeInMillis. */
-export function lambdaContext(fn: FunctionName): Context {
-  const deadline = Date.now() + FUNCTIONS[fn].timeoutSeconds * 1000;
+/** A Lambda context for a local invocation, with the function's timeout behind getRemainingTimeInMillis. */
+export function lambdaContext(fn: FunctionName, timeoutMs: number): Context {
+  const deadline = Date.now() + timeoutMs;
   return {
     callbackWaitsForEmptyEventLoop: false,
     functionName: `timer-${fn}`,

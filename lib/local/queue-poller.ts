@@ -1,23 +1,63 @@
 import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import type { FunctionName } from '../../functions/contract/topology.js';
-import { type LambdaHandler, lambdaContext } from './lambda-context.js';
+import type { InvokeResult } from './lambda-service.js';
 
-export interface PollerOptions {
+/**
+ * How Lambda scales an SQS event source mapping on a standard queue: it starts with five
+ * concurrent batches and, while messages remain, adds up to 300 a minute, up to the mapping's
+ * MaximumConcurrency; when traffic falls it scales back towards five.
+ */
+export interface SqsScaling {
+  readonly initialConcurrency: number;
+  readonly scaleUpPerMinute: number;
+}
+
+export const SQS_SCALING: SqsScaling = { initialConcurrency: 5, scaleUpPerMinute: 300 };
+
+export interface SqsEventSourceOptions {
   readonly sqs: SQSClient;
   readonly queueUrl: string;
   readonly queueArn: string;
-  readonly fn: FunctionName;
-  readonly handler: LambdaHandler<SQSEvent, SQSBatchResponse | undefined>;
+  /** Lambda's invoke, for the mapping's function. */
+  readonly invoke: (event: SQSEvent) => Promise<InvokeResult<SQSBatchResponse | undefined>>;
   readonly batchSize: number;
-  readonly pollers: number;
+  /** The mapping's MaximumConcurrency. */
+  readonly maxConcurrency: number;
+  readonly scaling?: SqsScaling;
+  /** Told of a receive or delete that failed. */
   readonly onError: (error: unknown) => void;
+}
+
+/** What the mapping is doing, for tests and the benchmark. */
+export interface SqsEventSourceStats {
+  /** Batches the mapping may have in flight now, as scaled so far, and the most it has allowed. */
+  readonly scaledConcurrency: number;
+  readonly peakScaledConcurrency: number;
+  /** Batches received and not yet finished, and the most at once. */
+  readonly batchesInFlight: number;
+  readonly peakBatchesInFlight: number;
+  /** Batches handed to the function, and those Lambda throttled (left in the queue). */
+  readonly batches: number;
+  readonly throttledBatches: number;
+}
+
+export interface SqsEventSource {
+  stats(): SqsEventSourceStats;
+  stop(): Promise<void>;
 }
 
 /** Long-poll wait; short enough that stop() returns promptly. */
 const WAIT_SECONDS = 1;
 /** After a failed receive or delete, so a broken queue does not become a busy loop. */
 const ERROR_PAUSE_MS = 250;
+/**
+ * Receive loops per mapping. They only fetch batches, which takes milliseconds locally, so two
+ * keep hundreds of batches a second flowing while an idle mapping long-polls as little as Lambda's
+ * (which optimises down to two pollers when traffic is low).
+ */
+const RECEIVERS = 2;
+/** The mapping reconsiders its concurrency this often; the per-minute rate is spread over the ticks. */
+const SCALE_INTERVAL_MS = 1000;
 
 function toRecord(message: Message, queueArn: string): SQSRecord {
   const attributes = message.Attributes ?? {};
@@ -39,16 +79,98 @@ function toRecord(message: Message, queueArn: string): SQSRecord {
   };
 }
 
+/** The records of a batch that must come back: those reported failed, or all when the invocation failed. */
+function recordsToKeep(result: InvokeResult<SQSBatchResponse | undefined>, event: SQSEvent): Set<string> {
+  if (result.outcome !== 'ok') return new Set(event.Records.map((record) => record.messageId));
+  return new Set((result.response?.batchItemFailures ?? []).map((failure) => failure.itemIdentifier));
+}
+
 /**
- * What Lambda's SQS event source mapping does, on one machine: receive up to a batch,
- * invoke the handler, delete what succeeded. Reported batch item failures, and every
- * record of a batch whose handler threw, stay in the queue and come back after their
- * visibility timeout; fauxqs moves them to the DLQ after maxReceiveCount.
+ * What Lambda's SQS event source mapping does, on one machine: receive up to a batch and hand
+ * it to the function without waiting for it to finish, so batches run side by side, as many as
+ * the mapping has scaled to. What succeeded is deleted. Reported batch item failures, and every
+ * record of a batch whose invocation threw, timed out or was throttled, stay in the queue and
+ * come back after their visibility timeout; fauxqs moves them to the DLQ after maxReceiveCount.
  */
-export function startQueuePollers(options: PollerOptions): { stop(): Promise<void> } {
+export function startSqsEventSource(options: SqsEventSourceOptions): SqsEventSource {
+  const scaling = options.scaling ?? SQS_SCALING;
+  const initial = Math.min(scaling.initialConcurrency, options.maxConcurrency);
+  const step = Math.max(1, Math.round((scaling.scaleUpPerMinute * SCALE_INTERVAL_MS) / 60_000));
   let running = true;
-  const loop = async () => {
+  let scaledConcurrency = initial;
+  let peakScaledConcurrency = initial;
+  let batchesInFlight = 0;
+  /** Batches in flight plus receives under way: a receiver takes its slot before it receives, so two cannot share one. */
+  let slotsTaken = 0;
+  let peakBatchesInFlight = 0;
+  let peakInInterval = 0;
+  let batches = 0;
+  let throttledBatches = 0;
+  let lastReceiveFoundMessages = false;
+  /** Set when a receiver found every slot taken just after a receive found messages: messages are waiting. */
+  let backlogged = false;
+  let waiters: Array<() => void> = [];
+  const inFlight = new Set<Promise<void>>();
+
+  const wakeReceivers = () => {
+    const woken = waiters;
+    waiters = [];
+    for (const wake of woken) wake();
+  };
+  /** Waits for a free slot and takes it in the same turn, so no other receiver can take it first. */
+  const takeSlot = async (): Promise<boolean> => {
+    while (running && slotsTaken >= scaledConcurrency) {
+      if (lastReceiveFoundMessages) backlogged = true;
+      await new Promise<void>((resolve) => waiters.push(resolve));
+    }
+    if (running) slotsTaken += 1;
+    return running;
+  };
+
+  const scaler = setInterval(() => {
+    if (backlogged) scaledConcurrency = Math.min(options.maxConcurrency, scaledConcurrency + step);
+    else if (peakInInterval < scaledConcurrency - step) scaledConcurrency = Math.max(initial, scaledConcurrency - step);
+    peakScaledConcurrency = Math.max(peakScaledConcurrency, scaledConcurrency);
+    backlogged = false;
+    peakInInterval = batchesInFlight;
+    // Receivers still waiting look again: for a slot the scale-up made, or to mark the next interval backlogged.
+    wakeReceivers();
+  }, SCALE_INTERVAL_MS);
+
+  const deleteDone = async (messages: Message[], keep: Set<string>) => {
+    const done = messages.filter((message) => !keep.has(message.MessageId ?? ''));
+    if (done.length === 0) return;
+    await options.sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: options.queueUrl,
+        Entries: done.map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle })),
+      }),
+    );
+  };
+
+  const processBatch = async (messages: Message[]) => {
+    const event: SQSEvent = { Records: messages.map((message) => toRecord(message, options.queueArn)) };
+    try {
+      const result = await options.invoke(event);
+      if (result.outcome === 'throttled') {
+        throttledBatches += 1;
+        // Lambda backs the mapping off when the function is throttled, rather than keep asking.
+        scaledConcurrency = Math.max(initial, scaledConcurrency - step);
+      }
+      await deleteDone(messages, recordsToKeep(result, event));
+    } catch (error) {
+      options.onError(error);
+    } finally {
+      batchesInFlight -= 1;
+      slotsTaken -= 1;
+      wakeReceivers();
+    }
+  };
+
+  const receive = async () => {
     while (running) {
+      if (!(await takeSlot())) return;
+      let dispatched = false;
       try {
         const received = await options.sqs.send(
           new ReceiveMessageCommand({
@@ -59,36 +181,40 @@ export function startQueuePollers(options: PollerOptions): { stop(): Promise<voi
           }),
         );
         const messages = received.Messages ?? [];
+        lastReceiveFoundMessages = messages.length > 0;
         if (messages.length === 0) continue;
-        const event: SQSEvent = { Records: messages.map((message) => toRecord(message, options.queueArn)) };
-        let failed: Set<string>;
-        try {
-          const response = await options.handler(event, lambdaContext(options.fn));
-          failed = new Set((response?.batchItemFailures ?? []).map((failure) => failure.itemIdentifier));
-        } catch (error) {
-          options.onError(error);
-          failed = new Set(event.Records.map((record) => record.messageId));
-        }
-        const done = messages.filter((message) => !failed.has(message.MessageId ?? ''));
-        if (done.length > 0) {
-          await options.sqs.send(
-            new DeleteMessageBatchCommand({
-              QueueUrl: options.queueUrl,
-              Entries: done.map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle })),
-            }),
-          );
-        }
+        dispatched = true;
+        batches += 1;
+        batchesInFlight += 1;
+        peakBatchesInFlight = Math.max(peakBatchesInFlight, batchesInFlight);
+        peakInInterval = Math.max(peakInInterval, batchesInFlight);
+        const batch = processBatch(messages).finally(() => inFlight.delete(batch));
+        inFlight.add(batch);
       } catch (error) {
         if (running) options.onError(error);
         await new Promise((resolve) => setTimeout(resolve, ERROR_PAUSE_MS));
+      } finally {
+        if (!dispatched) slotsTaken -= 1;
       }
     }
   };
-  const loops = Array.from({ length: options.pollers }, loop);
+  const receivers = Array.from({ length: RECEIVERS }, receive);
+
   return {
+    stats: () => ({
+      scaledConcurrency,
+      peakScaledConcurrency,
+      batchesInFlight,
+      peakBatchesInFlight,
+      batches,
+      throttledBatches,
+    }),
     async stop() {
       running = false;
-      await Promise.all(loops);
+      clearInterval(scaler);
+      wakeReceivers();
+      await Promise.all(receivers);
+      await Promise.all(inFlight);
     },
   };
 }

@@ -47,8 +47,9 @@ import {
 import { removeLocalEndpoints, writeLocalEndpoints } from './endpoints.js';
 import { type SunkEvent, startEventBridgeSink } from './eventbridge-sink.js';
 import { startHttpGateway } from './http-gateway.js';
-import { type LambdaHandler, lambdaContext } from './lambda-context.js';
-import { startQueuePollers } from './queue-poller.js';
+import type { LambdaHandler } from './lambda-context.js';
+import { createLambdaService, type FunctionStats } from './lambda-service.js';
+import { type SqsEventSourceStats, startSqsEventSource } from './queue-poller.js';
 import { LOCAL_INBOX_PATH, LOCAL_REDRIVE_PATH } from './paths.js';
 import { createWebhookInbox } from './webhook-inbox.js';
 
@@ -111,6 +112,14 @@ export interface LocalTimer {
   requestCounts(): Record<string, number>;
   /** Tasks re-enqueued at start because the in-memory queues of a previous run were lost. */
   readonly recovered: number;
+  /**
+   * What Lambda's metrics would show: per function its invocations, errors, timeouts, throttles and
+   * concurrency; per queue its event source mapping's scaling and batches in flight.
+   */
+  lambdaStats(): {
+    functions: Record<FunctionName, FunctionStats>;
+    eventSourceMappings: Partial<Record<keyof typeof QUEUES, SqsEventSourceStats>>;
+  };
   stop(): Promise<void>;
 }
 
@@ -355,25 +364,26 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   if (recovered > 0)
     logLine('WARN', 're-enqueued tasks whose queue messages were lost with the last run', { recovered });
 
-  const pollers = (Object.entries(QUEUES) as Array<[keyof typeof QUEUES, QueueSpec]>).flatMap(([name, spec]) => {
+  const lambda = createLambdaService({ handlers, onError: (fn, error) => onError(fn)(error) });
+  const eventSources = (Object.entries(QUEUES) as Array<[keyof typeof QUEUES, QueueSpec]>).flatMap(([name, spec]) => {
     if (!spec.consumer) return [];
-    const { fn, batchSize, localPollers } = spec.consumer;
-    return [
-      startQueuePollers({
-        sqs: pollerSqs,
-        queueUrl: queues[name].url,
-        queueArn: queues[name].arn,
-        fn,
-        handler: handlers[fn] as LambdaHandler<SQSEvent, SQSBatchResponse | undefined>,
-        batchSize,
-        pollers: localPollers,
-        onError: onError(fn),
-      }),
-    ];
+    const { fn, batchSize, maxConcurrency } = spec.consumer;
+    const eventSource = startSqsEventSource({
+      sqs: pollerSqs,
+      queueUrl: queues[name].url,
+      queueArn: queues[name].arn,
+      invoke: (event) => lambda.invoke<SQSEvent, SQSBatchResponse | undefined>(fn, event),
+      batchSize,
+      maxConcurrency,
+      onError: onError(`${name} event source mapping`),
+    });
+    return [[name, eventSource] as const];
   });
 
+  // EventBridge Scheduler invokes asynchronously and retries a throttled or failed run itself; the
+  // next run a minute later does the same work, so a lost one only waits for it.
   const invokeScheduled = (fn: FunctionName) => () => {
-    handlers[fn]({ source: 'local.scheduler' }, lambdaContext(fn)).catch(onError(fn));
+    lambda.invoke(fn, { source: 'local.scheduler' }).catch(onError(fn));
   };
   const timers = Object.values(SCHEDULES).map(({ fn, everySeconds }) => {
     invokeScheduled(fn)();
@@ -388,7 +398,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   const inbox = createWebhookInbox(localSigningSecrets, (message, fields) => logLine('INFO', message, fields));
   const gateway = await startHttpGateway({
     port: options.port ?? 0,
-    handler: handlers.api as LambdaHandler<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>,
+    invoke: (event) => lambda.invoke<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>('api', event),
     localRoutes: {
       [LOCAL_INBOX_PATH]: async (method, headers, body) =>
         method === 'POST' ? inbox.receive(headers, body) : { status: 200, body: { webhooks: inbox.entries } },
@@ -432,11 +442,15 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     eventBridgeEvents: sink.events,
     inbox,
     recovered,
+    lambdaStats: () => ({
+      functions: lambda.stats(),
+      eventSourceMappings: Object.fromEntries(eventSources.map(([name, eventSource]) => [name, eventSource.stats()])),
+    }),
     async stop() {
       if (options.dataDir) await removeLocalEndpoints(options.dataDir);
       for (const timer of timers) clearInterval(timer);
       await gateway.close();
-      await Promise.all(pollers.map((poller) => poller.stop()));
+      await Promise.all(eventSources.map(([, eventSource]) => eventSource.stop()));
       await sink.close();
       await sqsServer.stop();
       await localDynamo.close();

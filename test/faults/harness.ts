@@ -10,7 +10,7 @@
  */
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEventV2, SQSEvent } from 'aws-lambda';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import {
   DynamoClockStore,
@@ -40,7 +40,8 @@ import { generateSigningSecret } from '../../functions/contract/webhook-signatur
 import { sweep } from '../../functions/core/sweep.js';
 import type { Clock } from '../../functions/core/task.js';
 import { cachedTenantDirectory, newApiKey, newTenant, TENANT_CACHE_TTL_MS } from '../../functions/core/tenants.js';
-import { startQueuePollers } from '../../lib/local/queue-poller.js';
+import { createLambdaService } from '../../lib/local/lambda-service.js';
+import { type SqsEventSource, startSqsEventSource } from '../../lib/local/queue-poller.js';
 import { DEFAULT_SETTINGS, WEBHOOK_CONNECT_TIMEOUT_MS } from '../../functions/contract/topology.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 import { testTargetRules } from '../support/target-rules.js';
@@ -227,7 +228,7 @@ export async function startHarness(options: HarnessOptions = {}) {
   let running = true;
   const loops: Array<Promise<void>> = [];
   const scansInFlight = new Set<Promise<void>>();
-  let pollers: { stop(): Promise<void> } | undefined;
+  let pollers: SqsEventSource | undefined;
   const every = (ms: number, body: () => Promise<unknown>) =>
     loops.push(
       (async () => {
@@ -289,14 +290,18 @@ export async function startHarness(options: HarnessOptions = {}) {
       });
       // Local mode's pollers stand in for Lambda's event source mapping, with their own client:
       // faults injected into the callback's clients do not reach them.
-      pollers = startQueuePollers({
+      const lambda = createLambdaService({
+        handlers: { callback: async (event) => deliverRecords(callback, (event as SQSEvent).Records) },
+        onError: (_fn, error) => errors.push(error),
+      });
+      // Two batches at a time at most, so the faults below meet the same load they were tuned for.
+      pollers = startSqsEventSource({
         sqs: emulators.sqs,
         queueUrl: delivery.url,
         queueArn: delivery.arn,
-        fn: 'callback',
-        handler: async (event) => deliverRecords(callback, event.Records),
+        invoke: (event) => lambda.invoke('callback', event),
         batchSize: 10,
-        pollers: 2,
+        maxConcurrency: 2,
         onError: (error) => errors.push(error),
       });
       every(1500, async () => {

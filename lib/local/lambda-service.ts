@@ -1,0 +1,168 @@
+/**
+ * Lambda's invoke path, on one machine: every local invocation (the HTTP gateway's, the event
+ * source mappings', the schedules') goes through here, so the handlers meet the limits they meet
+ * in the cloud: concurrency, function timeouts and the synchronous payload limit.
+ */
+import {
+  ACCOUNT_CONCURRENCY,
+  FUNCTIONS,
+  type FunctionName,
+  type FunctionSpec,
+} from '../../functions/contract/topology.js';
+import { type LambdaHandler, lambdaContext } from './lambda-context.js';
+
+/** Lambda refuses a synchronous invocation whose request or response is over 6 MB. */
+export const SYNC_PAYLOAD_LIMIT_BYTES = 6 * 1024 * 1024;
+
+/** The limits Lambda holds one function to; the topology gives the defaults. */
+export type FunctionLimits = Pick<FunctionSpec, 'timeoutSeconds' | 'reservedConcurrency'>;
+
+/** How an invocation ended, as the caller (API Gateway, an event source mapping) learns it. */
+export type InvokeResult<R> =
+  | { readonly outcome: 'ok'; readonly response: R }
+  /** The handler threw, or its response was over the payload limit. */
+  | { readonly outcome: 'error'; readonly error: unknown }
+  /** Still running at the function's timeout: abandoned, whatever it does later is discarded. */
+  | { readonly outcome: 'timeout' }
+  /** Refused for want of concurrency (Lambda's TooManyRequestsException); the handler never ran. */
+  | { readonly outcome: 'throttled' }
+  /** Refused for its size (Lambda's RequestTooLargeException); the handler never ran. */
+  | { readonly outcome: 'request-too-large'; readonly bytes: number };
+
+/** What Lambda's CloudWatch metrics would show for one function. */
+export interface FunctionStats {
+  /** Invocations that ran (throttled ones did not). */
+  readonly invocations: number;
+  /** Invocations that threw, timed out, or answered over the payload limit. */
+  readonly errors: number;
+  readonly timeouts: number;
+  readonly throttles: number;
+  /** Invocations running now, and the most there have been at once. */
+  readonly concurrency: number;
+  readonly peakConcurrency: number;
+}
+
+type AnyHandler = LambdaHandler<unknown, unknown>;
+
+export interface LambdaServiceOptions {
+  readonly handlers: Partial<Record<FunctionName, AnyHandler>>;
+  /** Overrides of the topology's limits, per function (a test's short timeout, a scaled-down model). */
+  readonly limits?: Partial<Record<FunctionName, Partial<FunctionLimits>>>;
+  /** The account's pool, which functions without a reservation share. */
+  readonly accountConcurrency?: number;
+  /** Told of each invocation that threw or timed out, as Lambda writes it to the function's log. */
+  readonly onError: (fn: FunctionName, error: unknown) => void;
+}
+
+export interface LambdaService {
+  invoke<E, R>(fn: FunctionName, event: E): Promise<InvokeResult<R>>;
+  stats(): Record<FunctionName, FunctionStats>;
+}
+
+const payloadBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value) ?? '');
+
+/**
+ * Lambda's concurrency model: a function with reserved concurrency runs at most that many
+ * invocations and no other function may use them; the others share what the reservations leave
+ * of the account's pool. An invocation over its limit is throttled, not queued.
+ */
+export function createLambdaService(options: LambdaServiceOptions): LambdaService {
+  const names = Object.keys(FUNCTIONS) as FunctionName[];
+  const limits = Object.fromEntries(
+    names.map((fn) => [
+      fn,
+      {
+        timeoutSeconds: FUNCTIONS[fn].timeoutSeconds,
+        reservedConcurrency: FUNCTIONS[fn].reservedConcurrency,
+        ...options.limits?.[fn],
+      },
+    ]),
+  ) as Record<FunctionName, FunctionLimits>;
+  const accountConcurrency = options.accountConcurrency ?? ACCOUNT_CONCURRENCY;
+  const reserved = names.reduce((sum, fn) => sum + (limits[fn].reservedConcurrency ?? 0), 0);
+  if (reserved > accountConcurrency) {
+    throw new Error(
+      `reserved concurrency (${reserved}) exceeds the account's concurrency (${accountConcurrency}); Lambda would refuse it`,
+    );
+  }
+  const unreservedPool = accountConcurrency - reserved;
+  let unreservedRunning = 0;
+  const counters = Object.fromEntries(
+    names.map((fn) => [
+      fn,
+      { invocations: 0, errors: 0, timeouts: 0, throttles: 0, concurrency: 0, peakConcurrency: 0 },
+    ]),
+  ) as Record<FunctionName, { -readonly [K in keyof FunctionStats]: FunctionStats[K] }>;
+
+  const admit = (fn: FunctionName): boolean => {
+    const limit = limits[fn].reservedConcurrency;
+    const counter = counters[fn];
+    if (limit !== undefined ? counter.concurrency >= limit : unreservedRunning >= unreservedPool) return false;
+    if (limit === undefined) unreservedRunning += 1;
+    counter.concurrency += 1;
+    counter.peakConcurrency = Math.max(counter.peakConcurrency, counter.concurrency);
+    return true;
+  };
+  const release = (fn: FunctionName) => {
+    counters[fn].concurrency -= 1;
+    if (limits[fn].reservedConcurrency === undefined) unreservedRunning -= 1;
+  };
+
+  const run = async <R>(fn: FunctionName, handler: AnyHandler, event: unknown): Promise<InvokeResult<R>> => {
+    const timeoutMs = limits[fn].timeoutSeconds * 1000;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<{ readonly timedOut: true }>((resolve) => {
+      timer = setTimeout(() => resolve({ timedOut: true }), timeoutMs);
+    });
+    // Both branches are handled here, so an abandoned handler that fails later rejects nothing.
+    const settled = handler(event, lambdaContext(fn, timeoutMs)).then(
+      (response) => ({ response: response as R }),
+      (error: unknown) => ({ error }),
+    );
+    const ended = await Promise.race([settled, timedOut]);
+    clearTimeout(timer);
+    if ('timedOut' in ended) {
+      options.onError(fn, new Error(`Task timed out after ${limits[fn].timeoutSeconds} seconds`));
+      return { outcome: 'timeout' };
+    }
+    if ('error' in ended) {
+      options.onError(fn, ended.error);
+      return { outcome: 'error', error: ended.error };
+    }
+    const bytes = payloadBytes(ended.response);
+    if (bytes > SYNC_PAYLOAD_LIMIT_BYTES) {
+      const error = new Error(
+        `Response payload size (${bytes} bytes) exceeded maximum allowed payload size (${SYNC_PAYLOAD_LIMIT_BYTES} bytes).`,
+      );
+      options.onError(fn, error);
+      return { outcome: 'error', error };
+    }
+    return { outcome: 'ok', response: ended.response };
+  };
+
+  return {
+    async invoke<E, R>(fn: FunctionName, event: E): Promise<InvokeResult<R>> {
+      const handler = options.handlers[fn];
+      if (!handler) throw new Error(`no local handler for function ${fn}`);
+      const bytes = payloadBytes(event);
+      if (bytes > SYNC_PAYLOAD_LIMIT_BYTES) return { outcome: 'request-too-large', bytes };
+      const counter = counters[fn];
+      if (!admit(fn)) {
+        counter.throttles += 1;
+        return { outcome: 'throttled' };
+      }
+      counter.invocations += 1;
+      try {
+        const result = await run<R>(fn, handler, event);
+        if (result.outcome === 'timeout') counter.timeouts += 1;
+        if (result.outcome !== 'ok') counter.errors += 1;
+        return result;
+      } finally {
+        // A timed-out invocation gives its concurrency back now, as Lambda ends its environment.
+        release(fn);
+      }
+    },
+    stats: () =>
+      Object.fromEntries(names.map((fn) => [fn, { ...counters[fn] }])) as Record<FunctionName, FunctionStats>,
+  };
+}

@@ -1,0 +1,209 @@
+import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { QUEUES } from '../../functions/contract/topology.js';
+import { createLambdaService } from '../../lib/local/lambda-service.js';
+import { SQS_SCALING, type SqsEventSource, startSqsEventSource } from '../../lib/local/queue-poller.js';
+import { type Emulators, startEmulators } from '../support/emulators.js';
+import { eventually, quantile } from '../support/webhook-receiver.js';
+
+let emulators: Emulators;
+let queues = 0;
+
+beforeAll(async () => {
+  emulators = await startEmulators();
+});
+
+afterAll(async () => {
+  await emulators?.stop();
+});
+
+async function queueWith(count: number, visibilityTimeoutSeconds: number) {
+  const queue = await emulators.createQueue(`event-source-${++queues}`, {
+    VisibilityTimeout: String(visibilityTimeoutSeconds),
+  });
+  for (let offset = 0; offset < count; offset += 10) {
+    const entries = Array.from({ length: Math.min(10, count - offset) }, (_, index) => ({
+      Id: String(index),
+      MessageBody: `message-${offset + index}`,
+    }));
+    await emulators.sqs.send(new SendMessageBatchCommand({ QueueUrl: queue.url, Entries: entries }));
+  }
+  return queue;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('Event source mapping: SQS, as Lambda runs it', () => {
+  it('starts with its initial concurrency and scales up under a backlog, never past its maximum', async () => {
+    // Prepare: a backlog of one-message batches that each take 300 ms.
+    const queue = await queueWith(80, 30);
+    let running = 0;
+    const seen: Array<{ running: number; scaledConcurrency: number }> = [];
+    let eventSource: SqsEventSource | undefined;
+    const lambda = createLambdaService({
+      handlers: {
+        callback: async () => {
+          running += 1;
+          seen.push({ running, scaledConcurrency: eventSource?.stats().scaledConcurrency ?? 0 });
+          await sleep(300);
+          running -= 1;
+          return { batchItemFailures: [] };
+        },
+      },
+      onError: () => undefined,
+    });
+
+    // Act: 2 batches at first, 10 more a second, at most 8.
+    eventSource = startSqsEventSource({
+      sqs: emulators.sqs,
+      queueUrl: queue.url,
+      queueArn: queue.arn,
+      invoke: (event) => lambda.invoke<SQSEvent, SQSBatchResponse>('callback', event),
+      batchSize: 1,
+      maxConcurrency: 8,
+      scaling: { initialConcurrency: 2, scaleUpPerMinute: 600 },
+      onError: () => undefined,
+    });
+    await eventually('the backlog to drain', () => lambda.stats().callback.invocations === 80, 60, 250);
+    await eventSource.stop();
+
+    // Assess
+    expect(seen[0]?.scaledConcurrency).toBe(2);
+    expect(seen.every((entry) => entry.running <= entry.scaledConcurrency)).toBe(true);
+    const stats = eventSource.stats();
+    expect(stats.peakScaledConcurrency).toBe(8);
+    expect(stats.peakBatchesInFlight).toBeGreaterThan(2);
+    expect(stats.peakBatchesInFlight).toBeLessThanOrEqual(8);
+    expect(lambda.stats().callback.peakConcurrency).toBeLessThanOrEqual(8);
+  });
+
+  it('abandons a batch that outlives the function timeout; it comes back after the visibility timeout', async () => {
+    // Prepare: the first invocation hangs past its 0.2 s timeout; later ones succeed.
+    const queue = await queueWith(3, 1);
+    const receives: Array<{ at: number; receiveCounts: string[] }> = [];
+    const lambda = createLambdaService({
+      handlers: {
+        callback: async (event) => {
+          const records = (event as SQSEvent).Records;
+          receives.push({ at: Date.now(), receiveCounts: records.map((r) => r.attributes.ApproximateReceiveCount) });
+          if (receives.length === 1) await sleep(5000);
+          return { batchItemFailures: [] };
+        },
+      },
+      limits: { callback: { timeoutSeconds: 0.2 } },
+      onError: () => undefined,
+    });
+
+    // Act
+    const eventSource = startSqsEventSource({
+      sqs: emulators.sqs,
+      queueUrl: queue.url,
+      queueArn: queue.arn,
+      invoke: (event) => lambda.invoke<SQSEvent, SQSBatchResponse>('callback', event),
+      batchSize: 10,
+      maxConcurrency: 2,
+      onError: () => undefined,
+    });
+    await eventually('the batch to come back', () => receives.length >= 2, 40, 250);
+    await eventSource.stop();
+
+    // Assess: same three messages, received a second time, once the 1 s visibility had passed.
+    const [first, second] = receives;
+    expect(first?.receiveCounts).toEqual(['1', '1', '1']);
+    expect(second?.receiveCounts).toEqual(['2', '2', '2']);
+    expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(900);
+    expect(lambda.stats().callback).toMatchObject({ timeouts: 1, errors: 1 });
+  });
+
+  it('runs batches side by side: one held for its latest due time holds up no other (100 a second, on time)', async () => {
+    // Prepare: as the scanner sends them, each second's hundred messages surface a second before they
+    // are due, and the handler holds its batch until the latest of them is due, as the callback does.
+    const queue = await emulators.createQueue(`event-source-${++queues}`, { VisibilityTimeout: '30' });
+    const handled: Array<{ dueAtMs: number; latenessMs: number }> = [];
+    const lambda = createLambdaService({
+      handlers: {
+        callback: async (event) => {
+          await Promise.all(
+            (event as SQSEvent).Records.map(async (record) => {
+              const dueAtMs = Number(record.body);
+              await sleep(dueAtMs - Date.now());
+              handled.push({ dueAtMs, latenessMs: Date.now() - dueAtMs });
+            }),
+          );
+          return { batchItemFailures: [] };
+        },
+      },
+      onError: () => undefined,
+    });
+    const eventSource = startSqsEventSource({
+      sqs: emulators.sqs,
+      queueUrl: queue.url,
+      queueArn: queue.arn,
+      invoke: (event) => lambda.invoke<SQSEvent, SQSBatchResponse>('callback', event),
+      batchSize: 10,
+      maxConcurrency: QUEUES.delivery.consumer.maxConcurrency,
+      // Already scaled to 20, as a mapping is once traffic has run a few seconds: this is about its
+      // two receivers keeping that many batches going, not about the scale-up (tested above).
+      scaling: { ...SQS_SCALING, initialConcurrency: 20 },
+      onError: () => undefined,
+    });
+
+    // Act
+    const firstDueMs = Date.now() + 1000;
+    for (let second = 0; second < 4; second++) {
+      await sleep(firstDueMs + (second - 1) * 1000 - Date.now());
+      for (let offset = 0; offset < 100; offset += 10) {
+        const entries = Array.from({ length: 10 }, (_, index) => ({
+          Id: String(index),
+          // Sent out of order (37 is coprime to 100), so each batch spans its whole second, as the scanner's do.
+          MessageBody: String(firstDueMs + second * 1000 + (((offset + index) * 37) % 100) * 10),
+        }));
+        await emulators.sqs.send(new SendMessageBatchCommand({ QueueUrl: queue.url, Entries: entries }));
+      }
+    }
+    await eventually('every message to be handled', () => handled.length === 400, 40, 250);
+    await eventSource.stop();
+
+    // Assess: a batch held for a second must not hold up others (four pollers that wait run a second late).
+    const lateness = handled.map((entry) => entry.latenessMs);
+    console.info(
+      `event source lateness at 100/s: p50 ${quantile(lateness, 0.5)} ms, p99 ${quantile(lateness, 0.99)} ms`,
+    );
+    expect(quantile(lateness, 0.99)).toBeLessThan(300);
+  });
+
+  it('leaves a throttled batch in the queue and backs off', async () => {
+    // Prepare: the function may run once at a time, the mapping asks for five.
+    const queue = await queueWith(6, 1);
+    const lambda = createLambdaService({
+      handlers: {
+        callback: async () => {
+          await sleep(300);
+          return { batchItemFailures: [] };
+        },
+      },
+      limits: { callback: { reservedConcurrency: 1 } },
+      onError: () => undefined,
+    });
+
+    // Act
+    const eventSource = startSqsEventSource({
+      sqs: emulators.sqs,
+      queueUrl: queue.url,
+      queueArn: queue.arn,
+      invoke: (event) => lambda.invoke<SQSEvent, SQSBatchResponse>('callback', event),
+      batchSize: 1,
+      maxConcurrency: 5,
+      scaling: { initialConcurrency: 5, scaleUpPerMinute: 60 },
+      onError: () => undefined,
+    });
+    await eventually('every message to be processed once', () => lambda.stats().callback.invocations >= 6, 80, 250);
+    await eventSource.stop();
+
+    // Assess: throttled batches were not lost, only delayed.
+    expect(lambda.stats().callback.throttles).toBeGreaterThan(0);
+    expect(eventSource.stats().throttledBatches).toBe(lambda.stats().callback.throttles);
+    expect(lambda.stats().callback.peakConcurrency).toBe(1);
+  });
+});

@@ -1,0 +1,148 @@
+import { describe, expect, it } from 'vitest';
+import { createLambdaService, SYNC_PAYLOAD_LIMIT_BYTES } from '../../lib/local/lambda-service.js';
+
+/** A handler whose invocations stay running until the test releases them. */
+function heldHandler() {
+  const releases: Array<() => void> = [];
+  let running = 0;
+  let peak = 0;
+  return {
+    handler: async () => {
+      running += 1;
+      peak = Math.max(peak, running);
+      await new Promise<void>((resolve) => releases.push(resolve));
+      running -= 1;
+      return { ok: true };
+    },
+    releaseAll: () => releases.splice(0).forEach((release) => release()),
+    peak: () => peak,
+  };
+}
+
+const noErrors = () => undefined;
+
+describe('Service: local Lambda', () => {
+  it('never runs a reserved function beyond its reservation, and throttles the rest', async () => {
+    // Prepare
+    const scanner = heldHandler();
+    const lambda = createLambdaService({
+      handlers: { scanner: scanner.handler },
+      limits: { scanner: { reservedConcurrency: 3 } },
+      onError: noErrors,
+    });
+
+    // Act
+    const results = Array.from({ length: 5 }, () => lambda.invoke('scanner', {}));
+    const throttled = await Promise.all(results.slice(3));
+    scanner.releaseAll();
+    const ran = await Promise.all(results.slice(0, 3));
+
+    // Assess
+    expect(throttled.map((result) => result.outcome)).toEqual(['throttled', 'throttled']);
+    expect(ran.map((result) => result.outcome)).toEqual(['ok', 'ok', 'ok']);
+    expect(scanner.peak()).toBe(3);
+    expect(lambda.stats().scanner).toEqual({
+      invocations: 3,
+      errors: 0,
+      timeouts: 0,
+      throttles: 2,
+      concurrency: 0,
+      peakConcurrency: 3,
+    });
+  });
+
+  it('keeps a reservation for its function when the unreserved functions exhaust the account pool', async () => {
+    // Prepare: an account of 10, of which the scanner reserves 4; the callback and api share 6.
+    const callback = heldHandler();
+    const api = heldHandler();
+    const scanner = heldHandler();
+    const lambda = createLambdaService({
+      handlers: { callback: callback.handler, api: api.handler, scanner: scanner.handler },
+      limits: { scanner: { reservedConcurrency: 4 } },
+      accountConcurrency: 10,
+      onError: noErrors,
+    });
+
+    // Act: a callback surge takes the whole unreserved pool.
+    const surge = Array.from({ length: 8 }, () => lambda.invoke('callback', {}));
+    const apiCall = await lambda.invoke('api', {});
+    const scans = Array.from({ length: 4 }, () => lambda.invoke('scanner', {}));
+    const fifthScan = await lambda.invoke('scanner', {});
+    callback.releaseAll();
+    scanner.releaseAll();
+    const surgeResults = await Promise.all(surge);
+    const scanResults = await Promise.all(scans);
+
+    // Assess: the surge got six, the api none; the scanner its four, and no more.
+    expect(surgeResults.filter((result) => result.outcome === 'ok')).toHaveLength(6);
+    expect(lambda.stats().callback.peakConcurrency).toBe(6);
+    expect(apiCall.outcome).toBe('throttled');
+    expect(scanResults.map((result) => result.outcome)).toEqual(['ok', 'ok', 'ok', 'ok']);
+    expect(fifthScan.outcome).toBe('throttled');
+  });
+
+  it('refuses reservations the account cannot hold', () => {
+    // Act / Assess
+    expect(() =>
+      createLambdaService({
+        handlers: {},
+        limits: { scanner: { reservedConcurrency: 8 }, api: { reservedConcurrency: 8 } },
+        accountConcurrency: 10,
+        onError: noErrors,
+      }),
+    ).toThrow(/reserved concurrency \(16\) exceeds the account's concurrency \(10\)/);
+  });
+
+  it('abandons an invocation at its timeout: counted as an error, its late result discarded, its concurrency freed', async () => {
+    // Prepare: the first invocation outlives its 0.1 s timeout; the second answers at once.
+    const errors: unknown[] = [];
+    let release: (() => void) | undefined;
+    let calls = 0;
+    const lambda = createLambdaService({
+      handlers: {
+        callback: async () => {
+          calls += 1;
+          if (calls === 1) await new Promise<void>((resolve) => (release = resolve));
+          return { call: calls };
+        },
+      },
+      limits: { callback: { timeoutSeconds: 0.1, reservedConcurrency: 1 } },
+      onError: (_fn, error) => errors.push(error),
+    });
+
+    // Act
+    const timedOut = await lambda.invoke('callback', {});
+    const next = await lambda.invoke('callback', {});
+    release?.();
+
+    // Assess
+    expect(timedOut).toEqual({ outcome: 'timeout' });
+    expect(next).toEqual({ outcome: 'ok', response: { call: 2 } });
+    expect(String(errors[0])).toContain('Task timed out after 0.1 seconds');
+    expect(lambda.stats().callback).toMatchObject({ invocations: 2, errors: 1, timeouts: 1, concurrency: 0 });
+  });
+
+  it('refuses a request over 6 MB before the handler runs, and fails a response over 6 MB', async () => {
+    // Prepare
+    let calls = 0;
+    const lambda = createLambdaService({
+      handlers: {
+        api: async (event) => {
+          calls += 1;
+          return { body: 'x'.repeat((event as { size: number }).size) };
+        },
+      },
+      onError: noErrors,
+    });
+
+    // Act
+    const tooLarge = await lambda.invoke('api', { body: 'x'.repeat(SYNC_PAYLOAD_LIMIT_BYTES) });
+    const hugeAnswer = await lambda.invoke('api', { size: SYNC_PAYLOAD_LIMIT_BYTES });
+
+    // Assess
+    expect(tooLarge.outcome).toBe('request-too-large');
+    expect(calls).toBe(1);
+    expect(hugeAnswer.outcome).toBe('error');
+    expect(lambda.stats().api).toMatchObject({ invocations: 1, errors: 1 });
+  });
+});

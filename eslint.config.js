@@ -3,8 +3,8 @@
 // would otherwise have to catch by eye: unawaited promises, unused code, hidden tests, and
 // the layering (imports run downward: lib/ may import functions/, never the reverse).
 import js from '@eslint/js';
-import simpleImportSort from 'eslint-plugin-simple-import-sort';
 import { defineConfig, globalIgnores } from 'eslint/config';
+import simpleImportSort from 'eslint-plugin-simple-import-sort';
 import tseslint from 'typescript-eslint';
 
 /** A restricted-import pattern: a regex on the import specifier and the reason it is refused. */

@@ -12,18 +12,20 @@
  * docs/benchmarks.{json,svg} and the tables in docs/benchmarks.md. `--quick` runs a short version.
  */
 import { type ChildProcess, fork } from 'node:child_process';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+
 import { Queue } from 'bullmq';
 import * as esbuild from 'esbuild';
-import { cpus } from 'node:os';
+
+import { DEFAULT_SETTINGS, type FunctionName, FUNCTIONS } from '../functions/contract/topology.js';
 import { idleMonth } from '../lib/cost-model.js';
-import { DEFAULT_SETTINGS, FUNCTIONS, type FunctionName } from '../functions/contract/topology.js';
 import type { BenchJob, WorkerMessage, WorkerRequest } from './bullmq-worker.js';
-import { ensureRedisInstalled, startRedis, type BenchRedis } from './redis.js';
+import { type BenchRedis, ensureRedisInstalled, startRedis } from './redis.js';
 import {
   type BenchReport,
   type LongHorizon,

@@ -7,10 +7,12 @@
  */
 import { AsyncLocalStorage, createHook } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
+
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+
 import { allItems } from '../functions/adapters/dynamo-store.js';
-import { type AwsRequest, LOCAL_TABLE_NAME, startLocalTimer } from '../lib/local/runtime.js';
 import type { FunctionName, TimerSettings } from '../functions/contract/topology.js';
+import { type AwsRequest, LOCAL_TABLE_NAME, startLocalTimer } from '../lib/local/runtime.js';
 import { itemBytes, type KeyActivity, STORAGE_OVERHEAD_BYTES } from './stats.js';
 
 export type TimerRequest = { type: 'snapshot' } | { type: 'reset' } | { type: 'storage' } | { type: 'stop' };

@@ -7,10 +7,11 @@
  */
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { type CostBreakdown, plan, total } from '../lib/cost-model.js';
-import { defaultCostOptions, referenceRun, secondsPerInvocation, usageOf, type BenchReport } from '../bench/render.js';
+
+import { type BenchReport, defaultCostOptions, referenceRun, secondsPerInvocation, usageOf } from '../bench/render.js';
 import { fmt, markdownTable } from '../bench/report.js';
 import { QUEUES } from '../functions/contract/topology.js';
+import { type CostBreakdown, plan, total } from '../lib/cost-model.js';
 
 const { values } = parseArgs({
   options: {

@@ -6,7 +6,9 @@
  *   const task = await timer.schedule({ delaySeconds: 1800, target: { type: 'http', url: 'https://…' }, payload });
  */
 import { randomUUID } from 'node:crypto';
+
 import type { z } from 'zod';
+
 import type { bizTypeListSchema, bizTypeSettingsViewSchema, taskListSchema } from '../functions/api/openapi.js';
 import type { createdView, taskView } from '../functions/api/routes.js';
 import type {

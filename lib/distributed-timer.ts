@@ -1,25 +1,26 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
 import {
   Aws,
-  CfnCondition,
   aws_cloudwatch as cloudwatch,
   aws_cloudwatch_actions as cloudwatchActions,
-  Duration,
   aws_events as events,
-  Fn,
+  aws_events_targets as targets,
   aws_iam as iam,
   aws_kms as kms,
   aws_lambda as lambda,
   aws_logs as logs,
-  RemovalPolicy,
   aws_sns as sns,
   aws_sqs as sqs,
-  aws_events_targets as targets,
+  CfnCondition,
+  Duration,
+  Fn,
+  RemovalPolicy,
+  Stack,
   Token,
   Tokenization,
   Validations,
-  Stack,
 } from 'aws-cdk-lib';
 import { AccessLogField, AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { HttpApi, HttpMethod, LogGroupLogDestination, type ThrottleSettings } from 'aws-cdk-lib/aws-apigatewayv2';
@@ -28,8 +29,6 @@ import { AttributeType, Billing, ProjectionType, TableEncryptionV2, TableV2 } fr
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct, type IConstruct } from 'constructs';
-import { ALLOW_LISTS, type AllowListSpec } from '../functions/core/allowed-targets.js';
-import { MAX_SHARDS } from '../functions/core/ids.js';
 
 import {
   ALARM_THRESHOLDS,
@@ -37,10 +36,10 @@ import {
   DEFAULT_SETTINGS,
   deliveryMaxReceiveCount,
   ENV,
-  type EnvName,
   environmentFor,
-  FUNCTIONS,
+  type EnvName,
   type FunctionName,
+  FUNCTIONS,
   METRICS,
   QUEUES,
   type QueueSpec,
@@ -48,6 +47,8 @@ import {
   TABLE,
   type TimerSettings,
 } from '../functions/contract/topology.js';
+import { ALLOW_LISTS, type AllowListSpec } from '../functions/core/allowed-targets.js';
+import { MAX_SHARDS } from '../functions/core/ids.js';
 
 const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 

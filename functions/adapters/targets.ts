@@ -1,5 +1,6 @@
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+
 import type { Notification, Sender, TargetDispatcher, TargetResult } from '../core/deliver.js';
 import { signWebhook } from '../core/signature.js';
 import type { Clock, Target } from '../core/task.js';

@@ -4,6 +4,7 @@
  */
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { z } from 'zod';
+
 import type { ApiRouteKey } from '../contract/topology.js';
 import { type BizTypeAdminPorts, type BizTypeSettings, saveBizType } from '../core/biz-types.js';
 import { bizTypeNameSchema, bizTypeSettingsSchema, issuesToErrors } from '../core/schemas.js';

@@ -5,8 +5,8 @@
  * both that it is valid and that the committed copy is current).
  */
 import { z } from 'zod';
+
 import { API_ROUTES } from '../contract/topology.js';
-import { HISTORY_LIMIT } from '../core/task.js';
 import {
   batchRequestSchema,
   bizTypeNameSchema,
@@ -16,6 +16,7 @@ import {
   taskRequestSchema,
   taskStatusSchema as taskStatus,
 } from '../core/schemas.js';
+import { HISTORY_LIMIT } from '../core/task.js';
 
 const instant = z.string().meta({ format: 'date-time' });
 const requestSchema = taskRequestSchema({ allowInsecureTargets: false });

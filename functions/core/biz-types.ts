@@ -5,7 +5,7 @@
  * a change applies to tasks submitted after it and delivery needs no read of the settings.
  */
 import { type BizTypeSettingsRequest, formatPath, type NewTask, type Parsed, type TaskDraft } from './schemas.js';
-import { type TargetRules, targetProblem } from './target-rules.js';
+import { targetProblem, type TargetRules } from './target-rules.js';
 import type { Clock, DeliveryPolicy, Target } from './task.js';
 import type { Tenant } from './tenants.js';
 import { ttlCache } from './ttl-cache.js';

@@ -4,7 +4,9 @@
  * and live in `parseTaskRequest`.
  */
 import { createHash } from 'node:crypto';
+
 import { z } from 'zod';
+
 import { ABSOLUTE_URL_PROBLEM, addressPolicy, webhookUrlProblem } from './egress.js';
 import { MAX_ENCODABLE_MS } from './ids.js';
 import { LIST_LIMITS } from './listing.js';

@@ -6,7 +6,8 @@
  * rather than a FAILED task later.
  */
 import { isIP } from 'node:net';
-import { type AwsHome, type TargetAllowLists, targetAllowed } from './allowed-targets.js';
+
+import { type AwsHome, targetAllowed, type TargetAllowLists } from './allowed-targets.js';
 import { type AddressPolicy, forbiddenAddressReason, webhookUrlProblem } from './egress.js';
 import type { FieldError } from './schemas.js';
 import type { Target } from './task.js';

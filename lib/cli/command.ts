@@ -4,6 +4,7 @@
  * name a mistake and its fix, and the `--help` text all come from that one list.
  */
 import { parseArgs } from 'node:util';
+
 import type { CliIo } from './io.js';
 
 export interface OptionSpec {

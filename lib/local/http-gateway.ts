@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+
 import { API_ROUTES } from '../../functions/contract/topology.js';
-import { type LambdaHandler, lambdaContext } from './lambda-context.js';
+import { lambdaContext, type LambdaHandler } from './lambda-context.js';
 
 /** API Gateway HTTP APIs refuse bodies over 10 MB; the local gateway does the same. */
 const MAX_BODY_BYTES = 10 * 1024 * 1024;

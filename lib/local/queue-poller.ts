@@ -1,7 +1,8 @@
 import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+
 import type { FunctionName } from '../../functions/contract/topology.js';
-import { type LambdaHandler, lambdaContext } from './lambda-context.js';
+import { lambdaContext, type LambdaHandler } from './lambda-context.js';
 
 export interface PollerOptions {
   readonly sqs: SQSClient;

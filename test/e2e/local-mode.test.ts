@@ -6,6 +6,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { verifyWebhook } from '../../functions/core/signature.js';
 import { LOCAL_REDRIVE_PATH } from '../../lib/local/paths.js';
 import { LOCAL_TABLE_NAME, type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';

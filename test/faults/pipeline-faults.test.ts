@@ -5,6 +5,7 @@
  * duplicates counted, final states right. Each prints one line of what the fault cost.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+
 import type { DeliveryMessage } from '../../functions/core/task.js';
 import {
   failShare,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { costPerTask, idleMonth, type PerTaskUsage, perMillion, plan, PRICES, total } from '../../lib/cost-model.js';
+
+import { costPerTask, idleMonth, perMillion, type PerTaskUsage, plan, PRICES, total } from '../../lib/cost-model.js';
 
 /** A task as the bench measures one: three writes, a fraction of a read, SQS in batches of ten. */
 const usage: PerTaskUsage = {

@@ -2,6 +2,7 @@ import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+
 import { AwsTargetDispatcher, retryAfterSeconds, USER_AGENT } from '../../functions/adapters/targets.js';
 import { WebhookClient } from '../../functions/adapters/webhook-client.js';
 import type { Notification, Sender } from '../../functions/core/deliver.js';

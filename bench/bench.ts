@@ -22,7 +22,7 @@ import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import * as esbuild from 'esbuild';
 
-import { DEFAULT_SETTINGS, type FunctionName, FUNCTIONS } from '../functions/contract/topology.js';
+import { DEFAULT_SETTINGS, FUNCTIONS } from '../functions/contract/topology.js';
 import { idleMonth } from '../lib/cost-model.js';
 import type { BenchJob, WorkerMessage, WorkerRequest } from './bullmq-worker.js';
 import { type BenchRedis, ensureRedisInstalled, startRedis } from './redis.js';
@@ -213,7 +213,7 @@ async function startTimer(): Promise<TimerSystem> {
       return {
         requests: snapshot.requests,
         cpuMs: { ...(snapshot.cpuMs as Record<string, number>), 'whole process': snapshot.processCpuMs },
-        invocations: snapshot.invocations as Record<string, number>,
+        invocations: snapshot.invocations,
         writeUnits: snapshot.writeUnits,
         readUnits: snapshot.readUnits,
         peakRssBytes: snapshot.peakRssBytes,
@@ -438,8 +438,8 @@ async function runScenario(
     requests: diff(after.requests, before.requests),
     writeUnits: after.writeUnits - before.writeUnits,
     readUnits: after.readUnits - before.readUnits,
-    invocations: diff(after.invocations, before.invocations) as Partial<Record<FunctionName, number>>,
-    cpuMs: diff(after.cpuMs, before.cpuMs) as Partial<Record<FunctionName, number>>,
+    invocations: diff(after.invocations, before.invocations),
+    cpuMs: diff(after.cpuMs, before.cpuMs),
     logBytes: after.logBytes - before.logBytes,
   };
   return {
@@ -584,8 +584,8 @@ async function idle(): Promise<{
       requests,
       writeUnits: after.writeUnits - before.writeUnits,
       readUnits: after.readUnits - before.readUnits,
-      invocations: diff(after.invocations, before.invocations) as Partial<Record<FunctionName, number>>,
-      cpuMs: diff(after.cpuMs, before.cpuMs) as Partial<Record<FunctionName, number>>,
+      invocations: diff(after.invocations, before.invocations),
+      cpuMs: diff(after.cpuMs, before.cpuMs),
       logBytes: after.logBytes - before.logBytes,
     },
   };

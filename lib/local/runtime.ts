@@ -248,10 +248,10 @@ async function loadHandlers(
   ]);
   return {
     api: wrap('api', api.handler as unknown as AnyHandler),
-    ticker: wrap('ticker', ticker.handler as unknown as AnyHandler),
+    ticker: wrap('ticker', ticker.handler),
     scanner: wrap('scanner', scanner.handler as unknown as AnyHandler),
     callback: wrap('callback', callback.handler as unknown as AnyHandler),
-    sweeper: wrap('sweeper', sweeper.handler as unknown as AnyHandler),
+    sweeper: wrap('sweeper', sweeper.handler),
   };
 }
 

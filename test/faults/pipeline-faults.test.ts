@@ -131,7 +131,7 @@ describe('Faults: the scanner', () => {
     const crash = crashOnce(
       h.scanner.clockStore,
       'markScanned',
-      ((_range: unknown, enqueued: ReadonlyMap<number, number>) => enqueued.size > 0) as never,
+      (_range: unknown, enqueued: ReadonlyMap<number, number>) => enqueued.size > 0,
     );
 
     // Act
@@ -181,7 +181,7 @@ describe('Faults: the callback', () => {
     const crash = crashOnce(
       h.callback.delivery.taskStore,
       'finishDelivery',
-      ((_key: unknown, _attempt: number, outcome: { status: string }) => outcome.status === 'DELIVERED') as never,
+      (_key: unknown, _attempt: number, outcome: { status: string }) => outcome.status === 'DELIVERED',
     );
 
     // Act

@@ -168,7 +168,7 @@ async function storage(): Promise<TimerStorage> {
   return { byKind, statuses, pendingKeys };
 }
 
-process.on('message', async (message: TimerRequest) => {
+async function answer(message: TimerRequest) {
   switch (message.type) {
     case 'snapshot':
       sampleMemory();
@@ -195,6 +195,9 @@ process.on('message', async (message: TimerRequest) => {
       await timer.stop();
       process.exit(0);
   }
-});
+}
+
+// Fire and forget: a failure here is the child's crash, which the bench's parent reports.
+process.on('message', (message: TimerRequest) => void answer(message));
 
 send({ type: 'ready', apiUrl: timer.apiUrl, apiKey: timer.apiKey });

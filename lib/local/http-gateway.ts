@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
@@ -135,7 +135,7 @@ export async function startHttpGateway(options: {
   localRoutes: Record<string, LocalRoute>;
   onError: (error: unknown) => void;
 }): Promise<{ url: string; close(): Promise<void> }> {
-  const server: Server = createServer(async (request, response) => {
+  const serve = async (request: IncomingMessage, response: ServerResponse) => {
     try {
       const url = new URL(request.url ?? '/', `http://${request.headers.host ?? 'localhost'}`);
       const local = options.localRoutes[url.pathname];
@@ -183,7 +183,9 @@ export async function startHttpGateway(options: {
       response.writeHead(500, { 'content-type': 'application/json' });
       response.end(JSON.stringify({ message: 'Internal Server Error' }));
     }
-  });
+  };
+  // Fire and forget: serve catches every error and answers 500, so it never rejects.
+  const server: Server = createServer((request, response) => void serve(request, response));
   await new Promise<void>((resolve) => server.listen(options.port, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {

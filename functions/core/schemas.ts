@@ -403,8 +403,6 @@ export const listQuerySchema = z
       'give bizType or bizId: tasks are listed by business type or business id (tasks submitted with neither are not indexed)',
   });
 
-export type ListQuery = z.output<typeof listQuerySchema>;
-
 /** A bizType as it appears in a path: the same rules as a task's bizType field. */
 export const bizTypeNameSchema = text(LIMITS.bizTypeLength);
 

@@ -12,19 +12,21 @@
  * docs/benchmarks.{json,svg} and the tables in docs/benchmarks.md. `--quick` runs a short version.
  */
 import { type ChildProcess, fork } from 'node:child_process';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+
 import { Queue } from 'bullmq';
 import * as esbuild from 'esbuild';
-import { cpus } from 'node:os';
+
+import { DEFAULT_SETTINGS, FUNCTIONS } from '../functions/contract/topology.js';
 import { idleMonth } from '../lib/cost-model.js';
 import { timerStackInventory } from '../lib/stack-inventory.js';
-import { DEFAULT_SETTINGS, FUNCTIONS, type FunctionName } from '../functions/contract/topology.js';
 import type { BenchJob, WorkerMessage, WorkerRequest } from './bullmq-worker.js';
-import { ensureRedisInstalled, startRedis, type BenchRedis } from './redis.js';
+import { type BenchRedis, ensureRedisInstalled, startRedis } from './redis.js';
 import {
   type BenchReport,
   type LongHorizon,
@@ -212,7 +214,7 @@ async function startTimer(): Promise<TimerSystem> {
       return {
         requests: snapshot.requests,
         cpuMs: { ...(snapshot.cpuMs as Record<string, number>), 'whole process': snapshot.processCpuMs },
-        invocations: snapshot.invocations as Record<string, number>,
+        invocations: snapshot.invocations,
         writeUnits: snapshot.writeUnits,
         readUnits: snapshot.readUnits,
         peakRssBytes: snapshot.peakRssBytes,
@@ -437,8 +439,8 @@ async function runScenario(
     requests: diff(after.requests, before.requests),
     writeUnits: after.writeUnits - before.writeUnits,
     readUnits: after.readUnits - before.readUnits,
-    invocations: diff(after.invocations, before.invocations) as Partial<Record<FunctionName, number>>,
-    cpuMs: diff(after.cpuMs, before.cpuMs) as Partial<Record<FunctionName, number>>,
+    invocations: diff(after.invocations, before.invocations),
+    cpuMs: diff(after.cpuMs, before.cpuMs),
     logBytes: after.logBytes - before.logBytes,
   };
   return {
@@ -583,8 +585,8 @@ async function idle(): Promise<{
       requests,
       writeUnits: after.writeUnits - before.writeUnits,
       readUnits: after.readUnits - before.readUnits,
-      invocations: diff(after.invocations, before.invocations) as Partial<Record<FunctionName, number>>,
-      cpuMs: diff(after.cpuMs, before.cpuMs) as Partial<Record<FunctionName, number>>,
+      invocations: diff(after.invocations, before.invocations),
+      cpuMs: diff(after.cpuMs, before.cpuMs),
       logBytes: after.logBytes - before.logBytes,
     },
   };

@@ -49,7 +49,7 @@ const worker = new Worker<BenchJob>(
   },
 );
 
-process.on('message', async (message: WorkerRequest) => {
+async function answer(message: WorkerRequest) {
   if (message.type === 'snapshot') {
     sampleMemory();
     const usage = process.cpuUsage();
@@ -58,7 +58,10 @@ process.on('message', async (message: WorkerRequest) => {
   }
   await worker.close();
   process.exit(0);
-});
+}
+
+// Fire and forget: a failure here is the child's crash, which the bench's parent reports.
+process.on('message', (message: WorkerRequest) => void answer(message));
 
 await worker.waitUntilReady();
 send({ type: 'ready' });

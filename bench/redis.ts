@@ -6,6 +6,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+
 import { Redis } from 'ioredis';
 
 export async function freePort(): Promise<number> {

@@ -3,8 +3,8 @@
  * a run can be rendered again (`npm run bench -- --from <report.json>`) after the prices or the
  * cost model change, and `npm run plan` prices a deployment from the same numbers.
  */
-import { costPerTask, type IdleMonth, type PerTaskUsage, perMillion, PRICES } from '../lib/cost-model.js';
 import { DEFAULT_SETTINGS, type FunctionName } from '../functions/contract/topology.js';
+import { costPerTask, type IdleMonth, perMillion, type PerTaskUsage, PRICES } from '../lib/cost-model.js';
 import { renderChart } from './chart.js';
 import { costRows, fmt, invocationSeconds, markdownTable, type MeasuredRun, perTaskUsage } from './report.js';
 import type { Bin, KeyPeak, LatenessSummary } from './stats.js';

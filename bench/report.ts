@@ -1,12 +1,12 @@
 /** Turning the bench's results into text: the progress bar, tables, and the usage the cost model prices. */
+import { type FunctionName, FUNCTIONS, QUEUES } from '../functions/contract/topology.js';
 import {
   type CostBreakdown,
-  type IdleUsage,
   IDLE_POLLS_PER_QUEUE_PER_HOUR,
+  type IdleUsage,
   type PerTaskUsage,
   total,
 } from '../lib/cost-model.js';
-import { FUNCTIONS, type FunctionName, QUEUES } from '../functions/contract/topology.js';
 
 /** One line of progress, redrawn in place: a bar, a percentage and what the numbers are. */
 export function progressLine(label: string, done: number, totalCount: number, detail: string, width = 24): string {

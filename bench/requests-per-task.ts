@@ -9,6 +9,7 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+
 import { startLocalTimer } from '../lib/local/runtime.js';
 
 const IDLE_SECONDS = 20;

@@ -7,10 +7,12 @@
  */
 import { AsyncLocalStorage, createHook } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
+
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+
 import { allItems } from '../functions/adapters/dynamo-store.js';
-import { type AwsRequest, LOCAL_TABLE_NAME, startLocalTimer } from '../lib/local/runtime.js';
 import type { FunctionName, TimerSettings } from '../functions/contract/topology.js';
+import { type AwsRequest, LOCAL_TABLE_NAME, startLocalTimer } from '../lib/local/runtime.js';
 import { itemBytes, type KeyActivity, STORAGE_OVERHEAD_BYTES } from './stats.js';
 
 export type TimerRequest = { type: 'snapshot' } | { type: 'reset' } | { type: 'storage' } | { type: 'stop' };
@@ -166,7 +168,7 @@ async function storage(): Promise<TimerStorage> {
   return { byKind, statuses, pendingKeys };
 }
 
-process.on('message', async (message: TimerRequest) => {
+async function answer(message: TimerRequest) {
   switch (message.type) {
     case 'snapshot':
       sampleMemory();
@@ -193,6 +195,9 @@ process.on('message', async (message: TimerRequest) => {
       await timer.stop();
       process.exit(0);
   }
-});
+}
+
+// Fire and forget: a failure here is the child's crash, which the bench's parent reports.
+process.on('message', (message: TimerRequest) => void answer(message));
 
 send({ type: 'ready', apiUrl: timer.apiUrl, apiKey: timer.apiKey });

@@ -8,11 +8,12 @@
  */
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { type CostBreakdown, fixedMonthly, MONTHLY_PRICE_BY_RESOURCE_TYPE, plan, total } from '../lib/cost-model.js';
-import { timerStackInventory } from '../lib/stack-inventory.js';
-import { defaultCostOptions, referenceRun, secondsPerInvocation, usageOf, type BenchReport } from '../bench/render.js';
+
+import { type BenchReport, defaultCostOptions, referenceRun, secondsPerInvocation, usageOf } from '../bench/render.js';
 import { fmt, markdownTable } from '../bench/report.js';
 import { QUEUES } from '../functions/contract/topology.js';
+import { type CostBreakdown, fixedMonthly, MONTHLY_PRICE_BY_RESOURCE_TYPE, plan, total } from '../lib/cost-model.js';
+import { timerStackInventory } from '../lib/stack-inventory.js';
 
 const { values } = parseArgs({
   options: {

@@ -5,6 +5,7 @@
  */
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
+
 import { TimerStack } from '../lib/timer-stack.js';
 
 const app = new App();

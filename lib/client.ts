@@ -7,6 +7,7 @@
  *   const task = await timer.schedule({ delaySeconds: 1800, target: { type: 'http', url: 'https://…' }, payload });
  */
 import { randomUUID } from 'node:crypto';
+
 import type {
   ApiProblem,
   BatchResult,
@@ -22,7 +23,6 @@ import type {
 } from '../functions/contract/wire.js';
 
 export { verifyWebhook } from '../functions/contract/webhook-signature.js';
-
 export type {
   ApiProblem,
   BatchItemResult,

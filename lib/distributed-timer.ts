@@ -3,9 +3,9 @@ import {
   type aws_iam as iam,
   aws_lambda as lambda,
   aws_logs as logs,
-  RemovalPolicy,
   type aws_sns as sns,
   type aws_sqs as sqs,
+  RemovalPolicy,
   Token,
   Tokenization,
 } from 'aws-cdk-lib';
@@ -13,14 +13,15 @@ import type { HttpApi, ThrottleSettings } from 'aws-cdk-lib/aws-apigatewayv2';
 import type { TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct } from 'constructs';
-import { ALLOW_LISTS, type AllowListSpec } from '../functions/core/allowed-targets.js';
-import { MAX_SHARDS } from '../functions/core/ids.js';
+
 import {
   DEFAULT_SETTINGS,
   type FunctionName,
   type QUEUES,
   type TimerSettings,
 } from '../functions/contract/topology.js';
+import { ALLOW_LISTS, type AllowListSpec } from '../functions/core/allowed-targets.js';
+import { MAX_SHARDS } from '../functions/core/ids.js';
 import { DEFAULT_API_THROTTLE, TimerApi } from './timer/api.js';
 import { type TimerAlarmKey, TimerMonitoring } from './timer/monitoring.js';
 import { TimerPipeline } from './timer/pipeline.js';

@@ -1,4 +1,5 @@
 /** What another CDK app imports to run the timer inside its own stacks. */
+export { DEFAULT_SETTINGS, METRICS, type TimerSettings } from '../functions/contract/topology.js';
 export {
   DEFAULT_API_THROTTLE,
   DistributedTimer,
@@ -6,4 +7,3 @@ export {
   type TimerAlarmKey,
 } from './distributed-timer.js';
 export { TimerStack, type TimerStackProps } from './timer-stack.js';
-export { DEFAULT_SETTINGS, METRICS, type TimerSettings } from '../functions/contract/topology.js';

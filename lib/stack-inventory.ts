@@ -1,4 +1,5 @@
 import { App } from 'aws-cdk-lib';
+
 import { type ResourceInventory, resourceInventory } from './cost-model.js';
 import { TimerStack } from './timer-stack.js';
 

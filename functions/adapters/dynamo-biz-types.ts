@@ -1,4 +1,5 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+
 import { TABLE } from '../contract/topology.js';
 import type { BizTypeSettings, BizTypeStore } from '../core/biz-types.js';
 import { allItems, unlessConditionFails } from './dynamo-store.js';

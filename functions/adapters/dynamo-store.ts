@@ -8,6 +8,7 @@ import {
   ScanCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+
 import { TABLE } from '../contract/topology.js';
 import { MAX_CLAIM_SECONDS, minuteOf } from '../core/clock.js';
 import type { TaskKey } from '../core/ids.js';

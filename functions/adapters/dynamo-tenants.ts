@@ -5,6 +5,7 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+
 import type { ApiKeyRecord, RequestCounter, Tenant, TenantStore } from '../core/tenants.js';
 import { allItems, unlessConditionFails } from './dynamo-store.js';
 

@@ -9,6 +9,7 @@ import {
   type SQSClient,
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
+
 import type { DeadLetter, DeadLetterQueue } from '../core/deliver.js';
 import type { DeliveryMessage, DeliveryQueue } from '../core/task.js';
 import type { Tick, TickQueue } from '../core/tick.js';

@@ -1,7 +1,8 @@
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { Notification, Sender, TargetDispatcher, TargetResult } from '../core/deliver.js';
+
 import { signWebhook } from '../contract/webhook-signature.js';
+import type { Notification, Sender, TargetDispatcher, TargetResult } from '../core/deliver.js';
 import type { Clock, Target } from '../core/task.js';
 import type { WebhookClient } from './webhook-client.js';
 

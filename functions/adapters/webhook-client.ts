@@ -9,6 +9,7 @@ import { type LookupAddress, promises as dns } from 'node:dns';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
+
 import { type AddressPolicy, forbiddenAddressReason, webhookUrlProblem } from '../core/egress.js';
 
 /** Every address a host name resolves to. */

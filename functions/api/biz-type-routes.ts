@@ -3,6 +3,7 @@
  * business type. Another tenant's bizType is simply not there: every read is keyed by the caller.
  */
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+
 import type { ApiRouteKey } from '../contract/topology.js';
 import type { BizTypeList, BizTypeSettings as BizTypeSettingsView } from '../contract/wire.js';
 import { type BizTypeAdminPorts, type BizTypeSettings, saveBizType } from '../core/biz-types.js';

@@ -4,15 +4,16 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { ENV, METRICS } from '../contract/topology.js';
+
 import { sqsDeliveryQueue, sqsTickQueue } from '../adapters/sqs-queues.js';
 import { systemResolve } from '../adapters/webhook-client.js';
 import { sqs } from '../commons/clients.js';
 import { booleanEnv, integerEnv, requireEnv } from '../commons/config.js';
 import { createLogger } from '../commons/logger.js';
-import { tracer } from '../commons/tracer.js';
 import { createMetrics } from '../commons/metrics.js';
 import { tableFromEnv } from '../commons/stores.js';
+import { tracer } from '../commons/tracer.js';
+import { ENV, METRICS } from '../contract/topology.js';
 import { parseAllowList } from '../core/allowed-targets.js';
 import { addressPolicy } from '../core/egress.js';
 import { systemClock } from '../core/task.js';

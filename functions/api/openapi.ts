@@ -6,6 +6,7 @@
  * both that it is valid and that the committed copy is current).
  */
 import { z } from 'zod';
+
 import { API_ROUTES } from '../contract/topology.js';
 import type {
   ApiProblem,
@@ -16,7 +17,6 @@ import type {
   TaskDetails,
   TaskPage,
 } from '../contract/wire.js';
-import { HISTORY_LIMIT } from '../core/task.js';
 import {
   batchRequestSchema,
   bizTypeNameSchema,
@@ -28,6 +28,7 @@ import {
   taskRequestSchema,
   taskStatusSchema as taskStatus,
 } from '../core/schemas.js';
+import { HISTORY_LIMIT } from '../core/task.js';
 
 const instant = z.string().meta({ format: 'date-time' });
 const requestSchema = taskRequestSchema({ allowInsecureTargets: false });

@@ -1,6 +1,11 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+
 import type { ApiRouteKey } from '../contract/topology.js';
 import type { BatchItemResult, BatchResult, CreatedTask, FieldError, TaskDetails, TaskPage } from '../contract/wire.js';
+import { applyBizType, type BizTypeDirectory } from '../core/biz-types.js';
+import { secondOf } from '../core/clock.js';
+import { decodeCursor, encodeCursor, LIST_LIMITS, type ListPorts, listTasks } from '../core/listing.js';
+import { rescheduleTask } from '../core/reschedule.js';
 import {
   cancelTask,
   getTask,
@@ -10,8 +15,6 @@ import {
   scheduleTasks,
   type TaskLookupPorts,
 } from '../core/schedule.js';
-import { decodeCursor, encodeCursor, LIST_LIMITS, type ListPorts, listTasks } from '../core/listing.js';
-import { rescheduleTask } from '../core/reschedule.js';
 import {
   batchRequestSchema,
   formatPath,
@@ -22,14 +25,12 @@ import {
   parseRescheduleRequest,
   parseTaskRequest,
 } from '../core/schemas.js';
+import { resolvingEachHostOnce, targetProblem, type TargetRules } from '../core/target-rules.js';
 import type { Task } from '../core/task.js';
 import { authenticate, type RequestCounter, type Tenant, type TenantDirectory } from '../core/tenants.js';
-import { secondOf } from '../core/clock.js';
-import { resolvingEachHostOnce, type TargetRules, targetProblem } from '../core/target-rules.js';
+import { bizTypeRoute, type BizTypeRoutePorts } from './biz-type-routes.js';
 import { type HttpResult, jsonResponse, problem, problemResponse, readJsonBody, validationProblem } from './http.js';
 import { openApiDocument } from './openapi.js';
-import { applyBizType, type BizTypeDirectory } from '../core/biz-types.js';
-import { bizTypeRoute, type BizTypeRoutePorts } from './biz-type-routes.js';
 
 export type ApiPorts = SchedulePorts &
   TaskLookupPorts &

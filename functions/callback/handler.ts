@@ -3,20 +3,21 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { DELIVERY_LEASE_MS, ENV, MAX_EARLY_WAIT_MS, WEBHOOK_CONNECT_TIMEOUT_MS } from '../contract/topology.js';
+
 import { delayRedelivery, SqsDeadLetterQueue } from '../adapters/sqs-queues.js';
 import { AwsTargetDispatcher } from '../adapters/targets.js';
 import { WebhookClient } from '../adapters/webhook-client.js';
 import { eventBridge, sqs, sqsForQueueUrl } from '../commons/clients.js';
 import { booleanEnv, integerEnv, requireEnv } from '../commons/config.js';
 import { createLogger } from '../commons/logger.js';
-import { tracer } from '../commons/tracer.js';
 import { createMetrics } from '../commons/metrics.js';
 import { tableFromEnv } from '../commons/stores.js';
+import { tracer } from '../commons/tracer.js';
+import { DELIVERY_LEASE_MS, ENV, MAX_EARLY_WAIT_MS, WEBHOOK_CONNECT_TIMEOUT_MS } from '../contract/topology.js';
 import type { DeliveryPorts } from '../core/deliver.js';
 import { addressPolicy } from '../core/egress.js';
-import { deliverRecords } from './records.js';
 import { systemClock } from '../core/task.js';
+import { deliverRecords } from './records.js';
 
 const logger = createLogger();
 const metrics = createMetrics();

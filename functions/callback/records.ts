@@ -1,8 +1,9 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
+
 import { METRICS } from '../contract/topology.js';
-import { type DeliveryOutcome, type DeliveryPorts, deliverTask, redeliverDeadLetter } from '../core/deliver.js';
+import { deliverTask, type DeliveryOutcome, type DeliveryPorts, redeliverDeadLetter } from '../core/deliver.js';
 
 export interface RecordPorts {
   readonly delivery: DeliveryPorts;

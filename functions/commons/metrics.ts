@@ -1,4 +1,5 @@
 import { Metrics } from '@aws-lambda-powertools/metrics';
+
 import { METRICS } from '../contract/topology.js';
 
 /** One embedded-metric-format publisher per function; `logMetrics` flushes it once per invocation. */

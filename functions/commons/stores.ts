@@ -1,4 +1,4 @@
-import { ENV } from '../contract/topology.js';
+import { DynamoBizTypeStore } from '../adapters/dynamo-biz-types.js';
 import {
   DynamoClockStore,
   DynamoIdempotencyStore,
@@ -6,12 +6,12 @@ import {
   DynamoTaskIndex,
   DynamoTaskStore,
 } from '../adapters/dynamo-store.js';
-import { DynamoBizTypeStore } from '../adapters/dynamo-biz-types.js';
 import { CALLBACK_COUNTER_PREFIX, DynamoRequestCounter, DynamoTenantStore } from '../adapters/dynamo-tenants.js';
+import { ENV } from '../contract/topology.js';
 import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../core/biz-types.js';
+import { MAX_SHARDS } from '../core/ids.js';
 import { systemClock } from '../core/task.js';
 import { cachedTenantDirectory, TENANT_CACHE_TTL_MS } from '../core/tenants.js';
-import { MAX_SHARDS } from '../core/ids.js';
 import { dynamo } from './clients.js';
 import { integerEnv, requireEnv } from './config.js';
 

@@ -6,7 +6,7 @@
  */
 import type { BizTypeSettingsRequest } from '../contract/wire.js';
 import { formatPath, type NewTask, type Parsed, type TaskDraft } from './schemas.js';
-import { type TargetRules, targetProblem } from './target-rules.js';
+import { targetProblem, type TargetRules } from './target-rules.js';
 import type { Clock, DeliveryPolicy, Target } from './task.js';
 import type { Tenant } from './tenants.js';
 import { ttlCache } from './ttl-cache.js';

@@ -16,8 +16,9 @@
  * request finds its intent and finishes under the same successor id.
  */
 import { randomInt } from 'node:crypto';
-import { newTaskId, parseTaskId, type TaskKey, taskKey } from './ids.js';
+
 import { secondOf } from './clock.js';
+import { newTaskId, parseTaskId, type TaskKey, taskKey } from './ids.js';
 import { createOrAdopt, getTask, handOffLateArrivals, type SchedulePorts, type TaskLookupPorts } from './schedule.js';
 import type { Reschedule } from './schemas.js';
 import type { Task, TaskStatus } from './task.js';

@@ -1,9 +1,10 @@
 import { randomInt } from 'node:crypto';
+
 import { readClock, secondOf } from './clock.js';
+import type { TaskKey } from './ids.js';
 import { newTaskId, parseTaskId, taskKey } from './ids.js';
 import { MARKER_RETENTION_SECONDS, toDeliveryMessages } from './scan.js';
 import type { NewTask } from './schemas.js';
-import type { TaskKey } from './ids.js';
 import type {
   CancelOutcome,
   Clock,
@@ -15,7 +16,7 @@ import type {
   TaskStore,
 } from './task.js';
 import { DAY_SECONDS, expiryAfter } from './task.js';
-import { type TickQueue, tickFor } from './tick.js';
+import { tickFor, type TickQueue } from './tick.js';
 
 export interface SchedulePorts {
   readonly taskStore: TaskStore;

@@ -5,11 +5,9 @@
  * (functions/contract/wire.ts) the client sends, so the two cannot drift.
  */
 import { createHash } from 'node:crypto';
+
 import { z } from 'zod';
-import { ABSOLUTE_URL_PROBLEM, addressPolicy, webhookUrlProblem } from './egress.js';
-import { MAX_ENCODABLE_MS } from './ids.js';
-import { LIST_LIMITS } from './listing.js';
-import type { DeliveryPolicy, Target, TaskStatus } from './task.js';
+
 import type {
   BatchRequest,
   BizTypeSettingsRequest,
@@ -18,6 +16,10 @@ import type {
   TaskListQuery,
   TaskRequest,
 } from '../contract/wire.js';
+import { ABSOLUTE_URL_PROBLEM, addressPolicy, webhookUrlProblem } from './egress.js';
+import { MAX_ENCODABLE_MS } from './ids.js';
+import { LIST_LIMITS } from './listing.js';
+import type { DeliveryPolicy, Target, TaskStatus } from './task.js';
 
 /** Drops readonly at every depth and flattens intersections, so only the shapes are compared. */
 type Shape<T> = T extends object ? { -readonly [K in keyof T]: Shape<T[K]> } : T;

@@ -6,9 +6,10 @@
  * rather than a FAILED task later.
  */
 import { isIP } from 'node:net';
-import { type AwsHome, type TargetAllowLists, targetAllowed } from './allowed-targets.js';
-import { type AddressPolicy, forbiddenAddressReason, webhookUrlProblem } from './egress.js';
+
 import type { FieldError } from '../contract/wire.js';
+import { type AwsHome, targetAllowed, type TargetAllowLists } from './allowed-targets.js';
+import { type AddressPolicy, forbiddenAddressReason, webhookUrlProblem } from './egress.js';
 import type { Target } from './task.js';
 import type { Tenant } from './tenants.js';
 

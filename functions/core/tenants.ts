@@ -5,6 +5,7 @@
  * it is hopeless, and the digest makes a leaked table useless for calling the API.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
 import { generateSigningSecret } from '../contract/webhook-signature.js';
 import type { Clock } from './task.js';
 import { ttlCache } from './ttl-cache.js';

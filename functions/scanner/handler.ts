@@ -4,14 +4,15 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { ENV, METRICS, SCANNER_BUDGET_MS } from '../contract/topology.js';
+
 import { sqsDeliveryQueue } from '../adapters/sqs-queues.js';
 import { sqs } from '../commons/clients.js';
 import { integerEnv, requireEnv } from '../commons/config.js';
 import { createLogger } from '../commons/logger.js';
-import { tracer } from '../commons/tracer.js';
 import { createMetrics } from '../commons/metrics.js';
 import { tableFromEnv } from '../commons/stores.js';
+import { tracer } from '../commons/tracer.js';
+import { ENV, METRICS, SCANNER_BUDGET_MS } from '../contract/topology.js';
 import { runScanner } from '../core/scan.js';
 import { systemClock } from '../core/task.js';
 

@@ -3,14 +3,15 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy from '@middy/core';
-import { ENV, METRICS, SWEEPER_BUDGET_MS, SWEEPER_CATCH_UP_GRACE_SECONDS } from '../contract/topology.js';
+
 import { sqsDeliveryQueue } from '../adapters/sqs-queues.js';
 import { sqs } from '../commons/clients.js';
 import { integerEnv, requireEnv } from '../commons/config.js';
 import { createLogger } from '../commons/logger.js';
-import { tracer } from '../commons/tracer.js';
 import { createMetrics } from '../commons/metrics.js';
 import { tableFromEnv } from '../commons/stores.js';
+import { tracer } from '../commons/tracer.js';
+import { ENV, METRICS, SWEEPER_BUDGET_MS, SWEEPER_CATCH_UP_GRACE_SECONDS } from '../contract/topology.js';
 import { sweep } from '../core/sweep.js';
 import { systemClock } from '../core/task.js';
 

@@ -1,13 +1,14 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy from '@middy/core';
-import { ENV } from '../contract/topology.js';
+
 import { sqsTickQueue } from '../adapters/sqs-queues.js';
 import { sqs } from '../commons/clients.js';
 import { integerEnv, requireEnv } from '../commons/config.js';
 import { createLogger } from '../commons/logger.js';
 import { tableFromEnv } from '../commons/stores.js';
 import { tracer } from '../commons/tracer.js';
+import { ENV } from '../contract/topology.js';
 import { systemClock } from '../core/task.js';
 import { planTicks } from '../core/tick.js';
 

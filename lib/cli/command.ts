@@ -4,6 +4,7 @@
  * name a mistake and its fix, and the `--help` text all come from that one list.
  */
 import { parseArgs } from 'node:util';
+
 import type { CliIo } from './io.js';
 
 export interface OptionSpec {
@@ -65,7 +66,7 @@ export interface Command<
 export function command<const O extends OptionSpecs, const A extends readonly ArgumentSpec[]>(
   definition: Command<O, A>,
 ): Command {
-  return definition as unknown as Command;
+  return definition;
 }
 
 /** The caller got the command line wrong: exit 2, pointing at the command's help. */

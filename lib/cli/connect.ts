@@ -3,15 +3,17 @@
  * commands), in AWS when told where, otherwise local mode's, found through its data folder.
  */
 import { join, resolve } from 'node:path';
+
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+
 import { DynamoTenantStore } from '../../functions/adapters/dynamo-tenants.js';
 import { parseApiKey, type TenantStore } from '../../functions/core/tenants.js';
 import { TimerClient } from '../client.js';
 import { DEV_API_KEY_FILE, readKeyFile } from '../local/dev-tenant.js';
 import { ensureLocalTaskTable, LOCAL_TABLE_NAME, localDynamoClients, startLocalDynamo } from '../local/dynamodb.js';
 import { runningLocalEndpoints } from '../local/endpoints.js';
-import { UsageError, type OptionSpecs } from './command.js';
+import { type OptionSpecs, UsageError } from './command.js';
 import type { CliIo } from './io.js';
 
 export const TABLE_OPTIONS = {

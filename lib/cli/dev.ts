@@ -3,12 +3,13 @@
  * the data folder, so scheduled tasks survive a restart.
  */
 import { join } from 'node:path';
+
 import { DEV_API_KEY_ENV } from '../local/dev-tenant.js';
 import { runningLocalEndpoints } from '../local/endpoints.js';
 import { LOCAL_CONSOLE_PATH, LOCAL_INBOX_PATH } from '../local/paths.js';
 import { type LocalTimer, startLocalTimer } from '../local/runtime.js';
-import { COMMON_OPTIONS, type Command, CommandFailed, command, UsageError } from './command.js';
-import { DEFAULT_LOCAL_PORT, dataDirOf } from './connect.js';
+import { type Command, command, CommandFailed, COMMON_OPTIONS, UsageError } from './command.js';
+import { dataDirOf, DEFAULT_LOCAL_PORT } from './connect.js';
 import type { CliIo } from './io.js';
 
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;

@@ -8,9 +8,10 @@
  * asks the running local mode to do the same move, since fauxqs has no move tasks.
  */
 import { SQSClient } from '@aws-sdk/client-sqs';
+
 import { startRedrive } from '../../functions/adapters/sqs-queues.js';
 import { LOCAL_REDRIVE_PATH } from '../local/paths.js';
-import { COMMON_OPTIONS, type Command, CommandFailed, command, UsageError } from './command.js';
+import { type Command, command, CommandFailed, COMMON_OPTIONS, UsageError } from './command.js';
 import { dataDirOf, localApiUrl } from './connect.js';
 
 async function redriveLocally(apiUrl: string): Promise<{ moved: number; taskIds: string[] }> {

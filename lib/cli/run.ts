@@ -1,5 +1,5 @@
 /** The `timer` command line: finds the command argv names, runs it, and says what went wrong and how to fix it. */
-import { type Command, closest, commandList, helpText, parseCall, UsageError } from './command.js';
+import { closest, type Command, commandList, helpText, parseCall, UsageError } from './command.js';
 import { DEV_COMMANDS } from './dev.js';
 import { DLQ_COMMANDS } from './dlq.js';
 import type { CliIo } from './io.js';

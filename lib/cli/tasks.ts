@@ -5,11 +5,11 @@ import {
   type ApiProblem,
   type TaskDetails,
   type TaskListQuery,
-  TimerApiError,
   type TaskRequest,
+  TimerApiError,
   type TimerClient,
 } from '../client.js';
-import { COMMON_OPTIONS, type Command, CommandFailed, command, UsageError } from './command.js';
+import { type Command, command, CommandFailed, COMMON_OPTIONS, UsageError } from './command.js';
 import { API_OPTIONS, type ApiConnection, connectToApi } from './connect.js';
 import { type CliIo, fields, table } from './io.js';
 

@@ -1,18 +1,18 @@
 /** `timer tenants …`: tenants, their API keys and their webhook signing secrets, straight in the task table. */
 import {
-  type ApiKeyRecord,
   activeSigningSecrets,
+  type ApiKeyRecord,
   DEFAULT_RATE_LIMIT_PER_SECOND,
   DEFAULT_ROTATION_OVERLAP_MS,
   newApiKey,
   newTenant,
   type Tenant,
   TENANT_CACHE_TTL_MS,
-  type TenantStore,
   tenantIdProblem,
+  type TenantStore,
   withRotatedSecret,
 } from '../../functions/core/tenants.js';
-import { COMMON_OPTIONS, type Command, CommandFailed, command, UsageError } from './command.js';
+import { type Command, command, CommandFailed, COMMON_OPTIONS, UsageError } from './command.js';
 import { openTenantStore, TABLE_OPTIONS } from './connect.js';
 import { type CliIo, fields, isoTime, table } from './io.js';
 

@@ -5,6 +5,7 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+
 import type { TenantStore } from '../../functions/core/tenants.js';
 import {
   activeSigningSecrets,

@@ -35,7 +35,7 @@ export async function startEventBridgeSink(options: { logFile?: string } = {}): 
   const server: Server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', async () => {
+    const answer = async () => {
       const target = request.headers['x-amz-target'];
       if (target !== 'AWSEvents.PutEvents') {
         response.writeHead(400, { 'content-type': 'application/x-amz-json-1.1' });
@@ -64,7 +64,9 @@ export async function startEventBridgeSink(options: { logFile?: string } = {}): 
       response.end(
         JSON.stringify({ FailedEntryCount: 0, Entries: accepted.map((event) => ({ EventId: event.eventId })) }),
       );
-    });
+    };
+    // Fire and forget: each PutEvents request is answered on its own, as the service would.
+    request.on('end', () => void answer());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

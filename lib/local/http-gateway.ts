@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+
 import { problem, problemResponse } from '../../functions/api/http.js';
 import { API_ROUTES } from '../../functions/contract/topology.js';
 import { type InvokeResult, SYNC_PAYLOAD_LIMIT_BYTES } from './lambda-service.js';
@@ -164,7 +166,7 @@ export async function startHttpGateway(options: {
   localRoutes: Record<string, LocalRoute>;
   onError: (error: unknown) => void;
 }): Promise<{ url: string; close(): Promise<void> }> {
-  const server: Server = createServer(async (request, response) => {
+  const serve = async (request: IncomingMessage, response: ServerResponse) => {
     try {
       const url = new URL(request.url ?? '/', `http://${request.headers.host ?? 'localhost'}`);
       const local = options.localRoutes[url.pathname];
@@ -211,7 +213,9 @@ export async function startHttpGateway(options: {
       response.writeHead(500, { 'content-type': 'application/json' });
       response.end(JSON.stringify({ message: 'Internal Server Error' }));
     }
-  });
+  };
+  // Fire and forget: serve catches every error and answers 500, so it never rejects.
+  const server: Server = createServer((request, response) => void serve(request, response));
   await new Promise<void>((resolve) => server.listen(options.port, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+
 import type { Context } from 'aws-lambda';
-import { FUNCTIONS, type FunctionName } from '../../functions/contract/topology.js';
+
+import { type FunctionName, FUNCTIONS } from '../../functions/contract/topology.js';
 
 /** A Lambda context for a local invocation, with the function's timeout behind getRemainingTimeInMillis. */
 export function lambdaContext(fn: FunctionName, timeoutMs: number): Context {

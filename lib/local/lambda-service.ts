@@ -5,11 +5,11 @@
  */
 import {
   ACCOUNT_CONCURRENCY,
-  FUNCTIONS,
   type FunctionName,
+  FUNCTIONS,
   type FunctionSpec,
 } from '../../functions/contract/topology.js';
-import { type LambdaHandler, lambdaContext } from './lambda-context.js';
+import { lambdaContext, type LambdaHandler } from './lambda-context.js';
 
 /** Lambda refuses a synchronous invocation whose request or response is over 6 MB. */
 export const SYNC_PAYLOAD_LIMIT_BYTES = 6 * 1024 * 1024;

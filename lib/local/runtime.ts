@@ -5,34 +5,36 @@
  * batch size, timeout and schedule taken from the topology the CDK stack also reads.
  */
 import { join } from 'node:path';
+
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { startFauxqs } from 'fauxqs';
+
 import { allItems, DynamoClockStore, DynamoOccupancyIndex } from '../../functions/adapters/dynamo-store.js';
+import { DynamoTenantStore } from '../../functions/adapters/dynamo-tenants.js';
 import {
   type DeliveryMessageBody,
   redriveByCopy,
   sqsDeliveryQueue,
   sqsTickQueue,
 } from '../../functions/adapters/sqs-queues.js';
-import { secondOf } from '../../functions/core/clock.js';
-import { toDeliveryMessages } from '../../functions/core/scan.js';
-import { tickFor } from '../../functions/core/tick.js';
-import { DynamoTenantStore } from '../../functions/adapters/dynamo-tenants.js';
-import { activeSigningSecrets } from '../../functions/core/tenants.js';
 import {
   DEFAULT_SETTINGS,
   deliveryMaxReceiveCount,
   ENV,
   environmentFor,
-  FUNCTIONS,
   type FunctionName,
+  FUNCTIONS,
   QUEUES,
   type QueueSpec,
   SCHEDULES,
   type TimerSettings,
 } from '../../functions/contract/topology.js';
+import { secondOf } from '../../functions/core/clock.js';
+import { toDeliveryMessages } from '../../functions/core/scan.js';
+import { activeSigningSecrets } from '../../functions/core/tenants.js';
+import { tickFor } from '../../functions/core/tick.js';
 import { consoleRoutes } from './console/routes.js';
 import type { RedriveResult } from './console/wire.js';
 import { type DevTenant, ensureDevTenant } from './dev-tenant.js';
@@ -45,12 +47,12 @@ import {
   startLocalDynamo,
 } from './dynamodb.js';
 import { removeLocalEndpoints, writeLocalEndpoints } from './endpoints.js';
-import { type SunkEvent, startEventBridgeSink } from './eventbridge-sink.js';
+import { startEventBridgeSink, type SunkEvent } from './eventbridge-sink.js';
 import { startHttpGateway } from './http-gateway.js';
 import type { LambdaHandler } from './lambda-context.js';
 import { createLambdaService, type FunctionStats } from './lambda-service.js';
-import { type SqsEventSourceStats, startSqsEventSource } from './queue-poller.js';
 import { LOCAL_INBOX_PATH, LOCAL_REDRIVE_PATH } from './paths.js';
+import { type SqsEventSourceStats, startSqsEventSource } from './queue-poller.js';
 import { createWebhookInbox } from './webhook-inbox.js';
 
 export { createTaskTable, LOCAL_TABLE_NAME } from './dynamodb.js';
@@ -255,10 +257,10 @@ async function loadHandlers(
   ]);
   return {
     api: wrap('api', api.handler as unknown as AnyHandler),
-    ticker: wrap('ticker', ticker.handler as unknown as AnyHandler),
+    ticker: wrap('ticker', ticker.handler),
     scanner: wrap('scanner', scanner.handler as unknown as AnyHandler),
     callback: wrap('callback', callback.handler as unknown as AnyHandler),
-    sweeper: wrap('sweeper', sweeper.handler as unknown as AnyHandler),
+    sweeper: wrap('sweeper', sweeper.handler),
   };
 }
 

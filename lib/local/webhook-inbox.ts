@@ -1,5 +1,5 @@
-import type { WebhookNotification as Notification } from '../../functions/contract/wire.js';
 import { verifyWebhook } from '../../functions/contract/webhook-signature.js';
+import type { WebhookNotification as Notification } from '../../functions/contract/wire.js';
 
 export interface InboxEntry {
   readonly receivedAt: string;

@@ -3,6 +3,7 @@ import { AccessLogField, AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { HttpApi, HttpMethod, LogGroupLogDestination, type ThrottleSettings } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import type { Construct } from 'constructs';
+
 import { API_ROUTES } from '../../functions/contract/topology.js';
 import { acknowledgeNagRule, timerLogGroup } from './construct-helpers.js';
 

@@ -1,21 +1,22 @@
 import {
   Aws,
-  CfnCondition,
   aws_cloudwatch as cloudwatch,
   aws_cloudwatch_actions as cloudwatchActions,
-  Duration,
-  Fn,
   aws_iam as iam,
   aws_kms as kms,
   type aws_lambda as lambda,
-  RemovalPolicy,
   aws_sns as sns,
   type aws_sqs as sqs,
+  CfnCondition,
+  Duration,
+  Fn,
+  RemovalPolicy,
   Token,
 } from 'aws-cdk-lib';
 import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import type { Construct } from 'constructs';
-import { ALARM_THRESHOLDS, FUNCTIONS, type FunctionName, METRICS } from '../../functions/contract/topology.js';
+
+import { ALARM_THRESHOLDS, type FunctionName, FUNCTIONS, METRICS } from '../../functions/contract/topology.js';
 import { capitalized } from './construct-helpers.js';
 
 /** Every alarm description ends with a link to its section here; the infra tests check each anchor exists. */

@@ -1,29 +1,31 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
 import {
-  CfnCondition,
-  Duration,
   aws_events as events,
-  Fn,
+  aws_events_targets as targets,
   aws_iam as iam,
   aws_lambda as lambda,
   type aws_logs as logs,
   aws_sqs as sqs,
-  aws_events_targets as targets,
-  Token,
+  CfnCondition,
+  Duration,
+  Fn,
   Stack,
+  Token,
 } from 'aws-cdk-lib';
 import type { TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { Construct } from 'constructs';
+
 import {
   deliveryMaxReceiveCount,
   ENV,
-  type EnvName,
   environmentFor,
-  FUNCTIONS,
+  type EnvName,
   type FunctionName,
+  FUNCTIONS,
   QUEUES,
   type QueueSpec,
   SCHEDULES,

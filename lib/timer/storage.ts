@@ -1,6 +1,7 @@
 import type { RemovalPolicy } from 'aws-cdk-lib';
 import { AttributeType, Billing, ProjectionType, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import type { Construct } from 'constructs';
+
 import { TABLE } from '../../functions/contract/topology.js';
 
 export interface TimerStorageProps {

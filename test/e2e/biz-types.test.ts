@@ -4,8 +4,9 @@
  * there, and a task with neither is refused at `target`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TimerApiError, TimerClient } from '../../lib/client.js';
+
 import { newApiKey, newTenant } from '../../functions/core/tenants.js';
+import { TimerApiError, TimerClient } from '../../lib/client.js';
 import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
 import { eventually, startWebhookReceiver } from '../support/webhook-receiver.js';
 

@@ -1,7 +1,9 @@
 import { mkdir } from 'node:fs/promises';
 import { request } from 'node:http';
+
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { newApiKey, newTenant } from '../../functions/core/tenants.js';
 import {
   LOCAL_CONSOLE_PATH,

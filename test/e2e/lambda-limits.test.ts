@@ -5,6 +5,7 @@
  * CPU does not decide the outcome.)
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
 
 let timer: LocalTimer;

@@ -4,6 +4,7 @@
  * limited on its own.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { newApiKey, newTenant } from '../../functions/core/tenants.js';
 import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
 

@@ -8,10 +8,12 @@
  * Time is compressed so faults recover in seconds, keeping the invariant that matters:
  * a delivery lease (1.5 s) is shorter than the delivery queue's visibility timeout (3 s).
  */
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, SQSEvent } from 'aws-lambda';
-import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+
+import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types.js';
 import {
   DynamoClockStore,
   DynamoIdempotencyStore,
@@ -19,13 +21,11 @@ import {
   DynamoTaskIndex,
   DynamoTaskStore,
 } from '../../functions/adapters/dynamo-store.js';
-import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types.js';
 import {
   CALLBACK_COUNTER_PREFIX,
   DynamoRequestCounter,
   DynamoTenantStore,
 } from '../../functions/adapters/dynamo-tenants.js';
-import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../../functions/core/biz-types.js';
 import { delayRedelivery, SqsDeadLetterQueue, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues.js';
 import { AwsTargetDispatcher } from '../../functions/adapters/targets.js';
 import { WebhookClient } from '../../functions/adapters/webhook-client.js';
@@ -33,16 +33,17 @@ import { type ApiPorts, route } from '../../functions/api/routes.js';
 import { deliverRecords, type RecordPorts } from '../../functions/callback/records.js';
 import { createLogger } from '../../functions/commons/logger.js';
 import { createMetrics } from '../../functions/commons/metrics.js';
+import { DEFAULT_SETTINGS, WEBHOOK_CONNECT_TIMEOUT_MS } from '../../functions/contract/topology.js';
+import { generateSigningSecret } from '../../functions/contract/webhook-signature.js';
+import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../../functions/core/biz-types.js';
 import type { DeliveryPorts } from '../../functions/core/deliver.js';
 import { addressPolicy } from '../../functions/core/egress.js';
 import { runScanner, type ScanPorts } from '../../functions/core/scan.js';
-import { generateSigningSecret } from '../../functions/contract/webhook-signature.js';
 import { sweep } from '../../functions/core/sweep.js';
 import type { Clock } from '../../functions/core/task.js';
 import { cachedTenantDirectory, newApiKey, newTenant, TENANT_CACHE_TTL_MS } from '../../functions/core/tenants.js';
 import { createLambdaService } from '../../lib/local/lambda-service.js';
 import { type SqsEventSource, startSqsEventSource } from '../../lib/local/queue-poller.js';
-import { DEFAULT_SETTINGS, WEBHOOK_CONNECT_TIMEOUT_MS } from '../../functions/contract/topology.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 import { testTargetRules } from '../support/target-rules.js';
 import { type Responder, startWebhookReceiver } from '../support/webhook-receiver.js';

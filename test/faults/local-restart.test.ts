@@ -8,7 +8,9 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { DEV_API_KEY_FILE } from '../../lib/local/dev-tenant.js';
 import { eventually, startWebhookReceiver } from '../support/webhook-receiver.js';
 

@@ -5,6 +5,7 @@
  * duplicates counted, final states right. Each prints one line of what the fault cost.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+
 import type { DeliveryMessage } from '../../functions/core/task.js';
 import {
   failShare,
@@ -130,7 +131,7 @@ describe('Faults: the scanner', () => {
     const crash = crashOnce(
       h.scanner.clockStore,
       'markScanned',
-      ((_range: unknown, enqueued: ReadonlyMap<number, number>) => enqueued.size > 0) as never,
+      (_range: unknown, enqueued: ReadonlyMap<number, number>) => enqueued.size > 0,
     );
 
     // Act
@@ -180,7 +181,7 @@ describe('Faults: the callback', () => {
     const crash = crashOnce(
       h.callback.delivery.taskStore,
       'finishDelivery',
-      ((_key: unknown, _attempt: number, outcome: { status: string }) => outcome.status === 'DELIVERED') as never,
+      (_key: unknown, _attempt: number, outcome: { status: string }) => outcome.status === 'DELIVERED',
     );
 
     // Act

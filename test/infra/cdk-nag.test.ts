@@ -2,8 +2,9 @@ import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { TimerStack } from '../../lib/timer-stack.js';
+
 import { API_ROUTES } from '../../functions/contract/topology.js';
+import { TimerStack } from '../../lib/timer-stack.js';
 
 /** The stack as `bin/timer.ts` builds it, bundling skipped (the synth test in timer-stack.test.ts proves it). */
 function timerApp(): App {

@@ -1,9 +1,10 @@
-import { App, type CfnElement, Stack, aws_lambda as lambda, aws_logs as logs, RemovalPolicy } from 'aws-cdk-lib';
+import { App, aws_lambda as lambda, aws_logs as logs, type CfnElement, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_API_THROTTLE, DistributedTimer } from '../../lib/index.js';
+
 import { ENV } from '../../functions/contract/topology.js';
+import { DEFAULT_API_THROTTLE, DistributedTimer } from '../../lib/index.js';
 import { actionsOf, statementsOfRole } from '../support/iam-template.js';
 
 /** The logical id of a construct's CloudFormation resource. */

@@ -1,7 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { describe, expect, it } from 'vitest';
+
 import { openApiDocument } from '../../functions/api/openapi.js';
 import { API_ROUTES } from '../../functions/contract/topology.js';
 

@@ -1,12 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ALLOW_LISTS } from '../../functions/core/allowed-targets.js';
-import { DEFAULT_API_THROTTLE } from '../../lib/distributed-timer.js';
-import { TimerStack } from '../../lib/timer-stack.js';
-import { actionsOf as statementActions, allStatements, statementsOfRole } from '../support/iam-template.js';
+
 import {
   ALARM_THRESHOLDS,
   API_ROUTES,
@@ -18,6 +16,10 @@ import {
   QUEUES,
   TABLE,
 } from '../../functions/contract/topology.js';
+import { ALLOW_LISTS } from '../../functions/core/allowed-targets.js';
+import { DEFAULT_API_THROTTLE } from '../../lib/distributed-timer.js';
+import { TimerStack } from '../../lib/timer-stack.js';
+import { actionsOf as statementActions, allStatements, statementsOfRole } from '../support/iam-template.js';
 
 type Resource = { Type: string; Properties: Record<string, unknown> };
 

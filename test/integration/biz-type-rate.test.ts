@@ -5,6 +5,7 @@
  * and the waiting costs no attempt.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { type Harness, report, startHarness, waitForDeliveries } from '../faults/harness.js';
 
 let harness: Harness;

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import type { BizTypeSettings } from '../../functions/core/biz-types.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 

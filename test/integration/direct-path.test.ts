@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo-store.js';
 import { sqsDeliveryQueue } from '../../functions/adapters/sqs-queues.js';
 import { claimSeconds } from '../../functions/core/clock.js';
 import { scanRange } from '../../functions/core/scan.js';
-import type { Tick } from '../../functions/core/tick.js';
 import { type ScheduleResult, scheduleTasks } from '../../functions/core/schedule.js';
 import type { NewTask } from '../../functions/core/schemas.js';
+import type { Tick } from '../../functions/core/tick.js';
 import { ManualClock } from '../support/clock.js';
 import { drainBodies, type Emulators, startEmulators } from '../support/emulators.js';
 

@@ -7,18 +7,19 @@
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoTaskIndex } from '../../functions/adapters/dynamo-store.js';
+
 import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types.js';
+import { DynamoTaskIndex } from '../../functions/adapters/dynamo-store.js';
 import { DynamoRequestCounter, DynamoTenantStore } from '../../functions/adapters/dynamo-tenants.js';
-import { cachedBizTypeDirectory } from '../../functions/core/biz-types.js';
 import { sqsDeliveryQueue } from '../../functions/adapters/sqs-queues.js';
 import { type ApiPorts, route } from '../../functions/api/routes.js';
+import { DEFAULT_SETTINGS } from '../../functions/contract/topology.js';
+import { cachedBizTypeDirectory } from '../../functions/core/biz-types.js';
 import { newTaskId } from '../../functions/core/ids.js';
 import { systemClock } from '../../functions/core/task.js';
 import { cachedTenantDirectory, newApiKey, newTenant } from '../../functions/core/tenants.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 import { testTargetRules } from '../support/target-rules.js';
-import { DEFAULT_SETTINGS } from '../../functions/contract/topology.js';
 
 const SHARDS = 4;
 

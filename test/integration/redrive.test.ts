@@ -1,5 +1,6 @@
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { DEFAULT_SETTINGS, deliveryMaxReceiveCount, QUEUES } from '../../functions/contract/topology.js';
 import { drainBodies, type Emulators, startEmulators } from '../support/emulators.js';
 

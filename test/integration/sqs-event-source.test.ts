@@ -1,6 +1,7 @@
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { QUEUES } from '../../functions/contract/topology.js';
 import { createLambdaService } from '../../lib/local/lambda-service.js';
 import { SQS_SCALING, type SqsEventSource, startSqsEventSource } from '../../lib/local/queue-poller.js';

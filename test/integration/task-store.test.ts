@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { newTaskId, taskKey } from '../../functions/core/ids.js';
 import type { Task } from '../../functions/core/task.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { DynamoRequestCounter, DynamoTenantStore } from '../../functions/adapters/dynamo-tenants.js';
 import { newApiKey, newTenant, withRotatedSecret } from '../../functions/core/tenants.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';

@@ -1,16 +1,18 @@
 import type { AddressInfo } from 'node:net';
+
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DeleteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
 import { startFauxqs } from 'fauxqs';
+
+import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types.js';
 import {
   DynamoClockStore,
   DynamoIdempotencyStore,
   DynamoOccupancyIndex,
   DynamoTaskStore,
 } from '../../functions/adapters/dynamo-store.js';
-import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types.js';
 import { CALLBACK_COUNTER_PREFIX, DynamoRequestCounter } from '../../functions/adapters/dynamo-tenants.js';
 import { createTaskTable } from '../../lib/local/runtime.js';
 

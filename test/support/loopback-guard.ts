@@ -1,5 +1,6 @@
 import { lookup as systemLookup } from 'node:dns';
 import { BlockList, isIP, type LookupFunction, Socket, type TcpSocketConnectOpts } from 'node:net';
+
 import { vi } from 'vitest';
 
 const loopback = new BlockList();

@@ -1,5 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+
 import type { Notification } from '../../functions/core/deliver.js';
 
 export interface Receipt {

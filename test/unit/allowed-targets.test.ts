@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
+
 import {
   ALLOW_LISTS,
   eventBusArnOf,
   parseAllowList,
   queueArnOf,
-  type TargetAllowLists,
   targetAllowed,
+  type TargetAllowLists,
 } from '../../functions/core/allowed-targets.js';
 import type { Target } from '../../functions/core/task.js';
 

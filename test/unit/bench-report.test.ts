@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+
 import { niceCeiling, renderChart } from '../../bench/chart.js';
 import { invocationSeconds, markdownTable, perTaskUsage, progressLine } from '../../bench/report.js';
 import { attributeBytes, histogram, itemBytes, peakPerKey, perSecond, quantile, summarize } from '../../bench/stats.js';

@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { type DeliveryPorts, deliverTask, type Notification } from '../../functions/core/deliver.js';
+
 import {
   applyBizType,
   type BizTypeSettings,
   cachedBizTypeDirectory,
   saveBizType,
 } from '../../functions/core/biz-types.js';
+import { deliverTask, type DeliveryPorts, type Notification } from '../../functions/core/deliver.js';
 import { bizTypeSettingsSchema, parseTaskRequest, type TaskDraft } from '../../functions/core/schemas.js';
 import type { Task } from '../../functions/core/task.js';
 import { testTargetRules } from '../support/target-rules.js';

@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
+
 import { claimSeconds, MAX_CLAIM_SECONDS } from '../../functions/core/clock.js';
 import { enqueueSecond, runScanner, scanRange } from '../../functions/core/scan.js';
 import { sweep } from '../../functions/core/sweep.js';

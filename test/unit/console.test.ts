@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+
 import { sparingly } from '../../lib/local/console/routes.js';
 import { LATENESS_WINDOW_MS, TASKS_SHOWN, tasksView, UPCOMING_SECONDS } from '../../lib/local/console/views.js';
 import { aTask } from './fakes.js';

@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
+
 import {
   costPerTask,
   fixedMonthly,
   idleMonth,
-  type PerTaskUsage,
   perMillion,
+  type PerTaskUsage,
   plan,
   PRICES,
   resourceInventory,

@@ -1,9 +1,10 @@
 import { describe, expect, it, vi } from 'vitest';
+
 import {
   backoffSeconds,
   type DeadLetter,
-  type DeliveryPorts,
   deliverTask,
+  type DeliveryPorts,
   type Notification,
   redeliverDeadLetter,
   type Sender,

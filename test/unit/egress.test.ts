@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+
 import { type EgressPolicy, forbiddenAddressReason, webhookUrlProblem } from '../../functions/core/egress.js';
 
 const CLOUD: EgressPolicy = { allowHttp: false, allowPrivateAddresses: false };

@@ -5,6 +5,8 @@
  */
 export { ManualClock } from '../support/clock.js';
 
+import type { BizTypeSettings, BizTypeStore } from '../../functions/core/biz-types.js';
+import { minuteOf } from '../../functions/core/clock.js';
 import { MAX_SHARDS, newTaskId, parseTaskId, type TaskKey } from '../../functions/core/ids.js';
 import type {
   CancelOutcome,
@@ -23,10 +25,8 @@ import type {
   TaskStore,
   Watermark,
 } from '../../functions/core/task.js';
-import { minuteOf } from '../../functions/core/clock.js';
-import type { Tick, TickQueue } from '../../functions/core/tick.js';
-import type { BizTypeSettings, BizTypeStore } from '../../functions/core/biz-types.js';
 import { newTenant, type RequestCounter, type Tenant, type TenantDirectory } from '../../functions/core/tenants.js';
+import type { Tick, TickQueue } from '../../functions/core/tick.js';
 
 export class FakeClockStore implements ClockStore {
   /** Second → how many tasks its scan enqueued. */

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+
 import { bucketOf, newTaskId, parseTaskId, partitionKey, secondRange, taskKey } from '../../functions/core/ids.js';
 
 const DUE_AT_MS = Date.UTC(2026, 2, 1, 9, 30, 15, 250);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+
 import { createLambdaService, SYNC_PAYLOAD_LIMIT_BYTES } from '../../lib/local/lambda-service.js';
 
 /** A handler whose invocations stay running until the test releases them. */

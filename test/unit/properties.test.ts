@@ -5,6 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+
 import { MAX_ENCODABLE_MS, MAX_SHARDS, newTaskId, parseTaskId } from '../../functions/core/ids.js';
 import { LIMITS, parseTaskRequest } from '../../functions/core/schemas.js';
 

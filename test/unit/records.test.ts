@@ -1,10 +1,11 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+
 import { deliverRecords } from '../../functions/callback/records.js';
 import type { DeliveryPorts } from '../../functions/core/deliver.js';
-import { sqsRecord } from './handlers/setup.js';
 import { aTask, FakeRequestCounter, FakeTaskStore, fakeTenantDirectory, ManualClock } from './fakes.js';
+import { sqsRecord } from './handlers/setup.js';
 
 afterEach(() => {
   vi.restoreAllMocks();

@@ -1,8 +1,9 @@
 import { describe, expect, it, vi } from 'vitest';
-import { type ScheduleOutcome, type SchedulePorts, scheduleTasks } from '../../functions/core/schedule.js';
+
 import { applyBizType } from '../../functions/core/biz-types.js';
-import { parseTaskRequest } from '../../functions/core/schemas.js';
 import { minuteOf } from '../../functions/core/clock.js';
+import { type ScheduleOutcome, type SchedulePorts, scheduleTasks } from '../../functions/core/schedule.js';
+import { parseTaskRequest } from '../../functions/core/schemas.js';
 import {
   FakeClockStore,
   FakeDeliveryQueue,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+
 import { parseIsoInstant, parseTaskRequest } from '../../functions/core/schemas.js';
 
 const NOW_MS = Date.UTC(2026, 0, 15, 12, 0, 0);

@@ -1,5 +1,7 @@
 import { createHmac } from 'node:crypto';
+
 import { describe, expect, it } from 'vitest';
+
 import { generateSigningSecret, signWebhook, verifyWebhook } from '../../functions/contract/webhook-signature.js';
 
 const KEY = Buffer.from('0123456789abcdef0123456789abcdef');

@@ -8,10 +8,11 @@ import {
 } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+
 import {
   delayRedelivery,
-  SqsDeadLetterQueue,
   sendAll,
+  SqsDeadLetterQueue,
   sqsDeliveryQueue,
   sqsTickQueue,
   startRedrive,

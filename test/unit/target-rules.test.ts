@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
+
 import { resolvingEachHostOnce, targetProblem } from '../../functions/core/target-rules.js';
 import { newTenant } from '../../functions/core/tenants.js';
 import { testTargetRules } from '../support/target-rules.js';

@@ -2,11 +2,12 @@ import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+
 import { AwsTargetDispatcher, retryAfterSeconds, USER_AGENT } from '../../functions/adapters/targets.js';
 import { WebhookClient } from '../../functions/adapters/webhook-client.js';
+import { generateSigningSecret, verifyWebhook } from '../../functions/contract/webhook-signature.js';
 import type { Notification, Sender } from '../../functions/core/deliver.js';
 import { addressPolicy } from '../../functions/core/egress.js';
-import { generateSigningSecret, verifyWebhook } from '../../functions/contract/webhook-signature.js';
 import type { Target } from '../../functions/core/task.js';
 import { allowLoopbackConnectsOnly } from '../support/loopback-guard.js';
 import { startWebhookReceiver } from '../support/webhook-receiver.js';

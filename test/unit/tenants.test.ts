@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
+
 import {
   activeSigningSecrets,
   authenticate,
@@ -7,8 +8,8 @@ import {
   newTenant,
   parseApiKey,
   type TenantDirectory,
-  type TenantStore,
   tenantIdProblem,
+  type TenantStore,
   withRotatedSecret,
 } from '../../functions/core/tenants.js';
 import { ManualClock } from './fakes.js';

@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
+
 import { minuteOf } from '../../functions/core/clock.js';
 import { planTicks } from '../../functions/core/tick.js';
 import { FakeOccupancyIndex, FakeTickQueue, ManualClock } from './fakes.js';

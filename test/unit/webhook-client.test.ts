@@ -2,7 +2,9 @@ import { once } from 'node:events';
 import http, { createServer } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+
 import { type Resolve, WebhookClient, type WebhookClientOptions } from '../../functions/adapters/webhook-client.js';
 import { type AddressPolicy, forbiddenAddressReason, webhookUrlProblem } from '../../functions/core/egress.js';
 import { allowLoopbackConnectsOnly } from '../support/loopback-guard.js';

@@ -4,14 +4,16 @@
  * key, and show every tenant's tasks.
  */
 import { readFile } from 'node:fs/promises';
+
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { transform } from 'esbuild';
+
 import { DynamoTaskStore, scanTasks } from '../../../functions/adapters/dynamo-store.js';
 import { type DeliveryMessageBody, peekMessages, queueDepth } from '../../../functions/adapters/sqs-queues.js';
+import type { TimerSettings } from '../../../functions/contract/topology.js';
 import type { DeadLetter } from '../../../functions/core/deliver.js';
 import { parseTaskId, taskKey } from '../../../functions/core/ids.js';
-import type { TimerSettings } from '../../../functions/contract/topology.js';
 import type { LocalResponse, LocalRoute } from '../http-gateway.js';
 import {
   LOCAL_CONSOLE_DLQ_PATH,

@@ -4,6 +4,7 @@
  * request and, when it returns a response, sends that instead of invoking the handler.
  */
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+
 import type { Clock } from '../../../functions/core/task.js';
 import { AWS_LIMITS, scaledRate } from './aws-limits.js';
 

@@ -7,8 +7,8 @@
 import {
   indexWrites,
   itemBytes,
-  type PartitionKeyRef,
   partitionId,
+  type PartitionKeyRef,
   readUnits,
   tablePartition,
   type WireItem,
@@ -99,8 +99,11 @@ class DynamoThroughputProxy {
   private keyOf(item: WireItem): WireItem {
     const { partitionKey, sortKey } = this.schema;
     return Object.fromEntries(
-      [partitionKey, sortKey].flatMap((name) => (item[name] === undefined ? [] : [[name, item[name]]])),
-    ) as WireItem;
+      [partitionKey, sortKey].flatMap((name) => {
+        const value = item[name];
+        return value === undefined ? [] : [[name, value] as const];
+      }),
+    );
   }
 
   /** The item as dynalite holds it now, read around a write to learn the sizes AWS would bill. */
@@ -195,7 +198,7 @@ class DynamoThroughputProxy {
     if (refusal) return refusals[refusal]();
     const response = await this.forward(request);
     if (response.status === 200) {
-      const items = ((parse(response) as { Items?: WireItem[] }).Items ?? []) as WireItem[];
+      const items = (parse(response) as { Items?: WireItem[] }).Items ?? [];
       const bytes = items.reduce((sum, item) => sum + itemBytes(item), 0);
       this.model.topUp('read', table, ...charge(readUnits(bytes, consistent) - minimum));
     }

@@ -12,10 +12,10 @@
  * returns, not for those a filter dropped; a request dynalite rejects as invalid keeps its
  * charge. Item and batch size limits are dynalite's own (400 KB, 25 writes, 100 keys).
  */
-import type { Clock } from '../../../functions/core/task.js';
 import { TABLE } from '../../../functions/contract/topology.js';
+import type { Clock } from '../../../functions/core/task.js';
 import { AWS_LIMITS, scaledRate } from './aws-limits.js';
-import { type KeySchema, keyClass, type PartitionKeyRef, partitionId, partitionRef } from './dynamodb-capacity.js';
+import { keyClass, type KeySchema, partitionId, type PartitionKeyRef, partitionRef } from './dynamodb-capacity.js';
 import { WindowMeter } from './window-meter.js';
 
 /** The task table's keys, as the stack and the local runtime create it. */

@@ -4,7 +4,7 @@
  * the emulator, and sends the answer back byte for byte unless the handler rewrote it.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { crc32 } from 'node:zlib';
 
@@ -116,7 +116,7 @@ export async function startJsonProxy(
 ): Promise<RunningProxy> {
   const upstream = new Upstream(upstreamEndpoint);
   const handle = handlerFor(upstream);
-  const server = createServer(async (incoming, outgoing) => {
+  const serve = async (incoming: IncomingMessage, outgoing: ServerResponse) => {
     try {
       const chunks: Buffer[] = [];
       for await (const chunk of incoming) chunks.push(chunk as Buffer);
@@ -139,7 +139,9 @@ export async function startJsonProxy(
       outgoing.writeHead(500, { 'content-type': 'application/x-amz-json-1.0' });
       outgoing.end(JSON.stringify({ __type: 'InternalFailure', message: (error as Error).message }));
     }
-  });
+  };
+  // Fire and forget: serve answers every failure itself, so it never rejects.
+  const server = createServer((incoming, outgoing) => void serve(incoming, outgoing));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,

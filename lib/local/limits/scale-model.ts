@@ -6,11 +6,11 @@
  * and have the HTTP gateway call `apiThrottle.admit()` per request.
  */
 import { type Clock, systemClock } from '../../../functions/core/task.js';
-import { type ApiThrottleReport, ApiStageThrottle } from './api-throttle.js';
+import { ApiStageThrottle, type ApiThrottleReport } from './api-throttle.js';
 import type { KeySchema } from './dynamodb-capacity.js';
 import { startDynamoThroughputProxy } from './dynamodb-proxy.js';
-import { type DynamoThroughputReport, DynamoThroughputModel } from './dynamodb-throughput.js';
-import { type SqsInFlightReport, SqsInFlightModel, startSqsInFlightProxy } from './sqs-in-flight.js';
+import { DynamoThroughputModel, type DynamoThroughputReport } from './dynamodb-throughput.js';
+import { SqsInFlightModel, type SqsInFlightReport, startSqsInFlightProxy } from './sqs-in-flight.js';
 
 export interface ScaleModel {
   /** The divisor of AWS's rate limits: 100 makes a 1/100 model. At least 1. */

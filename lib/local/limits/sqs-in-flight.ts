@@ -58,7 +58,7 @@ interface QueueState {
   visibilityRefusals: number;
 }
 
-export type VisibilityChange = 'changed' | 'beyond-limit';
+type VisibilityChange = 'changed' | 'beyond-limit';
 
 /** The in-flight book-keeping, apart from HTTP. */
 export class SqsInFlightModel {

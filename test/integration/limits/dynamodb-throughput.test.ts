@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+
 import {
   BatchWriteItemCommand,
   DynamoDBClient,
@@ -8,6 +9,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { createTaskTable, LOCAL_CREDENTIALS, LOCAL_REGION } from '../../../lib/local/dynamodb.js';
 import { startDynamoThroughputProxy } from '../../../lib/local/limits/dynamodb-proxy.js';
 import { DynamoThroughputModel } from '../../../lib/local/limits/dynamodb-throughput.js';

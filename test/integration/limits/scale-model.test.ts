@@ -1,10 +1,12 @@
 import type { AddressInfo } from 'node:net';
+
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
 import { type FauxqsServer, startFauxqs } from 'fauxqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { createTaskTable, LOCAL_CREDENTIALS, LOCAL_REGION } from '../../../lib/local/dynamodb.js';
 import { type RunningScaleModel, startScaleModel } from '../../../lib/local/limits/scale-model.js';
 import { ManualClock } from '../../support/clock.js';

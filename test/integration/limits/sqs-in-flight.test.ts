@@ -10,6 +10,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { type FauxqsServer, startFauxqs } from 'fauxqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../../lib/local/dynamodb.js';
 import type { RunningProxy } from '../../../lib/local/limits/json-proxy.js';
 import { SqsInFlightModel, startSqsInFlightProxy } from '../../../lib/local/limits/sqs-in-flight.js';

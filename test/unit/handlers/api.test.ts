@@ -1,4 +1,5 @@
 import { promises as dns } from 'node:dns';
+
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import {
   BatchGetCommand,
@@ -13,6 +14,7 @@ import {
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
+
 import { newTaskId, parseTaskId } from '../../../functions/core/ids.js';
 import { newApiKey, newTenant } from '../../../functions/core/tenants.js';
 import { DELIVERY_QUEUE_URL, lambdaContext, SHARD_COUNT, stubHandlerEnv, TABLE_NAME } from './setup.js';

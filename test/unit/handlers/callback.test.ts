@@ -1,14 +1,16 @@
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
+
 import { ChangeMessageVisibilityCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { newTaskId, taskKey } from '../../../functions/core/ids.js';
-import { verifyWebhook } from '../../../functions/contract/webhook-signature.js';
-import { newTenant } from '../../../functions/core/tenants.js';
+
 import { ENV } from '../../../functions/contract/topology.js';
+import { verifyWebhook } from '../../../functions/contract/webhook-signature.js';
+import { newTaskId, taskKey } from '../../../functions/core/ids.js';
+import { newTenant } from '../../../functions/core/tenants.js';
 import {
   BACKOFF_BASE_SECONDS,
   BUCKET_COUNT,

@@ -2,12 +2,13 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
+
 import { newTaskId, partitionKey, secondRange } from '../../../functions/core/ids.js';
 import {
   BUCKET_COUNT,
   DELIVERY_QUEUE_URL,
-  LOOKAHEAD_SECONDS,
   lambdaContext,
+  LOOKAHEAD_SECONDS,
   SHARD_COUNT,
   sqsRecord,
   stubHandlerEnv,

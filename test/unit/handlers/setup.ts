@@ -4,12 +4,13 @@
  */
 import type { Context, SQSRecord } from 'aws-lambda';
 import { vi } from 'vitest';
+
 import {
   DEFAULT_SETTINGS,
   ENV,
   environmentFor,
-  FUNCTIONS,
   type FunctionName,
+  FUNCTIONS,
   type TimerSettings,
 } from '../../../functions/contract/topology.js';
 

@@ -2,6 +2,7 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
+
 import { newTaskId, partitionKey, secondRange } from '../../../functions/core/ids.js';
 import { BUCKET_COUNT, DELIVERY_QUEUE_URL, lambdaContext, stubHandlerEnv } from './setup.js';
 

@@ -2,7 +2,8 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { LOOKAHEAD_SECONDS, lambdaContext, stubHandlerEnv, TICK_QUEUE_URL } from './setup.js';
+
+import { lambdaContext, LOOKAHEAD_SECONDS, stubHandlerEnv, TICK_QUEUE_URL } from './setup.js';
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);

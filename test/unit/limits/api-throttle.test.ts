@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+
 import { ApiStageThrottle, TOO_MANY_REQUESTS } from '../../../lib/local/limits/api-throttle.js';
 import { scaledRate } from '../../../lib/local/limits/aws-limits.js';
 import { ManualClock } from '../../support/clock.js';

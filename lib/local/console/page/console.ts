@@ -322,7 +322,7 @@ function start(): void {
     setTimeout(poll, REFRESH_MS);
   };
 
-  redriveButton.addEventListener('click', async () => {
+  const redrive = async () => {
     if (redriveButton.getAttribute('aria-disabled') === 'true') return;
     redriving = true;
     redriveButton.setAttribute('aria-disabled', 'true');
@@ -336,7 +336,10 @@ function start(): void {
       redriving = false;
       await refresh();
     }
-  });
+  };
+
+  // Fire and forget: redrive reports its own failure on the page and refresh never rejects.
+  redriveButton.addEventListener('click', () => void redrive());
 
   void poll();
 }

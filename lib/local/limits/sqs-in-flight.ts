@@ -58,8 +58,6 @@ interface QueueState {
   visibilityRefusals: number;
 }
 
-type VisibilityChange = 'changed' | 'beyond-limit';
-
 /** The in-flight book-keeping, apart from HTTP. */
 export class SqsInFlightModel {
   readonly inFlightCap: number;

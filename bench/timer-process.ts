@@ -8,7 +8,7 @@
 import { AsyncLocalStorage, createHook } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { allItems } from '../functions/adapters/dynamo-store.js';
+import { allItems } from '../functions/adapters/dynamo/dynamo-helpers.js';
 import { type AwsRequest, LOCAL_TABLE_NAME, startLocalTimer } from '../lib/local/runtime.js';
 import type { FunctionName, TimerSettings } from '../functions/contract/topology.js';
 import { itemBytes, type KeyActivity, STORAGE_OVERHEAD_BYTES } from './stats.js';

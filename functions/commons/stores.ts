@@ -1,13 +1,13 @@
 import { ENV } from '../contract/topology.js';
-import {
-  DynamoClockStore,
-  DynamoIdempotencyStore,
-  DynamoOccupancyIndex,
-  DynamoTaskIndex,
-  DynamoTaskStore,
-} from '../adapters/dynamo-store.js';
-import { DynamoBizTypeStore } from '../adapters/dynamo-biz-types.js';
-import { CALLBACK_COUNTER_PREFIX, DynamoRequestCounter, DynamoTenantStore } from '../adapters/dynamo-tenants.js';
+import { DynamoBizTypeStore } from '../adapters/dynamo/biz-type-store.js';
+import { DynamoClockStore } from '../adapters/dynamo/clock-store.js';
+import { DynamoIdempotencyStore } from '../adapters/dynamo/idempotency-store.js';
+import { DynamoOccupancyIndex } from '../adapters/dynamo/occupancy-index.js';
+import { DynamoRequestCounter } from '../adapters/dynamo/request-counter.js';
+import { CALLBACK_COUNTER_PREFIX } from '../adapters/dynamo/table-schema.js';
+import { DynamoTaskIndex } from '../adapters/dynamo/task-index.js';
+import { DynamoTaskStore } from '../adapters/dynamo/task-store.js';
+import { DynamoTenantStore } from '../adapters/dynamo/tenant-store.js';
 import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../core/biz-types.js';
 import { systemClock } from '../core/task.js';
 import { cachedTenantDirectory, TENANT_CACHE_TTL_MS } from '../core/tenants.js';

@@ -9,7 +9,10 @@ import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-s
 import { type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { startFauxqs } from 'fauxqs';
-import { allItems, DynamoClockStore, DynamoOccupancyIndex } from '../../functions/adapters/dynamo-store.js';
+import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
+import { allItems } from '../../functions/adapters/dynamo/dynamo-helpers.js';
+import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
+import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
 import {
   type DeliveryMessageBody,
   redriveByCopy,
@@ -19,7 +22,6 @@ import {
 import { secondOf } from '../../functions/core/clock.js';
 import { toDeliveryMessages } from '../../functions/core/scan.js';
 import { tickFor } from '../../functions/core/tick.js';
-import { DynamoTenantStore } from '../../functions/adapters/dynamo-tenants.js';
 import { activeSigningSecrets } from '../../functions/core/tenants.js';
 import {
   DEFAULT_SETTINGS,

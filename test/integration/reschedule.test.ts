@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DynamoTaskStore } from '../../functions/adapters/dynamo-store.js';
+import type { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { type DeliveryPorts, deliverTask } from '../../functions/core/deliver.js';
 import { newTaskId, taskKey } from '../../functions/core/ids.js';
 import { rescheduleTask } from '../../functions/core/reschedule.js';

@@ -4,14 +4,13 @@ import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, S
 import { DeleteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
 import { startFauxqs } from 'fauxqs';
-import {
-  DynamoClockStore,
-  DynamoIdempotencyStore,
-  DynamoOccupancyIndex,
-  DynamoTaskStore,
-} from '../../functions/adapters/dynamo-store.js';
-import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types.js';
-import { CALLBACK_COUNTER_PREFIX, DynamoRequestCounter } from '../../functions/adapters/dynamo-tenants.js';
+import { DynamoBizTypeStore } from '../../functions/adapters/dynamo/biz-type-store.js';
+import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
+import { DynamoIdempotencyStore } from '../../functions/adapters/dynamo/idempotency-store.js';
+import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
+import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
+import { CALLBACK_COUNTER_PREFIX } from '../../functions/adapters/dynamo/table-schema.js';
+import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { createTaskTable } from '../../lib/local/runtime.js';
 
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };

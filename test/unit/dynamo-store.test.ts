@@ -9,7 +9,9 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { DynamoClockStore, DynamoOccupancyIndex, DynamoTaskStore } from '../../functions/adapters/dynamo-store.js';
+import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
+import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
+import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { partitionKey, secondRange, taskKey } from '../../functions/core/ids.js';
 import { aTask } from './fakes.js';
 

@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { transform } from 'esbuild';
-import { DynamoTaskStore, scanTasks } from '../../../functions/adapters/dynamo-store.js';
+import { DynamoTaskStore, scanTasks } from '../../../functions/adapters/dynamo/task-store.js';
 import { type DeliveryMessageBody, peekMessages, queueDepth } from '../../../functions/adapters/sqs-queues.js';
 import type { DeadLetter } from '../../../functions/core/deliver.js';
 import { parseTaskId, taskKey } from '../../../functions/core/ids.js';

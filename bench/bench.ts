@@ -21,6 +21,7 @@ import { Queue } from 'bullmq';
 import * as esbuild from 'esbuild';
 import { cpus } from 'node:os';
 import { idleMonth } from '../lib/cost-model.js';
+import { isTaskPartition, TASK_PARTITION_PREFIX } from '../functions/adapters/dynamo/table-schema.js';
 import { DEFAULT_SETTINGS, FUNCTIONS, type FunctionName } from '../functions/contract/topology.js';
 import type { BenchJob, WorkerMessage, WorkerRequest } from './bullmq-worker.js';
 import { ensureRedisInstalled, startRedis, type BenchRedis } from './redis.js';
@@ -368,12 +369,12 @@ export function hotKeysOf(keys: KeyActivity | undefined, fromSecond: number) {
       new Map([...seconds].filter(([second]) => second >= fromSecond)),
     ]),
   );
-  const taskKeys = [...delivery.keys()].filter((key) => key.startsWith('B#') && (delivery.get(key)?.size ?? 0) > 0);
+  const taskKeys = [...delivery.keys()].filter((key) => isTaskPartition(key) && (delivery.get(key)?.size ?? 0) > 0);
   return {
     taskKeys: taskKeys.length,
-    writes: peakPerKey(delivery, 'writes', 'B#'),
-    reads: peakPerKey(delivery, 'reads', 'B#'),
-    submitWrites: peakPerKey(keys ?? new Map(), 'writes', 'B#'),
+    writes: peakPerKey(delivery, 'writes', TASK_PARTITION_PREFIX),
+    reads: peakPerKey(delivery, 'reads', TASK_PARTITION_PREFIX),
+    submitWrites: peakPerKey(keys ?? new Map(), 'writes', TASK_PARTITION_PREFIX),
   };
 }
 

@@ -11,6 +11,7 @@ import { DynamoBizTypeStore } from '../../functions/adapters/dynamo/biz-type-sto
 import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
 import { DynamoTaskIndex } from '../../functions/adapters/dynamo/task-index.js';
 import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
+import { partitionOf, RATE_COUNTER_PREFIX } from '../../functions/adapters/dynamo/table-schema.js';
 import { cachedBizTypeDirectory } from '../../functions/core/biz-types.js';
 import { sqsDeliveryQueue } from '../../functions/adapters/sqs-queues.js';
 import { type ApiPorts, route } from '../../functions/api/routes.js';
@@ -19,7 +20,7 @@ import { systemClock } from '../../functions/core/task.js';
 import { cachedTenantDirectory, newApiKey, newTenant } from '../../functions/core/tenants.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 import { testTargetRules } from '../support/target-rules.js';
-import { DEFAULT_SETTINGS } from '../../functions/contract/topology.js';
+import { DEFAULT_SETTINGS, TABLE } from '../../functions/contract/topology.js';
 
 const SHARDS = 4;
 
@@ -438,7 +439,10 @@ async function storedItems(): Promise<string[]> {
     const page = await emulators.dynamo.send(
       new ScanCommand({ TableName: emulators.tableName, ConsistentRead: true, ExclusiveStartKey: startKey }),
     );
-    for (const item of page.Items ?? []) if (!String(item.pk).startsWith('RATE#')) items.push(`${item.pk}|${item.sk}`);
+    for (const item of page.Items ?? []) {
+      const pk = partitionOf(item);
+      if (!pk.startsWith(RATE_COUNTER_PREFIX)) items.push(`${pk}|${item[TABLE.sortKey]}`);
+    }
     startKey = page.LastEvaluatedKey;
   } while (startKey);
   return items.sort();

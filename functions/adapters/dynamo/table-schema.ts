@@ -82,9 +82,14 @@ export type TaskAttribute = keyof TaskItem;
 /** Every task partition key starts with this; the table's other items never do. */
 export { TASK_PARTITION_PREFIX };
 
-/** Whether an item read from a Scan of the whole table is a task. */
-export function isTaskItem(item: Record<string, unknown>): boolean {
-  return String(item[PK]).startsWith(TASK_PARTITION_PREFIX);
+/** The partition key of any item or key, whatever its kind. */
+export function partitionOf(item: Record<string, unknown>): string {
+  return String(item[PK]);
+}
+
+/** Whether a partition key is a task's. */
+export function isTaskPartition(pk: string): boolean {
+  return pk.startsWith(TASK_PARTITION_PREFIX);
 }
 
 /** The task id in a task's sort key (`<due time>#<id>`), which is all an index's keys-only projection carries. */

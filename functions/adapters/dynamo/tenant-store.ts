@@ -15,12 +15,9 @@ import {
   tenantToItem,
 } from './table-schema.js';
 
-/** Where a store keeps its items: a client and the one table. */
-export type TenantStoreOptions = TableOptions;
-
 /** Tenants in one partition and each tenant's API keys in one of its own, so either list is one Query. */
 export class DynamoTenantStore implements TenantStore {
-  constructor(private readonly options: TenantStoreOptions) {}
+  constructor(private readonly options: TableOptions) {}
 
   createTenant(tenant: Tenant): Promise<boolean> {
     return unlessConditionFails(

@@ -22,6 +22,7 @@ import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import * as esbuild from 'esbuild';
 
+import { isTaskPartition, TASK_PARTITION_PREFIX } from '../functions/adapters/dynamo/table-schema.js';
 import { DEFAULT_SETTINGS, FUNCTIONS } from '../functions/contract/topology.js';
 import { idleMonth } from '../lib/cost-model.js';
 import { timerStackInventory } from '../lib/stack-inventory.js';
@@ -371,12 +372,12 @@ export function hotKeysOf(keys: KeyActivity | undefined, fromSecond: number) {
       new Map([...seconds].filter(([second]) => second >= fromSecond)),
     ]),
   );
-  const taskKeys = [...delivery.keys()].filter((key) => key.startsWith('B#') && (delivery.get(key)?.size ?? 0) > 0);
+  const taskKeys = [...delivery.keys()].filter((key) => isTaskPartition(key) && (delivery.get(key)?.size ?? 0) > 0);
   return {
     taskKeys: taskKeys.length,
-    writes: peakPerKey(delivery, 'writes', 'B#'),
-    reads: peakPerKey(delivery, 'reads', 'B#'),
-    submitWrites: peakPerKey(keys ?? new Map(), 'writes', 'B#'),
+    writes: peakPerKey(delivery, 'writes', TASK_PARTITION_PREFIX),
+    reads: peakPerKey(delivery, 'reads', TASK_PARTITION_PREFIX),
+    submitWrites: peakPerKey(keys ?? new Map(), 'writes', TASK_PARTITION_PREFIX),
   };
 }
 

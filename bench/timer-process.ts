@@ -10,7 +10,8 @@ import { performance } from 'node:perf_hooks';
 
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 
-import { allItems } from '../functions/adapters/dynamo-store.js';
+import { allItems } from '../functions/adapters/dynamo/dynamo-helpers.js';
+import { isTaskPartition, partitionOf, type TaskItem } from '../functions/adapters/dynamo/table-schema.js';
 import type { FunctionName, TimerSettings } from '../functions/contract/topology.js';
 import { type AwsRequest, LOCAL_TABLE_NAME, startLocalTimer } from '../lib/local/runtime.js';
 import { itemBytes, type KeyActivity, STORAGE_OVERHEAD_BYTES } from './stats.js';
@@ -84,7 +85,6 @@ function addUnits(key: string, kind: 'writes' | 'reads', units: number): void {
 }
 
 const writeUnitsOf = (item: Record<string, unknown>) => Math.max(1, Math.ceil(itemBytes(item) / 1024));
-const isTaskKey = (key: string) => key.startsWith('B#');
 
 /**
  * Capacity units by DynamoDB's rules: a write is its item's size in KB, rounded up (an update
@@ -96,8 +96,8 @@ function recordRequest(request: AwsRequest): void {
   switch (request.name) {
     case 'DynamoDB.PutItem': {
       const item = input.Item as Record<string, unknown>;
-      if (isTaskKey(String(item.pk))) taskItemBytes = itemBytes(item);
-      return addUnits(String(item.pk), 'writes', writeUnitsOf(item));
+      if (isTaskPartition(partitionOf(item))) taskItemBytes = itemBytes(item);
+      return addUnits(partitionOf(item), 'writes', writeUnitsOf(item));
     }
     case 'DynamoDB.BatchWriteItem':
       for (const requests of Object.values(
@@ -105,20 +105,20 @@ function recordRequest(request: AwsRequest): void {
       )) {
         for (const { PutRequest } of requests) {
           if (!PutRequest) continue;
-          if (isTaskKey(String(PutRequest.Item.pk))) taskItemBytes = itemBytes(PutRequest.Item);
-          addUnits(String(PutRequest.Item.pk), 'writes', writeUnitsOf(PutRequest.Item));
+          if (isTaskPartition(partitionOf(PutRequest.Item))) taskItemBytes = itemBytes(PutRequest.Item);
+          addUnits(partitionOf(PutRequest.Item), 'writes', writeUnitsOf(PutRequest.Item));
         }
       }
       return;
     case 'DynamoDB.UpdateItem': {
-      const key = String((input.Key as Record<string, unknown>).pk);
-      return addUnits(key, 'writes', isTaskKey(key) ? Math.ceil(taskItemBytes / 1024) : 1);
+      const key = partitionOf(input.Key as Record<string, unknown>);
+      return addUnits(key, 'writes', isTaskPartition(key) ? Math.ceil(taskItemBytes / 1024) : 1);
     }
     case 'DynamoDB.GetItem':
-      return addUnits(String((input.Key as Record<string, unknown>).pk), 'reads', 1);
+      return addUnits(partitionOf(input.Key as Record<string, unknown>), 'reads', 1);
     case 'DynamoDB.Query': {
       const key = String((input.ExpressionAttributeValues as Record<string, unknown>)[':pk']);
-      const examined = Number(output?.ScannedCount ?? 0) * (isTaskKey(key) ? taskItemBytes : 200);
+      const examined = Number(output?.ScannedCount ?? 0) * (isTaskPartition(key) ? taskItemBytes : 200);
       return addUnits(key, 'reads', Math.max(1, Math.ceil(examined / 4096)));
     }
   }
@@ -155,14 +155,16 @@ async function storage(): Promise<TimerStorage> {
   const statuses: Record<string, number> = {};
   const pendingKeys: string[] = [];
   for (const item of items) {
-    const kind = String(item.pk).split('#')[0] ?? 'other';
+    const pk = partitionOf(item);
+    const kind = pk.split('#')[0] ?? 'other';
     const entry = (byKind[kind] ??= { items: 0, bytes: 0 });
     entry.items += 1;
     entry.bytes += itemBytes(item) + STORAGE_OVERHEAD_BYTES;
-    if (kind !== 'B') continue;
-    statuses[String(item.status)] = (statuses[String(item.status)] ?? 0) + 1;
-    if (item.status === 'PENDING' || item.status === 'DELIVERING') {
-      pendingKeys.push(String((JSON.parse(String(item.payload)) as { key?: string } | null)?.key));
+    if (!isTaskPartition(pk)) continue;
+    const task = item as unknown as TaskItem;
+    statuses[task.status] = (statuses[task.status] ?? 0) + 1;
+    if (task.status === 'PENDING' || task.status === 'DELIVERING') {
+      pendingKeys.push(String((JSON.parse(task.payload) as { key?: string } | null)?.key));
     }
   }
   return { byKind, statuses, pendingKeys };

@@ -1,12 +1,12 @@
-import { DynamoBizTypeStore } from '../adapters/dynamo-biz-types.js';
-import {
-  DynamoClockStore,
-  DynamoIdempotencyStore,
-  DynamoOccupancyIndex,
-  DynamoTaskIndex,
-  DynamoTaskStore,
-} from '../adapters/dynamo-store.js';
-import { CALLBACK_COUNTER_PREFIX, DynamoRequestCounter, DynamoTenantStore } from '../adapters/dynamo-tenants.js';
+import { DynamoBizTypeStore } from '../adapters/dynamo/biz-type-store.js';
+import { DynamoClockStore } from '../adapters/dynamo/clock-store.js';
+import { DynamoIdempotencyStore } from '../adapters/dynamo/idempotency-store.js';
+import { DynamoOccupancyIndex } from '../adapters/dynamo/occupancy-index.js';
+import { DynamoRequestCounter } from '../adapters/dynamo/request-counter.js';
+import { CALLBACK_COUNTER_PREFIX } from '../adapters/dynamo/table-schema.js';
+import { DynamoTaskIndex } from '../adapters/dynamo/task-index.js';
+import { DynamoTaskStore } from '../adapters/dynamo/task-store.js';
+import { DynamoTenantStore } from '../adapters/dynamo/tenant-store.js';
 import { ENV } from '../contract/topology.js';
 import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../core/biz-types.js';
 import { MAX_SHARDS } from '../core/ids.js';

@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
-import { DynamoTenantStore } from '../../functions/adapters/dynamo-tenants.js';
+import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
 import { parseApiKey, type TenantStore } from '../../functions/core/tenants.js';
 import { TimerClient } from '../client.js';
 import { DEV_API_KEY_FILE, readKeyFile } from '../local/dev-tenant.js';

@@ -11,8 +11,11 @@ import { type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb'
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { startFauxqs } from 'fauxqs';
 
-import { allItems, DynamoClockStore, DynamoOccupancyIndex } from '../../functions/adapters/dynamo-store.js';
-import { DynamoTenantStore } from '../../functions/adapters/dynamo-tenants.js';
+import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
+import { allItems } from '../../functions/adapters/dynamo/dynamo-helpers.js';
+import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
+import type { TaskItem } from '../../functions/adapters/dynamo/table-schema.js';
+import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
 import {
   type DeliveryMessageBody,
   redriveByCopy,
@@ -165,7 +168,7 @@ async function requeueLostTasks(
   const clock = await new DynamoClockStore({ client: dynamo, tableName: LOCAL_TABLE_NAME }).read();
   if (!clock) return 0;
   const nowMs = Date.now();
-  const items = await allItems((startKey) =>
+  const items = await allItems<TaskItem>((startKey) =>
     dynamo.send(
       new ScanCommand({
         TableName: LOCAL_TABLE_NAME,
@@ -181,10 +184,7 @@ async function requeueLostTasks(
       }),
     ),
   );
-  const lost = items.map((item) => ({
-    id: item.id as string,
-    dueAtMs: Math.max(item.dueAtMs as number, (typeof item.leaseUntilMs === 'number' ? item.leaseUntilMs : 0) + 1000),
-  }));
+  const lost = items.map((item) => ({ id: item.id, dueAtMs: Math.max(item.dueAtMs, (item.leaseUntilMs ?? 0) + 1000) }));
   if (lost.length > 0) await sqsDeliveryQueue(sqs, deliveryQueueUrl).send(toDeliveryMessages(lost, nowMs));
   return lost.length;
 }

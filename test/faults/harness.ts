@@ -13,19 +13,15 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, SQSEvent } from 'aws-lambda';
 
-import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types.js';
-import {
-  DynamoClockStore,
-  DynamoIdempotencyStore,
-  DynamoOccupancyIndex,
-  DynamoTaskIndex,
-  DynamoTaskStore,
-} from '../../functions/adapters/dynamo-store.js';
-import {
-  CALLBACK_COUNTER_PREFIX,
-  DynamoRequestCounter,
-  DynamoTenantStore,
-} from '../../functions/adapters/dynamo-tenants.js';
+import { DynamoBizTypeStore } from '../../functions/adapters/dynamo/biz-type-store.js';
+import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
+import { DynamoIdempotencyStore } from '../../functions/adapters/dynamo/idempotency-store.js';
+import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
+import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
+import { CALLBACK_COUNTER_PREFIX } from '../../functions/adapters/dynamo/table-schema.js';
+import { DynamoTaskIndex } from '../../functions/adapters/dynamo/task-index.js';
+import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
+import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
 import { delayRedelivery, SqsDeadLetterQueue, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues.js';
 import { AwsTargetDispatcher } from '../../functions/adapters/targets.js';
 import { WebhookClient } from '../../functions/adapters/webhook-client.js';

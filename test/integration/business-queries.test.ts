@@ -1,9 +1,10 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types.js';
-import { DynamoTaskIndex } from '../../functions/adapters/dynamo-store.js';
-import { DynamoRequestCounter, DynamoTenantStore } from '../../functions/adapters/dynamo-tenants.js';
+import { DynamoBizTypeStore } from '../../functions/adapters/dynamo/biz-type-store.js';
+import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
+import { DynamoTaskIndex } from '../../functions/adapters/dynamo/task-index.js';
+import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
 import { type ApiPorts, route } from '../../functions/api/routes.js';
 import { DEFAULT_SETTINGS } from '../../functions/contract/topology.js';
 import { cachedBizTypeDirectory } from '../../functions/core/biz-types.js';

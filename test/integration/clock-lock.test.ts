@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo-store.js';
+import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
 import { claimSeconds, MAX_CLAIM_SECONDS } from '../../functions/core/clock.js';
 import { runScanner } from '../../functions/core/scan.js';
 import type { DeliveryMessage } from '../../functions/core/task.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo-store.js';
+import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
 import { sqsDeliveryQueue } from '../../functions/adapters/sqs-queues.js';
 import { claimSeconds } from '../../functions/core/clock.js';
 import { scanRange } from '../../functions/core/scan.js';

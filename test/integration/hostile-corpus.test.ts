@@ -8,12 +8,14 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types.js';
-import { DynamoTaskIndex } from '../../functions/adapters/dynamo-store.js';
-import { DynamoRequestCounter, DynamoTenantStore } from '../../functions/adapters/dynamo-tenants.js';
+import { DynamoBizTypeStore } from '../../functions/adapters/dynamo/biz-type-store.js';
+import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
+import { partitionOf, RATE_COUNTER_PREFIX } from '../../functions/adapters/dynamo/table-schema.js';
+import { DynamoTaskIndex } from '../../functions/adapters/dynamo/task-index.js';
+import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
 import { sqsDeliveryQueue } from '../../functions/adapters/sqs-queues.js';
 import { type ApiPorts, route } from '../../functions/api/routes.js';
-import { DEFAULT_SETTINGS } from '../../functions/contract/topology.js';
+import { DEFAULT_SETTINGS, TABLE } from '../../functions/contract/topology.js';
 import { cachedBizTypeDirectory } from '../../functions/core/biz-types.js';
 import { newTaskId } from '../../functions/core/ids.js';
 import { systemClock } from '../../functions/core/task.js';
@@ -438,7 +440,10 @@ async function storedItems(): Promise<string[]> {
     const page = await emulators.dynamo.send(
       new ScanCommand({ TableName: emulators.tableName, ConsistentRead: true, ExclusiveStartKey: startKey }),
     );
-    for (const item of page.Items ?? []) if (!String(item.pk).startsWith('RATE#')) items.push(`${item.pk}|${item.sk}`);
+    for (const item of page.Items ?? []) {
+      const pk = partitionOf(item);
+      if (!pk.startsWith(RATE_COUNTER_PREFIX)) items.push(`${pk}|${item[TABLE.sortKey]}`);
+    }
     startKey = page.LastEvaluatedKey;
   } while (startKey);
   return items.sort();

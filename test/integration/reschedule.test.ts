@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import type { DynamoTaskStore } from '../../functions/adapters/dynamo-store.js';
+import type { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { deliverTask, type DeliveryPorts } from '../../functions/core/deliver.js';
 import { newTaskId, taskKey } from '../../functions/core/ids.js';
 import { rescheduleTask } from '../../functions/core/reschedule.js';

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { DynamoRequestCounter, DynamoTenantStore } from '../../functions/adapters/dynamo-tenants.js';
+import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
+import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
 import { newApiKey, newTenant, withRotatedSecret } from '../../functions/core/tenants.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 

@@ -6,14 +6,13 @@ import { DeleteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
 import { startFauxqs } from 'fauxqs';
 
-import { DynamoBizTypeStore } from '../../functions/adapters/dynamo-biz-types.js';
-import {
-  DynamoClockStore,
-  DynamoIdempotencyStore,
-  DynamoOccupancyIndex,
-  DynamoTaskStore,
-} from '../../functions/adapters/dynamo-store.js';
-import { CALLBACK_COUNTER_PREFIX, DynamoRequestCounter } from '../../functions/adapters/dynamo-tenants.js';
+import { DynamoBizTypeStore } from '../../functions/adapters/dynamo/biz-type-store.js';
+import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
+import { DynamoIdempotencyStore } from '../../functions/adapters/dynamo/idempotency-store.js';
+import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
+import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
+import { CALLBACK_COUNTER_PREFIX, CLOCK_KEY } from '../../functions/adapters/dynamo/table-schema.js';
+import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { createTaskTable } from '../../lib/local/runtime.js';
 
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
@@ -36,6 +35,8 @@ export interface Emulators {
   };
   /** Deletes the CLOCK item, so a test can start the clock where it needs it. */
   resetClock(): Promise<void>;
+  /** Creates another empty table from the topology, for a test that needs a table of its own. */
+  newTable(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -87,7 +88,12 @@ export async function startEmulators(): Promise<Emulators> {
       };
     },
     async resetClock() {
-      await dynamo.send(new DeleteCommand({ TableName: tableName, Key: { pk: 'CLOCK', sk: 'CLOCK' } }));
+      await dynamo.send(new DeleteCommand({ TableName: tableName, Key: CLOCK_KEY }));
+    },
+    async newTable() {
+      const name = `tasks-${++tables}`;
+      await createTaskTable(rawDynamo, name);
+      return name;
     },
     async stop() {
       await sqsServer.stop();

@@ -10,7 +10,18 @@ import {
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
-import { DynamoClockStore, DynamoOccupancyIndex, DynamoTaskStore } from '../../functions/adapters/dynamo-store.js';
+import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
+import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
+import {
+  CLOCK_KEY,
+  KEY_EXPRESSIONS,
+  markerKey,
+  markerPartition,
+  markerSortKey,
+  occupancyKey,
+  taskToItem,
+} from '../../functions/adapters/dynamo/table-schema.js';
+import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { partitionKey, secondRange, taskKey } from '../../functions/core/ids.js';
 import { aTask } from './fakes.js';
 
@@ -26,20 +37,6 @@ const taskStore = new DynamoTaskStore({ client, tableName: TABLE, bucketCount: B
 const conditionFailed = () => Object.assign(new Error('x'), { name: 'ConditionalCheckFailedException' });
 const keyOf = (task: ReturnType<typeof aTask>) => taskKey(task.id, { dueAtMs: task.dueAtMs, shard: 2 }, BUCKET_COUNT);
 
-/** The item the store writes for a task, as DynamoDB would return it. */
-const itemOf = (task: ReturnType<typeof aTask>, extra: Record<string, unknown> = {}) => ({
-  ...keyOf(task),
-  id: task.id,
-  tenantId: task.tenantId,
-  status: task.status,
-  dueAtMs: task.dueAtMs,
-  createdAtMs: task.createdAtMs,
-  target: task.target,
-  payload: task.payloadJson,
-  attempts: task.attempts,
-  ...extra,
-});
-
 describe('Class: DynamoTaskStore', () => {
   beforeEach(() => {
     ddbMock.reset();
@@ -53,7 +50,9 @@ describe('Class: DynamoTaskStore', () => {
     it('takes the lease with a conditional update that only a PENDING or lapsed task passes', async () => {
       // Prepare
       const task = aTask(SECOND * 1000, 2);
-      ddbMock.on(UpdateCommand).resolves({ Attributes: itemOf(task, { status: 'DELIVERING', attempts: 1 }) });
+      ddbMock
+        .on(UpdateCommand)
+        .resolves({ Attributes: taskToItem({ ...task, status: 'DELIVERING', attempts: 1 }, keyOf(task)) });
 
       // Act
       const claimed = await taskStore.claimDelivery(keyOf(task), NOW_MS, NOW_MS + 60_000);
@@ -139,7 +138,9 @@ describe('Class: DynamoTaskStore', () => {
         const task = aTask(SECOND * 1000 + index, 2);
         return { task, key: keyOf(task) };
       });
-      const leftOver = { PutRequest: { Item: itemOf(entries[7]?.task ?? aTask(0)) } };
+      const leftOver = {
+        PutRequest: { Item: taskToItem(entries[7]?.task ?? aTask(0), keyOf(entries[7]?.task ?? aTask(0))) },
+      };
       ddbMock
         .on(BatchWriteCommand)
         .resolvesOnce({ UnprocessedItems: { [TABLE]: [leftOver] } })
@@ -160,7 +161,7 @@ describe('Class: DynamoTaskStore', () => {
       // Prepare
       vi.useFakeTimers();
       const task = aTask(SECOND * 1000, 2);
-      const leftOver = { PutRequest: { Item: itemOf(task) } };
+      const leftOver = { PutRequest: { Item: taskToItem(task, keyOf(task)) } };
       ddbMock.on(BatchWriteCommand).resolves({ UnprocessedItems: { [TABLE]: [leftOver] } });
 
       // Act
@@ -185,8 +186,8 @@ describe('Class: DynamoTaskStore', () => {
       // Assess
       expect(ddbMock.commandCalls(PutCommand)[0]?.args[0].input).toEqual({
         TableName: TABLE,
-        Item: itemOf(task, { bizId: 'o-1', bizIdKey: `${task.tenantId}#o-1` }),
-        ConditionExpression: 'attribute_not_exists(pk)',
+        Item: taskToItem(task, keyOf(task)),
+        ConditionExpression: KEY_EXPRESSIONS.itemAbsent,
       });
     });
   });
@@ -214,7 +215,7 @@ describe('Class: DynamoTaskStore', () => {
       // Prepare
       const task = aTask(SECOND * 1000, 2, { status: 'DELIVERED', attempts: 1 });
       ddbMock.on(UpdateCommand).rejects(conditionFailed());
-      ddbMock.on(GetCommand).resolves({ Item: itemOf(task) });
+      ddbMock.on(GetCommand).resolves({ Item: taskToItem(task, keyOf(task)) });
 
       // Act
       const outcome = await taskStore.cancel(keyOf(task), task.tenantId, NOW_MS, SECOND + 86_400);
@@ -227,7 +228,7 @@ describe('Class: DynamoTaskStore', () => {
       // Prepare
       const task = aTask(SECOND * 1000, 2, { status: 'DELIVERING', attempts: 1 });
       ddbMock.on(UpdateCommand).rejects(conditionFailed());
-      ddbMock.on(GetCommand).resolves({ Item: itemOf(task, { leaseUntilMs: NOW_MS + 30_000 }) });
+      ddbMock.on(GetCommand).resolves({ Item: { ...taskToItem(task, keyOf(task)), leaseUntilMs: NOW_MS + 30_000 } });
 
       // Act
       const outcome = await taskStore.cancel(keyOf(task), task.tenantId, NOW_MS, SECOND + 86_400);
@@ -242,7 +243,7 @@ describe('Class: DynamoTaskStore', () => {
       // Prepare
       const task = aTask(SECOND * 1000, 2);
       ddbMock.on(UpdateCommand).rejects(conditionFailed());
-      ddbMock.on(GetCommand).resolves({ Item: itemOf(task) });
+      ddbMock.on(GetCommand).resolves({ Item: taskToItem(task, keyOf(task)) });
 
       // Act
       const outcome = await taskStore.cancel(keyOf(task), 'globex', NOW_MS, SECOND + 86_400);
@@ -271,7 +272,7 @@ describe('Class: DynamoTaskStore', () => {
       // Prepare
       const task = aTask(SECOND * 1000, 2);
       ddbMock.on(UpdateCommand).rejectsOnce(conditionFailed()).resolves({});
-      ddbMock.on(GetCommand).resolves({ Item: itemOf(task) });
+      ddbMock.on(GetCommand).resolves({ Item: taskToItem(task, keyOf(task)) });
 
       // Act
       const outcome = await taskStore.cancel(keyOf(task), task.tenantId, NOW_MS, SECOND + 86_400);
@@ -322,7 +323,7 @@ describe('Class: DynamoClockStore', () => {
     // Assess
     expect(advanced).toBe(false);
     expect(ddbMock.commandCalls(UpdateCommand)[0]?.args[0].input).toMatchObject({
-      Key: { pk: 'CLOCK', sk: 'CLOCK' },
+      Key: CLOCK_KEY,
       ConditionExpression: '#cursor = :from',
       ExpressionAttributeValues: { ':from': SECOND, ':next': SECOND + 60 },
     });
@@ -338,8 +339,7 @@ describe('Class: DynamoClockStore', () => {
     // Assess
     expect(ddbMock.commandCalls(PutCommand).map((put) => put.args[0].input.Item)).toEqual([
       {
-        pk: `SCANNED#${Math.floor(SECOND / 3600)}`,
-        sk: String(SECOND).padStart(12, '0'),
+        ...markerKey('SCANNED', SECOND),
         through: SECOND + 59,
         busy: { [SECOND + 7]: 3 },
         expiresAt: 99,
@@ -351,13 +351,13 @@ describe('Class: DynamoClockStore', () => {
     // Prepare: a minute-long range ending just inside the hour, and a one-second marker after it.
     const hourEnd = Math.ceil(SECOND / 3600) * 3600;
     ddbMock
-      .on(QueryCommand, { ExpressionAttributeValues: { ':pk': `SCANNED#${hourEnd / 3600 - 1}` } })
+      .on(QueryCommand, { ExpressionAttributeValues: { ':pk': markerPartition('SCANNED', hourEnd - 1) } })
       .resolves({
-        Items: [{ sk: String(hourEnd - 60).padStart(12, '0'), through: hourEnd - 1, busy: { [hourEnd - 2]: 4 } }],
+        Items: [{ sk: markerSortKey(hourEnd - 60), through: hourEnd - 1, busy: { [hourEnd - 2]: 4 } }],
       })
-      .on(QueryCommand, { ExpressionAttributeValues: { ':pk': `SCANNED#${hourEnd / 3600}` } })
+      .on(QueryCommand, { ExpressionAttributeValues: { ':pk': markerPartition('SCANNED', hourEnd) } })
       .resolves({
-        Items: [{ sk: String(hourEnd + 1).padStart(12, '0'), through: hourEnd + 1, busy: { [hourEnd + 1]: 7 } }],
+        Items: [{ sk: markerSortKey(hourEnd + 1), through: hourEnd + 1, busy: { [hourEnd + 1]: 7 } }],
       });
 
     // Act
@@ -372,7 +372,7 @@ describe('Class: DynamoClockStore', () => {
       ]),
     );
     expect(ddbMock.commandCalls(QueryCommand)[0]?.args[0].input.ExpressionAttributeValues?.[':from']).toBe(
-      String(hourEnd - 61).padStart(12, '0'),
+      markerSortKey(hourEnd - 61),
     );
   });
 });
@@ -383,7 +383,7 @@ describe('Class: DynamoOccupancyIndex', () => {
   });
 
   const minute = Math.floor(SECOND / 60);
-  const minuteKey = { pk: `OCCUPIED#${Math.floor(SECOND / 3600)}`, sk: String(minute * 60).padStart(12, '0') };
+  const minuteKey = occupancyKey(minute);
 
   it('adds seconds to their minute in one update each, returning those new to a planned minute', async () => {
     // Prepare: the minute was planned when it held only SECOND.

@@ -75,7 +75,8 @@ export class FakeClockStore implements ClockStore {
   readonly rechecks = new Map<number, number[]>();
 
   async markForRecheck(dueSeconds: readonly number[], flaggedAt: number): Promise<void> {
-    this.rechecks.set(flaggedAt, [...(this.rechecks.get(flaggedAt) ?? []), ...dueSeconds]);
+    // The real store keeps one item per flag time and due second, so a second flagged twice is there once.
+    this.rechecks.set(flaggedAt, [...new Set([...(this.rechecks.get(flaggedAt) ?? []), ...dueSeconds])]);
   }
 
   async rechecksFlagged(from: number, to: number): Promise<Map<number, number[]>> {
@@ -142,6 +143,11 @@ export class FakeIdempotencyStore implements IdempotencyStore {
   }
 }
 
+function withoutExpiry<T extends object>(outcome: T): Omit<T, 'expiresAtSeconds'> {
+  const { expiresAtSeconds: _expiry, ...rest } = outcome as T & { expiresAtSeconds?: number };
+  return rest;
+}
+
 // The sort key ends with the id, which is all the fake needs to find a task.
 const idOf = (key: TaskKey) => key.sk.slice(key.sk.indexOf('#') + 1);
 
@@ -154,6 +160,8 @@ export class FakeTaskStore implements TaskStore {
   }
 
   async create(task: Task): Promise<void> {
+    // The real store's put is conditional on the key being free.
+    if (this.tasks.has(task.id)) throw new Error(`task ${task.id} already exists`);
     this.tasks.set(task.id, task);
   }
 
@@ -195,9 +203,13 @@ export class FakeTaskStore implements TaskStore {
   async finishDelivery(key: TaskKey, attempt: number, outcome: DeliveryRecord): Promise<boolean> {
     const task = this.tasks.get(idOf(key));
     if (task?.status !== 'DELIVERING' || task.attempts !== attempt) return false;
+    // The TTL (expiresAtSeconds) is stored beside the task, never part of it.
+    const { leaseUntilMs: _lease, ...unleased } = task;
     const finished: Task =
-      outcome.status === 'RELEASED' ? { ...task, status: 'PENDING', attempts: attempt - 1 } : { ...task, ...outcome };
-    this.tasks.set(task.id, { ...finished, leaseUntilMs: undefined });
+      outcome.status === 'RELEASED'
+        ? { ...unleased, status: 'PENDING', attempts: attempt - 1 }
+        : { ...unleased, ...withoutExpiry(outcome) };
+    this.tasks.set(task.id, finished);
     return true;
   }
 

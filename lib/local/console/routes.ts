@@ -9,7 +9,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { transform } from 'esbuild';
 
-import { DynamoTaskStore, scanTasks } from '../../../functions/adapters/dynamo-store.js';
+import { DynamoTaskStore, scanTasks } from '../../../functions/adapters/dynamo/task-store.js';
 import { type DeliveryMessageBody, peekMessages, queueDepth } from '../../../functions/adapters/sqs-queues.js';
 import type { TimerSettings } from '../../../functions/contract/topology.js';
 import type { DeadLetter } from '../../../functions/core/deliver.js';

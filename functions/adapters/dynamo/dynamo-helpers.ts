@@ -1,0 +1,91 @@
+import { type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
+
+import type { MarkerKind } from './table-schema.js';
+import { KEY_EXPRESSIONS, markerPartition, markerSortRange, nextMarkerPartitionStart } from './table-schema.js';
+
+/** Where a store keeps its items: a client and the one table. */
+export interface TableOptions {
+  readonly client: DynamoDBDocumentClient;
+  readonly tableName: string;
+}
+
+/** DynamoDB reports a failed condition by name; checking the name also works across SDK copies. */
+export function isConditionalCheckFailed(error: unknown): boolean {
+  return error instanceof Error && error.name === 'ConditionalCheckFailedException';
+}
+
+/** Sends a conditional write; true if it was applied, false if its condition did not hold. */
+export async function unlessConditionFails(write: Promise<unknown>): Promise<boolean> {
+  try {
+    await write;
+    return true;
+  } catch (error) {
+    if (isConditionalCheckFailed(error)) return false;
+    throw error;
+  }
+}
+
+type Page = { Items?: Array<Record<string, unknown>>; LastEvaluatedKey?: Record<string, unknown> };
+
+/**
+ * Every item of a Query or Scan, page after page: a page ends at 1 MB, not at the last match.
+ * `T` names the stored type the Query or Scan selects; the table does not check it.
+ */
+export async function allItems<T = Record<string, unknown>>(
+  fetchPage: (startKey: Record<string, unknown> | undefined) => Promise<Page>,
+): Promise<T[]> {
+  const items: T[] = [];
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await fetchPage(startKey);
+    items.push(...((page.Items ?? []) as T[]));
+    startKey = page.LastEvaluatedKey;
+  } while (startKey);
+  return items;
+}
+
+/** Every item of one partition (consistent reads). */
+export function partitionItems<T>(options: TableOptions, pk: string): Promise<T[]> {
+  return allItems<T>((startKey) =>
+    options.client.send(
+      new QueryCommand({
+        TableName: options.tableName,
+        KeyConditionExpression: KEY_EXPRESSIONS.partition,
+        ExpressionAttributeValues: { ':pk': pk },
+        ConsistentRead: true,
+        ExclusiveStartKey: startKey,
+      }),
+    ),
+  );
+}
+
+/** Every item of `kind` filed under a second in [from, to] (consistent reads). */
+export async function markersBetween<T>(
+  options: TableOptions,
+  kind: MarkerKind,
+  from: number,
+  to: number,
+): Promise<T[]> {
+  const items: T[] = [];
+  const range = markerSortRange(from, to);
+  for (let hourStart = from; hourStart <= to; hourStart = nextMarkerPartitionStart(hourStart)) {
+    const page = await allItems<T>((startKey) =>
+      options.client.send(
+        new QueryCommand({
+          TableName: options.tableName,
+          KeyConditionExpression: KEY_EXPRESSIONS.partitionSortBetween,
+          ExpressionAttributeValues: { ':pk': markerPartition(kind, hourStart), ':from': range.from, ':to': range.to },
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+        }),
+      ),
+    );
+    items.push(...page);
+  }
+  return items;
+}
+
+/** How often a batch read or write resends what DynamoDB left unprocessed, backing off each time. */
+export const UNPROCESSED_RETRIES = 8;
+
+export const backOff = (retry: number) => new Promise((resolve) => setTimeout(resolve, 25 * 2 ** retry));

@@ -1,0 +1,40 @@
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+
+import type { RequestCounter } from '../../core/tenants.js';
+import { type TableOptions, unlessConditionFails } from './dynamo-helpers.js';
+import { counterKey, RATE_COUNTER_PREFIX } from './table-schema.js';
+
+/** Request counts per tenant and second live two minutes, long enough for any clock skew between api instances. */
+const RATE_COUNTER_TTL_SECONDS = 120;
+
+export interface RequestCounterOptions extends TableOptions {
+  /**
+   * What is counted, as the start of the counter's partition key.
+   * @default RATE_COUNTER_PREFIX (api requests per tenant)
+   */
+  readonly keyPrefix?: string;
+}
+
+/**
+ * A fixed one-second window per subject: one conditional ADD per request, shared by every
+ * instance, so the limit holds however many instances run. The key is the subject and
+ * second, so one subject's requests land on one partition key, whose 1,000 writes a second
+ * bound any sensible limit.
+ */
+export class DynamoRequestCounter implements RequestCounter {
+  constructor(private readonly options: RequestCounterOptions) {}
+
+  admit(subject: string, second: number, limit: number): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: counterKey(this.options.keyPrefix ?? RATE_COUNTER_PREFIX, subject, second),
+          UpdateExpression: 'ADD requests :one SET expiresAt = :expiresAt',
+          ConditionExpression: 'attribute_not_exists(requests) OR requests < :limit',
+          ExpressionAttributeValues: { ':one': 1, ':limit': limit, ':expiresAt': second + RATE_COUNTER_TTL_SECONDS },
+        }),
+      ),
+    );
+  }
+}

@@ -1,0 +1,388 @@
+/**
+ * The one table's item layout: a named stored type for every kind of item, the key of each
+ * (one builder per prefix), and the mapping between items and the core's records. It speaks
+ * DynamoDB's item shape but never imports the AWS SDK, so local mode, its console, the bench
+ * and the tests read and write items through it too. Changing anything stored here breaks
+ * deployed tables: attribute names and values are a wire format.
+ */
+import { TABLE } from '../../contract/topology.js';
+import type { BizTypeSettings } from '../../core/biz-types.js';
+import { MAX_SHARDS, parseTaskId, TASK_PARTITION_PREFIX, type TaskKey } from '../../core/ids.js';
+import { bizIdPartition, bizTypePartition } from '../../core/listing.js';
+import type {
+  ClockState,
+  DeliveryAttempt,
+  DeliveryPolicy,
+  DeliveryRecord,
+  DueTask,
+  IdempotencyRecord,
+  RescheduleIntent,
+  Target,
+  Task,
+  TaskStatus,
+  Watermark,
+} from '../../core/task.js';
+import type { ApiKeyRecord, Tenant } from '../../core/tenants.js';
+
+const PK = TABLE.partitionKey;
+const SK = TABLE.sortKey;
+
+/** Every item's primary key. Task keys are built by the core (`taskKey`), since a task id says where it lives. */
+export type TableKey = { readonly [name in typeof PK | typeof SK]: string };
+
+/**
+ * Key conditions and item conditions that name the table's key attributes. Values go in as
+ * `:pk`, `:from`, `:to`, `:taskPartition`.
+ */
+export const KEY_EXPRESSIONS = {
+  /** A conditional put that creates, never overwrites. */
+  itemAbsent: `attribute_not_exists(${PK})`,
+  /** A conditional update or delete that never creates. */
+  itemPresent: `attribute_exists(${PK})`,
+  partition: `${PK} = :pk`,
+  partitionSortBetween: `${PK} = :pk AND ${SK} BETWEEN :from AND :to`,
+  taskPartition: `begins_with(${PK}, :taskPartition)`,
+} as const;
+
+// ---- Tasks ----------------------------------------------------------------------------
+
+/** A task as stored: the core's Task, with its payload under `payload` and its index keys beside it. */
+export interface TaskItem extends TaskKey {
+  readonly bizIdKey?: string;
+  readonly bizTypeKey?: string;
+  readonly id: string;
+  readonly tenantId: string;
+  readonly status: TaskStatus;
+  readonly dueAtMs: number;
+  readonly createdAtMs: number;
+  readonly target: Target;
+  /** The payload's JSON text, as submitted. */
+  readonly payload: string;
+  readonly attempts: number;
+  readonly bizType?: string;
+  readonly bizId?: string;
+  readonly idempotencyKey?: string;
+  readonly policy?: DeliveryPolicy;
+  readonly leaseUntilMs?: number;
+  readonly deliveredAtMs?: number;
+  readonly latenessMs?: number;
+  readonly lastError?: string;
+  readonly cancelledAtMs?: number;
+  /** The TTL attribute: set when the task reaches a final status. */
+  readonly expiresAt?: number;
+  readonly history?: readonly DeliveryAttempt[];
+  readonly rescheduledFrom?: string;
+  readonly rescheduledTo?: string;
+  readonly rescheduleIntent?: RescheduleIntent;
+}
+
+/** Task attributes by name, for the update and filter expressions that set or test them. */
+export type TaskAttribute = keyof TaskItem;
+
+/** Every task partition key starts with this; the table's other items never do. */
+export { TASK_PARTITION_PREFIX };
+
+/** The partition key of any item or key, whatever its kind. */
+export function partitionOf(item: Record<string, unknown>): string {
+  return String(item[PK]);
+}
+
+/** Whether a partition key is a task's. */
+export function isTaskPartition(pk: string): boolean {
+  return pk.startsWith(TASK_PARTITION_PREFIX);
+}
+
+/** The task id in a task's sort key (`<due time>#<id>`), which is all an index's keys-only projection carries. */
+export function taskIdOfSortKey(sk: string): string {
+  return sk.slice(sk.indexOf('#') + 1);
+}
+
+/** The business-query index keys: written with the task and never again, as nothing they hold can change. */
+function indexKeys(task: Task): Pick<TaskItem, 'bizIdKey' | 'bizTypeKey'> {
+  const shard = parseTaskId(task.id, MAX_SHARDS)?.shard ?? 0;
+  return {
+    ...(task.bizId !== undefined && {
+      [TABLE.indexes.byBizId.partitionKey]: bizIdPartition(task.tenantId, task.bizId),
+    }),
+    ...(task.bizType !== undefined && {
+      [TABLE.indexes.byBizType.partitionKey]: bizTypePartition(task.tenantId, task.bizType, shard),
+    }),
+  };
+}
+
+/** A new task's item: what a create writes (the attributes a delivery sets come later, by update). */
+export function taskToItem(task: Task, key: TaskKey): TaskItem {
+  return {
+    ...key,
+    ...indexKeys(task),
+    id: task.id,
+    tenantId: task.tenantId,
+    status: task.status,
+    dueAtMs: task.dueAtMs,
+    createdAtMs: task.createdAtMs,
+    target: task.target,
+    payload: task.payloadJson,
+    attempts: task.attempts,
+    ...(task.bizType !== undefined && { bizType: task.bizType }),
+    ...(task.bizId !== undefined && { bizId: task.bizId }),
+    ...(task.idempotencyKey !== undefined && { idempotencyKey: task.idempotencyKey }),
+    ...(task.policy !== undefined && { policy: task.policy }),
+    ...(task.rescheduledFrom !== undefined && { rescheduledFrom: task.rescheduledFrom }),
+  };
+}
+
+function optional<K extends string, V>(name: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [name]: value }) as { [P in K]?: V };
+}
+
+/** The core's Task from its item: keys, index keys and the TTL stay behind. */
+export function taskFromItem(item: TaskItem): Task {
+  return {
+    id: item.id,
+    tenantId: item.tenantId,
+    status: item.status,
+    dueAtMs: item.dueAtMs,
+    createdAtMs: item.createdAtMs,
+    target: item.target,
+    payloadJson: item.payload,
+    attempts: item.attempts,
+    ...optional('bizType', item.bizType),
+    ...optional('bizId', item.bizId),
+    ...optional('idempotencyKey', item.idempotencyKey),
+    ...optional('policy', item.policy),
+    ...optional('leaseUntilMs', item.leaseUntilMs),
+    ...optional('deliveredAtMs', item.deliveredAtMs),
+    ...optional('latenessMs', item.latenessMs),
+    ...optional('lastError', item.lastError),
+    ...optional('cancelledAtMs', item.cancelledAtMs),
+    ...optional('history', item.history),
+    ...optional('rescheduledFrom', item.rescheduledFrom),
+    ...optional('rescheduledTo', item.rescheduledTo),
+    ...optional('rescheduleIntent', item.rescheduleIntent),
+  };
+}
+
+/** What a due-task Query projects, and the scanner needs. */
+export const DUE_TASK_PROJECTION = ['id', 'dueAtMs'] as const satisfies readonly TaskAttribute[];
+
+export function dueTaskFromItem(item: Pick<TaskItem, (typeof DUE_TASK_PROJECTION)[number]>): DueTask {
+  return { id: item.id, dueAtMs: item.dueAtMs };
+}
+
+/** The attributes an attempt's outcome sets, by name. */
+export function finishAssignments(attempt: number, outcome: DeliveryRecord): Partial<TaskItem> {
+  switch (outcome.status) {
+    case 'DELIVERED':
+      return {
+        status: outcome.status,
+        deliveredAtMs: outcome.deliveredAtMs,
+        latenessMs: outcome.latenessMs,
+        expiresAt: outcome.expiresAtSeconds,
+        history: outcome.history,
+      };
+    case 'PENDING':
+      return { status: outcome.status, lastError: outcome.lastError, history: outcome.history };
+    case 'FAILED':
+      return {
+        status: outcome.status,
+        lastError: outcome.lastError,
+        expiresAt: outcome.expiresAtSeconds,
+        history: outcome.history,
+      };
+    case 'RELEASED':
+      // The claim counted an attempt that was never made; giving it back keeps the attempt budget honest.
+      return { status: 'PENDING', attempts: attempt - 1 };
+    case 'CANCELLED':
+      return {
+        status: outcome.status,
+        cancelledAtMs: outcome.cancelledAtMs,
+        lastError: outcome.lastError,
+        expiresAt: outcome.expiresAtSeconds,
+      };
+  }
+}
+
+// ---- Clock, sweep watermarks and per-second markers ----------------------------------
+
+/** The scan cursor: one item. */
+export const CLOCK_KEY = { [PK]: 'CLOCK', [SK]: 'CLOCK' } as const satisfies TableKey;
+/** The sweeper's watermarks: their own item, so sweeps never contend with the cursor writes. */
+export const SWEEP_KEY = { [PK]: 'SWEEP', [SK]: 'SWEEP' } as const satisfies TableKey;
+
+export interface ClockItem extends TableKey, ClockState {}
+
+export type SweepItem = TableKey & { readonly [name in Watermark]?: number };
+
+export function clockToItem(state: ClockState): ClockItem {
+  return { ...CLOCK_KEY, cursor: state.cursor, startedAt: state.startedAt };
+}
+
+export function clockFromItem(item: ClockItem): ClockState {
+  return { cursor: item.cursor, startedAt: item.startedAt };
+}
+
+const SECONDS_PER_MARKER_PARTITION = 3600;
+export type MarkerKind = 'SCANNED' | 'RECHECK' | 'OCCUPIED';
+
+/** The partition of `kind`'s items filed under `second`: one per hour and kind, so a range of seconds is one or two Queries. */
+export function markerPartition(kind: MarkerKind, second: number): string {
+  return `${kind}#${Math.floor(second / SECONDS_PER_MARKER_PARTITION)}`;
+}
+
+/** The first second of the marker partition after the one holding `second`. */
+export function nextMarkerPartitionStart(second: number): number {
+  return (Math.floor(second / SECONDS_PER_MARKER_PARTITION) + 1) * SECONDS_PER_MARKER_PARTITION;
+}
+
+/** The sort key of a second: zero-padded so string order is time order. */
+export function markerSortKey(second: number): string {
+  return String(second).padStart(12, '0');
+}
+
+/** The item of `kind` filed under `second`. */
+export function markerKey(kind: MarkerKind, second: number): TableKey {
+  return { [PK]: markerPartition(kind, second), [SK]: markerSortKey(second) };
+}
+
+/** The sort-key range of every item of one kind filed under a second in [from, to], flags included. */
+export function markerSortRange(from: number, to: number): { from: string; to: string } {
+  // '~' sorts after '#', so the range takes in the flags filed under `to` too.
+  return { from: markerSortKey(from), to: `${markerSortKey(to)}~` };
+}
+
+/** A scan's progress over a range of seconds, filed under its first second. */
+export interface ScanMarkerItem extends TableKey {
+  readonly through: number;
+  /** Second → tasks enqueued, for the seconds that sent something: the sweeper's overdue pass looks at those alone. */
+  readonly busy: Record<string, number>;
+  readonly expiresAt: number;
+}
+
+export function scanMarkerItem(
+  from: number,
+  through: number,
+  enqueuedBySecond: ReadonlyMap<number, number>,
+  expiresAtSeconds: number,
+): ScanMarkerItem {
+  return {
+    ...markerKey('SCANNED', from),
+    through,
+    busy: Object.fromEntries(enqueuedBySecond),
+    expiresAt: expiresAtSeconds,
+  };
+}
+
+/** The first second a scan marker covers. */
+export function scanMarkerFrom(item: ScanMarkerItem): number {
+  return Number(item.sk);
+}
+
+/** A flag that `dueSecond` needs another scan, raised at `flaggedAt`. */
+export interface RecheckFlagItem extends TableKey {
+  readonly dueSecond: number;
+  readonly expiresAt: number;
+}
+
+export function recheckFlagItem(flaggedAt: number, dueSecond: number, expiresAtSeconds: number): RecheckFlagItem {
+  const marker = markerKey('RECHECK', flaggedAt);
+  // The due second follows the flag's own second, so a range of flag times is still one sort-key range.
+  return { [PK]: marker.pk, [SK]: `${marker.sk}#${dueSecond}`, dueSecond, expiresAt: expiresAtSeconds };
+}
+
+/** The second a recheck flag was raised. */
+export function recheckFlaggedAt(item: RecheckFlagItem): number {
+  return Number(item.sk.split('#')[0]);
+}
+
+/** One minute's occupied seconds, filed under the minute's first second, and whether the ticker has planned it. */
+export interface OccupancyItem extends TableKey {
+  readonly seconds?: Set<number>;
+  readonly planned?: boolean;
+  readonly expiresAt: number;
+}
+
+export function occupancyKey(minute: number): TableKey {
+  return markerKey('OCCUPIED', minute * 60);
+}
+
+// ---- Idempotency claims ---------------------------------------------------------------
+
+export interface IdempotencyItem extends TableKey {
+  readonly taskId: string;
+  readonly fingerprint: string;
+  readonly claimedAtMs: number;
+  readonly expiresAt: number;
+}
+
+export function idempotencyKey(key: string): TableKey {
+  return { [PK]: `IDEM#${key}`, [SK]: 'IDEM' };
+}
+
+export function idempotencyToItem(record: IdempotencyRecord, expiresAtSeconds: number): IdempotencyItem {
+  return {
+    ...idempotencyKey(record.key),
+    taskId: record.taskId,
+    fingerprint: record.fingerprint,
+    claimedAtMs: record.claimedAtMs,
+    expiresAt: expiresAtSeconds,
+  };
+}
+
+export function idempotencyFromItem(key: string, item: IdempotencyItem): IdempotencyRecord {
+  return { key, taskId: item.taskId, fingerprint: item.fingerprint, claimedAtMs: item.claimedAtMs };
+}
+
+// ---- Tenants, API keys, counters and bizType settings: the record beside its key -----
+
+/**
+ * Tenants share one partition, so listing them is one Query; they are few and read through a
+ * cache, so the partition stays cool.
+ */
+export const TENANTS_PARTITION = 'TENANTS';
+/** A tenant's API keys share a partition of their own. */
+export const apiKeysPartition = (tenantId: string) => `APIKEYS#${tenantId}`;
+/** A tenant's bizType settings share one partition: they are few, and listing them is one Query. */
+export const bizTypesPartition = (tenantId: string) => `${TABLE.bizTypePartitionPrefix}${tenantId}`;
+
+export type TenantItem = TableKey & Tenant;
+export type ApiKeyItem = TableKey & ApiKeyRecord;
+export type BizTypeItem = TableKey & BizTypeSettings;
+
+export const tenantKey = (tenantId: string): TableKey => ({ [PK]: TENANTS_PARTITION, [SK]: tenantId });
+export const apiKeyKey = (tenantId: string, keyId: string): TableKey => ({
+  [PK]: apiKeysPartition(tenantId),
+  [SK]: keyId,
+});
+export const bizTypeKey = (tenantId: string, bizType: string): TableKey => ({
+  [PK]: bizTypesPartition(tenantId),
+  [SK]: bizType,
+});
+
+export const tenantToItem = (tenant: Tenant): TenantItem => ({ ...tenantKey(tenant.id), ...tenant });
+export const apiKeyToItem = (record: ApiKeyRecord): ApiKeyItem => ({
+  ...apiKeyKey(record.tenantId, record.keyId),
+  ...record,
+});
+export const bizTypeToItem = (settings: BizTypeSettings): BizTypeItem => ({
+  ...bizTypeKey(settings.tenantId, settings.bizType),
+  ...settings,
+});
+
+/** An item without its table keys: the record that was stored beside them. */
+function withoutKeys<T>(item: TableKey & T): T {
+  const { [PK]: _pk, [SK]: _sk, ...record } = item;
+  return record as unknown as T;
+}
+
+export const tenantFromItem = (item: TenantItem): Tenant => withoutKeys<Tenant>(item);
+export const apiKeyFromItem = (item: ApiKeyItem): ApiKeyRecord => withoutKeys<ApiKeyRecord>(item);
+export const bizTypeFromItem = (item: BizTypeItem): BizTypeSettings => withoutKeys<BizTypeSettings>(item);
+
+/** Api requests per tenant and second: `RATE#<tenant>`. */
+export const RATE_COUNTER_PREFIX = 'RATE#';
+/** Callbacks per tenant, bizType and second: `CALLBACKS#<tenant>#<bizType>`. */
+export const CALLBACK_COUNTER_PREFIX = 'CALLBACKS#';
+
+export function counterKey(prefix: string, subject: string, second: number): TableKey {
+  return { [PK]: `${prefix}${subject}`, [SK]: String(second) };
+}

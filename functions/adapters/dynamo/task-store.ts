@@ -1,0 +1,304 @@
+import {
+  BatchWriteCommand,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  ScanCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+
+import type { TaskKey } from '../../core/ids.js';
+import { partitionKey, secondRange } from '../../core/ids.js';
+import type { CancelOutcome, DeliveryRecord, DueTask, RescheduleIntent, Task, TaskStore } from '../../core/task.js';
+import {
+  allItems,
+  backOff,
+  isConditionalCheckFailed,
+  type TableOptions,
+  unlessConditionFails,
+  UNPROCESSED_RETRIES,
+} from './dynamo-helpers.js';
+import {
+  DUE_TASK_PROJECTION,
+  dueTaskFromItem,
+  finishAssignments,
+  KEY_EXPRESSIONS,
+  TASK_PARTITION_PREFIX,
+  taskFromItem,
+  type TaskItem,
+  taskToItem,
+} from './table-schema.js';
+
+const LEASABLE = '#status = :pending OR (#status = :delivering AND leaseUntilMs < :now)';
+const BATCH_WRITE_LIMIT = 25;
+const CANCEL_ATTEMPTS = 3;
+
+/** Items one Scan page reads at most, so a bounded scan stops close to its bound. */
+const SCAN_PAGE_ITEMS = 1000;
+
+/**
+ * The tasks among the first `maxItemsRead` items of a Scan (in no particular order), how
+ * many items it read, and whether that was the whole table. Only for local mode's console: a
+ * deployment never scans its table.
+ */
+export async function scanTasks(
+  options: TableOptions,
+  maxItemsRead: number,
+): Promise<{ tasks: Task[]; itemsRead: number; complete: boolean }> {
+  const tasks: Task[] = [];
+  let itemsRead = 0;
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await options.client.send(
+      new ScanCommand({
+        TableName: options.tableName,
+        FilterExpression: KEY_EXPRESSIONS.taskPartition,
+        ExpressionAttributeValues: { ':taskPartition': TASK_PARTITION_PREFIX },
+        Limit: Math.min(SCAN_PAGE_ITEMS, maxItemsRead - itemsRead),
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    tasks.push(...((page.Items ?? []) as TaskItem[]).map(taskFromItem));
+    itemsRead += page.ScannedCount ?? 0;
+    startKey = page.LastEvaluatedKey;
+  } while (startKey && itemsRead < maxItemsRead);
+  return { tasks, itemsRead, complete: startKey === undefined };
+}
+
+export interface DynamoStoreOptions extends TableOptions {
+  readonly bucketCount: number;
+  /** Items per Query page; only tests set it, to prove every page is read. */
+  readonly queryPageSize?: number;
+}
+
+/** Tasks in the one table: one item per task, keyed by bucket, shard and due time. */
+export class DynamoTaskStore implements TaskStore {
+  constructor(private readonly options: DynamoStoreOptions) {}
+
+  async create(task: Task, key: TaskKey): Promise<void> {
+    await this.options.client.send(
+      new PutCommand({
+        TableName: this.options.tableName,
+        Item: taskToItem(task, key),
+        ConditionExpression: KEY_EXPRESSIONS.itemAbsent,
+      }),
+    );
+  }
+
+  /** Writes chunks of 25 (BatchWriteItem's limit) all at once: a batch of 100 costs one round trip, not four. */
+  async createMany(entries: ReadonlyArray<{ task: Task; key: TaskKey }>): Promise<void> {
+    const { client, tableName } = this.options;
+    const writeChunk = async (chunk: ReadonlyArray<{ task: Task; key: TaskKey }>) => {
+      let requests = chunk.map(({ task, key }) => ({ PutRequest: { Item: taskToItem(task, key) } }));
+      for (let retry = 0; requests.length > 0; retry++) {
+        if (retry > UNPROCESSED_RETRIES)
+          throw new Error(`${requests.length} task writes stayed unprocessed after retries`);
+        if (retry > 0) await backOff(retry);
+        const result = await client.send(new BatchWriteCommand({ RequestItems: { [tableName]: requests } }));
+        requests = (result.UnprocessedItems?.[tableName] ?? []) as typeof requests;
+      }
+    };
+    const chunks: Array<ReadonlyArray<{ task: Task; key: TaskKey }>> = [];
+    for (let start = 0; start < entries.length; start += BATCH_WRITE_LIMIT)
+      chunks.push(entries.slice(start, start + BATCH_WRITE_LIMIT));
+    await Promise.all(chunks.map(writeChunk));
+  }
+
+  async get(key: TaskKey): Promise<Task | undefined> {
+    const result = await this.options.client.send(
+      new GetCommand({ TableName: this.options.tableName, Key: key, ConsistentRead: true }),
+    );
+    return result.Item ? taskFromItem(result.Item as TaskItem) : undefined;
+  }
+
+  async cancel(key: TaskKey, tenantId: string, nowMs: number, expiresAtSeconds: number): Promise<CancelOutcome> {
+    // A failed condition is re-read; if the task is PENDING again (an attempt just failed and
+    // released it), the cancel is tried again rather than refused.
+    for (let attempt = 0; attempt < CANCEL_ATTEMPTS; attempt++) {
+      if (await this.tryCancel(key, tenantId, nowMs, expiresAtSeconds)) return { cancelled: true };
+      const current = await this.get(key);
+      if (!current || current.tenantId !== tenantId) return { cancelled: false, reason: 'not-found' };
+      if (current.status === 'DELIVERING') return { cancelled: false, reason: 'in-delivery', status: current.status };
+      if (current.status !== 'PENDING') return { cancelled: false, reason: 'already-final', status: current.status };
+    }
+    return { cancelled: false, reason: 'in-delivery', status: 'DELIVERING' };
+  }
+
+  private async tryCancel(key: TaskKey, tenantId: string, nowMs: number, expiresAtSeconds: number): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: key,
+          UpdateExpression: 'SET #status = :cancelled, cancelledAtMs = :now, expiresAt = :expiresAt',
+          // Only PENDING: a DELIVERING task whose lease lapsed may have reached its target
+          // before its callback died, so its outcome is unknown until the retry settles it.
+          ConditionExpression: '#status = :pending AND tenantId = :tenant',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':cancelled': 'CANCELLED',
+            ':pending': 'PENDING',
+            ':tenant': tenantId,
+            ':now': nowMs,
+            ':expiresAt': expiresAtSeconds,
+          },
+        }),
+      ),
+    );
+  }
+
+  async listDue(second: number, shard: number, options: { neverAttempted?: boolean } = {}): Promise<DueTask[]> {
+    const { client, tableName, bucketCount, queryPageSize } = this.options;
+    const range = secondRange(second);
+    const items = await allItems<TaskItem>((startKey) =>
+      client.send(
+        new QueryCommand({
+          TableName: tableName,
+          KeyConditionExpression: KEY_EXPRESSIONS.partitionSortBetween,
+          FilterExpression: options.neverAttempted ? '#status = :pending AND attempts = :zero' : '#status = :pending',
+          ProjectionExpression: DUE_TASK_PROJECTION.join(', '),
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':pk': partitionKey(second, shard, bucketCount),
+            ':from': range.from,
+            ':to': range.to,
+            ':pending': 'PENDING',
+            ...(options.neverAttempted && { ':zero': 0 }),
+          },
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+          Limit: queryPageSize,
+        }),
+      ),
+    );
+    return items.map(dueTaskFromItem);
+  }
+
+  async claimDelivery(key: TaskKey, nowMs: number, leaseUntilMs: number): Promise<Task | undefined> {
+    try {
+      const result = await this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: key,
+          UpdateExpression: 'SET #status = :delivering, leaseUntilMs = :lease ADD attempts :one',
+          ConditionExpression: LEASABLE,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':pending': 'PENDING',
+            ':delivering': 'DELIVERING',
+            ':now': nowMs,
+            ':lease': leaseUntilMs,
+            ':one': 1,
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return result.Attributes ? taskFromItem(result.Attributes as TaskItem) : undefined;
+    } catch (error) {
+      if (isConditionalCheckFailed(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async finishDelivery(key: TaskKey, attempt: number, outcome: DeliveryRecord): Promise<boolean> {
+    const assignments = Object.entries(finishAssignments(attempt, outcome));
+    const names = assignments.map(([name]) => name);
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: key,
+          UpdateExpression: `SET ${names.map((name) => `#${name} = :${name}`).join(', ')} REMOVE leaseUntilMs`,
+          ConditionExpression: '#status = :delivering AND #attempts = :attempt',
+          ExpressionAttributeNames: Object.fromEntries(['attempts', ...names].map((name) => [`#${name}`, name])),
+          ExpressionAttributeValues: {
+            ...Object.fromEntries(assignments.map(([name, value]) => [`:${name}`, value])),
+            ':delivering': 'DELIVERING',
+            ':attempt': attempt,
+          },
+        }),
+      ),
+    );
+  }
+
+  async reviveFailed(key: TaskKey): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: key,
+          // Attempts start again from zero; lastError stays until the next attempt replaces it.
+          UpdateExpression: 'SET #status = :pending, attempts = :zero REMOVE expiresAt',
+          ConditionExpression: '#status = :failed',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':pending': 'PENDING', ':failed': 'FAILED', ':zero': 0 },
+        }),
+      ),
+    );
+  }
+
+  recordRescheduleIntent(
+    key: TaskKey,
+    tenantId: string,
+    intent: RescheduleIntent,
+    priorIntentTaskId?: string,
+  ): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: key,
+          UpdateExpression: 'SET rescheduleIntent = :intent',
+          ConditionExpression: `#status = :pending AND tenantId = :tenant AND ${
+            priorIntentTaskId === undefined
+              ? 'attribute_not_exists(rescheduleIntent)'
+              : 'rescheduleIntent.taskId = :prior'
+          }`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':intent': intent,
+            ':pending': 'PENDING',
+            ':tenant': tenantId,
+            ...(priorIntentTaskId !== undefined && { ':prior': priorIntentTaskId }),
+          },
+        }),
+      ),
+    );
+  }
+
+  commitReschedule(key: TaskKey, toTaskId: string, nowMs: number, expiresAtSeconds: number): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: key,
+          UpdateExpression:
+            'SET #status = :cancelled, cancelledAtMs = :now, expiresAt = :expiresAt, rescheduledTo = :to',
+          ConditionExpression: '#status = :pending AND rescheduleIntent.taskId = :to',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':cancelled': 'CANCELLED',
+            ':pending': 'PENDING',
+            ':now': nowMs,
+            ':expiresAt': expiresAtSeconds,
+            ':to': toTaskId,
+          },
+        }),
+      ),
+    );
+  }
+
+  withdrawRescheduleIntent(key: TaskKey, toTaskId: string): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: key,
+          UpdateExpression: 'REMOVE rescheduleIntent',
+          ConditionExpression: 'rescheduleIntent.taskId = :to AND attribute_not_exists(rescheduledTo)',
+          ExpressionAttributeValues: { ':to': toTaskId },
+        }),
+      ),
+    );
+  }
+}

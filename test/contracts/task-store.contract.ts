@@ -1,0 +1,245 @@
+import { describe, expect, it } from 'vitest';
+
+import { parseTaskId, type TaskKey, taskKey } from '../../functions/core/ids.js';
+import type { DeliveryRecord, Task, TaskStore } from '../../functions/core/task.js';
+import { aTask, TENANT_ID } from '../unit/fakes.js';
+
+/** Buckets the store under test is made with; the keys below are built with the same count. */
+export const CONTRACT_BUCKET_COUNT = 1000;
+const SHARDS = 4;
+const DUE_MS = 1_700_000_123_456;
+const SECOND = Math.floor(DUE_MS / 1000);
+const LEASE_MS = 60_000;
+const EXPIRES_AT = SECOND + 86_400;
+
+function keyOf(task: Task): TaskKey {
+  const location = parseTaskId(task.id, SHARDS);
+  if (!location) throw new Error(`${task.id} is not a task id`);
+  return taskKey(task.id, location, CONTRACT_BUCKET_COUNT);
+}
+
+async function stored(store: TaskStore, ...tasks: Task[]): Promise<TaskKey[]> {
+  await store.createMany(tasks.map((task) => ({ task, key: keyOf(task) })));
+  return tasks.map(keyOf);
+}
+
+/**
+ * What the scanner, delivery and api rely on from a TaskStore: conditional status changes
+ * (cancel only while PENDING, one lease at a time, an outcome only from the attempt that holds
+ * the lease) and the reads that find due tasks.
+ */
+export function taskStoreContract(name: string, makeStore: (bucketCount: number) => Promise<TaskStore>): void {
+  describe(`Contract: TaskStore (${name})`, () => {
+    it('reads back a created task as it was, and nothing for a key never written', async () => {
+      // Prepare
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const task = aTask(DUE_MS, 1, { bizType: 'order', bizId: 'o-7', idempotencyKey: 'k-1' });
+
+      // Act
+      await store.create(task, keyOf(task));
+
+      // Assess
+      expect(await store.get(keyOf(task))).toEqual(task);
+      expect(await store.get(keyOf(aTask(DUE_MS, 1)))).toBeUndefined();
+    });
+
+    it('never overwrites a task with a create', async () => {
+      // Prepare
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const task = aTask(DUE_MS, 1);
+      await store.create(task, keyOf(task));
+
+      // Act
+      const again = store.create({ ...task, payloadJson: '{"other":true}' }, keyOf(task));
+
+      // Assess
+      await expect(again).rejects.toThrow();
+      expect(await store.get(keyOf(task))).toEqual(task);
+    });
+
+    it('lists the PENDING tasks of exactly one second and shard, or only those never attempted', async () => {
+      // Prepare
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const due = aTask(DUE_MS, 2);
+      const retried = aTask(DUE_MS + 400, 2, { attempts: 1 });
+      const cancelled = aTask(DUE_MS + 10, 2, { status: 'CANCELLED' });
+      const otherShard = aTask(DUE_MS, 3);
+      const nextSecond = aTask(DUE_MS + 1000, 2);
+      const nextRound = aTask(DUE_MS + CONTRACT_BUCKET_COUNT * 1000, 2);
+      await stored(store, due, retried, cancelled, otherShard, nextSecond, nextRound);
+
+      // Act
+      const listed = await store.listDue(SECOND, 2);
+      const fresh = await store.listDue(SECOND, 2, { neverAttempted: true });
+
+      // Assess
+      const byId = (a: { id: string }, b: { id: string }) => a.id.localeCompare(b.id);
+      expect([...listed].sort(byId)).toEqual([due, retried].map(({ id, dueAtMs }) => ({ id, dueAtMs })).sort(byId));
+      expect(fresh).toEqual([{ id: due.id, dueAtMs: due.dueAtMs }]);
+    });
+
+    it('cancels only a PENDING task of the same tenant, and says why not otherwise', async () => {
+      // Prepare
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const pending = aTask(DUE_MS, 0);
+      const delivering = aTask(DUE_MS, 0);
+      const [pendingKey, deliveringKey] = await stored(store, pending, delivering);
+      await store.claimDelivery(deliveringKey as TaskKey, DUE_MS, DUE_MS + LEASE_MS);
+
+      // Act
+      const stranger = await store.cancel(pendingKey as TaskKey, 'rival', DUE_MS, EXPIRES_AT);
+      const cancelled = await store.cancel(pendingKey as TaskKey, TENANT_ID, DUE_MS, EXPIRES_AT);
+      const twice = await store.cancel(pendingKey as TaskKey, TENANT_ID, DUE_MS + 1, EXPIRES_AT);
+      const inDelivery = await store.cancel(deliveringKey as TaskKey, TENANT_ID, DUE_MS, EXPIRES_AT);
+      const missing = await store.cancel(keyOf(aTask(DUE_MS, 0)), TENANT_ID, DUE_MS, EXPIRES_AT);
+
+      // Assess
+      expect(stranger).toEqual({ cancelled: false, reason: 'not-found' });
+      expect(cancelled).toEqual({ cancelled: true });
+      expect(twice).toEqual({ cancelled: false, reason: 'already-final', status: 'CANCELLED' });
+      expect(inDelivery).toEqual({ cancelled: false, reason: 'in-delivery', status: 'DELIVERING' });
+      expect(missing).toEqual({ cancelled: false, reason: 'not-found' });
+      expect(await store.get(pendingKey as TaskKey)).toEqual({
+        ...pending,
+        status: 'CANCELLED',
+        cancelledAtMs: DUE_MS,
+      });
+    });
+
+    it('leases a task to one claimer at a time, and again once the lease has lapsed', async () => {
+      // Prepare
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const task = aTask(DUE_MS, 0);
+      const [key] = (await stored(store, task)) as [TaskKey];
+
+      // Act
+      const first = await store.claimDelivery(key, DUE_MS, DUE_MS + LEASE_MS);
+      const whileLeased = await store.claimDelivery(key, DUE_MS + 1, DUE_MS + 1 + LEASE_MS);
+      const afterLapse = await store.claimDelivery(key, DUE_MS + LEASE_MS + 1, DUE_MS + 2 * LEASE_MS);
+
+      // Assess
+      expect(first).toEqual({ ...task, status: 'DELIVERING', attempts: 1, leaseUntilMs: DUE_MS + LEASE_MS });
+      expect(whileLeased).toBeUndefined();
+      expect(afterLapse).toEqual({ ...task, status: 'DELIVERING', attempts: 2, leaseUntilMs: DUE_MS + 2 * LEASE_MS });
+    });
+
+    it('records an outcome only from the attempt holding the lease, and drops the lease with it', async () => {
+      // Prepare
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const task = aTask(DUE_MS, 0);
+      const [key] = (await stored(store, task)) as [TaskKey];
+      await store.claimDelivery(key, DUE_MS, DUE_MS + LEASE_MS);
+      const history = [{ attempt: 1, atMs: DUE_MS + 5, latencyMs: 20, statusCode: 200 }];
+      const outcome: DeliveryRecord = {
+        status: 'DELIVERED',
+        deliveredAtMs: DUE_MS + 25,
+        latenessMs: 25,
+        expiresAtSeconds: EXPIRES_AT,
+        history,
+      };
+
+      // Act
+      const stale = await store.finishDelivery(key, 2, outcome);
+      const recorded = await store.finishDelivery(key, 1, outcome);
+      const twice = await store.finishDelivery(key, 1, outcome);
+
+      // Assess
+      expect([stale, recorded, twice]).toEqual([false, true, false]);
+      expect(await store.get(key)).toEqual({
+        ...task,
+        status: 'DELIVERED',
+        attempts: 1,
+        deliveredAtMs: DUE_MS + 25,
+        latenessMs: 25,
+        history,
+      });
+    });
+
+    it('gives back an attempt that was never made, and keeps a failed attempt’s error', async () => {
+      // Prepare
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const released = aTask(DUE_MS, 0);
+      const retried = aTask(DUE_MS, 1);
+      const [releasedKey, retriedKey] = (await stored(store, released, retried)) as [TaskKey, TaskKey];
+      await store.claimDelivery(releasedKey, DUE_MS, DUE_MS + LEASE_MS);
+      await store.claimDelivery(retriedKey, DUE_MS, DUE_MS + LEASE_MS);
+      const history = [{ attempt: 1, atMs: DUE_MS, latencyMs: 9, statusCode: 503 }];
+
+      // Act
+      await store.finishDelivery(releasedKey, 1, { status: 'RELEASED' });
+      await store.finishDelivery(retriedKey, 1, { status: 'PENDING', lastError: 'HTTP 503', history });
+
+      // Assess
+      expect(await store.get(releasedKey)).toEqual(released);
+      expect(await store.get(retriedKey)).toEqual({ ...retried, attempts: 1, lastError: 'HTTP 503', history });
+    });
+
+    it('revives only a FAILED task, with its attempts counted from zero again', async () => {
+      // Prepare
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const task = aTask(DUE_MS, 0);
+      const [key] = (await stored(store, task)) as [TaskKey];
+      await store.claimDelivery(key, DUE_MS, DUE_MS + LEASE_MS);
+      await store.finishDelivery(key, 1, {
+        status: 'FAILED',
+        lastError: 'HTTP 410',
+        expiresAtSeconds: EXPIRES_AT,
+        history: [],
+      });
+
+      // Act
+      const revived = await store.reviveFailed(key);
+      const again = await store.reviveFailed(key);
+
+      // Assess
+      expect([revived, again]).toEqual([true, false]);
+      expect(await store.get(key)).toEqual({ ...task, attempts: 0, lastError: 'HTTP 410', history: [] });
+    });
+
+    it('moves a reschedule through intent and commit, each step conditional on the one before', async () => {
+      // Prepare
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const task = aTask(DUE_MS, 0);
+      const [key] = (await stored(store, task)) as [TaskKey];
+      const intent = { taskId: 'NEXT-1', fingerprint: 'f-1' };
+      const replaced = { taskId: 'NEXT-2', fingerprint: 'f-2' };
+
+      // Act
+      const recorded = await store.recordRescheduleIntent(key, TENANT_ID, intent);
+      const unconditional = await store.recordRescheduleIntent(key, TENANT_ID, replaced);
+      const stranger = await store.recordRescheduleIntent(key, 'rival', replaced, intent.taskId);
+      const replacedIntent = await store.recordRescheduleIntent(key, TENANT_ID, replaced, intent.taskId);
+      const wrongCommit = await store.commitReschedule(key, intent.taskId, DUE_MS, EXPIRES_AT);
+      const committed = await store.commitReschedule(key, replaced.taskId, DUE_MS, EXPIRES_AT);
+      const withdrawn = await store.withdrawRescheduleIntent(key, replaced.taskId);
+
+      // Assess
+      expect([recorded, unconditional, stranger, replacedIntent]).toEqual([true, false, false, true]);
+      expect([wrongCommit, committed, withdrawn]).toEqual([false, true, false]);
+      expect(await store.get(key)).toEqual({
+        ...task,
+        status: 'CANCELLED',
+        cancelledAtMs: DUE_MS,
+        rescheduleIntent: replaced,
+        rescheduledTo: replaced.taskId,
+      });
+    });
+
+    it('withdraws an intent that was never committed, so a new one may be recorded', async () => {
+      // Prepare
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const task = aTask(DUE_MS, 0);
+      const [key] = (await stored(store, task)) as [TaskKey];
+      const intent = { taskId: 'NEXT-1', fingerprint: 'f-1' };
+      await store.recordRescheduleIntent(key, TENANT_ID, intent);
+
+      // Act
+      const wrong = await store.withdrawRescheduleIntent(key, 'NEXT-9');
+      const withdrawn = await store.withdrawRescheduleIntent(key, intent.taskId);
+      const fresh = await store.recordRescheduleIntent(key, TENANT_ID, { taskId: 'NEXT-3', fingerprint: 'f-3' });
+
+      // Assess
+      expect([wrong, withdrawn, fresh]).toEqual([false, true, true]);
+    });
+  });
+}

@@ -1,0 +1,35 @@
+/** The Dynamo adapters on dynalite, each case on a table of its own, held to the contracts their fakes also meet. */
+import { afterAll, beforeAll } from 'vitest';
+
+import { DynamoBizTypeStore } from '../../functions/adapters/dynamo/biz-type-store.js';
+import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
+import { DynamoIdempotencyStore } from '../../functions/adapters/dynamo/idempotency-store.js';
+import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
+import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
+import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
+import { bizTypeStoreContract } from '../contracts/biz-type-store.contract.js';
+import { clockStoreContract } from '../contracts/clock-store.contract.js';
+import { idempotencyStoreContract } from '../contracts/idempotency-store.contract.js';
+import { occupancyIndexContract } from '../contracts/occupancy-index.contract.js';
+import { requestCounterContract } from '../contracts/request-counter.contract.js';
+import { taskStoreContract } from '../contracts/task-store.contract.js';
+import { type Emulators, startEmulators } from '../support/emulators.js';
+
+let emulators: Emulators;
+
+beforeAll(async () => {
+  emulators = await startEmulators();
+});
+
+afterAll(async () => {
+  await emulators?.stop();
+});
+
+const table = async () => ({ client: emulators.dynamo, tableName: await emulators.newTable() });
+
+clockStoreContract('dynamo', async () => new DynamoClockStore(await table()));
+taskStoreContract('dynamo', async (bucketCount) => new DynamoTaskStore({ ...(await table()), bucketCount }));
+idempotencyStoreContract('dynamo', async () => new DynamoIdempotencyStore(await table()));
+occupancyIndexContract('dynamo', async () => new DynamoOccupancyIndex(await table()));
+bizTypeStoreContract('dynamo', async () => new DynamoBizTypeStore(await table()));
+requestCounterContract('dynamo', async () => new DynamoRequestCounter(await table()));

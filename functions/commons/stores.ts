@@ -1,4 +1,4 @@
-import { ENV } from '../contract/topology.js';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import {
   DynamoClockStore,
   DynamoIdempotencyStore,
@@ -11,25 +11,14 @@ import { CALLBACK_COUNTER_PREFIX, DynamoRequestCounter, DynamoTenantStore } from
 import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../core/biz-types.js';
 import { systemClock } from '../core/task.js';
 import { cachedTenantDirectory, TENANT_CACHE_TTL_MS } from '../core/tenants.js';
-import { MAX_SHARDS } from '../core/ids.js';
-import { dynamo } from './clients.js';
-import { integerEnv, requireEnv } from './config.js';
+import type { TableConfig } from './config.js';
 
 /**
- * The table, its bucket and shard counts, and the stores over it: what every function but
+ * The stores over the task table, with its bucket and shard counts: what every function but
  * the ticker needs. Tenants are read through a cache, once per TENANT_CACHE_TTL_MS, and
  * bizType settings (for submits) once per BIZ_TYPE_CACHE_TTL_MS.
  */
-export function tableFromEnv(env: NodeJS.ProcessEnv = process.env) {
-  const tableName = requireEnv(ENV.tableName, env);
-  const bucketCount = integerEnv(ENV.bucketCount, env);
-  const shardCount = integerEnv(ENV.shardCount, env);
-  if (bucketCount < 1) throw new Error(`Environment variable ${ENV.bucketCount} must be at least 1`);
-  if (shardCount < 1 || shardCount > MAX_SHARDS) {
-    throw new Error(
-      `Environment variable ${ENV.shardCount} must be between 1 and ${MAX_SHARDS} (task ids hold the shard in two characters)`,
-    );
-  }
+export function tableStores({ tableName, bucketCount, shardCount }: TableConfig, dynamo: DynamoDBDocumentClient) {
   const bizTypeStore = new DynamoBizTypeStore({ client: dynamo, tableName });
   return {
     bucketCount,

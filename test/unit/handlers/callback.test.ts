@@ -5,6 +5,8 @@ import { ChangeMessageVisibilityCommand, SendMessageCommand, SQSClient } from '@
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createCallbackHandler } from '../../../functions/callback/app.js';
+import { loadCallbackConfig } from '../../../functions/commons/config.js';
 import { newTaskId, taskKey } from '../../../functions/core/ids.js';
 import { verifyWebhook } from '../../../functions/core/signature.js';
 import { newTenant } from '../../../functions/core/tenants.js';
@@ -15,15 +17,17 @@ import {
   DELIVERY_QUEUE_URL,
   lambdaContext,
   sqsRecord,
-  stubHandlerEnv,
+  handlerEnv,
+  unitHandler,
 } from './setup.js';
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
-stubHandlerEnv();
 // The receiver below listens on loopback over http, which only local mode's webhook policy reaches.
-vi.stubEnv(ENV.allowInsecureTargets, 'true');
-const { handler } = await import('../../../functions/callback/handler.js');
+const handler = unitHandler(
+  createCallbackHandler,
+  loadCallbackConfig({ ...handlerEnv(), [ENV.allowInsecureTargets]: 'true' }),
+);
 
 const TENANT = newTenant('acme', Date.now());
 const SIGNING_SECRET = TENANT.signingSecrets[0]?.secret ?? '';

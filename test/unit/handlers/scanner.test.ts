@@ -2,6 +2,8 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { createScannerHandler } from '../../../functions/scanner/app.js';
+import { loadScannerConfig } from '../../../functions/commons/config.js';
 import { newTaskId, partitionKey, secondRange } from '../../../functions/core/ids.js';
 import {
   BUCKET_COUNT,
@@ -10,13 +12,13 @@ import {
   lambdaContext,
   SHARD_COUNT,
   sqsRecord,
-  stubHandlerEnv,
+  handlerEnv,
+  unitHandler,
 } from './setup.js';
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
-stubHandlerEnv();
-const { handler } = await import('../../../functions/scanner/handler.js');
+const handler = unitHandler(createScannerHandler, loadScannerConfig(handlerEnv()));
 
 const CLOCK_KEY = { pk: 'CLOCK', sk: 'CLOCK' };
 const conditionFailed = () => Object.assign(new Error('x'), { name: 'ConditionalCheckFailedException' });

@@ -2,12 +2,13 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { LOOKAHEAD_SECONDS, lambdaContext, stubHandlerEnv, TICK_QUEUE_URL } from './setup.js';
+import { createTickerHandler } from '../../../functions/ticker/app.js';
+import { loadTickerConfig } from '../../../functions/commons/config.js';
+import { LOOKAHEAD_SECONDS, lambdaContext, handlerEnv, unitHandler, TICK_QUEUE_URL } from './setup.js';
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
-stubHandlerEnv();
-const { handler } = await import('../../../functions/ticker/handler.js');
+const handler = unitHandler(createTickerHandler, loadTickerConfig(handlerEnv()));
 
 describe('Function: ticker handler', () => {
   beforeEach(() => {

@@ -3,7 +3,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // Handlers bind their AWS clients to the environment at load, so every file gets its own process.
+    // A process hosts one local timer at a time (Powertools' switches are process-wide), so every file gets its own.
     pool: 'forks',
     testTimeout: 30_000,
     hookTimeout: 60_000,

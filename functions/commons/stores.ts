@@ -1,3 +1,5 @@
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+
 import { DynamoBizTypeStore } from '../adapters/dynamo/biz-type-store.js';
 import { DynamoClockStore } from '../adapters/dynamo/clock-store.js';
 import { DynamoIdempotencyStore } from '../adapters/dynamo/idempotency-store.js';
@@ -7,29 +9,17 @@ import { CALLBACK_COUNTER_PREFIX } from '../adapters/dynamo/table-schema.js';
 import { DynamoTaskIndex } from '../adapters/dynamo/task-index.js';
 import { DynamoTaskStore } from '../adapters/dynamo/task-store.js';
 import { DynamoTenantStore } from '../adapters/dynamo/tenant-store.js';
-import { ENV } from '../contract/topology.js';
 import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../core/biz-types.js';
-import { MAX_SHARDS } from '../core/ids.js';
 import { systemClock } from '../core/task.js';
 import { cachedTenantDirectory, TENANT_CACHE_TTL_MS } from '../core/tenants.js';
-import { dynamo } from './clients.js';
-import { integerEnv, requireEnv } from './config.js';
+import type { TableConfig } from './config.js';
 
 /**
- * The table, its bucket and shard counts, and the stores over it: what every function but
+ * The stores over the task table, with its bucket and shard counts: what every function but
  * the ticker needs. Tenants are read through a cache, once per TENANT_CACHE_TTL_MS, and
  * bizType settings (for submits) once per BIZ_TYPE_CACHE_TTL_MS.
  */
-export function tableFromEnv(env: NodeJS.ProcessEnv = process.env) {
-  const tableName = requireEnv(ENV.tableName, env);
-  const bucketCount = integerEnv(ENV.bucketCount, env);
-  const shardCount = integerEnv(ENV.shardCount, env);
-  if (bucketCount < 1) throw new Error(`Environment variable ${ENV.bucketCount} must be at least 1`);
-  if (shardCount < 1 || shardCount > MAX_SHARDS) {
-    throw new Error(
-      `Environment variable ${ENV.shardCount} must be between 1 and ${MAX_SHARDS} (task ids hold the shard in two characters)`,
-    );
-  }
+export function tableStores({ tableName, bucketCount, shardCount }: TableConfig, dynamo: DynamoDBDocumentClient) {
   const bizTypeStore = new DynamoBizTypeStore({ client: dynamo, tableName });
   return {
     bucketCount,

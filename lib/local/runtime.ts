@@ -22,13 +22,25 @@ import {
   sqsDeliveryQueue,
   sqsTickQueue,
 } from '../../functions/adapters/sqs-queues.js';
+import { createApiHandler } from '../../functions/api/app.js';
+import { createCallbackHandler } from '../../functions/callback/app.js';
+import { type AwsClients, awsClients } from '../../functions/commons/clients.js';
+import {
+  type Environment,
+  type FunctionConfig,
+  loadApiConfig,
+  loadCallbackConfig,
+  loadScannerConfig,
+  loadSweeperConfig,
+  loadTickerConfig,
+} from '../../functions/commons/config.js';
+import { assembleHandler, type HandlerDeps } from '../../functions/commons/lambda-chain.js';
 import {
   DEFAULT_SETTINGS,
   deliveryMaxReceiveCount,
   ENV,
   environmentFor,
   type FunctionName,
-  FUNCTIONS,
   QUEUES,
   type QueueSpec,
   SCHEDULES,
@@ -38,6 +50,9 @@ import { secondOf } from '../../functions/core/clock.js';
 import { toDeliveryMessages } from '../../functions/core/scan.js';
 import { activeSigningSecrets } from '../../functions/core/tenants.js';
 import { tickFor } from '../../functions/core/tick.js';
+import { createScannerHandler } from '../../functions/scanner/app.js';
+import { createSweeperHandler } from '../../functions/sweeper/app.js';
+import { createTickerHandler } from '../../functions/ticker/app.js';
 import { consoleRoutes } from './console/routes.js';
 import type { RedriveResult } from './console/wire.js';
 import { type DevTenant, ensureDevTenant } from './dev-tenant.js';
@@ -244,23 +259,26 @@ function countRequests(
   );
 }
 
-/** Imports the handlers only after the environment is set: they read it, and build their clients, at load. */
-async function loadHandlers(
+/**
+ * Builds the five handlers through their factories, as each Lambda entry does at cold start, but
+ * from an environment composed here instead of `process.env`, and over one shared set of clients.
+ */
+function buildHandlers(
+  envFor: (fn: FunctionName) => Environment,
+  clients: AwsClients,
   wrap: (fn: FunctionName, handler: AnyHandler) => AnyHandler = (_fn, handler) => handler,
-): Promise<Record<FunctionName, AnyHandler>> {
-  const [api, ticker, scanner, callback, sweeper] = await Promise.all([
-    import('../../functions/api/handler.js'),
-    import('../../functions/ticker/handler.js'),
-    import('../../functions/scanner/handler.js'),
-    import('../../functions/callback/handler.js'),
-    import('../../functions/sweeper/handler.js'),
-  ]);
+): Record<FunctionName, AnyHandler> {
+  const build = <TConfig extends FunctionConfig>(
+    fn: FunctionName,
+    load: (env: Environment) => TConfig,
+    create: (config: TConfig, deps: HandlerDeps) => unknown,
+  ) => wrap(fn, assembleHandler(create, load(envFor(fn)), clients) as AnyHandler);
   return {
-    api: wrap('api', api.handler as unknown as AnyHandler),
-    ticker: wrap('ticker', ticker.handler),
-    scanner: wrap('scanner', scanner.handler as unknown as AnyHandler),
-    callback: wrap('callback', callback.handler as unknown as AnyHandler),
-    sweeper: wrap('sweeper', sweeper.handler),
+    api: build('api', loadApiConfig, createApiHandler),
+    ticker: build('ticker', loadTickerConfig, createTickerHandler),
+    scanner: build('scanner', loadScannerConfig, createScannerHandler),
+    callback: build('callback', loadCallbackConfig, createCallbackHandler),
+    sweeper: build('sweeper', loadSweeperConfig, createSweeperHandler),
   };
 }
 
@@ -274,8 +292,8 @@ const describeError = (error: unknown) =>
   error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : { error: String(error) };
 
 /**
- * Starts local mode. Handlers bind their AWS clients to the environment when first
- * loaded, so one process hosts one local timer at a time.
+ * Starts local mode. Powertools' metrics and dev-mode switches are process-wide settings, so
+ * one process hosts one local timer at a time.
  */
 export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<LocalTimer> {
   if (running) throw new Error('a local timer is already running in this process; stop it first');
@@ -321,28 +339,25 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     [ENV.awsAccount]: '000000000000',
     [ENV.awsPartition]: 'aws',
   };
-  Object.assign(
-    process.env,
-    {
-      AWS_REGION: LOCAL_REGION,
-      AWS_ACCESS_KEY_ID: LOCAL_CREDENTIALS.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: LOCAL_CREDENTIALS.secretAccessKey,
-      AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint,
-      AWS_ENDPOINT_URL_SQS: sqsServer.address,
-      AWS_ENDPOINT_URL_EVENTBRIDGE: sink.endpoint,
-      POWERTOOLS_LOG_LEVEL: options.logLevel ?? 'INFO',
-      // Metrics are CloudWatch's business; locally their EMF lines would only bury the logs.
-      POWERTOOLS_METRICS_DISABLED: 'true',
-      // No X-Ray daemon locally; the tracer's segments would only fail to send.
-      POWERTOOLS_TRACE_ENABLED: 'false',
-      POWERTOOLS_SERVICE_NAME: 'distributed-timer',
-      POWERTOOLS_DEV: String(options.prettyLogs ?? false),
-    },
-    ...(Object.keys(FUNCTIONS) as FunctionName[]).map((fn) => environmentFor(fn, settings, resources)),
-  );
-  const handlers = await loadHandlers(options.wrapHandler);
+  // The handlers are handed clients pointed at the emulators, so their environment names no endpoints.
+  const envFor = (fn: FunctionName): Environment => ({
+    AWS_REGION: LOCAL_REGION,
+    POWERTOOLS_LOG_LEVEL: options.logLevel ?? 'INFO',
+    // No X-Ray daemon locally; the tracer's segments would only fail to send.
+    POWERTOOLS_TRACE_ENABLED: 'false',
+    ...environmentFor(fn, settings, resources),
+  });
+  // Powertools reads these two from the process environment only: neither Metrics nor Logger takes them as options.
+  // Metrics are CloudWatch's business; locally their EMF lines would only bury the logs.
+  process.env.POWERTOOLS_METRICS_DISABLED = 'true';
+  process.env.POWERTOOLS_DEV = String(options.prettyLogs ?? false);
+  const handlerClients = awsClients({
+    region: LOCAL_REGION,
+    endpoints: { dynamodb: dynamoEndpoint, sqs: sqsServer.address, eventBridge: sink.endpoint },
+    credentials: LOCAL_CREDENTIALS,
+  });
+  const handlers = buildHandlers(envFor, handlerClients, options.wrapHandler);
   const counts = new Map<string, number>();
-  const handlerClients = await import('../../functions/commons/clients.js');
   for (const client of [handlerClients.dynamo, handlerClients.sqs, handlerClients.eventBridge, sqs])
     countRequests(client, counts, options.onRequest);
   // The pollers get a client of their own, so their requests are told apart from the functions'.

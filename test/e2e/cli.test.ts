@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import { systemClock } from '../../functions/core/task.js';
 import {
@@ -18,6 +18,8 @@ import {
   TENANT_CACHE_TTL_MS,
 } from '../../functions/core/tenants.js';
 import { COMMANDS, run } from '../../lib/cli/run.js';
+import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../lib/local/dynamodb.js';
+import { runningLocalEndpoints } from '../../lib/local/endpoints.js';
 import { LOCAL_INBOX_PATH } from '../../lib/local/paths.js';
 import { LOCAL_TABLE_NAME, type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
 import { eventually } from '../support/webhook-receiver.js';
@@ -274,8 +276,17 @@ describe('Command: timer tenants, without a running local mode', () => {
 });
 
 describe('Command: timer tenants --table', () => {
+  afterEach(() => vi.unstubAllEnvs());
+
   it("uses the named table with the SDK's own settings, and says which flags to check when it does not exist", async () => {
-    // Act: local mode pointed this process's SDK settings (AWS_ENDPOINT_URL_DYNAMODB, region, keys) at its dynalite.
+    // Prepare: the SDK's own settings (endpoint, region, keys) point at local mode's dynalite.
+    const endpoints = await runningLocalEndpoints(dataDir);
+    vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', endpoints?.dynamodbEndpoint);
+    vi.stubEnv('AWS_REGION', LOCAL_REGION);
+    vi.stubEnv('AWS_ACCESS_KEY_ID', LOCAL_CREDENTIALS.accessKeyId);
+    vi.stubEnv('AWS_SECRET_ACCESS_KEY', LOCAL_CREDENTIALS.secretAccessKey);
+
+    // Act
     const listed = await timerCli('tenants', 'list', '--table', LOCAL_TABLE_NAME, '--json');
     const missing = await timerCli('tenants', 'list', '--table', 'no-such-table');
 

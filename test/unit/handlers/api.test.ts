@@ -15,17 +15,18 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 
+import { createApiHandler } from '../../../functions/api/app.js';
+import { loadApiConfig } from '../../../functions/commons/config.js';
 import { newTaskId, parseTaskId } from '../../../functions/core/ids.js';
 import { newApiKey, newTenant } from '../../../functions/core/tenants.js';
-import { DELIVERY_QUEUE_URL, lambdaContext, SHARD_COUNT, stubHandlerEnv, TABLE_NAME } from './setup.js';
+import { DELIVERY_QUEUE_URL, handlerEnv, lambdaContext, SHARD_COUNT, TABLE_NAME, unitHandler } from './setup.js';
 
 // The api resolves webhook hosts at submit; this machine has no DNS, so hooks.example.com gets a public address here.
 vi.spyOn(dns, 'lookup').mockImplementation((async () => [{ address: '93.184.215.14', family: 4 }]) as never);
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
-stubHandlerEnv();
-const { handler } = await import('../../../functions/api/handler.js');
+const handler = unitHandler(createApiHandler, loadApiConfig(handlerEnv()));
 
 const TARGET = { type: 'http', url: 'https://hooks.example.com/timer' };
 const TENANT = newTenant('acme', Date.now());

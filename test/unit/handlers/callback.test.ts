@@ -5,8 +5,10 @@ import type { AddressInfo } from 'node:net';
 import { ChangeMessageVisibilityCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
+import { createCallbackHandler } from '../../../functions/callback/app.js';
+import { loadCallbackConfig } from '../../../functions/commons/config.js';
 import { ENV } from '../../../functions/contract/topology.js';
 import { verifyWebhook } from '../../../functions/contract/webhook-signature.js';
 import { newTaskId, taskKey } from '../../../functions/core/ids.js';
@@ -15,17 +17,19 @@ import {
   BACKOFF_BASE_SECONDS,
   BUCKET_COUNT,
   DELIVERY_QUEUE_URL,
+  handlerEnv,
   lambdaContext,
   sqsRecord,
-  stubHandlerEnv,
+  unitHandler,
 } from './setup.js';
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
-stubHandlerEnv();
 // The receiver below listens on loopback over http, which only local mode's webhook policy reaches.
-vi.stubEnv(ENV.allowInsecureTargets, 'true');
-const { handler } = await import('../../../functions/callback/handler.js');
+const handler = unitHandler(
+  createCallbackHandler,
+  loadCallbackConfig({ ...handlerEnv(), [ENV.allowInsecureTargets]: 'true' }),
+);
 
 const TENANT = newTenant('acme', Date.now());
 const SIGNING_SECRET = TENANT.signingSecrets[0]?.secret ?? '';

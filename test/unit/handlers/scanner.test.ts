@@ -3,21 +3,23 @@ import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCom
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 
+import { loadScannerConfig } from '../../../functions/commons/config.js';
 import { newTaskId, partitionKey, secondRange } from '../../../functions/core/ids.js';
+import { createScannerHandler } from '../../../functions/scanner/app.js';
 import {
   BUCKET_COUNT,
   DELIVERY_QUEUE_URL,
+  handlerEnv,
   lambdaContext,
   LOOKAHEAD_SECONDS,
   SHARD_COUNT,
   sqsRecord,
-  stubHandlerEnv,
+  unitHandler,
 } from './setup.js';
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
-stubHandlerEnv();
-const { handler } = await import('../../../functions/scanner/handler.js');
+const handler = unitHandler(createScannerHandler, loadScannerConfig(handlerEnv()));
 
 const CLOCK_KEY = { pk: 'CLOCK', sk: 'CLOCK' };
 const conditionFailed = () => Object.assign(new Error('x'), { name: 'ConditionalCheckFailedException' });

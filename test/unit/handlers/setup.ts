@@ -1,10 +1,13 @@
 /**
- * What every handler test needs before it imports its handler: the environment the
- * stack would set (handlers read it once, at import) and a Lambda context.
+ * What every handler test needs: the environment the stack would give each function, the
+ * clients its factory is handed (aws-sdk-client-mock stubs every instance of a client class),
+ * and a Lambda context.
  */
 import type { Context, SQSRecord } from 'aws-lambda';
-import { vi } from 'vitest';
 
+import { type AwsClients, awsClients } from '../../../functions/commons/clients.js';
+import type { Environment, FunctionConfig } from '../../../functions/commons/config.js';
+import { assembleHandler, type HandlerDeps } from '../../../functions/commons/lambda-chain.js';
 import {
   DEFAULT_SETTINGS,
   ENV,
@@ -14,6 +17,7 @@ import {
   type TimerSettings,
 } from '../../../functions/contract/topology.js';
 
+const REGION = 'us-east-1';
 export const TABLE_NAME = 'timer-unit';
 export const BUCKET_COUNT = 1000;
 export const SHARD_COUNT = 2;
@@ -26,10 +30,10 @@ export const DELIVERY_QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789
 export const DELIVERY_DLQ_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/timer-delivery-dlq';
 
 /**
- * Sets every variable any handler reads, as `environmentFor` builds it for the stack, with
- * this file's test values, plus dummy AWS credentials so no SDK looks further.
+ * Every variable any handler reads, as `environmentFor` builds it for the stack, with this
+ * file's test values, plus what Lambda adds: the region, and Powertools switched to quiet.
  */
-export function stubHandlerEnv(): void {
+export function handlerEnv(): Environment {
   const settings: TimerSettings = {
     ...DEFAULT_SETTINGS,
     bucketCount: BUCKET_COUNT,
@@ -49,15 +53,27 @@ export function stubHandlerEnv(): void {
     [ENV.awsAccount]: '123456789012',
     [ENV.awsPartition]: 'aws',
   };
-  const values: Record<string, string> = Object.assign(
-    {
-      AWS_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: 'AKIAUNITTEST',
-      AWS_SECRET_ACCESS_KEY: 'unit-test-secret',
-    },
+  return Object.assign(
+    { AWS_REGION: REGION, POWERTOOLS_LOG_LEVEL: 'SILENT', POWERTOOLS_TRACE_ENABLED: 'false' },
     ...(Object.keys(FUNCTIONS) as FunctionName[]).map((fn) => environmentFor(fn, settings, resources)),
   );
-  for (const [name, value] of Object.entries(values)) vi.stubEnv(name, value);
+}
+
+/** Clients with dummy credentials, so no SDK looks further should a call slip past the mocks. */
+function unitClients(): AwsClients {
+  return awsClients({
+    region: REGION,
+    endpoints: {},
+    credentials: { accessKeyId: 'AKIAUNITTEST', secretAccessKey: 'unit-test-secret' },
+  });
+}
+
+/** A handler built by its factory, as its Lambda entry builds it at cold start, over unit-test clients. */
+export function unitHandler<TConfig extends FunctionConfig, THandler>(
+  create: (config: TConfig, deps: HandlerDeps) => THandler,
+  config: TConfig,
+): THandler {
+  return assembleHandler(create, config, unitClients());
 }
 
 /** A Lambda context with the function's full timeout still ahead of it. */

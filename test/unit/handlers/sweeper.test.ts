@@ -3,13 +3,14 @@ import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCom
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 
+import { loadSweeperConfig } from '../../../functions/commons/config.js';
 import { newTaskId, partitionKey, secondRange } from '../../../functions/core/ids.js';
-import { BUCKET_COUNT, DELIVERY_QUEUE_URL, lambdaContext, stubHandlerEnv } from './setup.js';
+import { createSweeperHandler } from '../../../functions/sweeper/app.js';
+import { BUCKET_COUNT, DELIVERY_QUEUE_URL, handlerEnv, lambdaContext, unitHandler } from './setup.js';
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
-stubHandlerEnv();
-const { handler } = await import('../../../functions/sweeper/handler.js');
+const handler = unitHandler(createSweeperHandler, loadSweeperConfig(handlerEnv()));
 
 const markerSk = (second: number) => String(second).padStart(12, '0');
 

@@ -3,12 +3,13 @@ import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 
-import { lambdaContext, LOOKAHEAD_SECONDS, stubHandlerEnv, TICK_QUEUE_URL } from './setup.js';
+import { loadTickerConfig } from '../../../functions/commons/config.js';
+import { createTickerHandler } from '../../../functions/ticker/app.js';
+import { handlerEnv, lambdaContext, LOOKAHEAD_SECONDS, TICK_QUEUE_URL, unitHandler } from './setup.js';
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
-stubHandlerEnv();
-const { handler } = await import('../../../functions/ticker/handler.js');
+const handler = unitHandler(createTickerHandler, loadTickerConfig(handlerEnv()));
 
 describe('Function: ticker handler', () => {
   beforeEach(() => {

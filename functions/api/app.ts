@@ -1,0 +1,75 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import type middy from '@middy/core';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+
+import { sqsDeliveryQueue, sqsTickQueue } from '../adapters/sqs-queues.js';
+import { systemResolve } from '../adapters/webhook-client.js';
+import type { ApiConfig } from '../commons/config.js';
+import { type HandlerDeps, instrumented } from '../commons/lambda-chain.js';
+import { tableStores } from '../commons/stores.js';
+import { METRICS } from '../contract/topology.js';
+import { addressPolicy } from '../core/egress.js';
+import { systemClock } from '../core/task.js';
+import { type HttpResult, problem, problemResponse } from './http.js';
+import { type ApiPorts, route } from './routes.js';
+
+/** Turns anything unexpected into a problem+json 500 and logs it, so callers never see a stack trace. */
+const problemOnError = (logger: Logger): middy.MiddlewareObj<APIGatewayProxyEventV2, HttpResult> => ({
+  onError: async function internalErrorAsProblem(request) {
+    logger.error('request failed', { error: request.error as Error, routeKey: request.event.routeKey });
+    request.response = problemResponse(
+      problem(
+        500,
+        'internal',
+        'The request could not be completed. Retry it with the same idempotencyKey to be safe: without one, a task may have been created and a retry creates another.',
+      ),
+    );
+  },
+});
+
+/** The HTTP API: routes each request to its operation over the table and the queues. */
+export function createApiHandler(config: ApiConfig, { clients, observability }: HandlerDeps) {
+  const { logger, metrics } = observability;
+  const ports: ApiPorts = {
+    ...tableStores(config.table, clients.dynamo),
+    deliveryQueue: sqsDeliveryQueue(clients.sqs, config.deliveryQueueUrl),
+    tickQueue: sqsTickQueue(clients.sqs, config.tickQueueUrl),
+    clock: systemClock,
+    retentionDays: config.retentionDays,
+    lookaheadSeconds: config.lookaheadSeconds,
+    allowInsecureTargets: config.allowInsecureTargets,
+    horizonDays: config.maxHorizonDays,
+    targetRules: {
+      policy: addressPolicy(config.allowInsecureTargets),
+      allowLists: { queueArns: config.allowedQueueArns, eventBusArns: config.allowedEventBusArns },
+      home: { partition: config.partition, region: config.aws.region, account: config.account },
+      resolveHost: systemResolve,
+    },
+    onScheduled: function recordScheduled(result) {
+      const created = result.outcomes.filter((outcome) => outcome.kind === 'created').length;
+      metrics.addMetric(METRICS.tasksCreated, MetricUnit.Count, created);
+      metrics.addMetric(METRICS.tasksEnqueuedDirect, MetricUnit.Count, result.enqueuedDirect);
+      if (result.deferred > 0) {
+        logger.warn('late arrivals could not be enqueued; their seconds are flagged for the sweeper', {
+          deferred: result.deferred,
+        });
+      }
+      if (result.untickedSeconds > 0) {
+        logger.warn("seconds' ticks could not be sent; the sweeper's catch-up will scan them, late", {
+          untickedSeconds: result.untickedSeconds,
+        });
+      }
+    },
+  };
+
+  return instrumented<APIGatewayProxyEventV2, HttpResult>(
+    observability,
+    async (event) => {
+      // API Gateway's request id, so a caller quoting it can be found in the logs.
+      logger.setCorrelationId(event.requestContext?.requestId);
+      return route(ports, event);
+    },
+    { middlewares: [problemOnError(logger)] },
+  );
+}

@@ -1,0 +1,54 @@
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+
+import { delayRedelivery, SqsDeadLetterQueue } from '../adapters/sqs-queues.js';
+import { AwsTargetDispatcher } from '../adapters/targets.js';
+import { WebhookClient } from '../adapters/webhook-client.js';
+import type { CallbackConfig } from '../commons/config.js';
+import { type HandlerDeps, instrumented } from '../commons/lambda-chain.js';
+import { tableStores } from '../commons/stores.js';
+import { DELIVERY_LEASE_MS, MAX_EARLY_WAIT_MS, WEBHOOK_CONNECT_TIMEOUT_MS } from '../contract/topology.js';
+import type { DeliveryPorts } from '../core/deliver.js';
+import { addressPolicy } from '../core/egress.js';
+import { systemClock } from '../core/task.js';
+import { deliverRecords } from './records.js';
+
+/**
+ * Delivers each record of the batch and reports only those that must come back; the
+ * record handling lives in ./records so fault tests drive exactly this code.
+ */
+export function createCallbackHandler(config: CallbackConfig, { clients, observability }: HandlerDeps) {
+  const { logger, metrics } = observability;
+  const ports: DeliveryPorts = {
+    ...tableStores(config.table, clients.dynamo),
+    targets: new AwsTargetDispatcher({
+      clock: systemClock,
+      sqsFor: clients.sqsForQueueUrl,
+      eventBridge: clients.eventBridge,
+      webhooks: new WebhookClient({
+        policy: addressPolicy(config.allowInsecureTargets),
+        connectTimeoutMs: WEBHOOK_CONNECT_TIMEOUT_MS,
+        totalTimeoutMs: config.webhookTimeoutMs,
+      }),
+    }),
+    deadLetters: new SqsDeadLetterQueue(clients.sqs, config.deliveryDlqUrl),
+    clock: systemClock,
+    maxAttempts: config.maxAttempts,
+    backoffBaseSeconds: config.backoffBaseSeconds,
+    backoffMaxSeconds: config.backoffMaxSeconds,
+    retentionDays: config.retentionDays,
+    leaseMs: DELIVERY_LEASE_MS,
+    maxEarlyWaitMs: MAX_EARLY_WAIT_MS,
+  };
+  return instrumented<SQSEvent, SQSBatchResponse>(observability, (event) =>
+    deliverRecords(
+      {
+        delivery: ports,
+        requeue: (receiptHandle, seconds) =>
+          delayRedelivery(clients.sqs, config.deliveryQueueUrl, receiptHandle, seconds),
+        logger,
+        metrics,
+      },
+      event.Records,
+    ),
+  );
+}

@@ -1,5 +1,3 @@
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import {
   Aws,
   CfnCondition,
@@ -26,8 +24,8 @@ import { HttpApi, HttpMethod, LogGroupLogDestination, type ThrottleSettings } fr
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { AttributeType, Billing, ProjectionType, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct, type IConstruct } from 'constructs';
+import { BUNDLE_HANDLER, functionCode } from './bundles.js';
 import { ALLOW_LISTS, type AllowListSpec } from '../functions/core/allowed-targets.js';
 import { MAX_SHARDS } from '../functions/core/ids.js';
 
@@ -48,8 +46,6 @@ import {
   TABLE,
   type TimerSettings,
 } from '../functions/contract/topology.js';
-
-const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Fewer buckets than a minute's seconds would put a task's whole minute in one partition key set. */
 const MIN_BUCKETS = 60;
@@ -255,7 +251,7 @@ function checkedThrottle(throttle: ThrottleSettings = {}): Required<ThrottleSett
 export class DistributedTimer extends Construct {
   readonly table: TableV2;
   readonly queues: Record<keyof typeof QUEUES, sqs.Queue>;
-  readonly functions: Record<FunctionName, NodejsFunction>;
+  readonly functions: Record<FunctionName, lambda.Function>;
   readonly api: HttpApi;
   /** Base URL of the API; tasks are created at `${apiUrl}/v1/tasks`. */
   readonly apiUrl: string;
@@ -367,10 +363,9 @@ export class DistributedTimer extends Construct {
       });
       functionLogs.grantWrite(role);
       roles[name] = role;
-      return new NodejsFunction(this, `${capitalized(name)}Function`, {
-        entry: join(projectRoot, spec.entry),
-        projectRoot,
-        depsLockFilePath: join(projectRoot, 'package-lock.json'),
+      return new lambda.Function(this, `${capitalized(name)}Function`, {
+        code: functionCode(name),
+        handler: BUNDLE_HANDLER,
         runtime: lambda.Runtime.NODEJS_24_X,
         architecture: props.architecture ?? lambda.Architecture.ARM_64,
         memorySize: spec.memoryMb,
@@ -380,15 +375,6 @@ export class DistributedTimer extends Construct {
         logGroup: functionLogs,
         // Powertools Tracer writes a segment per invocation and a subsegment per AWS call.
         tracing: lambda.Tracing.ACTIVE,
-        bundling: {
-          minify: true,
-          sourceMap: true,
-          format: OutputFormat.ESM,
-          target: 'node22',
-          mainFields: ['module', 'main'],
-          // Some dependencies are CommonJS and call require(); ESM bundles need it provided.
-          banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
-        },
       });
     };
     this.functions = {

@@ -4,10 +4,11 @@
  * with tsc and run with plain node; the client package installed on its own; and the `timer`
  * executable npm links.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FUNCTIONS } from '../../functions/contract/topology.js';
 import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
@@ -22,12 +23,18 @@ const versionIn = (dir: string) =>
   (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version;
 const installedVersion = (name: string) => versionIn(join(repo, 'node_modules', name));
 
-const run = (command: string, args: string[], cwd: string) =>
-  execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+const run = async (command: string, args: string[], cwd: string) =>
+  (await promisify(execFile)(command, args, { cwd, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 })).stdout;
+
+/**
+ * Packing builds the whole package and installing unpacks aws-cdk-lib: about 90 s of CPU in
+ * all, which takes several minutes when the machine is shared.
+ */
+const SLOW_MS = 600_000;
 
 /** Packs a package into `work` and returns the tarball's path; `npm pack` runs the package's prepack build. */
-function pack(dir: string, npmArgs: string[] = []): string {
-  run('npm', ['pack', '--pack-destination', work, ...npmArgs], dir);
+async function pack(dir: string, npmArgs: string[] = []): Promise<string> {
+  await run('npm', ['pack', '--pack-destination', work, ...npmArgs], dir);
   const { name, version } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Record<string, string>;
   return join(work, `${name}-${version}.tgz`);
 }
@@ -46,8 +53,8 @@ let timer: LocalTimer;
 
 beforeAll(async () => {
   // The root build also compiles packages/client, so the client is packed from that build.
-  const rootTarball = pack(repo);
-  const clientTarball = pack(clientPackage, ['--ignore-scripts']);
+  const rootTarball = await pack(repo);
+  const clientTarball = await pack(clientPackage, ['--ignore-scripts']);
   writeFiles(app, {
     'package.json': JSON.stringify({
       name: 'orders-app',
@@ -127,10 +134,8 @@ beforeAll(async () => {
       'console.log(typeof TimerClient, typeof verifyWebhook);',
     ].join('\n'),
   });
-  install(app);
-  install(clientOnly);
-  timer = await startLocalTimer({ port: 0, logLevel: 'SILENT' });
-}, 300_000);
+  [timer] = await Promise.all([startLocalTimer({ port: 0, logLevel: 'SILENT' }), install(app), install(clientOnly)]);
+}, SLOW_MS);
 
 afterAll(async () => {
   await timer?.stop();
@@ -138,43 +143,50 @@ afterAll(async () => {
 });
 
 describe('Package: distributed-timer, installed into a cdk-init app', () => {
-  it('type-checks with the cdk-init tsconfig and synthesizes the five functions with plain node', () => {
-    // Prepare
-    const assembly = join(work, 'cdk.out');
+  it(
+    'type-checks with the cdk-init tsconfig and synthesizes the five functions with plain node',
+    async () => {
+      // Prepare
+      const assembly = join(work, 'cdk.out');
 
+      // Act
+      await run(process.execPath, [join(repo, 'node_modules/typescript/bin/tsc'), '-p', '.'], app);
+      await run(process.execPath, ['bin/app.js', assembly], app);
+
+      // Assess
+      const template = JSON.parse(readFileSync(join(assembly, 'OrdersStack.template.json'), 'utf8')) as {
+        Resources: Record<string, { Type: string; Properties: { Handler?: string } }>;
+      };
+      const functions = Object.entries(template.Resources).filter(
+        ([, resource]) => resource.Type === 'AWS::Lambda::Function',
+      );
+      for (const name of Object.keys(FUNCTIONS)) {
+        const capitalized = `${name[0]?.toUpperCase()}${name.slice(1)}`;
+        const fn = functions.find(([logicalId]) => logicalId.startsWith(`Timer${capitalized}Function`));
+        expect(fn?.[1].Properties.Handler, name).toBe('index.handler');
+      }
+      const bundles = readdirSync(assembly).filter((entry) => entry.startsWith('asset.'));
+      for (const bundle of bundles) expect(readdirSync(join(assembly, bundle))).toContain('index.mjs');
+      expect(bundles).toHaveLength(Object.keys(FUNCTIONS).length);
+    },
+    SLOW_MS,
+  );
+
+  it.each(['schedule.mjs', 'schedule.cjs'])(
+    'loads the client with plain node from %s and schedules a task',
+    async (file) => {
+      // Act
+      const output = await run(process.execPath, [file, timer.apiUrl, timer.apiKey, 'http://127.0.0.1:9/hook'], app);
+
+      // Assess
+      const { created, read } = JSON.parse(output) as { created: { id: string }; read: { id: string; status: string } };
+      expect(read).toMatchObject({ id: created.id, status: 'PENDING', bizId: file.endsWith('.mjs') ? 'esm' : 'cjs' });
+    },
+  );
+
+  it('links a `timer` executable that runs without the repository', async () => {
     // Act
-    run(process.execPath, [join(repo, 'node_modules/typescript/bin/tsc'), '-p', '.'], app);
-    run(process.execPath, ['bin/app.js', assembly], app);
-
-    // Assess
-    const template = JSON.parse(readFileSync(join(assembly, 'OrdersStack.template.json'), 'utf8')) as {
-      Resources: Record<string, { Type: string; Properties: { Handler?: string } }>;
-    };
-    const functions = Object.entries(template.Resources).filter(
-      ([, resource]) => resource.Type === 'AWS::Lambda::Function',
-    );
-    for (const name of Object.keys(FUNCTIONS)) {
-      const capitalized = `${name[0]?.toUpperCase()}${name.slice(1)}`;
-      const fn = functions.find(([logicalId]) => logicalId.startsWith(`Timer${capitalized}Function`));
-      expect(fn?.[1].Properties.Handler, name).toBe('index.handler');
-    }
-    const bundles = readdirSync(assembly).filter((entry) => entry.startsWith('asset.'));
-    for (const bundle of bundles) expect(readdirSync(join(assembly, bundle))).toContain('index.mjs');
-    expect(bundles).toHaveLength(Object.keys(FUNCTIONS).length);
-  });
-
-  it.each(['schedule.mjs', 'schedule.cjs'])('loads the client with plain node from %s and schedules a task', (file) => {
-    // Act
-    const output = run(process.execPath, [file, timer.apiUrl, timer.apiKey, 'http://127.0.0.1:9/hook'], app);
-
-    // Assess
-    const { created, read } = JSON.parse(output) as { created: { id: string }; read: { id: string; status: string } };
-    expect(read).toMatchObject({ id: created.id, status: 'PENDING', bizId: file.endsWith('.mjs') ? 'esm' : 'cjs' });
-  });
-
-  it('links a `timer` executable that runs without the repository', () => {
-    // Act
-    const help = run(join(app, 'node_modules/.bin/timer'), ['--help'], app);
+    const help = await run(join(app, 'node_modules/.bin/timer'), ['--help'], app);
 
     // Assess
     expect(help).toContain('Usage: timer <command>');
@@ -183,10 +195,10 @@ describe('Package: distributed-timer, installed into a cdk-init app', () => {
 });
 
 describe('Package: distributed-timer-client, installed alone', () => {
-  it('installs nothing besides itself, and loads from CommonJS', () => {
+  it('installs nothing besides itself, and loads from CommonJS', async () => {
     // Act
     const installed = readdirSync(join(clientOnly, 'node_modules')).filter((entry) => !entry.startsWith('.'));
-    const loaded = run(process.execPath, ['verify.cjs'], clientOnly);
+    const loaded = await run(process.execPath, ['verify.cjs'], clientOnly);
 
     // Assess
     expect(installed).toEqual(['distributed-timer-client']);

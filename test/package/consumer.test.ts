@@ -5,12 +5,14 @@
  * executable npm links.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FUNCTIONS } from '../../functions/contract/topology.js';
+import { LOCAL_INBOX_PATH } from '../../lib/local/paths.js';
 import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
 
 const repo = resolve(import.meta.dirname, '../..');
@@ -139,8 +141,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await timer?.stop();
-  rmSync(work, { recursive: true, force: true });
-});
+  await rm(work, { recursive: true, force: true });
+}, SLOW_MS);
 
 describe('Package: distributed-timer, installed into a cdk-init app', () => {
   it(
@@ -176,7 +178,11 @@ describe('Package: distributed-timer, installed into a cdk-init app', () => {
     'loads the client with plain node from %s and schedules a task',
     async (file) => {
       // Act
-      const output = await run(process.execPath, [file, timer.apiUrl, timer.apiKey, 'http://127.0.0.1:9/hook'], app);
+      const output = await run(
+        process.execPath,
+        [file, timer.apiUrl, timer.apiKey, `${timer.apiUrl}${LOCAL_INBOX_PATH}`],
+        app,
+      );
 
       // Assess
       const { created, read } = JSON.parse(output) as { created: { id: string }; read: { id: string; status: string } };

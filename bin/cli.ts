@@ -1,4 +1,5 @@
-/** The `timer` command line (`npx timer --help`); bin/timer-cli.mjs is the executable npm links to it. */
+#!/usr/bin/env node
+/** The `timer` command line (`npx timer --help`); npm links its compiled form, dist/bin/cli.js. */
 import { processIo } from '../lib/cli/io.js';
 import { run } from '../lib/cli/run.js';
 

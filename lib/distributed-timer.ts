@@ -11,7 +11,6 @@ import {
 } from 'aws-cdk-lib';
 import type { HttpApi, ThrottleSettings } from 'aws-cdk-lib/aws-apigatewayv2';
 import type { TableV2 } from 'aws-cdk-lib/aws-dynamodb';
-import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct } from 'constructs';
 
 import {
@@ -144,7 +143,7 @@ function checkedThrottle(throttle: ThrottleSettings = {}): Required<ThrottleSett
 export class DistributedTimer extends Construct {
   readonly table: TableV2;
   readonly queues: Record<keyof typeof QUEUES, sqs.Queue>;
-  readonly functions: Record<FunctionName, NodejsFunction>;
+  readonly functions: Record<FunctionName, lambda.Function>;
   readonly api: HttpApi;
   /** Base URL of the API; tasks are created at `${apiUrl}/v1/tasks`. */
   readonly apiUrl: string;

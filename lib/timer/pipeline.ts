@@ -1,6 +1,3 @@
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
 import {
   aws_events as events,
   aws_events_targets as targets,
@@ -16,7 +13,6 @@ import {
 } from 'aws-cdk-lib';
 import type { TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { Construct } from 'constructs';
 
 import {
@@ -32,9 +28,8 @@ import {
   TABLE,
   type TimerSettings,
 } from '../../functions/contract/topology.js';
+import { BUNDLE_HANDLER, functionCode } from '../bundles.js';
 import { acknowledgeNagRule, capitalized, timerLogGroup } from './construct-helpers.js';
-
-const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** A list as one environment value; a list token (a stack parameter) is joined at deploy time. */
 function commaSeparated(list: readonly string[]): string {
@@ -68,7 +63,7 @@ export interface TimerPipelineProps {
  */
 export class TimerPipeline {
   readonly queues: Record<keyof typeof QUEUES, sqs.Queue>;
-  readonly functions: Record<FunctionName, NodejsFunction>;
+  readonly functions: Record<FunctionName, lambda.Function>;
   /** The role the callback sends to target queues and event buses with. */
   readonly callbackRole: iam.IRole;
 
@@ -126,10 +121,9 @@ export class TimerPipeline {
       });
       functionLogs.grantWrite(role);
       roles[name] = role;
-      return new NodejsFunction(scope, `${capitalized(name)}Function`, {
-        entry: join(projectRoot, spec.entry),
-        projectRoot,
-        depsLockFilePath: join(projectRoot, 'package-lock.json'),
+      return new lambda.Function(scope, `${capitalized(name)}Function`, {
+        code: functionCode(name),
+        handler: BUNDLE_HANDLER,
         runtime: lambda.Runtime.NODEJS_24_X,
         architecture: props.architecture,
         memorySize: spec.memoryMb,
@@ -139,15 +133,6 @@ export class TimerPipeline {
         logGroup: functionLogs,
         // Powertools Tracer writes a segment per invocation and a subsegment per AWS call.
         tracing: lambda.Tracing.ACTIVE,
-        bundling: {
-          minify: true,
-          sourceMap: true,
-          format: OutputFormat.ESM,
-          target: 'node22',
-          mainFields: ['module', 'main'],
-          // Some dependencies are CommonJS and call require(); ESM bundles need it provided.
-          banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
-        },
       });
     };
     this.functions = {

@@ -77,7 +77,7 @@ export class DynamoClockStore implements ClockStore {
     for (const item of items) {
       const last = Math.min(to, item.through);
       for (let second = Math.max(from, scanMarkerFrom(item)); second <= last; second++) {
-        seconds.set(second, item.busy[second] ?? 0);
+        seconds.set(second, item.busy?.[second] ?? 0);
       }
     }
     return seconds;

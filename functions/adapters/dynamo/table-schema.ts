@@ -253,8 +253,11 @@ export function markerSortRange(from: number, to: number): { from: string; to: s
 /** A scan's progress over a range of seconds, filed under its first second. */
 export interface ScanMarkerItem extends TableKey {
   readonly through: number;
-  /** Second → tasks enqueued, for the seconds that sent something: the sweeper's overdue pass looks at those alone. */
-  readonly busy: Record<string, number>;
+  /**
+   * Second → tasks enqueued, for the seconds that sent something: the sweeper's overdue pass looks at those alone.
+   * Readers take a missing map as empty, as the store always has, so a marker written by hand or by other tooling still reads.
+   */
+  readonly busy?: Record<string, number>;
   readonly expiresAt: number;
 }
 

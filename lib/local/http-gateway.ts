@@ -246,7 +246,14 @@ export async function startHttpGateway(options: {
   };
   // Fire and forget: serve catches every error and answers 500, so it never rejects.
   const server: Server = createServer((request, response) => void serve(request, response));
-  await new Promise<void>((resolve) => server.listen(options.port, '127.0.0.1', resolve));
+  // A taken port is an 'error' event, not a throw; unheard, it would crash the process with a stack trace.
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,

@@ -3,6 +3,7 @@
  * with captured output, find local mode through its data folder, and change what the API
  * then does. One test spawns the real executable, as `npx timer` does.
  */
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -308,6 +309,43 @@ describe('Command: timer dlq redrive', () => {
     expect(redriven.code).toBe(0);
     expect(JSON.parse(redriven.stdout)).toEqual({ moved: 0, taskIds: [] });
   });
+});
+
+describe('Command: timer dev', () => {
+  it('refuses a second local mode on the same data folder, naming its pid and the fix', async () => {
+    // Act
+    const second = await timerCli('dev', '--port', '0');
+
+    // Assess
+    expect(second.code).toBe(1);
+    expect(second.stderr).toBe(
+      `Error: local mode is already running on ${dataDir} (pid ${process.pid}, API ${timer.apiUrl}); stop it first, or start another with its own --data-dir and TIMER_PORT\n`,
+    );
+  });
+
+  it('says in one sentence that the port is taken and how to choose another, with no stack trace', async () => {
+    // Prepare: `npm start` as a newcomer runs it, on another data folder but the port this process holds.
+    const port = Number(new URL(timer.apiUrl).port);
+    const otherDataDir = await mkdtemp(join(tmpdir(), 'timer-cli-busy-'));
+    otherDataDirs.push(otherDataDir);
+
+    // Act
+    const started = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        [join('node_modules', 'tsx', 'dist', 'cli.mjs'), join('bin', 'local.ts')],
+        { env: { ...process.env, TIMER_PORT: String(port), TIMER_DATA_DIR: otherDataDir, TIMER_LOG_LEVEL: 'SILENT' } },
+        (error, _stdout, stderr) => resolve({ code: error ? (error.code as number) : 0, stderr }),
+      );
+    });
+
+    // Assess
+    expect(started.code).toBe(1);
+    expect(started.stderr).not.toMatch(/\n\s+at /);
+    expect(started.stderr).toContain(
+      `Error: port ${port} is already in use by another program (perhaps a local mode on another data folder): stop it, or start on a free port with TIMER_PORT=${port + 1} npm start`,
+    );
+  }, 60_000);
 });
 
 describe('Usage', () => {

@@ -4,7 +4,7 @@
  * then does. One test spawns the real executable, as `npx timer` does.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -361,6 +361,42 @@ describe('Usage', () => {
       expect(help.stdout).toContain('--json');
     },
   );
+
+  it.each(['tenants create', 'schedule', 'dlq redrive', 'dev'])(
+    'timer help %s prints what that command prints for --help',
+    async (name) => {
+      // Act
+      const viaHelp = await timerCli('help', ...name.split(' '));
+      const viaFlag = await timerCli(...name.split(' '), '--help');
+
+      // Assess
+      expect(viaHelp).toEqual({ code: 0, stdout: viaFlag.stdout, stderr: '' });
+    },
+  );
+
+  it('timer help alone prints the command list, and timer help tenants the group', async () => {
+    // Act
+    const help = await timerCli('help');
+    const group = await timerCli('help', 'tenants');
+
+    // Assess
+    expect(help).toEqual({ code: 0, stdout: (await timerCli('--help')).stdout, stderr: '' });
+    expect(group.code).toBe(0);
+    expect(group.stdout).toMatch(/^Usage: timer tenants <command>/);
+  });
+
+  it("timer --version prints package.json's version", async () => {
+    // Prepare
+    const { version } = JSON.parse(await readFile(join(import.meta.dirname, '../../package.json'), 'utf8')) as {
+      version: string;
+    };
+
+    // Act
+    const printed = await timerCli('--version');
+
+    // Assess
+    expect(printed).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+  });
 
   it('lists every command in timer --help', async () => {
     // Act

@@ -24,7 +24,7 @@ async function receiveOne() {
     payload: { hello: 'world' },
   };
   const body = JSON.stringify(notification);
-  await inbox.receive(signWebhook([secret], 'msg_1', Math.floor(Date.now() / 1000), body), body);
+  await inbox.receive({ ...signWebhook([secret], 'msg_1', Math.floor(Date.now() / 1000), body) }, body);
   return { print, notification };
 }
 

@@ -6,7 +6,6 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import type { Metrics } from '@aws-lambda-powertools/metrics';
-import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy from '@middy/core';
@@ -43,20 +42,33 @@ export interface HandlerDeps {
 export type LambdaFunction<TEvent, TResult> = (event: TEvent, context: Context) => Promise<TResult>;
 
 export interface ChainOptions<TEvent, TResult> {
-  /** Whether the function publishes metrics; one that never adds any would log an empty-metrics warning each run. */
-  readonly publishesMetrics?: boolean;
   /** Middlewares innermost in the chain, after the instrumentation: their onError sees the handler's error first. */
   readonly middlewares?: ReadonlyArray<middy.MiddlewareObj<TEvent, TResult>>;
+}
+
+/**
+ * Powertools' `logMetrics`, less its warning on an invocation that added no metric (an api read,
+ * a ticker run): `publishStoredMetrics` logs "No application metrics to publish" then, once a
+ * minute from the schedules alone. Nothing is lost: an invocation that added metrics flushes them,
+ * failed or not.
+ */
+function publishAddedMetrics<TEvent, TResult>(metrics: Metrics): middy.MiddlewareObj<TEvent, TResult> {
+  const publish = async function publishIfAdded() {
+    if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
+  };
+  return { after: publish, onError: publish };
 }
 
 /** Wraps a function's own work in the instrumentation chain. */
 export function instrumented<TEvent, TResult>(
   { logger, metrics, tracer }: Observability,
   work: LambdaFunction<TEvent, TResult>,
-  { publishesMetrics = true, middlewares = [] }: ChainOptions<TEvent, TResult> = {},
+  { middlewares = [] }: ChainOptions<TEvent, TResult> = {},
 ): LambdaFunction<TEvent, TResult> {
-  const chain = middy<TEvent, TResult>().use(captureLambdaHandler(tracer)).use(injectLambdaContext(logger));
-  if (publishesMetrics) chain.use(logMetrics(metrics));
+  const chain = middy<TEvent, TResult>()
+    .use(captureLambdaHandler(tracer))
+    .use(injectLambdaContext(logger))
+    .use(publishAddedMetrics(metrics));
   for (const middleware of middlewares) chain.use(middleware);
   return chain.handler(work);
 }

@@ -14,13 +14,9 @@ export function createTickerHandler(config: TickerConfig, { clients, observabili
     clock: systemClock,
     lookaheadSeconds: config.lookaheadSeconds,
   };
-  return instrumented(
-    observability,
-    async () => {
-      const ticks = await planTicks(ports);
-      logger.info('ticks sent', { first: ticks[0]?.second, count: ticks.length });
-      return { ticks: ticks.length };
-    },
-    { publishesMetrics: false },
-  );
+  return instrumented(observability, async () => {
+    const ticks = await planTicks(ports);
+    logger.info('ticks sent', { first: ticks[0]?.second, count: ticks.length });
+    return { ticks: ticks.length };
+  });
 }

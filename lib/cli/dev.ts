@@ -56,6 +56,12 @@ function banner(timer: LocalTimer, dataDir: string, io: CliIo): string {
     .join('\n');
 }
 
+/** What to do about a port another program holds (a local mode on this data folder was ruled out before starting). */
+function portTaken(port: number): string {
+  const free = port + 1;
+  return `port ${port} is already in use by another program (perhaps a local mode on another data folder): stop it, or start on a free port with TIMER_PORT=${free} npm start (timer dev --port ${free})`;
+}
+
 const dev = command({
   name: 'dev',
   summary: 'Run the whole service on this machine until Ctrl+C (what `npm start` does)',
@@ -86,17 +92,14 @@ const dev = command({
     const running = await runningLocalEndpoints(dataDir);
     if (running) {
       throw new CommandFailed(
-        `local mode is already running on ${dataDir} (pid ${running.pid}, API ${running.apiUrl}); stop it first, or give another --data-dir`,
+        `local mode is already running on ${dataDir} (pid ${running.pid}, API ${running.apiUrl}); stop it first, or start another with its own --data-dir and TIMER_PORT`,
       );
     }
     const logLevel = call.options['log-level'] ?? call.io.env.TIMER_LOG_LEVEL ?? 'INFO';
     const prettyLogs = call.io.stdout.isTTY === true;
     const timer = await startLocalTimer({ port, dataDir, logLevel, prettyLogs }).catch((error: unknown) => {
-      const reason = error instanceof Error ? error.message : String(error);
-      const hint = /EADDRINUSE/.test(reason)
-        ? `; port ${port} is taken: give --port or set TIMER_PORT to a free port`
-        : '';
-      throw new CommandFailed(`local mode failed to start: ${reason}${hint}`);
+      if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CommandFailed(portTaken(port));
+      throw new CommandFailed(`local mode failed to start: ${error instanceof Error ? error.message : String(error)}`);
     });
     call.output(
       {

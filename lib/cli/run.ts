@@ -1,4 +1,6 @@
 /** The `timer` command line: finds the command argv names, runs it, and says what went wrong and how to fix it. */
+import { createRequire } from 'node:module';
+
 import { closest, type Command, commandList, helpText, parseCall, UsageError } from './command.js';
 import { DEV_COMMANDS } from './dev.js';
 import { DLQ_COMMANDS } from './dlq.js';
@@ -26,10 +28,20 @@ ${commandList(COMMANDS)}
 Tenant commands work on the task table: --table NAME (or TIMER_TABLE_NAME) with your AWS
 credentials, else local mode's data folder. Task commands call the HTTP API: --api-url and
 --api-key (or TIMER_URL and TIMER_API_KEY), else the running local mode with its development key.
-Run \`timer <command> --help\` for a command's options; --json prints machine-readable output.
+Run \`timer help <command>\` (or \`timer <command> --help\`) for a command's options; --json prints
+machine-readable output; \`timer --version\` prints the version.
 `;
 
 const isHelp = (word: string | undefined) => word === '--help' || word === '-h';
+
+/**
+ * The installed package's version. The package names itself (its `exports` list package.json), so
+ * Node finds the right file from the sources in the repository and from dist/ in an install alike.
+ */
+function packageVersion(): string {
+  const manifest = createRequire(import.meta.url)('distributed-timer/package.json') as { version: string };
+  return manifest.version;
+}
 
 function groupHelp(group: string, members: readonly Command[]): string {
   return [
@@ -77,6 +89,12 @@ function unmatched(argv: readonly string[], io: CliIo): number {
 
 /** Runs `timer <argv>` and resolves to its exit code: 0 done, 1 failed, 2 called wrongly. */
 export async function run(argv: readonly string[], io: CliIo): Promise<number> {
+  if (argv[0] === '--version') {
+    io.stdout.write(`${packageVersion()}\n`);
+    return EXIT.ok;
+  }
+  // `timer help [command]` is `timer [command] --help`, as in git and npm.
+  if (argv[0] === 'help') return run(argv.length === 1 ? ['--help'] : [...argv.slice(1), '--help'], io);
   if (argv.length === 0 || isHelp(argv[0])) {
     (argv.length === 0 ? io.stderr : io.stdout).write(TOP_LEVEL_HELP);
     return argv.length === 0 ? EXIT.usage : EXIT.ok;

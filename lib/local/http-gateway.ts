@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 
-import { problem, problemResponse } from '../../functions/api/http.js';
+import { type HttpResult, problem, problemResponse } from '../../functions/api/http.js';
 import { API_ROUTES } from '../../functions/contract/topology.js';
 import { type InvokeResult, SYNC_PAYLOAD_LIMIT_BYTES } from './lambda-service.js';
 
@@ -21,6 +21,30 @@ const INTEGRATION_FAILED = {
   headers: { 'content-type': 'application/json' },
   body: JSON.stringify({ message: 'Internal Server Error' }),
 };
+
+/**
+ * Whether every percent-escape in the path decodes to UTF-8. A path that does not cannot name a
+ * resource; it is the client's mistake (RFC 3986), so the gateway answers 400 instead of letting
+ * `decodeURIComponent` throw into a 500.
+ */
+function isDecodablePath(path: string): boolean {
+  try {
+    decodeURIComponent(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function malformedPath(path: string): HttpResult {
+  return problemResponse(
+    problem(
+      400,
+      'malformed-path',
+      `The path ${path} has a percent-escape that is not UTF-8 (a % must be followed by two hex digits and form valid UTF-8); encode the id with encodeURIComponent.`,
+    ),
+  );
+}
 
 function toResponse(result: InvokeResult<APIGatewayProxyStructuredResultV2>): APIGatewayProxyStructuredResultV2 {
   switch (result.outcome) {
@@ -169,6 +193,12 @@ export async function startHttpGateway(options: {
   const serve = async (request: IncomingMessage, response: ServerResponse) => {
     try {
       const url = new URL(request.url ?? '/', `http://${request.headers.host ?? 'localhost'}`);
+      if (!isDecodablePath(url.pathname)) {
+        const result = malformedPath(url.pathname);
+        response.writeHead(result.statusCode, result.headers as Record<string, string>);
+        response.end(result.body);
+        return;
+      }
       const local = options.localRoutes[url.pathname];
       if (local) {
         if (!isFromThisMachine(request, url)) {
@@ -216,7 +246,14 @@ export async function startHttpGateway(options: {
   };
   // Fire and forget: serve catches every error and answers 500, so it never rejects.
   const server: Server = createServer((request, response) => void serve(request, response));
-  await new Promise<void>((resolve) => server.listen(options.port, '127.0.0.1', resolve));
+  // A taken port is an 'error' event, not a throw; unheard, it would crash the process with a stack trace.
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,

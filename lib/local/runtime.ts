@@ -413,6 +413,14 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     return (await tenantStore.listTenants()).flatMap((tenant) => activeSigningSecrets(tenant, nowMs));
   };
   const inbox = createWebhookInbox(localSigningSecrets, (message, fields) => logLine('INFO', message, fields));
+  const stopBehindGateway = async () => {
+    for (const timer of timers) clearInterval(timer);
+    await Promise.all(eventSources.map(([, eventSource]) => eventSource.stop()));
+    await sink.close();
+    await sqsServer.stop();
+    await localDynamo.close();
+    running = false;
+  };
   const gateway = await startHttpGateway({
     port: options.port ?? 0,
     invoke: (event) => lambda.invoke<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>('api', event),
@@ -435,6 +443,10 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
       })),
     },
     onError: onError('api gateway'),
+  }).catch(async (error: unknown) => {
+    // A taken port: release what already runs so the caller can say so and exit, or try another port.
+    await stopBehindGateway();
+    throw error;
   });
   if (options.dataDir) {
     await writeLocalEndpoints(options.dataDir, {
@@ -465,13 +477,8 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     }),
     async stop() {
       if (options.dataDir) await removeLocalEndpoints(options.dataDir);
-      for (const timer of timers) clearInterval(timer);
       await gateway.close();
-      await Promise.all(eventSources.map(([, eventSource]) => eventSource.stop()));
-      await sink.close();
-      await sqsServer.stop();
-      await localDynamo.close();
-      running = false;
+      await stopBehindGateway();
     },
   };
 }

@@ -3,7 +3,8 @@
  * with captured output, find local mode through its data folder, and change what the API
  * then does. One test spawns the real executable, as `npx timer` does.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -310,6 +311,43 @@ describe('Command: timer dlq redrive', () => {
   });
 });
 
+describe('Command: timer dev', () => {
+  it('refuses a second local mode on the same data folder, naming its pid and the fix', async () => {
+    // Act
+    const second = await timerCli('dev', '--port', '0');
+
+    // Assess
+    expect(second.code).toBe(1);
+    expect(second.stderr).toBe(
+      `Error: local mode is already running on ${dataDir} (pid ${process.pid}, API ${timer.apiUrl}); stop it first, or start another with its own --data-dir and TIMER_PORT\n`,
+    );
+  });
+
+  it('says in one sentence that the port is taken and how to choose another, with no stack trace', async () => {
+    // Prepare: `npm start` as a newcomer runs it, on another data folder but the port this process holds.
+    const port = Number(new URL(timer.apiUrl).port);
+    const otherDataDir = await mkdtemp(join(tmpdir(), 'timer-cli-busy-'));
+    otherDataDirs.push(otherDataDir);
+
+    // Act
+    const started = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        [join('node_modules', 'tsx', 'dist', 'cli.mjs'), join('bin', 'local.ts')],
+        { env: { ...process.env, TIMER_PORT: String(port), TIMER_DATA_DIR: otherDataDir, TIMER_LOG_LEVEL: 'SILENT' } },
+        (error, _stdout, stderr) => resolve({ code: error ? (error.code as number) : 0, stderr }),
+      );
+    });
+
+    // Assess
+    expect(started.code).toBe(1);
+    expect(started.stderr).not.toMatch(/\n\s+at /);
+    expect(started.stderr).toContain(
+      `Error: port ${port} is already in use by another program (perhaps a local mode on another data folder): stop it, or start on a free port with TIMER_PORT=${port + 1} npm start`,
+    );
+  }, 60_000);
+});
+
 describe('Usage', () => {
   it.each(COMMANDS.map((definition) => definition.name))(
     'timer %s --help prints its usage and options',
@@ -323,6 +361,42 @@ describe('Usage', () => {
       expect(help.stdout).toContain('--json');
     },
   );
+
+  it.each(['tenants create', 'schedule', 'dlq redrive', 'dev'])(
+    'timer help %s prints what that command prints for --help',
+    async (name) => {
+      // Act
+      const viaHelp = await timerCli('help', ...name.split(' '));
+      const viaFlag = await timerCli(...name.split(' '), '--help');
+
+      // Assess
+      expect(viaHelp).toEqual({ code: 0, stdout: viaFlag.stdout, stderr: '' });
+    },
+  );
+
+  it('timer help alone prints the command list, and timer help tenants the group', async () => {
+    // Act
+    const help = await timerCli('help');
+    const group = await timerCli('help', 'tenants');
+
+    // Assess
+    expect(help).toEqual({ code: 0, stdout: (await timerCli('--help')).stdout, stderr: '' });
+    expect(group.code).toBe(0);
+    expect(group.stdout).toMatch(/^Usage: timer tenants <command>/);
+  });
+
+  it("timer --version prints package.json's version", async () => {
+    // Prepare
+    const { version } = JSON.parse(await readFile(join(import.meta.dirname, '../../package.json'), 'utf8')) as {
+      version: string;
+    };
+
+    // Act
+    const printed = await timerCli('--version');
+
+    // Assess
+    expect(printed).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+  });
 
   it('lists every command in timer --help', async () => {
     // Act

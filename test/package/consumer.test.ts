@@ -195,10 +195,13 @@ describe('Package: distributed-timer, installed into a cdk-init app', () => {
   it('links a `timer` executable that runs without the repository', async () => {
     // Act
     const help = await run(join(app, 'node_modules/.bin/timer'), ['--help'], app);
+    const version = await run(join(app, 'node_modules/.bin/timer'), ['--version'], app);
 
     // Assess
     expect(help).toContain('Usage: timer <command>');
     expect(help).toContain('tenants create');
+    // From dist/bin/cli.js in node_modules, not from the repository's sources.
+    expect(version).toBe(`${versionIn(repo)}\n`);
   });
 });
 

@@ -1,3 +1,4 @@
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { describe, expect, it, vi } from 'vitest';
 
 import { createObservability, instrumented } from '../../functions/commons/lambda-chain.js';
@@ -10,7 +11,10 @@ describe('Function: instrumented', () => {
     // Prepare
     const observability = quiet();
     const publish = vi.spyOn(observability.metrics, 'publishStoredMetrics');
-    const handler = instrumented(observability, async (event: { n: number }) => event.n * 2);
+    const handler = instrumented(observability, async (event: { n: number }) => {
+      observability.metrics.addMetric('doubled', MetricUnit.Count, 1);
+      return event.n * 2;
+    });
 
     // Act
     const first = await handler({ n: 2 }, lambdaContext());
@@ -21,17 +25,23 @@ describe('Function: instrumented', () => {
     expect(publish).toHaveBeenCalledTimes(2);
   });
 
-  it('publishes nothing for a function that adds no metrics, so it logs no empty-metrics warning', async () => {
+  it('publishes only after invocations that added metrics, so one that added none logs no empty-metrics warning', async () => {
     // Prepare
     const observability = quiet();
     const publish = vi.spyOn(observability.metrics, 'publishStoredMetrics');
-    const handler = instrumented(observability, async () => 'done', { publishesMetrics: false });
+    const warn = vi.spyOn(console, 'warn');
+    const handler = instrumented(observability, async (event: { count: number }) => {
+      if (event.count > 0) observability.metrics.addMetric('things', MetricUnit.Count, event.count);
+    });
 
     // Act
-    await handler({}, lambdaContext());
+    await handler({ count: 0 }, lambdaContext());
+    await handler({ count: 2 }, lambdaContext());
+    await handler({ count: 0 }, lambdaContext());
 
     // Assess
-    expect(publish).not.toHaveBeenCalled();
+    expect(publish).toHaveBeenCalledTimes(1);
+    expect(warn).not.toHaveBeenCalledWith(expect.stringContaining('No application metrics to publish'));
   });
 
   it("runs a function's own middlewares inside the instrumentation, so their onError can answer for the work", async () => {
@@ -41,6 +51,7 @@ describe('Function: instrumented', () => {
     const handler = instrumented<unknown, string>(
       observability,
       async () => {
+        observability.metrics.addMetric('attempts', MetricUnit.Count, 1);
         throw new Error('boom');
       },
       {

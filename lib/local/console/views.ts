@@ -78,7 +78,10 @@ export function tasksView(
   nowMs: number,
   read: { itemsRead: number; complete: boolean },
 ): ConsoleTasksView {
-  const nearestFirst = [...tasks].sort((a, b) => Math.abs(a.dueAtMs - nowMs) - Math.abs(b.dueAtMs - nowMs));
+  // The table is titled "due nearest to now": the one due closest to now, past or future, heads it; a tie puts the earlier first.
+  const nearestFirst = [...tasks].sort(
+    (a, b) => Math.abs(a.dueAtMs - nowMs) - Math.abs(b.dueAtMs - nowMs) || a.dueAtMs - b.dueAtMs,
+  );
   const delivered = tasks.filter(isDelivered).sort((a, b) => b.deliveredAtMs - a.deliveredAtMs);
   const recent = delivered.filter((task) => task.deliveredAtMs > nowMs - LATENESS_WINDOW_MS).reverse();
   const recentLateness = recent.map((task) => task.latenessMs).sort((a, b) => a - b);
@@ -91,10 +94,7 @@ export function tasksView(
     nowMs,
     ...read,
     statusCounts: STATUSES.map((status) => ({ status, count: tasks.filter((task) => task.status === status).length })),
-    tasks: nearestFirst
-      .slice(0, TASKS_SHOWN)
-      .sort((a, b) => b.dueAtMs - a.dueAtMs)
-      .map(toConsoleTask),
+    tasks: nearestFirst.slice(0, TASKS_SHOWN).map(toConsoleTask),
     upcomingSeconds: dueCounts(upcoming, nowMs, 1000, UPCOMING_SECONDS),
     upcomingMinutes: dueCounts(upcoming, nowMs, 60_000, UPCOMING_MINUTES),
     deliveries: delivered.slice(0, DELIVERIES_SHOWN).map(toConsoleDelivery),

@@ -186,6 +186,23 @@ describe('Function: api handler', () => {
     expect(taskReads()).toHaveLength(0);
   });
 
+  it.each([
+    ['GET /v1/tasks/{id}', '\u0000\uFFFD../..'],
+    ['DELETE /v1/tasks/{id}', '%00%ff..%2f..'],
+    ['PATCH /v1/tasks/{id}', '\uD800'],
+  ])(
+    'answers %s with a 404 problem for an id of control, escape or lone-surrogate characters',
+    async (routeKey, id) => {
+      // Act
+      const response = await call(routeKey, { id, body: { delaySeconds: 60 } });
+
+      // Assess
+      expect(response.statusCode).toBe(404);
+      expect(response.headers).toEqual({ 'content-type': 'application/problem+json' });
+      expect(taskReads()).toHaveLength(0);
+    },
+  );
+
   it('returns a stored task with its delivery facts', async () => {
     // Prepare
     const dueAtMs = Date.now() - 5000;

@@ -263,22 +263,22 @@ function countRequests(
  * Builds the five handlers through their factories, as each Lambda entry does at cold start, but
  * from an environment composed here instead of `process.env`, and over one shared set of clients.
  */
-function buildHandlers(
+async function buildHandlers(
   envFor: (fn: FunctionName) => Environment,
   clients: AwsClients,
   wrap: (fn: FunctionName, handler: AnyHandler) => AnyHandler = (_fn, handler) => handler,
-): Record<FunctionName, AnyHandler> {
-  const build = <TConfig extends FunctionConfig>(
+): Promise<Record<FunctionName, AnyHandler>> {
+  const build = async <TConfig extends FunctionConfig>(
     fn: FunctionName,
     load: (env: Environment) => TConfig,
     create: (config: TConfig, deps: HandlerDeps) => unknown,
-  ) => wrap(fn, assembleHandler(create, load(envFor(fn)), clients) as AnyHandler);
+  ) => wrap(fn, (await assembleHandler(create, load(envFor(fn)), clients)) as AnyHandler);
   return {
-    api: build('api', loadApiConfig, createApiHandler),
-    ticker: build('ticker', loadTickerConfig, createTickerHandler),
-    scanner: build('scanner', loadScannerConfig, createScannerHandler),
-    callback: build('callback', loadCallbackConfig, createCallbackHandler),
-    sweeper: build('sweeper', loadSweeperConfig, createSweeperHandler),
+    api: await build('api', loadApiConfig, createApiHandler),
+    ticker: await build('ticker', loadTickerConfig, createTickerHandler),
+    scanner: await build('scanner', loadScannerConfig, createScannerHandler),
+    callback: await build('callback', loadCallbackConfig, createCallbackHandler),
+    sweeper: await build('sweeper', loadSweeperConfig, createSweeperHandler),
   };
 }
 
@@ -356,7 +356,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     endpoints: { dynamodb: dynamoEndpoint, sqs: sqsServer.address, eventBridge: sink.endpoint },
     credentials: LOCAL_CREDENTIALS,
   });
-  const handlers = buildHandlers(envFor, handlerClients, options.wrapHandler);
+  const handlers = await buildHandlers(envFor, handlerClients, options.wrapHandler);
   const counts = new Map<string, number>();
   for (const client of [handlerClients.dynamo, handlerClients.sqs, handlerClients.eventBridge, sqs])
     countRequests(client, counts, options.onRequest);

@@ -8,7 +8,7 @@ const quiet = () => createObservability({ logLevel: 'SILENT', tracingEnabled: fa
 describe('Function: instrumented', () => {
   it('runs the work and flushes its metrics once per invocation', async () => {
     // Prepare
-    const observability = quiet();
+    const observability = await quiet();
     const publish = vi.spyOn(observability.metrics, 'publishStoredMetrics');
     const handler = instrumented(observability, async (event: { n: number }) => event.n * 2);
 
@@ -23,7 +23,7 @@ describe('Function: instrumented', () => {
 
   it('publishes nothing for a function that adds no metrics, so it logs no empty-metrics warning', async () => {
     // Prepare
-    const observability = quiet();
+    const observability = await quiet();
     const publish = vi.spyOn(observability.metrics, 'publishStoredMetrics');
     const handler = instrumented(observability, async () => 'done', { publishesMetrics: false });
 
@@ -36,7 +36,7 @@ describe('Function: instrumented', () => {
 
   it("runs a function's own middlewares inside the instrumentation, so their onError can answer for the work", async () => {
     // Prepare
-    const observability = quiet();
+    const observability = await quiet();
     const publish = vi.spyOn(observability.metrics, 'publishStoredMetrics');
     const handler = instrumented<unknown, string>(
       observability,

@@ -9,7 +9,6 @@ import { join } from 'node:path';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { startFauxqs } from 'fauxqs';
 
 import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
 import { allItems } from '../../functions/adapters/dynamo/dynamo-helpers.js';
@@ -62,8 +61,8 @@ import {
   LOCAL_REGION,
   LOCAL_TABLE_NAME,
   localDynamoClients,
-  startLocalDynamo,
 } from './dynamodb.js';
+import { startEmulatorProcess } from './emulators.js';
 import { removeLocalEndpoints, writeLocalEndpoints } from './endpoints.js';
 import { startEventBridgeSink, type SunkEvent } from './eventbridge-sink.js';
 import { startHttpGateway } from './http-gateway.js';
@@ -301,9 +300,11 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   // The SDK's notice that it will need Node.js 22 concerns this workstation, not Lambda's runtime.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
   const settings: TimerSettings = { ...DEFAULT_SETTINGS, allowInsecureTargets: true, ...options.settings };
-  const localDynamo = await startLocalDynamo(options.dataDir);
+  const [localDynamo, sqsServer] = await Promise.all([
+    startEmulatorProcess('dynamodb', options.dataDir),
+    startEmulatorProcess('sqs'),
+  ]);
   const dynamoEndpoint = localDynamo.endpoint;
-  const sqsServer = await startFauxqs({ port: 0, logger: false, host: 'localhost' });
   const sink = await startEventBridgeSink(
     options.dataDir ? { logFile: join(options.dataDir, 'eventbridge-events.jsonl') } : {},
   );
@@ -311,7 +312,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   const { raw: rawDynamo, dynamo } = localDynamoClients(dynamoEndpoint);
   const sqs = new SQSClient({
     region: LOCAL_REGION,
-    endpoint: sqsServer.address,
+    endpoint: sqsServer.endpoint,
     credentials: LOCAL_CREDENTIALS,
     useQueueUrlAsEndpoint: false,
   });
@@ -353,7 +354,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   process.env.POWERTOOLS_DEV = String(options.prettyLogs ?? false);
   const handlerClients = awsClients({
     region: LOCAL_REGION,
-    endpoints: { dynamodb: dynamoEndpoint, sqs: sqsServer.address, eventBridge: sink.endpoint },
+    endpoints: { dynamodb: dynamoEndpoint, sqs: sqsServer.endpoint, eventBridge: sink.endpoint },
     credentials: LOCAL_CREDENTIALS,
   });
   const handlers = await buildHandlers(envFor, handlerClients, options.wrapHandler);
@@ -363,7 +364,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   // The pollers get a client of their own, so their requests are told apart from the functions'.
   const pollerSqs = new SQSClient({
     region: LOCAL_REGION,
-    endpoint: sqsServer.address,
+    endpoint: sqsServer.endpoint,
     credentials: LOCAL_CREDENTIALS,
     useQueueUrlAsEndpoint: false,
   });
@@ -469,8 +470,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
       await gateway.close();
       await Promise.all(eventSources.map(([, eventSource]) => eventSource.stop()));
       await sink.close();
-      await sqsServer.stop();
-      await localDynamo.close();
+      await Promise.all([sqsServer.stop(), localDynamo.stop()]);
       running = false;
     },
   };

@@ -3,4 +3,4 @@ import { assembleHandler } from '../commons/lambda-chain.js';
 import { createApiHandler } from './app.js';
 
 /** The Lambda entry: config, clients and instrumentation are built once per cold start and reused by every invocation. */
-export const handler = assembleHandler(createApiHandler, loadApiConfig(process.env));
+export const handler = await assembleHandler(createApiHandler, loadApiConfig(process.env));

@@ -15,21 +15,18 @@ import { type AwsClients, awsClients } from './clients.js';
 import type { FunctionConfig, ObservabilityConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { createMetrics } from './metrics.js';
-import { createTracer } from './tracer.js';
+import { loadTracer } from './tracer.js';
 
-/** One function's logger, metrics publisher and tracer. */
+/** One function's logger, metrics publisher and, when tracing is on, tracer. */
 export interface Observability {
   readonly logger: Logger;
   readonly metrics: Metrics;
-  readonly tracer: Tracer;
+  readonly tracer?: Tracer;
 }
 
-export function createObservability(config: ObservabilityConfig): Observability {
-  return {
-    logger: createLogger(config.logLevel),
-    metrics: createMetrics(),
-    tracer: createTracer(config.tracingEnabled),
-  };
+export async function createObservability(config: ObservabilityConfig): Promise<Observability> {
+  const tracer = await loadTracer(config.tracingEnabled);
+  return { logger: createLogger(config.logLevel), metrics: createMetrics(), ...(tracer && { tracer }) };
 }
 
 /** What a handler factory needs besides its config: the clients it talks through and its instrumentation. */
@@ -65,10 +62,9 @@ export function instrumented<TEvent, TResult>(
   work: LambdaFunction<TEvent, TResult>,
   { middlewares = [] }: ChainOptions<TEvent, TResult> = {},
 ): LambdaFunction<TEvent, TResult> {
-  const chain = middy<TEvent, TResult>()
-    .use(captureLambdaHandler(tracer))
-    .use(injectLambdaContext(logger))
-    .use(publishAddedMetrics(metrics));
+  const chain = middy<TEvent, TResult>();
+  if (tracer) chain.use(captureLambdaHandler(tracer));
+  chain.use(injectLambdaContext(logger)).use(publishAddedMetrics(metrics));
   for (const middleware of middlewares) chain.use(middleware);
   return chain.handler(work);
 }
@@ -78,12 +74,12 @@ export function instrumented<TEvent, TResult>(
  * from its config, and AWS clients captured by its tracer unless `clients` are given (local mode
  * shares one set among all five functions).
  */
-export function assembleHandler<TConfig extends FunctionConfig, THandler>(
+export async function assembleHandler<TConfig extends FunctionConfig, THandler>(
   create: (config: TConfig, deps: HandlerDeps) => THandler,
   config: TConfig,
   clients?: AwsClients,
-): THandler {
-  const observability = createObservability(config.observability);
+): Promise<THandler> {
+  const observability = await createObservability(config.observability);
   return create(config, {
     clients: clients ?? awsClients({ ...config.aws, tracer: observability.tracer }),
     observability,

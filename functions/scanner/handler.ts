@@ -3,4 +3,4 @@ import { assembleHandler } from '../commons/lambda-chain.js';
 import { createScannerHandler } from './app.js';
 
 /** The Lambda entry: config, clients and instrumentation are built once per cold start and reused by every invocation. */
-export const handler = assembleHandler(createScannerHandler, loadScannerConfig(process.env));
+export const handler = await assembleHandler(createScannerHandler, loadScannerConfig(process.env));

@@ -9,7 +9,6 @@ import { join } from 'node:path';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { startFauxqs } from 'fauxqs';
 
 import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
 import { allItems } from '../../functions/adapters/dynamo/dynamo-helpers.js';
@@ -62,8 +61,8 @@ import {
   LOCAL_REGION,
   LOCAL_TABLE_NAME,
   localDynamoClients,
-  startLocalDynamo,
 } from './dynamodb.js';
+import { startEmulatorProcess } from './emulators.js';
 import { removeLocalEndpoints, writeLocalEndpoints } from './endpoints.js';
 import { startEventBridgeSink, type SunkEvent } from './eventbridge-sink.js';
 import { startHttpGateway } from './http-gateway.js';
@@ -263,22 +262,22 @@ function countRequests(
  * Builds the five handlers through their factories, as each Lambda entry does at cold start, but
  * from an environment composed here instead of `process.env`, and over one shared set of clients.
  */
-function buildHandlers(
+async function buildHandlers(
   envFor: (fn: FunctionName) => Environment,
   clients: AwsClients,
   wrap: (fn: FunctionName, handler: AnyHandler) => AnyHandler = (_fn, handler) => handler,
-): Record<FunctionName, AnyHandler> {
-  const build = <TConfig extends FunctionConfig>(
+): Promise<Record<FunctionName, AnyHandler>> {
+  const build = async <TConfig extends FunctionConfig>(
     fn: FunctionName,
     load: (env: Environment) => TConfig,
     create: (config: TConfig, deps: HandlerDeps) => unknown,
-  ) => wrap(fn, assembleHandler(create, load(envFor(fn)), clients) as AnyHandler);
+  ) => wrap(fn, (await assembleHandler(create, load(envFor(fn)), clients)) as AnyHandler);
   return {
-    api: build('api', loadApiConfig, createApiHandler),
-    ticker: build('ticker', loadTickerConfig, createTickerHandler),
-    scanner: build('scanner', loadScannerConfig, createScannerHandler),
-    callback: build('callback', loadCallbackConfig, createCallbackHandler),
-    sweeper: build('sweeper', loadSweeperConfig, createSweeperHandler),
+    api: await build('api', loadApiConfig, createApiHandler),
+    ticker: await build('ticker', loadTickerConfig, createTickerHandler),
+    scanner: await build('scanner', loadScannerConfig, createScannerHandler),
+    callback: await build('callback', loadCallbackConfig, createCallbackHandler),
+    sweeper: await build('sweeper', loadSweeperConfig, createSweeperHandler),
   };
 }
 
@@ -301,9 +300,11 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   // The SDK's notice that it will need Node.js 22 concerns this workstation, not Lambda's runtime.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
   const settings: TimerSettings = { ...DEFAULT_SETTINGS, allowInsecureTargets: true, ...options.settings };
-  const localDynamo = await startLocalDynamo(options.dataDir);
+  const [localDynamo, sqsServer] = await Promise.all([
+    startEmulatorProcess('dynamodb', options.dataDir),
+    startEmulatorProcess('sqs'),
+  ]);
   const dynamoEndpoint = localDynamo.endpoint;
-  const sqsServer = await startFauxqs({ port: 0, logger: false, host: 'localhost' });
   const sink = await startEventBridgeSink(
     options.dataDir ? { logFile: join(options.dataDir, 'eventbridge-events.jsonl') } : {},
   );
@@ -311,7 +312,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   const { raw: rawDynamo, dynamo } = localDynamoClients(dynamoEndpoint);
   const sqs = new SQSClient({
     region: LOCAL_REGION,
-    endpoint: sqsServer.address,
+    endpoint: sqsServer.endpoint,
     credentials: LOCAL_CREDENTIALS,
     useQueueUrlAsEndpoint: false,
   });
@@ -353,17 +354,17 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   process.env.POWERTOOLS_DEV = String(options.prettyLogs ?? false);
   const handlerClients = awsClients({
     region: LOCAL_REGION,
-    endpoints: { dynamodb: dynamoEndpoint, sqs: sqsServer.address, eventBridge: sink.endpoint },
+    endpoints: { dynamodb: dynamoEndpoint, sqs: sqsServer.endpoint, eventBridge: sink.endpoint },
     credentials: LOCAL_CREDENTIALS,
   });
-  const handlers = buildHandlers(envFor, handlerClients, options.wrapHandler);
+  const handlers = await buildHandlers(envFor, handlerClients, options.wrapHandler);
   const counts = new Map<string, number>();
   for (const client of [handlerClients.dynamo, handlerClients.sqs, handlerClients.eventBridge, sqs])
     countRequests(client, counts, options.onRequest);
   // The pollers get a client of their own, so their requests are told apart from the functions'.
   const pollerSqs = new SQSClient({
     region: LOCAL_REGION,
-    endpoint: sqsServer.address,
+    endpoint: sqsServer.endpoint,
     credentials: LOCAL_CREDENTIALS,
     useQueueUrlAsEndpoint: false,
   });
@@ -417,8 +418,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     for (const timer of timers) clearInterval(timer);
     await Promise.all(eventSources.map(([, eventSource]) => eventSource.stop()));
     await sink.close();
-    await sqsServer.stop();
-    await localDynamo.close();
+    await Promise.all([sqsServer.stop(), localDynamo.stop()]);
     running = false;
   };
   const gateway = await startHttpGateway({

@@ -9,7 +9,7 @@ const quiet = () => createObservability({ logLevel: 'SILENT', tracingEnabled: fa
 describe('Function: instrumented', () => {
   it('runs the work and flushes its metrics once per invocation', async () => {
     // Prepare
-    const observability = quiet();
+    const observability = await quiet();
     const publish = vi.spyOn(observability.metrics, 'publishStoredMetrics');
     const handler = instrumented(observability, async (event: { n: number }) => {
       observability.metrics.addMetric('doubled', MetricUnit.Count, 1);
@@ -27,7 +27,7 @@ describe('Function: instrumented', () => {
 
   it('publishes only after invocations that added metrics, so one that added none logs no empty-metrics warning', async () => {
     // Prepare
-    const observability = quiet();
+    const observability = await quiet();
     const publish = vi.spyOn(observability.metrics, 'publishStoredMetrics');
     const warn = vi.spyOn(console, 'warn');
     const handler = instrumented(observability, async (event: { count: number }) => {
@@ -46,7 +46,7 @@ describe('Function: instrumented', () => {
 
   it("runs a function's own middlewares inside the instrumentation, so their onError can answer for the work", async () => {
     // Prepare
-    const observability = quiet();
+    const observability = await quiet();
     const publish = vi.spyOn(observability.metrics, 'publishStoredMetrics');
     const handler = instrumented<unknown, string>(
       observability,

@@ -26,7 +26,7 @@ vi.spyOn(dns, 'lookup').mockImplementation((async () => [{ address: '93.184.215.
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
-const handler = unitHandler(createApiHandler, loadApiConfig(handlerEnv()));
+const handler = await unitHandler(createApiHandler, loadApiConfig(handlerEnv()));
 
 const TARGET = { type: 'http', url: 'https://hooks.example.com/timer' };
 const TENANT = newTenant('acme', Date.now());

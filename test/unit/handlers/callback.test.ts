@@ -26,7 +26,7 @@ import {
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
 // The receiver below listens on loopback over http, which only local mode's webhook policy reaches.
-const handler = unitHandler(
+const handler = await unitHandler(
   createCallbackHandler,
   loadCallbackConfig({ ...handlerEnv(), [ENV.allowInsecureTargets]: 'true' }),
 );

@@ -19,7 +19,7 @@ import {
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
-const handler = unitHandler(createScannerHandler, loadScannerConfig(handlerEnv()));
+const handler = await unitHandler(createScannerHandler, loadScannerConfig(handlerEnv()));
 
 const CLOCK_KEY = { pk: 'CLOCK', sk: 'CLOCK' };
 const conditionFailed = () => Object.assign(new Error('x'), { name: 'ConditionalCheckFailedException' });

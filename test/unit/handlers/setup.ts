@@ -72,7 +72,7 @@ function unitClients(): AwsClients {
 export function unitHandler<TConfig extends FunctionConfig, THandler>(
   create: (config: TConfig, deps: HandlerDeps) => THandler,
   config: TConfig,
-): THandler {
+): Promise<THandler> {
   return assembleHandler(create, config, unitClients());
 }
 

@@ -10,7 +10,7 @@ import { BUCKET_COUNT, DELIVERY_QUEUE_URL, handlerEnv, lambdaContext, unitHandle
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
-const handler = unitHandler(createSweeperHandler, loadSweeperConfig(handlerEnv()));
+const handler = await unitHandler(createSweeperHandler, loadSweeperConfig(handlerEnv()));
 
 const markerSk = (second: number) => String(second).padStart(12, '0');
 

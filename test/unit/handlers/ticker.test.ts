@@ -9,7 +9,7 @@ import { handlerEnv, lambdaContext, LOOKAHEAD_SECONDS, TICK_QUEUE_URL, unitHandl
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
-const handler = unitHandler(createTickerHandler, loadTickerConfig(handlerEnv()));
+const handler = await unitHandler(createTickerHandler, loadTickerConfig(handlerEnv()));
 
 describe('Function: ticker handler', () => {
   beforeEach(() => {

@@ -10,7 +10,7 @@ import {
   Tokenization,
 } from 'aws-cdk-lib';
 import type { HttpApi, ThrottleSettings } from 'aws-cdk-lib/aws-apigatewayv2';
-import type { TableV2 } from 'aws-cdk-lib/aws-dynamodb';
+import { Billing, type TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
 
 import {
@@ -77,6 +77,15 @@ export interface DistributedTimerProps {
    * @default DEFAULT_API_THROTTLE — 1,000 requests a second, bursts of 2,000
    */
   readonly apiThrottle?: ThrottleSettings;
+  /**
+   * The task table's capacity. On demand scales to the account's per-table quota (40,000 read and
+   * 40,000 write request units a second unless raised); `Billing.onDemand({ maxReadRequestUnits,
+   * maxWriteRequestUnits })` caps what a runaway client can spend, and `Billing.provisioned(…)`
+   * buys a steady billion-a-day load for less. A cap below the load throttles submits (503) and
+   * delays deliveries: size it from docs/limits.md.
+   * @default Billing.onDemand() — no ceiling below the account's table quota
+   */
+  readonly tableBilling?: Billing;
   /**
    * The SQS queues tasks may target, as ARNs (IAM wildcards allowed), or a list token such as
    * a CommaDelimitedList parameter's `valueAsList`. The callback may send to exactly these and
@@ -191,6 +200,7 @@ export class DistributedTimer extends Construct {
     // one per parent; TimerStack already spends it on this construct.)
     this.table = new TimerStorage(this, {
       removalPolicy: props.tableRemovalPolicy ?? RemovalPolicy.RETAIN,
+      billing: props.tableBilling ?? Billing.onDemand(),
     }).table;
     const pipeline = new TimerPipeline(this, {
       table: this.table,

@@ -131,6 +131,9 @@ export class TimerPipeline {
         environment: environmentFor(name, props.settings, resources),
         role,
         logGroup: functionLogs,
+        // A floor no other function can take (and a ceiling): the api and the scanner stay up
+        // however hard a delivery surge or a tenant's hanging webhook presses on the account's pool.
+        reservedConcurrentExecutions: spec.reservedConcurrency,
         // Powertools Tracer writes a segment per invocation and a subsegment per AWS call.
         tracing: lambda.Tracing.ACTIVE,
       });
@@ -168,6 +171,7 @@ export class TimerPipeline {
               ? Duration.seconds(spec.consumer.maxBatchingWindowSeconds)
               : undefined,
           reportBatchItemFailures: true,
+          maxConcurrency: spec.consumer.maxConcurrency,
         }),
       );
     }

@@ -1,5 +1,6 @@
 import { App, aws_lambda as lambda, aws_logs as logs, type CfnElement, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
+import { Billing, Capacity } from 'aws-cdk-lib/aws-dynamodb';
 import type { IConstruct } from 'constructs';
 import { describe, expect, it } from 'vitest';
 
@@ -123,6 +124,33 @@ describe('Construct: DistributedTimer', () => {
     ]);
     template.hasResourceProperties('AWS::Lambda::Function', {
       Environment: { Variables: Match.objectLike({ [ENV.allowedQueueArns]: '', [ENV.allowedEventBusArns]: '' }) },
+    });
+  });
+
+  it("caps the table's on-demand throughput, or provisions it, as the deployment's tableBilling says", () => {
+    // Prepare
+    const capped = appStack();
+    const provisioned = appStack();
+
+    // Act
+    new DistributedTimer(capped, 'Timer', {
+      tableBilling: Billing.onDemand({ maxReadRequestUnits: 20_000, maxWriteRequestUnits: 30_000 }),
+    });
+    new DistributedTimer(provisioned, 'Timer', {
+      tableBilling: Billing.provisioned({
+        readCapacity: Capacity.fixed(5000),
+        writeCapacity: Capacity.autoscaled({ maxCapacity: 40_000 }),
+      }),
+    });
+
+    // Assess
+    Template.fromStack(capped).hasResourceProperties('AWS::DynamoDB::GlobalTable', {
+      BillingMode: 'PAY_PER_REQUEST',
+      WriteOnDemandThroughputSettings: { MaxWriteRequestUnits: 30_000 },
+      Replicas: [Match.objectLike({ ReadOnDemandThroughputSettings: { MaxReadRequestUnits: 20_000 } })],
+    });
+    Template.fromStack(provisioned).hasResourceProperties('AWS::DynamoDB::GlobalTable', {
+      BillingMode: 'PROVISIONED',
     });
   });
 

@@ -13,6 +13,7 @@ const PROBLEM_TITLES: Record<number, string> = {
   413: 'The request is too large',
   429: 'Too many requests',
   500: 'Internal error',
+  503: 'The service is over its capacity',
 };
 
 export function problem(status: number, kind: string, detail: string, errors?: readonly FieldError[]): ApiProblem {

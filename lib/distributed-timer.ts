@@ -13,12 +13,7 @@ import type { HttpApi, ThrottleSettings } from 'aws-cdk-lib/aws-apigatewayv2';
 import { Billing, type TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
 
-import {
-  DEFAULT_SETTINGS,
-  type FunctionName,
-  type QUEUES,
-  type TimerSettings,
-} from '../functions/contract/topology.js';
+import { DEFAULT_SETTINGS, type FunctionName, QUEUES, type TimerSettings } from '../functions/contract/topology.js';
 import { ALLOW_LISTS, type AllowListSpec } from '../functions/core/allowed-targets.js';
 import { MAX_SHARDS } from '../functions/core/ids.js';
 import { DEFAULT_API_THROTTLE, TimerApi } from './timer/api.js';
@@ -86,6 +81,15 @@ export interface DistributedTimerProps {
    * @default Billing.onDemand() — no ceiling below the account's table quota
    */
   readonly tableBilling?: Billing;
+  /**
+   * The most delivery batches (of up to 10 tasks, each held about a second) the callback runs at
+   * once: its SQS event source mapping's maximum concurrency, 2 to 1,000. The default suits
+   * Lambda's default quota of 1,000 concurrent executions and carries some 6,000 tasks a second;
+   * raise it only after raising that quota (docs/limits.md), or deliveries take the pool the
+   * ticker and sweeper need.
+   * @default QUEUES.delivery.consumer.maxConcurrency — 600
+   */
+  readonly deliveryMaxConcurrency?: number;
   /**
    * The SQS queues tasks may target, as ARNs (IAM wildcards allowed), or a list token such as
    * a CommaDelimitedList parameter's `valueAsList`. The callback may send to exactly these and
@@ -211,6 +215,12 @@ export class DistributedTimer extends Construct {
       allowedEventBusArns,
       architecture: props.architecture ?? lambda.Architecture.ARM_64,
       logRetention,
+      deliveryMaxConcurrency: checkedWholeNumber(
+        'deliveryMaxConcurrency',
+        props.deliveryMaxConcurrency ?? QUEUES.delivery.consumer.maxConcurrency,
+        2,
+        1000,
+      ),
     });
     this.queues = pipeline.queues;
     this.functions = pipeline.functions;

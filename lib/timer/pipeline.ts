@@ -52,6 +52,8 @@ export interface TimerPipelineProps {
   readonly architecture: lambda.Architecture;
   /** How long the functions' logs are kept. */
   readonly logRetention: logs.RetentionDays;
+  /** The most delivery batches the callback's event source mapping runs at once. */
+  readonly deliveryMaxConcurrency: number;
 }
 
 /**
@@ -171,7 +173,7 @@ export class TimerPipeline {
               ? Duration.seconds(spec.consumer.maxBatchingWindowSeconds)
               : undefined,
           reportBatchItemFailures: true,
-          maxConcurrency: spec.consumer.maxConcurrency,
+          maxConcurrency: key === 'delivery' ? props.deliveryMaxConcurrency : spec.consumer.maxConcurrency,
         }),
       );
     }

@@ -127,7 +127,7 @@ describe('Construct: DistributedTimer', () => {
     });
   });
 
-  it("caps the table's on-demand throughput, or provisions it, as the deployment's tableBilling says", () => {
+  it("sets the table's capacity (an on-demand ceiling or provisioned) and the callback's concurrency cap from props", () => {
     // Prepare
     const capped = appStack();
     const provisioned = appStack();
@@ -135,6 +135,7 @@ describe('Construct: DistributedTimer', () => {
     // Act
     new DistributedTimer(capped, 'Timer', {
       tableBilling: Billing.onDemand({ maxReadRequestUnits: 20_000, maxWriteRequestUnits: 30_000 }),
+      deliveryMaxConcurrency: 1000,
     });
     new DistributedTimer(provisioned, 'Timer', {
       tableBilling: Billing.provisioned({
@@ -152,6 +153,11 @@ describe('Construct: DistributedTimer', () => {
     Template.fromStack(provisioned).hasResourceProperties('AWS::DynamoDB::GlobalTable', {
       BillingMode: 'PROVISIONED',
     });
+    // A deployment that raised its Lambda quota lets the callback's mapping scale to the SQS maximum.
+    Template.fromStack(capped).hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      BatchSize: 10,
+      ScalingConfig: { MaximumConcurrency: 1000 },
+    });
   });
 
   it.each([
@@ -161,6 +167,7 @@ describe('Construct: DistributedTimer', () => {
     [{ bucketCount: 10 }, 'bucketCount must be a whole number from 60'],
     [{ apiThrottle: { burstLimit: 10.5 } }, 'apiThrottle.burstLimit must be a whole number from 0'],
     [{ apiThrottle: { rateLimit: -1 } }, 'apiThrottle.rateLimit must be a number of requests a second, at least 0'],
+    [{ deliveryMaxConcurrency: 1001 }, 'deliveryMaxConcurrency must be a whole number from 2 to 1000, got 1001'],
     [
       { allowedQueueArns: ['https://sqs.eu-west-1.amazonaws.com/123456789012/orders'] },
       'allowedQueueArns must hold ARNs such as arn:aws:sqs:us-east-1:123456789012:orders, got "https://sqs.',

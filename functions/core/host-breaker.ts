@@ -118,7 +118,15 @@ export function guardedByHostBreaker(dispatcher: TargetDispatcher, breaker: Host
           retryAfterSeconds: admission.retryAfterSeconds,
         };
       }
-      const result = await dispatcher.dispatch(target, notification, sender);
+      let result: TargetResult;
+      try {
+        result = await dispatcher.dispatch(target, notification, sender);
+      } catch (error) {
+        // Dispatchers report failures rather than throw, but a probe that never reports would
+        // leave the circuit half-open, refusing the host for good.
+        breaker.record(host, true);
+        throw error;
+      }
       breaker.record(host, isHostFailure(result));
       return result;
     },

@@ -126,6 +126,29 @@ describe('Function: guardedByHostBreaker', () => {
     expect(calls).toBe(4);
   });
 
+  it('counts a dispatcher that throws as a host failure, so a probe that throws cannot leave the circuit half-open', async () => {
+    // Prepare
+    const clock = new ManualClock(NOW_MS);
+    const breaker = new HostBreaker(clock, SETTINGS);
+    for (let i = 0; i < SETTINGS.failureThreshold; i += 1) breaker.record('hooks.example.com:8443', true);
+    clock.advance(SETTINGS.openMs);
+    const guarded = guardedByHostBreaker(
+      {
+        dispatch: async () => {
+          throw new Error('bug');
+        },
+      },
+      breaker,
+    );
+
+    // Act
+    const probe = guarded.dispatch(webhook, notification, sender);
+
+    // Assess
+    await expect(probe).rejects.toThrow('bug');
+    expect(breaker.state('hooks.example.com:8443')).toBe('open');
+  });
+
   it('answers a call to an open host at once, without calling it, with the rest of the open time as Retry-After', async () => {
     // Prepare
     const breaker = new HostBreaker(new ManualClock(NOW_MS), SETTINGS);

@@ -10,15 +10,10 @@ import {
   Tokenization,
 } from 'aws-cdk-lib';
 import type { HttpApi, ThrottleSettings } from 'aws-cdk-lib/aws-apigatewayv2';
-import type { TableV2 } from 'aws-cdk-lib/aws-dynamodb';
+import { Billing, type TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
 
-import {
-  DEFAULT_SETTINGS,
-  type FunctionName,
-  type QUEUES,
-  type TimerSettings,
-} from '../functions/contract/topology.js';
+import { DEFAULT_SETTINGS, type FunctionName, QUEUES, type TimerSettings } from '../functions/contract/topology.js';
 import { ALLOW_LISTS, type AllowListSpec } from '../functions/core/allowed-targets.js';
 import { MAX_SHARDS } from '../functions/core/ids.js';
 import { DEFAULT_API_THROTTLE, TimerApi } from './timer/api.js';
@@ -77,6 +72,24 @@ export interface DistributedTimerProps {
    * @default DEFAULT_API_THROTTLE — 1,000 requests a second, bursts of 2,000
    */
   readonly apiThrottle?: ThrottleSettings;
+  /**
+   * The task table's capacity. On demand scales to the account's per-table quota (40,000 read and
+   * 40,000 write request units a second unless raised); `Billing.onDemand({ maxReadRequestUnits,
+   * maxWriteRequestUnits })` caps what a runaway client can spend, and `Billing.provisioned(…)`
+   * buys a steady billion-a-day load for less. A cap below the load throttles submits (503) and
+   * delays deliveries: size it from docs/limits.md.
+   * @default Billing.onDemand() — no ceiling below the account's table quota
+   */
+  readonly tableBilling?: Billing;
+  /**
+   * The most delivery batches (of up to 10 tasks, each held about a second) the callback runs at
+   * once: its SQS event source mapping's maximum concurrency, 2 to 1,000. The default suits
+   * Lambda's default quota of 1,000 concurrent executions and carries some 6,000 tasks a second;
+   * raise it only after raising that quota (docs/limits.md), or deliveries take the pool the
+   * ticker and sweeper need.
+   * @default QUEUES.delivery.consumer.maxConcurrency — 600
+   */
+  readonly deliveryMaxConcurrency?: number;
   /**
    * The SQS queues tasks may target, as ARNs (IAM wildcards allowed), or a list token such as
    * a CommaDelimitedList parameter's `valueAsList`. The callback may send to exactly these and
@@ -191,6 +204,7 @@ export class DistributedTimer extends Construct {
     // one per parent; TimerStack already spends it on this construct.)
     this.table = new TimerStorage(this, {
       removalPolicy: props.tableRemovalPolicy ?? RemovalPolicy.RETAIN,
+      billing: props.tableBilling ?? Billing.onDemand(),
     }).table;
     const pipeline = new TimerPipeline(this, {
       table: this.table,
@@ -201,6 +215,12 @@ export class DistributedTimer extends Construct {
       allowedEventBusArns,
       architecture: props.architecture ?? lambda.Architecture.ARM_64,
       logRetention,
+      deliveryMaxConcurrency: checkedWholeNumber(
+        'deliveryMaxConcurrency',
+        props.deliveryMaxConcurrency ?? QUEUES.delivery.consumer.maxConcurrency,
+        2,
+        1000,
+      ),
     });
     this.queues = pipeline.queues;
     this.functions = pipeline.functions;

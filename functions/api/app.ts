@@ -10,14 +10,40 @@ import { type HandlerDeps, instrumented } from '../commons/lambda-chain.js';
 import { tableStores } from '../commons/stores.js';
 import { METRICS } from '../contract/topology.js';
 import { addressPolicy } from '../core/egress.js';
-import { systemClock } from '../core/task.js';
+import { StoreBusyError, systemClock } from '../core/task.js';
 import { type HttpResult, problem, problemResponse } from './http.js';
 import { type ApiPorts, route } from './routes.js';
 
-/** Turns anything unexpected into a problem+json 500 and logs it, so callers never see a stack trace. */
+/** Long enough for DynamoDB's on-demand scaling to catch up with a burst. */
+const OVERLOAD_RETRY_AFTER_SECONDS = 2;
+
+/** Errors that mean the table is over its throughput: the SDK's, after its own retries, and the stores'. */
+const OVERLOAD_ERRORS = new Set([
+  StoreBusyError.name,
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+]);
+
+/**
+ * Turns anything unexpected into problem+json and logs it, so callers never see a stack trace:
+ * a 503 with Retry-After when the table is over its throughput (the request was fine; waiting
+ * helps), else a 500.
+ */
 const problemOnError = (logger: Logger): middy.MiddlewareObj<APIGatewayProxyEventV2, HttpResult> => ({
   onError: async function internalErrorAsProblem(request) {
     logger.error('request failed', { error: request.error as Error, routeKey: request.event.routeKey });
+    if (request.error !== null && OVERLOAD_ERRORS.has(request.error.name)) {
+      request.response = problemResponse(
+        problem(
+          503,
+          'store-busy',
+          'The task table is over its throughput and some writes were not made. Retry in a few seconds with the same idempotencyKey (each task of a batch with its own), so tasks already written are not written twice; a steady 503 means the table needs more capacity (docs/limits.md).',
+        ),
+        { 'retry-after': String(OVERLOAD_RETRY_AFTER_SECONDS) },
+      );
+      return;
+    }
     request.response = problemResponse(
       problem(
         500,

@@ -1,6 +1,7 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 
 import type { ApiProblem, FieldError } from '../contract/wire.js';
+import { LIMITS } from '../core/schemas.js';
 
 export type HttpResult = APIGatewayProxyStructuredResultV2 & { statusCode: number; body: string };
 
@@ -12,6 +13,7 @@ const PROBLEM_TITLES: Record<number, string> = {
   413: 'The request is too large',
   429: 'Too many requests',
   500: 'Internal error',
+  503: 'The service is over its capacity',
 };
 
 export function problem(status: number, kind: string, detail: string, errors?: readonly FieldError[]): ApiProblem {
@@ -57,6 +59,17 @@ export function readJsonBody(event: APIGatewayProxyEventV2): JsonBody {
       : event.isBase64Encoded
         ? Buffer.from(event.body, 'base64').toString('utf8')
         : event.body;
+  const bytes = Buffer.byteLength(raw);
+  if (bytes > LIMITS.requestBodyBytes) {
+    return {
+      ok: false,
+      problem: problem(
+        413,
+        'payload-too-large',
+        `The body is ${bytes} bytes; the api accepts at most ${LIMITS.requestBodyBytes} bytes so that any request fits Lambda's 6 MB event limit. Split a batch into smaller ones.`,
+      ),
+    };
+  }
   if (raw.trim() === '')
     return { ok: false, problem: validationProblem([{ path: '(body)', message: 'is empty; send a JSON object' }]) };
   let prototypeKey = false;

@@ -22,6 +22,7 @@ import {
   bizTypeNameSchema,
   bizTypeSettingsSchema,
   type Holds,
+  LIMITS,
   listQuerySchema,
   rescheduleRequestSchema,
   type SameShape,
@@ -153,7 +154,9 @@ const problems = (...statuses: number[]) =>
             401: 'Missing, malformed, unknown or revoked API key',
             404: "No such task or bizType (or another tenant's)",
             409: 'Not possible in the current state',
+            413: `The body is over ${LIMITS.requestBodyBytes} bytes (LIMITS.requestBodyBytes); split a batch into smaller ones`,
             429: "Over the tenant's requests per second; retry after the Retry-After header's seconds",
+            503: "The task table is over its throughput; retry after the Retry-After header's seconds, with the same idempotencyKey",
           }[status] ?? 'Error',
         content: { 'application/problem+json': { schema: z.toJSONSchema(problemSchema) } },
       },
@@ -309,10 +312,14 @@ export const openApiDocument = (() => {
   const paths: Record<string, Record<string, object>> = {};
   for (const [routeKey, operation] of Object.entries(operations)) {
     const [method = '', path = ''] = routeKey.split(' ');
-    // Every route authenticates and counts against the tenant's rate, so every one can answer these.
+    // Every route authenticates, counts against the tenant's rate and reads the table, so every one
+    // can answer these; every route that reads a body can refuse one that is too large.
     const withAuth = {
       ...operation,
-      responses: { ...(operation as { responses: object }).responses, ...problems(401, 429) },
+      responses: {
+        ...(operation as { responses: object }).responses,
+        ...problems(401, 429, 503, ...('requestBody' in operation ? [413] : [])),
+      },
     };
     paths[path] = { ...paths[path], [method.toLowerCase()]: withAuth };
   }

@@ -9,6 +9,7 @@ import { tableStores } from '../commons/stores.js';
 import { DELIVERY_LEASE_MS, MAX_EARLY_WAIT_MS, WEBHOOK_CONNECT_TIMEOUT_MS } from '../contract/topology.js';
 import type { DeliveryPorts } from '../core/deliver.js';
 import { addressPolicy } from '../core/egress.js';
+import { guardedByHostBreaker, HostBreaker } from '../core/host-breaker.js';
 import { systemClock } from '../core/task.js';
 import { deliverRecords } from './records.js';
 
@@ -20,16 +21,21 @@ export function createCallbackHandler(config: CallbackConfig, { clients, observa
   const { logger, metrics } = observability;
   const ports: DeliveryPorts = {
     ...tableStores(config.table, clients.dynamo),
-    targets: new AwsTargetDispatcher({
-      clock: systemClock,
-      sqsFor: clients.sqsForQueueUrl,
-      eventBridge: clients.eventBridge,
-      webhooks: new WebhookClient({
-        policy: addressPolicy(config.allowInsecureTargets),
-        connectTimeoutMs: WEBHOOK_CONNECT_TIMEOUT_MS,
-        totalTimeoutMs: config.webhookTimeoutMs,
+    // One breaker per instance, living as long as it: it remembers which webhook hosts are down
+    // across invocations, so a tenant's dead receiver is not called (and waited on) for every task.
+    targets: guardedByHostBreaker(
+      new AwsTargetDispatcher({
+        clock: systemClock,
+        sqsFor: clients.sqsForQueueUrl,
+        eventBridge: clients.eventBridge,
+        webhooks: new WebhookClient({
+          policy: addressPolicy(config.allowInsecureTargets),
+          connectTimeoutMs: WEBHOOK_CONNECT_TIMEOUT_MS,
+          totalTimeoutMs: config.webhookTimeoutMs,
+        }),
       }),
-    }),
+      new HostBreaker(systemClock),
+    ),
     deadLetters: new SqsDeadLetterQueue(clients.sqs, config.deliveryDlqUrl),
     clock: systemClock,
     maxAttempts: config.maxAttempts,

@@ -118,6 +118,10 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     entry: 'functions/api/handler.ts',
     timeoutSeconds: 10,
     memoryMb: 512,
+    // Submits must not be starved by deliveries. The stage admits 1,000 requests a second and a
+    // submit takes some 50 ms (one conditional put), a batch some 200 ms: 200 carries the full
+    // stage rate at 200 ms a request, so the api is throttled only when DynamoDB itself is slow.
+    reservedConcurrency: 200,
     env: [
       ...coreEnv,
       ...allowListEnv,
@@ -209,8 +213,10 @@ export const QUEUES = {
     visibilityTimeoutSeconds: 6 * FUNCTIONS.callback.timeoutSeconds,
     retentionSeconds: 14 * 24 * 3600,
     // A batch is held up to its latest task's due time (about a second), so 600 batches carry some
-    // 6,000 tasks a second; the cap leaves at least 350 of the unreserved pool to the api, the
-    // ticker and the sweeper however deep a delivery surge runs.
+    // 6,000 tasks a second. The api (200) and the scanner (50) have reservations, leaving 750
+    // unreserved; the cap leaves 150 of those to the ticker and the sweeper (one each) and to
+    // headroom, however deep a delivery surge runs. A peak second of 20,000 tasks needs some
+    // 1,750 batches at once: docs/limits.md says what to request from AWS to carry it on time.
     consumer: { fn: 'callback', batchSize: 10, maxBatchingWindowSeconds: 0, maxConcurrency: 600 },
   },
   deliveryDlq: {

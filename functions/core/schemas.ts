@@ -37,6 +37,15 @@ export type Holds<T extends true> = T;
 export const LIMITS = {
   payloadBytes: 64 * 1024,
   batchItems: 100,
+  /**
+   * The largest request body the api reads. Lambda takes at most 6 MiB (6,291,456 bytes) of
+   * event in a synchronous invocation, and API Gateway puts the body in the event as a JSON
+   * string, in which every quote and backslash gains a backslash: a body can double. Two of
+   * these leave 291,456 bytes for the headers (at most 10 KiB) and the request context, so any
+   * body the api accepts reaches it. A batch of 100 tasks fits unless its payloads average over
+   * about 29 KiB; a batch of 64 KiB payloads must be split into batches of 45 or fewer.
+   */
+  requestBodyBytes: 3_000_000,
   urlLength: 2048,
   headerCount: 20,
   headerValueLength: 1024,

@@ -91,10 +91,22 @@ export type CancelOutcome =
       readonly status?: TaskStatus;
     };
 
+/**
+ * The store kept refusing part of a batch read or write (it is over its throughput) for as long
+ * as a request may wait. Nothing about the request is wrong: the same request again, a little
+ * later, can succeed.
+ */
+export class StoreBusyError extends Error {
+  override readonly name = 'StoreBusyError';
+}
+
 export interface TaskStore {
   /** Writes a new task; ids are fresh, so an existing item means a bug and must not be overwritten. */
   create(task: Task, key: TaskKey): Promise<void>;
-  /** Writes many new tasks (up to any count; the adapter chunks and retries unprocessed items). */
+  /**
+   * Writes many new tasks (up to any count; the adapter chunks and retries unprocessed items).
+   * Throws StoreBusyError when items stay unprocessed; some tasks may have been written.
+   */
   createMany(entries: ReadonlyArray<{ task: Task; key: TaskKey }>): Promise<void>;
   get(key: TaskKey): Promise<Task | undefined>;
   /**

@@ -52,6 +52,8 @@ export interface TimerPipelineProps {
   readonly architecture: lambda.Architecture;
   /** How long the functions' logs are kept. */
   readonly logRetention: logs.RetentionDays;
+  /** The most delivery batches the callback's event source mapping runs at once. */
+  readonly deliveryMaxConcurrency: number;
 }
 
 /**
@@ -131,6 +133,9 @@ export class TimerPipeline {
         environment: environmentFor(name, props.settings, resources),
         role,
         logGroup: functionLogs,
+        // A floor no other function can take (and a ceiling): the api and the scanner stay up
+        // however hard a delivery surge or a tenant's hanging webhook presses on the account's pool.
+        reservedConcurrentExecutions: spec.reservedConcurrency,
         // Powertools Tracer writes a segment per invocation and a subsegment per AWS call.
         tracing: lambda.Tracing.ACTIVE,
       });
@@ -168,6 +173,7 @@ export class TimerPipeline {
               ? Duration.seconds(spec.consumer.maxBatchingWindowSeconds)
               : undefined,
           reportBatchItemFailures: true,
+          maxConcurrency: key === 'delivery' ? props.deliveryMaxConcurrency : spec.consumer.maxConcurrency,
         }),
       );
     }

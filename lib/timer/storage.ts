@@ -1,5 +1,5 @@
 import type { RemovalPolicy } from 'aws-cdk-lib';
-import { AttributeType, Billing, ProjectionType, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
+import { AttributeType, type Billing, ProjectionType, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import type { Construct } from 'constructs';
 
 import { TABLE } from '../../functions/contract/topology.js';
@@ -7,6 +7,8 @@ import { TABLE } from '../../functions/contract/topology.js';
 export interface TimerStorageProps {
   /** What happens to the task table when the construct is removed. */
   readonly removalPolicy: RemovalPolicy;
+  /** On-demand (with or without a throughput ceiling) or provisioned capacity; the indexes inherit it. */
+  readonly billing: Billing;
 }
 
 /**
@@ -21,7 +23,7 @@ export class TimerStorage {
     this.table = new TableV2(scope, 'Tasks', {
       partitionKey: { name: TABLE.partitionKey, type: AttributeType.STRING },
       sortKey: { name: TABLE.sortKey, type: AttributeType.STRING },
-      billing: Billing.onDemand(),
+      billing: props.billing,
       timeToLiveAttribute: TABLE.ttlAttribute,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       // The AWS managed key (aws/dynamodb): KMS encryption with every use in CloudTrail, and no key

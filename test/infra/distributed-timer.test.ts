@@ -1,5 +1,6 @@
 import { App, aws_lambda as lambda, aws_logs as logs, type CfnElement, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
+import { Billing, Capacity } from 'aws-cdk-lib/aws-dynamodb';
 import type { IConstruct } from 'constructs';
 import { describe, expect, it } from 'vitest';
 
@@ -126,6 +127,39 @@ describe('Construct: DistributedTimer', () => {
     });
   });
 
+  it("sets the table's capacity (an on-demand ceiling or provisioned) and the callback's concurrency cap from props", () => {
+    // Prepare
+    const capped = appStack();
+    const provisioned = appStack();
+
+    // Act
+    new DistributedTimer(capped, 'Timer', {
+      tableBilling: Billing.onDemand({ maxReadRequestUnits: 20_000, maxWriteRequestUnits: 30_000 }),
+      deliveryMaxConcurrency: 1000,
+    });
+    new DistributedTimer(provisioned, 'Timer', {
+      tableBilling: Billing.provisioned({
+        readCapacity: Capacity.fixed(5000),
+        writeCapacity: Capacity.autoscaled({ maxCapacity: 40_000 }),
+      }),
+    });
+
+    // Assess
+    Template.fromStack(capped).hasResourceProperties('AWS::DynamoDB::GlobalTable', {
+      BillingMode: 'PAY_PER_REQUEST',
+      WriteOnDemandThroughputSettings: { MaxWriteRequestUnits: 30_000 },
+      Replicas: [Match.objectLike({ ReadOnDemandThroughputSettings: { MaxReadRequestUnits: 20_000 } })],
+    });
+    Template.fromStack(provisioned).hasResourceProperties('AWS::DynamoDB::GlobalTable', {
+      BillingMode: 'PROVISIONED',
+    });
+    // A deployment that raised its Lambda quota lets the callback's mapping scale to the SQS maximum.
+    Template.fromStack(capped).hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      BatchSize: 10,
+      ScalingConfig: { MaximumConcurrency: 1000 },
+    });
+  });
+
   it.each([
     [{ shardCount: 0 }, 'shardCount must be a whole number from 1 to 1024, got 0'],
     [{ shardCount: 2048 }, 'shardCount must be a whole number from 1 to 1024, got 2048'],
@@ -133,6 +167,7 @@ describe('Construct: DistributedTimer', () => {
     [{ bucketCount: 10 }, 'bucketCount must be a whole number from 60'],
     [{ apiThrottle: { burstLimit: 10.5 } }, 'apiThrottle.burstLimit must be a whole number from 0'],
     [{ apiThrottle: { rateLimit: -1 } }, 'apiThrottle.rateLimit must be a number of requests a second, at least 0'],
+    [{ deliveryMaxConcurrency: 1001 }, 'deliveryMaxConcurrency must be a whole number from 2 to 1000, got 1001'],
     [
       { allowedQueueArns: ['https://sqs.eu-west-1.amazonaws.com/123456789012/orders'] },
       'allowedQueueArns must hold ARNs such as arn:aws:sqs:us-east-1:123456789012:orders, got "https://sqs.',

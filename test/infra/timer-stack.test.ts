@@ -6,6 +6,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 import {
+  ACCOUNT_CONCURRENCY,
   ALARM_THRESHOLDS,
   API_ROUTES,
   DEFAULT_SETTINGS,
@@ -137,6 +138,31 @@ describe('Stack: TimerStack', () => {
       FunctionName: { Ref: functionIdFor('callback') },
       BatchSize: QUEUES.delivery.consumer.batchSize,
       FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+  });
+
+  it('reserves concurrency for the api and the scanner so no delivery surge can starve them, and no more than the account allows', () => {
+    const functions = template.findResources('AWS::Lambda::Function');
+    const reserved = (name: keyof typeof FUNCTIONS) =>
+      (functions[functionIdFor(name)] as Resource).Properties.ReservedConcurrentExecutions;
+    expect(reserved('api')).toBe(FUNCTIONS.api.reservedConcurrency);
+    expect(reserved('scanner')).toBe(FUNCTIONS.scanner.reservedConcurrency);
+    // The callback, ticker and sweeper share the unreserved pool; the callback is held by its mapping's cap.
+    for (const name of ['callback', 'ticker', 'sweeper'] as const) expect(reserved(name)).toBeUndefined();
+    const unreserved =
+      ACCOUNT_CONCURRENCY - Object.values(FUNCTIONS).reduce((sum, spec) => sum + (spec.reservedConcurrency ?? 0), 0);
+    // Lambda refuses reservations that leave fewer than 100 unreserved, and the callback's cap must fit what is left.
+    expect(unreserved).toBeGreaterThanOrEqual(100 + QUEUES.delivery.consumer.maxConcurrency);
+  });
+
+  it("caps each queue's event source mapping so the callback cannot take the whole pool and the scanner is not throttled", () => {
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: functionIdFor('callback') },
+      ScalingConfig: { MaximumConcurrency: QUEUES.delivery.consumer.maxConcurrency },
+    });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: functionIdFor('scanner') },
+      ScalingConfig: { MaximumConcurrency: FUNCTIONS.scanner.reservedConcurrency },
     });
   });
 

@@ -18,6 +18,7 @@ import { type ApiPorts, route } from '../../functions/api/routes.js';
 import { DEFAULT_SETTINGS, TABLE } from '../../functions/contract/topology.js';
 import { cachedBizTypeDirectory } from '../../functions/core/biz-types.js';
 import { newTaskId } from '../../functions/core/ids.js';
+import { LIMITS } from '../../functions/core/schemas.js';
 import { systemClock } from '../../functions/core/task.js';
 import { cachedTenantDirectory, newApiKey, newTenant } from '../../functions/core/tenants.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
@@ -222,6 +223,17 @@ const corpus: Record<string, Array<[string, HostileRequest, number]>> = {
     ['a 129-character idempotencyKey', { body: { ...VALID, idempotencyKey: 'k'.repeat(129) } }, 400],
     ['a 2,049-character url', { body: withUrl(`https://hooks.example.com/${'a'.repeat(2030)}`) }, 400],
     ['a payload over 64 KiB', { body: { ...VALID, payload: 'x'.repeat(65 * 1024) } }, 400],
+    // 100 tasks of 64 KiB payloads are 6.5 MB, over Lambda's 6 MB event: the body cap refuses it first.
+    [
+      'a batch of 100 tasks with 64 KiB payloads',
+      {
+        routeKey: 'POST /v1/tasks/batch',
+        body: { tasks: Array(100).fill({ ...VALID, payload: 'x'.repeat(64 * 1024 - 2) }) },
+      },
+      413,
+    ],
+    ['a body one byte over the cap', raw(`{"delaySeconds": 60, "pad": "${'x'.repeat(LIMITS.requestBodyBytes)}"}`), 413],
+    ['an over-cap body sent base64-encoded', { rawBody: 'x'.repeat(LIMITS.requestBodyBytes + 1), base64: true }, 413],
     ['a 1,025-character header value', { body: withHeaders({ 'x-big': 'v'.repeat(1025) }) }, 400],
     [
       '21 webhook headers',

@@ -22,7 +22,9 @@ import {
   taskToItem,
 } from '../../functions/adapters/dynamo/table-schema.js';
 import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
+import { FUNCTIONS } from '../../functions/contract/topology.js';
 import { partitionKey, secondRange, taskKey } from '../../functions/core/ids.js';
+import { StoreBusyError } from '../../functions/core/task.js';
 import { aTask } from './fakes.js';
 
 const TABLE = 'timer-table';
@@ -157,20 +159,26 @@ describe('Class: DynamoTaskStore', () => {
       expect(requests[2]).toEqual([leftOver]);
     });
 
-    it('gives up with an error when items stay unprocessed', async () => {
+    it("gives up with StoreBusyError well inside the api's timeout when items stay unprocessed", async () => {
       // Prepare
       vi.useFakeTimers();
+      const startedAtMs = Date.now();
       const task = aTask(SECOND * 1000, 2);
       const leftOver = { PutRequest: { Item: taskToItem(task, keyOf(task)) } };
       ddbMock.on(BatchWriteCommand).resolves({ UnprocessedItems: { [TABLE]: [leftOver] } });
 
       // Act
       const writing = taskStore.createMany([{ task, key: keyOf(task) }]);
-      const failure = expect(writing).rejects.toThrow('1 task writes stayed unprocessed after retries');
+      const failure = expect(writing).rejects.toThrow(
+        new StoreBusyError('1 task writes stayed unprocessed after 6 retries'),
+      );
       await vi.runAllTimersAsync();
 
-      // Assess
+      // Assess: the backoffs leave most of the api's timeout for the calls themselves.
       await failure;
+      await expect(writing).rejects.toBeInstanceOf(StoreBusyError);
+      expect(Date.now() - startedAtMs).toBeLessThanOrEqual(FUNCTIONS.api.timeoutSeconds * 1000 * 0.4);
+      expect(ddbMock.commandCalls(BatchWriteCommand)).toHaveLength(7);
     });
   });
 

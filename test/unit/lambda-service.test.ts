@@ -52,32 +52,36 @@ describe('Service: local Lambda', () => {
     });
   });
 
-  it('keeps a reservation for its function when the unreserved functions exhaust the account pool', async () => {
-    // Prepare: an account of 10, of which the scanner reserves 4; the callback and api share 6.
+  it('keeps each reservation for its function when the unreserved functions exhaust the account pool', async () => {
+    // Prepare: an account of 10, of which the scanner reserves 4 and the api 2; the callback and ticker share 4.
     const callback = heldHandler();
     const api = heldHandler();
     const scanner = heldHandler();
     const lambda = createLambdaService({
-      handlers: { callback: callback.handler, api: api.handler, scanner: scanner.handler },
-      limits: { scanner: { reservedConcurrency: 4 } },
+      handlers: { callback: callback.handler, api: api.handler, scanner: scanner.handler, ticker: async () => ({}) },
+      limits: { scanner: { reservedConcurrency: 4 }, api: { reservedConcurrency: 2 } },
       accountConcurrency: 10,
       onError: noErrors,
     });
 
     // Act: a callback surge takes the whole unreserved pool.
     const surge = Array.from({ length: 8 }, () => lambda.invoke('callback', {}));
-    const apiCall = await lambda.invoke('api', {});
+    const tick = await lambda.invoke('ticker', {});
+    const apiCalls = Array.from({ length: 2 }, () => lambda.invoke('api', {}));
     const scans = Array.from({ length: 4 }, () => lambda.invoke('scanner', {}));
     const fifthScan = await lambda.invoke('scanner', {});
     callback.releaseAll();
+    api.releaseAll();
     scanner.releaseAll();
     const surgeResults = await Promise.all(surge);
+    const apiResults = await Promise.all(apiCalls);
     const scanResults = await Promise.all(scans);
 
-    // Assess: the surge got six, the api none; the scanner its four, and no more.
-    expect(surgeResults.filter((result) => result.outcome === 'ok')).toHaveLength(6);
-    expect(lambda.stats().callback.peakConcurrency).toBe(6);
-    expect(apiCall.outcome).toBe('throttled');
+    // Assess: the surge got four and the unreserved ticker none; the api and the scanner their reservations, and no more.
+    expect(surgeResults.filter((result) => result.outcome === 'ok')).toHaveLength(4);
+    expect(lambda.stats().callback.peakConcurrency).toBe(4);
+    expect(tick.outcome).toBe('throttled');
+    expect(apiResults.map((result) => result.outcome)).toEqual(['ok', 'ok']);
     expect(scanResults.map((result) => result.outcome)).toEqual(['ok', 'ok', 'ok', 'ok']);
     expect(fifthScan.outcome).toBe('throttled');
   });

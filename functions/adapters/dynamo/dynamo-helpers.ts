@@ -85,7 +85,13 @@ export async function markersBetween<T>(
   return items;
 }
 
-/** How often a batch read or write resends what DynamoDB left unprocessed, backing off each time. */
-export const UNPROCESSED_RETRIES = 8;
+/**
+ * How often a batch read or write resends what DynamoDB left unprocessed, backing off each
+ * time. The api's batches use these, so all the waits must fit its 10 s timeout with room for
+ * the calls themselves (each of which the SDK retries on its own): six backoffs add up to
+ * 3.15 s. An item still unprocessed after them is a throttled table, which waiting out a
+ * Lambda timeout would not cure; the caller is told to come back instead.
+ */
+export const UNPROCESSED_RETRIES = 6;
 
 export const backOff = (retry: number) => new Promise((resolve) => setTimeout(resolve, 25 * 2 ** retry));

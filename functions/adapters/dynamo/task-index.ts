@@ -2,7 +2,7 @@ import { BatchGetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 
 import { TABLE } from '../../contract/topology.js';
 import { MAX_SHARDS, parseTaskId, type TaskKey, taskKey } from '../../core/ids.js';
-import type { Task, TaskIndex, TaskIndexName } from '../../core/task.js';
+import { StoreBusyError, type Task, type TaskIndex, type TaskIndexName } from '../../core/task.js';
 import { backOff, UNPROCESSED_RETRIES } from './dynamo-helpers.js';
 import { taskFromItem, taskIdOfSortKey, type TaskItem } from './table-schema.js';
 import type { DynamoStoreOptions } from './task-store.js';
@@ -51,7 +51,9 @@ export class DynamoTaskIndex implements TaskIndex {
         .map((key) => ({ ...key }));
       for (let retry = 0; pending.length > 0; retry++) {
         if (retry > UNPROCESSED_RETRIES)
-          throw new Error(`${pending.length} task reads stayed unprocessed after retries`);
+          throw new StoreBusyError(
+            `${pending.length} task reads stayed unprocessed after ${UNPROCESSED_RETRIES} retries`,
+          );
         if (retry > 0) await backOff(retry);
         const result = await client.send(new BatchGetCommand({ RequestItems: { [tableName]: { Keys: pending } } }));
         for (const item of (result.Responses?.[tableName] ?? []) as TaskItem[]) found.set(item.sk, taskFromItem(item));

@@ -9,7 +9,15 @@ import {
 
 import type { TaskKey } from '../../core/ids.js';
 import { partitionKey, secondRange } from '../../core/ids.js';
-import type { CancelOutcome, DeliveryRecord, DueTask, RescheduleIntent, Task, TaskStore } from '../../core/task.js';
+import {
+  type CancelOutcome,
+  type DeliveryRecord,
+  type DueTask,
+  type RescheduleIntent,
+  StoreBusyError,
+  type Task,
+  type TaskStore,
+} from '../../core/task.js';
 import {
   allItems,
   backOff,
@@ -92,7 +100,9 @@ export class DynamoTaskStore implements TaskStore {
       let requests = chunk.map(({ task, key }) => ({ PutRequest: { Item: taskToItem(task, key) } }));
       for (let retry = 0; requests.length > 0; retry++) {
         if (retry > UNPROCESSED_RETRIES)
-          throw new Error(`${requests.length} task writes stayed unprocessed after retries`);
+          throw new StoreBusyError(
+            `${requests.length} task writes stayed unprocessed after ${UNPROCESSED_RETRIES} retries`,
+          );
         if (retry > 0) await backOff(retry);
         const result = await client.send(new BatchWriteCommand({ RequestItems: { [tableName]: requests } }));
         requests = (result.UnprocessedItems?.[tableName] ?? []) as typeof requests;

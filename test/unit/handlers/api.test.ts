@@ -13,7 +13,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
-import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { createApiHandler } from '../../../functions/api/app.js';
 import { loadApiConfig } from '../../../functions/commons/config.js';
@@ -83,6 +83,10 @@ const isTenancyKey = (key: unknown) => /^(TENANTS|APIKEYS#|RATE#)/.test(String((
 const taskReads = () => ddbMock.commandCalls(GetCommand).filter((call) => !isTenancyKey(call.args[0].input.Key));
 
 describe('Function: api handler', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   beforeEach(() => {
     ddbMock.reset();
     sqsMock.reset();
@@ -280,6 +284,32 @@ describe('Function: api handler', () => {
     expect(response.headers).toEqual({ 'content-type': 'application/problem+json' });
     expect(response.json).toMatchObject({ type: '/problems/internal', status: 500 });
     expect(response.body).not.toContain('exploded');
+  });
+
+  it('answers a batch the table keeps leaving unprocessed with a 503 problem that says to retry with the same keys', async () => {
+    // Prepare
+    vi.useFakeTimers();
+    ddbMock.on(BatchWriteCommand).callsFake((input: { RequestItems: Record<string, unknown[]> }) => ({
+      UnprocessedItems: input.RequestItems,
+    }));
+
+    // Act
+    const responding = call('POST /v1/tasks/batch', {
+      body: {
+        tasks: [
+          { delaySeconds: 60, target: TARGET },
+          { delaySeconds: 61, target: TARGET },
+        ],
+      },
+    });
+    await vi.runAllTimersAsync();
+    const response = await responding;
+
+    // Assess
+    expect(response.statusCode).toBe(503);
+    expect(response.headers).toEqual({ 'content-type': 'application/problem+json', 'retry-after': '2' });
+    expect(response.json).toMatchObject({ type: '/problems/store-busy', status: 503 });
+    expect(response.json.detail).toContain('same idempotencyKey');
   });
 
   it('creates the valid items of a batch and answers 207 with a result per item', async () => {

@@ -1,0 +1,260 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import { describe, expect, it } from 'vitest';
+
+import { deliverRecords } from '../../functions/callback/records.js';
+import type { DeliveryPorts, TargetDispatcher, TargetResult } from '../../functions/core/deliver.js';
+import { guardedByHostBreaker, HostBreaker } from '../../functions/core/host-breaker.js';
+import type { Task } from '../../functions/core/task.js';
+import {
+  aTask,
+  aTenant,
+  DELIVERY_SETTINGS,
+  FakeRequestCounter,
+  FakeTaskStore,
+  fakeTenantDirectory,
+  ManualClock,
+} from './fakes.js';
+import { sqsRecord } from './handlers/setup.js';
+
+const NOW_MS = Date.UTC(2026, 10, 21, 12);
+const SETTINGS = { failureThreshold: 3, openMs: 30_000 };
+const TIMEOUT_MS = 10_000;
+
+describe('Class: HostBreaker', () => {
+  it('opens after the threshold of consecutive host failures and refuses calls while open', () => {
+    // Prepare
+    const clock = new ManualClock(NOW_MS);
+    const breaker = new HostBreaker(clock, SETTINGS);
+
+    // Act
+    for (let i = 0; i < SETTINGS.failureThreshold - 1; i += 1) breaker.record('dead.example', true);
+    const beforeThreshold = breaker.state('dead.example');
+    breaker.record('dead.example', true);
+    clock.advance(10_000);
+
+    // Assess
+    expect(beforeThreshold).toBe('closed');
+    expect(breaker.state('dead.example')).toBe('open');
+    expect(breaker.admit('dead.example')).toEqual({ admitted: false, retryAfterSeconds: 20 });
+    expect(breaker.admit('other.example')).toEqual({ admitted: true });
+  });
+
+  it('a success in between resets the count, so scattered failures never open the circuit', () => {
+    // Prepare
+    const breaker = new HostBreaker(new ManualClock(NOW_MS), SETTINGS);
+
+    // Act
+    for (let round = 0; round < 5; round += 1) {
+      breaker.record('flaky.example', true);
+      breaker.record('flaky.example', true);
+      breaker.record('flaky.example', false);
+    }
+
+    // Assess
+    expect(breaker.state('flaky.example')).toBe('closed');
+  });
+
+  it('half-opens once its time is up, lets exactly one probe through, and closes when the probe succeeds', () => {
+    // Prepare
+    const clock = new ManualClock(NOW_MS);
+    const breaker = new HostBreaker(clock, SETTINGS);
+    for (let i = 0; i < SETTINGS.failureThreshold; i += 1) breaker.record('dead.example', true);
+    clock.advance(SETTINGS.openMs);
+
+    // Act
+    const probe = breaker.admit('dead.example');
+    const duringProbe = breaker.admit('dead.example');
+    const stateDuringProbe = breaker.state('dead.example');
+    breaker.record('dead.example', false);
+
+    // Assess
+    expect(probe).toEqual({ admitted: true });
+    expect(duringProbe.admitted).toBe(false);
+    expect(stateDuringProbe).toBe('half-open');
+    expect(breaker.state('dead.example')).toBe('closed');
+    expect(breaker.admit('dead.example')).toEqual({ admitted: true });
+  });
+
+  it('opens again for a full period when the probe fails', () => {
+    // Prepare
+    const clock = new ManualClock(NOW_MS);
+    const breaker = new HostBreaker(clock, SETTINGS);
+    for (let i = 0; i < SETTINGS.failureThreshold; i += 1) breaker.record('dead.example', true);
+    clock.advance(SETTINGS.openMs);
+    breaker.admit('dead.example');
+
+    // Act
+    breaker.record('dead.example', true);
+
+    // Assess
+    expect(breaker.state('dead.example')).toBe('open');
+    expect(breaker.admit('dead.example')).toEqual({ admitted: false, retryAfterSeconds: SETTINGS.openMs / 1000 });
+  });
+});
+
+describe('Function: guardedByHostBreaker', () => {
+  const notification = {
+    id: 't',
+    dueAt: '',
+    firedAt: '',
+    attempt: 1,
+    bizType: null,
+    bizId: null,
+    payload: null,
+  };
+  const sender = { signingSecrets: [] };
+  const webhook = { type: 'http', url: 'https://Hooks.Example.com:8443/timer' } as const;
+
+  it("counts only the host's own failures: a 4xx is the receiver's verdict on the request, not a dead host", async () => {
+    // Prepare
+    const breaker = new HostBreaker(new ManualClock(NOW_MS), SETTINGS);
+    const answers: TargetResult[] = [
+      { ok: false, error: 'HTTP 400', statusCode: 400 },
+      { ok: false, error: 'HTTP 503', statusCode: 503 },
+      { ok: false, error: 'HTTP 429', statusCode: 429 },
+      { ok: false, error: 'timed out' },
+    ];
+    let calls = 0;
+    const guarded = guardedByHostBreaker({ dispatch: async () => answers[calls++] ?? { ok: true } }, breaker);
+
+    // Act
+    for (let i = 0; i < answers.length; i += 1) await guarded.dispatch(webhook, notification, sender);
+
+    // Assess
+    expect(breaker.state('hooks.example.com:8443')).toBe('open');
+    expect(calls).toBe(4);
+  });
+
+  it('counts a dispatcher that throws as a host failure, so a probe that throws cannot leave the circuit half-open', async () => {
+    // Prepare
+    const clock = new ManualClock(NOW_MS);
+    const breaker = new HostBreaker(clock, SETTINGS);
+    for (let i = 0; i < SETTINGS.failureThreshold; i += 1) breaker.record('hooks.example.com:8443', true);
+    clock.advance(SETTINGS.openMs);
+    const guarded = guardedByHostBreaker(
+      {
+        dispatch: async () => {
+          throw new Error('bug');
+        },
+      },
+      breaker,
+    );
+
+    // Act
+    const probe = guarded.dispatch(webhook, notification, sender);
+
+    // Assess
+    await expect(probe).rejects.toThrow('bug');
+    expect(breaker.state('hooks.example.com:8443')).toBe('open');
+  });
+
+  it('answers a call to an open host at once, without calling it, with the rest of the open time as Retry-After', async () => {
+    // Prepare
+    const breaker = new HostBreaker(new ManualClock(NOW_MS), SETTINGS);
+    for (let i = 0; i < SETTINGS.failureThreshold; i += 1) breaker.record('hooks.example.com:8443', true);
+    let calls = 0;
+    const guarded = guardedByHostBreaker(
+      {
+        dispatch: async () => {
+          calls += 1;
+          return { ok: true };
+        },
+      },
+      breaker,
+    );
+
+    // Act
+    const result = await guarded.dispatch(webhook, notification, sender);
+    const queueResult = await guarded.dispatch(
+      { type: 'sqs', queueUrl: 'https://sqs.eu-west-1.amazonaws.com/1/q' },
+      notification,
+      sender,
+    );
+
+    // Assess
+    expect(result).toMatchObject({ ok: false, retryAfterSeconds: 30 });
+    expect(queueResult).toEqual({ ok: true });
+    expect(calls).toBe(1);
+  });
+});
+
+/** A dispatcher whose calls to `deadHost` hang until released, as a receiver that never answers until the timeout. */
+function hangingDispatcher(deadHost: string) {
+  const hanging: Array<() => void> = [];
+  const calls: string[] = [];
+  const dispatcher: TargetDispatcher = {
+    dispatch: (target) => {
+      const host = target.type === 'http' ? new URL(target.url).host : '';
+      calls.push(host);
+      if (host !== deadHost) return Promise.resolve({ ok: true });
+      return new Promise<TargetResult>((resolve) => {
+        hanging.push(() => resolve({ ok: false, error: `timed out after ${TIMEOUT_MS} ms` }));
+      });
+    },
+  };
+  return { dispatcher, calls, releaseAll: () => hanging.splice(0).forEach((release) => release()) };
+}
+
+async function eventually(condition: () => boolean): Promise<void> {
+  for (let attempt = 0; attempt < 100 && !condition(); attempt += 1) await new Promise((r) => setImmediate(r));
+  expect(condition()).toBe(true);
+}
+
+describe('Invariant 9: one tenant’s hanging webhook', () => {
+  it("neither delays other tenants' records in the same batch nor holds later batches once its circuit opens", async () => {
+    // Prepare
+    const clock = new ManualClock(NOW_MS);
+    const dead = (shard: number) =>
+      aTask(NOW_MS, shard, { tenantId: 'slowco', target: { type: 'http', url: 'https://dead.example/hook' } });
+    const healthy = (shard: number) => aTask(NOW_MS, shard);
+    const firstBatch: Task[] = [dead(0), healthy(1), dead(2), healthy(3), dead(0)];
+    const laterBatch: Task[] = [dead(1), healthy(2), dead(3), healthy(0)];
+    const store = new FakeTaskStore([...firstBatch, ...laterBatch]);
+    const target = hangingDispatcher('dead.example');
+    const requeued: number[] = [];
+    const ports = {
+      delivery: {
+        ...DELIVERY_SETTINGS,
+        taskStore: store,
+        targets: guardedByHostBreaker(target.dispatcher, new HostBreaker(clock, SETTINGS)),
+        tenants: fakeTenantDirectory([aTenant(), aTenant({ id: 'slowco' })]),
+        deadLetters: { send: async () => undefined },
+        callbackCounter: new FakeRequestCounter(),
+        clock,
+      } satisfies DeliveryPorts,
+      requeue: async (_handle: string, seconds: number) => {
+        requeued.push(seconds);
+      },
+      logger: new Logger({ serviceName: 'unit', logLevel: 'SILENT' }),
+      metrics: new Metrics({ namespace: 'unit' }),
+    };
+    const records = (tasks: readonly Task[]) =>
+      tasks.map((task) => sqsRecord(JSON.stringify({ id: task.id }), task.id));
+    const statusOf = (task: Task) => store.tasks.get(task.id)?.status;
+
+    // Act: the first batch runs while the dead host's calls hang.
+    const first = deliverRecords(ports, records(firstBatch));
+    await eventually(() => firstBatch.filter((task) => statusOf(task) === 'DELIVERED').length === 2);
+    const healthyLatenessInFirst = firstBatch
+      .filter((task) => task.tenantId !== 'slowco')
+      .map((task) => store.tasks.get(task.id)?.latenessMs);
+    clock.advance(TIMEOUT_MS);
+    target.releaseAll();
+    await first;
+    const callsAfterFirst = target.calls.length;
+    const later = await deliverRecords(ports, records(laterBatch));
+
+    // Assess
+    expect(healthyLatenessInFirst).toEqual([0, 0]);
+    // The later batch finished without releasing anything: no call to the dead host was made or waited on.
+    expect(target.calls.slice(callsAfterFirst)).toEqual(['hooks.example.com', 'hooks.example.com']);
+    expect(laterBatch.filter((task) => task.tenantId !== 'slowco').map(statusOf)).toEqual(['DELIVERED', 'DELIVERED']);
+    expect(later.batchItemFailures.map((failure) => failure.itemIdentifier)).toEqual(
+      laterBatch.filter((task) => task.tenantId === 'slowco').map((task) => task.id),
+    );
+    // Put off until the circuit half-opens (opened at the timeout, 10 s in), and still PENDING with a retry to come.
+    expect(requeued.slice(-2)).toEqual([30, 30]);
+    expect(laterBatch.filter((task) => task.tenantId === 'slowco').map(statusOf)).toEqual(['PENDING', 'PENDING']);
+  });
+});

@@ -247,7 +247,10 @@ export const SWEEPER_BUDGET_MS = 60_000;
  */
 export const SWEEPER_CATCH_UP_GRACE_SECONDS = 10;
 
-/** Scanner invocations stop claiming new seconds after this long, leaving room to finish the last one. */
+/**
+ * Scanner invocations stop after this long, between seconds or between send chunks of a busy one,
+ * leaving the seconds not finished to the sweeper; the rest of the function timeout covers the chunk in hand.
+ */
 export const SCANNER_BUDGET_MS = 40_000;
 
 /**

@@ -75,8 +75,12 @@ const lines = [
   markdownTable(
     ['capacity', 'value'],
     [
-      ['shard count to deploy with (ShardCount, fixed at first deploy)', String(result.shardCount)],
-      ['write units on one partition key in the hot second', fmt(result.writesPerKeyAtPeak)],
+      ['shard count to deploy with (ShardCount; may grow, never shrink)', String(result.shardCount)],
+      ['write units on one task key in the hot second (create, lease, outcome)', fmt(result.writesPerKeyAtPeak)],
+      ['shards the byBizType index alone needs (it uses the task shards)', String(result.indexShardCount)],
+      ['index writes on one byBizType key, one bizType creating at the peak', fmt(result.indexWritesPerKeyAtPeak)],
+      ['scanner shard Queries per busy second', String(result.shardCount)],
+      ['their floor a month on demand, every second busy (a read unit each)', money(result.scanQueryFloorMonthly)],
       ['read units on one partition key in the hot second', fmt(result.readUnitsPerKeyAtPeak, 1)],
       ['callback concurrency at the peak', fmt(result.callbackConcurrencyAtPeak)],
       ['api concurrency at the peak', fmt(result.apiConcurrencyAtPeak)],

@@ -195,6 +195,14 @@ export function idleMonth(usage: IdleUsage, inventory: ResourceInventory, mode: 
 export const PARTITION_LIMITS = { writeUnitsPerSecond: 1000, readUnitsPerSecond: 3000 } as const;
 /** Plan shards so the hot second uses at most this share of a partition's write limit. */
 const SHARD_HEADROOM = 0.8;
+/** The write a task's create puts on its own key, besides the delivery writes. */
+const CREATE_WRITES_PER_TASK = 1;
+/** Keys-only index writes a create puts on one byBizType key: the index is written at create only. */
+const INDEX_WRITES_PER_TASK = 1;
+
+/** The fewest keys that keep `writesPerSecond` within SHARD_HEADROOM of a partition's write limit. */
+const keysFor = (writesPerSecond: number): number =>
+  Math.max(1, Math.ceil(writesPerSecond / (PARTITION_LIMITS.writeUnitsPerSecond * SHARD_HEADROOM)));
 
 export interface PlanInput {
   readonly perDay: number;
@@ -217,8 +225,26 @@ export interface PlanInput {
 }
 
 export interface Plan {
+  /**
+   * Task shards: the hot second's tasks are counted with all three writes on their keys (create,
+   * lease, outcome), as when a burst of creates lands on the second being delivered.
+   */
   readonly shardCount: number;
   readonly writesPerKeyAtPeak: number;
+  /**
+   * The write shards the byBizType index needs when one bizType takes every create at the peak
+   * rate; the index is keyed by the task's write shard, so shardCount must be at least this.
+   */
+  readonly indexShardCount: number;
+  /** Index writes on one `tenant#bizType#shard` key with that bizType taking creates at the peak rate. */
+  readonly indexWritesPerKeyAtPeak: number;
+  /**
+   * What the scanner's shard Queries cost a month on demand, beyond the items they read, when every
+   * second is busy: each strongly consistent Query reads at least one unit, and each busy second
+   * takes one per shard. The price of more shards.
+   */
+  readonly scanQueryFloorMonthly: number;
+
   readonly readUnitsPerKeyAtPeak: number;
   readonly averagePerSecond: number;
   readonly callbackConcurrencyAtPeak: number;
@@ -234,13 +260,12 @@ export interface Plan {
 /** Capacity and cost for a deployment of `perDay` timers with a hot second of `peakPerSecond`. */
 export function plan(input: PlanInput): Plan {
   const utilization = input.targetUtilization ?? 0.7;
-  const shardCount = Math.max(
-    1,
-    Math.ceil(
-      (input.peakPerSecond * input.deliveryWritesPerTask) / (PARTITION_LIMITS.writeUnitsPerSecond * SHARD_HEADROOM),
-    ),
-  );
+  const keyWritesPerTask = CREATE_WRITES_PER_TASK + input.deliveryWritesPerTask;
   const averagePerSecond = input.perDay / 86_400;
+  // Creates are counted at the peak rate too: a flash of submits for "30 minutes from now" is how a hot second forms.
+  const peakCreatesPerSecond = Math.max(averagePerSecond, input.peakPerSecond);
+  const indexShardCount = keysFor(peakCreatesPerSecond * INDEX_WRITES_PER_TASK);
+  const shardCount = Math.max(keysFor(input.peakPerSecond * keyWritesPerTask), indexShardCount);
   const tasksPerMonth = averagePerSecond * SECONDS_PER_MONTH;
   const modes: CapacityMode[] = ['on-demand', 'provisioned'];
   const byMode = Object.fromEntries(
@@ -251,7 +276,10 @@ export function plan(input: PlanInput): Plan {
   ) as Plan['byMode'];
   return {
     shardCount,
-    writesPerKeyAtPeak: (input.peakPerSecond * input.deliveryWritesPerTask) / shardCount,
+    writesPerKeyAtPeak: (input.peakPerSecond * keyWritesPerTask) / shardCount,
+    indexShardCount,
+    indexWritesPerKeyAtPeak: (peakCreatesPerSecond * INDEX_WRITES_PER_TASK) / shardCount,
+    scanQueryFloorMonthly: shardCount * SECONDS_PER_MONTH * PRICES.dynamo.readRequestUnit,
     readUnitsPerKeyAtPeak: (input.peakPerSecond * input.scanReadUnitsPerTask) / shardCount,
     averagePerSecond,
     callbackConcurrencyAtPeak: Math.ceil(

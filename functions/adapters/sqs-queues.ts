@@ -16,8 +16,11 @@ import type { Tick, TickQueue } from '../core/tick.js';
 
 const SQS_BATCH_LIMIT = 10;
 const FAILED_ENTRY_RETRIES = 3;
-/** Batches in flight at once: enough to push a 20,000-task second out quickly without a connection storm. */
-const PARALLEL_BATCHES = 16;
+/**
+ * Batches in flight at once: 2,000 batches (a 20,000-task second) at 15-25 ms each leave in 1-1.6 s,
+ * inside the 2 s lookahead, while staying under the SDK's default 50 sockets.
+ */
+const PARALLEL_BATCHES = 32;
 
 export interface OutgoingMessage {
   readonly body: string;

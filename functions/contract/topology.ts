@@ -39,7 +39,10 @@ export type EnvName = (typeof ENV)[keyof typeof ENV];
 export interface TimerSettings {
   /** Buckets `floor(dueAt s) mod N`; 10,000,000 s is about 115 days, as in the WeChat Pay timer. */
   readonly bucketCount: number;
-  /** Partitions per second, so a hot second spreads over this many DynamoDB partition keys. */
+  /**
+   * Partitions per second, so a hot second spreads over this many DynamoDB partition keys; the
+   * byBizType index is sharded by the same number. May grow, never shrink (ids carry the shard).
+   */
   readonly shardCount: number;
   /** How many seconds ahead of now the scanner may claim, so deliveries can be on time. */
   readonly lookaheadSeconds: number;
@@ -73,7 +76,10 @@ export interface TimerSettings {
 
 export const DEFAULT_SETTINGS: TimerSettings = {
   bucketCount: 10_000_000,
-  shardCount: 16,
+  // Sized for a billion tasks a day with 20,000 due in one second: each task's key takes its
+  // create, lease and outcome, 60,000 writes over 80 keys, 750 each, 75% of a partition's 1,000
+  // (`npm run plan -- --per-day 1e9 --peak 20000` asks for 75). A busy second costs 80 Queries.
+  shardCount: 80,
   lookaheadSeconds: 2,
   maxAttempts: 8,
   backoffBaseSeconds: 5,
@@ -253,7 +259,10 @@ export const SWEEPER_BUDGET_MS = 60_000;
  */
 export const SWEEPER_CATCH_UP_GRACE_SECONDS = 10;
 
-/** Scanner invocations stop claiming new seconds after this long, leaving room to finish the last one. */
+/**
+ * Scanner invocations stop after this long, between seconds or between send chunks of a busy one,
+ * leaving the seconds not finished to the sweeper; the rest of the function timeout covers the chunk in hand.
+ */
 export const SCANNER_BUDGET_MS = 40_000;
 
 /**

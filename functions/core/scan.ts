@@ -37,37 +37,93 @@ export interface ScanPorts {
   readonly shardCount: number;
 }
 
-/** Enqueues every PENDING task of one second, reading its shards in parallel; returns how many. */
-export async function enqueueSecond(ports: ScanPorts, second: number): Promise<number> {
+/**
+ * Messages handed to the delivery queue at a time: about a hundred SendMessageBatch calls, a few
+ * tenths of a second. Between chunks a scan heeds its deadline and recomputes the delays, so a
+ * message sent late in a busy second is not delayed by what the clock said when the second began.
+ */
+export const SEND_CHUNK_MESSAGES = 1000;
+
+export interface SecondScan {
+  /** PENDING tasks the second's shards held. */
+  readonly found: number;
+  /** Of those, how many were sent: fewer when the deadline stopped the scan part way. */
+  readonly sent: number;
+}
+
+/**
+ * Enqueues the PENDING tasks of one second, reading its shards in parallel, earliest due first:
+ * sorted, each callback batch of ten spans the least time, and the callback waits out less of it.
+ * A very busy second is sent a chunk at a time, and past `deadlineMs` the rest is left (the
+ * first chunk always goes, so a scan that starts late still moves).
+ */
+export async function enqueueSecond(ports: ScanPorts, second: number, deadlineMs = Infinity): Promise<SecondScan> {
   const shards = Array.from({ length: ports.shardCount }, (_, shard) => shard);
-  const due = (await Promise.all(shards.map((shard) => ports.taskStore.listDue(second, shard)))).flat();
-  if (due.length > 0) await ports.deliveryQueue.send(toDeliveryMessages(due, ports.clock.now()));
-  return due.length;
+  const due = (await Promise.all(shards.map((shard) => ports.taskStore.listDue(second, shard))))
+    .flat()
+    .sort((a, b) => a.dueAtMs - b.dueAtMs);
+  for (let start = 0; start < due.length; start += SEND_CHUNK_MESSAGES) {
+    if (start > 0 && ports.clock.now() > deadlineMs) return { found: due.length, sent: start };
+    await ports.deliveryQueue.send(
+      toDeliveryMessages(due.slice(start, start + SEND_CHUNK_MESSAGES), ports.clock.now()),
+    );
+  }
+  return { found: due.length, sent: due.length };
+}
+
+export interface RangeScan {
+  /** Tasks sent by each second that sent any, a second the deadline cut short included. */
+  readonly enqueuedBySecond: Map<number, number>;
+  /** The last second of the range recorded as finished; before `from` when none was. */
+  readonly finishedThrough: number;
 }
 
 /**
  * Scans claimed seconds: enqueues the tasks of those the occupancy index names, then records
- * the range as finished. The index must be read after the claim, never before. The api
+ * the seconds finished. The index must be read after the claim, never before. The api
  * records a second in the index before it writes the task, and reads the cursor after; so a
  * second missing from the index here got its entry after this claim, and that api call,
  * seeing the cursor past the second, enqueues the task itself (invariant 5). Read before the
  * claim, the index could miss an entry written in between, and neither side would send it.
- * `occupied` may be passed by a caller that read the index after the claim itself. If
- * anything throws, no marker is written and the sweeper scans the seconds again.
+ * `occupied` may be passed by a caller that read the index after the claim itself.
+ *
+ * Past `deadlineMs` (checked between seconds and between chunks of a busy one, after the
+ * first chunk) the scan stops and records only the seconds before the one in hand: the rest
+ * stay claimed but unfinished, which is what the sweeper re-scans. A second cut short is sent
+ * again from its start, and the callback's lease absorbs the duplicates. If anything throws,
+ * no marker is written and the sweeper scans the seconds again.
  */
 export async function scanRange(
   ports: ScanPorts,
   range: SecondRange,
-  occupied?: ReadonlySet<number>,
-): Promise<Map<number, number>> {
-  const busy = occupied ?? (await ports.occupancy.occupied(range.from, range.through));
+  options: { readonly occupied?: ReadonlySet<number>; readonly deadlineMs?: number } = {},
+): Promise<RangeScan> {
+  const busy = options.occupied ?? (await ports.occupancy.occupied(range.from, range.through));
   const enqueuedBySecond = new Map<number, number>();
+  let finishedThrough = range.through;
+  const deadlineMs = options.deadlineMs ?? Infinity;
   for (const second of [...busy].sort((a, b) => a - b)) {
-    const enqueued = await enqueueSecond(ports, second);
-    if (enqueued > 0) enqueuedBySecond.set(second, enqueued);
+    // Only once something was sent: a scan that began past its deadline must still move.
+    if (enqueuedBySecond.size > 0 && ports.clock.now() > deadlineMs) {
+      finishedThrough = second - 1;
+      break;
+    }
+    const { found, sent } = await enqueueSecond(ports, second, deadlineMs);
+    if (sent > 0) enqueuedBySecond.set(second, sent);
+    if (sent < found) {
+      finishedThrough = second - 1;
+      break;
+    }
   }
-  await ports.clockStore.markScanned(range, enqueuedBySecond, range.through + MARKER_RETENTION_SECONDS);
-  return enqueuedBySecond;
+  if (finishedThrough >= range.from) {
+    const finished = new Map([...enqueuedBySecond].filter(([second]) => second <= finishedThrough));
+    await ports.clockStore.markScanned(
+      { from: range.from, through: finishedThrough },
+      finished,
+      finishedThrough + MARKER_RETENTION_SECONDS,
+    );
+  }
+  return { enqueuedBySecond, finishedThrough };
 }
 
 export interface ScannerRun {
@@ -91,7 +147,10 @@ export async function claimAndScan(ports: ScanPorts, throughAt: () => number, de
     const claim = await claimSeconds({ ...ports, through: throughAt() });
     if (!claim.claimed) break;
     claimed += claim.through - claim.from + 1;
-    for (const [second, enqueued] of await scanRange(ports, claim)) enqueuedBySecond.set(second, enqueued);
+    const scan = await scanRange(ports, claim, { deadlineMs });
+    for (const [second, enqueued] of scan.enqueuedBySecond) enqueuedBySecond.set(second, enqueued);
+    // Out of time inside the claim: its unfinished seconds are left to the sweeper.
+    if (scan.finishedThrough < claim.through) break;
     // Caught up: stop without paying for a clock read to learn that.
     if (claim.through >= throughAt()) break;
   }

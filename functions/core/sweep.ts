@@ -166,8 +166,8 @@ export async function sweep(ports: ScanPorts, settings: SweepSettings): Promise<
       return (second) => (finished.has(second) || !occupied.has(second) ? [] : [second]);
     },
     async (second) => {
-      const sent = await scanRange(ports, { from: second, through: second }, new Set([second]));
-      enqueued += sent.get(second) ?? 0;
+      const scan = await scanRange(ports, { from: second, through: second }, { occupied: new Set([second]) });
+      enqueued += scan.enqueuedBySecond.get(second) ?? 0;
       rescanned.push(second);
     },
   );

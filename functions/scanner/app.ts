@@ -9,7 +9,7 @@ import { METRICS, SCANNER_BUDGET_MS } from '../contract/topology.js';
 import { runScanner } from '../core/scan.js';
 import { systemClock } from '../core/task.js';
 
-/** Leaves time to finish the second in hand before the function times out. */
+/** Leaves time to finish the send chunk in hand and record what was finished before the function times out. */
 const FINISH_RESERVE_MS = 15_000;
 
 /**

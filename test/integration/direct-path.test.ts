@@ -126,7 +126,7 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
       const scannerActsAt = async () => {
         if (step === claimAt) claim = await claimSeconds({ ...scanner, through: second });
         if (step === indexAt && claim.claimed) occupied = await scanner.occupancy.occupied(claim.from, claim.through);
-        if (step === queryAt && claim.claimed) await scanRange(scanner, claim, occupied);
+        if (step === queryAt && claim.claimed) await scanRange(scanner, claim, { occupied });
         step++;
       };
       const occupancy = apiOccupancy();
@@ -190,7 +190,7 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
     const occupiedTooEarly = await scanner.occupancy.occupied(second, second + 5);
     const [id] = createdIds(await scheduleTasks(api, 'acme', [request((second + 5) * 1000 + 500)]));
     const claim = await claimSeconds({ ...scanner, through: second + 5 });
-    if (claim.claimed) await scanRange(scanner, claim, occupiedTooEarly);
+    if (claim.claimed) await scanRange(scanner, claim, { occupied: occupiedTooEarly });
 
     // Assess: neither side enqueued the task (polled past its 5 s delay), which is why scanRange reads the index after the claim.
     const enqueued = await enqueuedIds(queue.url, [id ?? '']);

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 
 import { claimSeconds, MAX_CLAIM_SECONDS } from '../../functions/core/clock.js';
-import { enqueueSecond, runScanner, scanRange } from '../../functions/core/scan.js';
+import { enqueueSecond, runScanner, scanRange, SEND_CHUNK_MESSAGES } from '../../functions/core/scan.js';
 import { sweep } from '../../functions/core/sweep.js';
 import { aTask, FakeClockStore, FakeDeliveryQueue, FakeOccupancyIndex, FakeTaskStore, ManualClock } from './fakes.js';
 
@@ -136,10 +136,10 @@ describe('Function: enqueueSecond', () => {
     const ports = scanPorts({ tasks: [...due, ...others] });
 
     // Act
-    const enqueued = await enqueueSecond(ports, NOW_SECOND);
+    const scan = await enqueueSecond(ports, NOW_SECOND);
 
     // Assess
-    expect(enqueued).toBe(3);
+    expect(scan).toEqual({ found: 3, sent: 3 });
     expect(ports.deliveryQueue.sent.map((message) => message.id).sort()).toEqual(due.map((task) => task.id).sort());
   });
 
@@ -162,6 +162,58 @@ describe('Function: enqueueSecond', () => {
     const delays = Object.fromEntries(ports.deliveryQueue.sent.map((message) => [message.id, message.delaySeconds]));
     expect(tasks.map((task) => delays[task.id])).toEqual([2, 1, 0, 0]);
   });
+
+  it('sends the second earliest due first, whichever shard each task is in', async () => {
+    // Prepare: shard order and due order disagree, so a concatenation of shards would be out of order.
+    const tasks = [900, 100, 500, 0, 999, 300].map((ms, index) => aTask(NOW_SECOND * 1000 + ms, 3 - (index % 4)));
+    const ports = scanPorts({ nowMs: (NOW_SECOND - 2) * 1000, tasks });
+
+    // Act
+    await enqueueSecond(ports, NOW_SECOND);
+
+    // Assess
+    const byDue = [...tasks].sort((a, b) => a.dueAtMs - b.dueAtMs).map((task) => task.id);
+    expect(ports.deliveryQueue.sent.map((message) => message.id)).toEqual(byDue);
+  });
+
+  it('sends a busy second a chunk at a time, each delayed by the clock as it is sent', async () => {
+    // Prepare: one and a half chunks due at the same millisecond, and a first chunk that takes 1.2 s to send.
+    const dueAtMs = NOW_SECOND * 1000 + 500;
+    const tasks = Array.from({ length: SEND_CHUNK_MESSAGES * 1.5 }, (_, index) => aTask(dueAtMs, index % SHARD_COUNT));
+    const ports = scanPorts({ nowMs: (NOW_SECOND - 2) * 1000, tasks });
+    const delivered = ports.deliveryQueue.send.bind(ports.deliveryQueue);
+    const send = vi.spyOn(ports.deliveryQueue, 'send').mockImplementation(async (messages) => {
+      await delivered(messages);
+      ports.clock.advance(1200);
+    });
+
+    // Act
+    const scan = await enqueueSecond(ports, NOW_SECOND);
+
+    // Assess: sent before the clock moved, the first chunk waits 2 s; the rest, sent 1.2 s later, 1 s.
+    expect(scan).toEqual({ found: tasks.length, sent: tasks.length });
+    expect(send.mock.calls.map(([messages]) => messages.length)).toEqual([
+      SEND_CHUNK_MESSAGES,
+      SEND_CHUNK_MESSAGES / 2,
+    ]);
+    expect(new Set(send.mock.calls[0]?.[0].map((message) => message.delaySeconds))).toEqual(new Set([2]));
+    expect(new Set(send.mock.calls[1]?.[0].map((message) => message.delaySeconds))).toEqual(new Set([1]));
+  });
+
+  it('stops between chunks once past its deadline, but always sends the first', async () => {
+    // Prepare: three chunks, the clock already past the deadline.
+    const tasks = Array.from({ length: SEND_CHUNK_MESSAGES * 3 }, (_, index) =>
+      aTask(NOW_SECOND * 1000 + (index % 1000), index % SHARD_COUNT),
+    );
+    const ports = scanPorts({ nowMs: NOW_SECOND * 1000, tasks });
+
+    // Act
+    const scan = await enqueueSecond(ports, NOW_SECOND, NOW_SECOND * 1000 - 1);
+
+    // Assess
+    expect(scan).toEqual({ found: tasks.length, sent: SEND_CHUNK_MESSAGES });
+    expect(ports.deliveryQueue.sent).toHaveLength(SEND_CHUNK_MESSAGES);
+  });
 });
 
 describe('Function: scanRange', () => {
@@ -176,15 +228,16 @@ describe('Function: scanRange', () => {
     const listDue = vi.spyOn(ports.taskStore, 'listDue');
 
     // Act
-    const enqueued = await scanRange(ports, { from: NOW_SECOND, through: NOW_SECOND + 59 });
+    const scan = await scanRange(ports, { from: NOW_SECOND, through: NOW_SECOND + 59 });
 
     // Assess
-    expect(enqueued).toEqual(
+    expect(scan.enqueuedBySecond).toEqual(
       new Map([
         [NOW_SECOND + 7, 1],
         [NOW_SECOND + 42, 2],
       ]),
     );
+    expect(scan.finishedThrough).toBe(NOW_SECOND + 59);
     expect(new Set(listDue.mock.calls.map(([second]) => second))).toEqual(new Set([NOW_SECOND + 7, NOW_SECOND + 42]));
     expect(listDue).toHaveBeenCalledTimes(2 * SHARD_COUNT);
     expect(ports.clockStore.markers.size).toBe(60);
@@ -246,6 +299,49 @@ describe('Function: scanRange', () => {
     await expect(scanning).rejects.toThrow('SQS unavailable');
     expect(ports.clockStore.markers.size).toBe(0);
   });
+
+  it('past its deadline records only the seconds it finished, leaving the rest unmarked', async () => {
+    // Prepare: five busy seconds, each taking 3 s to send, against a 5 s deadline.
+    const tasks = [0, 1, 2, 3, 4].map((offset) => aTask((NOW_SECOND + offset) * 1000 + 100, offset % SHARD_COUNT));
+    const ports = scanPorts({ tasks });
+    const delivered = ports.deliveryQueue.send.bind(ports.deliveryQueue);
+    vi.spyOn(ports.deliveryQueue, 'send').mockImplementation(async (messages) => {
+      await delivered(messages);
+      ports.clock.advance(3000);
+    });
+
+    // Act
+    const scan = await scanRange(
+      ports,
+      { from: NOW_SECOND - 2, through: NOW_SECOND + 9 },
+      {
+        deadlineMs: NOW_SECOND * 1000 + 5000,
+      },
+    );
+
+    // Assess: two seconds sent (the second ending past the deadline), the third never started.
+    expect(scan.finishedThrough).toBe(NOW_SECOND + 1);
+    expect([...scan.enqueuedBySecond.keys()]).toEqual([NOW_SECOND, NOW_SECOND + 1]);
+    expect([...ports.clockStore.markers.keys()]).toEqual(secondsFrom(NOW_SECOND - 2, NOW_SECOND + 1));
+  });
+
+  it('writes no marker when the deadline cuts its first busy second short', async () => {
+    // Prepare: two chunks in the first second, the deadline long gone.
+    const tasks = Array.from({ length: SEND_CHUNK_MESSAGES * 2 }, (_, index) =>
+      aTask((NOW_SECOND + 1) * 1000, index % SHARD_COUNT),
+    );
+    const ports = scanPorts({ tasks });
+
+    // Act
+    const scan = await scanRange(ports, { from: NOW_SECOND, through: NOW_SECOND + 2 }, { deadlineMs: 0 });
+
+    // Assess: the empty second before it is finished; the cut one and everything after are not.
+    expect(scan).toEqual({
+      enqueuedBySecond: new Map([[NOW_SECOND + 1, SEND_CHUNK_MESSAGES]]),
+      finishedThrough: NOW_SECOND,
+    });
+    expect([...ports.clockStore.markers]).toEqual([[NOW_SECOND, 0]]);
+  });
 });
 
 describe('Function: runScanner', () => {
@@ -304,6 +400,51 @@ describe('Function: runScanner', () => {
     expect(run.claimed).toBe(MAX_CLAIM_SECONDS);
     expect(ports.clockStore.state?.cursor).toBe(NOW_SECOND - 600 + MAX_CLAIM_SECONDS);
     expect(ports.clockStore.markers.size).toBe(MAX_CLAIM_SECONDS);
+  });
+
+  it('ends a claim of many busy seconds within its budget, and the sweeper sends the rest: nothing is lost', async () => {
+    // Prepare: a minute of backlog, every second busy, and sends slow enough (a second each)
+    // that the minute would take 60 s against a 10 s budget.
+    const backlogFrom = NOW_SECOND - 300;
+    const tasks = secondsFrom(backlogFrom, backlogFrom + MAX_CLAIM_SECONDS - 1).flatMap((second) => [
+      aTask(second * 1000 + 10, 0),
+      aTask(second * 1000 + 900, 3),
+    ]);
+    const ports = {
+      ...scanPorts({ tasks, clockStore: new FakeClockStore({ cursor: backlogFrom, startedAt: backlogFrom - 60 }) }),
+      lookaheadSeconds: 2,
+    };
+    const delivered = ports.deliveryQueue.send.bind(ports.deliveryQueue);
+    vi.spyOn(ports.deliveryQueue, 'send').mockImplementation(async (messages) => {
+      await delivered(messages);
+      ports.clock.advance(1000);
+    });
+    const startedAtMs = ports.clock.now();
+    const budgetMs = 10_000;
+
+    // Act
+    const run = await runScanner(ports, budgetMs);
+    const scannerEndedAtMs = ports.clock.now();
+    const report = await sweep(ports, {
+      maxSecondsPerRun: 3600,
+      graceSeconds: 5,
+      overdueGraceSeconds: 600,
+      catchUpGraceSeconds: 10,
+      budgetMs: 3_600_000,
+    });
+
+    // Assess: the scanner stopped within one send of its budget, having recorded only what it
+    // finished; the sweeper re-scanned the rest; every task was sent.
+    expect(scannerEndedAtMs - startedAtMs).toBeLessThanOrEqual(budgetMs + 1000);
+    expect(run.claimed).toBeGreaterThanOrEqual(MAX_CLAIM_SECONDS);
+    const finished = secondsFrom(backlogFrom, backlogFrom + MAX_CLAIM_SECONDS - 1).filter((second) =>
+      report.rescanned.every((rescanned) => rescanned !== second),
+    );
+    expect(finished.length).toBeGreaterThan(0);
+    expect(report.rescanned.length).toBeGreaterThan(0);
+    expect(new Set(ports.deliveryQueue.sent.map((message) => message.id))).toEqual(
+      new Set(tasks.map((task) => task.id)),
+    );
   });
 });
 

@@ -9,6 +9,7 @@ import {
   plan,
   PRICES,
   resourceInventory,
+  SECONDS_PER_MONTH,
   total,
 } from '../../lib/cost-model.js';
 
@@ -122,10 +123,36 @@ describe('Function: plan', () => {
     // Act
     const result = plan(input);
 
-    // Assess: 20,000 tasks × 2 writes ÷ 800 = 50 shards, each taking 800 writes.
-    expect(result.shardCount).toBe(50);
+    // Assess: 20,000 tasks × 3 writes (create, lease, outcome) ÷ 800 = 75 shards, each taking 800 writes.
+    expect(result.shardCount).toBe(75);
     expect(result.writesPerKeyAtPeak).toBe(800);
-    expect(result.readUnitsPerKeyAtPeak).toBeCloseTo(40, 6);
+    expect(result.readUnitsPerKeyAtPeak).toBeCloseTo(2000 / 75, 6);
+  });
+
+  it('sizes the byBizType index for one bizType taking every create at the peak rate', () => {
+    // Act
+    const result = plan(input);
+
+    // Assess: 20,000 index writes ÷ 800 = 25 keys; the index rides on the 75 task shards.
+    expect(result.indexShardCount).toBe(25);
+    expect(result.indexWritesPerKeyAtPeak).toBeCloseTo(20_000 / 75, 6);
+  });
+
+  it('lets the index set the shard count when creates outpace the hot second', () => {
+    // Act: a billion a day (11,574 creates a second) but never more than 1,000 due at once.
+    const result = plan({ ...input, peakPerSecond: 1000 });
+
+    // Assess: the task keys would need 4 shards; one bizType's creates need 15.
+    expect(result.shardCount).toBe(15);
+    expect(result.indexWritesPerKeyAtPeak).toBeLessThanOrEqual(800);
+  });
+
+  it('prices the floor of the scanner shard Queries, which grows with the shard count', () => {
+    // Act
+    const result = plan(input);
+
+    // Assess: 75 Queries a second for a month, at least a read unit each.
+    expect(result.scanQueryFloorMonthly).toBeCloseTo(75 * SECONDS_PER_MONTH * PRICES.dynamo.readRequestUnit, 6);
   });
 
   it('sizes concurrency and provisioned capacity from the rates', () => {

@@ -60,7 +60,7 @@ const hiddenTests = ['it', 'test', 'describe', 'suite'].flatMap((object) =>
 export default defineConfig(
   globalIgnores([
     'node_modules/',
-    'dist/',
+    '**/dist/',
     'cdk.out/',
     'reports/',
     '.timer-data/',

@@ -1,5 +1,4 @@
 import {
-  ChangeMessageVisibilityCommand,
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
@@ -60,9 +59,10 @@ export async function sendAll(sqs: SQSClient, queueUrl: string, messages: readon
   await Promise.all(Array.from({ length: Math.min(PARALLEL_BATCHES, batches.length) }, worker));
 }
 
-/** The body of a delivery message: only the id, because the id says where the task lives. */
+/** The body of a delivery message: the id, which says where the task lives, and any wait still ahead of it. */
 export interface DeliveryMessageBody {
   readonly id: string;
+  readonly notBeforeMs?: number;
 }
 
 /** A queue that sends items of one kind, encoded as messages, in parallel batches. */
@@ -80,7 +80,10 @@ export class SqsBatchQueue<T> {
 
 export function sqsDeliveryQueue(sqs: SQSClient, queueUrl: string): DeliveryQueue {
   return new SqsBatchQueue<DeliveryMessage>(sqs, queueUrl, (message) => ({
-    body: JSON.stringify({ id: message.id } satisfies DeliveryMessageBody),
+    body: JSON.stringify({
+      id: message.id,
+      ...(message.notBeforeMs !== undefined && { notBeforeMs: message.notBeforeMs }),
+    } satisfies DeliveryMessageBody),
     delaySeconds: message.delaySeconds,
   }));
 }
@@ -106,17 +109,6 @@ export class SqsDeadLetterQueue implements DeadLetterQueue {
   async send(letter: DeadLetter): Promise<void> {
     await this.sqs.send(new SendMessageCommand({ QueueUrl: this.queueUrl, MessageBody: JSON.stringify(letter) }));
   }
-}
-
-/** Hides a received message for `seconds`, which is how a retry is scheduled without a second queue. */
-export async function delayRedelivery(sqs: SQSClient, queueUrl: string, receiptHandle: string, seconds: number) {
-  await sqs.send(
-    new ChangeMessageVisibilityCommand({
-      QueueUrl: queueUrl,
-      ReceiptHandle: receiptHandle,
-      VisibilityTimeout: seconds,
-    }),
-  );
 }
 
 async function queueArn(sqs: SQSClient, queueUrl: string): Promise<string> {

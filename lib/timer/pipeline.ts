@@ -222,7 +222,8 @@ export class TimerPipeline {
     this.queues.tick.grantSendMessages(api);
     onTable(ticker, 'dynamodb:UpdateItem');
     this.queues.deliveryDlq.grantSendMessages(callback);
-    this.queues.delivery.grant(callback, 'sqs:ChangeMessageVisibility');
+    // A retry, or any task that must come back later, gets a new delayed message rather than a hidden one.
+    this.queues.delivery.grantSendMessages(callback);
   }
 
   /**

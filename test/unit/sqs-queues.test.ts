@@ -1,5 +1,4 @@
 import {
-  ChangeMessageVisibilityCommand,
   GetQueueAttributesCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
@@ -10,7 +9,6 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import {
-  delayRedelivery,
   sendAll,
   SqsDeadLetterQueue,
   sqsDeliveryQueue,
@@ -115,6 +113,16 @@ describe('Function: sqsDeliveryQueue', () => {
     expect(batches()[0]).toEqual([{ Id: '0', MessageBody: '{"id":"T1"}', DelaySeconds: 3 }]);
   });
 
+  it('carries the time a message must wait for, so a wait longer than SQS can delay is a chain of messages', async () => {
+    // Act
+    await sqsDeliveryQueue(sqs, QUEUE_URL).send([{ id: 'T1', delaySeconds: 900, notBeforeMs: 1_780_043_200_000 }]);
+
+    // Assess
+    expect(batches()[0]).toEqual([
+      { Id: '0', MessageBody: '{"id":"T1","notBeforeMs":1780043200000}', DelaySeconds: 900 },
+    ]);
+  });
+
   it('sends ticks with their second, delayed as asked', async () => {
     // Act
     await sqsTickQueue(sqs, QUEUE_URL).send([{ second: 1_780_000_000, delaySeconds: 42 }]);
@@ -140,24 +148,6 @@ describe('Class: SqsDeadLetterQueue', () => {
     const input = sqsMock.commandCalls(SendMessageCommand)[0]?.args[0].input;
     expect(input?.QueueUrl).toBe(dlqUrl);
     expect(JSON.parse(input?.MessageBody ?? '')).toEqual({ id: 'T1', attempt: 8, error: 'HTTP 500 from h' });
-  });
-});
-
-describe('Function: delayRedelivery', () => {
-  beforeEach(() => {
-    sqsMock.reset();
-  });
-
-  it('hides a message for the retry delay', async () => {
-    // Act
-    await delayRedelivery(sqs, QUEUE_URL, 'receipt-1', 40);
-
-    // Assess
-    expect(sqsMock.commandCalls(ChangeMessageVisibilityCommand)[0]?.args[0].input).toEqual({
-      QueueUrl: QUEUE_URL,
-      ReceiptHandle: 'receipt-1',
-      VisibilityTimeout: 40,
-    });
   });
 });
 

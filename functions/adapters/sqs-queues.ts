@@ -107,8 +107,21 @@ export class SqsDeadLetterQueue implements DeadLetterQueue {
   ) {}
 
   async send(letter: DeadLetter): Promise<void> {
-    await this.sqs.send(new SendMessageCommand({ QueueUrl: this.queueUrl, MessageBody: JSON.stringify(letter) }));
+    await this.sqs.send(new SendMessageCommand({ QueueUrl: this.queueUrl, MessageBody: deadLetterBody(letter) }));
   }
+
+  /** Sends many letters in batches, as local mode does when it rebuilds its DLQ from the table. */
+  sendMany(letters: readonly DeadLetter[]): Promise<void> {
+    return sendAll(
+      this.sqs,
+      this.queueUrl,
+      letters.map((letter) => ({ body: deadLetterBody(letter), delaySeconds: 0 })),
+    );
+  }
+}
+
+function deadLetterBody(letter: DeadLetter): string {
+  return JSON.stringify({ id: letter.id, attempt: letter.attempt, error: letter.error } satisfies DeadLetter);
 }
 
 async function queueArn(sqs: SQSClient, queueUrl: string): Promise<string> {

@@ -149,6 +149,23 @@ describe('Class: SqsDeadLetterQueue', () => {
     expect(input?.QueueUrl).toBe(dlqUrl);
     expect(JSON.parse(input?.MessageBody ?? '')).toEqual({ id: 'T1', attempt: 8, error: 'HTTP 500 from h' });
   });
+
+  it('sends many letters in batches with the same body as one', async () => {
+    // Prepare
+    sqsMock.on(SendMessageBatchCommand).resolves({ Failed: [] });
+
+    // Act
+    await new SqsDeadLetterQueue(sqs, `${QUEUE_URL}-dlq`).sendMany([
+      { id: 'T1', attempt: 8, error: 'HTTP 500 from h' },
+      { id: 'T2', attempt: 3, error: 'HTTP 410 from h' },
+    ]);
+
+    // Assess
+    expect(batches()[0]?.map((entry) => JSON.parse(entry.MessageBody ?? ''))).toEqual([
+      { id: 'T1', attempt: 8, error: 'HTTP 500 from h' },
+      { id: 'T2', attempt: 3, error: 'HTTP 410 from h' },
+    ]);
+  });
 });
 
 describe('Function: startRedrive', () => {

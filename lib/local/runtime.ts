@@ -38,7 +38,7 @@ import {
 import { assembleHandler, type HandlerDeps } from '../../functions/commons/lambda-chain.js';
 import {
   DEFAULT_SETTINGS,
-  deliveryMaxReceiveCount,
+  DELIVERY_MAX_RECEIVE_COUNT,
   ENV,
   environmentFor,
   type FunctionName,
@@ -354,7 +354,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     tick: await createQueue(sqs, QUEUES.tick),
     delivery: await createQueue(sqs, QUEUES.delivery, {
       dlqArn: deliveryDlq.arn,
-      maxReceiveCount: deliveryMaxReceiveCount(settings),
+      maxReceiveCount: DELIVERY_MAX_RECEIVE_COUNT,
     }),
     deliveryDlq,
   };

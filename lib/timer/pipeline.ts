@@ -16,7 +16,7 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { Construct } from 'constructs';
 
 import {
-  deliveryMaxReceiveCount,
+  DELIVERY_MAX_RECEIVE_COUNT,
   ENV,
   environmentFor,
   type EnvName,
@@ -86,7 +86,7 @@ export class TimerPipeline {
     const deliveryDlq = queue('deliveryDlq');
     this.queues = {
       tick: queue('tick'),
-      delivery: queue('delivery', { queue: deliveryDlq, maxReceiveCount: deliveryMaxReceiveCount(props.settings) }),
+      delivery: queue('delivery', { queue: deliveryDlq, maxReceiveCount: DELIVERY_MAX_RECEIVE_COUNT }),
       deliveryDlq,
     };
     acknowledgeNagRule(

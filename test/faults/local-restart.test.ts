@@ -24,6 +24,8 @@ type Receiver = Awaited<ReturnType<typeof startWebhookReceiver>>;
 
 let receiver: Receiver;
 let dataDir: string;
+/** The second test's own data, so it neither restores the first test's tasks nor shares its store. */
+let retryDataDir: string;
 let child: ChildProcess | undefined;
 
 async function freePort(): Promise<number> {
@@ -35,9 +37,9 @@ async function freePort(): Promise<number> {
 }
 
 /** Starts `npm start`'s entry point as its own process and waits until it prints its API URL. */
-async function startLocalMode(port: number): Promise<ChildProcess> {
+async function startLocalMode(port: number, dir = dataDir): Promise<ChildProcess> {
   const process_ = spawn(process.execPath, ['--import', 'tsx', 'bin/local.ts'], {
-    env: { ...process.env, TIMER_PORT: String(port), TIMER_DATA_DIR: dataDir, TIMER_LOG_LEVEL: 'ERROR' },
+    env: { ...process.env, TIMER_PORT: String(port), TIMER_DATA_DIR: dir, TIMER_LOG_LEVEL: 'ERROR' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -58,6 +60,7 @@ async function startLocalMode(port: number): Promise<ChildProcess> {
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'timer-restart-'));
+  retryDataDir = await mkdtemp(join(tmpdir(), 'timer-restart-retry-'));
   receiver = await startWebhookReceiver({
     '/ok': () => 200,
     // Fails the first attempt, so some tasks are waiting out a retry backoff when the process dies.
@@ -72,6 +75,7 @@ afterAll(async () => {
   child?.kill('SIGKILL');
   await receiver?.close();
   await rm(dataDir, { recursive: true, force: true });
+  await rm(retryDataDir, { recursive: true, force: true });
 });
 
 describe('Faults: local mode killed with SIGKILL', () => {
@@ -124,10 +128,11 @@ describe('Faults: local mode killed with SIGKILL', () => {
 
   it('keeps a retry waiting out its backoff and a dead letter listed and redrivable across a restart', async () => {
     // Prepare: three bizTypes: a five-minute backoff, a 15 s one, and a single attempt (straight to the DLQ).
+    child?.kill('SIGKILL');
     const port = await freePort();
-    child = await startLocalMode(port);
+    child = await startLocalMode(port, retryDataDir);
     const api = `http://127.0.0.1:${port}`;
-    const apiKey = (await readFile(join(dataDir, DEV_API_KEY_FILE), 'utf8')).trim();
+    const apiKey = (await readFile(join(retryDataDir, DEV_API_KEY_FILE), 'utf8')).trim();
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` };
     const bizTypes = {
       'five-minutes': { maxAttempts: 3, backoffBaseSeconds: 300, backoffMaxSeconds: 300 },
@@ -164,7 +169,7 @@ describe('Faults: local mode killed with SIGKILL', () => {
     // Act: kill it while one task waits five minutes, one fifteen seconds, and one sits in the DLQ.
     child.kill('SIGKILL');
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    child = await startLocalMode(port);
+    child = await startLocalMode(port, retryDataDir);
 
     // Assess: the dead letter is still listed.
     const listed = await dlq();
@@ -179,7 +184,7 @@ describe('Faults: local mode killed with SIGKILL', () => {
     // The five-minute retry was not brought forward by the restart: no second attempt yet, and it
     // is scheduled (in the table, which the restart's requeue honours) five minutes after the first.
     expect(receiptsOf(long)).toHaveLength(1);
-    const endpoints = JSON.parse(await readFile(join(dataDir, LOCAL_ENDPOINTS_FILE), 'utf8')) as LocalEndpoints;
+    const endpoints = JSON.parse(await readFile(join(retryDataDir, LOCAL_ENDPOINTS_FILE), 'utf8')) as LocalEndpoints;
     const { dynamo } = localDynamoClients(endpoints.dynamodbEndpoint);
     const scanned = await dynamo.send(
       new ScanCommand({

@@ -1,5 +1,4 @@
 import {
-  ChangeMessageVisibilityCommand,
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
@@ -63,9 +62,10 @@ export async function sendAll(sqs: SQSClient, queueUrl: string, messages: readon
   await Promise.all(Array.from({ length: Math.min(PARALLEL_BATCHES, batches.length) }, worker));
 }
 
-/** The body of a delivery message: only the id, because the id says where the task lives. */
+/** The body of a delivery message: the id, which says where the task lives, and any wait still ahead of it. */
 export interface DeliveryMessageBody {
   readonly id: string;
+  readonly notBeforeMs?: number;
 }
 
 /** A queue that sends items of one kind, encoded as messages, in parallel batches. */
@@ -83,7 +83,10 @@ export class SqsBatchQueue<T> {
 
 export function sqsDeliveryQueue(sqs: SQSClient, queueUrl: string): DeliveryQueue {
   return new SqsBatchQueue<DeliveryMessage>(sqs, queueUrl, (message) => ({
-    body: JSON.stringify({ id: message.id } satisfies DeliveryMessageBody),
+    body: JSON.stringify({
+      id: message.id,
+      ...(message.notBeforeMs !== undefined && { notBeforeMs: message.notBeforeMs }),
+    } satisfies DeliveryMessageBody),
     delaySeconds: message.delaySeconds,
   }));
 }
@@ -107,19 +110,21 @@ export class SqsDeadLetterQueue implements DeadLetterQueue {
   ) {}
 
   async send(letter: DeadLetter): Promise<void> {
-    await this.sqs.send(new SendMessageCommand({ QueueUrl: this.queueUrl, MessageBody: JSON.stringify(letter) }));
+    await this.sqs.send(new SendMessageCommand({ QueueUrl: this.queueUrl, MessageBody: deadLetterBody(letter) }));
+  }
+
+  /** Sends many letters in batches, as local mode does when it rebuilds its DLQ from the table. */
+  sendMany(letters: readonly DeadLetter[]): Promise<void> {
+    return sendAll(
+      this.sqs,
+      this.queueUrl,
+      letters.map((letter) => ({ body: deadLetterBody(letter), delaySeconds: 0 })),
+    );
   }
 }
 
-/** Hides a received message for `seconds`, which is how a retry is scheduled without a second queue. */
-export async function delayRedelivery(sqs: SQSClient, queueUrl: string, receiptHandle: string, seconds: number) {
-  await sqs.send(
-    new ChangeMessageVisibilityCommand({
-      QueueUrl: queueUrl,
-      ReceiptHandle: receiptHandle,
-      VisibilityTimeout: seconds,
-    }),
-  );
+function deadLetterBody(letter: DeadLetter): string {
+  return JSON.stringify({ id: letter.id, attempt: letter.attempt, error: letter.error } satisfies DeadLetter);
 }
 
 async function queueArn(sqs: SQSClient, queueUrl: string): Promise<string> {

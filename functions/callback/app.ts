@@ -1,6 +1,6 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 
-import { delayRedelivery, SqsDeadLetterQueue } from '../adapters/sqs-queues.js';
+import { SqsDeadLetterQueue, sqsDeliveryQueue } from '../adapters/sqs-queues.js';
 import { AwsTargetDispatcher } from '../adapters/targets.js';
 import { WebhookClient } from '../adapters/webhook-client.js';
 import type { CallbackConfig } from '../commons/config.js';
@@ -49,8 +49,7 @@ export function createCallbackHandler(config: CallbackConfig, { clients, observa
     deliverRecords(
       {
         delivery: ports,
-        requeue: (receiptHandle, seconds) =>
-          delayRedelivery(clients.sqs, config.deliveryQueueUrl, receiptHandle, seconds),
+        deliveryQueue: sqsDeliveryQueue(clients.sqs, config.deliveryQueueUrl),
         logger,
         metrics,
       },

@@ -4,38 +4,58 @@ import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 
 import { METRICS } from '../contract/topology.js';
 import { deliverTask, type DeliveryOutcome, type DeliveryPorts, redeliverDeadLetter } from '../core/deliver.js';
+import { MAX_DELAY_SECONDS } from '../core/scan.js';
+import type { DeliveryQueue } from '../core/task.js';
 
 export interface RecordPorts {
   readonly delivery: DeliveryPorts;
-  /** Hides a received message for `seconds`: how a retry or an early message is scheduled. */
-  readonly requeue: (receiptHandle: string, seconds: number) => Promise<void>;
+  /**
+   * Where a task that must come back later gets a new, delayed message. A received message is
+   * never hidden for a backoff: in-flight messages are capped (about 120,000 per queue) and
+   * cannot stay hidden past 12 hours, while a delayed message waits for free and for ever.
+   */
+  readonly deliveryQueue: DeliveryQueue;
   readonly logger: Logger;
   readonly metrics: Metrics;
 }
 
-/** The task a message names, and whether it is a dead letter (which carries its last error) being redriven. */
-function messageOf(record: SQSRecord): { id: string; redriven: boolean } | undefined {
+interface ReceivedMessage {
+  readonly id: string;
+  /** A dead letter (which carries its last error) being redriven. */
+  readonly redriven: boolean;
+  readonly notBeforeMs?: number;
+}
+
+/** The task a message names, whether it is a redriven dead letter, and how long it must still wait. */
+function messageOf(record: SQSRecord): ReceivedMessage | undefined {
   try {
-    const body = JSON.parse(record.body) as { id?: unknown; error?: unknown } | null;
-    return typeof body?.id === 'string' ? { id: body.id, redriven: body.error !== undefined } : undefined;
+    const body = JSON.parse(record.body) as { id?: unknown; error?: unknown; notBeforeMs?: unknown } | null;
+    if (typeof body?.id !== 'string') return undefined;
+    return {
+      id: body.id,
+      redriven: body.error !== undefined,
+      ...(typeof body.notBeforeMs === 'number' && { notBeforeMs: body.notBeforeMs }),
+    };
   } catch {
     return undefined;
   }
 }
 
 /**
- * Every receive counts towards the queue's maxReceiveCount, after which SQS moves the message
- * to the DLQ with its task still PENDING. A bizType's backlog longer than a few seconds
- * therefore waits a little longer each time round (the receive count over five, up to a
- * minute), so about a hundred receives span some seventeen minutes rather than a hundred seconds.
+ * Sends the task a new message that surfaces at `atMs`, or after SQS's longest delay (900 s)
+ * when that is sooner, carrying `atMs` so a longer wait is a chain of delayed messages. It is
+ * sent before the received message is deleted: a crash in between duplicates the reminder
+ * (the delivery lease and the task's retry time dedupe it), never loses it.
  */
-function throttledRequeueSeconds(retryAfterSeconds: number, receiveCount: number): number {
-  const spread = Number.isFinite(receiveCount) ? Math.ceil(receiveCount / 5) : 1;
-  return Math.max(retryAfterSeconds, Math.min(60, spread));
+function comeBackAt(ports: RecordPorts, id: string, atMs: number): Promise<void> {
+  // Rounded up: a message that surfaced early would hold the callback while it waited out the rest.
+  const seconds = Math.ceil((atMs - ports.delivery.clock.now()) / 1000);
+  const delaySeconds = Math.min(MAX_DELAY_SECONDS, Math.max(0, seconds));
+  return ports.deliveryQueue.send([{ id, notBeforeMs: atMs, delaySeconds }]);
 }
 
-/** Delivers one record; true when the message is done with, false when it must come back later. */
-async function deliverRecord(ports: RecordPorts, record: SQSRecord): Promise<boolean> {
+/** Delivers one record; once it resolves the message is done with (a task that must come back has a new one). */
+async function deliverRecord(ports: RecordPorts, record: SQSRecord): Promise<void> {
   const { metrics } = ports;
   const message = messageOf(record);
   if (message === undefined) {
@@ -43,7 +63,7 @@ async function deliverRecord(ports: RecordPorts, record: SQSRecord): Promise<boo
       messageId: record.messageId,
       body: record.body.slice(0, 200),
     });
-    return true;
+    return;
   }
   const { id } = message;
   // Records are delivered concurrently, so each gets its own child logger: the task id is
@@ -52,7 +72,7 @@ async function deliverRecord(ports: RecordPorts, record: SQSRecord): Promise<boo
   logger.setCorrelationId(id);
   const outcome: DeliveryOutcome = message.redriven
     ? await redeliverDeadLetter(ports.delivery, id)
-    : await deliverTask(ports.delivery, id);
+    : await deliverTask(ports.delivery, id, message.notBeforeMs);
   const facts = { taskId: id, messageId: record.messageId, receiveCount: record.attributes.ApproximateReceiveCount };
   switch (outcome.kind) {
     case 'delivered':
@@ -60,10 +80,10 @@ async function deliverRecord(ports: RecordPorts, record: SQSRecord): Promise<boo
       metrics.addMetric(METRICS.deliveryLatenessMs, MetricUnit.Milliseconds, outcome.latenessMs);
       // Debug, not info: a line per delivery is the largest log bill at scale, and the task item keeps these facts.
       logger.debug('delivered', { ...facts, attempt: outcome.attempt, latenessMs: outcome.latenessMs });
-      return true;
+      return;
     case 'skipped':
       logger.debug('skipped', { ...facts, reason: outcome.reason });
-      return true;
+      return;
     case 'failed':
       metrics.addMetric(METRICS.deliveryAttemptsFailed, MetricUnit.Count, 1);
       metrics.addMetric(METRICS.tasksFailed, MetricUnit.Count, 1);
@@ -72,45 +92,39 @@ async function deliverRecord(ports: RecordPorts, record: SQSRecord): Promise<boo
         attempt: outcome.attempt,
         error: outcome.error,
       });
-      return true;
+      return;
     case 'retry':
       metrics.addMetric(METRICS.deliveryAttemptsFailed, MetricUnit.Count, 1);
       logger.warn('attempt failed; will retry', { ...facts, ...outcome });
-      await ports.requeue(record.receiptHandle, outcome.retryAfterSeconds);
-      return false;
+      await comeBackAt(ports, id, outcome.retryAtMs);
+      return;
     case 'deferred':
       logger.info('rescheduled task waits for its predecessor to finish a delivery attempt', { ...facts });
-      await ports.requeue(record.receiptHandle, outcome.retryAfterSeconds);
-      return false;
-    case 'throttled': {
+      await comeBackAt(ports, id, ports.delivery.clock.now() + outcome.retryAfterSeconds * 1000);
+      return;
+    case 'throttled':
       metrics.addMetric(METRICS.deliveriesThrottled, MetricUnit.Count, 1);
-      const seconds = throttledRequeueSeconds(
-        outcome.retryAfterSeconds,
-        Number(record.attributes.ApproximateReceiveCount),
-      );
-      logger.info("bizType's callback rate used up for this second; asked again later", { ...facts, seconds });
-      await ports.requeue(record.receiptHandle, seconds);
-      return false;
-    }
+      logger.info("bizType's callback rate used up for this second; asked again later", { ...facts, ...outcome });
+      await comeBackAt(ports, id, ports.delivery.clock.now() + outcome.retryAfterSeconds * 1000);
+      return;
     case 'early':
-      await ports.requeue(record.receiptHandle, outcome.retryAfterSeconds);
-      return false;
+      await comeBackAt(ports, id, outcome.notBeforeMs);
+      return;
   }
 }
 
 /**
- * One bad record never fails the batch: each is settled on its own and only the ones
- * that must come back are reported, with their visibility already set to the backoff.
- * A record whose processing throws is reported too, and SQS brings it back after the
- * queue's visibility timeout, by which time any lease it took has lapsed.
+ * One bad record never fails the batch: each is settled on its own. A task that must come
+ * back later already has a new message, so only a record whose processing threw is reported,
+ * and SQS brings it back after the queue's visibility timeout, by which time any lease it took
+ * has lapsed; that is what the queue's maxReceiveCount counts.
  */
 export async function deliverRecords(ports: RecordPorts, records: readonly SQSRecord[]): Promise<SQSBatchResponse> {
   ports.metrics.addMetric(METRICS.deliveryBatchSize, MetricUnit.Count, records.length);
   const settled = await Promise.allSettled(records.map((record) => deliverRecord(ports, record)));
   const batchItemFailures = settled.flatMap((result, index) => {
-    if (result.status === 'fulfilled' && result.value) return [];
-    if (result.status === 'rejected')
-      ports.logger.error('delivery crashed; SQS will redeliver', { error: result.reason as Error });
+    if (result.status === 'fulfilled') return [];
+    ports.logger.error('delivery crashed; SQS will redeliver', { error: result.reason as Error });
     return [{ itemIdentifier: records[index]?.messageId ?? '' }];
   });
   return { batchItemFailures };

@@ -266,16 +266,16 @@ export const SWEEPER_CATCH_UP_GRACE_SECONDS = 10;
 export const SCANNER_BUDGET_MS = 40_000;
 
 /**
- * Receives before SQS moves a delivery message to the DLQ. The callback dead-letters a task
- * whose attempts ran out itself, so this is only the net for a message whose processing keeps
- * crashing. It sits far above maxAttempts because receives that never reach an attempt count
- * too: an early message handed back, a throttled lease write, a timed-out invocation. A message
- * moved by SQS leaves its task PENDING, so it must take sustained failure, not a hot second:
- * at the 180 s visibility timeout, 100 receives are about five hours.
+ * Receives before SQS moves a delivery message to the DLQ: the net for a poison message, one
+ * whose processing keeps crashing or timing out. A message is received once when all goes
+ * well, since every "come back later" (a retry's backoff, an early message, a throttled or
+ * deferred task) is a new message and the received one is deleted; the callback dead-letters a
+ * task whose attempts ran out itself. Only a crash, a timeout, a throttled lease write or a
+ * batch Lambda turned away brings the same message back. A message moved by SQS leaves its task
+ * PENDING, so it must take sustained failure, not a hot minute: at the 180 s visibility
+ * timeout, 20 receives are an hour.
  */
-export function deliveryMaxReceiveCount(settings: TimerSettings): number {
-  return settings.maxAttempts + 100;
-}
+export const DELIVERY_MAX_RECEIVE_COUNT = 20;
 
 /** Schedules: the ticker fans one minute out into per-second ticks; the sweeper repairs missed seconds. */
 export const SCHEDULES = {

@@ -61,12 +61,20 @@ export type DeliveryOutcome =
       readonly kind: 'skipped';
       readonly reason: 'malformed-id' | 'not-claimable' | 'lease-lost' | 'reschedule-abandoned';
     }
-  | { readonly kind: 'early'; readonly retryAfterSeconds: number }
+  /** Surfaced before its task may go (its due time, or its retry's backoff): to be asked again at `notBeforeMs`. */
+  | { readonly kind: 'early'; readonly notBeforeMs: number }
   /** A rescheduled task whose predecessor is in a delivery attempt: no attempt made, asked again later. */
   | { readonly kind: 'deferred'; readonly retryAfterSeconds: number }
   /** Its bizType's callbacks already used this second's rate: no attempt made, asked again later. */
   | { readonly kind: 'throttled'; readonly retryAfterSeconds: number }
-  | { readonly kind: 'retry'; readonly attempt: number; readonly retryAfterSeconds: number; readonly error: string }
+  /** The attempt failed; the task item records `retryAtMs`, the earliest the next attempt may run. */
+  | {
+      readonly kind: 'retry';
+      readonly attempt: number;
+      readonly retryAfterSeconds: number;
+      readonly retryAtMs: number;
+      readonly error: string;
+    }
   | { readonly kind: 'failed'; readonly attempt: number; readonly error: string };
 
 export function notificationOf(task: Task, attempt: number, firedAtMs: number): Notification {
@@ -115,8 +123,17 @@ function withAttempt(history: readonly DeliveryAttempt[] = [], attempt: Delivery
   return [...history, attempt].slice(-HISTORY_LIMIT);
 }
 
-/** Asked again after this long when the bizType's callback rate is used up: the next second has a fresh count. */
+/** Asked again after at least this long when the bizType's callback rate is used up: the next second has a fresh count. */
 export const THROTTLED_RETRY_SECONDS = 1;
+
+/**
+ * How long a task turned away by its bizType's callback rate waits before it asks again. Each
+ * ask costs a message sent and received, so a task that has waited long (a backlog deeper than
+ * the rate drains in a few seconds) asks less often: a tenth of its wait so far, up to a minute.
+ */
+export function throttledRetrySeconds(waitedMs: number): number {
+  return Math.max(THROTTLED_RETRY_SECONDS, Math.min(60, Math.ceil(waitedMs / 10_000)));
+}
 
 /**
  * Whether the task may call its target now under its bizType's callback rate. Counted only
@@ -137,28 +154,35 @@ async function waitUntil(clock: Clock, dueAtMs: number): Promise<void> {
 
 /**
  * Delivers one task named by a delivery message. Never early: it waits out the
- * sub-second rest, or hands a message that surfaced too early back to the queue.
- * Never after a cancel: it takes the delivery lease with a conditional write before
+ * sub-second rest, or says when a message that surfaced too early should come back: before
+ * the task's due time, before the message's `notBeforeMs`, or before the `retryAtMs` the task
+ * item records (a message that knew nothing of the backoff). Never after a cancel: it takes the delivery lease with a conditional write before
  * calling the target, and a cancelled task cannot be leased. A task whose bizType has
  * a callback rate calls only within it; over it, the lease and the attempt are given back
  * and the message comes round again. The task's own retry policy (its bizType's, copied at
  * submit) wins over the deployment's. On failure it either
- * schedules a retry with backoff or, when attempts run out, dead-letters the task
+ * records a retry time (the backoff) in the outcome's write or, when attempts run out, dead-letters the task
  * (DLQ first, then FAILED, so a crash in between re-delivers rather than loses it).
  */
-export async function deliverTask(ports: DeliveryPorts, id: string): Promise<DeliveryOutcome> {
+export async function deliverTask(ports: DeliveryPorts, id: string, notBeforeMs = 0): Promise<DeliveryOutcome> {
   const { taskStore, clock } = ports;
   const location = parseTaskId(id, ports.shardCount);
   if (!location) return { kind: 'skipped', reason: 'malformed-id' };
-  const early = location.dueAtMs - clock.now();
-  if (early > ports.maxEarlyWaitMs) return { kind: 'early', retryAfterSeconds: Math.ceil(early / 1000) };
-  await waitUntil(clock, location.dueAtMs);
+  const goesAtMs = Math.max(location.dueAtMs, notBeforeMs);
+  if (goesAtMs - clock.now() > ports.maxEarlyWaitMs) return { kind: 'early', notBeforeMs: goesAtMs };
+  await waitUntil(clock, goesAtMs);
 
   const key = taskKey(id, location, ports.bucketCount);
   const claimedAtMs = clock.now();
   const task = await taskStore.claimDelivery(key, claimedAtMs, claimedAtMs + ports.leaseMs);
   if (!task) return { kind: 'skipped', reason: 'not-claimable' };
   const attempt = task.attempts;
+  if (task.retryAtMs !== undefined && task.retryAtMs > claimedAtMs) {
+    // A message that does not know of the backoff (the one whose sending crashed before its
+    // replacement was sent, or a copy a local restart re-enqueued): the table's retry time wins.
+    await taskStore.finishDelivery(key, attempt, { status: 'RELEASED' });
+    return { kind: 'early', notBeforeMs: task.retryAtMs };
+  }
   if (task.rescheduledFrom !== undefined) {
     const handover = await handoverTo(ports, task);
     if (handover === 'waiting') {
@@ -189,7 +213,7 @@ export async function deliverTask(ports: DeliveryPorts, id: string): Promise<Del
   }
   if (!admitted) {
     await taskStore.finishDelivery(key, attempt, { status: 'RELEASED' });
-    return { kind: 'throttled', retryAfterSeconds: THROTTLED_RETRY_SECONDS };
+    return { kind: 'throttled', retryAfterSeconds: throttledRetrySeconds(firedAtMs - goesAtMs) };
   }
 
   const maxAttempts = task.policy?.maxAttempts ?? ports.maxAttempts;
@@ -225,15 +249,19 @@ export async function deliverTask(ports: DeliveryPorts, id: string): Promise<Del
     });
     return { kind: 'failed', attempt, error: result.error };
   }
+  const backoff = backoffSeconds(attempt, backoffBaseSeconds, backoffMaxSeconds);
+  const retryAfterSeconds = Math.min(backoffMaxSeconds, Math.max(backoff, result.retryAfterSeconds ?? 0));
+  // The backoff goes into the write that records the failure: the table owns when the next
+  // attempt may run, the message that will bring it is only a reminder (invariant 10).
+  const retryAtMs = clock.now() + retryAfterSeconds * 1000;
   const released = await taskStore.finishDelivery(key, attempt, {
     status: 'PENDING',
     lastError: result.error,
     history,
+    retryAtMs,
   });
   if (!released) return { kind: 'skipped', reason: 'lease-lost' };
-  const backoff = backoffSeconds(attempt, backoffBaseSeconds, backoffMaxSeconds);
-  const retryAfterSeconds = Math.min(backoffMaxSeconds, Math.max(backoff, result.retryAfterSeconds ?? 0));
-  return { kind: 'retry', attempt, retryAfterSeconds, error: result.error };
+  return { kind: 'retry', attempt, retryAfterSeconds, retryAtMs, error: result.error };
 }
 
 /**

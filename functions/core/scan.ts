@@ -12,7 +12,7 @@ import type {
 import { DAY_SECONDS } from './task.js';
 
 /** Seconds the SQS DelaySeconds attribute can hold. */
-const MAX_DELAY_SECONDS = 900;
+export const MAX_DELAY_SECONDS = 900;
 /** How long a second's scan marker, or a recheck flag, is kept: the sweeper looks no further back than this. */
 export const MARKER_RETENTION_SECONDS = 3 * DAY_SECONDS;
 

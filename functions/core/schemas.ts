@@ -442,9 +442,10 @@ type ListQueryMatchesWire = Holds<SameShape<ListQuery, TaskListQuery>>;
 export const bizTypeNameSchema = text(LIMITS.bizTypeLength);
 
 /**
- * Bounds of a bizType's delivery settings. Attempts stay under the delivery queue's receive
- * budget (deliveryMaxReceiveCount); backoff stays within what SQS can hide a message for (12
- * hours); a callback rate is counted on one item per second, which takes about 1,000 writes a second.
+ * Bounds of a bizType's delivery settings. Attempts are kept to a number whose history and
+ * bill a person can still reason about; a backoff waits as a chain of delayed messages and a
+ * retry time in the task item, so any length would work, and 12 hours is a product bound, not
+ * SQS's; a callback rate is counted on one item per second, which takes about 1,000 writes a second.
  */
 export const BIZ_TYPE_LIMITS = { maxAttempts: 50, backoffSeconds: 43_200, callbackRatePerSecond: 1000 } as const;
 

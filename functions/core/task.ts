@@ -31,6 +31,11 @@ export interface Task {
   readonly policy?: DeliveryPolicy;
   readonly attempts: number;
   readonly leaseUntilMs?: number;
+  /**
+   * When the next attempt of a task whose last attempt failed may run. The table, not a hidden
+   * queue message, owns the backoff, so a lost message or a restart never shortens it.
+   */
+  readonly retryAtMs?: number;
   readonly deliveredAtMs?: number;
   readonly latenessMs?: number;
   readonly lastError?: string;
@@ -126,7 +131,7 @@ export interface TaskStore {
   claimDelivery(key: TaskKey, nowMs: number, leaseUntilMs: number): Promise<Task | undefined>;
   /** Records the outcome of the attempt that holds the lease; false if the lease was lost. */
   finishDelivery(key: TaskKey, attempt: number, outcome: DeliveryRecord): Promise<boolean>;
-  /** FAILED → PENDING with a fresh attempt budget; false if the task is not FAILED. */
+  /** FAILED → PENDING with a fresh attempt budget and no backoff to wait out; false if the task is not FAILED. */
   reviveFailed(key: TaskKey): Promise<boolean>;
   /**
    * Records that the tenant's PENDING task is to be rescheduled to `intent.taskId`, replacing
@@ -184,7 +189,13 @@ export type DeliveryRecord =
       readonly expiresAtSeconds: number;
       readonly history: readonly DeliveryAttempt[];
     }
-  | { readonly status: 'PENDING'; readonly lastError: string; readonly history: readonly DeliveryAttempt[] }
+  | {
+      readonly status: 'PENDING';
+      readonly lastError: string;
+      readonly history: readonly DeliveryAttempt[];
+      /** The backoff's end, recorded in the same write as the failure. */
+      readonly retryAtMs: number;
+    }
   | {
       readonly status: 'FAILED';
       readonly lastError: string;
@@ -287,6 +298,12 @@ export interface IdempotencyStore {
 export interface DeliveryMessage {
   readonly id: string;
   readonly delaySeconds: number;
+  /**
+   * Set when the message must not be acted on before this time though its task is already due
+   * (a retry's backoff, or a wait longer than SQS's 900 s delay): the callback sends such a
+   * message on again, delayed, until the time comes, without reading the task.
+   */
+  readonly notBeforeMs?: number;
 }
 
 export interface DeliveryQueue {

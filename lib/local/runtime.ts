@@ -18,6 +18,7 @@ import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.
 import {
   type DeliveryMessageBody,
   redriveByCopy,
+  SqsDeadLetterQueue,
   sqsDeliveryQueue,
   sqsTickQueue,
 } from '../../functions/adapters/sqs-queues.js';
@@ -36,7 +37,7 @@ import {
 import { assembleHandler, type HandlerDeps } from '../../functions/commons/lambda-chain.js';
 import {
   DEFAULT_SETTINGS,
-  deliveryMaxReceiveCount,
+  DELIVERY_MAX_RECEIVE_COUNT,
   ENV,
   environmentFor,
   type FunctionName,
@@ -46,7 +47,8 @@ import {
   type TimerSettings,
 } from '../../functions/contract/topology.js';
 import { secondOf } from '../../functions/core/clock.js';
-import { toDeliveryMessages } from '../../functions/core/scan.js';
+import { delaySecondsUntil } from '../../functions/core/scan.js';
+import type { DeliveryMessage } from '../../functions/core/task.js';
 import { activeSigningSecrets } from '../../functions/core/tenants.js';
 import { tickFor } from '../../functions/core/tick.js';
 import { createScannerHandler } from '../../functions/scanner/app.js';
@@ -131,6 +133,8 @@ export interface LocalTimer {
   requestCounts(): Record<string, number>;
   /** Tasks re-enqueued at start because the in-memory queues of a previous run were lost. */
   readonly recovered: number;
+  /** Dead letters rebuilt at start from the FAILED tasks in the table, for the same reason. */
+  readonly restoredDeadLetters: number;
   /**
    * What Lambda's metrics would show: per function its invocations, errors, timeouts, throttles and
    * concurrency; per queue its event source mapping's scaling and batches in flight.
@@ -169,28 +173,41 @@ async function createQueue(
   return { url, arn: attributes.Attributes?.QueueArn ?? '' };
 }
 
+/** What a restart put back into the queues that fauxqs lost. */
+interface RestoredMessages {
+  /** Tasks re-enqueued: PENDING, or leased by a delivery that died with the process. */
+  readonly tasks: number;
+  /** Dead letters rebuilt: one per FAILED task still in the table. */
+  readonly deadLetters: number;
+}
+
 /**
- * fauxqs keeps messages in memory, so a restart loses what was queued. Anything still
- * PENDING (or leased by a delivery that died with the process) whose second was already
- * claimed is sent again; a lease still running is waited out by the message's delay.
+ * fauxqs keeps messages in memory, so a restart loses what was queued; the table holds every
+ * fact a task is owed, and the queues are rebuilt from it. Anything still PENDING (or leased
+ * by a delivery that died with the process) whose second was already claimed is sent again,
+ * never earlier than its retry time or the end of a lease still running. Every FAILED task
+ * goes back to the DLQ: a redrive revives FAILED tasks only, so a letter whose task was
+ * already revived or has expired would be skipped anyway, and one per FAILED task is exactly
+ * what the DLQ listed before the restart, less the letters redriven since.
  */
-async function requeueLostTasks(
+async function restoreLostMessages(
   dynamo: DynamoDBDocumentClient,
-  deliveryQueueUrl: string,
   sqs: SQSClient,
-): Promise<number> {
+  queueUrls: { delivery: string; deliveryDlq: string },
+): Promise<RestoredMessages> {
   const clock = await new DynamoClockStore({ client: dynamo, tableName: LOCAL_TABLE_NAME }).read();
-  if (!clock) return 0;
+  if (!clock) return { tasks: 0, deadLetters: 0 };
   const nowMs = Date.now();
   const items = await allItems<TaskItem>((startKey) =>
     dynamo.send(
       new ScanCommand({
         TableName: LOCAL_TABLE_NAME,
-        FilterExpression: '#status IN (:pending, :delivering) AND dueAtMs < :claimedBefore',
+        FilterExpression: '(#status IN (:pending, :delivering) AND dueAtMs < :claimedBefore) OR #status = :failed',
         ExpressionAttributeNames: { '#status': 'status' },
         ExpressionAttributeValues: {
           ':pending': 'PENDING',
           ':delivering': 'DELIVERING',
+          ':failed': 'FAILED',
           ':claimedBefore': clock.cursor * 1000,
         },
         ConsistentRead: true,
@@ -198,9 +215,25 @@ async function requeueLostTasks(
       }),
     ),
   );
-  const lost = items.map((item) => ({ id: item.id, dueAtMs: Math.max(item.dueAtMs, (item.leaseUntilMs ?? 0) + 1000) }));
-  if (lost.length > 0) await sqsDeliveryQueue(sqs, deliveryQueueUrl).send(toDeliveryMessages(lost, nowMs));
-  return lost.length;
+  const failed = items.filter((item) => item.status === 'FAILED');
+  const lost = items.filter((item) => item.status !== 'FAILED').map((item) => lostTaskMessage(item, nowMs));
+  if (lost.length > 0) await sqsDeliveryQueue(sqs, queueUrls.delivery).send(lost);
+  if (failed.length > 0) {
+    await new SqsDeadLetterQueue(sqs, queueUrls.deliveryDlq).sendMany(
+      failed.map((item) => ({ id: item.id, attempt: item.attempts, error: item.lastError ?? '' })),
+    );
+  }
+  return { tasks: lost.length, deadLetters: failed.length };
+}
+
+/** A lost task's message: due at the latest of its due time, its retry time and its lease's end. */
+function lostTaskMessage(item: TaskItem, nowMs: number): DeliveryMessage {
+  const goesAtMs = Math.max(item.dueAtMs, item.retryAtMs ?? 0, (item.leaseUntilMs ?? 0) + 1000);
+  return {
+    id: item.id,
+    delaySeconds: delaySecondsUntil(goesAtMs, nowMs),
+    ...(goesAtMs > item.dueAtMs && { notBeforeMs: goesAtMs }),
+  };
 }
 
 /**
@@ -322,7 +355,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     tick: await createQueue(sqs, QUEUES.tick),
     delivery: await createQueue(sqs, QUEUES.delivery, {
       dlqArn: deliveryDlq.arn,
-      maxReceiveCount: deliveryMaxReceiveCount(settings),
+      maxReceiveCount: DELIVERY_MAX_RECEIVE_COUNT,
     }),
     deliveryDlq,
   };
@@ -377,10 +410,19 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
       'local mode accepts http:// webhooks and delivers to loopback and private addresses; the cloud stack allows only https:// to public hosts',
     );
   }
-  const recovered = await requeueLostTasks(dynamo, queues.delivery.url, sqs);
+  const restored = await restoreLostMessages(dynamo, sqs, {
+    delivery: queues.delivery.url,
+    deliveryDlq: queues.deliveryDlq.url,
+  });
   await requeueLostTicks(dynamo, queues.tick.url, sqs, settings.lookaheadSeconds);
-  if (recovered > 0)
-    logLine('WARN', 're-enqueued tasks whose queue messages were lost with the last run', { recovered });
+  if (restored.tasks > 0)
+    logLine('WARN', 're-enqueued tasks whose queue messages were lost with the last run', {
+      recovered: restored.tasks,
+    });
+  if (restored.deadLetters > 0)
+    logLine('INFO', 'rebuilt the delivery DLQ from the FAILED tasks in the table', {
+      deadLetters: restored.deadLetters,
+    });
 
   const lambda = createLambdaService({ handlers, onError: (fn, error) => onError(fn)(error) });
   const eventSources = (Object.entries(QUEUES) as Array<[keyof typeof QUEUES, QueueSpec]>).flatMap(([name, spec]) => {
@@ -470,7 +512,8 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     requestCounts: () => Object.fromEntries([...counts.entries()].sort(([a], [b]) => a.localeCompare(b))),
     eventBridgeEvents: sink.events,
     inbox,
-    recovered,
+    recovered: restored.tasks,
+    restoredDeadLetters: restored.deadLetters,
     lambdaStats: () => ({
       functions: lambda.stats(),
       eventSourceMappings: Object.fromEntries(eventSources.map(([name, eventSource]) => [name, eventSource.stats()])),

@@ -16,7 +16,7 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { Construct } from 'constructs';
 
 import {
-  deliveryMaxReceiveCount,
+  DELIVERY_MAX_RECEIVE_COUNT,
   ENV,
   environmentFor,
   type EnvName,
@@ -88,7 +88,7 @@ export class TimerPipeline {
     const deliveryDlq = queue('deliveryDlq');
     this.queues = {
       tick: queue('tick'),
-      delivery: queue('delivery', { queue: deliveryDlq, maxReceiveCount: deliveryMaxReceiveCount(props.settings) }),
+      delivery: queue('delivery', { queue: deliveryDlq, maxReceiveCount: DELIVERY_MAX_RECEIVE_COUNT }),
       deliveryDlq,
     };
     acknowledgeNagRule(
@@ -228,7 +228,8 @@ export class TimerPipeline {
     this.queues.tick.grantSendMessages(api);
     onTable(ticker, 'dynamodb:UpdateItem');
     this.queues.deliveryDlq.grantSendMessages(callback);
-    this.queues.delivery.grant(callback, 'sqs:ChangeMessageVisibility');
+    // A retry, or any task that must come back later, gets a new delayed message rather than a hidden one.
+    this.queues.delivery.grantSendMessages(callback);
   }
 
   /**

@@ -10,6 +10,8 @@ const SHARDS = 4;
 const DUE_MS = 1_700_000_123_456;
 const SECOND = Math.floor(DUE_MS / 1000);
 const LEASE_MS = 60_000;
+/** When a failed attempt says the next may run: a backoff after DUE_MS. */
+const RETRY_AT_MS = DUE_MS + 30_000;
 const EXPIRES_AT = SECOND + 86_400;
 
 function keyOf(task: Task): TaskKey {
@@ -167,20 +169,38 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
 
       // Act
       await store.finishDelivery(releasedKey, 1, { status: 'RELEASED' });
-      await store.finishDelivery(retriedKey, 1, { status: 'PENDING', lastError: 'HTTP 503', history });
+      await store.finishDelivery(retriedKey, 1, {
+        status: 'PENDING',
+        lastError: 'HTTP 503',
+        history,
+        retryAtMs: RETRY_AT_MS,
+      });
 
       // Assess
       expect(await store.get(releasedKey)).toEqual(released);
-      expect(await store.get(retriedKey)).toEqual({ ...retried, attempts: 1, lastError: 'HTTP 503', history });
+      expect(await store.get(retriedKey)).toEqual({
+        ...retried,
+        attempts: 1,
+        lastError: 'HTTP 503',
+        history,
+        retryAtMs: RETRY_AT_MS,
+      });
     });
 
-    it('revives only a FAILED task, with its attempts counted from zero again', async () => {
+    it('revives only a FAILED task, with its attempts counted from zero again and no backoff left', async () => {
       // Prepare
       const store = await makeStore(CONTRACT_BUCKET_COUNT);
       const task = aTask(DUE_MS, 0);
       const [key] = (await stored(store, task)) as [TaskKey];
       await store.claimDelivery(key, DUE_MS, DUE_MS + LEASE_MS);
       await store.finishDelivery(key, 1, {
+        status: 'PENDING',
+        lastError: 'HTTP 503',
+        history: [],
+        retryAtMs: RETRY_AT_MS,
+      });
+      await store.claimDelivery(key, RETRY_AT_MS, RETRY_AT_MS + LEASE_MS);
+      await store.finishDelivery(key, 2, {
         status: 'FAILED',
         lastError: 'HTTP 410',
         expiresAtSeconds: EXPIRES_AT,

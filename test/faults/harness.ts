@@ -22,7 +22,7 @@ import { CALLBACK_COUNTER_PREFIX } from '../../functions/adapters/dynamo/table-s
 import { DynamoTaskIndex } from '../../functions/adapters/dynamo/task-index.js';
 import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
-import { delayRedelivery, SqsDeadLetterQueue, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues.js';
+import { SqsDeadLetterQueue, sqsDeliveryQueue } from '../../functions/adapters/sqs-queues.js';
 import { AwsTargetDispatcher } from '../../functions/adapters/targets.js';
 import { WebhookClient } from '../../functions/adapters/webhook-client.js';
 import { type ApiPorts, route } from '../../functions/api/routes.js';
@@ -217,7 +217,7 @@ export async function startHarness(options: HarnessOptions = {}) {
   };
   const callback: RecordPorts = {
     delivery: deliveryPorts,
-    requeue: (receiptHandle, seconds) => delayRedelivery(callbackParts.sqs, delivery.url, receiptHandle, seconds),
+    deliveryQueue: sqsDeliveryQueue(callbackParts.sqs, delivery.url),
     logger: createLogger(),
     metrics: createMetrics(),
   };

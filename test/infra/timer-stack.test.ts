@@ -10,7 +10,7 @@ import {
   ALARM_THRESHOLDS,
   API_ROUTES,
   DEFAULT_SETTINGS,
-  deliveryMaxReceiveCount,
+  DELIVERY_MAX_RECEIVE_COUNT,
   ENV,
   FUNCTIONS,
   METRICS,
@@ -101,7 +101,7 @@ describe('Stack: TimerStack', () => {
       VisibilityTimeout: QUEUES.delivery.visibilityTimeoutSeconds,
       RedrivePolicy: {
         deadLetterTargetArn: { 'Fn::GetAtt': [dlqId, 'Arn'] },
-        maxReceiveCount: deliveryMaxReceiveCount(DEFAULT_SETTINGS),
+        maxReceiveCount: DELIVERY_MAX_RECEIVE_COUNT,
       },
     });
   });

@@ -1,7 +1,7 @@
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { DEFAULT_SETTINGS, deliveryMaxReceiveCount, QUEUES } from '../../functions/contract/topology.js';
+import { DELIVERY_MAX_RECEIVE_COUNT, QUEUES } from '../../functions/contract/topology.js';
 import { drainBodies, type Emulators, startEmulators } from '../support/emulators.js';
 
 let emulators: Emulators;
@@ -17,7 +17,7 @@ afterAll(async () => {
 describe('Queue: delivery queue redrive (fauxqs)', () => {
   it('moves a message that keeps failing to the DLQ after maxReceiveCount receives', async () => {
     // Prepare: the delivery queue as the topology describes it.
-    const maxReceiveCount = deliveryMaxReceiveCount(DEFAULT_SETTINGS);
+    const maxReceiveCount = DELIVERY_MAX_RECEIVE_COUNT;
     const dlq = await emulators.createQueue('delivery-dlq');
     const delivery = await emulators.createQueue('delivery', {
       VisibilityTimeout: String(QUEUES.delivery.visibilityTimeoutSeconds),

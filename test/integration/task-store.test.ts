@@ -100,6 +100,7 @@ describe('Store: DynamoTaskStore on dynalite', () => {
       status: 'PENDING',
       history: [],
       lastError: 'late',
+      retryAtMs: t0 + 61_000,
     });
 
     // Assess
@@ -124,6 +125,7 @@ describe('Store: DynamoTaskStore on dynalite', () => {
       status: 'PENDING',
       history: [],
       lastError: 'HTTP 503',
+      retryAtMs: t0 + 181_000,
     });
     const afterRelease = await taskStore.cancel(entry.key, 'acme', t0 + 200_000, 0);
 

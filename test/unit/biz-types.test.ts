@@ -213,14 +213,21 @@ describe('Function: deliverTask with bizType settings', () => {
       bizType: 'order-close',
       policy: { maxAttempts: 2, backoffBaseSeconds: 30, backoffMaxSeconds: 40 },
     });
-    const { ports } = deliveryPorts([task], NOW_MS, { ok: false, error: 'HTTP 503' });
+    const { ports, clock } = deliveryPorts([task], NOW_MS, { ok: false, error: 'HTTP 503' });
 
     // Act
     const first = await deliverTask(ports, task.id);
+    clock.advance(30_000);
     const second = await deliverTask(ports, task.id);
 
     // Assess
-    expect(first).toEqual({ kind: 'retry', attempt: 1, retryAfterSeconds: 30, error: 'HTTP 503' });
+    expect(first).toEqual({
+      kind: 'retry',
+      attempt: 1,
+      retryAfterSeconds: 30,
+      retryAtMs: NOW_MS + 30_000,
+      error: 'HTTP 503',
+    });
     expect(second).toEqual({ kind: 'failed', attempt: 2, error: 'HTTP 503' });
   });
 

@@ -80,7 +80,7 @@ describe('Function: deliverTask', () => {
     expect(calls[0]?.atMs).toBe(DUE_AT_MS);
   });
 
-  it('hands a message back to the queue when it surfaced more than the allowed wait early', async () => {
+  it('says when to come back for a message that surfaced more than the allowed wait early', async () => {
     // Prepare
     const task = aTask(DUE_AT_MS, 2);
     const { ports, clock, calls, stored } = deliveryPorts(task, { nowMs: DUE_AT_MS - 7200 });
@@ -89,7 +89,7 @@ describe('Function: deliverTask', () => {
     const outcome = await deliverTask(ports, task.id);
 
     // Assess
-    expect(outcome).toEqual({ kind: 'early', retryAfterSeconds: 8 });
+    expect(outcome).toEqual({ kind: 'early', notBeforeMs: DUE_AT_MS });
     expect(calls).toHaveLength(0);
     expect(clock.sleeps).toEqual([]);
     expect(stored()).toEqual(task);
@@ -189,7 +189,7 @@ describe('Function: deliverTask', () => {
     expect(stored()).toMatchObject({ status: 'PENDING', attempts: 1 });
   });
 
-  it('schedules a retry with the backoff of the attempt and puts the task back to PENDING', async () => {
+  it('puts the task back to PENDING with its retry time, the backoff of the attempt, in the same write', async () => {
     // Prepare
     const task = aTask(DUE_AT_MS, 0, { attempts: 2 });
     const { ports, stored } = deliveryPorts(task, {
@@ -205,10 +205,16 @@ describe('Function: deliverTask', () => {
       kind: 'retry',
       attempt: 3,
       retryAfterSeconds: backoffSeconds(3, 5, 900),
+      retryAtMs: DUE_AT_MS + 60_000,
       error: 'HTTP 503 from hooks.example.com',
     });
     expect(backoffSeconds(3, 5, 900)).toBe(20);
-    expect(stored()).toMatchObject({ status: 'PENDING', attempts: 3, lastError: 'HTTP 503 from hooks.example.com' });
+    expect(stored()).toMatchObject({
+      status: 'PENDING',
+      attempts: 3,
+      lastError: 'HTTP 503 from hooks.example.com',
+      retryAtMs: DUE_AT_MS + 60_000,
+    });
   });
 
   it('waits as long as the target asks when that is longer than the backoff', async () => {

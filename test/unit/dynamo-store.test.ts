@@ -302,6 +302,7 @@ describe('Class: DynamoTaskStore', () => {
         status: 'PENDING',
         history: [],
         lastError: 'HTTP 500',
+        retryAtMs: SECOND * 1000 + 2000,
       });
 
       // Assess

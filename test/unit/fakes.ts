@@ -243,7 +243,8 @@ export class FakeTaskStore implements TaskStore {
   async reviveFailed(key: TaskKey): Promise<boolean> {
     const task = this.tasks.get(idOf(key));
     if (task?.status !== 'FAILED') return false;
-    this.tasks.set(task.id, { ...task, status: 'PENDING', attempts: 0 });
+    const { retryAtMs: _retryAt, ...revived } = task;
+    this.tasks.set(task.id, { ...revived, status: 'PENDING', attempts: 0 });
     return true;
   }
 

@@ -10,6 +10,7 @@ import {
   aTask,
   aTenant,
   DELIVERY_SETTINGS,
+  FakeDeliveryQueue,
   FakeRequestCounter,
   FakeTaskStore,
   fakeTenantDirectory,
@@ -212,7 +213,7 @@ describe('Invariant 9: one tenant’s hanging webhook', () => {
     const laterBatch: Task[] = [dead(1), healthy(2), dead(3), healthy(0)];
     const store = new FakeTaskStore([...firstBatch, ...laterBatch]);
     const target = hangingDispatcher('dead.example');
-    const requeued: number[] = [];
+    const deliveryQueue = new FakeDeliveryQueue();
     const ports = {
       delivery: {
         ...DELIVERY_SETTINGS,
@@ -223,9 +224,7 @@ describe('Invariant 9: one tenant’s hanging webhook', () => {
         callbackCounter: new FakeRequestCounter(),
         clock,
       } satisfies DeliveryPorts,
-      requeue: async (_handle: string, seconds: number) => {
-        requeued.push(seconds);
-      },
+      deliveryQueue,
       logger: new Logger({ serviceName: 'unit', logLevel: 'SILENT' }),
       metrics: new Metrics({ namespace: 'unit' }),
     };
@@ -250,11 +249,12 @@ describe('Invariant 9: one tenant’s hanging webhook', () => {
     // The later batch finished without releasing anything: no call to the dead host was made or waited on.
     expect(target.calls.slice(callsAfterFirst)).toEqual(['hooks.example.com', 'hooks.example.com']);
     expect(laterBatch.filter((task) => task.tenantId !== 'slowco').map(statusOf)).toEqual(['DELIVERED', 'DELIVERED']);
-    expect(later.batchItemFailures.map((failure) => failure.itemIdentifier)).toEqual(
-      laterBatch.filter((task) => task.tenantId === 'slowco').map((task) => task.id),
-    );
+    // A retry waits as a new delayed message, so no record of the batch fails.
+    expect(later.batchItemFailures).toEqual([]);
     // Put off until the circuit half-opens (opened at the timeout, 10 s in), and still PENDING with a retry to come.
-    expect(requeued.slice(-2)).toEqual([30, 30]);
+    expect(deliveryQueue.sent.slice(-2).map((message) => [message.id, message.delaySeconds])).toEqual(
+      laterBatch.filter((task) => task.tenantId === 'slowco').map((task) => [task.id, 30]),
+    );
     expect(laterBatch.filter((task) => task.tenantId === 'slowco').map(statusOf)).toEqual(['PENDING', 'PENDING']);
   });
 });

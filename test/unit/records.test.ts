@@ -2,14 +2,64 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
-import { deliverRecords } from '../../functions/callback/records.js';
-import type { DeliveryPorts } from '../../functions/core/deliver.js';
-import { aTask, FakeRequestCounter, FakeTaskStore, fakeTenantDirectory, ManualClock } from './fakes.js';
+import { deliverRecords, type RecordPorts } from '../../functions/callback/records.js';
+import type { DeliveryPorts, TargetResult } from '../../functions/core/deliver.js';
+import type { DeliveryMessage, Task } from '../../functions/core/task.js';
+import {
+  aTask,
+  FakeDeliveryQueue,
+  FakeRequestCounter,
+  FakeTaskStore,
+  fakeTenantDirectory,
+  ManualClock,
+} from './fakes.js';
 import { sqsRecord } from './handlers/setup.js';
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
+
+const NOW_MS = Date.UTC(2026, 10, 21, 12);
+const HALF_DAY_SECONDS = 43_200;
+
+/** The callback's record handling over fakes: a failing target, a bizType-style 12-hour backoff. */
+function recordPorts(tasks: readonly Task[], result: TargetResult = { ok: false, error: 'HTTP 503' }) {
+  const clock = new ManualClock(NOW_MS);
+  const taskStore = new FakeTaskStore(tasks);
+  const deliveryQueue = new FakeDeliveryQueue();
+  const calls: number[] = [];
+  const delivery: DeliveryPorts = {
+    taskStore,
+    targets: {
+      dispatch: async () => {
+        calls.push(clock.now());
+        return result;
+      },
+    },
+    tenants: fakeTenantDirectory(),
+    deadLetters: { send: async () => undefined },
+    callbackCounter: new FakeRequestCounter(),
+    clock,
+    bucketCount: 1000,
+    shardCount: 4,
+    maxAttempts: 5,
+    backoffBaseSeconds: HALF_DAY_SECONDS,
+    backoffMaxSeconds: HALF_DAY_SECONDS,
+    retentionDays: 1,
+    leaseMs: 60_000,
+    maxEarlyWaitMs: 5000,
+  };
+  const ports: RecordPorts = {
+    delivery,
+    deliveryQueue,
+    logger: new Logger({ serviceName: 'unit', logLevel: 'SILENT' }),
+    metrics: new Metrics({ namespace: 'unit' }),
+  };
+  return { clock, taskStore, deliveryQueue, calls, ports };
+}
+
+const recordOf = (message: Pick<DeliveryMessage, 'id' | 'notBeforeMs'>, messageId = 'm-1') =>
+  sqsRecord(JSON.stringify(message), messageId);
 
 describe('Function: deliverRecords', () => {
   it("logs each record's lines with its task id as the correlation id, even when records run concurrently", async () => {
@@ -42,7 +92,7 @@ describe('Function: deliverRecords', () => {
 
     // Act
     await deliverRecords(
-      { delivery, requeue: async () => undefined, logger, metrics: new Metrics({ namespace: 'unit' }) },
+      { delivery, deliveryQueue: new FakeDeliveryQueue(), logger, metrics: new Metrics({ namespace: 'unit' }) },
       tasks.map((task, index) => sqsRecord(JSON.stringify({ id: task.id }), `m-${index}`)),
     );
 
@@ -53,5 +103,72 @@ describe('Function: deliverRecords', () => {
     expect(delivered.map((line) => [line.correlation_id, line.taskId])).toEqual(
       tasks.map((task) => [task.id, task.id]),
     );
+  });
+
+  it('sends a failed task a new message delayed by its backoff, with the retry time also in the task, and lets the received one go', async () => {
+    // Prepare
+    const task = aTask(NOW_MS - 1000, 0);
+    const { ports, taskStore, deliveryQueue } = recordPorts([task]);
+
+    // Act
+    const result = await deliverRecords(ports, [recordOf({ id: task.id })]);
+
+    // Assess
+    const retryAtMs = NOW_MS + HALF_DAY_SECONDS * 1000;
+    expect(result).toEqual({ batchItemFailures: [] });
+    expect(taskStore.tasks.get(task.id)).toMatchObject({ status: 'PENDING', attempts: 1, retryAtMs });
+    expect(deliveryQueue.sent).toEqual([{ id: task.id, notBeforeMs: retryAtMs, delaySeconds: 900 }]);
+  });
+
+  it('waits out a 43,200 s backoff as a chain of delayed messages, and attempts again only when it is over', async () => {
+    // Prepare: the first attempt failed; its retry is twelve hours away.
+    const task = aTask(NOW_MS - 1000, 0);
+    const { ports, clock, deliveryQueue, calls } = recordPorts([task]);
+    await deliverRecords(ports, [recordOf({ id: task.id })]);
+    const retryAtMs = NOW_MS + HALF_DAY_SECONDS * 1000;
+
+    // Act: each message surfaces after its delay and is sent on, until the backoff is over.
+    let hops = 0;
+    for (let message = deliveryQueue.sent.at(-1); message && calls.length < 2; message = deliveryQueue.sent.at(-1)) {
+      clock.advance(message.delaySeconds * 1000);
+      deliveryQueue.sent.length = 0;
+      await deliverRecords(ports, [recordOf(message, `m-${++hops}`)]);
+    }
+
+    // Assess: 43,200 / 900 = 48 delayed messages, the second attempt at the backoff's end and not before.
+    expect(hops).toBe(48);
+    expect(calls).toEqual([NOW_MS, retryAtMs]);
+  });
+
+  it('honours the retry time in the task when a message knows nothing of it', async () => {
+    // Prepare: the replacement message was lost in a crash; the received one comes back after the visibility timeout.
+    const task = aTask(NOW_MS - 1000, 0);
+    const { ports, clock, taskStore, deliveryQueue, calls } = recordPorts([task]);
+    await deliverRecords(ports, [recordOf({ id: task.id })]);
+    deliveryQueue.sent.length = 0;
+    clock.advance(180_000);
+
+    // Act
+    const result = await deliverRecords(ports, [recordOf({ id: task.id }, 'm-again')]);
+
+    // Assess: no attempt; the lease and the attempt are given back and a message waits for the retry time.
+    const retryAtMs = NOW_MS + HALF_DAY_SECONDS * 1000;
+    expect(result).toEqual({ batchItemFailures: [] });
+    expect(calls).toEqual([NOW_MS]);
+    expect(taskStore.tasks.get(task.id)).toMatchObject({ status: 'PENDING', attempts: 1, retryAtMs });
+    expect(deliveryQueue.sent).toEqual([{ id: task.id, notBeforeMs: retryAtMs, delaySeconds: 900 }]);
+  });
+
+  it('reports a record whose processing throws, so SQS brings it back', async () => {
+    // Prepare
+    const task = aTask(NOW_MS - 1000, 0);
+    const { ports, deliveryQueue } = recordPorts([task]);
+    deliveryQueue.failure = new Error('SQS unavailable');
+
+    // Act
+    const result = await deliverRecords(ports, [recordOf({ id: task.id }, 'm-crash')]);
+
+    // Assess
+    expect(result).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-crash' }] });
   });
 });

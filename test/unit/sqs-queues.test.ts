@@ -1,5 +1,4 @@
 import {
-  ChangeMessageVisibilityCommand,
   GetQueueAttributesCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
@@ -10,7 +9,6 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import {
-  delayRedelivery,
   sendAll,
   SqsDeadLetterQueue,
   sqsDeliveryQueue,
@@ -115,6 +113,16 @@ describe('Function: sqsDeliveryQueue', () => {
     expect(batches()[0]).toEqual([{ Id: '0', MessageBody: '{"id":"T1"}', DelaySeconds: 3 }]);
   });
 
+  it('carries the time a message must wait for, so a wait longer than SQS can delay is a chain of messages', async () => {
+    // Act
+    await sqsDeliveryQueue(sqs, QUEUE_URL).send([{ id: 'T1', delaySeconds: 900, notBeforeMs: 1_780_043_200_000 }]);
+
+    // Assess
+    expect(batches()[0]).toEqual([
+      { Id: '0', MessageBody: '{"id":"T1","notBeforeMs":1780043200000}', DelaySeconds: 900 },
+    ]);
+  });
+
   it('sends ticks with their second, delayed as asked', async () => {
     // Act
     await sqsTickQueue(sqs, QUEUE_URL).send([{ second: 1_780_000_000, delaySeconds: 42 }]);
@@ -141,23 +149,22 @@ describe('Class: SqsDeadLetterQueue', () => {
     expect(input?.QueueUrl).toBe(dlqUrl);
     expect(JSON.parse(input?.MessageBody ?? '')).toEqual({ id: 'T1', attempt: 8, error: 'HTTP 500 from h' });
   });
-});
 
-describe('Function: delayRedelivery', () => {
-  beforeEach(() => {
-    sqsMock.reset();
-  });
+  it('sends many letters in batches with the same body as one', async () => {
+    // Prepare
+    sqsMock.on(SendMessageBatchCommand).resolves({ Failed: [] });
 
-  it('hides a message for the retry delay', async () => {
     // Act
-    await delayRedelivery(sqs, QUEUE_URL, 'receipt-1', 40);
+    await new SqsDeadLetterQueue(sqs, `${QUEUE_URL}-dlq`).sendMany([
+      { id: 'T1', attempt: 8, error: 'HTTP 500 from h' },
+      { id: 'T2', attempt: 3, error: 'HTTP 410 from h' },
+    ]);
 
     // Assess
-    expect(sqsMock.commandCalls(ChangeMessageVisibilityCommand)[0]?.args[0].input).toEqual({
-      QueueUrl: QUEUE_URL,
-      ReceiptHandle: 'receipt-1',
-      VisibilityTimeout: 40,
-    });
+    expect(batches()[0]?.map((entry) => JSON.parse(entry.MessageBody ?? ''))).toEqual([
+      { id: 'T1', attempt: 8, error: 'HTTP 500 from h' },
+      { id: 'T2', attempt: 3, error: 'HTTP 410 from h' },
+    ]);
   });
 });
 

@@ -64,6 +64,7 @@ export interface TaskItem extends TaskKey {
   readonly idempotencyKey?: string;
   readonly policy?: DeliveryPolicy;
   readonly leaseUntilMs?: number;
+  readonly retryAtMs?: number;
   readonly deliveredAtMs?: number;
   readonly latenessMs?: number;
   readonly lastError?: string;
@@ -151,6 +152,7 @@ export function taskFromItem(item: TaskItem): Task {
     ...optional('idempotencyKey', item.idempotencyKey),
     ...optional('policy', item.policy),
     ...optional('leaseUntilMs', item.leaseUntilMs),
+    ...optional('retryAtMs', item.retryAtMs),
     ...optional('deliveredAtMs', item.deliveredAtMs),
     ...optional('latenessMs', item.latenessMs),
     ...optional('lastError', item.lastError),
@@ -181,7 +183,12 @@ export function finishAssignments(attempt: number, outcome: DeliveryRecord): Par
         history: outcome.history,
       };
     case 'PENDING':
-      return { status: outcome.status, lastError: outcome.lastError, history: outcome.history };
+      return {
+        status: outcome.status,
+        lastError: outcome.lastError,
+        history: outcome.history,
+        retryAtMs: outcome.retryAtMs,
+      };
     case 'FAILED':
       return {
         status: outcome.status,

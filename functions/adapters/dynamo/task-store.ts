@@ -238,7 +238,7 @@ export class DynamoTaskStore implements TaskStore {
           TableName: this.options.tableName,
           Key: key,
           // Attempts start again from zero; lastError stays until the next attempt replaces it.
-          UpdateExpression: 'SET #status = :pending, attempts = :zero REMOVE expiresAt',
+          UpdateExpression: 'SET #status = :pending, attempts = :zero REMOVE expiresAt, retryAtMs',
           ConditionExpression: '#status = :failed',
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: { ':pending': 'PENDING', ':failed': 'FAILED', ':zero': 0 },

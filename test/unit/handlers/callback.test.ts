@@ -2,7 +2,12 @@ import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-import { ChangeMessageVisibilityCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  ChangeMessageVisibilityCommand,
+  SendMessageBatchCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -97,6 +102,7 @@ describe('Function: callback handler', () => {
     ddbMock.on(UpdateCommand).resolves({});
     sqsMock.on(ChangeMessageVisibilityCommand).resolves({});
     sqsMock.on(SendMessageCommand).resolves({});
+    sqsMock.on(SendMessageBatchCommand).resolves({ Failed: [] });
   });
 
   it('delivers a signed webhook and reports no failure for its message', async () => {
@@ -116,21 +122,37 @@ describe('Function: callback handler', () => {
     expect(sqsMock.commandCalls(ChangeMessageVisibilityCommand)).toHaveLength(0);
   });
 
-  it('reports a failing webhook and hides its message for the backoff', async () => {
+  it('records a failed attempt with its retry time and sends a new message delayed by the backoff, never hiding the received one', async () => {
     // Prepare
     const task = leasableTask('/fail', 'm-fail');
+    const before = Date.now();
 
     // Act
     const result = await handler({ Records: [task.record] }, lambdaContext(30_000));
 
-    // Assess
-    expect(result).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-fail' }] });
+    // Assess: the received message is done with; the retry waits as a delayed message, not an in-flight one.
+    expect(result).toEqual({ batchItemFailures: [] });
     expect(received).toHaveLength(1);
-    expect(sqsMock.commandCalls(ChangeMessageVisibilityCommand).map((call) => call.args[0].input)).toEqual([
-      { QueueUrl: DELIVERY_QUEUE_URL, ReceiptHandle: 'receipt-m-fail', VisibilityTimeout: BACKOFF_BASE_SECONDS },
-    ]);
-    expect(outcomeUpdates().map((input) => input.ExpressionAttributeValues)).toMatchObject([
-      { ':status': 'PENDING', ':lastError': `HTTP 500 from ${new URL(receiverUrl).host}` },
+    expect(sqsMock.commandCalls(ChangeMessageVisibilityCommand)).toHaveLength(0);
+    const [update] = outcomeUpdates();
+    expect(update?.ExpressionAttributeValues).toMatchObject({
+      ':status': 'PENDING',
+      ':lastError': `HTTP 500 from ${new URL(receiverUrl).host}`,
+    });
+    const retryAtMs = Number(update?.ExpressionAttributeValues?.[':retryAtMs']);
+    expect(retryAtMs).toBeGreaterThanOrEqual(before + BACKOFF_BASE_SECONDS * 1000);
+    const sent = sqsMock.commandCalls(SendMessageBatchCommand).map((call) => call.args[0].input);
+    expect(sent).toEqual([
+      {
+        QueueUrl: DELIVERY_QUEUE_URL,
+        Entries: [
+          {
+            Id: '0',
+            MessageBody: JSON.stringify({ id: task.id, notBeforeMs: retryAtMs }),
+            DelaySeconds: BACKOFF_BASE_SECONDS,
+          },
+        ],
+      },
     ]);
   });
 
@@ -147,7 +169,7 @@ describe('Function: callback handler', () => {
     expect(sqsMock.calls()).toHaveLength(0);
   });
 
-  it('fails only the record that must come back when a batch mixes outcomes', async () => {
+  it('settles every record of a batch that mixes outcomes, the failing one with a new message', async () => {
     // Prepare
     const delivered = leasableTask('/ok', 'm-1');
     const failing = leasableTask('/fail', 'm-2');
@@ -159,7 +181,8 @@ describe('Function: callback handler', () => {
     );
 
     // Assess
-    expect(result).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-2' }] });
+    expect(result).toEqual({ batchItemFailures: [] });
     expect(received.map((request) => request.path).sort()).toEqual(['/fail', '/ok']);
+    expect(sqsMock.commandCalls(SendMessageBatchCommand)).toHaveLength(1);
   });
 });

@@ -16,7 +16,13 @@ import { TimerClient } from '../../lib/client.js';
 import { LOCAL_INBOX_PATH, LOCAL_REDRIVE_PATH } from '../../lib/local/paths.js';
 import { type AwsRequest, startLocalTimer } from '../../lib/local/runtime.js';
 import { TimerStack } from '../../lib/timer-stack.js';
-import { type CloudTemplate, LOCAL_ACCOUNT, localQueueArn, templateResolver } from '../support/cloud-template.js';
+import {
+  type CloudTemplate,
+  LOCAL_ACCOUNT,
+  localQueueArn,
+  localTableArn,
+  templateResolver,
+} from '../support/cloud-template.js';
 import { iamRequestsOf, simulateRequests } from '../support/iam-audit.js';
 import { bundledHandlers, bundlePath } from '../support/synthesized-bundles.js';
 import { eventually, startWebhookReceiver } from '../support/webhook-receiver.js';
@@ -97,11 +103,10 @@ describe('IAM audit: every AWS request against the synthesized roles', () => {
     });
     let downIsUp = false;
     const receiver = await startWebhookReceiver({ '/ok': () => 204, '/down': () => (downIsUp ? 204 : 500) });
-    let targetQueueArn = '';
+    const targetQueueName = 'business-inbox';
     try {
       const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey });
-      const targetQueueUrl = (await timer.sqs.send(new CreateQueueCommand({ QueueName: 'business-inbox' }))).QueueUrl;
-      targetQueueArn = localQueueArn('business-inbox');
+      const targetQueueUrl = (await timer.sqs.send(new CreateQueueCommand({ QueueName: targetQueueName }))).QueueUrl;
       const ok = { type: 'http' as const, url: receiver.url('/ok') };
 
       // Act: the api's routes, every kind of target, a dead webhook, its redrive; the sweeper runs at start.
@@ -144,11 +149,23 @@ describe('IAM audit: every AWS request against the synthesized roles', () => {
     // Assess
     const resolve = templateResolver(template, {
       parameters: {
-        AllowedQueueArns: targetQueueArn,
+        AllowedQueueArns: localQueueArn(targetQueueName),
         AllowedEventBusArns: `arn:aws:events:us-east-1:${LOCAL_ACCOUNT}:event-bus/orders`,
       },
     });
     const decisions = await simulateRequests(template, resolve, requests.flatMap(iamRequestsOf));
+    // The same simulation refuses what the roles do not grant: an action, a queue, a key outside the condition.
+    const refused = await simulateRequests(template, resolve, [
+      { fn: 'callback', action: 'dynamodb:DeleteItem', resource: localTableArn, context: {} },
+      { fn: 'ticker', action: 'sqs:SendMessage', resource: localQueueArn('timer-delivery'), context: {} },
+      {
+        fn: 'api',
+        action: 'dynamodb:DeleteItem',
+        resource: localTableArn,
+        context: { 'dynamodb:LeadingKeys': ['TASK#01M87745FY0AZYH590X9SBNGY9'] },
+      },
+    ]);
+    expect(refused.map((probe) => probe.decision)).toEqual(Array(3).fill('ImplicitlyDenied'));
     const callers = new Set(decisions.map((decision) => decision.fn));
     expect([...callers].sort()).toEqual([...FUNCTION_NAMES].sort());
     expect(decisions.filter((decision) => decision.decision !== 'Allowed')).toEqual([]);

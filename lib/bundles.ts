@@ -62,7 +62,10 @@ const prebuiltBundleDir = (name: FunctionName) => join(here, '..', 'bundles', na
 export function functionCode(name: FunctionName): lambda.Code {
   const prebuilt = prebuiltBundleDir(name);
   if (existsSync(join(prebuilt, BUNDLE_FILE))) return lambda.Code.fromAsset(prebuilt);
-  return lambda.Code.fromAsset(projectRoot, {
+  // The function's own folder, not the project root: the CDK reuses a bundle staged from the same
+  // source path with the same options, and `tryBundle`, the only other difference between the five,
+  // is a function its cache key cannot see, so all five would deploy the first one's bundle.
+  return lambda.Code.fromAsset(dirname(join(projectRoot, FUNCTIONS[name].entry)), {
     assetHashType: AssetHashType.OUTPUT,
     bundling: {
       // Never pulled: local bundling always succeeds or throws.

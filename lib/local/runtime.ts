@@ -94,12 +94,29 @@ export interface LocalTimerOptions {
   readonly wrapHandler?: (fn: FunctionName, handler: AnyHandler) => AnyHandler;
   /** Told of every AWS request the handlers and pollers make once it has been answered (or failed). */
   readonly onRequest?: (request: AwsRequest) => void;
+  /**
+   * Supplies the five handlers instead of building them from the sources: how a test runs the
+   * bundles `cdk synth` built. Such handlers make their own AWS clients from the environment
+   * they are given, so their requests are neither counted nor told to `onRequest`.
+   */
+  readonly loadHandlers?: (local: LocalResources) => Promise<Record<FunctionName, AnyHandler>>;
+}
+
+/** Where local mode keeps what the stack's resources stand for: what a function's environment names locally. */
+export interface LocalResources {
+  readonly region: string;
+  readonly credentials: typeof LOCAL_CREDENTIALS;
+  readonly endpoints: { readonly dynamodb: string; readonly sqs: string; readonly eventBridge: string };
+  readonly tableName: string;
+  readonly queues: Record<keyof typeof QUEUES, LocalQueue>;
 }
 
 /** One AWS request: what was asked and, if it succeeded, the answer. */
 export interface AwsRequest {
   /** `Client.Command`, e.g. `DynamoDB.Query`, or `EventSourceMapping.SQS.ReceiveMessage` for the pollers. */
   readonly name: string;
+  /** The function whose clients made it; absent for the pollers' and local mode's own requests. */
+  readonly fn?: FunctionName;
   readonly input: Record<string, unknown>;
   readonly output?: Record<string, unknown>;
 }
@@ -270,7 +287,7 @@ function countRequests(
   client: { middlewareStack: unknown },
   counts: Map<string, number>,
   onRequest: ((request: AwsRequest) => void) | undefined,
-  prefix = '',
+  { prefix = '', fn }: { prefix?: string; fn?: FunctionName } = {},
 ): void {
   // Every SDK v3 client has the same middleware stack; SQS's type stands for all of them.
   (client.middlewareStack as SQSClient['middlewareStack']).add(
@@ -280,10 +297,10 @@ function countRequests(
       const input = args.input as Record<string, unknown>;
       try {
         const result = await next(args);
-        onRequest?.({ name, input, output: result.output as unknown as Record<string, unknown> });
+        onRequest?.({ name, fn, input, output: result.output as unknown as Record<string, unknown> });
         return result;
       } catch (error) {
-        onRequest?.({ name, input });
+        onRequest?.({ name, fn, input });
         throw error;
       }
     },
@@ -293,18 +310,18 @@ function countRequests(
 
 /**
  * Builds the five handlers through their factories, as each Lambda entry does at cold start, but
- * from an environment composed here instead of `process.env`, and over one shared set of clients.
+ * from an environment composed here instead of `process.env`, each over a set of clients of its
+ * own, so every request is known by the function (and so the role) that made it.
  */
 async function buildHandlers(
   envFor: (fn: FunctionName) => Environment,
-  clients: AwsClients,
-  wrap: (fn: FunctionName, handler: AnyHandler) => AnyHandler = (_fn, handler) => handler,
+  clientsFor: (fn: FunctionName) => AwsClients,
 ): Promise<Record<FunctionName, AnyHandler>> {
   const build = async <TConfig extends FunctionConfig>(
     fn: FunctionName,
     load: (env: Environment) => TConfig,
     create: (config: TConfig, deps: HandlerDeps) => unknown,
-  ) => wrap(fn, (await assembleHandler(create, load(envFor(fn)), clients)) as AnyHandler);
+  ) => (await assembleHandler(create, load(envFor(fn)), clientsFor(fn))) as AnyHandler;
   return {
     api: await build('api', loadApiConfig, createApiHandler),
     ticker: await build('ticker', loadTickerConfig, createTickerHandler),
@@ -385,15 +402,26 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   // Metrics are CloudWatch's business; locally their EMF lines would only bury the logs.
   process.env.POWERTOOLS_METRICS_DISABLED = 'true';
   process.env.POWERTOOLS_DEV = String(options.prettyLogs ?? false);
-  const handlerClients = awsClients({
+  const local: LocalResources = {
     region: LOCAL_REGION,
-    endpoints: { dynamodb: dynamoEndpoint, sqs: sqsServer.endpoint, eventBridge: sink.endpoint },
     credentials: LOCAL_CREDENTIALS,
-  });
-  const handlers = await buildHandlers(envFor, handlerClients, options.wrapHandler);
+    endpoints: { dynamodb: dynamoEndpoint, sqs: sqsServer.endpoint, eventBridge: sink.endpoint },
+    tableName: LOCAL_TABLE_NAME,
+    queues,
+  };
   const counts = new Map<string, number>();
-  for (const client of [handlerClients.dynamo, handlerClients.sqs, handlerClients.eventBridge, sqs])
-    countRequests(client, counts, options.onRequest);
+  countRequests(sqs, counts, options.onRequest);
+  const clientsFor = (fn: FunctionName) => {
+    const clients = awsClients({ region: local.region, endpoints: local.endpoints, credentials: local.credentials });
+    for (const client of [clients.dynamo, clients.sqs, clients.eventBridge])
+      countRequests(client, counts, options.onRequest, { fn });
+    return clients;
+  };
+  const loaded = options.loadHandlers ? await options.loadHandlers(local) : await buildHandlers(envFor, clientsFor);
+  const wrap = options.wrapHandler ?? ((_fn: FunctionName, handler: AnyHandler) => handler);
+  const handlers = Object.fromEntries(
+    (Object.keys(loaded) as FunctionName[]).map((fn) => [fn, wrap(fn, loaded[fn])]),
+  ) as Record<FunctionName, AnyHandler>;
   // The pollers get a client of their own, so their requests are told apart from the functions'.
   const pollerSqs = new SQSClient({
     region: LOCAL_REGION,
@@ -401,7 +429,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     credentials: LOCAL_CREDENTIALS,
     useQueueUrlAsEndpoint: false,
   });
-  countRequests(pollerSqs, counts, options.onRequest, 'EventSourceMapping.');
+  countRequests(pollerSqs, counts, options.onRequest, { prefix: 'EventSourceMapping.' });
   const onError = (source: string) => (error: unknown) => logLine('ERROR', `${source} failed`, describeError(error));
 
   if (settings.allowInsecureTargets) {

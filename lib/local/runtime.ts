@@ -69,6 +69,7 @@ import { startEventBridgeSink, type SunkEvent } from './eventbridge-sink.js';
 import { startHttpGateway } from './http-gateway.js';
 import type { LambdaHandler } from './lambda-context.js';
 import { createLambdaService, type FunctionStats } from './lambda-service.js';
+import { type RunningScaleModel, scaledLambdaLimits, startScaleModel } from './limits/scale-model.js';
 import { LOCAL_INBOX_PATH, LOCAL_REDRIVE_PATH } from './paths.js';
 import { type SqsEventSourceStats, startSqsEventSource } from './queue-poller.js';
 import { createWebhookInbox } from './webhook-inbox.js';
@@ -93,6 +94,13 @@ export interface LocalTimerOptions {
   readonly wrapHandler?: (fn: FunctionName, handler: AnyHandler) => AnyHandler;
   /** Told of every AWS request the handlers and pollers make once it has been answered (or failed). */
   readonly onRequest?: (request: AwsRequest) => void;
+  /**
+   * Runs the handlers against a 1/k scale model of AWS's limits (docs/local-mode.md): their
+   * DynamoDB and SQS requests go through the model's proxies, the gateway applies its stage
+   * throttle, and Lambda's concurrency limits are divided by k. Time is not scaled: divide the
+   * load by k too.
+   */
+  readonly scaleModel?: { readonly k: number };
 }
 
 /** One AWS request: what was asked and, if it succeeded, the answer. */
@@ -140,6 +148,8 @@ export interface LocalTimer {
     functions: Record<FunctionName, FunctionStats>;
     eventSourceMappings: Partial<Record<keyof typeof QUEUES, SqsEventSourceStats>>;
   };
+  /** The scale model the handlers run against, when `scaleModel` was given: its report shows what it throttled. */
+  readonly scaleModel: RunningScaleModel | undefined;
   stop(): Promise<void>;
 }
 
@@ -308,6 +318,16 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     options.dataDir ? { logFile: join(options.dataDir, 'eventbridge-events.jsonl') } : {},
   );
 
+  // Only the handlers and the event source mappings meet the model; local mode's own setup and console do not.
+  const scaleModel =
+    options.scaleModel &&
+    (await startScaleModel(options.scaleModel, { dynamodbEndpoint: dynamoEndpoint, sqsEndpoint: sqsServer.address }));
+  const limited = {
+    dynamodb: scaleModel?.dynamodbEndpoint ?? dynamoEndpoint,
+    sqs: scaleModel?.sqsEndpoint ?? sqsServer.address,
+  };
+  const lambdaLimits = scaleModel && scaledLambdaLimits(options.scaleModel?.k ?? 1);
+
   const { raw: rawDynamo, dynamo } = localDynamoClients(dynamoEndpoint);
   const sqs = new SQSClient({
     region: LOCAL_REGION,
@@ -353,7 +373,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   process.env.POWERTOOLS_DEV = String(options.prettyLogs ?? false);
   const handlerClients = awsClients({
     region: LOCAL_REGION,
-    endpoints: { dynamodb: dynamoEndpoint, sqs: sqsServer.address, eventBridge: sink.endpoint },
+    endpoints: { dynamodb: limited.dynamodb, sqs: limited.sqs, eventBridge: sink.endpoint },
     credentials: LOCAL_CREDENTIALS,
   });
   const handlers = buildHandlers(envFor, handlerClients, options.wrapHandler);
@@ -363,7 +383,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   // The pollers get a client of their own, so their requests are told apart from the functions'.
   const pollerSqs = new SQSClient({
     region: LOCAL_REGION,
-    endpoint: sqsServer.address,
+    endpoint: limited.sqs,
     credentials: LOCAL_CREDENTIALS,
     useQueueUrlAsEndpoint: false,
   });
@@ -381,7 +401,19 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   if (recovered > 0)
     logLine('WARN', 're-enqueued tasks whose queue messages were lost with the last run', { recovered });
 
-  const lambda = createLambdaService({ handlers, onError: (fn, error) => onError(fn)(error) });
+  const lambda = createLambdaService({
+    handlers,
+    onError: (fn, error) => onError(fn)(error),
+    ...(lambdaLimits && {
+      accountConcurrency: lambdaLimits.accountConcurrency,
+      limits: Object.fromEntries(
+        Object.entries(lambdaLimits.reservedConcurrency).map(([fn, reservedConcurrency]) => [
+          fn,
+          { reservedConcurrency },
+        ]),
+      ),
+    }),
+  });
   const eventSources = (Object.entries(QUEUES) as Array<[keyof typeof QUEUES, QueueSpec]>).flatMap(([name, spec]) => {
     if (!spec.consumer) return [];
     const { fn, batchSize, maxConcurrency } = spec.consumer;
@@ -391,7 +423,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
       queueArn: queues[name].arn,
       invoke: (event) => lambda.invoke<SQSEvent, SQSBatchResponse | undefined>(fn, event),
       batchSize,
-      maxConcurrency,
+      maxConcurrency: lambdaLimits ? lambdaLimits.maxConcurrency(maxConcurrency) : maxConcurrency,
       onError: onError(`${name} event source mapping`),
     });
     return [[name, eventSource] as const];
@@ -434,6 +466,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
         settings,
       })),
     },
+    ...(scaleModel && { admit: () => scaleModel.apiThrottle.admit() }),
     onError: onError('api gateway'),
   });
   if (options.dataDir) {
@@ -459,6 +492,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     eventBridgeEvents: sink.events,
     inbox,
     recovered,
+    scaleModel,
     lambdaStats: () => ({
       functions: lambda.stats(),
       eventSourceMappings: Object.fromEntries(eventSources.map(([name, eventSource]) => [name, eventSource.stats()])),
@@ -469,6 +503,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
       await gateway.close();
       await Promise.all(eventSources.map(([, eventSource]) => eventSource.stop()));
       await sink.close();
+      await scaleModel?.close();
       await sqsServer.stop();
       await localDynamo.close();
       running = false;

@@ -10,8 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { verifyWebhook } from '../functions/contract/webhook-signature.js';
 import type { WebhookNotification } from '../functions/contract/wire.js';
 import { newApiKey, newTenant } from '../functions/core/tenants.js';
-import type { ScaleModelReport } from '../lib/local/limits/scale-model.js';
 import type { FunctionStats } from '../lib/local/lambda-service.js';
+import type { ScaleModelReport } from '../lib/local/limits/scale-model.js';
 import { startLocalTimer } from '../lib/local/runtime.js';
 import { summarize } from './stats.js';
 

@@ -188,10 +188,13 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
   const endMs = measuredUntilMs + spec.drainMs;
   const isMeasured = (task: Sent) => task.dueAtMs <= measuredUntilMs;
 
+  const planIndex = new Map(spec.tasks.map((task, index) => [task, index]));
   const submit = async (tasks: readonly PlannedTask[]) => {
     const tenant = tasks[0]?.tenant ?? '';
     const tally = counts.get(tenant) ?? { submitted: 0, rejected: 0, api429: 0, api5xx: 0, unsent: 0 };
     const body = tasks.map((task) => ({
+      // A retried request must not create its tasks twice, as after a gateway timeout whose invocation went on.
+      idempotencyKey: `${spec.name}-${planIndex.get(task)}`,
       dueAt: new Date(startMs + Math.round(task.dueAtMs / 1000) * 1000).toISOString(),
       target: { type: 'http', url: receiver.url(tenant) },
       payload: { scenario: spec.name },

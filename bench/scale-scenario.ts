@@ -38,7 +38,7 @@ export interface ScenarioSpec {
   readonly drainMs: number;
 }
 
-export interface TenantResult {
+interface TenantResult {
   readonly webhook: WebhookBehaviour;
   readonly submitted: number;
   /** Planned tasks not sent because the local machine fell behind the plan (a harness shortfall, not the service's). */
@@ -73,7 +73,7 @@ export interface ScenarioResult {
   readonly lambda: Readonly<Record<string, FunctionStats>>;
 }
 
-export interface RunOptions {
+interface RunOptions {
   readonly k: number;
   /** Shows a progress bar that reads `status` (bench/report.ts's `progress`); returns what ends it. */
   readonly showProgress?: (status: () => { done: number; total: number; detail: string }) => () => void;

@@ -68,7 +68,7 @@ export async function startScaleModel(model: ScaleModel, emulators: EmulatorEndp
 }
 
 /** Lambda's concurrency limits in a 1/k model: the account pool, each reservation and each mapping's cap. */
-export interface ScaledLambdaLimits {
+interface ScaledLambdaLimits {
   readonly accountConcurrency: number;
   readonly reservedConcurrency: Partial<Record<FunctionName, number>>;
   readonly maxConcurrency: (unscaled: number) => number;

@@ -35,7 +35,7 @@ import {
   renderReportChart,
   type ScenarioResult,
 } from './render.js';
-import { fmt, idleUsage, type MeasuredRun, progressLine } from './report.js';
+import { fmt, idleUsage, type MeasuredRun, progress } from './report.js';
 import { histogram, type KeyActivity, peakPerKey, perSecond, summarize } from './stats.js';
 import type { TimerMessage, TimerRequest, TimerSnapshot, TimerStorage } from './timer-process.js';
 
@@ -299,21 +299,6 @@ async function startBullmq(redis: BenchRedis, queueName: string): Promise<System
 }
 
 // ── Running a scenario ─────────────────────────────────────────────────────────────────
-
-/** Redraws a progress line in place on a terminal; elsewhere (a log file, CI) prints one every 10 s. */
-function progress(label: string, status: () => { done: number; total: number; detail: string }) {
-  const live = process.stderr.isTTY;
-  const draw = (last = false) => {
-    const { done, total: all, detail } = status();
-    const line = progressLine(label, done, all, detail);
-    process.stderr.write(live ? `\r${line}\u001b[K${last ? '\n' : ''}` : `${line}\n`);
-  };
-  const timer = setInterval(draw, live ? 500 : 10_000);
-  return () => {
-    clearInterval(timer);
-    draw(true);
-  };
-}
 
 interface SubmitReport {
   readonly seconds: number;

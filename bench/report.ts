@@ -15,6 +15,21 @@ export function progressLine(label: string, done: number, totalCount: number, de
   return `${label.padEnd(22)} [${'█'.repeat(filled)}${'░'.repeat(width - filled)}] ${String(Math.round(share * 100)).padStart(3)}% ${detail}`;
 }
 
+/** Redraws a progress line in place on a terminal; elsewhere (a log file, CI) prints one every 10 s. */
+export function progress(label: string, status: () => { done: number; total: number; detail: string }) {
+  const live = process.stderr.isTTY;
+  const draw = (last = false) => {
+    const { done, total: all, detail } = status();
+    const line = progressLine(label, done, all, detail);
+    process.stderr.write(live ? `\r${line}\u001b[K${last ? '\n' : ''}` : `${line}\n`);
+  };
+  const timer = setInterval(draw, live ? 500 : 10_000);
+  return () => {
+    clearInterval(timer);
+    draw(true);
+  };
+}
+
 /** A GitHub-flavoured markdown table; numbers are right-aligned. */
 export function markdownTable(header: readonly string[], rows: ReadonlyArray<ReadonlyArray<string | number>>): string {
   const cells = rows.map((row) => row.map((cell) => String(cell)));

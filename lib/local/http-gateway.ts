@@ -188,6 +188,8 @@ export async function startHttpGateway(options: {
   /** Lambda's invoke, for the api function. */
   invoke: (event: APIGatewayProxyEventV2) => Promise<InvokeResult<APIGatewayProxyStructuredResultV2>>;
   localRoutes: Record<string, LocalRoute>;
+  /** The stage throttle (a scale model's): a response to send instead of invoking the api, or undefined to go on. */
+  admit?: () => APIGatewayProxyStructuredResultV2 | undefined;
   onError: (error: unknown) => void;
 }): Promise<{ url: string; close(): Promise<void> }> {
   const serve = async (request: IncomingMessage, response: ServerResponse) => {
@@ -233,9 +235,9 @@ export async function startHttpGateway(options: {
         response.end(JSON.stringify({ message: 'Request Entity Too Large' }));
         return;
       }
-      const result = toResponse(
-        await options.invoke(toEvent(request, url, body, matched.routeKey, matched.pathParameters)),
-      );
+      const result =
+        options.admit?.() ??
+        toResponse(await options.invoke(toEvent(request, url, body, matched.routeKey, matched.pathParameters)));
       response.writeHead(result.statusCode ?? 200, (result.headers ?? {}) as Record<string, string>);
       response.end(result.body ?? '');
     } catch (error) {

@@ -70,6 +70,7 @@ import { startEventBridgeSink, type SunkEvent } from './eventbridge-sink.js';
 import { startHttpGateway } from './http-gateway.js';
 import type { LambdaHandler } from './lambda-context.js';
 import { createLambdaService, type FunctionStats } from './lambda-service.js';
+import { type RunningScaleModel, scaledLambdaLimits, startScaleModel } from './limits/scale-model.js';
 import { LOCAL_INBOX_PATH, LOCAL_REDRIVE_PATH } from './paths.js';
 import { type SqsEventSourceStats, startSqsEventSource } from './queue-poller.js';
 import { createWebhookInbox } from './webhook-inbox.js';
@@ -100,6 +101,13 @@ export interface LocalTimerOptions {
    * they are given, so their requests are neither counted nor told to `onRequest`.
    */
   readonly loadHandlers?: (local: LocalResources) => Promise<Record<FunctionName, AnyHandler>>;
+  /**
+   * Runs the handlers against a 1/k scale model of AWS's limits (docs/local-mode.md): their
+   * DynamoDB and SQS requests go through the model's proxies, the gateway applies its stage
+   * throttle, and Lambda's concurrency limits are divided by k. Time is not scaled: divide the
+   * load by k too.
+   */
+  readonly scaleModel?: { readonly k: number };
 }
 
 /** Where local mode keeps what the stack's resources stand for: what a function's environment names locally. */
@@ -160,6 +168,8 @@ export interface LocalTimer {
     functions: Record<FunctionName, FunctionStats>;
     eventSourceMappings: Partial<Record<keyof typeof QUEUES, SqsEventSourceStats>>;
   };
+  /** The scale model the handlers run against, when `scaleModel` was given: its report shows what it throttled. */
+  readonly scaleModel: RunningScaleModel | undefined;
   stop(): Promise<void>;
 }
 
@@ -359,6 +369,16 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     options.dataDir ? { logFile: join(options.dataDir, 'eventbridge-events.jsonl') } : {},
   );
 
+  // Only the handlers and the event source mappings meet the model; local mode's own setup and console do not.
+  const scaleModel =
+    options.scaleModel &&
+    (await startScaleModel(options.scaleModel, { dynamodbEndpoint: dynamoEndpoint, sqsEndpoint: sqsServer.endpoint }));
+  const limited = {
+    dynamodb: scaleModel?.dynamodbEndpoint ?? dynamoEndpoint,
+    sqs: scaleModel?.sqsEndpoint ?? sqsServer.endpoint,
+  };
+  const lambdaLimits = scaleModel && scaledLambdaLimits(options.scaleModel?.k ?? 1);
+
   const { raw: rawDynamo, dynamo } = localDynamoClients(dynamoEndpoint);
   const sqs = new SQSClient({
     region: LOCAL_REGION,
@@ -404,8 +424,8 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   process.env.POWERTOOLS_DEV = String(options.prettyLogs ?? false);
   const local: LocalResources = {
     region: LOCAL_REGION,
+    endpoints: { dynamodb: limited.dynamodb, sqs: limited.sqs, eventBridge: sink.endpoint },
     credentials: LOCAL_CREDENTIALS,
-    endpoints: { dynamodb: dynamoEndpoint, sqs: sqsServer.endpoint, eventBridge: sink.endpoint },
     tableName: LOCAL_TABLE_NAME,
     queues,
   };
@@ -425,7 +445,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   // The pollers get a client of their own, so their requests are told apart from the functions'.
   const pollerSqs = new SQSClient({
     region: LOCAL_REGION,
-    endpoint: sqsServer.endpoint,
+    endpoint: limited.sqs,
     credentials: LOCAL_CREDENTIALS,
     useQueueUrlAsEndpoint: false,
   });
@@ -452,7 +472,19 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
       deadLetters: restored.deadLetters,
     });
 
-  const lambda = createLambdaService({ handlers, onError: (fn, error) => onError(fn)(error) });
+  const lambda = createLambdaService({
+    handlers,
+    onError: (fn, error) => onError(fn)(error),
+    ...(lambdaLimits && {
+      accountConcurrency: lambdaLimits.accountConcurrency,
+      limits: Object.fromEntries(
+        Object.entries(lambdaLimits.reservedConcurrency).map(([fn, reservedConcurrency]) => [
+          fn,
+          { reservedConcurrency },
+        ]),
+      ),
+    }),
+  });
   const eventSources = (Object.entries(QUEUES) as Array<[keyof typeof QUEUES, QueueSpec]>).flatMap(([name, spec]) => {
     if (!spec.consumer) return [];
     const { fn, batchSize, maxConcurrency } = spec.consumer;
@@ -462,7 +494,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
       queueArn: queues[name].arn,
       invoke: (event) => lambda.invoke<SQSEvent, SQSBatchResponse | undefined>(fn, event),
       batchSize,
-      maxConcurrency,
+      maxConcurrency: lambdaLimits ? lambdaLimits.maxConcurrency(maxConcurrency) : maxConcurrency,
       onError: onError(`${name} event source mapping`),
     });
     return [[name, eventSource] as const];
@@ -488,6 +520,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     for (const timer of timers) clearInterval(timer);
     await Promise.all(eventSources.map(([, eventSource]) => eventSource.stop()));
     await sink.close();
+    await scaleModel?.close();
     await Promise.all([sqsServer.stop(), localDynamo.stop()]);
     running = false;
   };
@@ -512,6 +545,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
         settings,
       })),
     },
+    ...(scaleModel && { admit: () => scaleModel.apiThrottle.admit() }),
     onError: onError('api gateway'),
   }).catch(async (error: unknown) => {
     // A taken port: release what already runs so the caller can say so and exit, or try another port.
@@ -542,6 +576,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     inbox,
     recovered: restored.tasks,
     restoredDeadLetters: restored.deadLetters,
+    scaleModel,
     lambdaStats: () => ({
       functions: lambda.stats(),
       eventSourceMappings: Object.fromEntries(eventSources.map(([name, eventSource]) => [name, eventSource.stats()])),

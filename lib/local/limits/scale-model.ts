@@ -5,8 +5,15 @@
  * (the SQS client with `useQueueUrlAsEndpoint: false`, or it would talk to fauxqs directly)
  * and have the HTTP gateway call `apiThrottle.admit()` per request.
  */
+import {
+  ACCOUNT_CONCURRENCY,
+  type FunctionName,
+  FUNCTIONS,
+  type FunctionSpec,
+} from '../../../functions/contract/topology.js';
 import { type Clock, systemClock } from '../../../functions/core/task.js';
 import { ApiStageThrottle, type ApiThrottleReport } from './api-throttle.js';
+import { scaledRate } from './aws-limits.js';
 import type { KeySchema } from './dynamodb-capacity.js';
 import { startDynamoThroughputProxy } from './dynamodb-proxy.js';
 import { DynamoThroughputModel, type DynamoThroughputReport } from './dynamodb-throughput.js';
@@ -57,5 +64,36 @@ export async function startScaleModel(model: ScaleModel, emulators: EmulatorEndp
     close: async () => {
       await Promise.all([dynamoProxy.close(), sqsProxy.close()]);
     },
+  };
+}
+
+/** Lambda's concurrency limits in a 1/k model: the account pool, each reservation and each mapping's cap. */
+interface ScaledLambdaLimits {
+  readonly accountConcurrency: number;
+  readonly reservedConcurrency: Partial<Record<FunctionName, number>>;
+  readonly maxConcurrency: (unscaled: number) => number;
+}
+
+/** Lambda keeps at least this much of the account's concurrency unreserved. */
+const UNRESERVED_MINIMUM = 100;
+
+/**
+ * Concurrency is a rate in disguise (invocations a second times their duration), so a 1/k load
+ * gets 1/k of it, rounded down so the model never has more than its share, and at least one.
+ * Rounding a reservation up to one must not eat the unreserved pool the other functions share,
+ * so the account keeps its scaled unreserved minimum beside the reservations.
+ */
+export function scaledLambdaLimits(k: number): ScaledLambdaLimits {
+  const scale = (limit: number) => Math.max(1, Math.floor(scaledRate(limit, k)));
+  const reservedConcurrency: Partial<Record<FunctionName, number>> = Object.fromEntries(
+    (Object.entries(FUNCTIONS) as Array<[FunctionName, FunctionSpec]>).flatMap(([fn, spec]) =>
+      spec.reservedConcurrency === undefined ? [] : [[fn, scale(spec.reservedConcurrency)]],
+    ),
+  );
+  const reserved = Object.values(reservedConcurrency).reduce((sum, limit) => sum + limit, 0);
+  return {
+    accountConcurrency: Math.max(scale(ACCOUNT_CONCURRENCY), reserved + scale(UNRESERVED_MINIMUM)),
+    reservedConcurrency,
+    maxConcurrency: scale,
   };
 }

@@ -1,0 +1,328 @@
+/**
+ * One scenario of the scale model (`npm run scale`, test/scale): local mode behind a 1/k model
+ * of AWS's limits, several tenants each with its own API key and webhook on a local receiver,
+ * tasks submitted at planned times, and every arrival checked against its signature and due
+ * time. Each scenario gets a fresh local timer, so the model's report is the scenario's own.
+ */
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+import { verifyWebhook } from '../functions/contract/webhook-signature.js';
+import type { WebhookNotification } from '../functions/contract/wire.js';
+import { newApiKey, newTenant } from '../functions/core/tenants.js';
+import type { FunctionStats } from '../lib/local/lambda-service.js';
+import type { ScaleModelReport } from '../lib/local/limits/scale-model.js';
+import { startLocalTimer } from '../lib/local/runtime.js';
+import { summarize } from './stats.js';
+
+/** How a tenant's webhook answers: at once with 204, or never (the delivery times out). */
+export type WebhookBehaviour = 'ok' | 'hang';
+
+export interface PlannedTask {
+  readonly tenant: string;
+  /** When to submit it, from the scenario's start. */
+  readonly submitAtMs: number;
+  /** When it falls due, from the scenario's start; rounded to a whole second, which is the service's precision. */
+  readonly dueAtMs: number;
+}
+
+export interface ScenarioSpec {
+  readonly name: string;
+  readonly tenants: Readonly<Record<string, WebhookBehaviour>>;
+  /** One POST /v1/tasks per task, or POST /v1/tasks/batch of up to 100 tasks submitted at the same moment. */
+  readonly submit: 'single' | 'batch';
+  readonly tasks: readonly PlannedTask[];
+  /** Tasks due by then (from the start) are measured; the rest are load that comes due after the run. */
+  readonly runMs: number;
+  /** How long after `runMs` deliveries may still arrive before the missing ones count as lost. */
+  readonly drainMs: number;
+}
+
+interface TenantResult {
+  readonly webhook: WebhookBehaviour;
+  readonly submitted: number;
+  /** Planned tasks not sent because the local machine fell behind the plan (a harness shortfall, not the service's). */
+  readonly unsent: number;
+  /** Tasks the API refused for good, or still answered 429 or 5xx after every retry. */
+  readonly rejected: number;
+  /** 429 answers to this tenant's submits (each retried with backoff). */
+  readonly api429: number;
+  /** 5xx answers (the api function throttled, failed or timed out), retried the same way. */
+  readonly api5xx: number;
+  /** Accepted tasks due before the run ended: the ones whose delivery is measured. */
+  readonly dueWithinRun: number;
+  /** Due within the run and delivered to a webhook that answers (the lateness sample). */
+  readonly delivered: number;
+  /** Due within the run and never reached the webhook (for a hanging webhook: never even attempted). */
+  readonly lost: number;
+  readonly early: number;
+  /** Tasks that reached the webhook more than once after a 2xx answer. */
+  readonly duplicates: number;
+  readonly badSignatures: number;
+  /** Every arrival, retries of a failing webhook included. */
+  readonly attempts: number;
+  readonly latenessMs: { readonly p50: number; readonly p99: number; readonly max: number };
+}
+
+export interface ScenarioResult {
+  readonly name: string;
+  readonly k: number;
+  readonly seconds: number;
+  readonly tenants: Readonly<Record<string, TenantResult>>;
+  readonly model: ScaleModelReport;
+  readonly lambda: Readonly<Record<string, FunctionStats>>;
+}
+
+interface RunOptions {
+  readonly k: number;
+  /** Shows a progress bar that reads `status` (bench/report.ts's `progress`); returns what ends it. */
+  readonly showProgress?: (status: () => { done: number; total: number; detail: string }) => () => void;
+}
+
+/** Submits in flight at once, so a slow API backs the load up instead of piling up sockets. */
+const MAX_SUBMITS_IN_FLIGHT = 256;
+/** A client's retries of a 429 or 5xx, with exponential backoff from 100 ms (about 3 s in all). */
+const MAX_RETRIES = 5;
+/**
+ * A request this far behind its planned time is not sent: the machine running the model cannot
+ * keep up, and sending it late would only stretch the run while measuring the wrong rate.
+ */
+const MAX_SUBMIT_LAG_MS = 5_000;
+
+interface Arrival {
+  readonly receivedAtMs: number;
+  readonly signatureValid: boolean;
+  readonly answered: number;
+}
+
+interface Sent {
+  readonly tenant: string;
+  readonly dueAtMs: number;
+}
+
+function readBody(request: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    request.on('error', reject);
+  });
+}
+
+/** A webhook receiver: /hook/<tenant>, checking each arrival's signature with that tenant's secret. */
+async function startReceiver(tenants: Readonly<Record<string, WebhookBehaviour>>, secrets: Map<string, string>) {
+  const arrivals = new Map<string, Arrival[]>();
+  const server: Server = createServer((request, response) => {
+    void readBody(request).then((rawBody) => {
+      const receivedAtMs = Date.now();
+      const tenant = (request.url ?? '').replace(/^\/hook\//, '');
+      const headers = Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name, String(value)]));
+      const secret = secrets.get(tenant);
+      const notification = JSON.parse(rawBody) as WebhookNotification;
+      const hangs = tenants[tenant] === 'hang';
+      const list = arrivals.get(notification.id) ?? [];
+      list.push({
+        receivedAtMs,
+        signatureValid: secret !== undefined && verifyWebhook(secret, headers, rawBody),
+        answered: hangs ? 0 : 204,
+      });
+      arrivals.set(notification.id, list);
+      // A hanging webhook never answers; the caller's timeout ends the request.
+      if (!hangs) response.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: (tenant: string) => `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook/${tenant}`,
+    arrivals,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Groups tasks planned for the same tenant and moment into requests: one each, or batches of 100. */
+function toRequests(spec: ScenarioSpec): PlannedTask[][] {
+  if (spec.submit === 'single') return spec.tasks.map((task) => [task]);
+  const groups = new Map<string, PlannedTask[]>();
+  for (const task of spec.tasks) {
+    const key = `${task.tenant}@${task.submitAtMs}`;
+    groups.set(key, [...(groups.get(key) ?? []), task]);
+  }
+  return [...groups.values()].flatMap((group) =>
+    Array.from({ length: Math.ceil(group.length / 100) }, (_, index) => group.slice(index * 100, index * 100 + 100)),
+  );
+}
+
+export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions): Promise<ScenarioResult> {
+  const timer = await startLocalTimer({ port: 0, logLevel: 'SILENT', scaleModel: { k: options.k } });
+  const scaleModel = timer.scaleModel;
+  if (!scaleModel) throw new Error('local mode started without its scale model');
+  const apiKeys = new Map<string, string>();
+  const secrets = new Map<string, string>();
+  const [devTenant, ...others] = Object.keys(spec.tenants);
+  if (devTenant !== undefined) {
+    apiKeys.set(devTenant, timer.apiKey);
+    secrets.set(devTenant, timer.signingSecret);
+  }
+  for (const id of others) {
+    const tenant = newTenant(id, Date.now());
+    await timer.tenantStore.createTenant(tenant);
+    const issued = newApiKey(id, Date.now());
+    await timer.tenantStore.putApiKey(issued.record);
+    apiKeys.set(id, issued.apiKey);
+    secrets.set(id, tenant.signingSecrets[0]?.secret ?? '');
+  }
+  const receiver = await startReceiver(spec.tenants, secrets);
+  const counts = new Map<
+    string,
+    { submitted: number; rejected: number; api429: number; api5xx: number; unsent: number }
+  >(Object.keys(spec.tenants).map((id) => [id, { submitted: 0, rejected: 0, api429: 0, api5xx: 0, unsent: 0 }]));
+  const sent = new Map<string, Sent>();
+  const startMs = Math.ceil((Date.now() + 1000) / 1000) * 1000;
+  const measuredUntilMs = startMs + spec.runMs;
+  const endMs = measuredUntilMs + spec.drainMs;
+  const isMeasured = (task: Sent) => task.dueAtMs <= measuredUntilMs;
+
+  const planIndex = new Map(spec.tasks.map((task, index) => [task, index]));
+  const submit = async (tasks: readonly PlannedTask[]) => {
+    const tenant = tasks[0]?.tenant ?? '';
+    const tally = counts.get(tenant) ?? { submitted: 0, rejected: 0, api429: 0, api5xx: 0, unsent: 0 };
+    const body = tasks.map((task) => ({
+      // A retried request must not create its tasks twice, as after a gateway timeout whose invocation went on.
+      idempotencyKey: `${spec.name}-${planIndex.get(task)}`,
+      dueAt: new Date(startMs + Math.round(task.dueAtMs / 1000) * 1000).toISOString(),
+      target: { type: 'http', url: receiver.url(tenant) },
+      payload: { scenario: spec.name },
+    }));
+    const batch = spec.submit === 'batch';
+    for (let attempt = 0; ; attempt += 1) {
+      const response = await fetch(`${timer.apiUrl}${batch ? '/v1/tasks/batch' : '/v1/tasks'}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKeys.get(tenant)}` },
+        body: JSON.stringify(batch ? { tasks: body } : body[0]),
+      });
+      const answer = (await response.json()) as Record<string, unknown>;
+      if ((response.status === 429 || response.status >= 500) && attempt < MAX_RETRIES) {
+        if (response.status === 429) tally.api429 += 1;
+        else tally.api5xx += 1;
+        await sleep(100 * 2 ** attempt * (0.5 + Math.random()));
+        continue;
+      }
+      tally.submitted += tasks.length;
+      const created = batch
+        ? ((answer.results ?? []) as Array<{ status: number; task?: { id: string; dueAt: string } }>)
+        : [{ status: response.status, task: answer as { id: string; dueAt: string } }];
+      for (const result of created) {
+        if ((result.status === 201 || result.status === 200) && result.task) {
+          sent.set(result.task.id, { tenant, dueAtMs: Date.parse(result.task.dueAt) });
+        } else tally.rejected += 1;
+      }
+      tally.rejected += tasks.length - created.length;
+      return;
+    }
+  };
+
+  const requests = toRequests(spec).sort((a, b) => (a[0]?.submitAtMs ?? 0) - (b[0]?.submitAtMs ?? 0));
+  let inFlight = 0;
+  const submits: Array<Promise<void>> = [];
+  const outstanding = () =>
+    [...sent.entries()].filter(
+      ([id, task]) => spec.tenants[task.tenant] === 'ok' && isMeasured(task) && !receiver.arrivals.has(id),
+    ).length;
+  const measuredCount = () =>
+    [...sent.values()].filter((task) => spec.tenants[task.tenant] === 'ok' && isMeasured(task)).length;
+  const endProgress = options.showProgress?.(() => {
+    const measured = measuredCount();
+    const phase = submits.length < requests.length ? `submitting ${submits.length}/${requests.length}` : 'delivering';
+    return {
+      done: measured - outstanding(),
+      total: measured,
+      detail: `${phase}; ${measured - outstanding()}/${measured} due within the run delivered`,
+    };
+  });
+  try {
+    for (const request of requests) {
+      const wait = startMs + (request[0]?.submitAtMs ?? 0) - Date.now();
+      if (wait > 0) await sleep(wait);
+      while (inFlight >= MAX_SUBMITS_IN_FLIGHT) await sleep(5);
+      if (Date.now() - (startMs + (request[0]?.submitAtMs ?? 0)) > MAX_SUBMIT_LAG_MS) {
+        const tally = counts.get(request[0]?.tenant ?? '');
+        if (tally) tally.unsent += request.length;
+        submits.push(Promise.resolve());
+        continue;
+      }
+      inFlight += 1;
+      submits.push(
+        submit(request)
+          .catch(() => {
+            const tally = counts.get(request[0]?.tenant ?? '');
+            if (tally) tally.rejected += request.length;
+          })
+          .finally(() => {
+            inFlight -= 1;
+          }),
+      );
+    }
+    await Promise.all(submits);
+    // Waits until every healthy tenant's measured task has arrived, or the drain ends.
+    while (Date.now() < endMs && (Date.now() < measuredUntilMs || outstanding() > 0)) await sleep(500);
+  } finally {
+    endProgress?.();
+  }
+  const finishedMs = Date.now();
+  const model = scaleModel.report();
+  const lambda = timer.lambdaStats().functions;
+  await timer.stop();
+  await receiver.close();
+
+  const tenants: Record<string, TenantResult> = {};
+  for (const [id, webhook] of Object.entries(spec.tenants)) {
+    const mine = [...sent.entries()].filter(([, task]) => task.tenant === id);
+    const due = mine.filter(([, task]) => isMeasured(task));
+    const lateness: number[] = [];
+    let lost = 0;
+    let early = 0;
+    let duplicates = 0;
+    let badSignatures = 0;
+    let attempts = 0;
+    for (const [taskId, task] of mine) {
+      const arrivals = receiver.arrivals.get(taskId) ?? [];
+      attempts += arrivals.length;
+      badSignatures += arrivals.filter((arrival) => !arrival.signatureValid).length;
+      early += arrivals.some((arrival) => arrival.receivedAtMs < task.dueAtMs) ? 1 : 0;
+      const firstAnswered = arrivals.findIndex((arrival) => arrival.answered >= 200 && arrival.answered < 300);
+      if (firstAnswered !== -1 && arrivals.length > firstAnswered + 1) duplicates += 1;
+    }
+    for (const [taskId, task] of due) {
+      const first = receiver.arrivals.get(taskId)?.[0];
+      if (!first) lost += 1;
+      else if (webhook === 'ok') lateness.push(first.receivedAtMs - task.dueAtMs);
+    }
+    const { p50, p99, max } = summarize(lateness);
+    const tally = counts.get(id) ?? { submitted: 0, rejected: 0, api429: 0, api5xx: 0, unsent: 0 };
+    tenants[id] = {
+      webhook,
+      ...tally,
+      dueWithinRun: due.length,
+      delivered: lateness.length,
+      lost,
+      early,
+      duplicates,
+      badSignatures,
+      attempts,
+      latenessMs: { p50, p99, max },
+    };
+  }
+  return { name: spec.name, k: options.k, seconds: (finishedMs - startMs) / 1000, tenants, model, lambda };
+}
+
+/** Requests the model throttled: DynamoDB's (every key class and the table) and API Gateway's 429s. */
+export function throttledRequests(model: ScaleModelReport): number {
+  const dynamo = Object.values(model.dynamodb.byKeyClass).reduce((sum, usage) => sum + usage.throttles, 0);
+  return dynamo + model.dynamodb.tableThrottles + model.api.throttled;
+}

@@ -1,0 +1,318 @@
+/**
+ * `npm run scale`: the billion-timers-a-day shape through a 1/k scale model of AWS's limits
+ * (lib/local/limits/) on the real emulators. Every rate limit is divided by k and so is the
+ * load; time is not scaled. Four scenarios, each on a fresh local timer:
+ *   (a) single submits at the average rate, with a mix of due times;
+ *   (b) the same in batches of 100;
+ *   (c) 20,000/k tasks due in one second;
+ *   (d) the batches of (b) over four tenants, one of whose webhooks hangs until the timeout.
+ * Flags: --k <n> (default 100), --quick (a CI-sized run), --within-run <share>, --publish.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+
+import { DEFAULT_SETTINGS } from '../functions/contract/topology.js';
+import { fmt, markdownTable, progress } from './report.js';
+import {
+  type PlannedTask,
+  runScaleScenario,
+  type ScenarioResult,
+  type ScenarioSpec,
+  throttledRequests,
+  type WebhookBehaviour,
+} from './scale-scenario.js';
+
+const { values: flags } = parseArgs({
+  options: {
+    k: { type: 'string' },
+    quick: { type: 'boolean' },
+    'within-run': { type: 'string' },
+    publish: { type: 'boolean' },
+  },
+});
+
+const K = Number(flags.k ?? 100);
+const QUICK = flags.quick ?? false;
+const TASKS_PER_DAY = 1e9;
+const RATE = TASKS_PER_DAY / 86_400 / K;
+/** How long tasks are submitted for, in scenarios (a), (b) and (d). */
+const SUBMIT_SECONDS = QUICK ? 30 : 300;
+/** The share of tasks due "in a few minutes": soon enough to come due within the run and be measured. */
+const WITHIN_RUN_SHARE = Number(flags['within-run'] ?? 0.3);
+/** The "few minutes" delays run from 5 s to this, so the last of them falls due this long after submits end. */
+const SOON_MAX_SECONDS = QUICK ? 30 : 180;
+const HOT_SECOND_TASKS = Math.max(1, Math.round(20_000 / K));
+/** The hot second falls due this long after its first submit, time enough to submit it all. */
+const HOT_SECOND_LEAD_SECONDS = QUICK ? 15 : 30;
+/** Deliveries may arrive this long after the last measured due time before the missing ones count as lost. */
+const DRAIN_SECONDS = QUICK ? 30 : 60;
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+/** A seeded generator (mulberry32), so two runs submit the same plan. */
+function random(seed: number): () => number {
+  let state = seed;
+  return () => {
+    state = (state + 0x6d2b79f5) | 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/**
+ * The due-time mix: WITHIN_RUN_SHARE of tasks in a few minutes (5 s to SOON_MAX_SECONDS), the
+ * rest split between half an hour (± 1 minute) and a day (± 1 hour). Only the first come due
+ * within a run of minutes; the others are the load that a day's traffic keeps in the table.
+ */
+function delayMs(next: () => number): number {
+  const pick = next();
+  if (pick < WITHIN_RUN_SHARE) return 5_000 + next() * (SOON_MAX_SECONDS - 5) * 1000;
+  if (pick < WITHIN_RUN_SHARE + (1 - WITHIN_RUN_SHARE) / 2) return 30 * 60_000 + (next() * 2 - 1) * 60_000;
+  return 86_400_000 + (next() * 2 - 1) * 3_600_000;
+}
+
+/**
+ * Tasks at the average rate over SUBMIT_SECONDS, round-robin over the tenants. In batches, each
+ * tenant's tasks go out a hundred at a time, when the hundredth of them is ready.
+ */
+function averageRate(tenants: readonly string[], submit: 'single' | 'batch', seed: number): PlannedTask[] {
+  const next = random(seed);
+  const count = Math.round(RATE * SUBMIT_SECONDS);
+  const planned = Array.from({ length: count }, (_, index) => {
+    const readyAtMs = (index / RATE) * 1000;
+    return { tenant: tenants[index % tenants.length] ?? '', readyAtMs, dueAtMs: readyAtMs + delayMs(next) };
+  });
+  if (submit === 'single')
+    return planned.map(({ tenant, readyAtMs, dueAtMs }) => ({ tenant, submitAtMs: readyAtMs, dueAtMs }));
+  return tenants.flatMap((tenant) => {
+    const mine = planned.filter((task) => task.tenant === tenant);
+    return mine.map((task, index) => {
+      const lastOfBatch = mine[Math.min(mine.length - 1, Math.floor(index / 100) * 100 + 99)] ?? task;
+      return {
+        tenant,
+        submitAtMs: lastOfBatch.readyAtMs,
+        dueAtMs: Math.max(task.dueAtMs, lastOfBatch.readyAtMs + 5_000),
+      };
+    });
+  });
+}
+
+const HEALTHY: Record<string, WebhookBehaviour> = { dev: 'ok', acme: 'ok', globex: 'ok' };
+const averageRunMs = (SUBMIT_SECONDS + SOON_MAX_SECONDS) * 1000;
+
+const scenarios: Array<ScenarioSpec & { readonly title: string }> = [
+  {
+    name: 'a',
+    title: `(a) single submits at the average rate, ${fmt(RATE, 1)}/s`,
+    tenants: HEALTHY,
+    submit: 'single',
+    tasks: averageRate(Object.keys(HEALTHY), 'single', 1),
+    runMs: averageRunMs,
+    drainMs: DRAIN_SECONDS * 1000,
+  },
+  {
+    name: 'b',
+    title: `(b) batches of 100 at the average rate, ${fmt(RATE, 1)}/s`,
+    tenants: HEALTHY,
+    submit: 'batch',
+    tasks: averageRate(Object.keys(HEALTHY), 'batch', 2),
+    runMs: averageRunMs,
+    drainMs: DRAIN_SECONDS * 1000,
+  },
+  {
+    name: 'c',
+    title: `(c) ${fmt(HOT_SECOND_TASKS)} tasks due in one second`,
+    tenants: HEALTHY,
+    submit: 'batch',
+    tasks: Array.from({ length: HOT_SECOND_TASKS }, (_, index) => ({
+      tenant: Object.keys(HEALTHY)[index % 3] ?? '',
+      submitAtMs: 0,
+      dueAtMs: HOT_SECOND_LEAD_SECONDS * 1000,
+    })),
+    runMs: HOT_SECOND_LEAD_SECONDS * 1000,
+    drainMs: DRAIN_SECONDS * 1000,
+  },
+  {
+    name: 'd',
+    title: `(d) batches at the average rate over four tenants; hanging's webhook never answers`,
+    tenants: { ...HEALTHY, hanging: 'hang' },
+    submit: 'batch',
+    tasks: averageRate([...Object.keys(HEALTHY), 'hanging'], 'batch', 4),
+    runMs: averageRunMs,
+    drainMs: DRAIN_SECONDS * 1000,
+  },
+];
+
+const ms = (value: number) => (Number.isNaN(value) ? '–' : fmt(value));
+
+function tenantTable(result: ScenarioResult): string {
+  return markdownTable(
+    [
+      'tenant',
+      'webhook',
+      'unsent',
+      'submitted',
+      '429s',
+      '5xx',
+      'rejected',
+      'due in run',
+      'delivered',
+      'lost',
+      'early',
+      'duplicate',
+      'bad signature',
+      'attempts',
+      'p50 late ms',
+      'p99 late ms',
+    ],
+    Object.entries(result.tenants).map(([id, t]) => [
+      id,
+      t.webhook,
+      t.unsent,
+      t.submitted,
+      t.api429,
+      t.api5xx,
+      t.rejected,
+      t.dueWithinRun,
+      t.delivered,
+      t.lost,
+      t.early,
+      t.duplicates,
+      t.badSignatures,
+      t.attempts,
+      ms(t.latenessMs.p50),
+      ms(t.latenessMs.p99),
+    ]),
+  );
+}
+
+function modelLines(result: ScenarioResult): string[] {
+  const { dynamodb, api, sqs } = result.model;
+  const classes = Object.entries(dynamodb.byKeyClass).sort(([a], [b]) => a.localeCompare(b));
+  const hottest = dynamodb.hottestKey;
+  const lambdaThrottles = Object.entries(result.lambda)
+    .map(
+      ([fn, stats]) => `${fn} ${stats.throttles} throttled, ${stats.timeouts} timed out, peak ${stats.peakConcurrency}`,
+    )
+    .join('; ');
+  const queues = Object.entries(sqs.queues)
+    .map(([url, usage]) => `${url.slice(url.lastIndexOf('/') + 1)} peak ${usage.peakInFlight}/${fmt(sqs.inFlightCap)}`)
+    .join(', ');
+  return [
+    `- DynamoDB throttled requests by key class: ${classes.map(([name, usage]) => `${name} ${usage.throttles}`).join(', ')}; table ${dynamodb.tableThrottles} (limits per key ${fmt(dynamodb.limits.partitionWrite)} WCU/s, ${fmt(dynamodb.limits.partitionRead)} RCU/s)`,
+    `- hottest key (the model gives every key its own partition, so item and partition coincide): ${
+      hottest
+        ? `${hottest.index ? `index ${hottest.index} ` : ''}${hottest.value} (${hottest.kind}), ${fmt(hottest.peakUnitsPerSecond, 1)} units/s = ${fmt(hottest.fractionOfLimit * 100)}% of its limit`
+        : 'none'
+    }`,
+    `- API Gateway: ${api.throttled} of ${api.requests} requests answered 429 (${fmt(api.ratePerSecond)}/s, burst ${fmt(api.burst)})`,
+    `- Lambda: ${lambdaThrottles}`,
+    `- SQS in flight: ${queues}`,
+  ];
+}
+
+function scenarioMarkdown(result: ScenarioResult, title: string): string {
+  return [`### ${title}`, '', `${fmt(result.seconds)} s.`, '', tenantTable(result), '', ...modelLines(result), ''].join(
+    '\n',
+  );
+}
+
+interface Summary {
+  readonly throttled: number;
+  readonly lost: number;
+  readonly early: number;
+  /** The worst scenario's p99 lateness over the answering webhooks. */
+  readonly p99LatenessMs: number;
+}
+
+function summarise(results: readonly ScenarioResult[]): Summary {
+  const healthy = results.flatMap((result) => Object.values(result.tenants).filter((t) => t.webhook === 'ok'));
+  const all = results.flatMap((result) => Object.values(result.tenants));
+  return {
+    throttled: results.reduce((sum, result) => sum + throttledRequests(result.model), 0),
+    lost: healthy.reduce((sum, t) => sum + t.lost, 0),
+    early: all.reduce((sum, t) => sum + t.early, 0),
+    p99LatenessMs: Math.max(...healthy.map((t) => (Number.isNaN(t.latenessMs.p99) ? 0 : t.latenessMs.p99))),
+  };
+}
+
+const METHOD = `## Method
+
+A 1/${K} scale model of AWS's limits (docs/local-mode.md, "A scale model of AWS's limits") runs in
+front of dynalite and fauxqs: DynamoDB's per-partition-key and per-table units, SQS's in-flight cap,
+API Gateway's stage throttle, and Lambda's concurrency (account ${fmt(1000 / K, 1)}, reservations and
+event source mapping caps divided by ${K}, at least 1). The load is divided by ${K} as well: a billion
+tasks a day is ${fmt(RATE, 1)} submits a second. Time is not scaled.
+
+Each scenario runs on a fresh local timer (so the model's report is its own) with tenants \`dev\`,
+\`acme\` and \`globex\`, each with its own API key and its own path on a local webhook receiver that
+checks every arrival's Standard Webhooks signature against that tenant's secret and compares its
+arrival with the task's \`dueAt\`. Submits answered 429 or 5xx are retried up to 8 times with
+exponential backoff, as a client would, and counted. A request more than 5 s behind its planned
+time is not sent at all and counted as unsent: the machine running the model fell behind, and
+sending late would measure a lower rate than the one planned.
+
+Due times: ${fmt(WITHIN_RUN_SHARE * 100)}% of tasks fall due in 5 s to ${SOON_MAX_SECONDS} s (the only ones
+that come due within a run of minutes, and so the ones measured), the rest half an hour (± 1 min)
+or a day (± 1 h) out: load the table keeps, not load the run delivers. A ${SUBMIT_SECONDS} s submit window
+at ${fmt(RATE, 1)}/s so measures about ${fmt(RATE * SUBMIT_SECONDS * WITHIN_RUN_SHARE)} deliveries per scenario.
+In batches, each tenant's tasks go out a hundred at a time; a task is never due sooner than 5 s
+after its batch is sent. The hot second (c) is ${fmt(HOT_SECOND_TASKS)} tasks submitted at once, due
+${HOT_SECOND_LEAD_SECONDS} s later. In (d) a fourth tenant, \`hanging\`, gets a quarter of the tasks and
+its webhook never answers, so every attempt waits out the ${DEFAULT_SETTINGS.webhookTimeoutMs / 1000} s
+webhook timeout and is retried.
+
+Lost: due within the run and never reached the receiver by ${DRAIN_SECONDS} s after the last measured
+due time. Early: reached it before its \`dueAt\`. Duplicate: reached it again after it answered 2xx.
+Lateness: first arrival minus \`dueAt\`. Throttled: requests the model refused (DynamoDB, every key
+class and the table, and API Gateway's 429s); Lambda's throttles are listed per function.
+`;
+
+const startedAt = new Date();
+log(`scale model 1/${K}${QUICK ? ' (quick)' : ''}: ${fmt(RATE, 1)} tasks/s, ${scenarios.length} scenarios`);
+const results: ScenarioResult[] = [];
+for (const spec of scenarios) {
+  const result = await runScaleScenario(spec, {
+    k: K,
+    showProgress: (status) => progress(`scenario ${spec.name}`, status),
+  });
+  results.push(result);
+  process.stdout.write(`\n${scenarioMarkdown(result, spec.title)}\n`);
+}
+const summary = summarise(results);
+const report = {
+  startedAt: startedAt.toISOString(),
+  k: K,
+  quick: QUICK,
+  ratePerSecond: RATE,
+  withinRunShare: WITHIN_RUN_SHARE,
+  submitSeconds: SUBMIT_SECONDS,
+  summary,
+  scenarios: results,
+};
+const markdown = [
+  `# Scale model 1/${K}`,
+  '',
+  `Run ${startedAt.toISOString()}${QUICK ? ' (--quick)' : ''}. Generated by \`npm run scale\`.`,
+  '',
+  METHOD,
+  '## Results',
+  '',
+  ...results.map((result, index) => scenarioMarkdown(result, scenarios[index]?.title ?? result.name)),
+  `Summary: throttled ${summary.throttled}, lost ${summary.lost}, early ${summary.early}, worst p99 lateness ${fmt(summary.p99LatenessMs)} ms.`,
+  '',
+].join('\n');
+await mkdir('reports', { recursive: true });
+const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
+await writeFile(join('reports', `scale-${stamp}.json`), `${JSON.stringify(report, null, 2)}\n`);
+await writeFile(join('reports', `scale-${stamp}.md`), markdown);
+if (flags.publish) {
+  await writeFile(join('docs', 'scale.json'), `${JSON.stringify(report, null, 2)}\n`);
+  await writeFile(join('docs', 'scale.md'), markdown);
+}
+log(`reports/scale-${stamp}.md${flags.publish ? ', docs/scale.md' : ''}`);
+process.stdout.write(
+  `scale model 1/${K}: throttled ${summary.throttled}, lost ${summary.lost}, early ${summary.early}, p99 lateness ${Math.round(summary.p99LatenessMs)} ms\n`,
+);

@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+
+import { ACCOUNT_CONCURRENCY, FUNCTIONS, QUEUES } from '../../../functions/contract/topology.js';
+import { scaledLambdaLimits } from '../../../lib/local/limits/scale-model.js';
+
+describe('Function: scaledLambdaLimits', () => {
+  it('divides the account pool, each reservation and each mapping cap by k, rounding down', () => {
+    // Act
+    const limits = scaledLambdaLimits(10);
+
+    // Assess
+    expect(limits.accountConcurrency).toBe(ACCOUNT_CONCURRENCY / 10);
+    expect(limits.reservedConcurrency.scanner).toBe(Math.floor((FUNCTIONS.scanner.reservedConcurrency ?? 0) / 10));
+    expect(limits.maxConcurrency(QUEUES.delivery.consumer?.maxConcurrency ?? 0)).toBe(60);
+    expect(limits.maxConcurrency(25)).toBe(2);
+  });
+
+  it('never scales a limit below one', () => {
+    // Act
+    const limits = scaledLambdaLimits(100_000);
+
+    // Assess
+    expect(limits.reservedConcurrency.scanner).toBe(1);
+    expect(limits.maxConcurrency(50)).toBe(1);
+  });
+
+  it('keeps an unreserved pool beside reservations that rounding raised to one', () => {
+    // Act: at 1/1000 the account is 1 and the scanner's reservation 1, which would leave the api no concurrency
+    const limits = scaledLambdaLimits(1000);
+
+    // Assess
+    expect(limits.accountConcurrency).toBe(2);
+    expect(limits.reservedConcurrency.scanner).toBe(1);
+  });
+});

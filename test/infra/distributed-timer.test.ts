@@ -4,7 +4,7 @@ import { Billing, Capacity } from 'aws-cdk-lib/aws-dynamodb';
 import type { IConstruct } from 'constructs';
 import { describe, expect, it } from 'vitest';
 
-import { ENV } from '../../functions/contract/topology.js';
+import { DELIVERY_MAX_RECEIVE_COUNT, ENV } from '../../functions/contract/topology.js';
 import { DEFAULT_API_THROTTLE, DistributedTimer } from '../../lib/index.js';
 import { actionsOf, statementsOfRole } from '../support/iam-template.js';
 
@@ -41,7 +41,9 @@ describe('Construct: DistributedTimer', () => {
       Architectures: ['x86_64'],
       Environment: { Variables: Match.objectLike({ [ENV.shardCount]: '32', [ENV.bucketCount]: '86400' }) },
     });
-    template.hasResourceProperties('AWS::SQS::Queue', { RedrivePolicy: Match.objectLike({ maxReceiveCount: 105 }) });
+    template.hasResourceProperties('AWS::SQS::Queue', {
+      RedrivePolicy: Match.objectLike({ maxReceiveCount: DELIVERY_MAX_RECEIVE_COUNT }),
+    });
     // A limit left out keeps its default.
     template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
       DefaultRouteSettings: { ThrottlingRateLimit: 2.5, ThrottlingBurstLimit: DEFAULT_API_THROTTLE.burstLimit },
@@ -118,10 +120,15 @@ describe('Construct: DistributedTimer', () => {
     // Assess
     const statements = statementsOfRole(template, logicalIdOf(stack, timer.callbackRole));
     expect(statements.flatMap(actionsOf)).not.toContain('events:PutEvents');
+    // Only the service's own queues: retries go back to the delivery queue, dead letters to the DLQ.
     const sends = statements.filter((statement) => actionsOf(statement).includes('sqs:SendMessage'));
-    expect(sends.map((statement) => statement.Resource)).toEqual([
-      { 'Fn::GetAtt': [logicalIdOf(stack, timer.queues.deliveryDlq), 'Arn'] },
-    ]);
+    expect(sends.map((statement) => statement.Resource)).toEqual(
+      expect.arrayContaining([
+        { 'Fn::GetAtt': [logicalIdOf(stack, timer.queues.delivery), 'Arn'] },
+        { 'Fn::GetAtt': [logicalIdOf(stack, timer.queues.deliveryDlq), 'Arn'] },
+      ]),
+    );
+    expect(sends).toHaveLength(2);
     template.hasResourceProperties('AWS::Lambda::Function', {
       Environment: { Variables: Match.objectLike({ [ENV.allowedQueueArns]: '', [ENV.allowedEventBusArns]: '' }) },
     });

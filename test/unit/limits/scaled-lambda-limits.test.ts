@@ -25,11 +25,13 @@ describe('Function: scaledLambdaLimits', () => {
   });
 
   it('keeps an unreserved pool beside reservations that rounding raised to one', () => {
-    // Act: at 1/1000 the account is 1 and the scanner's reservation 1, which would leave the api no concurrency
+    // Act: at 1/1000 the account is 1 and the api's and scanner's reservations 1 each, which would leave
+    // the other functions no concurrency
     const limits = scaledLambdaLimits(1000);
 
-    // Assess
-    expect(limits.accountConcurrency).toBe(2);
+    // Assess: both reservations, and one unreserved beside them
     expect(limits.reservedConcurrency.scanner).toBe(1);
+    expect(limits.reservedConcurrency.api).toBe(1);
+    expect(limits.accountConcurrency).toBe(3);
   });
 });

@@ -10,6 +10,7 @@ import { DynamoTaskIndex } from '../adapters/dynamo/task-index.js';
 import { DynamoTaskStore } from '../adapters/dynamo/task-store.js';
 import { DynamoTenantStore } from '../adapters/dynamo/tenant-store.js';
 import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../core/biz-types.js';
+import { LeasedRequestCounter } from '../core/request-leases.js';
 import { systemClock } from '../core/task.js';
 import { cachedTenantDirectory, TENANT_CACHE_TTL_MS } from '../core/tenants.js';
 import type { TableConfig } from './config.js';
@@ -34,9 +35,11 @@ export function tableStores({ tableName, bucketCount, shardCount }: TableConfig,
       systemClock,
       TENANT_CACHE_TTL_MS,
     ),
-    requestCounter: new DynamoRequestCounter({ client: dynamo, tableName }),
+    requestCounter: new LeasedRequestCounter(new DynamoRequestCounter({ client: dynamo, tableName })),
     bizTypeStore,
     bizTypes: cachedBizTypeDirectory(bizTypeStore, systemClock, BIZ_TYPE_CACHE_TTL_MS),
-    callbackCounter: new DynamoRequestCounter({ client: dynamo, tableName, keyPrefix: CALLBACK_COUNTER_PREFIX }),
+    callbackCounter: new LeasedRequestCounter(
+      new DynamoRequestCounter({ client: dynamo, tableName, keyPrefix: CALLBACK_COUNTER_PREFIX }),
+    ),
   };
 }

@@ -219,6 +219,9 @@ export function cachedTenantDirectory(store: TenantStore, clock: Clock, ttlMs: n
 export const TENANT_CACHE_TTL_MS = 30_000;
 
 export interface RequestCounter {
-  /** Counts one request of `subject` (a tenant, or a tenant's bizType) in `second`; false if that second already had `limit`. */
-  admit(subject: string, second: number, limit: number): Promise<boolean>;
+  /**
+   * Counts `count` (default 1) requests of `subject` (a tenant, or a tenant's bizType) in
+   * `second`, if the second's total stays within `limit`; otherwise counts nothing and answers false.
+   */
+  admit(subject: string, second: number, limit: number, count?: number): Promise<boolean>;
 }

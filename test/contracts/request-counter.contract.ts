@@ -20,5 +20,19 @@ export function requestCounterContract(name: string, makeCounter: () => Promise<
       expect(racing.filter(Boolean)).toHaveLength(4);
       expect([nextSecond, otherSubject]).toEqual([true, true]);
     });
+
+    it('counts several requests at once only while they fit under the limit, counting nothing otherwise', async () => {
+      // Prepare
+      const counter = await makeCounter();
+
+      // Act
+      const firstSix = await counter.admit('acme', SECOND, 10, 6);
+      const fiveMore = await counter.admit('acme', SECOND, 10, 5);
+      const lastFour = await counter.admit('acme', SECOND, 10, 4);
+      const oneOver = await counter.admit('acme', SECOND, 10);
+
+      // Assess
+      expect([firstSix, fiveMore, lastFour, oneOver]).toEqual([true, false, true, false]);
+    });
   });
 }

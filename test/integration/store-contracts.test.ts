@@ -7,6 +7,7 @@ import { DynamoIdempotencyStore } from '../../functions/adapters/dynamo/idempote
 import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
 import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
 import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
+import { LeasedRequestCounter } from '../../functions/core/request-leases.js';
 import { bizTypeStoreContract } from '../contracts/biz-type-store.contract.js';
 import { clockStoreContract } from '../contracts/clock-store.contract.js';
 import { idempotencyStoreContract } from '../contracts/idempotency-store.contract.js';
@@ -33,3 +34,7 @@ idempotencyStoreContract('dynamo', async () => new DynamoIdempotencyStore(await 
 occupancyIndexContract('dynamo', async () => new DynamoOccupancyIndex(await table()));
 bizTypeStoreContract('dynamo', async () => new DynamoBizTypeStore(await table()));
 requestCounterContract('dynamo', async () => new DynamoRequestCounter(await table()));
+requestCounterContract(
+  'leased, over dynamo',
+  async () => new LeasedRequestCounter(new DynamoRequestCounter(await table())),
+);

@@ -268,11 +268,15 @@ export class FakeDeliveryQueue implements DeliveryQueue {
 export class FakeRequestCounter implements RequestCounter {
   readonly counts = new Map<string, number>();
 
-  async admit(subject: string, second: number, limit: number): Promise<boolean> {
+  /** Calls made, as the shared store would see them. */
+  calls = 0;
+
+  async admit(subject: string, second: number, limit: number, count = 1): Promise<boolean> {
+    this.calls++;
     const key = `${subject}@${second}`;
-    const count = this.counts.get(key) ?? 0;
-    if (count >= limit) return false;
-    this.counts.set(key, count + 1);
+    const counted = this.counts.get(key) ?? 0;
+    if (counted + count > limit) return false;
+    this.counts.set(key, counted + count);
     return true;
   }
 }

@@ -1,4 +1,5 @@
 /** The fakes the unit tests lean on, held to the same contracts as the Dynamo adapters (test/integration/store-contracts.test.ts). */
+import { LeasedRequestCounter } from '../../functions/core/request-leases.js';
 import { bizTypeStoreContract } from '../contracts/biz-type-store.contract.js';
 import { clockStoreContract } from '../contracts/clock-store.contract.js';
 import { idempotencyStoreContract } from '../contracts/idempotency-store.contract.js';
@@ -20,3 +21,4 @@ idempotencyStoreContract('fake', async () => new FakeIdempotencyStore());
 occupancyIndexContract('fake', async () => new FakeOccupancyIndex());
 bizTypeStoreContract('fake', async () => new FakeBizTypeStore());
 requestCounterContract('fake', async () => new FakeRequestCounter());
+requestCounterContract('leased, over the fake', async () => new LeasedRequestCounter(new FakeRequestCounter()));

@@ -16,23 +16,27 @@ export interface RequestCounterOptions extends TableOptions {
 }
 
 /**
- * A fixed one-second window per subject: one conditional ADD per request, shared by every
+ * A fixed one-second window per subject: one conditional ADD per call, shared by every
  * instance, so the limit holds however many instances run. The key is the subject and
- * second, so one subject's requests land on one partition key, whose 1,000 writes a second
- * bound any sensible limit.
+ * second. Callers that admit every request should lease counts through LeasedRequestCounter,
+ * so that the key's writes do not grow with the request rate.
  */
 export class DynamoRequestCounter implements RequestCounter {
   constructor(private readonly options: RequestCounterOptions) {}
 
-  admit(subject: string, second: number, limit: number): Promise<boolean> {
+  admit(subject: string, second: number, limit: number, count = 1): Promise<boolean> {
     return unlessConditionFails(
       this.options.client.send(
         new UpdateCommand({
           TableName: this.options.tableName,
           Key: counterKey(this.options.keyPrefix ?? RATE_COUNTER_PREFIX, subject, second),
-          UpdateExpression: 'ADD requests :one SET expiresAt = :expiresAt',
-          ConditionExpression: 'attribute_not_exists(requests) OR requests < :limit',
-          ExpressionAttributeValues: { ':one': 1, ':limit': limit, ':expiresAt': second + RATE_COUNTER_TTL_SECONDS },
+          UpdateExpression: 'ADD requests :count SET expiresAt = :expiresAt',
+          ConditionExpression: 'attribute_not_exists(requests) OR requests <= :room',
+          ExpressionAttributeValues: {
+            ':count': count,
+            ':room': limit - count,
+            ':expiresAt': second + RATE_COUNTER_TTL_SECONDS,
+          },
         }),
       ),
     );

@@ -430,11 +430,15 @@ describe('Function: api handler', () => {
   });
 
   it("answers 429 with Retry-After once the tenant's requests this second reach its limit", async () => {
-    // Prepare
+    // Prepare: a second of its own, so no count leased by earlier requests is left to spend.
     ddbMock.on(UpdateCommand, { Key: { pk: `RATE#${TENANT.id}` } }).rejects(conditionFailed());
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(Date.now() + 3_600_000);
 
     // Act
-    const response = await call('POST /v1/tasks', { body: { delaySeconds: 60, target: TARGET } });
+    const response = await call('POST /v1/tasks', { body: { delaySeconds: 60, target: TARGET } }).finally(() =>
+      vi.useRealTimers(),
+    );
 
     // Assess
     expect(response.statusCode).toBe(429);

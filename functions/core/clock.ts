@@ -16,6 +16,39 @@ export async function readClock(clockStore: ClockStore, clock: Clock): Promise<C
   return started;
 }
 
+/**
+ * How far apart two instances' clocks may be. Lambda hosts keep time with the Amazon Time
+ * Sync Service (well under a millisecond apart), so this is a wide margin, not a measurement.
+ */
+export const CLOCK_SKEW_TOLERANCE_SECONDS = 10;
+
+/**
+ * The last second any claimant can have claimed by `nowMs` on the caller's clock: scanners
+ * claim at most `lookaheadSeconds` past their own now, and their clocks run at most
+ * CLOCK_SKEW_TOLERANCE_SECONDS ahead of ours. Seconds after it are certainly unclaimed, so a
+ * task due in them is found by the scan that claims its second, without a read of the cursor
+ * (one item that every submit would read: invariant 8).
+ */
+export function claimableThrough(nowMs: number, lookaheadSeconds: number): number {
+  return secondOf(nowMs) + lookaheadSeconds + CLOCK_SKEW_TOLERANCE_SECONDS;
+}
+
+/** Clock stores whose clock this instance has seen running, or is starting. */
+const started = new WeakMap<ClockStore, Promise<unknown>>();
+
+/**
+ * Makes sure the clock runs, once per instance and store: a submit must not write a task
+ * due after a cursor that does not exist yet, or the clock could later start past it.
+ */
+export function ensureClockStarted(clockStore: ClockStore, clock: Clock): Promise<unknown> {
+  const known = started.get(clockStore);
+  if (known) return known;
+  const starting = readClock(clockStore, clock);
+  started.set(clockStore, starting);
+  starting.catch(() => started.delete(clockStore));
+  return starting;
+}
+
 /** A minute of seconds: the most one claim takes, so a crash strands at most that much for the sweeper. */
 export const MAX_CLAIM_SECONDS = 60;
 

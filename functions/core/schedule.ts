@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 
-import { readClock, secondOf } from './clock.js';
+import { claimableThrough, ensureClockStarted, secondOf } from './clock.js';
 import type { TaskKey } from './ids.js';
 import { newTaskId, parseTaskId, taskKey } from './ids.js';
 import { MARKER_RETENTION_SECONDS, toDeliveryMessages } from './scan.js';
@@ -127,15 +127,15 @@ async function scheduleWithKey(
 
 /**
  * Records the tasks' seconds in the occupancy index, stores the tasks, then hands any whose
- * second is already claimed straight to the delivery queue. The order matters (invariant 5):
- * the index entry and the task are durable before the cursor is read, so either the scanner's
- * claim came later, and its index read and query see the task, or the cursor read here
- * already shows the claim and this call enqueues it. A task can be enqueued twice by that
- * race, never zero times. Late arrivals are also flagged for the sweeper's overdue pass, their
- * seconds' scans having sent nothing of theirs: should the message be lost, or the enqueue
- * fail, the sweeper enqueues them once they are overdueGraceSeconds past due. Only when
- * neither the enqueue nor the flag can be written does the call fail. A second the index had
- * not seen, in a minute the ticker already planned, gets its tick from here.
+ * second a scanner may already have claimed straight to the delivery queue. The order matters
+ * (invariant 5): the index entry and the task are durable before the hand-off decides, so
+ * either the scanner's claim comes later, and its index read and query see the task, or the
+ * second lies within claimableThrough of now and this call enqueues it. The decision needs no
+ * read of the cursor: a claim never reaches past its claimant's now and lookahead, so the
+ * bound is known from the clock alone. A task can be enqueued twice by that, never zero
+ * times. Only when neither the enqueue nor the sweeper's flag can be written does the call
+ * fail. A second the index had not seen, in a minute the ticker already planned, gets its
+ * tick from here.
  */
 export async function scheduleTasks(
   ports: SchedulePorts,
@@ -153,8 +153,12 @@ export async function scheduleTasks(
   const plain = requests.flatMap((request, index) =>
     request.idempotencyKey === undefined ? [{ index, entry: newEntry(ports, tenantId, request, createdAtMs) }] : [],
   );
-  // Before any task is written, so that no stored task is ever missing from the index.
-  await occupy(requests.map((request) => secondOf(request.dueAtMs)));
+  // Before any task is written, so that no stored task is ever missing from the index, nor due
+  // after a cursor that is yet to start.
+  await Promise.all([
+    occupy(requests.map((request) => secondOf(request.dueAtMs))),
+    ensureClockStarted(ports.clockStore, clock),
+  ]);
   const keyed = requests.flatMap((request, index) => {
     const { idempotencyKey } = request;
     if (idempotencyKey === undefined) return [];
@@ -180,13 +184,16 @@ export async function scheduleTasks(
 }
 
 /**
- * Enqueues the stored tasks whose second a scanner has already claimed (invariant 5: call it
- * after the index and task writes), and those due within the lookahead, which a tick could
- * not bring a scanner to in time; should that enqueue fail, the scanner's claim of their
- * second (or the sweeper's catch-up) still finds them in the index. Ticks the seconds in
+ * Enqueues the stored tasks whose second a scanner may already have claimed (invariant 5: call
+ * it after the index and task writes): those due up to claimableThrough, which also covers the
+ * lookahead, which a tick could not bring a scanner to in time. A task due later is certainly in
+ * a second no one has claimed, and the scan that claims it will find it in the index. Some of
+ * those enqueued here are sent again by their second's scan; the callback's lease absorbs the
+ * duplicate. Should the enqueue fail, the tasks are flagged for the sweeper's overdue pass,
+ * which enqueues them once they are overdueGraceSeconds past due. Ticks the seconds in
  * `unticked` (new to a minute the ticker already planned) that a scanner must still claim.
- * Returns how many it enqueued, or, if the enqueue failed, how many it left flagged for the
- * sweeper; throws only when neither could be written.
+ * Returns how many it enqueued, or, if the enqueue failed, how many it left flagged; throws
+ * only when neither could be written.
  */
 export async function handOffLateArrivals(
   ports: Pick<SchedulePorts, 'clockStore' | 'deliveryQueue' | 'tickQueue' | 'clock' | 'lookaheadSeconds'>,
@@ -194,31 +201,33 @@ export async function handOffLateArrivals(
   unticked: ReadonlySet<number>,
 ): Promise<Omit<ScheduleResult, 'outcomes'>> {
   const { clockStore, deliveryQueue, clock } = ports;
-  const { cursor } = await readClock(clockStore, clock);
   const nowMs = clock.now();
-  const enqueueBefore = Math.max(cursor, secondOf(nowMs) + ports.lookaheadSeconds + 1);
+  const enqueueThrough = claimableThrough(nowMs, ports.lookaheadSeconds);
   const late = stored.filter(
-    (task) => task.status === 'PENDING' && task.attempts === 0 && secondOf(task.dueAtMs) < enqueueBefore,
+    (task) => task.status === 'PENDING' && task.attempts === 0 && secondOf(task.dueAtMs) <= enqueueThrough,
   );
   // Those seconds need no tick: their tasks are enqueued here.
   const ticks = [...unticked]
-    .filter((second) => second >= enqueueBefore)
+    .filter((second) => second > enqueueThrough)
     .map((second) => tickFor(second, nowMs, ports.lookaheadSeconds));
-  const [sent, flagged, ticked] = await Promise.allSettled([
+  const [enqueued, ticked] = await Promise.allSettled([
     late.length > 0 ? deliveryQueue.send(toDeliveryMessages(late, nowMs)) : Promise.resolve(),
-    late.length > 0
-      ? clockStore.markForRecheck(
-          late.map((task) => secondOf(task.dueAtMs)),
-          secondOf(nowMs),
-          secondOf(nowMs) + MARKER_RETENTION_SECONDS,
-        )
-      : Promise.resolve(),
     ticks.length > 0 ? ports.tickQueue.send(ticks) : Promise.resolve(),
   ]);
   const untickedSeconds = ticked.status === 'fulfilled' ? 0 : ticks.length;
-  if (sent.status === 'fulfilled') return { enqueuedDirect: late.length, deferred: 0, untickedSeconds };
-  if (flagged.status === 'fulfilled') return { enqueuedDirect: 0, deferred: late.length, untickedSeconds };
-  throw sent.reason;
+  if (enqueued.status === 'fulfilled') return { enqueuedDirect: late.length, deferred: 0, untickedSeconds };
+  // Flagged only when the enqueue failed: a flag per submit would be one more item written by
+  // every submit due within the same seconds (invariant 8).
+  try {
+    await clockStore.markForRecheck(
+      late.map((task) => secondOf(task.dueAtMs)),
+      secondOf(nowMs),
+      secondOf(nowMs) + MARKER_RETENTION_SECONDS,
+    );
+  } catch {
+    throw enqueued.reason;
+  }
+  return { enqueuedDirect: 0, deferred: late.length, untickedSeconds };
 }
 
 export interface TaskLookupPorts {

@@ -173,6 +173,7 @@ export async function sweep(ports: ScanPorts, settings: SweepSettings): Promise<
   );
 
   let overdue = 0;
+  const overdueChecked = new Set<number>();
   const checkedAfter = (await ports.clockStore.watermark('overdueChecked')) ?? neverSwept;
   const overduePass = await walkSeconds(
     ports,
@@ -188,15 +189,19 @@ export async function sweep(ports: ScanPorts, settings: SweepSettings): Promise<
       deadlineMs: ports.clock.now() + passBudgetMs,
     },
     async (from, to) => {
-      const [scanned, flags] = await Promise.all([
-        ports.clockStore.scannedSeconds(from, to),
+      const [occupied, flags] = await Promise.all([
+        ports.occupancy.occupied(from, to),
         ports.clockStore.rechecksFlagged(from, to),
       ]);
-      // A second whose scan sent nothing has nothing to lose; the api's flags name late
-      // arrivals, due at any earlier second, that it stored but could not enqueue.
-      return (second) => [...((scanned.get(second) ?? 0) > 0 ? [second] : []), ...(flags.get(second) ?? [])];
+      // Every second with tasks, including those whose only tasks the api enqueued itself after
+      // the scan; the api's flags name late arrivals, due at any earlier second, that it stored
+      // but could not enqueue.
+      return (second) => [...(occupied.has(second) ? [second] : []), ...(flags.get(second) ?? [])];
     },
     async (second) => {
+      // A flag can name a second this run already checked as occupied; its tasks went out then.
+      if (overdueChecked.has(second)) return;
+      overdueChecked.add(second);
       const shards = Array.from({ length: ports.shardCount }, (_, shard) => shard);
       const lost = (
         await Promise.all(shards.map((shard) => ports.taskStore.listDue(second, shard, { neverAttempted: true })))

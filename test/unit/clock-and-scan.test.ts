@@ -692,23 +692,29 @@ describe('Function: sweep', () => {
       expect(clockStore.watermarks.overdueChecked).toBe(NOW_SECOND - 60);
     });
 
-    it('does not query seconds whose scan sent nothing, unless the api flagged them', async () => {
-      // Prepare: a late arrival due before the clock even started, whose enqueue failed;
-      // the api flagged it at the second it was submitted.
+    it('queries only seconds with tasks in the occupancy index, and those the api flagged', async () => {
+      // Prepare: a late arrival due before the clock even started, whose enqueue failed (the api
+      // flagged it at the second it was submitted); a second whose scan sent its task; and a
+      // second whose scan sent nothing because its only task arrived later and the api enqueued it.
       const flagged = NOW_SECOND - 500;
       const lost = aTask(flagged * 1000 + 500, 0);
-      const clockStore = healthyClock({ [NOW_SECOND - 100]: 1 });
+      const scannedBusy = NOW_SECOND - 100;
+      const enqueuedByTheApi = aTask((NOW_SECOND - 90) * 1000 + 500, 1);
+      const clockStore = healthyClock({ [scannedBusy]: 1 });
       clockStore.rechecks.set(NOW_SECOND - 150, [flagged]);
-      const ports = scanPorts({ tasks: [lost], clockStore });
+      const ports = scanPorts({ tasks: [lost, enqueuedByTheApi], clockStore, occupied: [scannedBusy] });
       const listDue = vi.spyOn(ports.taskStore, 'listDue');
 
       // Act
       await sweep(ports, overdueSettings);
 
-      // Assess: only the flagged and the busy second were read, each shard once.
+      // Assess: those three seconds were read, no other; both never-attempted tasks went out again.
       const seconds = new Set(listDue.mock.calls.map(([second]) => second));
-      expect(seconds).toEqual(new Set([flagged, NOW_SECOND - 100]));
-      expect(ports.deliveryQueue.sent).toEqual([{ id: lost.id, delaySeconds: 0 }]);
+      expect(seconds).toEqual(new Set([flagged, scannedBusy, NOW_SECOND - 90]));
+      expect(ports.deliveryQueue.sent).toEqual([
+        { id: lost.id, delaySeconds: 0 },
+        { id: enqueuedByTheApi.id, delaySeconds: 0 },
+      ]);
     });
 
     it('still checks overdue tasks when the unfinished pass has more work than its budget', async () => {

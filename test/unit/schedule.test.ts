@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 
 import { applyBizType } from '../../functions/core/biz-types.js';
-import { minuteOf } from '../../functions/core/clock.js';
+import { CLOCK_SKEW_TOLERANCE_SECONDS, minuteOf } from '../../functions/core/clock.js';
 import { type ScheduleOutcome, type SchedulePorts, scheduleTasks } from '../../functions/core/schedule.js';
 import { parseTaskRequest } from '../../functions/core/schemas.js';
 import {
@@ -148,16 +148,16 @@ describe('Function: scheduleTasks', () => {
     expect(ports.taskStore.tasks.size).toBe(1);
   });
 
-  it('flags every late arrival for the overdue pass, even when its enqueue succeeded', async () => {
+  it('writes no recheck flag for a late arrival whose enqueue succeeded', async () => {
     // Prepare
     const ports = schedulePorts();
 
     // Act
     const result = await scheduleTasks(ports, TENANT_ID, [request({ dueAt: NOW_MS - 2000 })]);
 
-    // Assess: should the message be lost, the sweeper will still find the task.
+    // Assess: the message is in the queue; a flag per submit would make one more hot item.
     expect(result.enqueuedDirect).toBe(1);
-    expect([...ports.clockStore.rechecks]).toEqual([[NOW_SECOND, [NOW_SECOND - 2]]]);
+    expect(ports.clockStore.rechecks.size).toBe(0);
   });
 
   it('enqueues a replayed late arrival again, in case the first submit died before enqueueing it', async () => {
@@ -200,7 +200,7 @@ describe('Function: scheduleTasks', () => {
     await expect(scheduling).rejects.toThrow('SQS unavailable');
   });
 
-  it('leaves tasks due after the cursor to the scanner', async () => {
+  it('leaves tasks due beyond what any scanner can have claimed to the scanner', async () => {
     // Prepare
     const ports = schedulePorts();
 
@@ -218,26 +218,41 @@ describe('Function: scheduleTasks', () => {
 });
 
 describe('Function: scheduleTasks and the occupancy index', () => {
-  it('records every second in the index before it writes a task, and reads the cursor after both', async () => {
+  it('records every second in the index before it writes a task, and reads the clock only once per instance', async () => {
     // Prepare
     const ports = schedulePorts();
     const occupy = vi.spyOn(ports.occupancy, 'occupy');
     const createMany = vi.spyOn(ports.taskStore, 'createMany');
     const create = vi.spyOn(ports.taskStore, 'create');
-    const readCursor = vi.spyOn(ports.clockStore, 'read');
+    const readClock = vi.spyOn(ports.clockStore, 'read');
 
     // Act
     await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 30 }), request({ delaySeconds: 90 })]);
     await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 45, idempotencyKey: 'k' })]);
+    await scheduleTasks(ports, TENANT_ID, [request({ dueAt: NOW_MS - 2000 })]);
+
+    // Assess: the CLOCK item is no item every submit reads (invariant 8).
+    expect(ports.occupancy.seconds).toEqual(
+      new Set([NOW_SECOND + 30, NOW_SECOND + 90, NOW_SECOND + 45, NOW_SECOND - 2]),
+    );
+    const [firstOccupy, secondOccupy] = occupy.mock.invocationCallOrder;
+    expect(firstOccupy).toBeLessThan(createMany.mock.invocationCallOrder[0] ?? 0);
+    expect(secondOccupy).toBeLessThan(create.mock.invocationCallOrder[0] ?? 0);
+    expect(readClock).toHaveBeenCalledTimes(1);
+  });
+
+  it('starts the clock before it writes the first task, so no task is due before a cursor that starts later', async () => {
+    // Prepare: a new deployment, whose clock has never run.
+    const ports = { ...schedulePorts(), clockStore: new FakeClockStore() };
+    const create = vi.spyOn(ports.taskStore, 'create');
+    const start = vi.spyOn(ports.clockStore, 'start');
+
+    // Act
+    await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 30 })]);
 
     // Assess
-    expect(ports.occupancy.seconds).toEqual(new Set([NOW_SECOND + 30, NOW_SECOND + 90, NOW_SECOND + 45]));
-    const [firstOccupy, secondOccupy] = occupy.mock.invocationCallOrder;
-    const [firstRead, secondRead] = readCursor.mock.invocationCallOrder;
-    expect(firstOccupy).toBeLessThan(createMany.mock.invocationCallOrder[0] ?? 0);
-    expect(createMany.mock.invocationCallOrder[0]).toBeLessThan(firstRead ?? 0);
-    expect(secondOccupy).toBeLessThan(create.mock.invocationCallOrder[0] ?? 0);
-    expect(create.mock.invocationCallOrder[0]).toBeLessThan(secondRead ?? 0);
+    expect(ports.clockStore.state).toEqual({ cursor: NOW_SECOND, startedAt: NOW_SECOND });
+    expect(start.mock.invocationCallOrder[0]).toBeLessThan(create.mock.invocationCallOrder[0] ?? 0);
   });
 
   it('writes no task when the index cannot be written', async () => {
@@ -309,13 +324,30 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     // Act
     const result = await scheduleTasks(ports, TENANT_ID, [
       request({ dueAt: NOW_MS + 1500 }),
-      request({ delaySeconds: 10 }),
+      request({ delaySeconds: 20 }),
     ]);
 
     // Assess: the first is enqueued here; the second gets a tick.
     expect(result.enqueuedDirect).toBe(1);
     expect(ports.deliveryQueue.sent).toEqual([{ id: idOf(result.outcomes[0]), delaySeconds: 1 }]);
-    expect(ports.tickQueue.sent.map((tick) => tick.second)).toEqual([NOW_SECOND + 10]);
+    expect(ports.tickQueue.sent.map((tick) => tick.second)).toEqual([NOW_SECOND + 20]);
+  });
+
+  it('enqueues itself every task due up to the lookahead plus the clock skew tolerance, and no later one', async () => {
+    // Prepare: a scanner whose clock runs CLOCK_SKEW_TOLERANCE_SECONDS ahead may have claimed
+    // through now + lookahead + tolerance, whatever the cursor read here would have said.
+    const ports = schedulePorts({ cursor: NOW_SECOND - 30 });
+    const lastClaimable = NOW_SECOND + ports.lookaheadSeconds + CLOCK_SKEW_TOLERANCE_SECONDS;
+
+    // Act
+    const result = await scheduleTasks(ports, TENANT_ID, [
+      request({ dueAt: lastClaimable * 1000 + 999 }),
+      request({ dueAt: (lastClaimable + 1) * 1000 }),
+    ]);
+
+    // Assess
+    expect(result.enqueuedDirect).toBe(1);
+    expect(ports.deliveryQueue.sent.map((message) => message.id)).toEqual([idOf(result.outcomes[0])]);
   });
 
   it('still accepts the tasks when their tick cannot be sent, leaving the second to the sweeper', async () => {

@@ -434,6 +434,28 @@ describe('Class: DynamoOccupancyIndex', () => {
     expect(ddbMock.commandCalls(UpdateCommand)).toHaveLength(1);
   });
 
+  it('writes one minute at most every 50 ms, the seconds new to it meanwhile going together', async () => {
+    // Prepare: 20 submits, 10 ms apart, each with a second new to the same minute.
+    const index = new DynamoOccupancyIndex({ client, tableName: TABLE });
+    ddbMock.on(UpdateCommand).resolves({ Attributes: { ...minuteKey, planned: true, seconds: new Set([SECOND]) } });
+    const minuteStart = minute * 60;
+
+    // Act
+    const occupying: Array<Promise<number[]>> = [];
+    for (let n = 0; n < 20; n++) {
+      occupying.push(index.occupy([minuteStart + 1 + n]));
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const unticked = await Promise.all(occupying);
+
+    // Assess: about 200 ms of seconds in at most five writes, none lost; each caller ticks only its own second.
+    const writes = ddbMock.commandCalls(UpdateCommand).map((call) => call.args[0].input.ExpressionAttributeValues);
+    expect(writes.length).toBeLessThanOrEqual(5);
+    const written = writes.flatMap((values) => [...(values?.[':seconds'] as Set<number>)]);
+    expect(written.sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, n) => minuteStart + 1 + n));
+    expect(unticked).toEqual(Array.from({ length: 20 }, (_, n) => [minuteStart + 1 + n]));
+  });
+
   it('writes a second again after a failed write, so a failure is never remembered as done', async () => {
     // Prepare
     const index = new DynamoOccupancyIndex({ client, tableName: TABLE });

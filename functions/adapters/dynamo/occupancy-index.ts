@@ -10,6 +10,25 @@ import { type OccupancyItem, occupancyKey } from './table-schema.js';
 const REMEMBERED_SECONDS = 100_000;
 
 /**
+ * One instance writes a minute's item at most this often. Seconds new to the minute meanwhile
+ * wait, at most this long, and go in the next write together: a cold instance seeing tasks
+ * due in many seconds of one minute, or a steady stream of them, then writes that item at
+ * most 20 times a second, not once per new second.
+ */
+const MINUTE_WRITE_SPACING_MS = 50;
+
+/** Lanes kept for minutes this instance wrote; past this, lanes idle for a spacing are dropped. */
+const REMEMBERED_LANES = 1_000;
+
+interface MinuteLane {
+  /** Settles when the lane's last write has; the next write starts after it. */
+  tail: Promise<unknown>;
+  lastStartMs: number;
+  /** The write not started yet, which seconds new to the minute still join. */
+  next?: { readonly seconds: number[]; written: Promise<number[]> };
+}
+
+/**
  * The occupancy index: one item per minute (filed by the minute's first second, an hour per
  * partition) holding the set of its seconds that have tasks, and whether the ticker has planned
  * it. Both the api's ADD and the ticker's plan are single-item updates that return the item as
@@ -22,7 +41,8 @@ export class DynamoOccupancyIndex implements OccupancyIndex {
    * a hot second then costs one index write per instance, not one per batch, and a caller
    * sharing a second still waits until that write is durable.
    */
-  private readonly recorded = new Map<number, Promise<unknown>>();
+  private readonly recorded = new Map<number, Promise<number[]>>();
+  private readonly lanes = new Map<number, MinuteLane>();
 
   constructor(private readonly options: TableOptions) {}
 
@@ -34,16 +54,38 @@ export class DynamoOccupancyIndex implements OccupancyIndex {
       byMinute.set(minuteOf(second), [...(byMinute.get(minuteOf(second)) ?? []), second]);
     }
     const writes = [...byMinute].map(([minute, fresh]) => {
-      const write = this.record(minute, fresh);
+      const write = this.inLane(minute, fresh);
       for (const second of fresh) this.recorded.set(second, write);
       write.catch(() => {
         for (const second of fresh) this.recorded.delete(second);
       });
-      return write;
+      // A write may carry other callers' seconds; each caller ticks only its own.
+      return write.then((unticked) => unticked.filter((second) => fresh.includes(second)));
     });
     const [unticked] = await Promise.all([Promise.all(writes), Promise.all(pending)]);
     this.forgetOldest();
     return unticked.flat();
+  }
+
+  /** Adds `seconds` to the minute's next write, starting one if none waits (see MINUTE_WRITE_SPACING_MS). */
+  private inLane(minute: number, seconds: readonly number[]): Promise<number[]> {
+    const lane = this.lanes.get(minute) ?? { tail: Promise.resolve(), lastStartMs: Number.NEGATIVE_INFINITY };
+    this.lanes.set(minute, lane);
+    if (lane.next) {
+      lane.next.seconds.push(...seconds);
+      return lane.next.written;
+    }
+    const next: NonNullable<MinuteLane['next']> = { seconds: [...seconds], written: Promise.resolve([]) };
+    lane.next = next;
+    next.written = lane.tail.then(async () => {
+      const wait = lane.lastStartMs + MINUTE_WRITE_SPACING_MS - Date.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      lane.next = undefined;
+      lane.lastStartMs = Date.now();
+      return this.record(minute, next.seconds);
+    });
+    lane.tail = next.written.catch(() => undefined);
+    return next.written;
   }
 
   async plan(minute: number): Promise<number[] | undefined> {
@@ -95,6 +137,12 @@ export class DynamoOccupancyIndex implements OccupancyIndex {
   }
 
   private forgetOldest(): void {
+    if (this.lanes.size > REMEMBERED_LANES) {
+      const idleSince = Date.now() - MINUTE_WRITE_SPACING_MS;
+      for (const [minute, lane] of this.lanes) {
+        if (!lane.next && lane.lastStartMs < idleSince) this.lanes.delete(minute);
+      }
+    }
     if (this.recorded.size <= REMEMBERED_SECONDS) return;
     const oldest = [...this.recorded.keys()].sort((a, b) => a - b).slice(0, REMEMBERED_SECONDS / 10);
     for (const second of oldest) this.recorded.delete(second);

@@ -202,9 +202,14 @@ function modelLines(result: ScenarioResult): string[] {
     .join(', ');
   return [
     `- DynamoDB throttled requests by key class: ${classes.map(([name, usage]) => `${name} ${usage.throttles}`).join(', ')}; table ${dynamodb.tableThrottles} (limits per key ${fmt(dynamodb.limits.partitionWrite)} WCU/s, ${fmt(dynamodb.limits.partitionRead)} RCU/s)`,
-    `- hottest key (the model gives every key its own partition, so item and partition coincide): ${
+    `- hottest partition key (the model gives every key its own partition): ${
       hottest
         ? `${hottest.index ? `index ${hottest.index} ` : ''}${hottest.value} (${hottest.kind}), ${fmt(hottest.peakUnitsPerSecond, 1)} units/s = ${fmt(hottest.fractionOfLimit * 100)}% of its limit`
+        : 'none'
+    }`,
+    `- hottest item: ${
+      dynamodb.hottestItem
+        ? `${dynamodb.hottestItem.key}, ${fmt(dynamodb.hottestItem.peakRequestsPerSecond)} requests in its busiest second`
         : 'none'
     }`,
     `- API Gateway: ${api.throttled} of ${api.requests} requests answered 429 (${fmt(api.ratePerSecond)}/s, burst ${fmt(api.burst)})`,

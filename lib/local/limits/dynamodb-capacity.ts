@@ -100,6 +100,14 @@ function keyValue(value: WireValue | undefined): string | undefined {
   return value?.S ?? value?.N ?? value?.B;
 }
 
+/** An item's primary key as text (`pk` or `pk / sk`), naming it in reports. */
+export function itemKeyText(schema: KeySchema, item: WireItem): string | undefined {
+  const partition = keyValue(item[schema.partitionKey]);
+  if (partition === undefined) return undefined;
+  const sort = schema.sortKey === undefined ? undefined : keyValue(item[schema.sortKey]);
+  return sort === undefined ? partition : `${partition} / ${sort}`;
+}
+
 export function tablePartition(table: string, schema: KeySchema, item: WireItem): PartitionKeyRef | undefined {
   const value = keyValue(item[schema.partitionKey]);
   return value === undefined ? undefined : { table, value };

@@ -147,6 +147,7 @@ class DynamoThroughputProxy {
     const table = input.TableName;
     const item = input.Item;
     const key = item ? this.keyOf(item) : (input.Key ?? {});
+    this.model.itemRequested(table, key);
     const before = await this.currentItem(request, table, key);
     // An update's result is known only after it runs: it is admitted on the item as it stands, then topped up.
     const expected = request.operation === 'PutItem' ? item : request.operation === 'DeleteItem' ? undefined : before;
@@ -172,6 +173,7 @@ class DynamoThroughputProxy {
     const consistent = input.ConsistentRead === true;
     const ref = tablePartition(table, this.schema, input.Key ?? {});
     if (!ref) return this.forward(request);
+    this.model.itemRequested(table, input.Key ?? {});
     const minimum = readUnits(0, consistent);
     const refusal = this.model.admit('read', table, [{ ref, units: minimum }]);
     if (refusal) return refusals[refusal]();
@@ -216,6 +218,7 @@ class DynamoThroughputProxy {
       for (const write of writes) {
         const after = 'PutRequest' in write ? write.PutRequest.Item : undefined;
         const key = after ? this.keyOf(after) : 'DeleteRequest' in write ? write.DeleteRequest.Key : {};
+        this.model.itemRequested(table, key);
         const before = await this.currentItem(request, table, key);
         const refused = this.model.admit('write', table, this.writeCharges(table, before, after));
         refusal ??= refused;
@@ -244,6 +247,7 @@ class DynamoThroughputProxy {
     for (const [table, request_] of Object.entries(input.RequestItems ?? {})) {
       const minimum = readUnits(0, request_.ConsistentRead === true);
       for (const key of request_.Keys) {
+        this.model.itemRequested(table, key);
         const ref = tablePartition(table, this.schema, key);
         const refused = ref ? this.model.admit('read', table, [{ ref, units: minimum }]) : undefined;
         refusal ??= refused;

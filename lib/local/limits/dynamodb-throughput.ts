@@ -15,7 +15,15 @@
 import { TABLE } from '../../../functions/contract/topology.js';
 import type { Clock } from '../../../functions/core/task.js';
 import { AWS_LIMITS, scaledRate } from './aws-limits.js';
-import { keyClass, type KeySchema, partitionId, type PartitionKeyRef, partitionRef } from './dynamodb-capacity.js';
+import {
+  itemKeyText,
+  keyClass,
+  type KeySchema,
+  partitionId,
+  type PartitionKeyRef,
+  partitionRef,
+  type WireItem,
+} from './dynamodb-capacity.js';
 import { WindowMeter } from './window-meter.js';
 
 /** The task table's keys, as the stack and the local runtime create it. */
@@ -56,11 +64,21 @@ export interface HottestKey extends PartitionKeyRef {
   readonly fractionOfLimit: number;
 }
 
+/** The item asked for most often in one second: no item's request rate may grow with the load (invariant 8). */
+export interface HottestItem {
+  readonly table: string;
+  /** `pk` or `pk / sk`. */
+  readonly key: string;
+  /** Gets, writes and batch entries on the item in its busiest second, throttled or not. */
+  readonly peakRequestsPerSecond: number;
+}
+
 export interface DynamoThroughputReport {
   readonly limits: Readonly<Record<'partitionRead' | 'partitionWrite' | 'tableRead' | 'tableWrite', number>>;
   /** By key class: the key's text before its first '#', or `index:<name>` for an index's keys. */
   readonly byKeyClass: Readonly<Record<string, KeyClassUsage>>;
   readonly hottestKey: HottestKey | undefined;
+  readonly hottestItem: HottestItem | undefined;
   /** Requests refused for the table's own limit rather than one key's. */
   readonly tableThrottles: number;
 }
@@ -71,6 +89,8 @@ type Refusal = 'partition' | 'table';
 export class DynamoThroughputModel {
   private readonly keys: Record<Kind, WindowMeter>;
   private readonly tables: Record<Kind, WindowMeter>;
+  /** Requests per item, unlimited: what is measured is how often one item is asked for. */
+  private readonly items = new WindowMeter(Number.POSITIVE_INFINITY);
 
   constructor(private readonly options: DynamoThroughputOptions) {
     const { k } = options;
@@ -111,6 +131,12 @@ export class DynamoThroughputModel {
     return undefined;
   }
 
+  /** Counts one request on one item: a get, a single write, or one entry of a batch. */
+  itemRequested(table: string, key: WireItem): void {
+    const text = itemKeyText(this.schema, key);
+    if (text !== undefined) this.items.charge(JSON.stringify([table, text]), 1, this.options.clock.now());
+  }
+
   /** Charges units learned only after the request ran (an item's size after an update, a page's items). */
   topUp(kind: Kind, table: string, charges: readonly Charge[], unkeyedUnits = 0): void {
     const now = this.options.clock.now();
@@ -149,6 +175,12 @@ export class DynamoThroughputModel {
       (sum, reading) => sum + reading.throttles,
       0,
     );
+    let hottestItem: HottestItem | undefined;
+    for (const [id, reading] of this.items.readings()) {
+      if (hottestItem && reading.peakUnitsPerSecond <= hottestItem.peakRequestsPerSecond) continue;
+      const [table = '', key = ''] = JSON.parse(id) as string[];
+      hottestItem = { table, key, peakRequestsPerSecond: reading.peakUnitsPerSecond };
+    }
     return {
       limits: {
         partitionRead: this.keys.read.limit,
@@ -158,6 +190,7 @@ export class DynamoThroughputModel {
       },
       byKeyClass,
       hottestKey,
+      hottestItem,
       tableThrottles,
     };
   }

@@ -115,4 +115,22 @@ describe('Class: DynamoThroughputModel', () => {
     expect(report.byKeyClass['index:byBizId']).toMatchObject({ writeUnits: 1 });
     expect(report.hottestKey).toMatchObject({ value: 'B#7', kind: 'write', fractionOfLimit: 1 });
   });
+
+  it('reports the item asked for most in one second, apart from the others in its partition', () => {
+    // Prepare: one minute item of an hour's partition asked for five times in a second, its neighbour
+    // three times in each of two seconds.
+    const clock = new ManualClock(0);
+    const model = new DynamoThroughputModel({ k: 100, clock });
+    const item = (minute: number) => ({ pk: { S: 'OCCUPIED#27000' }, sk: { S: String(minute) } });
+    for (let n = 0; n < 5; n++) model.itemRequested('t', item(1));
+    for (let n = 0; n < 3; n++) model.itemRequested('t', item(2));
+    clock.advance(1000);
+    for (let n = 0; n < 3; n++) model.itemRequested('t', item(2));
+
+    // Act
+    const report = model.report();
+
+    // Assess
+    expect(report.hottestItem).toEqual({ table: 't', key: 'OCCUPIED#27000 / 1', peakRequestsPerSecond: 5 });
+  });
 });

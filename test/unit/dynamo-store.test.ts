@@ -1,5 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
+  BatchGetCommand,
   BatchWriteCommand,
   DynamoDBDocumentClient,
   GetCommand,
@@ -18,6 +19,7 @@ import {
   markerKey,
   markerPartition,
   markerSortKey,
+  OCCUPANCY_SLOTS,
   occupancyKey,
   taskToItem,
 } from '../../functions/adapters/dynamo/table-schema.js';
@@ -392,11 +394,11 @@ describe('Class: DynamoOccupancyIndex', () => {
   });
 
   const minute = Math.floor(SECOND / 60);
-  const minuteKey = occupancyKey(minute);
+  const minuteKey = occupancyKey(minute, 0);
 
   it('adds seconds to their minute in one update each, returning those new to a planned minute', async () => {
     // Prepare: the minute was planned when it held only SECOND.
-    const index = new DynamoOccupancyIndex({ client, tableName: TABLE });
+    const index = new DynamoOccupancyIndex({ client, tableName: TABLE, slot: 0 });
     ddbMock.on(UpdateCommand).resolves({ Attributes: { ...minuteKey, planned: true, seconds: new Set([SECOND]) } });
 
     // Act
@@ -416,7 +418,7 @@ describe('Class: DynamoOccupancyIndex', () => {
 
   it('writes a second once per instance, and a caller sharing it waits until that write is durable', async () => {
     // Prepare: the first write is slow.
-    const index = new DynamoOccupancyIndex({ client, tableName: TABLE });
+    const index = new DynamoOccupancyIndex({ client, tableName: TABLE, slot: 0 });
     let finishWrite: (value: unknown) => void = () => undefined;
     ddbMock.on(UpdateCommand).callsFake(() => new Promise((resolve) => (finishWrite = resolve)));
 
@@ -436,7 +438,7 @@ describe('Class: DynamoOccupancyIndex', () => {
 
   it('writes one minute at most every 50 ms, the seconds new to it meanwhile going together', async () => {
     // Prepare: 20 submits, 10 ms apart, each with a second new to the same minute.
-    const index = new DynamoOccupancyIndex({ client, tableName: TABLE });
+    const index = new DynamoOccupancyIndex({ client, tableName: TABLE, slot: 0 });
     ddbMock.on(UpdateCommand).resolves({ Attributes: { ...minuteKey, planned: true, seconds: new Set([SECOND]) } });
     const minuteStart = minute * 60;
 
@@ -458,7 +460,7 @@ describe('Class: DynamoOccupancyIndex', () => {
 
   it('writes a second again after a failed write, so a failure is never remembered as done', async () => {
     // Prepare
-    const index = new DynamoOccupancyIndex({ client, tableName: TABLE });
+    const index = new DynamoOccupancyIndex({ client, tableName: TABLE, slot: 0 });
     ddbMock.on(UpdateCommand).rejectsOnce(new Error('throttled')).resolves({});
 
     // Act
@@ -471,7 +473,7 @@ describe('Class: DynamoOccupancyIndex', () => {
 
   it('plans a minute once, handing back its seconds in order', async () => {
     // Prepare
-    const index = new DynamoOccupancyIndex({ client, tableName: TABLE });
+    const index = new DynamoOccupancyIndex({ client, tableName: TABLE, slot: 0 });
     ddbMock
       .on(UpdateCommand)
       .resolvesOnce({ Attributes: { seconds: new Set([SECOND + 9, SECOND + 2]) } })
@@ -492,16 +494,23 @@ describe('Class: DynamoOccupancyIndex', () => {
 
   it('reads the occupied seconds of a range with consistent reads, keeping only those inside it', async () => {
     // Prepare
-    const index = new DynamoOccupancyIndex({ client, tableName: TABLE });
-    ddbMock
-      .on(QueryCommand)
-      .resolves({ Items: [{ ...minuteKey, seconds: new Set([SECOND - 1, SECOND + 3, SECOND + 90]) }] });
+    const index = new DynamoOccupancyIndex({ client, tableName: TABLE, slot: 0 });
+    ddbMock.on(BatchGetCommand).resolves({
+      Responses: {
+        [TABLE]: [
+          { ...minuteKey, seconds: new Set([SECOND - 1, SECOND + 3]) },
+          { ...occupancyKey(minute + 1, 4), seconds: new Set([SECOND + 30, SECOND + 90]) },
+        ],
+      },
+    });
 
     // Act
     const seconds = await index.occupied(SECOND, SECOND + 59);
 
-    // Assess
-    expect(seconds).toEqual(new Set([SECOND + 3]));
-    expect(ddbMock.commandCalls(QueryCommand)[0]?.args[0].input).toMatchObject({ ConsistentRead: true });
+    // Assess: every slot of both minutes the range touches, in one consistent read.
+    expect(seconds).toEqual(new Set([SECOND + 3, SECOND + 30]));
+    const [read] = ddbMock.commandCalls(BatchGetCommand).map((call) => call.args[0].input.RequestItems?.[TABLE]);
+    expect(read?.ConsistentRead).toBe(true);
+    expect(read?.Keys).toHaveLength(2 * OCCUPANCY_SLOTS);
   });
 });

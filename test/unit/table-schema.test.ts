@@ -88,10 +88,8 @@ describe('Module: table-schema', () => {
       dueSecond: SECOND + 30,
       expiresAt: 99,
     });
-    expect(occupancyKey(SECOND / 60 + 1)).toEqual({
-      pk: `OCCUPIED#${Math.floor(SECOND / 3600)}`,
-      sk: `00${SECOND + 60}`,
-    });
+    const minute = Math.floor(SECOND / 60) + 1;
+    expect(occupancyKey(minute, 5)).toEqual({ pk: `OCCUPIED#${minute}#5`, sk: `00${minute * 60}` });
   });
 
   it('keys idempotency claims, tenants, API keys, bizType settings and counters by their prefixes', () => {

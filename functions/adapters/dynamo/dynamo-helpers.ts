@@ -1,4 +1,6 @@
-import { type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
+
+import { StoreBusyError } from '../../core/task.js';
 
 import type { MarkerKind } from './table-schema.js';
 import { KEY_EXPRESSIONS, markerPartition, markerSortRange, nextMarkerPartitionStart } from './table-schema.js';
@@ -95,3 +97,33 @@ export async function markersBetween<T>(
 export const UNPROCESSED_RETRIES = 6;
 
 export const backOff = (retry: number) => new Promise((resolve) => setTimeout(resolve, 25 * 2 ** retry));
+
+const BATCH_GET_LIMIT = 100;
+
+/**
+ * The items at `keys` that exist, read in BatchGetItems of 100 keys, resending what DynamoDB
+ * left unprocessed; StoreBusyError if some stay unprocessed after UNPROCESSED_RETRIES.
+ */
+export async function batchGetAll<T>(
+  options: TableOptions,
+  keys: readonly object[],
+  consistentRead: boolean,
+): Promise<T[]> {
+  const { client, tableName } = options;
+  const found: T[] = [];
+  for (let start = 0; start < keys.length; start += BATCH_GET_LIMIT) {
+    let pending: Array<Record<string, unknown>> = keys.slice(start, start + BATCH_GET_LIMIT).map((key) => ({ ...key }));
+    for (let retry = 0; pending.length > 0; retry++) {
+      if (retry > UNPROCESSED_RETRIES) {
+        throw new StoreBusyError(`${pending.length} reads stayed unprocessed after ${UNPROCESSED_RETRIES} retries`);
+      }
+      if (retry > 0) await backOff(retry);
+      const result = await client.send(
+        new BatchGetCommand({ RequestItems: { [tableName]: { Keys: pending, ConsistentRead: consistentRead } } }),
+      );
+      found.push(...((result.Responses?.[tableName] ?? []) as T[]));
+      pending = result.UnprocessedKeys?.[tableName]?.Keys ?? [];
+    }
+  }
+  return found;
+}

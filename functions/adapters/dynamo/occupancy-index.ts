@@ -1,10 +1,12 @@
+import { randomInt } from 'node:crypto';
+
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
 import { minuteOf } from '../../core/clock.js';
 import { MARKER_RETENTION_SECONDS } from '../../core/scan.js';
 import type { OccupancyIndex } from '../../core/task.js';
-import { markersBetween, type TableOptions } from './dynamo-helpers.js';
-import { type OccupancyItem, occupancyKey } from './table-schema.js';
+import { batchGetAll, type TableOptions } from './dynamo-helpers.js';
+import { OCCUPANCY_SLOTS, type OccupancyItem, occupancyKey } from './table-schema.js';
 
 /** Seconds one instance remembers having recorded; past this it forgets the oldest tenth. */
 const REMEMBERED_SECONDS = 100_000;
@@ -28,12 +30,18 @@ interface MinuteLane {
   next?: { readonly seconds: number[]; written: Promise<number[]> };
 }
 
+export interface OccupancyIndexOptions extends TableOptions {
+  /** The slot this instance writes; @default one chosen at random (see OCCUPANCY_SLOTS). */
+  readonly slot?: number;
+}
+
 /**
- * The occupancy index: one item per minute (filed by the minute's first second, an hour per
- * partition) holding the set of its seconds that have tasks, and whether the ticker has planned
- * it. Both the api's ADD and the ticker's plan are single-item updates that return the item as
- * it was, so they are ordered: either the plan saw a second, or its writer learns the minute
- * was planned without it and sends the tick itself.
+ * The occupancy index: OCCUPANCY_SLOTS items per minute (each a partition of its own), each
+ * holding the seconds with tasks that its writers recorded, and whether the ticker has planned
+ * the minute. An instance writes its own slot; the ticker plans every slot, and readers read
+ * them all. The api's ADD and the ticker's plan of a slot are single-item updates that return
+ * the item as it was, so they are ordered: either the plan saw a second, or its writer learns
+ * the minute was planned without it and sends the tick itself.
  */
 export class DynamoOccupancyIndex implements OccupancyIndex {
   /**
@@ -44,7 +52,11 @@ export class DynamoOccupancyIndex implements OccupancyIndex {
   private readonly recorded = new Map<number, Promise<number[]>>();
   private readonly lanes = new Map<number, MinuteLane>();
 
-  constructor(private readonly options: TableOptions) {}
+  private readonly slot: number;
+
+  constructor(private readonly options: OccupancyIndexOptions) {
+    this.slot = options.slot ?? randomInt(OCCUPANCY_SLOTS);
+  }
 
   async occupy(seconds: readonly number[]): Promise<number[]> {
     const distinct = [...new Set(seconds)];
@@ -88,25 +100,43 @@ export class DynamoOccupancyIndex implements OccupancyIndex {
     return next.written;
   }
 
+  /**
+   * Plans every slot of the minute. A slot planned before (by a duplicate run) was ticked by
+   * that run. A slot whose update failed stays unplanned, and the next run, which plans this
+   * minute again as its current one, ticks it: late, never lost.
+   */
   async plan(minute: number): Promise<number[] | undefined> {
-    const result = await this.options.client.send(
-      new UpdateCommand({
-        TableName: this.options.tableName,
-        Key: occupancyKey(minute),
-        UpdateExpression: 'SET planned = :planned, expiresAt = :expiresAt',
-        ExpressionAttributeValues: { ':planned': true, ':expiresAt': this.expiry(minute) },
-        ReturnValues: 'ALL_OLD',
-      }),
+    const slots = Array.from({ length: OCCUPANCY_SLOTS }, (_, slot) => slot);
+    const results = await Promise.allSettled(
+      slots.map((slot) =>
+        this.options.client.send(
+          new UpdateCommand({
+            TableName: this.options.tableName,
+            Key: occupancyKey(minute, slot),
+            UpdateExpression: 'SET planned = :planned, expiresAt = :expiresAt',
+            ExpressionAttributeValues: { ':planned': true, ':expiresAt': this.expiry(minute) },
+            ReturnValues: 'ALL_OLD',
+          }),
+        ),
+      ),
     );
-    const before = result.Attributes as OccupancyItem | undefined;
-    if (before?.planned) return undefined;
-    return [...(before?.seconds ?? [])].sort((a, b) => a - b);
+    const planned = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+    const failure = results.find((result) => result.status === 'rejected');
+    if (planned.length === 0 && failure) throw failure.reason;
+    const fresh = planned
+      .map((result) => result.Attributes as OccupancyItem | undefined)
+      .filter((item) => !item?.planned);
+    if (fresh.length === 0) return undefined;
+    return [...new Set(fresh.flatMap((item) => [...(item?.seconds ?? [])]))].sort((a, b) => a - b);
   }
 
   async occupied(from: number, to: number): Promise<Set<number>> {
-    const items = await markersBetween<OccupancyItem>(this.options, 'OCCUPIED', minuteOf(from) * 60, to);
+    const keys = [];
+    for (let minute = minuteOf(from); minute <= minuteOf(to); minute++) {
+      for (let slot = 0; slot < OCCUPANCY_SLOTS; slot++) keys.push(occupancyKey(minute, slot));
+    }
     const seconds = new Set<number>();
-    for (const item of items) {
+    for (const item of await batchGetAll<OccupancyItem>(this.options, keys, true)) {
       for (const second of item.seconds ?? []) {
         if (second >= from && second <= to) seconds.add(second);
       }
@@ -119,7 +149,7 @@ export class DynamoOccupancyIndex implements OccupancyIndex {
     const result = await this.options.client.send(
       new UpdateCommand({
         TableName: this.options.tableName,
-        Key: occupancyKey(minute),
+        Key: occupancyKey(minute, this.slot),
         UpdateExpression: 'ADD #seconds :seconds SET expiresAt = :expiresAt',
         ExpressionAttributeNames: { '#seconds': 'seconds' },
         ExpressionAttributeValues: { ':seconds': new Set(seconds), ':expiresAt': this.expiry(minute) },

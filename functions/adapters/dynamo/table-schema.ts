@@ -229,7 +229,7 @@ export function clockFromItem(item: ClockItem): ClockState {
 }
 
 const SECONDS_PER_MARKER_PARTITION = 3600;
-export type MarkerKind = 'SCANNED' | 'RECHECK' | 'OCCUPIED';
+export type MarkerKind = 'SCANNED' | 'RECHECK';
 
 /** The partition of `kind`'s items filed under `second`: one per hour and kind, so a range of seconds is one or two Queries. */
 export function markerPartition(kind: MarkerKind, second: number): string {
@@ -304,15 +304,25 @@ export function recheckFlaggedAt(item: RecheckFlagItem): number {
   return Number(item.sk.split('#')[0]);
 }
 
-/** One minute's occupied seconds, filed under the minute's first second, and whether the ticker has planned it. */
+/**
+ * How many items hold one minute of the occupancy index. Each api instance writes one slot,
+ * chosen at random when it starts, so a minute's writes (one per instance and new second) are
+ * spread over this many items and partition keys; readers read them all. Sized for 1e9 timers
+ * a day: some 600 api instances all meeting a new second of the same minute each second is
+ * about 75 writes a second on each slot, against DynamoDB's 1,000 per partition.
+ */
+export const OCCUPANCY_SLOTS = 8;
+
+/** A minute's occupied seconds, as one slot saw them, and whether the ticker has planned the minute. */
 export interface OccupancyItem extends TableKey {
   readonly seconds?: Set<number>;
   readonly planned?: boolean;
   readonly expiresAt: number;
 }
 
-export function occupancyKey(minute: number): TableKey {
-  return markerKey('OCCUPIED', minute * 60);
+/** One slot of one minute: a partition of its own, filed by the minute's first second. */
+export function occupancyKey(minute: number, slot: number): TableKey {
+  return { [PK]: `OCCUPIED#${minute}#${slot}`, [SK]: markerSortKey(minute * 60) };
 }
 
 // ---- Idempotency claims ---------------------------------------------------------------

@@ -1,13 +1,11 @@
-import { BatchGetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 
 import { TABLE } from '../../contract/topology.js';
 import { MAX_SHARDS, parseTaskId, type TaskKey, taskKey } from '../../core/ids.js';
-import { StoreBusyError, type Task, type TaskIndex, type TaskIndexName } from '../../core/task.js';
-import { backOff, UNPROCESSED_RETRIES } from './dynamo-helpers.js';
+import type { Task, TaskIndex, TaskIndexName } from '../../core/task.js';
+import { batchGetAll } from './dynamo-helpers.js';
 import { taskFromItem, taskIdOfSortKey, type TaskItem } from './table-schema.js';
 import type { DynamoStoreOptions } from './task-store.js';
-
-const BATCH_GET_LIMIT = 100;
 
 /** The business-query indexes (keys only) and the task reads that turn their keys into tasks. */
 export class DynamoTaskIndex implements TaskIndex {
@@ -43,23 +41,8 @@ export class DynamoTaskIndex implements TaskIndex {
   }
 
   async getMany(keys: readonly TaskKey[]): Promise<Task[]> {
-    const { client, tableName } = this.options;
     const found = new Map<string, Task>();
-    for (let start = 0; start < keys.length; start += BATCH_GET_LIMIT) {
-      let pending: Array<Record<string, unknown>> = keys
-        .slice(start, start + BATCH_GET_LIMIT)
-        .map((key) => ({ ...key }));
-      for (let retry = 0; pending.length > 0; retry++) {
-        if (retry > UNPROCESSED_RETRIES)
-          throw new StoreBusyError(
-            `${pending.length} task reads stayed unprocessed after ${UNPROCESSED_RETRIES} retries`,
-          );
-        if (retry > 0) await backOff(retry);
-        const result = await client.send(new BatchGetCommand({ RequestItems: { [tableName]: { Keys: pending } } }));
-        for (const item of (result.Responses?.[tableName] ?? []) as TaskItem[]) found.set(item.sk, taskFromItem(item));
-        pending = result.UnprocessedKeys?.[tableName]?.Keys ?? [];
-      }
-    }
+    for (const item of await batchGetAll<TaskItem>(this.options, keys, false)) found.set(item.sk, taskFromItem(item));
     return keys.flatMap((key) => found.get(key.sk) ?? []);
   }
 }

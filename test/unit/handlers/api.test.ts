@@ -132,7 +132,7 @@ describe('Function: api handler', () => {
       .find((update) => String(update.args[0].input.Key?.pk).startsWith('OCCUPIED#'));
     const dueSecond = Math.floor((location?.dueAtMs ?? 0) / 1000);
     expect(occupy?.args[0].input).toMatchObject({
-      Key: { pk: `OCCUPIED#${Math.floor(dueSecond / 3600)}` },
+      Key: { pk: expect.stringMatching(new RegExp(`^OCCUPIED#${Math.floor(dueSecond / 60)}#\\d$`)) },
       UpdateExpression: expect.stringContaining('ADD #seconds :seconds'),
       ExpressionAttributeValues: { ':seconds': new Set([dueSecond]) },
     });

@@ -1,8 +1,16 @@
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchGetCommand,
+  DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 
+import { occupancyKey } from '../../../functions/adapters/dynamo/table-schema.js';
 import { loadScannerConfig } from '../../../functions/commons/config.js';
 import { newTaskId, partitionKey, secondRange } from '../../../functions/core/ids.js';
 import { createScannerHandler } from '../../../functions/scanner/app.js';
@@ -14,6 +22,7 @@ import {
   LOOKAHEAD_SECONDS,
   SHARD_COUNT,
   sqsRecord,
+  TABLE_NAME,
   unitHandler,
 } from './setup.js';
 
@@ -38,9 +47,9 @@ function clockItemAt(start: number) {
 
 /** The occupancy index's item for the minute of `second`, naming that second. */
 function occupied(second: number) {
-  ddbMock
-    .on(QueryCommand, { ExpressionAttributeValues: { ':pk': `OCCUPIED#${Math.floor(second / 3600)}` } })
-    .resolves({ Items: [{ sk: String(Math.floor(second / 60) * 60).padStart(12, '0'), seconds: new Set([second]) }] });
+  ddbMock.on(BatchGetCommand).resolves({
+    Responses: { [TABLE_NAME]: [{ ...occupancyKey(Math.floor(second / 60), 0), seconds: new Set([second]) }] },
+  });
 }
 
 describe('Function: scanner handler', () => {

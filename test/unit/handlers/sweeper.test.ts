@@ -1,12 +1,20 @@
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchGetCommand,
+  DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 
+import { occupancyKey } from '../../../functions/adapters/dynamo/table-schema.js';
 import { loadSweeperConfig } from '../../../functions/commons/config.js';
 import { newTaskId, partitionKey, secondRange } from '../../../functions/core/ids.js';
 import { createSweeperHandler } from '../../../functions/sweeper/app.js';
-import { BUCKET_COUNT, DELIVERY_QUEUE_URL, handlerEnv, lambdaContext, unitHandler } from './setup.js';
+import { BUCKET_COUNT, DELIVERY_QUEUE_URL, handlerEnv, lambdaContext, TABLE_NAME, unitHandler } from './setup.js';
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
@@ -31,14 +39,16 @@ describe('Function: sweeper handler', () => {
     const finished = Array.from({ length: 10 }, (_, index) => startedAt + index).filter((s) => s !== unfinished);
     const lost = { id: newTaskId({ dueAtMs: unfinished * 1000 + 250, shard: 0 }), dueAtMs: unfinished * 1000 + 250 };
     ddbMock.on(GetCommand).resolves({ Item: { pk: 'CLOCK', sk: 'CLOCK', cursor, startedAt } });
+    ddbMock.on(BatchGetCommand).resolves({
+      Responses: {
+        [TABLE_NAME]: [{ ...occupancyKey(Math.floor(unfinished / 60), 3), seconds: new Set([unfinished]) }],
+      },
+    });
     // Markers and tasks share the table; scan markers live in SCANNED#<hour> partitions.
     ddbMock.on(QueryCommand).callsFake((input: { ExpressionAttributeValues?: Record<string, unknown> }) => {
       const pk = String(input.ExpressionAttributeValues?.[':pk'] ?? '');
       const [kind, hourText] = pk.split('#');
       const hour = Number(hourText);
-      if (kind === 'OCCUPIED' && Math.floor(unfinished / 3600) === hour) {
-        return { Items: [{ sk: markerSk(Math.floor(unfinished / 60) * 60), seconds: new Set([unfinished]) }] };
-      }
       if (kind !== 'SCANNED') return { Items: [] };
       const inHour = finished.filter((second) => Math.floor(second / 3600) === hour);
       return { Items: inHour.map((second) => ({ sk: markerSk(second), through: second })) };

@@ -3,6 +3,7 @@ import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 
+import { OCCUPANCY_SLOTS } from '../../../functions/adapters/dynamo/table-schema.js';
 import { loadTickerConfig } from '../../../functions/commons/config.js';
 import { createTickerHandler } from '../../../functions/ticker/app.js';
 import { handlerEnv, lambdaContext, LOOKAHEAD_SECONDS, TICK_QUEUE_URL, unitHandler } from './setup.js';
@@ -33,7 +34,7 @@ describe('Function: ticker handler', () => {
     // Assess
     expect(result).toEqual({ ticks: 2 });
     const plans = ddbMock.commandCalls(UpdateCommand).map((call) => call.args[0].input);
-    expect(plans).toHaveLength(2);
+    expect(plans).toHaveLength(2 * OCCUPANCY_SLOTS);
     expect(
       plans.every((plan) => plan.UpdateExpression?.includes('planned = :planned') && plan.ReturnValues === 'ALL_OLD'),
     ).toBe(true);

@@ -5,6 +5,7 @@
  */
 import { DEFAULT_SETTINGS, type FunctionName } from '../functions/contract/topology.js';
 import { costPerTask, type IdleMonth, perMillion, type PerTaskUsage, PRICES } from '../lib/cost-model.js';
+import { type Quotas, quotasFor } from '../lib/quotas.js';
 import { renderChart } from './chart.js';
 import { costRows, fmt, invocationSeconds, markdownTable, type MeasuredRun, perTaskUsage } from './report.js';
 import type { Bin, KeyPeak, LatenessSummary } from './stats.js';
@@ -121,6 +122,27 @@ export function secondsPerInvocation(reference: ScenarioResult, fn: FunctionName
 }
 
 const sum = (values: Record<string, number>) => Object.values(values).reduce((total, value) => total + value, 0);
+
+/**
+ * What a deployment of `perDay` timers with `peakPerSecond` due in its busiest second needs of
+ * the stack's limits and of AWS's quotas, from the per-task usage the bench measured.
+ */
+export function measuredQuotas(
+  report: BenchReport,
+  options: { perDay: number; peakPerSecond: number; tasksPerApiRequest: number },
+): Quotas {
+  const reference = referenceRun(report);
+  if (!reference) throw new Error('the bench report has no steady run that delivered everything; run npm run bench');
+  const costOptions = { ...defaultCostOptions(report), tasksPerApiRequest: options.tasksPerApiRequest };
+  const usage = usageOf(report, reference, costOptions);
+  return quotasFor({
+    ...options,
+    apiSecondsPerRequest: secondsPerInvocation(reference, 'api', costOptions.webhookMs),
+    writeUnitsPerTask: usage.dynamoWriteUnits,
+    // The lease and the outcome: the updates a task's own item takes in the second it is delivered.
+    deliveryWriteUnitsPerTask: Math.round((reference.run.requests['DynamoDB.UpdateItem'] ?? 0) / reference.tasks),
+  });
+}
 
 export function renderMarkdown(report: BenchReport): string {
   const { results } = report;

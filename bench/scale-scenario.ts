@@ -13,6 +13,7 @@ import { newApiKey, newTenant } from '../functions/core/tenants.js';
 import type { FunctionStats } from '../lib/local/lambda-service.js';
 import type { ScaleModelReport } from '../lib/local/limits/scale-model.js';
 import { startLocalTimer } from '../lib/local/runtime.js';
+import type { Quotas } from '../lib/quotas.js';
 import { summarize } from './stats.js';
 
 /** How a tenant's webhook answers: at once with 204, or never (the delivery times out). */
@@ -75,6 +76,8 @@ export interface ScenarioResult {
 
 interface RunOptions {
   readonly k: number;
+  /** The deployment's limits and raised quotas the model applies (see lib/quotas.ts). */
+  readonly quotas?: Quotas;
   /** Shows a progress bar that reads `status` (bench/report.ts's `progress`); returns what ends it. */
   readonly showProgress?: (status: () => { done: number; total: number; detail: string }) => () => void;
 }
@@ -159,7 +162,11 @@ function toRequests(spec: ScenarioSpec): PlannedTask[][] {
 }
 
 export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions): Promise<ScenarioResult> {
-  const timer = await startLocalTimer({ port: 0, logLevel: 'SILENT', scaleModel: { k: options.k } });
+  const timer = await startLocalTimer({
+    port: 0,
+    logLevel: 'SILENT',
+    scaleModel: { k: options.k, ...(options.quotas && { quotas: options.quotas }) },
+  });
   const scaleModel = timer.scaleModel;
   if (!scaleModel) throw new Error('local mode started without its scale model');
   const apiKeys = new Map<string, string>();

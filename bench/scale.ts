@@ -8,11 +8,12 @@
  *   (d) the batches of (b) over four tenants, one of whose webhooks hangs until the timeout.
  * Flags: --k <n> (default 100), --quick (a CI-sized run), --within-run <share>, --publish.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
 import { DEFAULT_SETTINGS } from '../functions/contract/topology.js';
+import { type BenchReport, measuredQuotas } from './render.js';
 import { fmt, markdownTable, progress } from './report.js';
 import {
   type PlannedTask,
@@ -49,6 +50,15 @@ const HOT_SECOND_LEAD_SECONDS = QUICK ? 15 : 30;
 const DRAIN_SECONDS = QUICK ? 30 : 60;
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
+
+/**
+ * The deployment the model runs: sized by `npm run plan` for the same shape, every submit a
+ * single task (the most API requests and api invocations), so its stage throttle, api
+ * reservation and raised quotas are the ones a deployer following the plan would have.
+ */
+const benchReport = JSON.parse(await readFile('docs/benchmarks.json', 'utf8')) as BenchReport;
+const QUOTAS = measuredQuotas(benchReport, { perDay: TASKS_PER_DAY, peakPerSecond: 20_000, tasksPerApiRequest: 1 });
+const quotaLine = `Deployment as \`npm run plan -- --per-day 1e9 --peak 20000 --batch 1\` sizes it: API stage throttle ${fmt(QUOTAS.apiThrottle.rateLimit)}/s (burst ${fmt(QUOTAS.apiThrottle.burstLimit)}), api reserved concurrency ${fmt(QUOTAS.apiReservedConcurrency)}, and AWS quotas raised to ${fmt(QUOTAS.apiGatewayRequestsPerSecond)} API requests/s, ${fmt(QUOTAS.lambdaConcurrency)} concurrent executions and ${fmt(QUOTAS.tableWriteUnitsPerSecond)} table write units/s; all divided by k.`;
 
 /** A seeded generator (mulberry32), so two runs submit the same plan. */
 function random(seed: number): () => number {
@@ -247,9 +257,13 @@ const METHOD = `## Method
 
 A 1/${K} scale model of AWS's limits (docs/local-mode.md, "A scale model of AWS's limits") runs in
 front of dynalite and fauxqs: DynamoDB's per-partition-key and per-table units, SQS's in-flight cap,
-API Gateway's stage throttle, and Lambda's concurrency (account ${fmt(1000 / K, 1)}, reservations and
-event source mapping caps divided by ${K}, at least 1). The load is divided by ${K} as well: a billion
+API Gateway's stage throttle, and Lambda's concurrency (the account pool, reservations and event
+source mapping caps divided by ${K}, at least 1). The load is divided by ${K} as well: a billion
 tasks a day is ${fmt(RATE, 1)} submits a second. Time is not scaled.
+
+${quotaLine} AWS's default quotas (10,000 API requests a second, 1,000 concurrent executions,
+40,000 table write units a second) do not carry a billion single submits a day: docs/limits.md says
+what to request.
 
 Each scenario runs on a fresh local timer (so the model's report is its own) with tenants \`dev\`,
 \`acme\` and \`globex\`, each with its own API key and its own path on a local webhook receiver that
@@ -277,10 +291,12 @@ class and the table, and API Gateway's 429s); Lambda's throttles are listed per 
 
 const startedAt = new Date();
 log(`scale model 1/${K}${QUICK ? ' (quick)' : ''}: ${fmt(RATE, 1)} tasks/s, ${scenarios.length} scenarios`);
+log(quotaLine);
 const results: ScenarioResult[] = [];
 for (const spec of scenarios) {
   const result = await runScaleScenario(spec, {
     k: K,
+    quotas: QUOTAS,
     showProgress: (status) => progress(`scenario ${spec.name}`, status),
   });
   results.push(result);

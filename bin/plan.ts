@@ -9,11 +9,20 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 
-import { type BenchReport, defaultCostOptions, referenceRun, secondsPerInvocation, usageOf } from '../bench/render.js';
+import {
+  type BenchReport,
+  defaultCostOptions,
+  measuredQuotas,
+  referenceRun,
+  secondsPerInvocation,
+  usageOf,
+} from '../bench/render.js';
 import { fmt, markdownTable } from '../bench/report.js';
-import { QUEUES } from '../functions/contract/topology.js';
+import { ACCOUNT_CONCURRENCY, FUNCTIONS, QUEUES } from '../functions/contract/topology.js';
 import { type CostBreakdown, fixedMonthly, MONTHLY_PRICE_BY_RESOURCE_TYPE, plan, total } from '../lib/cost-model.js';
+import { AWS_LIMITS } from '../lib/local/limits/aws-limits.js';
 import { timerStackInventory } from '../lib/stack-inventory.js';
+import { DEFAULT_API_THROTTLE } from '../lib/timer/api.js';
 
 const { values } = parseArgs({
   options: {
@@ -61,6 +70,12 @@ const result = plan({
   targetUtilization: Number(values.utilization),
 });
 
+const quotas = measuredQuotas(report, {
+  perDay: Number(values['per-day']),
+  peakPerSecond: Number(values.peak),
+  tasksPerApiRequest: options.tasksPerApiRequest,
+});
+
 const money = (dollars: number, digits = 2) => `$${fmt(dollars, digits)}`;
 /** The resources with a monthly charge, as "17 AWS::CloudWatch::Alarm, 1 AWS::KMS::Key". */
 const pricedResources = (counts: Record<string, number>) =>
@@ -87,6 +102,33 @@ const lines = [
       ['delivery queue requests/s at the peak', fmt(result.sqsRequestsPerSecondAtPeak)],
       ['provisioned write capacity (average ÷ target utilization)', fmt(result.provisionedWriteCapacity)],
       ['provisioned read capacity', fmt(result.provisionedReadCapacity)],
+    ],
+  ),
+  '',
+  markdownTable(
+    ['limit (with headroom; docs/limits.md says how to set or request each)', 'value', 'AWS default'],
+    [
+      [
+        'API stage throttle (construct prop apiThrottle: rateLimit / burstLimit)',
+        `${fmt(quotas.apiThrottle.rateLimit)} / ${fmt(quotas.apiThrottle.burstLimit)}`,
+        `${fmt(DEFAULT_API_THROTTLE.rateLimit)} / ${fmt(DEFAULT_API_THROTTLE.burstLimit)} (the construct's)`,
+      ],
+      [
+        'api reserved concurrency (construct prop apiReservedConcurrency)',
+        fmt(quotas.apiReservedConcurrency),
+        `${FUNCTIONS.api.reservedConcurrency} (the construct's)`,
+      ],
+      [
+        'API Gateway requests/s in the region (quota to request)',
+        fmt(quotas.apiGatewayRequestsPerSecond),
+        fmt(AWS_LIMITS.apiGateway.requestsPerSecond),
+      ],
+      ['Lambda concurrent executions (quota to request)', fmt(quotas.lambdaConcurrency), fmt(ACCOUNT_CONCURRENCY)],
+      [
+        'table write request units/s at the busiest second (quota to request)',
+        fmt(quotas.tableWriteUnitsPerSecond),
+        fmt(AWS_LIMITS.dynamodb.tableWriteUnitsPerSecond),
+      ],
     ],
   ),
   '',

@@ -13,7 +13,13 @@ import type { HttpApi, ThrottleSettings } from 'aws-cdk-lib/aws-apigatewayv2';
 import { Billing, type TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
 
-import { DEFAULT_SETTINGS, type FunctionName, QUEUES, type TimerSettings } from '../functions/contract/topology.js';
+import {
+  DEFAULT_SETTINGS,
+  FUNCTIONS,
+  type FunctionName,
+  QUEUES,
+  type TimerSettings,
+} from '../functions/contract/topology.js';
 import { ALLOW_LISTS, type AllowListSpec } from '../functions/core/allowed-targets.js';
 import { MAX_SHARDS } from '../functions/core/ids.js';
 import { DEFAULT_API_THROTTLE, TimerApi } from './timer/api.js';
@@ -42,7 +48,8 @@ export interface DistributedTimerProps {
   /**
    * Partitions each second is spread over (a partition takes about 1,000 writes/s), at most
    * 1,024. A number or a token. Fix it before the first task: changing it strands tasks.
-   * @default 16
+   * `npm run plan` says what a given load needs.
+   * @default 80 — sized for 1e9 timers a day with 20,000 due in one second
    */
   readonly shardCount?: number;
   /**
@@ -72,6 +79,14 @@ export interface DistributedTimerProps {
    * @default DEFAULT_API_THROTTLE — 1,000 requests a second, bursts of 2,000
    */
   readonly apiThrottle?: ThrottleSettings;
+  /**
+   * The api function's reserved concurrency: a floor no delivery surge can take and a ceiling
+   * it cannot pass. At about 80 ms a request, 200 carries some 2,500 requests a second; single
+   * submits at a billion a day need more (`npm run plan -- --batch 1` says how many), and the
+   * account's concurrency quota raised to fit it (docs/limits.md).
+   * @default FUNCTIONS.api.reservedConcurrency — 200
+   */
+  readonly apiReservedConcurrency?: number;
   /**
    * The task table's capacity. On demand scales to the account's per-table quota (40,000 read and
    * 40,000 write request units a second unless raised); `Billing.onDemand({ maxReadRequestUnits,
@@ -215,6 +230,12 @@ export class DistributedTimer extends Construct {
       allowedEventBusArns,
       architecture: props.architecture ?? lambda.Architecture.ARM_64,
       logRetention,
+      apiReservedConcurrency: checkedWholeNumber(
+        'apiReservedConcurrency',
+        props.apiReservedConcurrency ?? FUNCTIONS.api.reservedConcurrency ?? 0,
+        1,
+        Number.MAX_SAFE_INTEGER,
+      ),
       deliveryMaxConcurrency: checkedWholeNumber(
         'deliveryMaxConcurrency',
         props.deliveryMaxConcurrency ?? QUEUES.delivery.consumer.maxConcurrency,

@@ -54,6 +54,7 @@ import { tickFor } from '../../functions/core/tick.js';
 import { createScannerHandler } from '../../functions/scanner/app.js';
 import { createSweeperHandler } from '../../functions/sweeper/app.js';
 import { createTickerHandler } from '../../functions/ticker/app.js';
+import type { Quotas } from '../quotas.js';
 import { consoleRoutes } from './console/routes.js';
 import type { RedriveResult } from './console/wire.js';
 import { type DevTenant, ensureDevTenant } from './dev-tenant.js';
@@ -107,7 +108,7 @@ export interface LocalTimerOptions {
    * throttle, and Lambda's concurrency limits are divided by k. Time is not scaled: divide the
    * load by k too.
    */
-  readonly scaleModel?: { readonly k: number };
+  readonly scaleModel?: { readonly k: number; readonly quotas?: Quotas };
 }
 
 /** Where local mode keeps what the stack's resources stand for: what a function's environment names locally. */
@@ -377,7 +378,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     dynamodb: scaleModel?.dynamodbEndpoint ?? dynamoEndpoint,
     sqs: scaleModel?.sqsEndpoint ?? sqsServer.endpoint,
   };
-  const lambdaLimits = scaleModel && scaledLambdaLimits(options.scaleModel?.k ?? 1);
+  const lambdaLimits = scaleModel && scaledLambdaLimits(options.scaleModel?.k ?? 1, options.scaleModel?.quotas);
 
   const { raw: rawDynamo, dynamo } = localDynamoClients(dynamoEndpoint);
   const sqs = new SQSClient({

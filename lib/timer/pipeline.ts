@@ -52,6 +52,8 @@ export interface TimerPipelineProps {
   readonly architecture: lambda.Architecture;
   /** How long the functions' logs are kept. */
   readonly logRetention: logs.RetentionDays;
+  /** The api function's reserved concurrency. */
+  readonly apiReservedConcurrency: number;
   /** The most delivery batches the callback's event source mapping runs at once. */
   readonly deliveryMaxConcurrency: number;
 }
@@ -135,7 +137,7 @@ export class TimerPipeline {
         logGroup: functionLogs,
         // A floor no other function can take (and a ceiling): the api and the scanner stay up
         // however hard a delivery surge or a tenant's hanging webhook presses on the account's pool.
-        reservedConcurrentExecutions: spec.reservedConcurrency,
+        reservedConcurrentExecutions: name === 'api' ? props.apiReservedConcurrency : spec.reservedConcurrency,
         // Powertools Tracer writes a segment per invocation and a subsegment per AWS call.
         tracing: lambda.Tracing.ACTIVE,
       });

@@ -4,7 +4,7 @@ import { Billing, Capacity } from 'aws-cdk-lib/aws-dynamodb';
 import type { IConstruct } from 'constructs';
 import { describe, expect, it } from 'vitest';
 
-import { DELIVERY_MAX_RECEIVE_COUNT, ENV } from '../../functions/contract/topology.js';
+import { DELIVERY_MAX_RECEIVE_COUNT, ENV, FUNCTIONS } from '../../functions/contract/topology.js';
 import { DEFAULT_API_THROTTLE, DistributedTimer } from '../../lib/index.js';
 import { actionsOf, statementsOfRole } from '../support/iam-template.js';
 
@@ -134,17 +134,18 @@ describe('Construct: DistributedTimer', () => {
     });
   });
 
-  it("sets the table's capacity (an on-demand ceiling or provisioned) and the callback's concurrency cap from props", () => {
+  it("sets the table's capacity (an on-demand ceiling or provisioned) and the callback's and api's concurrency from props", () => {
     // Prepare
     const capped = appStack();
     const provisioned = appStack();
 
     // Act
-    new DistributedTimer(capped, 'Timer', {
+    const cappedTimer = new DistributedTimer(capped, 'Timer', {
       tableBilling: Billing.onDemand({ maxReadRequestUnits: 20_000, maxWriteRequestUnits: 30_000 }),
       deliveryMaxConcurrency: 1000,
+      apiReservedConcurrency: 2750,
     });
-    new DistributedTimer(provisioned, 'Timer', {
+    const provisionedTimer = new DistributedTimer(provisioned, 'Timer', {
       tableBilling: Billing.provisioned({
         readCapacity: Capacity.fixed(5000),
         writeCapacity: Capacity.autoscaled({ maxCapacity: 40_000 }),
@@ -165,6 +166,12 @@ describe('Construct: DistributedTimer', () => {
       BatchSize: 10,
       ScalingConfig: { MaximumConcurrency: 1000 },
     });
+    // Single submits at a billion a day need more api instances than the default reservation (npm run plan).
+    const reservationOfApi = (stack: Stack, timer: DistributedTimer) =>
+      Template.fromStack(stack).toJSON().Resources[logicalIdOf(stack, timer.functions.api)].Properties
+        .ReservedConcurrentExecutions;
+    expect(reservationOfApi(capped, cappedTimer)).toBe(2750);
+    expect(reservationOfApi(provisioned, provisionedTimer)).toBe(FUNCTIONS.api.reservedConcurrency);
   });
 
   it.each([
@@ -175,6 +182,7 @@ describe('Construct: DistributedTimer', () => {
     [{ apiThrottle: { burstLimit: 10.5 } }, 'apiThrottle.burstLimit must be a whole number from 0'],
     [{ apiThrottle: { rateLimit: -1 } }, 'apiThrottle.rateLimit must be a number of requests a second, at least 0'],
     [{ deliveryMaxConcurrency: 1001 }, 'deliveryMaxConcurrency must be a whole number from 2 to 1000, got 1001'],
+    [{ apiReservedConcurrency: 0 }, 'apiReservedConcurrency must be a whole number from 1'],
     [
       { allowedQueueArns: ['https://sqs.eu-west-1.amazonaws.com/123456789012/orders'] },
       'allowedQueueArns must hold ARNs such as arn:aws:sqs:us-east-1:123456789012:orders, got "https://sqs.',

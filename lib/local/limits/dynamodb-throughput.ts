@@ -39,6 +39,8 @@ export interface DynamoThroughputOptions {
   readonly clock: Pick<Clock, 'now'>;
   /** @default TASK_TABLE_SCHEMA */
   readonly schema?: KeySchema;
+  /** The table's on-demand write quota, before k divides it. @default AWS_LIMITS.dynamodb.tableWriteUnitsPerSecond */
+  readonly tableWriteUnitsPerSecond?: number;
 }
 
 type Kind = 'read' | 'write';
@@ -101,7 +103,7 @@ export class DynamoThroughputModel {
     };
     this.tables = {
       read: new WindowMeter(scaledRate(limits.tableReadUnitsPerSecond, k)),
-      write: new WindowMeter(scaledRate(limits.tableWriteUnitsPerSecond, k)),
+      write: new WindowMeter(scaledRate(options.tableWriteUnitsPerSecond ?? limits.tableWriteUnitsPerSecond, k)),
     };
   }
 

@@ -12,6 +12,7 @@ import {
   type FunctionSpec,
 } from '../../../functions/contract/topology.js';
 import { type Clock, systemClock } from '../../../functions/core/task.js';
+import type { Quotas } from '../../quotas.js';
 import { ApiStageThrottle, type ApiThrottleReport } from './api-throttle.js';
 import { scaledRate } from './aws-limits.js';
 import type { KeySchema } from './dynamodb-capacity.js';
@@ -26,6 +27,11 @@ export interface ScaleModel {
   readonly clock?: Clock;
   /** The DynamoDB tables' keys. @default TASK_TABLE_SCHEMA */
   readonly schema?: KeySchema;
+  /**
+   * The deployment's own limits and the AWS quotas raised for it (`npm run plan` says which),
+   * in place of AWS's defaults. @default AWS's default quotas and the topology's reservations
+   */
+  readonly quotas?: Quotas;
 }
 
 export interface EmulatorEndpoints {
@@ -49,9 +55,22 @@ export interface RunningScaleModel extends EmulatorEndpoints {
 /** Starts the proxies in front of the emulators and returns the endpoints to use instead of theirs. */
 export async function startScaleModel(model: ScaleModel, emulators: EmulatorEndpoints): Promise<RunningScaleModel> {
   const clock = model.clock ?? systemClock;
-  const dynamodb = new DynamoThroughputModel({ k: model.k, clock, ...(model.schema && { schema: model.schema }) });
-  const sqs = new SqsInFlightModel({ k: model.k, clock });
-  const apiThrottle = new ApiStageThrottle({ k: model.k, clock });
+  const { k, quotas } = model;
+  const dynamodb = new DynamoThroughputModel({
+    k,
+    clock,
+    ...(model.schema && { schema: model.schema }),
+    ...(quotas && { tableWriteUnitsPerSecond: quotas.tableWriteUnitsPerSecond }),
+  });
+  const sqs = new SqsInFlightModel({ k, clock });
+  const apiThrottle = new ApiStageThrottle({
+    k,
+    clock,
+    ...(quotas && {
+      ratePerSecond: scaledRate(quotas.apiThrottle.rateLimit, k),
+      burst: scaledRate(quotas.apiThrottle.burstLimit, k),
+    }),
+  });
   const [dynamoProxy, sqsProxy] = await Promise.all([
     startDynamoThroughputProxy(emulators.dynamodbEndpoint, dynamodb),
     startSqsInFlightProxy(emulators.sqsEndpoint, sqs, clock),
@@ -83,16 +102,22 @@ const UNRESERVED_MINIMUM = 100;
  * Rounding a reservation up to one must not eat the unreserved pool the other functions share,
  * so the account keeps its scaled unreserved minimum beside the reservations.
  */
-export function scaledLambdaLimits(k: number): ScaledLambdaLimits {
+export function scaledLambdaLimits(k: number, quotas?: Quotas): ScaledLambdaLimits {
   const scale = (limit: number) => Math.max(1, Math.floor(scaledRate(limit, k)));
+  const reservation = (fn: FunctionName, spec: FunctionSpec) =>
+    fn === 'api' && quotas ? quotas.apiReservedConcurrency : spec.reservedConcurrency;
   const reservedConcurrency: Partial<Record<FunctionName, number>> = Object.fromEntries(
-    (Object.entries(FUNCTIONS) as Array<[FunctionName, FunctionSpec]>).flatMap(([fn, spec]) =>
-      spec.reservedConcurrency === undefined ? [] : [[fn, scale(spec.reservedConcurrency)]],
-    ),
+    (Object.entries(FUNCTIONS) as Array<[FunctionName, FunctionSpec]>).flatMap(([fn, spec]) => {
+      const reserved = reservation(fn, spec);
+      return reserved === undefined ? [] : [[fn, scale(reserved)]];
+    }),
   );
   const reserved = Object.values(reservedConcurrency).reduce((sum, limit) => sum + limit, 0);
   return {
-    accountConcurrency: Math.max(scale(ACCOUNT_CONCURRENCY), reserved + scale(UNRESERVED_MINIMUM)),
+    accountConcurrency: Math.max(
+      scale(quotas?.lambdaConcurrency ?? ACCOUNT_CONCURRENCY),
+      reserved + scale(UNRESERVED_MINIMUM),
+    ),
     reservedConcurrency,
     maxConcurrency: scale,
   };

@@ -34,4 +34,23 @@ describe('Function: scaledLambdaLimits', () => {
     expect(limits.reservedConcurrency.api).toBe(1);
     expect(limits.accountConcurrency).toBe(3);
   });
+
+  it('runs the deployment the plan sized: its api reservation and its raised account quota, divided by k', () => {
+    // Prepare
+    const quotas = {
+      apiThrottle: { rateLimit: 35_000, burstLimit: 18_000 },
+      apiReservedConcurrency: 2750,
+      apiGatewayRequestsPerSecond: 35_000,
+      lambdaConcurrency: 3500,
+      tableWriteUnitsPerSecond: 100_000,
+    };
+
+    // Act
+    const limits = scaledLambdaLimits(100, quotas);
+
+    // Assess
+    expect(limits.reservedConcurrency.api).toBe(27);
+    expect(limits.reservedConcurrency.scanner).toBe(1);
+    expect(limits.accountConcurrency).toBe(35);
+  });
 });

@@ -1,0 +1,76 @@
+/**
+ * The limits a deployment of a given size needs: the stack's own settings (the API stage
+ * throttle, the api's reserved concurrency) and the AWS quotas to raise before deploying it.
+ * `npm run plan` prints them and the scale model applies them, so the model runs the
+ * deployment the plan describes, not one on AWS's default quotas, which a billion single
+ * submits a day outgrow.
+ */
+import { ACCOUNT_CONCURRENCY, FUNCTIONS, QUEUES } from '../functions/contract/topology.js';
+import { AWS_LIMITS } from './local/limits/aws-limits.js';
+
+/** Submits come in a daily wave: the busiest second of submits is taken as this many times the average. */
+export const SUBMIT_PEAK_TO_AVERAGE = 2;
+
+/** Room left on every rate and pool the plan sizes, for the bursts inside a busy second. */
+const HEADROOM = 1.5;
+
+/** Lambda keeps this much of the account's concurrency unreserved. */
+const UNRESERVED_MINIMUM = 100;
+
+export interface QuotaInput {
+  readonly perDay: number;
+  /** Tasks due in the busiest second. */
+  readonly peakPerSecond: number;
+  /** Tasks per API request: 1 for single submits, up to 100 for batches. */
+  readonly tasksPerApiRequest: number;
+  /** Seconds one api invocation takes. */
+  readonly apiSecondsPerRequest: number;
+  /** DynamoDB write units a task spends over its life (create, lease, outcome, index shares). */
+  readonly writeUnitsPerTask: number;
+  /** Of those, the ones spent in the second the task is delivered (the lease and the outcome). */
+  readonly deliveryWriteUnitsPerTask: number;
+}
+
+export interface Quotas {
+  /** The API stage throttle to deploy with (the construct's `apiThrottle`). */
+  readonly apiThrottle: { readonly rateLimit: number; readonly burstLimit: number };
+  /** The api function's reserved concurrency (the construct's `apiReservedConcurrency`). */
+  readonly apiReservedConcurrency: number;
+  /** API Gateway's regional request quota the stage throttle needs (the default is 10,000 a second). */
+  readonly apiGatewayRequestsPerSecond: number;
+  /** Lambda's concurrent executions the reservations and mappings need (the default is 1,000). */
+  readonly lambdaConcurrency: number;
+  /** The on-demand table's write request units a second at the busiest second (the default quota is 40,000). */
+  readonly tableWriteUnitsPerSecond: number;
+}
+
+const roundUp = (value: number, step: number) => Math.ceil(value / step) * step;
+
+export function quotasFor(input: QuotaInput): Quotas {
+  const averageTasks = input.perDay / 86_400;
+  const peakRequests = (averageTasks * SUBMIT_PEAK_TO_AVERAGE) / input.tasksPerApiRequest;
+  const rateLimit = Math.max(roundUp(peakRequests * HEADROOM, 1000), AWS_LIMITS.apiGateway.requestsPerSecond / 10);
+  const apiReservedConcurrency = Math.max(
+    roundUp(peakRequests * input.apiSecondsPerRequest * HEADROOM, 50),
+    FUNCTIONS.api.reservedConcurrency ?? 0,
+  );
+  const reserved = apiReservedConcurrency + (FUNCTIONS.scanner.reservedConcurrency ?? 0);
+  const lambdaConcurrency = Math.max(
+    roundUp(reserved + QUEUES.delivery.consumer.maxConcurrency + UNRESERVED_MINIMUM, 500),
+    ACCOUNT_CONCURRENCY,
+  );
+  // The busiest second takes its deliveries' writes and a wave of creates at once.
+  const peakWriteUnits =
+    input.peakPerSecond * input.deliveryWriteUnitsPerTask +
+    averageTasks * SUBMIT_PEAK_TO_AVERAGE * (input.writeUnitsPerTask - input.deliveryWriteUnitsPerTask);
+  return {
+    apiThrottle: { rateLimit, burstLimit: roundUp(rateLimit / 2, 1000) },
+    apiReservedConcurrency,
+    apiGatewayRequestsPerSecond: Math.max(rateLimit, AWS_LIMITS.apiGateway.requestsPerSecond),
+    lambdaConcurrency,
+    tableWriteUnitsPerSecond: Math.max(
+      roundUp(peakWriteUnits * HEADROOM, 10_000),
+      AWS_LIMITS.dynamodb.tableWriteUnitsPerSecond,
+    ),
+  };
+}

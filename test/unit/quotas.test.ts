@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+
+import { ACCOUNT_CONCURRENCY, FUNCTIONS, QUEUES } from '../../functions/contract/topology.js';
+import { AWS_LIMITS } from '../../lib/local/limits/aws-limits.js';
+import { type QuotaInput, quotasFor, SUBMIT_PEAK_TO_AVERAGE } from '../../lib/quotas.js';
+
+/** A billion timers a day as the bench measures a task: three write units, two of them when it is delivered. */
+const billionADay: QuotaInput = {
+  perDay: 1e9,
+  peakPerSecond: 20_000,
+  tasksPerApiRequest: 100,
+  apiSecondsPerRequest: 0.08,
+  writeUnitsPerTask: 3,
+  deliveryWriteUnitsPerTask: 2,
+};
+
+describe('Function: quotasFor', () => {
+  it("keeps the construct's defaults and AWS's default quotas where batches of 100 fit them", () => {
+    // Act
+    const quotas = quotasFor(billionADay);
+
+    // Assess: 232 batch requests a second at the daily peak is far below the defaults.
+    expect(quotas.apiThrottle.rateLimit).toBe(AWS_LIMITS.apiGateway.requestsPerSecond / 10);
+    expect(quotas.apiReservedConcurrency).toBe(FUNCTIONS.api.reservedConcurrency);
+    expect(quotas.apiGatewayRequestsPerSecond).toBe(AWS_LIMITS.apiGateway.requestsPerSecond);
+    expect(quotas.lambdaConcurrency).toBe(ACCOUNT_CONCURRENCY);
+  });
+
+  it('sizes the stage throttle, the api reservation and the raised quotas for single submits at their daily peak', () => {
+    // Act
+    const quotas = quotasFor({ ...billionADay, tasksPerApiRequest: 1 });
+
+    // Assess: 11,574 submits a second on average, twice that at the daily peak, with half again of headroom.
+    const peakRequests = (1e9 / 86_400) * SUBMIT_PEAK_TO_AVERAGE;
+    expect(quotas.apiThrottle.rateLimit).toBeGreaterThanOrEqual(peakRequests * 1.5);
+    expect(quotas.apiThrottle.rateLimit).toBeLessThan(peakRequests * 1.5 + 1000);
+    expect(quotas.apiGatewayRequestsPerSecond).toBe(quotas.apiThrottle.rateLimit);
+    expect(quotas.apiReservedConcurrency).toBeGreaterThanOrEqual(peakRequests * 0.08 * 1.5);
+    // Every reservation and the delivery mapping's maximum fit in the account's pool beside its unreserved 100.
+    const reserved = quotas.apiReservedConcurrency + (FUNCTIONS.scanner.reservedConcurrency ?? 0);
+    expect(quotas.lambdaConcurrency).toBeGreaterThanOrEqual(reserved + QUEUES.delivery.consumer.maxConcurrency + 100);
+  });
+
+  it("asks for table write units that carry the hot second's deliveries on top of a peak wave of creates", () => {
+    // Act
+    const quotas = quotasFor(billionADay);
+
+    // Assess: 20,000 × 2 delivery units + 23,148 creates × 1 unit, with half again of headroom.
+    const peakUnits = 20_000 * 2 + (1e9 / 86_400) * SUBMIT_PEAK_TO_AVERAGE * 1;
+    expect(quotas.tableWriteUnitsPerSecond).toBeGreaterThanOrEqual(peakUnits * 1.5);
+    expect(quotas.tableWriteUnitsPerSecond).toBeGreaterThan(AWS_LIMITS.dynamodb.tableWriteUnitsPerSecond);
+  });
+});

@@ -16,6 +16,7 @@ export type TargetResult =
 
 /** Whom a delivery is made for: the tenant's current signing secrets and the webhook hosts it allows. */
 export interface Sender {
+  readonly tenantId: string;
   readonly signingSecrets: readonly string[];
   readonly allowedHosts?: readonly string[];
 }
@@ -112,6 +113,7 @@ async function dispatchFor(
   }
   if (!tenant) return { ok: false, error: `tenant ${task.tenantId} no longer exists` };
   const sender: Sender = {
+    tenantId: tenant.id,
     signingSecrets: activeSigningSecrets(tenant, firedAtMs),
     ...(tenant.allowedHosts && { allowedHosts: tenant.allowedHosts }),
   };

@@ -1,7 +1,7 @@
 import type { Notification, Sender, TargetDispatcher, TargetResult } from './deliver.js';
 import type { Clock, Target } from './task.js';
 
-/** When a webhook host is taken for dead, and for how long no call is made to it. */
+/** When a tenant's webhook host is taken for dead, and for how long no call is made to it. */
 export interface HostBreakerSettings {
   /** Consecutive host failures (no answer, a timeout, a 5xx or a 429) that open a host's circuit. */
   readonly failureThreshold: number;
@@ -29,11 +29,19 @@ export type CircuitState = Circuit['state'];
 export type Admission = { readonly admitted: true } | { readonly admitted: false; readonly retryAfterSeconds: number };
 
 /**
- * Per-host circuit breakers, kept in the callback instance. A dead or hanging host then costs
- * each instance `failureThreshold` calls and one probe per `openMs`, instead of a call (and,
- * hanging, a full webhook timeout of concurrency) per task: one tenant's broken receiver can
- * neither soak up the callback's concurrency nor hold up other tenants' records. Nothing is
- * shared between instances, so the check costs no request; each instance learns on its own.
+ * The circuit a webhook call goes through: one per tenant and host. Tenants share hosts (a
+ * webhook relay, one company's gateway for several services): a circuit per host alone would let
+ * one tenant's failing endpoint refuse every other tenant's calls to that host for `openMs`.
+ */
+export const circuitOf = (tenantId: string, host: string) => `${tenantId} ${host}`;
+
+/**
+ * Circuit breakers per tenant and webhook host (`circuitOf`), kept in the callback instance. A
+ * dead or hanging host then costs each instance `failureThreshold` calls and one probe per
+ * `openMs`, instead of a call (and, hanging, a full webhook timeout of concurrency) per task: one
+ * tenant's broken receiver can neither soak up the callback's concurrency nor hold up other
+ * tenants' records. Nothing is shared between instances, so the check costs no request; each
+ * instance learns on its own.
  */
 export class HostBreaker {
   private readonly circuits = new Map<string, Circuit>();
@@ -43,18 +51,18 @@ export class HostBreaker {
     private readonly settings: HostBreakerSettings = DEFAULT_HOST_BREAKER,
   ) {}
 
-  state(host: string): CircuitState {
-    return this.circuits.get(host)?.state ?? 'closed';
+  state(key: string): CircuitState {
+    return this.circuits.get(key)?.state ?? 'closed';
   }
 
-  /** Lets a call through when the circuit is closed, or as the one probe once an open circuit's time is up. */
-  admit(host: string): Admission {
-    const circuit = this.circuits.get(host);
+  /** Lets a call through when the circuit (`circuitOf`) is closed, or as the one probe once an open circuit's time is up. */
+  admit(key: string): Admission {
+    const circuit = this.circuits.get(key);
     if (circuit === undefined || circuit.state === 'closed') return { admitted: true };
     if (circuit.state === 'open') {
       const restMs = circuit.untilMs - this.clock.now();
       if (restMs > 0) return { admitted: false, retryAfterSeconds: Math.ceil(restMs / 1000) };
-      this.circuits.set(host, { state: 'half-open' });
+      this.circuits.set(key, { state: 'half-open' });
       return { admitted: true };
     }
     // A probe is in flight; its answer decides, and until then the host is still taken for dead.
@@ -62,16 +70,16 @@ export class HostBreaker {
   }
 
   /** Records an admitted call's answer: a success closes the circuit, a host failure counts towards opening it. */
-  record(host: string, hostFailed: boolean): void {
-    const circuit = this.circuits.get(host) ?? { state: 'closed', failures: 0 };
+  record(key: string, hostFailed: boolean): void {
+    const circuit = this.circuits.get(key) ?? { state: 'closed', failures: 0 };
     if (!hostFailed) {
       // Closed with no failures is the default, so the map only holds hosts that are failing.
-      this.circuits.delete(host);
+      this.circuits.delete(key);
       return;
     }
     const failures = circuit.state === 'closed' ? circuit.failures + 1 : this.settings.failureThreshold;
     this.circuits.set(
-      host,
+      key,
       failures >= this.settings.failureThreshold
         ? { state: 'open', untilMs: this.clock.now() + this.settings.openMs }
         : { state: 'closed', failures },
@@ -110,7 +118,8 @@ export function guardedByHostBreaker(dispatcher: TargetDispatcher, breaker: Host
     async dispatch(target: Target, notification: Notification, sender: Sender): Promise<TargetResult> {
       const host = webhookHost(target);
       if (host === undefined) return dispatcher.dispatch(target, notification, sender);
-      const admission = breaker.admit(host);
+      const circuit = circuitOf(sender.tenantId, host);
+      const admission = breaker.admit(circuit);
       if (!admission.admitted) {
         return {
           ok: false,
@@ -124,10 +133,10 @@ export function guardedByHostBreaker(dispatcher: TargetDispatcher, breaker: Host
       } catch (error) {
         // Dispatchers report failures rather than throw, but a probe that never reports would
         // leave the circuit half-open, refusing the host for good.
-        breaker.record(host, true);
+        breaker.record(circuit, true);
         throw error;
       }
-      breaker.record(host, isHostFailure(result));
+      breaker.record(circuit, isHostFailure(result));
       return result;
     },
   };

@@ -170,6 +170,7 @@ describe('Function: deliverTask', () => {
 
     // Assess
     expect(calls[0]?.sender).toEqual({
+      tenantId: tenant.id,
       signingSecrets: ['whsec_b2xk', 'whsec_bmV3'],
       allowedHosts: ['hooks.example.com'],
     });

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 
 import { deliverRecords } from '../../functions/callback/records.js';
 import type { DeliveryPorts, TargetDispatcher, TargetResult } from '../../functions/core/deliver.js';
-import { guardedByHostBreaker, HostBreaker } from '../../functions/core/host-breaker.js';
+import { circuitOf, guardedByHostBreaker, HostBreaker } from '../../functions/core/host-breaker.js';
 import type { Task } from '../../functions/core/task.js';
 import {
   aTask,
@@ -104,7 +104,8 @@ describe('Function: guardedByHostBreaker', () => {
     bizId: null,
     payload: null,
   };
-  const sender = { signingSecrets: [] };
+  const sender = { tenantId: 'acme', signingSecrets: [] };
+  const circuit = circuitOf('acme', 'hooks.example.com:8443');
   const webhook = { type: 'http', url: 'https://Hooks.Example.com:8443/timer' } as const;
 
   it("counts only the host's own failures: a 4xx is the receiver's verdict on the request, not a dead host", async () => {
@@ -123,7 +124,7 @@ describe('Function: guardedByHostBreaker', () => {
     for (let i = 0; i < answers.length; i += 1) await guarded.dispatch(webhook, notification, sender);
 
     // Assess
-    expect(breaker.state('hooks.example.com:8443')).toBe('open');
+    expect(breaker.state(circuit)).toBe('open');
     expect(calls).toBe(4);
   });
 
@@ -131,7 +132,7 @@ describe('Function: guardedByHostBreaker', () => {
     // Prepare
     const clock = new ManualClock(NOW_MS);
     const breaker = new HostBreaker(clock, SETTINGS);
-    for (let i = 0; i < SETTINGS.failureThreshold; i += 1) breaker.record('hooks.example.com:8443', true);
+    for (let i = 0; i < SETTINGS.failureThreshold; i += 1) breaker.record(circuit, true);
     clock.advance(SETTINGS.openMs);
     const guarded = guardedByHostBreaker(
       {
@@ -147,13 +148,13 @@ describe('Function: guardedByHostBreaker', () => {
 
     // Assess
     await expect(probe).rejects.toThrow('bug');
-    expect(breaker.state('hooks.example.com:8443')).toBe('open');
+    expect(breaker.state(circuit)).toBe('open');
   });
 
   it('answers a call to an open host at once, without calling it, with the rest of the open time as Retry-After', async () => {
     // Prepare
     const breaker = new HostBreaker(new ManualClock(NOW_MS), SETTINGS);
-    for (let i = 0; i < SETTINGS.failureThreshold; i += 1) breaker.record('hooks.example.com:8443', true);
+    for (let i = 0; i < SETTINGS.failureThreshold; i += 1) breaker.record(circuit, true);
     let calls = 0;
     const guarded = guardedByHostBreaker(
       {
@@ -177,6 +178,35 @@ describe('Function: guardedByHostBreaker', () => {
     expect(result).toMatchObject({ ok: false, retryAfterSeconds: 30 });
     expect(queueResult).toEqual({ ok: true });
     expect(calls).toBe(1);
+  });
+
+  it("keeps another tenant's calls to the same host going while one tenant's circuit there is open", async () => {
+    // Prepare: two tenants behind one webhook host (a relay, or one company's gateway); only acme's endpoint fails.
+    const breaker = new HostBreaker(new ManualClock(NOW_MS), SETTINGS);
+    const calls: string[] = [];
+    const guarded = guardedByHostBreaker(
+      {
+        dispatch: async (target) => {
+          const url = target.type === 'http' ? target.url : '';
+          calls.push(url);
+          return url.endsWith('/acme') ? { ok: false, error: 'HTTP 503', statusCode: 503 } : { ok: true };
+        },
+      },
+      breaker,
+    );
+    const acmeHook = { type: 'http', url: 'https://relay.example/acme' } as const;
+    const globexHook = { type: 'http', url: 'https://relay.example/globex' } as const;
+    const globex = { tenantId: 'globex', signingSecrets: [] };
+
+    // Act
+    for (let i = 0; i < SETTINGS.failureThreshold + 2; i += 1) await guarded.dispatch(acmeHook, notification, sender);
+    const globexResult = await guarded.dispatch(globexHook, notification, globex);
+
+    // Assess
+    expect(breaker.state(circuitOf('acme', 'relay.example'))).toBe('open');
+    expect(calls.filter((url) => url.endsWith('/acme'))).toHaveLength(SETTINGS.failureThreshold);
+    expect(globexResult).toEqual({ ok: true });
+    expect(breaker.state(circuitOf('globex', 'relay.example'))).toBe('closed');
   });
 });
 

@@ -26,7 +26,7 @@ const NOTIFICATION: Notification = {
 };
 const TIMEOUT_MS = 300;
 
-const SENDER: Sender = { signingSecrets: [SECRET] };
+const SENDER: Sender = { tenantId: 'acme', signingSecrets: [SECRET] };
 
 const sqsMock = mockClient(SQSClient);
 const eventBridgeMock = mockClient(EventBridgeClient);

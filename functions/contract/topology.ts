@@ -218,12 +218,15 @@ export const QUEUES = {
     name: 'delivery',
     visibilityTimeoutSeconds: 6 * FUNCTIONS.callback.timeoutSeconds,
     retentionSeconds: 14 * 24 * 3600,
-    // A batch is held up to its latest task's due time (about a second), so 600 batches carry some
-    // 6,000 tasks a second. The api (200) and the scanner (50) have reservations, leaving 750
-    // unreserved; the cap leaves 150 of those to the ticker and the sweeper (one each) and to
-    // headroom, however deep a delivery surge runs. A peak second of 20,000 tasks needs some
-    // 1,750 batches at once: docs/limits.md says what to request from AWS to carry it on time.
-    consumer: { fn: 'callback', batchSize: 10, maxBatchingWindowSeconds: 0, maxConcurrency: 600 },
+    // A batch is held until its latest task's due time. Batches of 10 (no window) held about a
+    // second each carried some 10 tasks a second per instance: 1,000 instances, the most a mapping
+    // runs, were below a billion a day's average of 11,600 a second. Batches of up to 100,
+    // gathered for up to a second, carry some 60 each, so 600 carry about 36,000 a second and a
+    // 20,000-task second needs some 350. Messages surface a second earlier to pay for the window
+    // (scan.ts's delaySecondsUntil). The api (200) and the scanner (50) have reservations, leaving
+    // 750 unreserved; the cap leaves 150 of those to the ticker and the sweeper and to headroom,
+    // however deep a delivery surge runs.
+    consumer: { fn: 'callback', batchSize: 100, maxBatchingWindowSeconds: 1, maxConcurrency: 600 },
   },
   deliveryDlq: {
     name: 'delivery-dlq',

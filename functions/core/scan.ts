@@ -1,3 +1,4 @@
+import { QUEUES } from '../contract/topology.js';
 import { claimSeconds, secondOf } from './clock.js';
 import type {
   Clock,
@@ -17,11 +18,18 @@ export const MAX_DELAY_SECONDS = 900;
 export const MARKER_RETENTION_SECONDS = 3 * DAY_SECONDS;
 
 /**
- * Whole seconds a message should stay invisible so it surfaces just before its due
- * time; the callback waits out the sub-second rest, so this rounds down, never up.
+ * The delivery mapping may gather a surfaced message for up to its batching window before it
+ * invokes the callback, so messages surface that much earlier still.
+ */
+const DELIVERY_GATHER_SECONDS = QUEUES.delivery.consumer.maxBatchingWindowSeconds;
+
+/**
+ * Whole seconds a delivery message should stay invisible so it reaches the callback before its
+ * due time, even after the mapping's batching window; the callback waits out the rest, so this
+ * rounds down, never up.
  */
 export function delaySecondsUntil(dueAtMs: number, nowMs: number): number {
-  return Math.min(MAX_DELAY_SECONDS, Math.max(0, Math.floor((dueAtMs - nowMs) / 1000)));
+  return Math.min(MAX_DELAY_SECONDS, Math.max(0, Math.floor((dueAtMs - nowMs) / 1000) - DELIVERY_GATHER_SECONDS));
 }
 
 export function toDeliveryMessages(tasks: readonly DueTask[], nowMs: number): DeliveryMessage[] {

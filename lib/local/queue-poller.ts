@@ -22,6 +22,11 @@ export interface SqsEventSourceOptions {
   /** Lambda's invoke, for the mapping's function. */
   readonly invoke: (event: SQSEvent) => Promise<InvokeResult<SQSBatchResponse | undefined>>;
   readonly batchSize: number;
+  /**
+   * The mapping's MaximumBatchingWindowInSeconds: once a receive finds messages, it keeps
+   * gathering for up to this long or until the batch is full. @default 0 — one receive a batch
+   */
+  readonly maxBatchingWindowSeconds?: number;
   /** The mapping's MaximumConcurrency. */
   readonly maxConcurrency: number;
   readonly scaling?: SqsScaling;
@@ -59,6 +64,12 @@ const ERROR_PAUSE_MS = 250;
 const RECEIVERS = 2;
 /** The mapping reconsiders its concurrency this often; the per-minute rate is spread over the ticks. */
 const SCALE_INTERVAL_MS = 1000;
+/** SQS hands out at most this many messages a receive; a larger batch takes several. */
+const MAX_MESSAGES_PER_RECEIVE = 10;
+/** Inside a batching window, a receive that found nothing waits this long before the next. */
+const GATHER_PAUSE_MS = 20;
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function toRecord(message: Message, queueArn: string): SQSRecord {
   const attributes = message.Attributes ?? {};
@@ -168,20 +179,38 @@ export function startSqsEventSource(options: SqsEventSourceOptions): SqsEventSou
     }
   };
 
+  const receiveUpTo = async (count: number, waitSeconds: number) =>
+    (
+      await options.sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: options.queueUrl,
+          MaxNumberOfMessages: Math.min(MAX_MESSAGES_PER_RECEIVE, count),
+          WaitTimeSeconds: waitSeconds,
+          MessageSystemAttributeNames: ['All'],
+        }),
+      )
+    ).Messages ?? [];
+
+  /** One batch: a long poll, then, with a batching window, more receives until it is full or the window ends. */
+  const gatherBatch = async (): Promise<Message[]> => {
+    const messages = await receiveUpTo(options.batchSize, WAIT_SECONDS);
+    const windowMs = (options.maxBatchingWindowSeconds ?? 0) * 1000;
+    if (messages.length === 0 || windowMs === 0) return messages;
+    const windowEndsMs = Date.now() + windowMs;
+    while (running && messages.length < options.batchSize && Date.now() < windowEndsMs) {
+      const more = await receiveUpTo(options.batchSize - messages.length, 0);
+      if (more.length === 0) await pause(Math.min(GATHER_PAUSE_MS, windowEndsMs - Date.now()));
+      messages.push(...more);
+    }
+    return messages;
+  };
+
   const receive = async () => {
     while (running) {
       if (!(await takeSlot())) return;
       let dispatched = false;
       try {
-        const received = await options.sqs.send(
-          new ReceiveMessageCommand({
-            QueueUrl: options.queueUrl,
-            MaxNumberOfMessages: options.batchSize,
-            WaitTimeSeconds: WAIT_SECONDS,
-            MessageSystemAttributeNames: ['All'],
-          }),
-        );
-        const messages = received.Messages ?? [];
+        const messages = await gatherBatch();
         lastReceiveFoundMessages = messages.length > 0;
         if (messages.length === 0) continue;
         dispatched = true;
@@ -193,7 +222,7 @@ export function startSqsEventSource(options: SqsEventSourceOptions): SqsEventSou
         inFlight.add(batch);
       } catch (error) {
         if (running) options.onError(error);
-        await new Promise((resolve) => setTimeout(resolve, ERROR_PAUSE_MS));
+        await pause(ERROR_PAUSE_MS);
       } finally {
         if (!dispatched) slotsTaken -= 1;
       }

@@ -488,13 +488,14 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   });
   const eventSources = (Object.entries(QUEUES) as Array<[keyof typeof QUEUES, QueueSpec]>).flatMap(([name, spec]) => {
     if (!spec.consumer) return [];
-    const { fn, batchSize, maxConcurrency } = spec.consumer;
+    const { fn, batchSize, maxBatchingWindowSeconds, maxConcurrency } = spec.consumer;
     const eventSource = startSqsEventSource({
       sqs: pollerSqs,
       queueUrl: queues[name].url,
       queueArn: queues[name].arn,
       invoke: (event) => lambda.invoke<SQSEvent, SQSBatchResponse | undefined>(fn, event),
       batchSize,
+      maxBatchingWindowSeconds,
       maxConcurrency: lambdaLimits ? lambdaLimits.maxConcurrency(maxConcurrency) : maxConcurrency,
       onError: onError(`${name} event source mapping`),
     });

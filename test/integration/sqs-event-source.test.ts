@@ -36,6 +36,50 @@ async function queueWith(count: number, visibilityTimeoutSeconds: number) {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('Event source mapping: SQS, as Lambda runs it', () => {
+  it('gathers a batch larger than one receive over its batching window, and invokes with a part batch when the window ends', async () => {
+    // Prepare: 35 messages waiting, then 5 more a moment later; batches of up to 100, gathered for up to a second.
+    const queue = await queueWith(35, 30);
+    const batches: number[] = [];
+    const lambda = createLambdaService({
+      handlers: {
+        callback: async (event) => {
+          batches.push((event as SQSEvent).Records.length);
+          return { batchItemFailures: [] };
+        },
+      },
+      onError: () => undefined,
+    });
+
+    // Act
+    const startedMs = Date.now();
+    const eventSource = startSqsEventSource({
+      sqs: emulators.sqs,
+      queueUrl: queue.url,
+      queueArn: queue.arn,
+      invoke: (event) => lambda.invoke<SQSEvent, SQSBatchResponse>('callback', event),
+      batchSize: 100,
+      maxBatchingWindowSeconds: 1,
+      maxConcurrency: 2,
+      scaling: { initialConcurrency: 1, scaleUpPerMinute: 0 },
+      onError: () => undefined,
+    });
+    await sleep(300);
+    await emulators.sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: queue.url,
+        Entries: Array.from({ length: 5 }, (_, index) => ({ Id: String(index), MessageBody: `late-${index}` })),
+      }),
+    );
+    await eventually('the batch', () => batches.length > 0, 40, 100);
+    const invokedAfterMs = Date.now() - startedMs;
+    await eventSource.stop();
+
+    // Assess: one invocation of all 40, once the window ran out (a receive takes at most 10).
+    expect(batches).toEqual([40]);
+    expect(invokedAfterMs).toBeGreaterThanOrEqual(1000);
+    expect(invokedAfterMs).toBeLessThan(2500);
+  });
+
   it('starts with its initial concurrency and scales up under a backlog, never past its maximum', async () => {
     // Prepare: a backlog of one-message batches that each take 300 ms.
     const queue = await queueWith(80, 30);

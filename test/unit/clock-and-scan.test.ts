@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 
+import { QUEUES } from '../../functions/contract/topology.js';
 import { claimSeconds, MAX_CLAIM_SECONDS } from '../../functions/core/clock.js';
 import { enqueueSecond, runScanner, scanRange, SEND_CHUNK_MESSAGES } from '../../functions/core/scan.js';
 import { sweep } from '../../functions/core/sweep.js';
@@ -143,13 +144,14 @@ describe('Function: enqueueSecond', () => {
     expect(ports.deliveryQueue.sent.map((message) => message.id).sort()).toEqual(due.map((task) => task.id).sort());
   });
 
-  it('delays each message by the whole seconds until its due time, rounding down', async () => {
-    // Prepare
-    const nowMs = (NOW_SECOND - 3) * 1000 + 500;
+  it("delays each message by the whole seconds until its due time, less the mapping's batching window, rounding down", async () => {
+    // Prepare: the delivery mapping gathers a batch for up to a second, so a message surfaces a second earlier still.
+    expect(QUEUES.delivery.consumer.maxBatchingWindowSeconds).toBe(1);
+    const nowMs = (NOW_SECOND - 4) * 1000 + 500;
     const tasks = [
-      aTask(nowMs + 2999, 0),
-      aTask(nowMs + 1000, 1),
-      aTask(nowMs + 999, 2),
+      aTask(nowMs + 3999, 0),
+      aTask(nowMs + 2000, 1),
+      aTask(nowMs + 1999, 2),
       aTask(nowMs - 1500, 3), // overdue: a past second scanned late
     ];
     const ports = scanPorts({ nowMs, tasks });
@@ -180,7 +182,7 @@ describe('Function: enqueueSecond', () => {
     // Prepare: one and a half chunks due at the same millisecond, and a first chunk that takes 1.2 s to send.
     const dueAtMs = NOW_SECOND * 1000 + 500;
     const tasks = Array.from({ length: SEND_CHUNK_MESSAGES * 1.5 }, (_, index) => aTask(dueAtMs, index % SHARD_COUNT));
-    const ports = scanPorts({ nowMs: (NOW_SECOND - 2) * 1000, tasks });
+    const ports = scanPorts({ nowMs: (NOW_SECOND - 3) * 1000, tasks });
     const delivered = ports.deliveryQueue.send.bind(ports.deliveryQueue);
     const send = vi.spyOn(ports.deliveryQueue, 'send').mockImplementation(async (messages) => {
       await delivered(messages);
@@ -190,7 +192,7 @@ describe('Function: enqueueSecond', () => {
     // Act
     const scan = await enqueueSecond(ports, NOW_SECOND);
 
-    // Assess: sent before the clock moved, the first chunk waits 2 s; the rest, sent 1.2 s later, 1 s.
+    // Assess: sent 3.5 s before due, the first chunk waits 2 s (a second left for the batching window); the rest, sent 1.2 s later, 1 s.
     expect(scan).toEqual({ found: tasks.length, sent: tasks.length });
     expect(send.mock.calls.map(([messages]) => messages.length)).toEqual([
       SEND_CHUNK_MESSAGES,
@@ -358,7 +360,7 @@ describe('Function: runScanner', () => {
 
     // Assess
     expect(run).toEqual({ claimed: 4, enqueuedBySecond: new Map([[NOW_SECOND + 1, 1]]), enqueued: 1 });
-    expect(ports.deliveryQueue.sent).toEqual([{ id: task.id, delaySeconds: 1 }]);
+    expect(ports.deliveryQueue.sent).toEqual([{ id: task.id, delaySeconds: 0 }]);
     expect(ports.clockStore.state?.cursor).toBe(NOW_SECOND + 3);
   });
 

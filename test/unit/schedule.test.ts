@@ -329,7 +329,7 @@ describe('Function: scheduleTasks and the occupancy index', () => {
 
     // Assess: the first is enqueued here; the second gets a tick.
     expect(result.enqueuedDirect).toBe(1);
-    expect(ports.deliveryQueue.sent).toEqual([{ id: idOf(result.outcomes[0]), delaySeconds: 1 }]);
+    expect(ports.deliveryQueue.sent).toEqual([{ id: idOf(result.outcomes[0]), delaySeconds: 0 }]);
     expect(ports.tickQueue.sent.map((tick) => tick.second)).toEqual([NOW_SECOND + 20]);
   });
 

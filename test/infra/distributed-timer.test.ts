@@ -163,7 +163,8 @@ describe('Construct: DistributedTimer', () => {
     });
     // A deployment that raised its Lambda quota lets the callback's mapping scale to the SQS maximum.
     Template.fromStack(capped).hasResourceProperties('AWS::Lambda::EventSourceMapping', {
-      BatchSize: 10,
+      BatchSize: 100,
+      MaximumBatchingWindowInSeconds: 1,
       ScalingConfig: { MaximumConcurrency: 1000 },
     });
     // Single submits at a billion a day need more api instances than the default reservation (npm run plan).

@@ -204,7 +204,8 @@ function modelLines(result: ScenarioResult): string[] {
   const hottest = dynamodb.hottestKey;
   const lambdaThrottles = Object.entries(result.lambda)
     .map(
-      ([fn, stats]) => `${fn} ${stats.throttles} throttled, ${stats.timeouts} timed out, peak ${stats.peakConcurrency}`,
+      ([fn, stats]) =>
+        `${fn} ${stats.throttles} throttled, ${stats.timeouts} timed out, peak ${stats.peakConcurrency}, mean ${fmt(stats.invocations && stats.durationMs / stats.invocations)} ms`,
     )
     .join('; ');
   const queues = Object.entries(sqs.queues)

@@ -40,6 +40,8 @@ export interface FunctionStats {
   /** Invocations running now, and the most there have been at once. */
   readonly concurrency: number;
   readonly peakConcurrency: number;
+  /** Milliseconds the finished invocations ran, in all: the duration Lambda bills and concurrency is made of. */
+  readonly durationMs: number;
 }
 
 type AnyHandler = LambdaHandler<unknown, unknown>;
@@ -90,7 +92,7 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
   const counters = Object.fromEntries(
     names.map((fn) => [
       fn,
-      { invocations: 0, errors: 0, timeouts: 0, throttles: 0, concurrency: 0, peakConcurrency: 0 },
+      { invocations: 0, errors: 0, timeouts: 0, throttles: 0, concurrency: 0, peakConcurrency: 0, durationMs: 0 },
     ]),
   ) as Record<FunctionName, { -readonly [K in keyof FunctionStats]: FunctionStats[K] }>;
 
@@ -152,6 +154,7 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
         return { outcome: 'throttled' };
       }
       counter.invocations += 1;
+      const startedMs = performance.now();
       try {
         const result = await run<R>(fn, handler, event);
         if (result.outcome === 'timeout') counter.timeouts += 1;
@@ -160,6 +163,7 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
       } finally {
         // A timed-out invocation gives its concurrency back now, as Lambda ends its environment.
         release(fn);
+        counter.durationMs += performance.now() - startedMs;
       }
     },
     stats: () =>

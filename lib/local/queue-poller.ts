@@ -64,7 +64,7 @@ const ERROR_PAUSE_MS = 250;
 const RECEIVERS = 2;
 /** The mapping reconsiders its concurrency this often; the per-minute rate is spread over the ticks. */
 const SCALE_INTERVAL_MS = 1000;
-/** SQS hands out at most this many messages a receive; a larger batch takes several. */
+/** SQS hands out, and deletes, at most this many messages a request; a larger batch takes several. */
 const MAX_MESSAGES_PER_RECEIVE = 10;
 /** Inside a batching window, a receive that found nothing waits this long before the next. */
 const GATHER_PAUSE_MS = 20;
@@ -151,12 +151,19 @@ export function startSqsEventSource(options: SqsEventSourceOptions): SqsEventSou
 
   const deleteDone = async (messages: Message[], keep: Set<string>) => {
     const done = messages.filter((message) => !keep.has(message.MessageId ?? ''));
-    if (done.length === 0) return;
-    await options.sqs.send(
-      new DeleteMessageBatchCommand({
-        QueueUrl: options.queueUrl,
-        Entries: done.map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle })),
-      }),
+    // SQS deletes at most ten messages a request, as it receives them.
+    const chunks = Array.from({ length: Math.ceil(done.length / MAX_MESSAGES_PER_RECEIVE) }, (_, chunk) =>
+      done.slice(chunk * MAX_MESSAGES_PER_RECEIVE, (chunk + 1) * MAX_MESSAGES_PER_RECEIVE),
+    );
+    await Promise.all(
+      chunks.map((chunk) =>
+        options.sqs.send(
+          new DeleteMessageBatchCommand({
+            QueueUrl: options.queueUrl,
+            Entries: chunk.map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle })),
+          }),
+        ),
+      ),
     );
   };
 

@@ -1,4 +1,4 @@
-import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -74,8 +74,18 @@ describe('Event source mapping: SQS, as Lambda runs it', () => {
     const invokedAfterMs = Date.now() - startedMs;
     await eventSource.stop();
 
-    // Assess: one invocation of all 40, once the window ran out (a receive takes at most 10).
+    // Assess: one invocation of all 40, once the window ran out (a receive takes at most 10), and all 40 deleted.
     expect(batches).toEqual([40]);
+    const left = await emulators.sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: queue.url,
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+      }),
+    );
+    expect(left.Attributes).toMatchObject({
+      ApproximateNumberOfMessages: '0',
+      ApproximateNumberOfMessagesNotVisible: '0',
+    });
     expect(invokedAfterMs).toBeGreaterThanOrEqual(1000);
     expect(invokedAfterMs).toBeLessThan(2500);
   });

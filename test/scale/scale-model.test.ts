@@ -36,7 +36,7 @@ describe('Scale model 1/100: batched submits', () => {
       Object.entries(result.model.dynamodb.byKeyClass).map(([name, usage]) => [name, usage.throttles]),
     );
     expect(throttlesByKeyClass).toEqual(Object.fromEntries(Object.keys(throttlesByKeyClass).map((name) => [name, 0])));
-    expect(result.model.dynamodb.tableThrottles).toBe(0);
+    expect(result.model.dynamodb.tableThrottles).toEqual({ read: 0, write: 0 });
     for (const tenant of Object.values(result.tenants)) {
       expect(tenant).toMatchObject({ unsent: 0, rejected: 0, dueWithinRun: 100, lost: 0, early: 0, duplicates: 0 });
       expect(tenant.badSignatures).toBe(0);

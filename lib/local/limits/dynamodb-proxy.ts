@@ -3,6 +3,11 @@
  * out the partition keys it touches and the units it costs, and forwards it to dynalite or
  * answers the throttle AWS would. Batches are admitted item by item, and the items over the
  * limit come back as UnprocessedItems / UnprocessedKeys, as AWS returns them.
+ *
+ * The sizes AWS bills come from the items themselves, learned with as few extra requests to
+ * dynalite as the write allows (each one is time every caller in the model waits on): a put or
+ * delete brings back the item it replaced through ReturnValues, an update its result, and a
+ * batch's items are read in one BatchGetItem.
  */
 import {
   indexWrites,
@@ -55,6 +60,13 @@ interface DynamoInput {
   ExpressionAttributeValues?: WireItem;
   KeyConditions?: Record<string, { AttributeValueList?: WireValue[] }>;
   RequestItems?: Record<string, unknown>;
+  ReturnValues?: string;
+}
+
+/** A write's answer, and the item image its ReturnValues brought back, when the model could ask for one. */
+interface ImagedResponse {
+  readonly response: WireResponse;
+  readonly image?: { readonly item: WireItem | undefined };
 }
 
 type WriteRequest = { PutRequest: { Item: WireItem } } | { DeleteRequest: { Key: WireItem } };
@@ -66,6 +78,9 @@ interface KeysAndAttributes {
 
 const parse = (response: WireResponse): Record<string, unknown> =>
   JSON.parse(response.body.toString('utf8') || '{}') as Record<string, unknown>;
+
+const conditionFailed = (response: WireResponse): boolean =>
+  response.status === 400 && String(parse(response).__type).endsWith('#ConditionalCheckFailedException');
 
 const sizeOf = (item: WireItem | undefined): number => (item ? itemBytes(item) : 0);
 
@@ -112,6 +127,45 @@ class DynamoThroughputProxy {
     return (json as { Item?: WireItem }).Item;
   }
 
+  /** Items as dynalite holds them now, by their key's JSON, in one BatchGetItem (a batch write has at most 25). */
+  private async currentItems(request: WireRequest, table: string, keys: WireItem[]): Promise<Map<string, WireItem>> {
+    const found = new Map<string, WireItem>();
+    let pending: KeysAndAttributes | undefined = { Keys: keys, ConsistentRead: true };
+    while (pending && pending.Keys.length > 0) {
+      const { json } = await this.upstream.call(request, 'BatchGetItem', { RequestItems: { [table]: pending } });
+      const answer = json as {
+        Responses?: Record<string, WireItem[]>;
+        UnprocessedKeys?: Record<string, KeysAndAttributes>;
+      };
+      for (const item of answer.Responses?.[table] ?? []) found.set(JSON.stringify(this.keyOf(item)), item);
+      pending = answer.UnprocessedKeys?.[table];
+    }
+    return found;
+  }
+
+  /**
+   * Forwards a write asking for `wanted` (ALL_OLD or ALL_NEW) in place of the caller's
+   * ReturnValues when the caller asked for none or the same, and answers the caller as it asked.
+   */
+  private async forwardForImage(request: WireRequest, input: DynamoInput, wanted: string): Promise<ImagedResponse> {
+    const asked = input.ReturnValues ?? 'NONE';
+    if (asked !== 'NONE' && asked !== wanted) return { response: await this.forward(request) };
+    const response = await this.forward(request, asked === wanted ? undefined : { ...input, ReturnValues: wanted });
+    if (response.status !== 200) return { response };
+    const { Attributes: item, ...rest } = parse(response) as { Attributes?: WireItem };
+    return { response: asked === wanted ? response : jsonResponse(200, rest), image: { item } };
+  }
+
+  /** Charges what a write turned out to cost beyond what it was admitted on. */
+  private settle(table: string, admitted: readonly Charge[], owed: readonly Charge[]): void {
+    const paid = new Map(admitted.map((charge) => [partitionId(charge.ref), charge.units]));
+    this.model.topUp(
+      'write',
+      table,
+      owed.map((charge) => ({ ref: charge.ref, units: charge.units - (paid.get(partitionId(charge.ref)) ?? 0) })),
+    );
+  }
+
   /** The charges of one item write: the item's own partition, and each index it enters, leaves or moves within. */
   private writeCharges(table: string, before: WireItem | undefined, after: WireItem | undefined) {
     const ref = tablePartition(table, this.schema, after ?? before ?? {});
@@ -143,27 +197,44 @@ class DynamoThroughputProxy {
     }
   }
 
-  private async singleWrite(request: WireRequest, input: DynamoInput): Promise<WireResponse> {
+  private singleWrite(request: WireRequest, input: DynamoInput): Promise<WireResponse> {
     const table = input.TableName;
-    const item = input.Item;
-    const key = item ? this.keyOf(item) : (input.Key ?? {});
+    const key = input.Item ? this.keyOf(input.Item) : (input.Key ?? {});
     this.model.itemRequested(table, key);
-    const before = await this.currentItem(request, table, key);
-    // An update's result is known only after it runs: it is admitted on the item as it stands, then topped up.
-    const expected = request.operation === 'PutItem' ? item : request.operation === 'DeleteItem' ? undefined : before;
-    const admitted = this.writeCharges(table, before, expected);
+    return request.operation === 'UpdateItem'
+      ? this.update(request, input, table, key)
+      : this.putOrDelete(request, input, table, key);
+  }
+
+  /**
+   * A put or delete is admitted on what the request names (the new item, or the key alone) and
+   * topped up with the item it replaced, which ReturnValues brings back. A conditional write
+   * that fails is charged, as AWS charges it, for the larger of the item it met and its own,
+   * read after the failure (which left the item as it was).
+   */
+  private async putOrDelete(request: WireRequest, input: DynamoInput, table: string, key: WireItem) {
+    const after = request.operation === 'PutItem' ? input.Item : undefined;
+    const admitted = this.writeCharges(table, undefined, after ?? key);
     const refusal = this.model.admit('write', table, admitted);
     if (refusal) return refusals[refusal]();
-    const response = await this.forward(request);
-    if (request.operation === 'UpdateItem' && response.status === 200) {
-      const after = await this.currentItem(request, table, key);
-      const owed = this.writeCharges(table, before, after);
-      const paid = new Map(admitted.map((charge) => [partitionId(charge.ref), charge.units]));
-      this.model.topUp(
-        'write',
-        table,
-        owed.map((charge) => ({ ref: charge.ref, units: charge.units - (paid.get(partitionId(charge.ref)) ?? 0) })),
-      );
+    const { response, image } = await this.forwardForImage(request, input, 'ALL_OLD');
+    if (response.status === 200 || conditionFailed(response)) {
+      const before = image ? image.item : await this.currentItem(request, table, key);
+      this.settle(table, admitted, this.writeCharges(table, before, after));
+    }
+    return response;
+  }
+
+  /** An update's result is known only after it runs: it is admitted on the item as it stands, then topped up. */
+  private async update(request: WireRequest, input: DynamoInput, table: string, key: WireItem) {
+    const before = await this.currentItem(request, table, key);
+    const admitted = this.writeCharges(table, before, before ?? key);
+    const refusal = this.model.admit('write', table, admitted);
+    if (refusal) return refusals[refusal]();
+    const { response, image } = await this.forwardForImage(request, input, 'ALL_NEW');
+    if (response.status === 200) {
+      const after = image ? image.item : await this.currentItem(request, table, key);
+      this.settle(table, admitted, this.writeCharges(table, before, after));
     }
     return response;
   }
@@ -195,8 +266,9 @@ class DynamoThroughputProxy {
     const ref: PartitionKeyRef | undefined =
       value === undefined ? undefined : { table, value, ...(index && { index: index.name }) };
     // A Scan (or a Query on a key this model cannot read) is metered against the table alone.
-    const charge = (units: number): [Charge[], number] => (ref ? [[{ ref, units }], 0] : [[], units]);
-    const refusal = this.model.admit('read', table, ...charge(minimum));
+    const charge = (units: number, floor = false): [Charge[], number] =>
+      ref ? [[{ ref, units, floor }], 0] : [[], units];
+    const refusal = this.model.admit('read', table, ...charge(minimum, request.operation === 'Query'));
     if (refusal) return refusals[refusal]();
     const response = await this.forward(request);
     if (response.status === 200) {
@@ -215,11 +287,14 @@ class DynamoThroughputProxy {
     const unprocessed: Record<string, WriteRequest[]> = {};
     let refusal: 'partition' | 'table' | undefined;
     for (const [table, writes] of Object.entries(input.RequestItems ?? {})) {
+      const keyOf = (write: WriteRequest) =>
+        'PutRequest' in write ? this.keyOf(write.PutRequest.Item) : write.DeleteRequest.Key;
+      const current = await this.currentItems(request, table, writes.map(keyOf));
       for (const write of writes) {
         const after = 'PutRequest' in write ? write.PutRequest.Item : undefined;
-        const key = after ? this.keyOf(after) : 'DeleteRequest' in write ? write.DeleteRequest.Key : {};
+        const key = keyOf(write);
         this.model.itemRequested(table, key);
-        const before = await this.currentItem(request, table, key);
+        const before = current.get(JSON.stringify(this.keyOf(key)));
         const refused = this.model.admit('write', table, this.writeCharges(table, before, after));
         refusal ??= refused;
         (refused ? unprocessed : admitted)[table] = [...((refused ? unprocessed : admitted)[table] ?? []), write];

@@ -10,7 +10,14 @@
  * the item before and after it (read from dynalite around the write); a conditional write
  * that fails keeps that charge, as AWS charges for it; a Query is charged for the items it
  * returns, not for those a filter dropped; a request dynalite rejects as invalid keeps its
- * charge. Item and batch size limits are dynalite's own (400 KB, 25 writes, 100 keys).
+ * charge.
+ *
+ * One departure from dividing everything by k: a Query's floor (the unit an empty page costs)
+ * counts 1/k against the table's quota, in full against its key. The table's Queries are
+ * per-second work whose number does not shrink with the load: a claimed second is read shard
+ * by shard, 80 strongly consistent Queries whatever it holds. At full scale those are about
+ * 0.2% of the 40,000-unit quota; divided by k they would be a fifth of it, and a scanner
+ * catching up five seconds would throttle a model table that AWS would not. Item and batch size limits are dynalite's own (400 KB, 25 writes, 100 keys).
  */
 import { TABLE } from '../../../functions/contract/topology.js';
 import type { Clock } from '../../../functions/core/task.js';
@@ -48,6 +55,8 @@ type Kind = 'read' | 'write';
 export interface Charge {
   readonly ref: PartitionKeyRef;
   readonly units: number;
+  /** A per-request floor that does not grow with the load: counted 1/k against the table. */
+  readonly floor?: boolean;
 }
 
 export interface KeyClassUsage {
@@ -81,8 +90,8 @@ export interface DynamoThroughputReport {
   readonly byKeyClass: Readonly<Record<string, KeyClassUsage>>;
   readonly hottestKey: HottestKey | undefined;
   readonly hottestItem: HottestItem | undefined;
-  /** Requests refused for the table's own limit rather than one key's. */
-  readonly tableThrottles: number;
+  /** Requests refused for the table's own limit rather than one key's, by kind. */
+  readonly tableThrottles: Readonly<Record<Kind, number>>;
 }
 
 type Refusal = 'partition' | 'table';
@@ -118,7 +127,7 @@ export class DynamoThroughputModel {
   admit(kind: Kind, table: string, charges: readonly Charge[], unkeyedUnits = 0): Refusal | undefined {
     const now = this.options.clock.now();
     const keys = this.keys[kind];
-    const tableUnits = unkeyedUnits + charges.reduce((sum, c) => sum + (c.ref.index === undefined ? c.units : 0), 0);
+    const tableUnits = unkeyedUnits + charges.reduce((sum, charge) => sum + this.tableShare(charge), 0);
     const over = charges.find((charge) => !keys.fits(partitionId(charge.ref), charge.units, now));
     if (over) {
       keys.throttled(partitionId(over.ref), now);
@@ -131,6 +140,11 @@ export class DynamoThroughputModel {
     for (const charge of charges) keys.charge(partitionId(charge.ref), charge.units, now);
     this.tables[kind].charge(table, tableUnits, now);
     return undefined;
+  }
+
+  private tableShare(charge: Charge): number {
+    if (charge.ref.index !== undefined) return 0;
+    return charge.floor ? charge.units / this.options.k : charge.units;
   }
 
   /** Counts one request on one item: a get, a single write, or one entry of a batch. */
@@ -146,7 +160,7 @@ export class DynamoThroughputModel {
     for (const charge of charges) {
       if (charge.units <= 0) continue;
       this.keys[kind].charge(partitionId(charge.ref), charge.units, now, 0);
-      if (charge.ref.index === undefined) tableUnits += charge.units;
+      tableUnits += this.tableShare(charge);
     }
     if (tableUnits > 0) this.tables[kind].charge(table, tableUnits, now, 0);
   }
@@ -173,10 +187,9 @@ export class DynamoThroughputModel {
         }
       }
     }
-    const tableThrottles = [...this.tables.read.readings().values(), ...this.tables.write.readings().values()].reduce(
-      (sum, reading) => sum + reading.throttles,
-      0,
-    );
+    const throttlesOf = (kind: Kind) =>
+      [...this.tables[kind].readings().values()].reduce((sum, reading) => sum + reading.throttles, 0);
+    const tableThrottles = { read: throttlesOf('read'), write: throttlesOf('write') };
     let hottestItem: HottestItem | undefined;
     for (const [id, reading] of this.items.readings()) {
       if (hottestItem && reading.peakUnitsPerSecond <= hottestItem.peakRequestsPerSecond) continue;

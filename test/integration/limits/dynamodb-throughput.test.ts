@@ -160,6 +160,39 @@ describe('Proxy: DynamoDB throughput', () => {
     await proxy.close();
   });
 
+  it('answers each write with the ReturnValues its caller asked for, whatever the model asked dynalite for', async () => {
+    // Prepare
+    const { tableName, model, proxy, client } = await throttled(1);
+    const grow = (value: string, ReturnValues?: 'ALL_OLD' | 'ALL_NEW') =>
+      client.send(
+        new UpdateItemCommand({
+          TableName: tableName,
+          Key: item('RATE#b', 'x'),
+          UpdateExpression: 'SET v = :v',
+          ExpressionAttributeValues: { ':v': { S: value } },
+          ...(ReturnValues && { ReturnValues }),
+        }),
+      );
+
+    // Act
+    const put = await client.send(new PutItemCommand({ TableName: tableName, Item: item('RATE#b', 'x') }));
+    const replaced = await client.send(
+      new PutItemCommand({ TableName: tableName, Item: item('RATE#b', 'x'), ReturnValues: 'ALL_OLD' }),
+    );
+    const plain = await grow('1'.repeat(2000));
+    const old = await grow('2', 'ALL_OLD');
+    const fresh = await grow('3', 'ALL_NEW');
+
+    // Assess: and each write was charged for the larger of the item before and after it (1, 1, 2, 2, 1).
+    expect(put.Attributes).toBeUndefined();
+    expect(replaced.Attributes).toEqual(item('RATE#b', 'x'));
+    expect(plain.Attributes).toBeUndefined();
+    expect(old.Attributes?.v?.S).toHaveLength(2000);
+    expect(fresh.Attributes?.v).toEqual({ S: '3' });
+    expect(model.report().byKeyClass.RATE).toMatchObject({ requests: 5, writeUnits: 7 });
+    await proxy.close();
+  });
+
   it('charges an index write on the index’s own partition key', async () => {
     // Prepare
     const { tableName, model, proxy, client } = await throttled(1);

@@ -95,7 +95,25 @@ describe('Class: DynamoThroughputModel', () => {
     // Assess
     expect(refusals.slice(0, 10).every((refusal) => refusal === undefined)).toBe(true);
     expect(refusals[10]).toBe('table');
-    expect(model.report().tableThrottles).toBe(1);
+    expect(model.report().tableThrottles).toEqual({ read: 0, write: 1 });
+  });
+
+  it('counts a Query’s per-request floor 1/k against the table, since per-second scans do not shrink with the load', () => {
+    // Prepare: k = 4,000 leaves 10 read units a second for the table.
+    const clock = new ManualClock(0);
+    const model = new DynamoThroughputModel({ k: 4_000, clock });
+    const shardQuery = (n: number) => ({ ref: { table: 't', value: `B#7#${n}` }, units: 1, floor: true });
+
+    // Act: 80 empty-shard Queries, then 10 single-item reads that are load.
+    const queries = Array.from({ length: 80 }, (_, n) => model.admit('read', 't', [shardQuery(n)]));
+    const reads = Array.from({ length: 10 }, (_, n) =>
+      model.admit('read', 't', [{ ref: { table: 't', value: `T#${n}` }, units: 1 }]),
+    );
+
+    // Assess: the floors took 80/4,000 of a unit; the load's tenth unit no longer fits.
+    expect(queries.every((refusal) => refusal === undefined)).toBe(true);
+    expect(reads.slice(0, 9).every((refusal) => refusal === undefined)).toBe(true);
+    expect(reads[9]).toBe('table');
   });
 
   it('reports usage by key class and the hottest key as a fraction of its limit', () => {

@@ -6,6 +6,7 @@
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 import { verifyWebhook } from '../functions/contract/webhook-signature.js';
 import type { WebhookNotification } from '../functions/contract/wire.js';
@@ -72,6 +73,14 @@ export interface ScenarioResult {
   readonly tenants: Readonly<Record<string, TenantResult>>;
   readonly model: ScaleModelReport;
   readonly lambda: Readonly<Record<string, FunctionStats>>;
+  /** The healthy tenants' latest deliveries, latest first. */
+  readonly latest: readonly LateDelivery[];
+  /**
+   * How long this process's event loop was held up: every local function, the emulators' proxies
+   * and the harness share it, so a stall lengthens every invocation in flight at once, which no
+   * Lambda fleet does.
+   */
+  readonly eventLoopDelayMs: { readonly p99: number; readonly max: number };
 }
 
 interface RunOptions {
@@ -101,7 +110,20 @@ interface Arrival {
 interface Sent {
   readonly tenant: string;
   readonly dueAtMs: number;
+  /** When the API answered its submit. */
+  readonly acceptedAtMs: number;
 }
+
+/** One of a scenario's latest deliveries, to see where lateness comes from. */
+export interface LateDelivery {
+  readonly tenant: string;
+  /** How long before its due time the task was accepted: a short lead takes the api's direct path. */
+  readonly leadMs: number;
+  readonly latenessMs: number;
+}
+
+/** Late deliveries a scenario lists. */
+const LATEST_LISTED = 5;
 
 function readBody(request: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -185,6 +207,8 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
     secrets.set(id, tenant.signingSecrets[0]?.secret ?? '');
   }
   const receiver = await startReceiver(spec.tenants, secrets);
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
   const counts = new Map<
     string,
     { submitted: number; rejected: number; api429: number; api5xx: number; unsent: number }
@@ -221,12 +245,13 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
         continue;
       }
       tally.submitted += tasks.length;
+      const acceptedAtMs = Date.now();
       const created = batch
         ? ((answer.results ?? []) as Array<{ status: number; task?: { id: string; dueAt: string } }>)
         : [{ status: response.status, task: answer as { id: string; dueAt: string } }];
       for (const result of created) {
         if ((result.status === 201 || result.status === 200) && result.task) {
-          sent.set(result.task.id, { tenant, dueAtMs: Date.parse(result.task.dueAt) });
+          sent.set(result.task.id, { tenant, dueAtMs: Date.parse(result.task.dueAt), acceptedAtMs });
         } else tally.rejected += 1;
       }
       tally.rejected += tasks.length - created.length;
@@ -282,12 +307,15 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
     endProgress?.();
   }
   const finishedMs = Date.now();
+  loopDelay.disable();
+  const eventLoopDelayMs = { p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 };
   const model = scaleModel.report();
   const lambda = timer.lambdaStats().functions;
   await timer.stop();
   await receiver.close();
 
   const tenants: Record<string, TenantResult> = {};
+  const deliveries: LateDelivery[] = [];
   for (const [id, webhook] of Object.entries(spec.tenants)) {
     const mine = [...sent.entries()].filter(([, task]) => task.tenant === id);
     const due = mine.filter(([, task]) => isMeasured(task));
@@ -308,7 +336,14 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
     for (const [taskId, task] of due) {
       const first = receiver.arrivals.get(taskId)?.[0];
       if (!first) lost += 1;
-      else if (webhook === 'ok') lateness.push(first.receivedAtMs - task.dueAtMs);
+      else if (webhook === 'ok') {
+        lateness.push(first.receivedAtMs - task.dueAtMs);
+        deliveries.push({
+          tenant: id,
+          leadMs: task.dueAtMs - task.acceptedAtMs,
+          latenessMs: first.receivedAtMs - task.dueAtMs,
+        });
+      }
     }
     const { p50, p99, max } = summarize(lateness);
     const tally = counts.get(id) ?? { submitted: 0, rejected: 0, api429: 0, api5xx: 0, unsent: 0 };
@@ -325,11 +360,22 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
       latenessMs: { p50, p99, max },
     };
   }
-  return { name: spec.name, k: options.k, seconds: (finishedMs - startMs) / 1000, tenants, model, lambda };
+  const latest = deliveries.sort((a, b) => b.latenessMs - a.latenessMs).slice(0, LATEST_LISTED);
+  return {
+    name: spec.name,
+    k: options.k,
+    seconds: (finishedMs - startMs) / 1000,
+    tenants,
+    model,
+    lambda,
+    latest,
+    eventLoopDelayMs,
+  };
 }
 
 /** Requests the model throttled: DynamoDB's (every key class and the table) and API Gateway's 429s. */
 export function throttledRequests(model: ScaleModelReport): number {
   const dynamo = Object.values(model.dynamodb.byKeyClass).reduce((sum, usage) => sum + usage.throttles, 0);
-  return dynamo + model.dynamodb.tableThrottles + model.api.throttled;
+  const { read, write } = model.dynamodb.tableThrottles;
+  return dynamo + read + write + model.api.throttled;
 }

@@ -6,7 +6,8 @@
  *   (b) the same in batches of 100;
  *   (c) 20,000/k tasks due in one second;
  *   (d) the batches of (b) over four tenants, one of whose webhooks hangs until the timeout.
- * Flags: --k <n> (default 100), --quick (a CI-sized run), --within-run <share>, --publish.
+ * Flags: --k <n> (default 100), --quick (a CI-sized run), --within-run <share>, --only <a,b,…>
+ * (run just those scenarios, to look into one), --publish (refused with --only).
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -29,9 +30,11 @@ const { values: flags } = parseArgs({
     k: { type: 'string' },
     quick: { type: 'boolean' },
     'within-run': { type: 'string' },
+    only: { type: 'string' },
     publish: { type: 'boolean' },
   },
 });
+if (flags.publish && flags.only) throw new Error('--publish writes docs/scale.md from all four scenarios: drop --only');
 
 const K = Number(flags.k ?? 100);
 const QUICK = flags.quick ?? false;
@@ -39,6 +42,13 @@ const TASKS_PER_DAY = 1e9;
 const RATE = TASKS_PER_DAY / 86_400 / K;
 /** How long tasks are submitted for, in scenarios (a), (b) and (d). */
 const SUBMIT_SECONDS = QUICK ? 30 : 300;
+/**
+ * Submits rise linearly from nothing to the average rate over this long, as a day's traffic
+ * rises, instead of stepping onto a deployment whose every function is cold: a step makes each
+ * of the api's first instances a cold start at once (in the model, its whole scaled reservation
+ * in the first second), which a deployment already carrying this load never meets.
+ */
+const RAMP_SECONDS = 20;
 /** The share of tasks due "in a few minutes": soon enough to come due within the run and be measured. */
 const WITHIN_RUN_SHARE = Number(flags['within-run'] ?? 0.3);
 /** The "few minutes" delays run from 5 s to this, so the last of them falls due this long after submits end. */
@@ -83,15 +93,22 @@ function delayMs(next: () => number): number {
   return 86_400_000 + (next() * 2 - 1) * 3_600_000;
 }
 
+/** When the `index`-th task is ready: at a rate rising linearly to RATE over RAMP_SECONDS, then at RATE. */
+function rampedAtMs(index: number): number {
+  const rampTasks = (RATE * RAMP_SECONDS) / 2;
+  const seconds = index < rampTasks ? Math.sqrt((2 * RAMP_SECONDS * index) / RATE) : index / RATE + RAMP_SECONDS / 2;
+  return seconds * 1000;
+}
+
 /**
- * Tasks at the average rate over SUBMIT_SECONDS, round-robin over the tenants. In batches, each
+ * Tasks at the average rate over SUBMIT_SECONDS (after a ramp of RAMP_SECONDS), round-robin over the tenants. In batches, each
  * tenant's tasks go out a hundred at a time, when the hundredth of them is ready.
  */
 function averageRate(tenants: readonly string[], submit: 'single' | 'batch', seed: number): PlannedTask[] {
   const next = random(seed);
   const count = Math.round(RATE * SUBMIT_SECONDS);
   const planned = Array.from({ length: count }, (_, index) => {
-    const readyAtMs = (index / RATE) * 1000;
+    const readyAtMs = rampedAtMs(index);
     return { tenant: tenants[index % tenants.length] ?? '', readyAtMs, dueAtMs: readyAtMs + delayMs(next) };
   });
   if (submit === 'single')
@@ -110,9 +127,10 @@ function averageRate(tenants: readonly string[], submit: 'single' | 'batch', see
 }
 
 const HEALTHY: Record<string, WebhookBehaviour> = { dev: 'ok', acme: 'ok', globex: 'ok' };
-const averageRunMs = (SUBMIT_SECONDS + SOON_MAX_SECONDS) * 1000;
+/** The ramp's tasks take twice as long as at the full rate, so the submits end RAMP_SECONDS / 2 late. */
+const averageRunMs = (SUBMIT_SECONDS + RAMP_SECONDS / 2 + SOON_MAX_SECONDS) * 1000;
 
-const scenarios: Array<ScenarioSpec & { readonly title: string }> = [
+const allScenarios: Array<ScenarioSpec & { readonly title: string }> = [
   {
     name: 'a',
     title: `(a) single submits at the average rate, ${fmt(RATE, 1)}/s`,
@@ -154,6 +172,10 @@ const scenarios: Array<ScenarioSpec & { readonly title: string }> = [
     drainMs: DRAIN_SECONDS * 1000,
   },
 ];
+const chosen = flags.only?.split(',').map((name) => name.trim());
+const unknown = chosen?.filter((name) => !allScenarios.some((spec) => spec.name === name)) ?? [];
+if (unknown.length > 0) throw new Error(`--only: no scenario ${unknown.join(', ')}; choose from a, b, c, d`);
+const scenarios = chosen ? allScenarios.filter((spec) => chosen.includes(spec.name)) : allScenarios;
 
 const ms = (value: number) => (Number.isNaN(value) ? '–' : fmt(value));
 
@@ -212,7 +234,7 @@ function modelLines(result: ScenarioResult): string[] {
     .map(([url, usage]) => `${url.slice(url.lastIndexOf('/') + 1)} peak ${usage.peakInFlight}/${fmt(sqs.inFlightCap)}`)
     .join(', ');
   return [
-    `- DynamoDB throttled requests by key class: ${classes.map(([name, usage]) => `${name} ${usage.throttles}`).join(', ')}; table ${dynamodb.tableThrottles} (limits per key ${fmt(dynamodb.limits.partitionWrite)} WCU/s, ${fmt(dynamodb.limits.partitionRead)} RCU/s)`,
+    `- DynamoDB throttled requests by key class: ${classes.map(([name, usage]) => `${name} ${usage.throttles}`).join(', ')}; table ${dynamodb.tableThrottles.read} reads and ${dynamodb.tableThrottles.write} writes (limits per key ${fmt(dynamodb.limits.partitionWrite)} WCU/s, ${fmt(dynamodb.limits.partitionRead)} RCU/s)`,
     `- hottest partition key (the model gives every key its own partition): ${
       hottest
         ? `${hottest.index ? `index ${hottest.index} ` : ''}${hottest.value} (${hottest.kind}), ${fmt(hottest.peakUnitsPerSecond, 1)} units/s = ${fmt(hottest.fractionOfLimit * 100)}% of its limit`
@@ -226,6 +248,10 @@ function modelLines(result: ScenarioResult): string[] {
     `- API Gateway: ${api.throttled} of ${api.requests} requests answered 429 (${fmt(api.ratePerSecond)}/s, burst ${fmt(api.burst)})`,
     `- Lambda: ${lambdaThrottles}`,
     `- SQS in flight: ${queues}`,
+    `- this process's event loop held up: p99 ${fmt(result.eventLoopDelayMs.p99)} ms, longest ${fmt(result.eventLoopDelayMs.max)} ms`,
+    `- latest deliveries (lateness, accepted how long before due): ${
+      result.latest.map((late) => `${fmt(late.latenessMs)} ms (${fmt(late.leadMs / 1000, 1)} s)`).join(', ') || 'none'
+    }`,
   ];
 }
 
@@ -269,15 +295,17 @@ what to request.
 Each scenario runs on a fresh local timer (so the model's report is its own) with tenants \`dev\`,
 \`acme\` and \`globex\`, each with its own API key and its own path on a local webhook receiver that
 checks every arrival's Standard Webhooks signature against that tenant's secret and compares its
-arrival with the task's \`dueAt\`. Submits answered 429 or 5xx are retried up to 8 times with
+arrival with the task's \`dueAt\`. Submits answered 429 or 5xx are retried up to 5 times with
 exponential backoff, as a client would, and counted. A request more than 5 s behind its planned
 time is not sent at all and counted as unsent: the machine running the model fell behind, and
 sending late would measure a lower rate than the one planned.
 
 Due times: ${fmt(WITHIN_RUN_SHARE * 100)}% of tasks fall due in 5 s to ${SOON_MAX_SECONDS} s (the only ones
 that come due within a run of minutes, and so the ones measured), the rest half an hour (± 1 min)
-or a day (± 1 h) out: load the table keeps, not load the run delivers. A ${SUBMIT_SECONDS} s submit window
-at ${fmt(RATE, 1)}/s so measures about ${fmt(RATE * SUBMIT_SECONDS * WITHIN_RUN_SHARE)} deliveries per scenario.
+or a day (± 1 h) out: load the table keeps, not load the run delivers. Submits rise linearly to the
+average rate over the first ${RAMP_SECONDS} s, as a day's traffic rises, rather than step onto a deployment
+whose functions are all cold. A ${SUBMIT_SECONDS} s submit window at ${fmt(RATE, 1)}/s so measures about
+${fmt(RATE * SUBMIT_SECONDS * WITHIN_RUN_SHARE)} deliveries per scenario.
 In batches, each tenant's tasks go out a hundred at a time; a task is never due sooner than 5 s
 after its batch is sent. The hot second (c) is ${fmt(HOT_SECOND_TASKS)} tasks submitted at once, due
 ${HOT_SECOND_LEAD_SECONDS} s later. In (d) a fourth tenant, \`hanging\`, gets a quarter of the tasks and

@@ -2,6 +2,12 @@
  * Lambda's invoke path, on one machine: every local invocation (the HTTP gateway's, the event
  * source mappings', the schedules') goes through here, so the handlers meet the limits they meet
  * in the cloud: concurrency, function timeouts and the synchronous payload limit.
+ *
+ * Each invocation runs in an execution environment of its own, as in Lambda: a warm one that is
+ * idle, or a new one (a cold start) when all are busy. What a handler keeps between invocations
+ * (caches, its circuit breakers, the occupancy slot it writes) is so kept per environment, and
+ * a burst meets as many cold caches as it would in the cloud. An environment whose invocation
+ * timed out is thrown away, as Lambda does.
  */
 import {
   ACCOUNT_CONCURRENCY,
@@ -42,12 +48,26 @@ export interface FunctionStats {
   readonly peakConcurrency: number;
   /** Milliseconds the finished invocations ran, in all: the duration Lambda bills and concurrency is made of. */
   readonly durationMs: number;
+  /** Execution environments started: the cold starts. */
+  readonly environments: number;
 }
 
 type AnyHandler = LambdaHandler<unknown, unknown>;
 
+/** Starts one execution environment of a function: its handler, built as the function's entry builds it at cold start. */
+export type EnvironmentFactory = () => Promise<AnyHandler>;
+
+/** Handlers that are each one execution environment, shared by every invocation of their function. */
+export function sharedEnvironments(
+  handlers: Partial<Record<FunctionName, AnyHandler>>,
+): Partial<Record<FunctionName, EnvironmentFactory>> {
+  return Object.fromEntries(
+    Object.entries(handlers).map(([fn, handler]) => [fn, () => Promise.resolve(handler)]),
+  );
+}
+
 export interface LambdaServiceOptions {
-  readonly handlers: Partial<Record<FunctionName, AnyHandler>>;
+  readonly handlers: Partial<Record<FunctionName, EnvironmentFactory>>;
   /** Overrides of the topology's limits, per function (a test's short timeout, a scaled-down model). */
   readonly limits?: Partial<Record<FunctionName, Partial<FunctionLimits>>>;
   /** The account's pool, which functions without a reservation share. */
@@ -92,9 +112,19 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
   const counters = Object.fromEntries(
     names.map((fn) => [
       fn,
-      { invocations: 0, errors: 0, timeouts: 0, throttles: 0, concurrency: 0, peakConcurrency: 0, durationMs: 0 },
+      {
+        invocations: 0,
+        errors: 0,
+        timeouts: 0,
+        throttles: 0,
+        concurrency: 0,
+        peakConcurrency: 0,
+        durationMs: 0,
+        environments: 0,
+      },
     ]),
   ) as Record<FunctionName, { -readonly [K in keyof FunctionStats]: FunctionStats[K] }>;
+  const idle = new Map<FunctionName, AnyHandler[]>(names.map((fn) => [fn, []]));
 
   const admit = (fn: FunctionName): boolean => {
     const limit = limits[fn].reservedConcurrency;
@@ -144,8 +174,8 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
 
   return {
     async invoke<E, R>(fn: FunctionName, event: E): Promise<InvokeResult<R>> {
-      const handler = options.handlers[fn];
-      if (!handler) throw new Error(`no local handler for function ${fn}`);
+      const startEnvironment = options.handlers[fn];
+      if (!startEnvironment) throw new Error(`no local handler for function ${fn}`);
       const bytes = payloadBytes(event);
       if (bytes > SYNC_PAYLOAD_LIMIT_BYTES) return { outcome: 'request-too-large', bytes };
       const counter = counters[fn];
@@ -156,8 +186,13 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
       counter.invocations += 1;
       const startedMs = performance.now();
       try {
+        const warm = idle.get(fn)?.pop();
+        if (!warm) counter.environments += 1;
+        // A cold start is part of the invocation, as Lambda bills and times its init.
+        const handler = warm ?? (await startEnvironment());
         const result = await run<R>(fn, handler, event);
         if (result.outcome === 'timeout') counter.timeouts += 1;
+        else idle.get(fn)?.push(handler);
         if (result.outcome !== 'ok') counter.errors += 1;
         return result;
       } finally {

@@ -70,7 +70,12 @@ import { removeLocalEndpoints, writeLocalEndpoints } from './endpoints.js';
 import { startEventBridgeSink, type SunkEvent } from './eventbridge-sink.js';
 import { startHttpGateway } from './http-gateway.js';
 import type { LambdaHandler } from './lambda-context.js';
-import { createLambdaService, type FunctionStats } from './lambda-service.js';
+import {
+  createLambdaService,
+  type EnvironmentFactory,
+  type FunctionStats,
+  sharedEnvironments,
+} from './lambda-service.js';
 import { type RunningScaleModel, scaledLambdaLimits, startScaleModel } from './limits/scale-model.js';
 import { LOCAL_INBOX_PATH, LOCAL_REDRIVE_PATH } from './paths.js';
 import { type SqsEventSourceStats, startSqsEventSource } from './queue-poller.js';
@@ -92,14 +97,15 @@ export interface LocalTimerOptions {
   readonly logLevel?: string;
   /** Indented JSON log lines, for a person at a terminal (Powertools' dev mode); one line per entry otherwise. */
   readonly prettyLogs?: boolean;
-  /** Wraps every handler as it is loaded: how a benchmark attributes CPU time to each function. */
+  /** Wraps every handler (each execution environment's) as it is loaded: how a benchmark attributes CPU time to each function. */
   readonly wrapHandler?: (fn: FunctionName, handler: AnyHandler) => AnyHandler;
   /** Told of every AWS request the handlers and pollers make once it has been answered (or failed). */
   readonly onRequest?: (request: AwsRequest) => void;
   /**
    * Supplies the five handlers instead of building them from the sources: how a test runs the
    * bundles `cdk synth` built. Such handlers make their own AWS clients from the environment
-   * they are given, so their requests are neither counted nor told to `onRequest`.
+   * they are given, so their requests are neither counted nor told to `onRequest`; and each is
+   * one execution environment that every invocation of its function shares.
    */
   readonly loadHandlers?: (local: LocalResources) => Promise<Record<FunctionName, AnyHandler>>;
   /**
@@ -319,26 +325,40 @@ function countRequests(
   );
 }
 
+function mapFunctions<A, B>(
+  byFunction: Record<FunctionName, A>,
+  map: (value: A, fn: FunctionName) => B,
+): Record<FunctionName, B> {
+  return Object.fromEntries(
+    (Object.keys(byFunction) as FunctionName[]).map((fn) => [fn, map(byFunction[fn], fn)]),
+  ) as Record<FunctionName, B>;
+}
+
 /**
- * Builds the five handlers through their factories, as each Lambda entry does at cold start, but
- * from an environment composed here instead of `process.env`, each over a set of clients of its
- * own, so every request is known by the function (and so the role) that made it.
+ * Starts execution environments of the five functions through their factories, as each Lambda
+ * entry does at cold start, but from an environment composed here instead of `process.env`.
+ * Each function's environments share a set of clients of its own, so every request is known by
+ * the function (and so the role) that made it.
  */
-async function buildHandlers(
+function environmentFactories(
   envFor: (fn: FunctionName) => Environment,
   clientsFor: (fn: FunctionName) => AwsClients,
-): Promise<Record<FunctionName, AnyHandler>> {
-  const build = async <TConfig extends FunctionConfig>(
+): Record<FunctionName, EnvironmentFactory> {
+  const factory = <TConfig extends FunctionConfig>(
     fn: FunctionName,
     load: (env: Environment) => TConfig,
     create: (config: TConfig, deps: HandlerDeps) => unknown,
-  ) => (await assembleHandler(create, load(envFor(fn)), clientsFor(fn))) as AnyHandler;
+  ): EnvironmentFactory => {
+    const config = load(envFor(fn));
+    const clients = clientsFor(fn);
+    return async () => (await assembleHandler(create, config, clients)) as AnyHandler;
+  };
   return {
-    api: await build('api', loadApiConfig, createApiHandler),
-    ticker: await build('ticker', loadTickerConfig, createTickerHandler),
-    scanner: await build('scanner', loadScannerConfig, createScannerHandler),
-    callback: await build('callback', loadCallbackConfig, createCallbackHandler),
-    sweeper: await build('sweeper', loadSweeperConfig, createSweeperHandler),
+    api: factory('api', loadApiConfig, createApiHandler),
+    ticker: factory('ticker', loadTickerConfig, createTickerHandler),
+    scanner: factory('scanner', loadScannerConfig, createScannerHandler),
+    callback: factory('callback', loadCallbackConfig, createCallbackHandler),
+    sweeper: factory('sweeper', loadSweeperConfig, createSweeperHandler),
   };
 }
 
@@ -438,11 +458,11 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
       countRequests(client, counts, options.onRequest, { fn });
     return clients;
   };
-  const loaded = options.loadHandlers ? await options.loadHandlers(local) : await buildHandlers(envFor, clientsFor);
+  const factories: Record<FunctionName, EnvironmentFactory> = options.loadHandlers
+    ? (sharedEnvironments(await options.loadHandlers(local)) as Record<FunctionName, EnvironmentFactory>)
+    : environmentFactories(envFor, clientsFor);
   const wrap = options.wrapHandler ?? ((_fn: FunctionName, handler: AnyHandler) => handler);
-  const handlers = Object.fromEntries(
-    (Object.keys(loaded) as FunctionName[]).map((fn) => [fn, wrap(fn, loaded[fn])]),
-  ) as Record<FunctionName, AnyHandler>;
+  const handlers = mapFunctions(factories, (start, fn) => async () => wrap(fn, await start()));
   // The pollers get a client of their own, so their requests are told apart from the functions'.
   const pollerSqs = new SQSClient({
     region: LOCAL_REGION,

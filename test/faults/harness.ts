@@ -38,7 +38,7 @@ import { runScanner, type ScanPorts } from '../../functions/core/scan.js';
 import { sweep } from '../../functions/core/sweep.js';
 import type { Clock } from '../../functions/core/task.js';
 import { cachedTenantDirectory, newApiKey, newTenant, TENANT_CACHE_TTL_MS } from '../../functions/core/tenants.js';
-import { createLambdaService } from '../../lib/local/lambda-service.js';
+import { createLambdaService, sharedEnvironments } from '../../lib/local/lambda-service.js';
 import { type SqsEventSource, startSqsEventSource } from '../../lib/local/queue-poller.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 import { testTargetRules } from '../support/target-rules.js';
@@ -288,7 +288,9 @@ export async function startHarness(options: HarnessOptions = {}) {
       // Local mode's pollers stand in for Lambda's event source mapping, with their own client:
       // faults injected into the callback's clients do not reach them.
       const lambda = createLambdaService({
-        handlers: { callback: async (event) => deliverRecords(callback, (event as SQSEvent).Records) },
+        handlers: sharedEnvironments({
+          callback: async (event) => deliverRecords(callback, (event as SQSEvent).Records),
+        }),
         onError: (_fn, error) => errors.push(error),
       });
       // Two batches at a time at most, so the faults below meet the same load they were tuned for.

@@ -3,7 +3,7 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { QUEUES } from '../../functions/contract/topology.js';
-import { createLambdaService } from '../../lib/local/lambda-service.js';
+import { createLambdaService, sharedEnvironments } from '../../lib/local/lambda-service.js';
 import { SQS_SCALING, type SqsEventSource, startSqsEventSource } from '../../lib/local/queue-poller.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 import { eventually, quantile } from '../support/webhook-receiver.js';
@@ -41,12 +41,12 @@ describe('Event source mapping: SQS, as Lambda runs it', () => {
     const queue = await queueWith(35, 30);
     const batches: number[] = [];
     const lambda = createLambdaService({
-      handlers: {
+      handlers: sharedEnvironments({
         callback: async (event) => {
           batches.push((event as SQSEvent).Records.length);
           return { batchItemFailures: [] };
         },
-      },
+      }),
       onError: () => undefined,
     });
 
@@ -97,7 +97,7 @@ describe('Event source mapping: SQS, as Lambda runs it', () => {
     const seen: Array<{ running: number; scaledConcurrency: number }> = [];
     let eventSource: SqsEventSource | undefined;
     const lambda = createLambdaService({
-      handlers: {
+      handlers: sharedEnvironments({
         callback: async () => {
           running += 1;
           seen.push({ running, scaledConcurrency: eventSource?.stats().scaledConcurrency ?? 0 });
@@ -105,7 +105,7 @@ describe('Event source mapping: SQS, as Lambda runs it', () => {
           running -= 1;
           return { batchItemFailures: [] };
         },
-      },
+      }),
       onError: () => undefined,
     });
 
@@ -138,14 +138,14 @@ describe('Event source mapping: SQS, as Lambda runs it', () => {
     const queue = await queueWith(3, 1);
     const receives: Array<{ at: number; receiveCounts: string[] }> = [];
     const lambda = createLambdaService({
-      handlers: {
+      handlers: sharedEnvironments({
         callback: async (event) => {
           const records = (event as SQSEvent).Records;
           receives.push({ at: Date.now(), receiveCounts: records.map((r) => r.attributes.ApproximateReceiveCount) });
           if (receives.length === 1) await sleep(5000);
           return { batchItemFailures: [] };
         },
-      },
+      }),
       limits: { callback: { timeoutSeconds: 0.2 } },
       onError: () => undefined,
     });
@@ -177,7 +177,7 @@ describe('Event source mapping: SQS, as Lambda runs it', () => {
     const queue = await emulators.createQueue(`event-source-${++queues}`, { VisibilityTimeout: '30' });
     const handled: Array<{ dueAtMs: number; latenessMs: number }> = [];
     const lambda = createLambdaService({
-      handlers: {
+      handlers: sharedEnvironments({
         callback: async (event) => {
           await Promise.all(
             (event as SQSEvent).Records.map(async (record) => {
@@ -188,7 +188,7 @@ describe('Event source mapping: SQS, as Lambda runs it', () => {
           );
           return { batchItemFailures: [] };
         },
-      },
+      }),
       onError: () => undefined,
     });
     const eventSource = startSqsEventSource({
@@ -232,12 +232,12 @@ describe('Event source mapping: SQS, as Lambda runs it', () => {
     // Prepare: the function may run once at a time, the mapping asks for five.
     const queue = await queueWith(6, 1);
     const lambda = createLambdaService({
-      handlers: {
+      handlers: sharedEnvironments({
         callback: async () => {
           await sleep(300);
           return { batchItemFailures: [] };
         },
-      },
+      }),
       limits: { callback: { reservedConcurrency: 1 } },
       onError: () => undefined,
     });

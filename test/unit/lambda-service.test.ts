@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { createLambdaService, SYNC_PAYLOAD_LIMIT_BYTES } from '../../lib/local/lambda-service.js';
+import { createLambdaService, sharedEnvironments,SYNC_PAYLOAD_LIMIT_BYTES } from '../../lib/local/lambda-service.js';
 
 /** A handler whose invocations stay running until the test releases them. */
 function heldHandler() {
@@ -27,7 +27,7 @@ describe('Service: local Lambda', () => {
     // Prepare
     const scanner = heldHandler();
     const lambda = createLambdaService({
-      handlers: { scanner: scanner.handler },
+      handlers: sharedEnvironments({ scanner: scanner.handler }),
       limits: { scanner: { reservedConcurrency: 3 } },
       onError: noErrors,
     });
@@ -49,7 +49,57 @@ describe('Service: local Lambda', () => {
       throttles: 2,
       concurrency: 0,
       peakConcurrency: 3,
+      durationMs: expect.any(Number),
+      environments: 3,
     });
+  });
+
+  it('runs concurrent invocations in execution environments of their own, reuses idle ones, and drops one that timed out', async () => {
+    // Prepare: each environment counts its own invocations, as a handler's module state would.
+    const held = heldHandler();
+    let started = 0;
+    const lambda = createLambdaService({
+      handlers: {
+        api: async () => {
+          const environment = ++started;
+          let invocations = 0;
+          return async (event: unknown) => {
+            invocations += 1;
+            if ((event as { hold?: boolean }).hold) await held.handler();
+            if ((event as { hang?: boolean }).hang) await new Promise(() => undefined);
+            return { environment, invocations };
+          };
+        },
+      },
+      limits: { api: { timeoutSeconds: 0.05 } },
+      onError: noErrors,
+    });
+
+    // Act
+    const concurrent = [lambda.invoke('api', { hold: true }), lambda.invoke('api', { hold: true })];
+    await new Promise((resolve) => setImmediate(resolve));
+    held.releaseAll();
+    const firstTwo = await Promise.all(concurrent);
+    const warm = await lambda.invoke('api', {});
+    const hung = await lambda.invoke('api', { hang: true });
+    const concurrentAgain = [lambda.invoke('api', { hold: true }), lambda.invoke('api', { hold: true })];
+    await new Promise((resolve) => setImmediate(resolve));
+    held.releaseAll();
+    const afterTimeout = await Promise.all(concurrentAgain);
+
+    // Assess
+    expect(firstTwo).toEqual([
+      { outcome: 'ok', response: { environment: 1, invocations: 1 } },
+      { outcome: 'ok', response: { environment: 2, invocations: 1 } },
+    ]);
+    expect(warm).toEqual({ outcome: 'ok', response: { environment: 2, invocations: 2 } });
+    expect(hung).toEqual({ outcome: 'timeout' });
+    // Environment 2 timed out and is gone; environment 1 is still warm.
+    expect(afterTimeout).toEqual([
+      { outcome: 'ok', response: { environment: 1, invocations: 2 } },
+      { outcome: 'ok', response: { environment: 3, invocations: 1 } },
+    ]);
+    expect(lambda.stats().api.environments).toBe(3);
   });
 
   it('keeps each reservation for its function when the unreserved functions exhaust the account pool', async () => {
@@ -58,7 +108,12 @@ describe('Service: local Lambda', () => {
     const api = heldHandler();
     const scanner = heldHandler();
     const lambda = createLambdaService({
-      handlers: { callback: callback.handler, api: api.handler, scanner: scanner.handler, ticker: async () => ({}) },
+      handlers: sharedEnvironments({
+        callback: callback.handler,
+        api: api.handler,
+        scanner: scanner.handler,
+        ticker: async () => ({}),
+      }),
       limits: { scanner: { reservedConcurrency: 4 }, api: { reservedConcurrency: 2 } },
       accountConcurrency: 10,
       onError: noErrors,
@@ -90,7 +145,7 @@ describe('Service: local Lambda', () => {
     // Act / Assess
     expect(() =>
       createLambdaService({
-        handlers: {},
+        handlers: sharedEnvironments({}),
         limits: { scanner: { reservedConcurrency: 8 }, api: { reservedConcurrency: 8 } },
         accountConcurrency: 10,
         onError: noErrors,
@@ -104,13 +159,13 @@ describe('Service: local Lambda', () => {
     let release: (() => void) | undefined;
     let calls = 0;
     const lambda = createLambdaService({
-      handlers: {
+      handlers: sharedEnvironments({
         callback: async () => {
           calls += 1;
           if (calls === 1) await new Promise<void>((resolve) => (release = resolve));
           return { call: calls };
         },
-      },
+      }),
       limits: { callback: { timeoutSeconds: 0.1, reservedConcurrency: 1 } },
       onError: (_fn, error) => errors.push(error),
     });
@@ -131,12 +186,12 @@ describe('Service: local Lambda', () => {
     // Prepare
     let calls = 0;
     const lambda = createLambdaService({
-      handlers: {
+      handlers: sharedEnvironments({
         api: async (event) => {
           calls += 1;
           return { body: 'x'.repeat((event as { size: number }).size) };
         },
-      },
+      }),
       onError: noErrors,
     });
 

@@ -27,7 +27,7 @@ import {
 } from '../core/schemas.js';
 import { resolvingEachHostOnce, targetProblem, type TargetRules } from '../core/target-rules.js';
 import type { Task } from '../core/task.js';
-import { authenticate, type RequestCounter, type Tenant, type TenantDirectory } from '../core/tenants.js';
+import { authenticate, type RateLimiter, type Tenant, type TenantDirectory } from '../core/tenants.js';
 import { bizTypeRoute, type BizTypeRoutePorts } from './biz-type-routes.js';
 import { type HttpResult, jsonResponse, problem, problemResponse, readJsonBody, validationProblem } from './http.js';
 import { openApiDocument } from './openapi.js';
@@ -43,7 +43,7 @@ export type ApiPorts = SchedulePorts &
     readonly tenants: TenantDirectory;
     /** bizType settings for submits, cached: one read per distinct bizType per cache lifetime. */
     readonly bizTypes: BizTypeDirectory;
-    readonly requestCounter: RequestCounter;
+    readonly requestCounter: RateLimiter;
     /** Told what each schedule call did, for metrics and logs. */
     readonly onScheduled?: (result: ScheduleResult) => void;
   };

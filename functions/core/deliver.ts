@@ -4,7 +4,7 @@ import { parseTaskId, taskKey } from './ids.js';
 import { handoverTo } from './reschedule.js';
 import type { Clock, DeliveryAttempt, Target, Task, TaskStore } from './task.js';
 import { expiryAfter, HISTORY_ERROR_CHARS, HISTORY_LIMIT } from './task.js';
-import { activeSigningSecrets, type RequestCounter, type TenantDirectory } from './tenants.js';
+import { activeSigningSecrets, type RateLimiter, type TenantDirectory } from './tenants.js';
 
 /** What a business system receives: the same fields for a webhook body, an SQS message or an event's detail. */
 export type Notification = WebhookNotification;
@@ -42,7 +42,7 @@ export interface DeliveryPorts {
   readonly tenants: TenantDirectory;
   readonly deadLetters: DeadLetterQueue;
   /** Counts target calls per tenant, bizType and second, for bizTypes with a callbackRateLimitPerSecond. */
-  readonly callbackCounter: RequestCounter;
+  readonly callbackCounter: RateLimiter;
   readonly clock: Clock;
   readonly bucketCount: number;
   readonly shardCount: number;

@@ -218,6 +218,11 @@ export function cachedTenantDirectory(store: TenantStore, clock: Clock, ttlMs: n
 /** How long the api and callback remember a tenant or key; a revoked key stops working within this. */
 export const TENANT_CACHE_TTL_MS = 30_000;
 
+/** Admits one request of `subject` in `second` if the second's admissions stay within `limit`. */
+export interface RateLimiter {
+  admit(subject: string, second: number, limit: number): Promise<boolean>;
+}
+
 export interface RequestCounter {
   /**
    * Counts `count` (default 1) requests of `subject` (a tenant, or a tenant's bizType) in

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 
-import type { RequestCounter } from '../../functions/core/tenants.js';
+import type { RateLimiter, RequestCounter } from '../../functions/core/tenants.js';
 
 const SECOND = 1_780_000_000;
 
 /** What rate limits rely on: at most `limit` admissions per subject and second, however many callers race. */
-export function requestCounterContract(name: string, makeCounter: () => Promise<RequestCounter>): void {
-  describe(`Contract: RequestCounter (${name})`, () => {
+export function rateLimiterContract(name: string, makeCounter: () => Promise<RateLimiter>): void {
+  describe(`Contract: RateLimiter (${name})`, () => {
     it('admits exactly the limit of concurrent requests in one second, counted apart per subject and second', async () => {
       // Prepare
       const counter = await makeCounter();
@@ -20,7 +20,13 @@ export function requestCounterContract(name: string, makeCounter: () => Promise<
       expect(racing.filter(Boolean)).toHaveLength(4);
       expect([nextSecond, otherSubject]).toEqual([true, true]);
     });
+  });
+}
 
+/** A shared counter, which also counts several requests at once (what leases are taken with). */
+export function requestCounterContract(name: string, makeCounter: () => Promise<RequestCounter>): void {
+  rateLimiterContract(name, makeCounter);
+  describe(`Contract: RequestCounter (${name})`, () => {
     it('counts several requests at once only while they fit under the limit, counting nothing otherwise', async () => {
       // Prepare
       const counter = await makeCounter();
@@ -33,6 +39,18 @@ export function requestCounterContract(name: string, makeCounter: () => Promise<
 
       // Assess
       expect([firstSix, fiveMore, lastFour, oneOver]).toEqual([true, false, true, false]);
+    });
+
+    it('refuses a count larger than the limit even in a second nothing was counted in yet', async () => {
+      // Prepare
+      const counter = await makeCounter();
+
+      // Act
+      const overZero = await counter.admit('acme', SECOND, 0);
+      const overTwo = await counter.admit('acme', SECOND, 2, 3);
+
+      // Assess
+      expect([overZero, overTwo]).toEqual([false, false]);
     });
   });
 }

@@ -12,7 +12,7 @@ import { bizTypeStoreContract } from '../contracts/biz-type-store.contract.js';
 import { clockStoreContract } from '../contracts/clock-store.contract.js';
 import { idempotencyStoreContract } from '../contracts/idempotency-store.contract.js';
 import { occupancyIndexContract } from '../contracts/occupancy-index.contract.js';
-import { requestCounterContract } from '../contracts/request-counter.contract.js';
+import { rateLimiterContract, requestCounterContract } from '../contracts/request-counter.contract.js';
 import { taskStoreContract } from '../contracts/task-store.contract.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 
@@ -34,7 +34,7 @@ idempotencyStoreContract('dynamo', async () => new DynamoIdempotencyStore(await 
 occupancyIndexContract('dynamo', async () => new DynamoOccupancyIndex(await table()));
 bizTypeStoreContract('dynamo', async () => new DynamoBizTypeStore(await table()));
 requestCounterContract('dynamo', async () => new DynamoRequestCounter(await table()));
-requestCounterContract(
+rateLimiterContract(
   'leased, over dynamo',
   async () => new LeasedRequestCounter(new DynamoRequestCounter(await table())),
 );

@@ -4,7 +4,7 @@ import { bizTypeStoreContract } from '../contracts/biz-type-store.contract.js';
 import { clockStoreContract } from '../contracts/clock-store.contract.js';
 import { idempotencyStoreContract } from '../contracts/idempotency-store.contract.js';
 import { occupancyIndexContract } from '../contracts/occupancy-index.contract.js';
-import { requestCounterContract } from '../contracts/request-counter.contract.js';
+import { rateLimiterContract, requestCounterContract } from '../contracts/request-counter.contract.js';
 import { taskStoreContract } from '../contracts/task-store.contract.js';
 import {
   FakeBizTypeStore,
@@ -21,4 +21,4 @@ idempotencyStoreContract('fake', async () => new FakeIdempotencyStore());
 occupancyIndexContract('fake', async () => new FakeOccupancyIndex());
 bizTypeStoreContract('fake', async () => new FakeBizTypeStore());
 requestCounterContract('fake', async () => new FakeRequestCounter());
-requestCounterContract('leased, over the fake', async () => new LeasedRequestCounter(new FakeRequestCounter()));
+rateLimiterContract('leased, over the fake', async () => new LeasedRequestCounter(new FakeRequestCounter()));

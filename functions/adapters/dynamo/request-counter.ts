@@ -24,7 +24,10 @@ export interface RequestCounterOptions extends TableOptions {
 export class DynamoRequestCounter implements RequestCounter {
   constructor(private readonly options: RequestCounterOptions) {}
 
-  admit(subject: string, second: number, limit: number, count = 1): Promise<boolean> {
+  async admit(subject: string, second: number, limit: number, count = 1): Promise<boolean> {
+    // The condition lets the first write of a second through whatever it counts, so a count
+    // the limit cannot hold (a share of a small limit may be 0) is refused here.
+    if (count > limit) return false;
     return unlessConditionFails(
       this.options.client.send(
         new UpdateCommand({

@@ -398,9 +398,9 @@ export const tenantFromItem = (item: TenantItem): Tenant => withoutKeys<Tenant>(
 export const apiKeyFromItem = (item: ApiKeyItem): ApiKeyRecord => withoutKeys<ApiKeyRecord>(item);
 export const bizTypeFromItem = (item: BizTypeItem): BizTypeSettings => withoutKeys<BizTypeSettings>(item);
 
-/** Api requests per tenant and second: `RATE#<tenant>`. */
+/** Api requests per tenant, share and second: `RATE#<tenant>#<share>` (see COUNTER_SHARES). */
 export const RATE_COUNTER_PREFIX = 'RATE#';
-/** Callbacks per tenant, bizType and second: `CALLBACKS#<tenant>#<bizType>`. */
+/** Callbacks per tenant, bizType, share and second: `CALLBACKS#<tenant>#<bizType>#<share>`. */
 export const CALLBACK_COUNTER_PREFIX = 'CALLBACKS#';
 
 export function counterKey(prefix: string, subject: string, second: number): TableKey {

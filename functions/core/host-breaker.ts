@@ -5,23 +5,39 @@ import type { Clock, Target } from './task.js';
 export interface HostBreakerSettings {
   /** Consecutive host failures (no answer, a timeout, a 5xx or a 429) that open a host's circuit. */
   readonly failureThreshold: number;
-  /** How long an open circuit refuses calls before one probe call is let through. */
+  /** How long an open circuit first refuses calls before one probe call is let through. */
   readonly openMs: number;
+  /** Each failed probe doubles the open time, up to this. */
+  readonly maxOpenMs: number;
+  /**
+   * A call still unanswered this long counts as a host failure there and then (once; the call
+   * goes on to its own timeout). Otherwise a hanging host is known to fail only at the webhook
+   * timeout, and every call made to it until then holds its batch for the whole timeout.
+   */
+  readonly slowCallMs: number;
 }
 
 /**
- * Five failures in a row is a host that is down, not a flaky request; thirty seconds is
- * long enough that a hanging host costs each callback instance at most one 10 s call per
- * half-minute, and short enough that a host back up loses little more than its first
- * retry's backoff.
+ * Five failures in a row is a host that is down, not a flaky request. Two seconds unanswered is
+ * slow for a webhook (most answer in tens of milliseconds), so a hanging host is taken for dead
+ * within about two seconds of its first calls, not the ten of the webhook timeout; a receiver
+ * that is merely slow and answers closes its circuit again with each answer. Thirty seconds
+ * open, doubling with every probe that fails up to five minutes, costs each callback instance
+ * one held batch per probe (a hanging probe waits out the timeout) and rests a dead host more
+ * the longer it stays dead; a host back up loses at most its remaining open time.
  */
-export const DEFAULT_HOST_BREAKER: HostBreakerSettings = { failureThreshold: 5, openMs: 30_000 };
+export const DEFAULT_HOST_BREAKER: HostBreakerSettings = {
+  failureThreshold: 5,
+  openMs: 30_000,
+  maxOpenMs: 300_000,
+  slowCallMs: 2_000,
+};
 
 /** A host's circuit: closed (calls go through), open until a time, or half-open with one probe in flight. */
 type Circuit =
   | { readonly state: 'closed'; readonly failures: number }
-  | { readonly state: 'open'; readonly untilMs: number }
-  | { readonly state: 'half-open' };
+  | { readonly state: 'open'; readonly untilMs: number; readonly openMs: number }
+  | { readonly state: 'half-open'; readonly openMs: number };
 
 export type CircuitState = Circuit['state'];
 
@@ -62,11 +78,11 @@ export class HostBreaker {
     if (circuit.state === 'open') {
       const restMs = circuit.untilMs - this.clock.now();
       if (restMs > 0) return { admitted: false, retryAfterSeconds: Math.ceil(restMs / 1000) };
-      this.circuits.set(key, { state: 'half-open' });
+      this.circuits.set(key, { state: 'half-open', openMs: circuit.openMs });
       return { admitted: true };
     }
     // A probe is in flight; its answer decides, and until then the host is still taken for dead.
-    return { admitted: false, retryAfterSeconds: Math.ceil(this.settings.openMs / 1000) };
+    return { admitted: false, retryAfterSeconds: Math.ceil(circuit.openMs / 1000) };
   }
 
   /** Records an admitted call's answer: a success closes the circuit, a host failure counts towards opening it. */
@@ -77,13 +93,35 @@ export class HostBreaker {
       this.circuits.delete(key);
       return;
     }
-    const failures = circuit.state === 'closed' ? circuit.failures + 1 : this.settings.failureThreshold;
-    this.circuits.set(
-      key,
-      failures >= this.settings.failureThreshold
-        ? { state: 'open', untilMs: this.clock.now() + this.settings.openMs }
-        : { state: 'closed', failures },
-    );
+    if (circuit.state === 'open') return; // a call admitted before the circuit opened, failing late
+    if (circuit.state === 'half-open') {
+      this.open(key, Math.min(this.settings.maxOpenMs, circuit.openMs * 2));
+      return;
+    }
+    const failures = circuit.failures + 1;
+    if (failures >= this.settings.failureThreshold) this.open(key, this.settings.openMs);
+    else this.circuits.set(key, { state: 'closed', failures });
+  }
+
+  /**
+   * Watches an admitted call: if it is still unanswered after `slowCallMs` it is recorded as a
+   * host failure then. Returns what ends the watch, to call once the call has answered; it says
+   * whether the call was already recorded as slow (so its own failure is not counted again).
+   */
+  watchSlowCall(key: string): () => boolean {
+    let countedSlow = false;
+    const timer = setTimeout(() => {
+      countedSlow = true;
+      this.record(key, true);
+    }, this.settings.slowCallMs);
+    return () => {
+      clearTimeout(timer);
+      return countedSlow;
+    };
+  }
+
+  private open(key: string, openMs: number): void {
+    this.circuits.set(key, { state: 'open', untilMs: this.clock.now() + openMs, openMs });
   }
 }
 
@@ -127,16 +165,19 @@ export function guardedByHostBreaker(dispatcher: TargetDispatcher, breaker: Host
           retryAfterSeconds: admission.retryAfterSeconds,
         };
       }
+      const endWatch = breaker.watchSlowCall(circuit);
       let result: TargetResult;
       try {
         result = await dispatcher.dispatch(target, notification, sender);
       } catch (error) {
         // Dispatchers report failures rather than throw, but a probe that never reports would
         // leave the circuit half-open, refusing the host for good.
-        breaker.record(circuit, true);
+        if (!endWatch()) breaker.record(circuit, true);
         throw error;
       }
-      breaker.record(circuit, isHostFailure(result));
+      const countedSlow = endWatch();
+      // A slow call already counted its failure; an answer, however late, still closes the circuit.
+      if (!(countedSlow && isHostFailure(result))) breaker.record(circuit, isHostFailure(result));
       return result;
     },
   };

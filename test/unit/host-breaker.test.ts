@@ -1,6 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { deliverRecords } from '../../functions/callback/records.js';
 import type { DeliveryPorts, TargetDispatcher, TargetResult } from '../../functions/core/deliver.js';
@@ -19,7 +19,7 @@ import {
 import { sqsRecord } from './handlers/setup.js';
 
 const NOW_MS = Date.UTC(2026, 10, 21, 12);
-const SETTINGS = { failureThreshold: 3, openMs: 30_000 };
+const SETTINGS = { failureThreshold: 3, openMs: 30_000, maxOpenMs: 100_000, slowCallMs: 2_000 };
 const TIMEOUT_MS = 10_000;
 
 describe('Class: HostBreaker', () => {
@@ -77,20 +77,39 @@ describe('Class: HostBreaker', () => {
     expect(breaker.admit('dead.example')).toEqual({ admitted: true });
   });
 
-  it('opens again for a full period when the probe fails', () => {
+  it('opens again for twice as long each time a probe fails, up to the longest open time', () => {
     // Prepare
     const clock = new ManualClock(NOW_MS);
     const breaker = new HostBreaker(clock, SETTINGS);
     for (let i = 0; i < SETTINGS.failureThreshold; i += 1) breaker.record('dead.example', true);
-    clock.advance(SETTINGS.openMs);
-    breaker.admit('dead.example');
+    const failedProbe = () => {
+      const rest = breaker.admit('dead.example');
+      if (!rest.admitted) clock.advance(rest.retryAfterSeconds * 1000);
+      expect(breaker.admit('dead.example')).toEqual({ admitted: true });
+      breaker.record('dead.example', true);
+      const reopened = breaker.admit('dead.example');
+      return reopened.admitted ? 0 : reopened.retryAfterSeconds;
+    };
+
+    // Act
+    const openSeconds = [failedProbe(), failedProbe(), failedProbe()];
+
+    // Assess
+    expect(openSeconds).toEqual([60, 100, 100]);
+  });
+
+  it('does not extend an open circuit for a call admitted before it opened that fails late', () => {
+    // Prepare
+    const clock = new ManualClock(NOW_MS);
+    const breaker = new HostBreaker(clock, SETTINGS);
+    for (let i = 0; i < SETTINGS.failureThreshold; i += 1) breaker.record('dead.example', true);
+    clock.advance(20_000);
 
     // Act
     breaker.record('dead.example', true);
 
     // Assess
-    expect(breaker.state('dead.example')).toBe('open');
-    expect(breaker.admit('dead.example')).toEqual({ admitted: false, retryAfterSeconds: SETTINGS.openMs / 1000 });
+    expect(breaker.admit('dead.example')).toEqual({ admitted: false, retryAfterSeconds: 10 });
   });
 });
 
@@ -178,6 +197,68 @@ describe('Function: guardedByHostBreaker', () => {
     expect(result).toMatchObject({ ok: false, retryAfterSeconds: 30 });
     expect(queueResult).toEqual({ ok: true });
     expect(calls).toBe(1);
+  });
+
+  describe('slow calls', () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    /** A dispatcher whose calls answer only when `answer` is called. */
+    function pendingDispatcher() {
+      const waiting: Array<(result: TargetResult) => void> = [];
+      const dispatcher: TargetDispatcher = {
+        dispatch: () => new Promise<TargetResult>((resolve) => waiting.push(resolve)),
+      };
+      return { dispatcher, answer: (result: TargetResult) => waiting.splice(0).forEach((resolve) => resolve(result)) };
+    }
+
+    it('counts calls unanswered after slowCallMs as host failures, so a hanging host opens its circuit long before the webhook timeout', async () => {
+      // Prepare
+      vi.useFakeTimers();
+      const breaker = new HostBreaker(new ManualClock(NOW_MS), SETTINGS);
+      const target = pendingDispatcher();
+      const guarded = guardedByHostBreaker(target.dispatcher, breaker);
+
+      // Act
+      const hanging = Array.from({ length: SETTINGS.failureThreshold }, () =>
+        guarded.dispatch(webhook, notification, sender),
+      );
+      vi.advanceTimersByTime(SETTINGS.slowCallMs - 1);
+      const stateBefore = breaker.state(circuit);
+      vi.advanceTimersByTime(1);
+      const refused = await guarded.dispatch(webhook, notification, sender);
+      target.answer({ ok: false, error: `timed out after ${TIMEOUT_MS} ms` });
+      await Promise.all(hanging);
+
+      // Assess: open at 2 s, and the calls' own timeouts did not count again (no reopening, no longer rest).
+      expect(stateBefore).toBe('closed');
+      expect(refused).toMatchObject({ ok: false, retryAfterSeconds: SETTINGS.openMs / 1000 });
+      expect(breaker.state(circuit)).toBe('open');
+      expect(breaker.admit(circuit)).toEqual({ admitted: false, retryAfterSeconds: SETTINGS.openMs / 1000 });
+    });
+
+    it('closes the circuit when a slow call does answer, so a receiver that is slow but alive keeps being called', async () => {
+      // Prepare
+      vi.useFakeTimers();
+      const breaker = new HostBreaker(new ManualClock(NOW_MS), SETTINGS);
+      const target = pendingDispatcher();
+      const guarded = guardedByHostBreaker(target.dispatcher, breaker);
+
+      // Act
+      const slow = Array.from({ length: SETTINGS.failureThreshold }, () =>
+        guarded.dispatch(webhook, notification, sender),
+      );
+      vi.advanceTimersByTime(SETTINGS.slowCallMs);
+      const stateWhileSlow = breaker.state(circuit);
+      target.answer({ ok: true });
+      const results = await Promise.all(slow);
+
+      // Assess
+      expect(stateWhileSlow).toBe('open');
+      expect(results.every((result) => result.ok)).toBe(true);
+      expect(breaker.state(circuit)).toBe('closed');
+    });
   });
 
   it("keeps another tenant's calls to the same host going while one tenant's circuit there is open", async () => {

@@ -15,10 +15,9 @@
  * itself (the caller asked for it); so they are never neither. A retry with the same
  * request finds its intent and finishes under the same successor id.
  */
-import { randomInt } from 'node:crypto';
 
 import { secondOf } from './clock.js';
-import { newTaskId, parseTaskId, type TaskKey, taskKey } from './ids.js';
+import { dealShard, newTaskId, parseTaskId, type TaskKey, taskKey } from './ids.js';
 import { createOrAdopt, getTask, handOffLateArrivals, type SchedulePorts, type TaskLookupPorts } from './schedule.js';
 import type { Reschedule } from './schemas.js';
 import type { Task, TaskStatus } from './task.js';
@@ -85,7 +84,7 @@ async function successorId(ports: SchedulePorts, current: Task, request: Resched
     const written = await getTask(ports, current.tenantId, prior.taskId);
     if (!written || written.status === 'PENDING') return prior.taskId;
   }
-  return newTaskId({ dueAtMs: request.dueAtMs, shard: randomInt(ports.shardCount) });
+  return newTaskId({ dueAtMs: request.dueAtMs, shard: dealShard(ports.shardCount) });
 }
 
 /** Steps 1 to 3 on a PENDING task; undefined when the task changed underneath and must be looked at again. */

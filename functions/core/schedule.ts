@@ -1,8 +1,6 @@
-import { randomInt } from 'node:crypto';
-
 import { claimableThrough, ensureClockStarted, secondOf } from './clock.js';
 import type { TaskKey } from './ids.js';
-import { newTaskId, parseTaskId, taskKey } from './ids.js';
+import { dealShard, newTaskId, parseTaskId, taskKey } from './ids.js';
 import { MARKER_RETENTION_SECONDS, toDeliveryMessages } from './scan.js';
 import type { NewTask } from './schemas.js';
 import type {
@@ -57,7 +55,7 @@ export type Entry = { task: Task; key: TaskKey };
 function newEntry(ports: SchedulePorts, tenantId: string, request: NewTask, createdAtMs: number, id?: string): Entry {
   const location = id
     ? parseTaskId(id, ports.shardCount)
-    : { dueAtMs: request.dueAtMs, shard: randomInt(ports.shardCount) };
+    : { dueAtMs: request.dueAtMs, shard: dealShard(ports.shardCount) };
   if (!location) throw new Error(`task id ${id} does not fit this deployment's shard count`);
   const taskId = id ?? newTaskId(location);
   const task: Task = {

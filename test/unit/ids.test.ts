@@ -1,11 +1,32 @@
 import { describe, expect, it } from 'vitest';
 
-import { bucketOf, newTaskId, parseTaskId, partitionKey, secondRange, taskKey } from '../../functions/core/ids.js';
+import {
+  bucketOf,
+  dealShard,
+  newTaskId,
+  parseTaskId,
+  partitionKey,
+  secondRange,
+  taskKey,
+} from '../../functions/core/ids.js';
 
 const DUE_AT_MS = Date.UTC(2026, 2, 1, 9, 30, 15, 250);
 const SHARD_COUNT = 16;
 
 describe('Function: newTaskId and parseTaskId', () => {
+  it('deals shards in turn, so a batch of 100 over 80 shards puts at most two tasks on any shard', () => {
+    // Act
+    const perShard = new Map<number, number>();
+    for (let task = 0; task < 100; task++) {
+      const shard = dealShard(80);
+      perShard.set(shard, (perShard.get(shard) ?? 0) + 1);
+    }
+
+    // Assess
+    expect(perShard.size).toBe(80);
+    expect(Math.max(...perShard.values())).toBe(2);
+  });
+
   it('round-trips the due time and the shard', () => {
     // Prepare
     const location = { dueAtMs: DUE_AT_MS, shard: 11 };

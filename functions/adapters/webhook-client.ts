@@ -100,7 +100,16 @@ export class WebhookClient {
     // Node skips the lookup for IP literals, so they (and everything else about the URL) are checked here.
     const problem = webhookUrlProblem(url, { ...this.options.policy, allowedHosts: request.allowedHosts });
     if (problem) return Promise.resolve({ answered: false, error: `webhook URL ${problem}` });
-    const target = new URL(url);
+    return this.send(new URL(url), request, true);
+  }
+
+  /**
+   * One POST. A keep-alive connection the receiver closed as idle just as the request went out
+   * fails with ECONNRESET before the receiver read anything (Node's servers close idle sockets
+   * after 5 s); that request is sent once more on a fresh connection, as Node's docs advise,
+   * instead of failing an attempt that never reached the receiver.
+   */
+  private send(target: URL, request: WebhookRequest, mayResend: boolean): Promise<WebhookOutcome> {
     const secure = target.protocol === 'https:';
     const { connectTimeoutMs, totalTimeoutMs } = this.options;
     return new Promise((resolve) => {
@@ -132,7 +141,16 @@ export class WebhookClient {
         if (socket.connecting) socket.once('connect', () => clearTimeout(connectTimer));
         else clearTimeout(connectTimer);
       });
-      outgoing.on('error', (error) => settle({ answered: false, error: describeNetworkError(error) }, false));
+      outgoing.on('error', (error: NodeJS.ErrnoException) => {
+        if (mayResend && !settled && outgoing.reusedSocket && error.code === 'ECONNRESET') {
+          settled = true;
+          clearTimeout(connectTimer);
+          clearTimeout(totalTimer);
+          resolve(this.send(target, request, false));
+          return;
+        }
+        settle({ answered: false, error: describeNetworkError(error) }, false);
+      });
       outgoing.on('response', (response) => {
         const answered: WebhookOutcome = {
           answered: true,

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import http, { createServer } from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer as createTcpServer, type Socket } from 'node:net';
 
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 
@@ -267,6 +267,37 @@ describe('Class: WebhookClient', () => {
       expect([first, second]).toMatchObject([{ status: 204 }, { status: 204 }]);
       expect(receiver.receipts).toHaveLength(2);
       expect(receiver.connections()).toBe(connectionsBefore + 1);
+    });
+
+    it('sends a call again on a fresh connection when the receiver reset the idle one it reused', async () => {
+      // Prepare: a receiver that answers each connection's first request and resets the
+      // connection when a second arrives on it, as a server closing an idle socket does when
+      // the client's next request crosses the close.
+      const connections: Socket[] = [];
+      const server = createTcpServer((socket) => {
+        connections.push(socket);
+        let requests = 0;
+        socket.on('data', () => {
+          requests += 1;
+          if (requests === 1) socket.write('HTTP/1.1 204 No Content\r\nConnection: keep-alive\r\n\r\n');
+          else socket.resetAndDestroy();
+        });
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+      const client = clientWith({ policy: LOCAL });
+
+      // Act
+      const first = await client.post(url, REQUEST);
+      const second = await client.post(url, REQUEST);
+
+      // Assess
+      expect([first, second]).toMatchObject([
+        { answered: true, status: 204 },
+        { answered: true, status: 204 },
+      ]);
+      expect(connections).toHaveLength(2);
+      server.close();
     });
 
     it('returns a redirect as it is, without following it', async () => {

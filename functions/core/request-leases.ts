@@ -4,9 +4,9 @@ import type { RateLimiter, RequestCounter } from './tenants.js';
 
 /**
  * Counter items each subject's second is spread over, each holding its share of the limit.
- * Every instance takes about one lease a second from one share, so a share's item takes about
- * (instances / COUNTER_SHARES) writes a second: a billion single submits a day run about 2,750
- * api instances at their peak, which one item (1,000 writes a second) could not carry.
+ * Every instance takes about one lease a second, from the shares in turn, so a share's item
+ * takes about (instances / COUNTER_SHARES) writes a second: a billion single submits a day run
+ * about 2,750 api instances at their peak, which one item (1,000 writes a second) could not carry.
  */
 export const COUNTER_SHARES = 8;
 
@@ -39,9 +39,9 @@ interface Lease {
  *
  * A lease asks for what this instance used in the previous second (at least one), doubling while
  * the second's demand outruns it, up to a quarter of a share: sized to the instance's own traffic,
- * a lease leaves the rest of the limit to the other instances. Each instance leases from a share
- * of its own, chosen at random, and only when that share is spent does it try the others. A
- * refused lease is asked again as a single count, and a share that refuses one is not asked
+ * a lease leaves the rest of the limit to the other instances. Each lease goes to the next share
+ * (from one chosen at random when the instance starts), so however few instances run, their
+ * leases spread evenly; a spent share is skipped for the rest of the second. A refused lease is asked again as a single count, and a share that refuses one is not asked
  * again that second, so a subject over its limit costs each instance at most about two writes
  * per share a second. What
  * it costs is fairness near the limit: counts an instance leased and did not use are lost to the
@@ -51,10 +51,15 @@ interface Lease {
 export class LeasedRequestCounter implements RateLimiter {
   private readonly leases = new Map<string, Lease>();
 
+  /** The share the next lease asks first. */
+  private nextShare: number;
+
   constructor(
     private readonly shared: RequestCounter,
-    private readonly ownShare = randomInt(COUNTER_SHARES),
-  ) {}
+    firstShare = randomInt(COUNTER_SHARES),
+  ) {
+    this.nextShare = firstShare;
+  }
 
   async admit(subject: string, second: number, limit: number): Promise<boolean> {
     const lease = this.leaseFor(subject, second, limit);
@@ -99,13 +104,16 @@ export class LeasedRequestCounter implements RateLimiter {
     }
   }
 
-  /** This instance's own share while it has room, then the others in turn. */
+  /** The next share in turn that has not refused this second. */
   private shareToAsk(lease: Lease): number {
     for (let step = 0; step < COUNTER_SHARES; step++) {
-      const share = (this.ownShare + step) % COUNTER_SHARES;
-      if (!lease.fullShares.has(share)) return share;
+      const share = (this.nextShare + step) % COUNTER_SHARES;
+      if (!lease.fullShares.has(share)) {
+        this.nextShare = (share + 1) % COUNTER_SHARES;
+        return share;
+      }
     }
-    return this.ownShare;
+    return this.nextShare;
   }
 }
 

@@ -398,7 +398,7 @@ describe('Class: DynamoOccupancyIndex', () => {
 
   it('adds seconds to their minute in one update each, returning those new to a planned minute', async () => {
     // Prepare: the minute was planned when it held only SECOND.
-    const index = new DynamoOccupancyIndex({ client, tableName: TABLE, slot: 0 });
+    const index = new DynamoOccupancyIndex({ client, tableName: TABLE, firstSlot: 0 });
     ddbMock.on(UpdateCommand).resolves({ Attributes: { ...minuteKey, planned: true, seconds: new Set([SECOND]) } });
 
     // Act
@@ -416,9 +416,22 @@ describe('Class: DynamoOccupancyIndex', () => {
     ]);
   });
 
+  it("writes the slots in turn, so one instance's writes spread over every slot of a minute", async () => {
+    // Prepare
+    const index = new DynamoOccupancyIndex({ client, tableName: TABLE, firstSlot: OCCUPANCY_SLOTS - 2 });
+    ddbMock.on(UpdateCommand).resolves({});
+
+    // Act: three minutes, one write each.
+    for (const offset of [0, 60, 120]) await index.occupy([SECOND + offset]);
+
+    // Assess
+    const slots = ddbMock.commandCalls(UpdateCommand).map((call) => String(call.args[0].input.Key?.pk).split('#')[2]);
+    expect(slots).toEqual([String(OCCUPANCY_SLOTS - 2), String(OCCUPANCY_SLOTS - 1), '0']);
+  });
+
   it('writes a second once per instance, and a caller sharing it waits until that write is durable', async () => {
     // Prepare: the first write is slow.
-    const index = new DynamoOccupancyIndex({ client, tableName: TABLE, slot: 0 });
+    const index = new DynamoOccupancyIndex({ client, tableName: TABLE, firstSlot: 0 });
     let finishWrite: (value: unknown) => void = () => undefined;
     ddbMock.on(UpdateCommand).callsFake(() => new Promise((resolve) => (finishWrite = resolve)));
 
@@ -438,7 +451,7 @@ describe('Class: DynamoOccupancyIndex', () => {
 
   it('writes one minute at most every 50 ms, the seconds new to it meanwhile going together', async () => {
     // Prepare: 20 submits, 10 ms apart, each with a second new to the same minute.
-    const index = new DynamoOccupancyIndex({ client, tableName: TABLE, slot: 0 });
+    const index = new DynamoOccupancyIndex({ client, tableName: TABLE, firstSlot: 0 });
     ddbMock.on(UpdateCommand).resolves({ Attributes: { ...minuteKey, planned: true, seconds: new Set([SECOND]) } });
     const minuteStart = minute * 60;
 
@@ -460,7 +473,7 @@ describe('Class: DynamoOccupancyIndex', () => {
 
   it('writes a second again after a failed write, so a failure is never remembered as done', async () => {
     // Prepare
-    const index = new DynamoOccupancyIndex({ client, tableName: TABLE, slot: 0 });
+    const index = new DynamoOccupancyIndex({ client, tableName: TABLE, firstSlot: 0 });
     ddbMock.on(UpdateCommand).rejectsOnce(new Error('throttled')).resolves({});
 
     // Act
@@ -473,7 +486,7 @@ describe('Class: DynamoOccupancyIndex', () => {
 
   it('plans a minute once, handing back its seconds in order', async () => {
     // Prepare
-    const index = new DynamoOccupancyIndex({ client, tableName: TABLE, slot: 0 });
+    const index = new DynamoOccupancyIndex({ client, tableName: TABLE, firstSlot: 0 });
     ddbMock
       .on(UpdateCommand)
       .resolvesOnce({ Attributes: { seconds: new Set([SECOND + 9, SECOND + 2]) } })
@@ -494,7 +507,7 @@ describe('Class: DynamoOccupancyIndex', () => {
 
   it('reads the occupied seconds of a range with consistent reads, keeping only those inside it', async () => {
     // Prepare
-    const index = new DynamoOccupancyIndex({ client, tableName: TABLE, slot: 0 });
+    const index = new DynamoOccupancyIndex({ client, tableName: TABLE, firstSlot: 0 });
     ddbMock.on(BatchGetCommand).resolves({
       Responses: {
         [TABLE]: [

@@ -77,6 +77,19 @@ describe('Class: LeasedRequestCounter', () => {
     expect([...perKey.values()]).toEqual(Array.from({ length: COUNTER_SHARES }, () => 5));
   });
 
+  it('takes each lease from the next share, so even a lone instance spreads its writes over all of them', async () => {
+    // Prepare
+    const shared = new FakeRequestCounter();
+    const counter = new LeasedRequestCounter(shared, 3);
+
+    // Act: one request a second for as many seconds as there are shares.
+    for (let second = SECOND; second < SECOND + COUNTER_SHARES; second++) await counter.admit('acme', second, 200);
+
+    // Assess
+    const shares = [...shared.counts.keys()].map((key) => Number(key.split('@')[0]?.split('#')[1]));
+    expect(shares).toEqual(Array.from({ length: COUNTER_SHARES }, (_, step) => (3 + step) % COUNTER_SHARES));
+  });
+
   it('splits the limit over the shares so that the parts add up to it', () => {
     for (const limit of [1, 3, 8, 200, 1001]) {
       const parts = Array.from({ length: COUNTER_SHARES }, (_, share) => shareOf(limit, share));

@@ -31,14 +31,14 @@ interface MinuteLane {
 }
 
 export interface OccupancyIndexOptions extends TableOptions {
-  /** The slot this instance writes; @default one chosen at random (see OCCUPANCY_SLOTS). */
-  readonly slot?: number;
+  /** The slot this instance's first write goes to; @default one chosen at random (see OCCUPANCY_SLOTS). */
+  readonly firstSlot?: number;
 }
 
 /**
  * The occupancy index: OCCUPANCY_SLOTS items per minute (each a partition of its own), each
  * holding the seconds with tasks that its writers recorded, and whether the ticker has planned
- * the minute. An instance writes its own slot; the ticker plans every slot, and readers read
+ * the minute. An instance writes the slots in turn; the ticker plans every slot, and readers read
  * them all. The api's ADD and the ticker's plan of a slot are single-item updates that return
  * the item as it was, so they are ordered: either the plan saw a second, or its writer learns
  * the minute was planned without it and sends the tick itself.
@@ -52,10 +52,11 @@ export class DynamoOccupancyIndex implements OccupancyIndex {
   private readonly recorded = new Map<number, Promise<number[]>>();
   private readonly lanes = new Map<number, MinuteLane>();
 
-  private readonly slot: number;
+  /** The slot the next write goes to: each write takes the next, so one instance's writes spread over all of them. */
+  private nextSlot: number;
 
   constructor(private readonly options: OccupancyIndexOptions) {
-    this.slot = options.slot ?? randomInt(OCCUPANCY_SLOTS);
+    this.nextSlot = options.firstSlot ?? randomInt(OCCUPANCY_SLOTS);
   }
 
   async occupy(seconds: readonly number[]): Promise<number[]> {
@@ -146,10 +147,12 @@ export class DynamoOccupancyIndex implements OccupancyIndex {
 
   /** Adds seconds to a minute's set; returns those that were new to a minute already planned. */
   private async record(minute: number, seconds: readonly number[]): Promise<number[]> {
+    const slot = this.nextSlot;
+    this.nextSlot = (slot + 1) % OCCUPANCY_SLOTS;
     const result = await this.options.client.send(
       new UpdateCommand({
         TableName: this.options.tableName,
-        Key: occupancyKey(minute, this.slot),
+        Key: occupancyKey(minute, slot),
         UpdateExpression: 'ADD #seconds :seconds SET expiresAt = :expiresAt',
         ExpressionAttributeNames: { '#seconds': 'seconds' },
         ExpressionAttributeValues: { ':seconds': new Set(seconds), ':expiresAt': this.expiry(minute) },

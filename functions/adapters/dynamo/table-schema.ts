@@ -305,11 +305,12 @@ export function recheckFlaggedAt(item: RecheckFlagItem): number {
 }
 
 /**
- * How many items hold one minute of the occupancy index. Each api instance writes one slot,
- * chosen at random when it starts, so a minute's writes (one per instance and new second) are
- * spread over this many items and partition keys; readers read them all. Sized for 1e9 timers
- * a day: some 600 api instances all meeting a new second of the same minute each second is
- * about 75 writes a second on each slot, against DynamoDB's 1,000 per partition.
+ * How many items hold one minute of the occupancy index. Each api instance writes the slots in
+ * turn, from one chosen at random when it starts, so a minute's writes (one per instance and new
+ * second) are spread evenly over this many items and partition keys, however few instances run;
+ * readers read them all. Sized for 1e9 timers a day: some 700 api instances each writing a
+ * busy minute five times a second is about 440 writes a second on each slot, against
+ * DynamoDB's 1,000 per partition.
  */
 export const OCCUPANCY_SLOTS = 8;
 

@@ -42,15 +42,20 @@ export interface ApiKeyRecord {
   readonly revokedAtMs?: number;
 }
 
+export interface ReadOptions {
+  readonly consistent?: boolean;
+}
+
 export interface TenantStore {
   /** Stores a new tenant; false if the id is taken. */
   createTenant(tenant: Tenant): Promise<boolean>;
-  getTenant(id: string): Promise<Tenant | undefined>;
+  /** A strongly consistent read, unless `consistent` is false (half the cost, possibly a second stale). */
+  getTenant(id: string, options?: ReadOptions): Promise<Tenant | undefined>;
   listTenants(): Promise<Tenant[]>;
   /** Replaces the tenant if it is still at `tenant.version - 1`; false if someone changed it first. */
   updateTenant(tenant: Tenant): Promise<boolean>;
   putApiKey(record: ApiKeyRecord): Promise<void>;
-  getApiKey(tenantId: string, keyId: string): Promise<ApiKeyRecord | undefined>;
+  getApiKey(tenantId: string, keyId: string, options?: ReadOptions): Promise<ApiKeyRecord | undefined>;
   listApiKeys(tenantId: string): Promise<ApiKeyRecord[]>;
   /** Marks the key revoked; false if there is no such key. */
   revokeApiKey(tenantId: string, keyId: string, nowMs: number): Promise<boolean>;
@@ -206,12 +211,26 @@ export interface TenantDirectory {
   apiKey(tenantId: string, keyId: string): Promise<ApiKeyRecord | undefined>;
 }
 
+/**
+ * Reads through a cache, each miss with an eventually consistent read first: every tenant shares
+ * one partition, which every cold api and callback instance reads, so a burst of cold starts
+ * (a latency blip raises concurrency, and each new instance starts cold) met its 3,000
+ * strongly consistent reads a second; eventual reads cost half and any replica serves them. An
+ * item found may be a second stale, which the cache's TTL already allows; one not found is read
+ * again strongly before it is remembered as missing, so a tenant or key created a moment ago is
+ * never refused for the cache's lifetime.
+ */
 export function cachedTenantDirectory(store: TenantStore, clock: Clock, ttlMs: number): TenantDirectory {
   // Made-up key ids are remembered too (as missing), within the cache's bound.
   const remembered = ttlCache(clock, ttlMs);
+  const eventuallyThenStrongly = async <T>(read: (options: ReadOptions) => Promise<T | undefined>) =>
+    (await read({ consistent: false })) ?? read({ consistent: true });
   return {
-    tenant: (id) => remembered(`tenant#${id}`, () => store.getTenant(id)),
-    apiKey: (tenantId, keyId) => remembered(`key#${tenantId}#${keyId}`, () => store.getApiKey(tenantId, keyId)),
+    tenant: (id) => remembered(`tenant#${id}`, () => eventuallyThenStrongly((options) => store.getTenant(id, options))),
+    apiKey: (tenantId, keyId) =>
+      remembered(`key#${tenantId}#${keyId}`, () =>
+        eventuallyThenStrongly((options) => store.getApiKey(tenantId, keyId, options)),
+      ),
   };
 }
 

@@ -1,6 +1,6 @@
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
-import type { ApiKeyRecord, Tenant, TenantStore } from '../../core/tenants.js';
+import type { ApiKeyRecord, ReadOptions, Tenant, TenantStore } from '../../core/tenants.js';
 import { partitionItems, type TableOptions, unlessConditionFails } from './dynamo-helpers.js';
 import {
   apiKeyFromItem,
@@ -32,9 +32,9 @@ export class DynamoTenantStore implements TenantStore {
     );
   }
 
-  async getTenant(id: string): Promise<Tenant | undefined> {
+  async getTenant(id: string, { consistent = true }: ReadOptions = {}): Promise<Tenant | undefined> {
     const result = await this.options.client.send(
-      new GetCommand({ TableName: this.options.tableName, Key: tenantKey(id), ConsistentRead: true }),
+      new GetCommand({ TableName: this.options.tableName, Key: tenantKey(id), ConsistentRead: consistent }),
     );
     return result.Item ? tenantFromItem(result.Item as TenantItem) : undefined;
   }
@@ -66,9 +66,17 @@ export class DynamoTenantStore implements TenantStore {
     );
   }
 
-  async getApiKey(tenantId: string, keyId: string): Promise<ApiKeyRecord | undefined> {
+  async getApiKey(
+    tenantId: string,
+    keyId: string,
+    { consistent = true }: ReadOptions = {},
+  ): Promise<ApiKeyRecord | undefined> {
     const result = await this.options.client.send(
-      new GetCommand({ TableName: this.options.tableName, Key: apiKeyKey(tenantId, keyId), ConsistentRead: true }),
+      new GetCommand({
+        TableName: this.options.tableName,
+        Key: apiKeyKey(tenantId, keyId),
+        ConsistentRead: consistent,
+      }),
     );
     return result.Item ? apiKeyFromItem(result.Item as ApiKeyItem) : undefined;
   }

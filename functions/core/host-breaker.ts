@@ -10,18 +10,21 @@ export interface HostBreakerSettings {
   /** Each failed probe doubles the open time, up to this. */
   readonly maxOpenMs: number;
   /**
-   * A call still unanswered this long counts as a host failure there and then (once; the call
-   * goes on to its own timeout). Otherwise a hanging host is known to fail only at the webhook
-   * timeout, and every call made to it until then holds its batch for the whole timeout.
+   * A call still unanswered this long counts as a host failure there and then. Otherwise a
+   * hanging host is known to fail only at the webhook timeout, and every call made to it until
+   * then holds its batch for the whole timeout. Once the circuit opens, the calls still waiting
+   * on it are given up (retried when it half-opens); the probe alone waits out its timeout.
    */
   readonly slowCallMs: number;
 }
 
 /**
  * Five failures in a row is a host that is down, not a flaky request. Two seconds unanswered is
- * slow for a webhook (most answer in tens of milliseconds), so a hanging host is taken for dead
- * within about two seconds of its first calls, not the ten of the webhook timeout; a receiver
- * that is merely slow and answers closes its circuit again with each answer. Thirty seconds
+ * slow for a webhook (most answer in tens of milliseconds), so a hanging host is taken for dead,
+ * and the calls waiting on it given up, within about two seconds of its first calls, not the ten
+ * of the webhook timeout. A receiver that is merely slow still gets its calls (a given-up call
+ * may well arrive, and its task is delivered again later: at least once), and each answer,
+ * however late, closes its circuit again. Thirty seconds
  * open, doubling with every probe that fails up to five minutes, costs each callback instance
  * one held batch per probe (a hanging probe waits out the timeout) and rests a dead host more
  * the longer it stays dead; a host back up loses at most its remaining open time.
@@ -53,14 +56,17 @@ export const circuitOf = (tenantId: string, host: string) => `${tenantId} ${host
 
 /**
  * Circuit breakers per tenant and webhook host (`circuitOf`), kept in the callback instance. A
- * dead or hanging host then costs each instance `failureThreshold` calls and one probe per
- * `openMs`, instead of a call (and, hanging, a full webhook timeout of concurrency) per task: one
+ * dead or hanging host then costs each instance about `slowCallMs` of the batch that meets it
+ * first and one probe per open period (doubling to `maxOpenMs`), instead of a call (and, hanging,
+ * a full webhook timeout of concurrency) per task: one
  * tenant's broken receiver can neither soak up the callback's concurrency nor hold up other
  * tenants' records. Nothing is shared between instances, so the check costs no request; each
  * instance learns on its own.
  */
 export class HostBreaker {
   private readonly circuits = new Map<string, Circuit>();
+  /** Calls waiting on each circuit that are to be given up if it opens, each told how long it stays open. */
+  private readonly givingUp = new Map<string, Set<(openMs: number) => void>>();
 
   constructor(
     private readonly clock: Clock,
@@ -120,8 +126,25 @@ export class HostBreaker {
     };
   }
 
+  /**
+   * Calls `giveUp` if the circuit opens before the returned function is called: how a call in
+   * flight is abandoned once its host is taken for dead, instead of holding its batch to the
+   * webhook timeout.
+   */
+  onOpen(key: string, giveUp: (openMs: number) => void): () => void {
+    const waiting = this.givingUp.get(key) ?? new Set();
+    this.givingUp.set(key, waiting.add(giveUp));
+    return () => {
+      waiting.delete(giveUp);
+      if (waiting.size === 0 && this.givingUp.get(key) === waiting) this.givingUp.delete(key);
+    };
+  }
+
   private open(key: string, openMs: number): void {
     this.circuits.set(key, { state: 'open', untilMs: this.clock.now() + openMs, openMs });
+    const waiting = this.givingUp.get(key);
+    this.givingUp.delete(key);
+    for (const giveUp of waiting ?? []) giveUp(openMs);
   }
 }
 
@@ -165,20 +188,41 @@ export function guardedByHostBreaker(dispatcher: TargetDispatcher, breaker: Host
           retryAfterSeconds: admission.retryAfterSeconds,
         };
       }
+      const probe = breaker.state(circuit) === 'half-open';
       const endWatch = breaker.watchSlowCall(circuit);
-      let result: TargetResult;
+      const call = dispatcher.dispatch(target, notification, sender).then(
+        (result) => {
+          const countedSlow = endWatch();
+          // A slow call already counted its failure; an answer, however late, still closes the circuit.
+          if (!(countedSlow && isHostFailure(result))) breaker.record(circuit, isHostFailure(result));
+          return result;
+        },
+        (error: unknown) => {
+          // Dispatchers report failures rather than throw, but a probe that never reports would
+          // leave the circuit half-open, refusing the host for good.
+          if (!endWatch()) breaker.record(circuit, true);
+          throw error;
+        },
+      );
+      // The probe waits out the full timeout: it is how a slow host that still answers is found alive.
+      if (probe) return call;
+      let stopWaiting = () => undefined as void;
+      const givenUp = new Promise<TargetResult>((resolve) => {
+        stopWaiting = breaker.onOpen(circuit, (openMs) =>
+          resolve({
+            ok: false,
+            error: `given up: ${host} stopped answering and its circuit opened while this call waited`,
+            retryAfterSeconds: Math.ceil(openMs / 1000),
+          }),
+        );
+      });
+      // An abandoned call runs on to its own end (its answer still counts), unless the instance is frozen first.
+      call.catch(() => undefined);
       try {
-        result = await dispatcher.dispatch(target, notification, sender);
-      } catch (error) {
-        // Dispatchers report failures rather than throw, but a probe that never reports would
-        // leave the circuit half-open, refusing the host for good.
-        if (!endWatch()) breaker.record(circuit, true);
-        throw error;
+        return await Promise.race([call, givenUp]);
+      } finally {
+        stopWaiting();
       }
-      const countedSlow = endWatch();
-      // A slow call already counted its failure; an answer, however late, still closes the circuit.
-      if (!(countedSlow && isHostFailure(result))) breaker.record(circuit, isHostFailure(result));
-      return result;
     },
   };
 }

@@ -373,9 +373,10 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
   };
 }
 
-/** Requests the model throttled: DynamoDB's (every key class and the table) and API Gateway's 429s. */
-export function throttledRequests(model: ScaleModelReport): number {
+/** Requests the model throttled: DynamoDB's (every key class and the table), API Gateway's 429s and Lambda's throttled invocations. */
+export function throttledRequests({ model, lambda }: Pick<ScenarioResult, 'model' | 'lambda'>): number {
   const dynamo = Object.values(model.dynamodb.byKeyClass).reduce((sum, usage) => sum + usage.throttles, 0);
   const { read, write } = model.dynamodb.tableThrottles;
-  return dynamo + read + write + model.api.throttled;
+  const invocations = Object.values(lambda).reduce((sum, stats) => sum + stats.throttles, 0);
+  return dynamo + read + write + model.api.throttled + invocations;
 }

@@ -60,16 +60,32 @@ export interface SecondScan {
 }
 
 /**
+ * Shard Queries one scan has in flight at once. A claim that catches up many seconds would
+ * otherwise send 80 at once for each, a wave the table takes in its stride but every other
+ * caller of a local emulator waits behind; 16 at a time read a second's 80 shards in five
+ * rounds of a few milliseconds each.
+ */
+export const SHARD_QUERIES_IN_FLIGHT = 16;
+
+/** The PENDING tasks of every shard of one second, reading SHARD_QUERIES_IN_FLIGHT shards at a time. */
+async function listDueByShard(ports: ScanPorts, second: number): Promise<DueTask[]> {
+  const due: DueTask[] = [];
+  let nextShard = 0;
+  const reader = async () => {
+    while (nextShard < ports.shardCount) due.push(...(await ports.taskStore.listDue(second, nextShard++)));
+  };
+  await Promise.all(Array.from({ length: Math.min(SHARD_QUERIES_IN_FLIGHT, ports.shardCount) }, reader));
+  return due;
+}
+
+/**
  * Enqueues the PENDING tasks of one second, reading its shards in parallel, earliest due first:
  * sorted, each callback batch of ten spans the least time, and the callback waits out less of it.
  * A very busy second is sent a chunk at a time, and past `deadlineMs` the rest is left (the
  * first chunk always goes, so a scan that starts late still moves).
  */
 export async function enqueueSecond(ports: ScanPorts, second: number, deadlineMs = Infinity): Promise<SecondScan> {
-  const shards = Array.from({ length: ports.shardCount }, (_, shard) => shard);
-  const due = (await Promise.all(shards.map((shard) => ports.taskStore.listDue(second, shard))))
-    .flat()
-    .sort((a, b) => a.dueAtMs - b.dueAtMs);
+  const due = (await listDueByShard(ports, second)).sort((a, b) => a.dueAtMs - b.dueAtMs);
   for (let start = 0; start < due.length; start += SEND_CHUNK_MESSAGES) {
     if (start > 0 && ports.clock.now() > deadlineMs) return { found: due.length, sent: start };
     await ports.deliveryQueue.send(

@@ -2,7 +2,13 @@ import { describe, expect, it, vi } from 'vitest';
 
 import { QUEUES } from '../../functions/contract/topology.js';
 import { claimSeconds, MAX_CLAIM_SECONDS } from '../../functions/core/clock.js';
-import { enqueueSecond, runScanner, scanRange, SEND_CHUNK_MESSAGES } from '../../functions/core/scan.js';
+import {
+  enqueueSecond,
+  runScanner,
+  scanRange,
+  SEND_CHUNK_MESSAGES,
+  SHARD_QUERIES_IN_FLIGHT,
+} from '../../functions/core/scan.js';
 import { sweep } from '../../functions/core/sweep.js';
 import { aTask, FakeClockStore, FakeDeliveryQueue, FakeOccupancyIndex, FakeTaskStore, ManualClock } from './fakes.js';
 
@@ -124,6 +130,28 @@ describe('Function: enqueueSecond', () => {
     expect(listDue.mock.calls.map(([second, shard]) => [second, shard]).sort()).toEqual(
       [0, 1, 2, 3].map((shard) => [NOW_SECOND, shard]).sort(),
     );
+  });
+
+  it('reads a deployment of 80 shards at most SHARD_QUERIES_IN_FLIGHT at a time, every one of them', async () => {
+    // Prepare
+    const ports = { ...scanPorts(), shardCount: 80 };
+    let inFlight = 0;
+    let peak = 0;
+    const shardsRead: number[] = [];
+    ports.taskStore.listDue = async (_second, shard) => {
+      peak = Math.max(peak, ++inFlight);
+      await new Promise((resolve) => setImmediate(resolve));
+      inFlight--;
+      shardsRead.push(shard);
+      return [];
+    };
+
+    // Act
+    await enqueueSecond(ports, NOW_SECOND);
+
+    // Assess
+    expect(peak).toBe(SHARD_QUERIES_IN_FLIGHT);
+    expect(shardsRead.sort((a, b) => a - b)).toEqual(Array.from({ length: 80 }, (_, shard) => shard));
   });
 
   it('enqueues the PENDING tasks of every shard and of that second only', async () => {

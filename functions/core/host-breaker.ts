@@ -13,7 +13,8 @@ export interface HostBreakerSettings {
    * A call still unanswered this long counts as a host failure there and then. Otherwise a
    * hanging host is known to fail only at the webhook timeout, and every call made to it until
    * then holds its batch for the whole timeout. Once the circuit opens, the calls still waiting
-   * on it are given up (retried when it half-opens); the probe alone waits out its timeout.
+   * on it, the probe included, are given up (retried when it half-opens); a late answer from
+   * one of them still closes it.
    */
   readonly slowCallMs: number;
 }
@@ -57,7 +58,7 @@ export const circuitOf = (tenantId: string, host: string) => `${tenantId} ${host
 /**
  * Circuit breakers per tenant and webhook host (`circuitOf`), kept in the callback instance. A
  * dead or hanging host then costs each instance about `slowCallMs` of the batch that meets it
- * first and one probe per open period (doubling to `maxOpenMs`), instead of a call (and, hanging,
+ * first and of one probe per open period (doubling to `maxOpenMs`), instead of a call (and, hanging,
  * a full webhook timeout of concurrency) per task: one
  * tenant's broken receiver can neither soak up the callback's concurrency nor hold up other
  * tenants' records. Nothing is shared between instances, so the check costs no request; each
@@ -188,25 +189,25 @@ export function guardedByHostBreaker(dispatcher: TargetDispatcher, breaker: Host
           retryAfterSeconds: admission.retryAfterSeconds,
         };
       }
-      const probe = breaker.state(circuit) === 'half-open';
       const endWatch = breaker.watchSlowCall(circuit);
+      let stopWaiting = () => undefined as void;
+      // The call's own end comes first: it stops waiting before its answer can open the circuit.
       const call = dispatcher.dispatch(target, notification, sender).then(
         (result) => {
+          stopWaiting();
           const countedSlow = endWatch();
           // A slow call already counted its failure; an answer, however late, still closes the circuit.
           if (!(countedSlow && isHostFailure(result))) breaker.record(circuit, isHostFailure(result));
           return result;
         },
         (error: unknown) => {
+          stopWaiting();
           // Dispatchers report failures rather than throw, but a probe that never reports would
           // leave the circuit half-open, refusing the host for good.
           if (!endWatch()) breaker.record(circuit, true);
           throw error;
         },
       );
-      // The probe waits out the full timeout: it is how a slow host that still answers is found alive.
-      if (probe) return call;
-      let stopWaiting = () => undefined as void;
       const givenUp = new Promise<TargetResult>((resolve) => {
         stopWaiting = breaker.onOpen(circuit, (openMs) =>
           resolve({

@@ -188,8 +188,16 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
       try {
         const warm = idle.get(fn)?.pop();
         if (!warm) counter.environments += 1;
-        // A cold start is part of the invocation, as Lambda bills and times its init.
-        const handler = warm ?? (await startEnvironment());
+        let handler: AnyHandler;
+        try {
+          // A cold start is part of the invocation, as Lambda bills and times its init.
+          handler = warm ?? (await startEnvironment());
+        } catch (error) {
+          // An init that fails is the invocation's error, and leaves no environment behind.
+          options.onError(fn, error);
+          counter.errors += 1;
+          return { outcome: 'error', error };
+        }
         const result = await run<R>(fn, handler, event);
         if (result.outcome === 'timeout') counter.timeouts += 1;
         else idle.get(fn)?.push(handler);

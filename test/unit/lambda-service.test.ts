@@ -182,6 +182,32 @@ describe('Service: local Lambda', () => {
     expect(lambda.stats().callback).toMatchObject({ invocations: 2, errors: 1, timeouts: 1, concurrency: 0 });
   });
 
+  it('answers an invocation whose cold start fails as an error, and starts a new environment for the next', async () => {
+    // Prepare
+    const errors: unknown[] = [];
+    let starts = 0;
+    const lambda = createLambdaService({
+      handlers: {
+        api: async () => {
+          starts += 1;
+          if (starts === 1) throw new Error('config missing');
+          return async () => ({ ok: true });
+        },
+      },
+      onError: (_fn, error) => errors.push(error),
+    });
+
+    // Act
+    const failed = await lambda.invoke('api', {});
+    const next = await lambda.invoke('api', {});
+
+    // Assess
+    expect(failed).toMatchObject({ outcome: 'error' });
+    expect(String(errors[0])).toContain('config missing');
+    expect(next).toEqual({ outcome: 'ok', response: { ok: true } });
+    expect(lambda.stats().api).toMatchObject({ invocations: 2, errors: 1, environments: 2, concurrency: 0 });
+  });
+
   it('refuses a request over 6 MB before the handler runs, and fails a response over 6 MB', async () => {
     // Prepare
     let calls = 0;

@@ -38,15 +38,15 @@ interface Lease {
  * admitted was first counted in the shared store.
  *
  * A lease asks for what this instance used in the previous second (at least one), doubling while
- * the second's demand outruns it, up to a quarter of a share: sized to the instance's own traffic,
- * a lease leaves the rest of the limit to the other instances. Each lease goes to the next share
- * (from one chosen at random when the instance starts), so however few instances run, their
- * leases spread evenly; a spent share is skipped for the rest of the second. A refused lease is asked again as a single count, and a share that refuses one is not asked
- * again that second, so a subject over its limit costs each instance at most about two writes
- * per share a second. What
- * it costs is fairness near the limit: counts an instance leased and did not use are lost to the
- * others, so a subject may be refused slightly before its limit. Once every share refuses a single
- * count, the instance answers false for the rest of that second without writing again.
+ * the second's demand outruns it, up to a quarter of a share: sized to the instance's own
+ * traffic, a lease leaves the rest of the limit to the other instances. Each lease goes to the
+ * next share (from one chosen at random when the instance starts), so however few instances run,
+ * their leases spread evenly. A refused lease is asked again as a single count, and a share that
+ * refuses one is skipped for the rest of the second, so a subject over its limit costs each
+ * instance at most about two writes per share a second; once every share has refused, the
+ * instance answers false for the rest of that second without writing again. What it costs is
+ * fairness near the limit: counts an instance leased and did not use are lost to the others, so
+ * a subject may be refused slightly before its limit.
  */
 export class LeasedRequestCounter implements RateLimiter {
   private readonly leases = new Map<string, Lease>();

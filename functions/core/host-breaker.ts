@@ -1,3 +1,5 @@
+import { randomInt } from 'node:crypto';
+
 import type { Notification, Sender, TargetDispatcher, TargetResult } from './deliver.js';
 import type { Clock, Target } from './task.js';
 
@@ -160,6 +162,17 @@ function isHostFailure(result: TargetResult): boolean {
   return status === undefined || status >= 500 || status === 429;
 }
 
+/**
+ * A refused or given-up task comes back at a time spread over `[seconds, 2 × seconds]`, not all
+ * when the circuit half-opens: a dead tenant's parked tasks (at a billion a day a quarter of the
+ * traffic is some 87,000 in 30 s) would otherwise all come back in one second, with a write or
+ * two each, and throttle the table every tenant shares. The scale model's (d) saw 32 table
+ * write throttles from it.
+ */
+function spread(seconds: number): number {
+  return seconds + randomInt(seconds + 1);
+}
+
 /** The host a webhook target calls; SQS and EventBridge targets are AWS's and need no breaker. */
 function webhookHost(target: Target): string | undefined {
   if (target.type !== 'http') return undefined;
@@ -186,7 +199,7 @@ export function guardedByHostBreaker(dispatcher: TargetDispatcher, breaker: Host
         return {
           ok: false,
           error: `not called: ${host} failed repeatedly and is rested until its circuit half-opens`,
-          retryAfterSeconds: admission.retryAfterSeconds,
+          retryAfterSeconds: spread(admission.retryAfterSeconds),
         };
       }
       const endWatch = breaker.watchSlowCall(circuit);
@@ -213,7 +226,7 @@ export function guardedByHostBreaker(dispatcher: TargetDispatcher, breaker: Host
           resolve({
             ok: false,
             error: `given up: ${host} stopped answering and its circuit opened while this call waited`,
-            retryAfterSeconds: Math.ceil(openMs / 1000),
+            retryAfterSeconds: spread(Math.ceil(openMs / 1000)),
           }),
         );
       });

@@ -22,6 +22,12 @@ const NOW_MS = Date.UTC(2026, 10, 21, 12);
 const SETTINGS = { failureThreshold: 3, openMs: 30_000, maxOpenMs: 100_000, slowCallMs: 2_000 };
 const TIMEOUT_MS = 10_000;
 
+/** A Retry-After spread over [seconds, 2 × seconds], so a dead host's parked tasks do not all come back at once. */
+const spreadFrom = (seconds: number) => ({
+  asymmetricMatch: (actual: unknown) => typeof actual === 'number' && actual >= seconds && actual <= 2 * seconds,
+  toAsymmetricMatcher: () => `a number from ${seconds} to ${2 * seconds}`,
+});
+
 describe('Class: HostBreaker', () => {
   it('opens after the threshold of consecutive host failures and refuses calls while open', () => {
     // Prepare
@@ -194,9 +200,26 @@ describe('Function: guardedByHostBreaker', () => {
     );
 
     // Assess
-    expect(result).toMatchObject({ ok: false, retryAfterSeconds: 30 });
+    expect(result).toMatchObject({ ok: false, retryAfterSeconds: spreadFrom(30) });
     expect(queueResult).toEqual({ ok: true });
     expect(calls).toBe(1);
+  });
+
+  it('spreads the Retry-After of refused calls over the open time, so parked tasks do not all come back in one second', async () => {
+    // Prepare
+    const breaker = new HostBreaker(new ManualClock(NOW_MS), SETTINGS);
+    for (let i = 0; i < SETTINGS.failureThreshold; i += 1) breaker.record(circuit, true);
+    const guarded = guardedByHostBreaker({ dispatch: async () => ({ ok: true }) }, breaker);
+
+    // Act
+    const refusals = await Promise.all(
+      Array.from({ length: 200 }, () => guarded.dispatch(webhook, notification, sender)),
+    );
+
+    // Assess
+    const seconds = refusals.map((refusal) => (refusal.ok ? 0 : (refusal.retryAfterSeconds ?? 0)));
+    expect(seconds.every((value) => value >= 30 && value <= 60)).toBe(true);
+    expect(new Set(seconds).size).toBeGreaterThan(20);
   });
 
   describe('slow calls', () => {
@@ -233,7 +256,7 @@ describe('Function: guardedByHostBreaker', () => {
 
       // Assess: open at 2 s, and the calls' own timeouts did not count again (no reopening, no longer rest).
       expect(stateBefore).toBe('closed');
-      expect(refused).toMatchObject({ ok: false, retryAfterSeconds: SETTINGS.openMs / 1000 });
+      expect(refused).toMatchObject({ ok: false, retryAfterSeconds: spreadFrom(SETTINGS.openMs / 1000) });
       expect(breaker.state(circuit)).toBe('open');
       expect(breaker.admit(circuit)).toEqual({ admitted: false, retryAfterSeconds: SETTINGS.openMs / 1000 });
     });
@@ -256,7 +279,7 @@ describe('Function: guardedByHostBreaker', () => {
       target.answer({ ok: true });
 
       // Assess: the batch waited 2 s, not the webhook timeout; the host answered, so it is called again.
-      expect(givenUp).toMatchObject({ ok: false, retryAfterSeconds: (2 * SETTINGS.openMs) / 1000 });
+      expect(givenUp).toMatchObject({ ok: false, retryAfterSeconds: spreadFrom((2 * SETTINGS.openMs) / 1000) });
       expect(stateWhenGivenUp).toBe('open');
       await vi.waitFor(() => expect(breaker.state(circuit)).toBe('closed'));
     });
@@ -282,7 +305,7 @@ describe('Function: guardedByHostBreaker', () => {
       expect(stateWhileSlow).toBe('open');
       expect(results).toEqual(
         Array.from({ length: SETTINGS.failureThreshold }, () =>
-          expect.objectContaining({ ok: false, retryAfterSeconds: SETTINGS.openMs / 1000 }),
+          expect.objectContaining({ ok: false, retryAfterSeconds: spreadFrom(SETTINGS.openMs / 1000) }),
         ),
       );
     });
@@ -391,7 +414,7 @@ describe('Invariant 9: one tenant’s hanging webhook', () => {
     expect(later.batchItemFailures).toEqual([]);
     // Put off until the circuit half-opens (opened at the timeout, 10 s in), and still PENDING with a retry to come.
     expect(deliveryQueue.sent.slice(-2).map((message) => [message.id, message.delaySeconds])).toEqual(
-      laterBatch.filter((task) => task.tenantId === 'slowco').map((task) => [task.id, 30]),
+      laterBatch.filter((task) => task.tenantId === 'slowco').map((task) => [task.id, spreadFrom(30)]),
     );
     expect(laterBatch.filter((task) => task.tenantId === 'slowco').map(statusOf)).toEqual(['PENDING', 'PENDING']);
   });

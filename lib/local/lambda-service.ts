@@ -61,9 +61,7 @@ export type EnvironmentFactory = () => Promise<AnyHandler>;
 export function sharedEnvironments(
   handlers: Partial<Record<FunctionName, AnyHandler>>,
 ): Partial<Record<FunctionName, EnvironmentFactory>> {
-  return Object.fromEntries(
-    Object.entries(handlers).map(([fn, handler]) => [fn, () => Promise.resolve(handler)]),
-  );
+  return Object.fromEntries(Object.entries(handlers).map(([fn, handler]) => [fn, () => Promise.resolve(handler)]));
 }
 
 export interface LambdaServiceOptions {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { createLambdaService, sharedEnvironments,SYNC_PAYLOAD_LIMIT_BYTES } from '../../lib/local/lambda-service.js';
+import { createLambdaService, sharedEnvironments, SYNC_PAYLOAD_LIMIT_BYTES } from '../../lib/local/lambda-service.js';
 
 /** A handler whose invocations stay running until the test releases them. */
 function heldHandler() {

@@ -15,8 +15,8 @@ import { Construct } from 'constructs';
 
 import {
   DEFAULT_SETTINGS,
-  FUNCTIONS,
   type FunctionName,
+  FUNCTIONS,
   QUEUES,
   type TimerSettings,
 } from '../functions/contract/topology.js';

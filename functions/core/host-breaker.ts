@@ -7,10 +7,8 @@ import type { Clock, Target } from './task.js';
 export interface HostBreakerSettings {
   /** Consecutive host failures (no answer, a timeout, a 5xx or a 429) that open a host's circuit. */
   readonly failureThreshold: number;
-  /** How long an open circuit first refuses calls before one probe call is let through. */
+  /** How long an open circuit refuses calls before one probe call is let through. */
   readonly openMs: number;
-  /** Each failed probe doubles the open time, up to this. */
-  readonly maxOpenMs: number;
   /**
    * A call still unanswered this long counts as a host failure there and then. Otherwise a
    * hanging host is known to fail only at the webhook timeout, and every call made to it until
@@ -27,23 +25,21 @@ export interface HostBreakerSettings {
  * and the calls waiting on it given up, within about two seconds of its first calls, not the ten
  * of the webhook timeout. A receiver that is merely slow still gets its calls (a given-up call
  * may well arrive, and its task is delivered again later: at least once), and each answer,
- * however late, closes its circuit again. Thirty seconds
- * open, doubling with every probe that fails up to five minutes, costs each callback instance
- * one held batch per probe (a hanging probe waits out the timeout) and rests a dead host more
- * the longer it stays dead; a host back up loses at most its remaining open time.
+ * however late, closes its circuit again. Thirty seconds open
+ * costs each callback instance 2 s of one batch per half-minute (a hanging probe is given up
+ * too), and a host back up loses at most its remaining open time.
  */
 export const DEFAULT_HOST_BREAKER: HostBreakerSettings = {
   failureThreshold: 5,
   openMs: 30_000,
-  maxOpenMs: 300_000,
   slowCallMs: 2_000,
 };
 
 /** A host's circuit: closed (calls go through), open until a time, or half-open with one probe in flight. */
 type Circuit =
   | { readonly state: 'closed'; readonly failures: number }
-  | { readonly state: 'open'; readonly untilMs: number; readonly openMs: number }
-  | { readonly state: 'half-open'; readonly openMs: number };
+  | { readonly state: 'open'; readonly untilMs: number }
+  | { readonly state: 'half-open' };
 
 export type CircuitState = Circuit['state'];
 
@@ -60,7 +56,7 @@ export const circuitOf = (tenantId: string, host: string) => `${tenantId} ${host
 /**
  * Circuit breakers per tenant and webhook host (`circuitOf`), kept in the callback instance. A
  * dead or hanging host then costs each instance about `slowCallMs` of the batch that meets it
- * first and of one probe per open period (doubling to `maxOpenMs`), instead of a call (and, hanging,
+ * first and of one probe per open period, instead of a call (and, hanging,
  * a full webhook timeout of concurrency) per task: one
  * tenant's broken receiver can neither soak up the callback's concurrency nor hold up other
  * tenants' records. Nothing is shared between instances, so the check costs no request; each
@@ -87,11 +83,11 @@ export class HostBreaker {
     if (circuit.state === 'open') {
       const restMs = circuit.untilMs - this.clock.now();
       if (restMs > 0) return { admitted: false, retryAfterSeconds: Math.ceil(restMs / 1000) };
-      this.circuits.set(key, { state: 'half-open', openMs: circuit.openMs });
+      this.circuits.set(key, { state: 'half-open' });
       return { admitted: true };
     }
     // A probe is in flight; its answer decides, and until then the host is still taken for dead.
-    return { admitted: false, retryAfterSeconds: Math.ceil(circuit.openMs / 1000) };
+    return { admitted: false, retryAfterSeconds: Math.ceil(this.settings.openMs / 1000) };
   }
 
   /** Records an admitted call's answer: a success closes the circuit, a host failure counts towards opening it. */
@@ -103,12 +99,8 @@ export class HostBreaker {
       return;
     }
     if (circuit.state === 'open') return; // a call admitted before the circuit opened, failing late
-    if (circuit.state === 'half-open') {
-      this.open(key, Math.min(this.settings.maxOpenMs, circuit.openMs * 2));
-      return;
-    }
-    const failures = circuit.failures + 1;
-    if (failures >= this.settings.failureThreshold) this.open(key, this.settings.openMs);
+    const failures = circuit.state === 'closed' ? circuit.failures + 1 : this.settings.failureThreshold;
+    if (failures >= this.settings.failureThreshold) this.open(key);
     else this.circuits.set(key, { state: 'closed', failures });
   }
 
@@ -143,8 +135,9 @@ export class HostBreaker {
     };
   }
 
-  private open(key: string, openMs: number): void {
-    this.circuits.set(key, { state: 'open', untilMs: this.clock.now() + openMs, openMs });
+  private open(key: string): void {
+    const { openMs } = this.settings;
+    this.circuits.set(key, { state: 'open', untilMs: this.clock.now() + openMs });
     const waiting = this.givingUp.get(key);
     this.givingUp.delete(key);
     for (const giveUp of waiting ?? []) giveUp(openMs);
@@ -163,14 +156,14 @@ function isHostFailure(result: TargetResult): boolean {
 }
 
 /**
- * A refused or given-up task comes back at a time spread over `[seconds, 2 × seconds]`, not all
+ * A refused or given-up task comes back at a time spread over `[seconds, 1.5 × seconds]`, not all
  * when the circuit half-opens: a dead tenant's parked tasks (at a billion a day a quarter of the
  * traffic is some 87,000 in 30 s) would otherwise all come back in one second, with a write or
  * two each, and throttle the table every tenant shares. The scale model's (d) saw 32 table
  * write throttles from it.
  */
 function spread(seconds: number): number {
-  return seconds + randomInt(seconds + 1);
+  return seconds + randomInt(Math.ceil(seconds / 2) + 1);
 }
 
 /** The host a webhook target calls; SQS and EventBridge targets are AWS's and need no breaker. */

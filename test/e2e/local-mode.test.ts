@@ -2,6 +2,7 @@ import { CreateQueueCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { QUEUES } from '../../functions/contract/topology.js';
 import { verifyWebhook } from '../../functions/contract/webhook-signature.js';
 import { LOCAL_REDRIVE_PATH } from '../../lib/local/paths.js';
 import { LOCAL_TABLE_NAME, type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
@@ -22,10 +23,14 @@ beforeAll(async () => {
     logLevel: 'SILENT',
     settings: { maxAttempts: MAX_ATTEMPTS, backoffBaseSeconds: 1, backoffMaxSeconds: 2 },
   });
+  // The failing paths answer 4xx, which the retry policy retries but the circuit breaker leaves
+  // alone (it is the receiver's verdict on a request, not a host down): this test is about
+  // retries and the DLQ, so every attempt must reach the receiver. Hosts answering 5xx are rested
+  // after five failures in a row (test/unit/host-breaker.test.ts, npm run scale's scenario d).
   receiver = await startWebhookReceiver({
     '/ok': () => 204,
-    '/flaky': (_, attemptsSoFar) => (attemptsSoFar < 2 ? 503 : 200),
-    '/down': () => (downIsUp ? 200 : 500),
+    '/flaky': (_, attemptsSoFar) => (attemptsSoFar < 2 ? 409 : 200),
+    '/down': () => (downIsUp ? 200 : 410),
   });
 });
 
@@ -159,7 +164,7 @@ describe('End to end: local mode over HTTP', () => {
     const downAttempts = receiver.receipts.filter((receipt) => receipt.path === '/down');
     expect(downAttempts.length).toBe(20 * MAX_ATTEMPTS);
     const failed = await api('GET', `/v1/tasks/${byKind('down')[0]?.id}`);
-    expect(failed.body.lastError).toMatch(/HTTP 500/);
+    expect(failed.body.lastError).toMatch(/HTTP 410/);
 
     // The DLQ holds exactly the dead tasks; a redrive (what npm run dlq:redrive -- --local calls) delivers them once the target is back.
     downIsUp = true;
@@ -194,16 +199,25 @@ describe('End to end: local mode over HTTP', () => {
     for (const receipt of receiver.receipts) {
       if (!firstArrival.has(receipt.body.id)) firstArrival.set(receipt.body.id, receipt.receivedAtMs);
     }
-    const lateness = byKind('future', 'lookahead', 'past').map(
-      (task) => (firstArrival.get(task.id) ?? Number.NaN) - Math.max(task.dueAtMs, task.acceptedAtMs),
-    );
+    const latenessOf = (...kinds: Submitted['kind'][]) =>
+      byKind(...kinds).map(
+        (task) => (firstArrival.get(task.id) ?? Number.NaN) - Math.max(task.dueAtMs, task.acceptedAtMs),
+      );
+    const lateness = latenessOf('future', 'lookahead', 'past');
+    const scheduled = latenessOf('future');
+    const dueOnArrival = latenessOf('lookahead', 'past');
     const duplicates =
       receiver.receipts.filter((receipt) => receipt.path === '/ok').length -
       byKind('future', 'lookahead', 'past').length;
     console.log(
-      `e2e lateness over ${lateness.length} webhook tasks: p50 ${quantile(lateness, 0.5)} ms, p99 ${quantile(lateness, 0.99)} ms, max ${Math.max(...lateness)} ms; duplicate deliveries: ${duplicates}`,
+      `e2e lateness over ${lateness.length} webhook tasks: p50 ${quantile(lateness, 0.5)} ms, p99 ${quantile(lateness, 0.99)} ms, max ${Math.max(...lateness)} ms (scheduled p99 ${quantile(scheduled, 0.99)} ms, due on arrival p99 ${quantile(dueOnArrival, 0.99)} ms); duplicate deliveries: ${duplicates}`,
     );
-    expect(quantile(lateness, 0.99)).toBeLessThan(1000);
+    // A task the scanner sends surfaces a batching window early, so it is on the second. One due
+    // by the time it is accepted goes straight to the queue, and the delivery mapping may gather
+    // it for up to its window (1 s) before the callback runs: it is up to that much later.
+    const windowMs = QUEUES.delivery.consumer.maxBatchingWindowSeconds * 1000;
+    expect(quantile(scheduled, 0.99)).toBeLessThan(1000);
+    expect(quantile(dueOnArrival, 0.99)).toBeLessThan(windowMs + 1000);
   }, 150_000);
 
   it('answers bad input with problem+json naming the field, and writes nothing', async () => {

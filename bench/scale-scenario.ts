@@ -170,6 +170,18 @@ async function startReceiver(tenants: Readonly<Record<string, WebhookBehaviour>>
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * When the `index`-th task is ready, at a rate rising linearly from nothing to `ratePerSecond`
+ * over `rampSeconds` and steady after: how a day's traffic rises, rather than a step onto a
+ * deployment whose every function is cold.
+ */
+export function rampedAtMs(index: number, ratePerSecond: number, rampSeconds: number): number {
+  const rampTasks = (ratePerSecond * rampSeconds) / 2;
+  const seconds =
+    index < rampTasks ? Math.sqrt((2 * rampSeconds * index) / ratePerSecond) : index / ratePerSecond + rampSeconds / 2;
+  return seconds * 1000;
+}
+
 /** Groups tasks planned for the same tenant and moment into requests: one each, or batches of 100. */
 function toRequests(spec: ScenarioSpec): PlannedTask[][] {
   if (spec.submit === 'single') return spec.tasks.map((task) => [task]);

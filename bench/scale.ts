@@ -20,6 +20,7 @@ import { type BenchReport, measuredQuotas } from './render.js';
 import { fmt, markdownTable, progress } from './report.js';
 import {
   type PlannedTask,
+  rampedAtMs,
   runScaleScenario,
   type ScenarioResult,
   type ScenarioSpec,
@@ -95,13 +96,6 @@ function delayMs(next: () => number): number {
   return 86_400_000 + (next() * 2 - 1) * 3_600_000;
 }
 
-/** When the `index`-th task is ready: at a rate rising linearly to RATE over RAMP_SECONDS, then at RATE. */
-function rampedAtMs(index: number): number {
-  const rampTasks = (RATE * RAMP_SECONDS) / 2;
-  const seconds = index < rampTasks ? Math.sqrt((2 * RAMP_SECONDS * index) / RATE) : index / RATE + RAMP_SECONDS / 2;
-  return seconds * 1000;
-}
-
 /**
  * Tasks at the average rate over SUBMIT_SECONDS (after a ramp of RAMP_SECONDS), round-robin over the tenants. In batches, each
  * tenant's tasks go out a hundred at a time, when the hundredth of them is ready.
@@ -110,7 +104,7 @@ function averageRate(tenants: readonly string[], submit: 'single' | 'batch', see
   const next = random(seed);
   const count = Math.round(RATE * SUBMIT_SECONDS);
   const planned = Array.from({ length: count }, (_, index) => {
-    const readyAtMs = rampedAtMs(index);
+    const readyAtMs = rampedAtMs(index, RATE, RAMP_SECONDS);
     return { tenant: tenants[index % tenants.length] ?? '', readyAtMs, dueAtMs: readyAtMs + delayMs(next) };
   });
   if (submit === 'single')

@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 
 import type { DeliveryMessage } from '../../functions/core/task.js';
+import { eventually } from '../support/webhook-receiver.js';
 import {
   failShare,
   type Harness,
@@ -185,18 +186,23 @@ describe('Faults: the callback', () => {
     );
 
     // Act
-    const { ids, result } = await runCase(
+    const { ids } = await runCase(
       'callback crash after delivering, before DELIVERED',
       h,
       webhookTasks(h, 20, 2000, 4000),
     );
 
-    // Assess: one duplicate, carrying the same webhook-id, and the task ends DELIVERED.
+    // Assess: one duplicate, carrying the same webhook-id, and the task ends DELIVERED. The crashed
+    // task's message comes back only after its visibility timeout, which on a busy machine can
+    // fall after the last first delivery the case waited for.
     expect(crash.crashed()).toBe(true);
-    expect(result.duplicates).toBeGreaterThanOrEqual(1);
-    const twice = h.receiver.receipts.filter(
-      (receipt, index, all) => all.findIndex((other) => other.body.id === receipt.body.id) !== index,
-    );
+    const repeats = () =>
+      h.receiver.receipts.filter(
+        (receipt, index, all) => all.findIndex((other) => other.body.id === receipt.body.id) !== index,
+      );
+    await eventually('the crashed delivery is made again', () => repeats().length >= 1, 20);
+    const twice = repeats();
+    expect(twice.length).toBeGreaterThanOrEqual(1);
     for (const receipt of twice) expect(receipt.headers['webhook-id']).toBe(receipt.body.id);
     for (const id of ids) expect(await statusOf(h, id)).toBe('DELIVERED');
   });

@@ -50,25 +50,30 @@ export async function createTaskTable(client: DynamoDBClient, tableName: string)
 const TABLE_ACTIVE_POLLS = 100;
 const TABLE_ACTIVE_POLL_MS = 20;
 
+const tableStatus = (client: DynamoDBClient, tableName: string) =>
+  client
+    .send(new DescribeTableCommand({ TableName: tableName }))
+    .then((described) => described.Table?.TableStatus)
+    .catch(() => undefined);
+
 /**
- * Creates the local task table unless the data folder already has it, and waits until it
- * is ACTIVE: even with createTableMs 0, dynalite answers "not found" to item requests
- * until a timer marks the new table ACTIVE, which a busy event loop delays.
+ * Waits until a table is ACTIVE: even with createTableMs 0, dynalite answers "not found" to
+ * item requests until a timer marks a new table ACTIVE, which a busy event loop delays.
  */
-export async function ensureLocalTaskTable(client: DynamoDBClient): Promise<void> {
-  const status = () =>
-    client
-      .send(new DescribeTableCommand({ TableName: LOCAL_TABLE_NAME }))
-      .then((described) => described.Table?.TableStatus)
-      .catch(() => undefined);
-  if ((await status()) === undefined) await createTaskTable(client, LOCAL_TABLE_NAME);
+export async function waitUntilActive(client: DynamoDBClient, tableName: string): Promise<void> {
   for (let poll = 0; poll < TABLE_ACTIVE_POLLS; poll++) {
-    if ((await status()) === 'ACTIVE') return;
+    if ((await tableStatus(client, tableName)) === 'ACTIVE') return;
     await new Promise((resolve) => setTimeout(resolve, TABLE_ACTIVE_POLL_MS));
   }
   throw new Error(
-    `the local table ${LOCAL_TABLE_NAME} did not become ACTIVE within ${(TABLE_ACTIVE_POLLS * TABLE_ACTIVE_POLL_MS) / 1000} s`,
+    `the table ${tableName} did not become ACTIVE within ${(TABLE_ACTIVE_POLLS * TABLE_ACTIVE_POLL_MS) / 1000} s`,
   );
+}
+
+/** Creates the local task table unless the data folder already has it, and waits until it is ACTIVE. */
+export async function ensureLocalTaskTable(client: DynamoDBClient): Promise<void> {
+  if ((await tableStatus(client, LOCAL_TABLE_NAME)) === undefined) await createTaskTable(client, LOCAL_TABLE_NAME);
+  await waitUntilActive(client, LOCAL_TABLE_NAME);
 }
 
 export interface LocalDynamo {

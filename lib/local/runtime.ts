@@ -81,7 +81,7 @@ import { LOCAL_INBOX_PATH, LOCAL_REDRIVE_PATH } from './paths.js';
 import { type SqsEventSourceStats, startSqsEventSource } from './queue-poller.js';
 import { createWebhookInbox } from './webhook-inbox.js';
 
-export { createTaskTable, LOCAL_TABLE_NAME } from './dynamodb.js';
+export { LOCAL_TABLE_NAME } from './dynamodb.js';
 
 export interface LocalTimerOptions {
   /** Where dynalite keeps its data and the development API key; omit for a throw-away in-memory run. */

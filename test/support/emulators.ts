@@ -13,7 +13,7 @@ import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-
 import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
 import { CALLBACK_COUNTER_PREFIX, CLOCK_KEY } from '../../functions/adapters/dynamo/table-schema.js';
 import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
-import { createTaskTable } from '../../lib/local/runtime.js';
+import { createTaskTable, waitUntilActive } from '../../lib/local/dynamodb.js';
 
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
 const region = 'us-east-1';
@@ -60,6 +60,7 @@ export async function startEmulators(): Promise<Emulators> {
 
   const tableName = `tasks-${++tables}`;
   await createTaskTable(rawDynamo, tableName);
+  await waitUntilActive(rawDynamo, tableName);
 
   return {
     dynamo,
@@ -93,6 +94,7 @@ export async function startEmulators(): Promise<Emulators> {
     async newTable() {
       const name = `tasks-${++tables}`;
       await createTaskTable(rawDynamo, name);
+      await waitUntilActive(rawDynamo, name);
       return name;
     },
     async stop() {

@@ -222,30 +222,38 @@ describe('Function: guardedByHostBreaker', () => {
       vi.useRealTimers();
     });
 
-    /** A dispatcher whose calls answer only when `answer` is called. */
-    function pendingDispatcher() {
+    /**
+     * A breaker guarding a target whose calls answer only when `answer` is called, under fake
+     * timers so that slowCallMs can pass at the test's word.
+     */
+    function pendingTarget(clock = new ManualClock(NOW_MS)) {
+      vi.useFakeTimers();
+      const breaker = new HostBreaker(clock, SETTINGS);
       const waiting: Array<(result: TargetResult) => void> = [];
-      const dispatcher: TargetDispatcher = {
-        dispatch: () => new Promise<TargetResult>((resolve) => waiting.push(resolve)),
+      const guarded = guardedByHostBreaker(
+        { dispatch: () => new Promise<TargetResult>((resolve) => waiting.push(resolve)) },
+        breaker,
+      );
+      const call = () => guarded.dispatch(webhook, notification, sender);
+      return {
+        breaker,
+        call,
+        callsAtOnce: (count: number) => Array.from({ length: count }, call),
+        answer: (result: TargetResult) => waiting.splice(0).forEach((resolve) => resolve(result)),
       };
-      return { dispatcher, answer: (result: TargetResult) => waiting.splice(0).forEach((resolve) => resolve(result)) };
     }
 
     it('counts calls unanswered after slowCallMs as host failures, so a hanging host opens its circuit long before the webhook timeout', async () => {
       // Prepare
-      vi.useFakeTimers();
-      const breaker = new HostBreaker(new ManualClock(NOW_MS), SETTINGS);
-      const target = pendingDispatcher();
-      const guarded = guardedByHostBreaker(target.dispatcher, breaker);
+      const target = pendingTarget();
+      const { breaker } = target;
 
       // Act
-      const hanging = Array.from({ length: SETTINGS.failureThreshold }, () =>
-        guarded.dispatch(webhook, notification, sender),
-      );
+      const hanging = target.callsAtOnce(SETTINGS.failureThreshold);
       vi.advanceTimersByTime(SETTINGS.slowCallMs - 1);
       const stateBefore = breaker.state(circuit);
       vi.advanceTimersByTime(1);
-      const refused = await guarded.dispatch(webhook, notification, sender);
+      const refused = await target.call();
       target.answer({ ok: false, error: `timed out after ${TIMEOUT_MS} ms` });
       await Promise.all(hanging);
 
@@ -258,16 +266,14 @@ describe('Function: guardedByHostBreaker', () => {
 
     it('gives up a slow probe too, and closes the circuit when its answer comes late', async () => {
       // Prepare: an open circuit whose time is up.
-      vi.useFakeTimers();
       const clock = new ManualClock(NOW_MS);
-      const breaker = new HostBreaker(clock, SETTINGS);
+      const target = pendingTarget(clock);
+      const { breaker } = target;
       for (let i = 0; i < SETTINGS.failureThreshold; i += 1) breaker.record(circuit, true);
       clock.advance(SETTINGS.openMs);
-      const target = pendingDispatcher();
-      const guarded = guardedByHostBreaker(target.dispatcher, breaker);
 
       // Act: the probe is still unanswered when it counts as slow, and answers later.
-      const probe = guarded.dispatch(webhook, notification, sender);
+      const probe = target.call();
       vi.advanceTimersByTime(SETTINGS.slowCallMs);
       const givenUp = await probe;
       const stateWhenGivenUp = breaker.state(circuit);
@@ -281,15 +287,11 @@ describe('Function: guardedByHostBreaker', () => {
 
     it('gives up the calls in flight once their circuit opens, and closes it again when a late call does answer', async () => {
       // Prepare
-      vi.useFakeTimers();
-      const breaker = new HostBreaker(new ManualClock(NOW_MS), SETTINGS);
-      const target = pendingDispatcher();
-      const guarded = guardedByHostBreaker(target.dispatcher, breaker);
+      const target = pendingTarget();
+      const { breaker } = target;
 
       // Act
-      const slow = Array.from({ length: SETTINGS.failureThreshold }, () =>
-        guarded.dispatch(webhook, notification, sender),
-      );
+      const slow = target.callsAtOnce(SETTINGS.failureThreshold);
       vi.advanceTimersByTime(SETTINGS.slowCallMs);
       const stateWhileSlow = breaker.state(circuit);
       const results = await Promise.all(slow);

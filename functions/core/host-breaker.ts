@@ -25,9 +25,9 @@ export interface HostBreakerSettings {
  * and the calls waiting on it given up, within about two seconds of its first calls, not the ten
  * of the webhook timeout. A receiver that is merely slow still gets its calls (a given-up call
  * may well arrive, and its task is delivered again later: at least once), and each answer,
- * however late, closes its circuit again. Thirty seconds open
- * costs each callback instance 2 s of one batch per half-minute (a hanging probe is given up
- * too), and a host back up loses at most its remaining open time.
+ * however late, closes its circuit again. Thirty seconds open costs each callback instance 2 s
+ * of one batch per half-minute (a hanging probe is given up too), and a host back up loses at
+ * most its remaining open time.
  */
 export const DEFAULT_HOST_BREAKER: HostBreakerSettings = {
   failureThreshold: 5,
@@ -56,11 +56,10 @@ export const circuitOf = (tenantId: string, host: string) => `${tenantId} ${host
 /**
  * Circuit breakers per tenant and webhook host (`circuitOf`), kept in the callback instance. A
  * dead or hanging host then costs each instance about `slowCallMs` of the batch that meets it
- * first and of one probe per open period, instead of a call (and, hanging,
- * a full webhook timeout of concurrency) per task: one
- * tenant's broken receiver can neither soak up the callback's concurrency nor hold up other
- * tenants' records. Nothing is shared between instances, so the check costs no request; each
- * instance learns on its own.
+ * first and of one probe per open period, instead of a call (and, hanging, a full webhook
+ * timeout of concurrency) per task: one tenant's broken receiver can neither soak up the
+ * callback's concurrency nor hold up other tenants' records. Nothing is shared between
+ * instances, so the check costs no request; each instance learns on its own.
  */
 export class HostBreaker {
   private readonly circuits = new Map<string, Circuit>();

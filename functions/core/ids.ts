@@ -48,7 +48,6 @@ function randomChars(length: number): string {
   return out;
 }
 
-/** A new id for a task due at `dueAtMs` stored in `shard`. */
 /** Where this instance's shard dealing stands; each instance starts at a random shard. */
 let shardsDealt = randomInt(MAX_SHARDS);
 
@@ -63,6 +62,7 @@ export function dealShard(shardCount: number): number {
   return shardsDealt % shardCount;
 }
 
+/** A new id for a task due at `dueAtMs` stored in `shard`. */
 export function newTaskId(location: TaskLocation): string {
   if (!Number.isInteger(location.dueAtMs) || location.dueAtMs < 0 || location.dueAtMs > MAX_ENCODABLE_MS) {
     throw new RangeError(`dueAtMs ${location.dueAtMs} cannot be encoded in a task id`);

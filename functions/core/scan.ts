@@ -79,8 +79,9 @@ async function listDueByShard(ports: ScanPorts, second: number): Promise<DueTask
 }
 
 /**
- * Enqueues the PENDING tasks of one second, reading its shards in parallel, earliest due first:
- * sorted, each callback batch of ten spans the least time, and the callback waits out less of it.
+ * Enqueues the PENDING tasks of one second, reading its shards SHARD_QUERIES_IN_FLIGHT at a
+ * time, earliest due first: sorted, each callback batch spans the least time, and the callback
+ * waits out less of it.
  * A very busy second is sent a chunk at a time, and past `deadlineMs` the rest is left (the
  * first chunk always goes, so a scan that starts late still moves).
  */

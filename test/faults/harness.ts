@@ -5,8 +5,12 @@
  * driven by loops that stand in for EventBridge ticks and Lambda's SQS pollers, and
  * delivering to a real webhook receiver.
  *
- * Time is compressed so faults recover in seconds, keeping the invariant that matters:
- * a delivery lease (1.5 s) is shorter than the delivery queue's visibility timeout (3 s).
+ * Time is compressed so faults recover in seconds, keeping the invariant that matters: a
+ * received message stays invisible (5 s) longer than the callback can hold it before it claims
+ * the task (a message surfaces up to about 2 s before its due time: a whole second of delay
+ * rounded down, and the delivery mapping's 1 s batching window) plus the delivery lease (1.5 s).
+ * Otherwise a crashed attempt's message comes back while its lease is still live, is skipped,
+ * and the task is left DELIVERING.
  */
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { SQSClient } from '@aws-sdk/client-sqs';
@@ -45,7 +49,7 @@ import { testTargetRules } from '../support/target-rules.js';
 import { type Responder, startWebhookReceiver } from '../support/webhook-receiver.js';
 
 export const LEASE_MS = 1500;
-export const VISIBILITY_SECONDS = 3;
+export const VISIBILITY_SECONDS = 5;
 const BUCKETS = 10_000_000;
 /** Scanner runs in flight at once, as a reserved concurrency would bound them. */
 const MAX_CONCURRENT_SCANS = 8;

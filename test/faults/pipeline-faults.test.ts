@@ -200,7 +200,7 @@ describe('Faults: the callback', () => {
       h.receiver.receipts.filter(
         (receipt, index, all) => all.findIndex((other) => other.body.id === receipt.body.id) !== index,
       );
-    await eventually('the crashed delivery is made again', () => repeats().length >= 1, 20);
+    await eventually('the crashed delivery is made again', () => repeats().length >= 1, 60);
     const twice = repeats();
     expect(twice.length).toBeGreaterThanOrEqual(1);
     for (const receipt of twice) expect(receipt.headers['webhook-id']).toBe(receipt.body.id);

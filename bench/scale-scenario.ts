@@ -321,7 +321,7 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
   const finishedMs = Date.now();
   loopDelay.disable();
   const eventLoopDelayMs = { p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 };
-  const model = scaleModel.report();
+  const model = await scaleModel.report();
   const lambda = timer.lambdaStats().functions;
   await timer.stop();
   await receiver.close();

@@ -76,7 +76,7 @@ import {
   type FunctionStats,
   sharedEnvironments,
 } from './lambda-service.js';
-import { type RunningScaleModel, scaledLambdaLimits, startScaleModel } from './limits/scale-model.js';
+import { type RunningScaleModel, scaledLambdaLimits, startScaleModelProcess } from './limits/scale-model.js';
 import { LOCAL_INBOX_PATH, LOCAL_REDRIVE_PATH } from './paths.js';
 import { type SqsEventSourceStats, startSqsEventSource } from './queue-poller.js';
 import { createWebhookInbox } from './webhook-inbox.js';
@@ -393,7 +393,10 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   // Only the handlers and the event source mappings meet the model; local mode's own setup and console do not.
   const scaleModel =
     options.scaleModel &&
-    (await startScaleModel(options.scaleModel, { dynamodbEndpoint: dynamoEndpoint, sqsEndpoint: sqsServer.endpoint }));
+    (await startScaleModelProcess(options.scaleModel, {
+      dynamodbEndpoint: dynamoEndpoint,
+      sqsEndpoint: sqsServer.endpoint,
+    }));
   const limited = {
     dynamodb: scaleModel?.dynamodbEndpoint ?? dynamoEndpoint,
     sqs: scaleModel?.sqsEndpoint ?? sqsServer.endpoint,

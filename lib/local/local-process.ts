@@ -1,0 +1,110 @@
+/**
+ * A part of local mode in a process of its own (an emulator, the scale model's proxies), so its
+ * request handling runs on another core than the handlers' event loop. Both sides are here: the
+ * parent forks the entry and waits for it to say it is ready; the entry serves what it started,
+ * answers the parent's questions, closes cleanly when told to stop, and exits as soon as the
+ * parent is gone (even SIGKILLed), so nothing outlives the local timer that started it.
+ */
+import { fork } from 'node:child_process';
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** What an entry tells its parent: what it started, why it could not, or its answer to a question. */
+type ChildMessage =
+  { readonly ready: unknown } | { readonly failed: string } | { readonly answer: number; readonly value: unknown };
+
+/** What the parent tells an entry: stop, or answer question number `ask`. */
+type ParentMessage = 'stop' | { readonly ask: number };
+
+export interface LocalProcess<Ready> {
+  /** What the entry reported once it was serving, such as its endpoint. */
+  readonly ready: Ready;
+  /** Asks the entry for its current answer (the scale model's report). */
+  ask<Answer>(): Promise<Answer>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Forks `name` (a module beside `besideUrl`, .ts when run from the sources through tsx's
+ * loader, .js in the compiled package) with `args`, and resolves once it is ready.
+ */
+export function startLocalProcess<Ready>(besideUrl: string, name: string, args: readonly string[]) {
+  const beside = fileURLToPath(besideUrl);
+  const extension = extname(beside);
+  const entry = fileURLToPath(new URL(`./${name}${extension}`, besideUrl));
+  const child = fork(entry, [...args], {
+    execArgv: extension === '.ts' ? ['--import', 'tsx'] : [],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const waiting = new Map<number, (value: unknown) => void>();
+  let questions = 0;
+  return new Promise<LocalProcess<Ready>>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`${name} exited with code ${code} before it was ready`)));
+    child.on('message', (message: ChildMessage) => {
+      if ('answer' in message) {
+        waiting.get(message.answer)?.(message.value);
+        waiting.delete(message.answer);
+        return;
+      }
+      if ('failed' in message) {
+        reject(new Error(`${name} failed to start: ${message.failed}`));
+        return;
+      }
+      // The child lives as long as this process wants it, not the other way round: it alone must not keep it running.
+      child.unref();
+      child.channel?.unref();
+      resolve({
+        ready: message.ready as Ready,
+        ask<Answer>() {
+          const question = (questions += 1);
+          return new Promise<Answer>((answered, failed) => {
+            if (!child.connected) {
+              failed(new Error(`${name} is no longer running`));
+              return;
+            }
+            waiting.set(question, (value) => answered(value as Answer));
+            child.send({ ask: question } satisfies ParentMessage);
+          });
+        },
+        async stop() {
+          if (child.exitCode !== null || child.signalCode !== null) return;
+          child.ref();
+          child.send('stop' satisfies ParentMessage);
+          await exited;
+        },
+      });
+    });
+  });
+}
+
+/** What an entry started: what to report to the parent, its answer to a question, and how to stop it. */
+export interface Served<Ready> {
+  readonly ready: Ready;
+  readonly answer?: () => unknown;
+  stop(): Promise<void>;
+}
+
+/** The entry's side: starts its service and serves the parent until told to stop or orphaned. */
+export async function serveLocalProcess<Ready>(start: () => Promise<Served<Ready>>): Promise<void> {
+  const send = (message: ChildMessage) => process.send?.(message);
+  process.on('disconnect', () => process.exit(0));
+  try {
+    const served = await start();
+    process.on('message', (message: ParentMessage) => {
+      if (message === 'stop') {
+        served.stop().then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
+        return;
+      }
+      send({ answer: message.ask, value: served.answer?.() });
+    });
+    send({ ready: served.ready });
+  } catch (error) {
+    send({ failed: error instanceof Error ? error.message : String(error) });
+    process.exit(1);
+  }
+}

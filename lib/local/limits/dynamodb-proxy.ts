@@ -7,7 +7,11 @@
  * The sizes AWS bills come from the items themselves, learned with as few extra requests to
  * dynalite as the write allows (each one is time every caller in the model waits on): a put or
  * delete brings back the item it replaced through ReturnValues, an update its result, and a
- * batch's items are read in one BatchGetItem.
+ * batch's items are read in one BatchGetItem. What a write leaves is remembered, so the next
+ * write of the item (a task's delivery lease, then its outcome) needs no read before it: every
+ * write the handlers make passes through here, so the image is the item as dynalite holds it.
+ * Two writes of one item in flight at once may leave the older image behind; that misprices a
+ * later write by at most the difference, never loses or refuses one.
  */
 import {
   indexWrites,
@@ -82,6 +86,13 @@ const parse = (response: WireResponse): Record<string, unknown> =>
 const conditionFailed = (response: WireResponse): boolean =>
   response.status === 400 && String(parse(response).__type).endsWith('#ConditionalCheckFailedException');
 
+const writtenItem = (write: WriteRequest): WireItem | undefined =>
+  'PutRequest' in write ? write.PutRequest.Item : undefined;
+
+/** The key a batch entry writes: a put's whole item serves, since only its key attributes are read from it. */
+const writtenKey = (write: WriteRequest): WireItem =>
+  'PutRequest' in write ? write.PutRequest.Item : write.DeleteRequest.Key;
+
 const sizeOf = (item: WireItem | undefined): number => (item ? itemBytes(item) : 0);
 
 /** The partition key value a Query names, from its key condition (`pk = :v`, `#pk = :v`) or legacy KeyConditions. */
@@ -96,11 +107,39 @@ function queriedKey(input: DynamoInput, attribute: string): string | undefined {
   return value?.S ?? value?.N;
 }
 
+/** Images remembered at most: a scale run's scenario writes some 20,000 items; older ones are read again. */
+const MAX_IMAGES = 100_000;
+
+/** The items the proxy last saw written, by key; `null` is an item known to be absent. */
+class ItemImages {
+  private readonly images = new Map<string, WireItem | null>();
+
+  get(key: string): WireItem | null | undefined {
+    return this.images.get(key);
+  }
+
+  set(key: string, item: WireItem | undefined): void {
+    this.images.delete(key);
+    if (this.images.size >= MAX_IMAGES) this.images.delete(this.images.keys().next().value ?? '');
+    this.images.set(key, item ?? null);
+  }
+
+  forget(key: string): void {
+    this.images.delete(key);
+  }
+}
+
 class DynamoThroughputProxy {
+  private readonly images = new ItemImages();
+
   constructor(
     private readonly model: DynamoThroughputModel,
     private readonly upstream: Upstream,
   ) {}
+
+  private imageKey(table: string, key: WireItem): string {
+    return JSON.stringify([table, this.keyOf(key)]);
+  }
 
   private get schema() {
     return this.model.schema;
@@ -121,10 +160,14 @@ class DynamoThroughputProxy {
     );
   }
 
-  /** The item as dynalite holds it now, read around a write to learn the sizes AWS would bill. */
+  /** The item as dynalite holds it now, remembered or read, to learn the sizes AWS would bill for a write. */
   private async currentItem(request: WireRequest, table: string, key: WireItem): Promise<WireItem | undefined> {
+    const remembered = this.images.get(this.imageKey(table, key));
+    if (remembered !== undefined) return remembered ?? undefined;
     const { json } = await this.upstream.call(request, 'GetItem', { TableName: table, Key: key, ConsistentRead: true });
-    return (json as { Item?: WireItem }).Item;
+    const { Item: item } = json as { Item?: WireItem };
+    this.images.set(this.imageKey(table, key), item);
+    return item;
   }
 
   /** Items as dynalite holds them now, by their key's JSON, in one BatchGetItem (a batch write has at most 25). */
@@ -222,6 +265,7 @@ class DynamoThroughputProxy {
       const before = image ? image.item : await this.currentItem(request, table, key);
       this.settle(table, admitted, this.writeCharges(table, before, after));
     }
+    if (response.status === 200) this.images.set(this.imageKey(table, key), after);
     return response;
   }
 
@@ -233,6 +277,8 @@ class DynamoThroughputProxy {
     if (refusal) return refusals[refusal]();
     const { response, image } = await this.forwardForImage(request, input, 'ALL_NEW');
     if (response.status === 200) {
+      if (image) this.images.set(this.imageKey(table, key), image.item);
+      else this.images.forget(this.imageKey(table, key));
       const after = image ? image.item : await this.currentItem(request, table, key);
       this.settle(table, admitted, this.writeCharges(table, before, after));
     }
@@ -287,12 +333,10 @@ class DynamoThroughputProxy {
     const unprocessed: Record<string, WriteRequest[]> = {};
     let refusal: 'partition' | 'table' | undefined;
     for (const [table, writes] of Object.entries(input.RequestItems ?? {})) {
-      const keyOf = (write: WriteRequest) =>
-        'PutRequest' in write ? this.keyOf(write.PutRequest.Item) : write.DeleteRequest.Key;
-      const current = await this.currentItems(request, table, writes.map(keyOf));
+      const current = await this.currentItems(request, table, writes.map(writtenKey));
       for (const write of writes) {
-        const after = 'PutRequest' in write ? write.PutRequest.Item : undefined;
-        const key = keyOf(write);
+        const after = writtenItem(write);
+        const key = writtenKey(write);
         this.model.itemRequested(table, key);
         const before = current.get(JSON.stringify(this.keyOf(key)));
         const refused = this.model.admit('write', table, this.writeCharges(table, before, after));
@@ -302,14 +346,26 @@ class DynamoThroughputProxy {
     }
     // AWS throttles a batch as a whole only when it can process none of it.
     if (refusal && Object.keys(admitted).length === 0) return refusals[refusal]();
-    if (!refusal) return this.forward(request);
-    const response = await this.forward(request, { ...input, RequestItems: admitted });
+    const response = await this.forward(request, refusal ? { ...input, RequestItems: admitted } : undefined);
     if (response.status !== 200) return response;
     const answer = parse(response) as { UnprocessedItems?: Record<string, WriteRequest[]> };
+    this.rememberWritten(refusal ? admitted : input.RequestItems, answer.UnprocessedItems ?? {});
+    if (!refusal) return response;
     for (const [table, writes] of Object.entries(answer.UnprocessedItems ?? {})) {
       unprocessed[table] = [...(unprocessed[table] ?? []), ...writes];
     }
     return jsonResponse(200, { ...answer, UnprocessedItems: unprocessed });
+  }
+
+  /** Remembers what a batch left: the items it wrote, less those dynalite left unprocessed (which it did not touch). */
+  private rememberWritten(sent: Record<string, WriteRequest[]>, unprocessed: Record<string, WriteRequest[]>): void {
+    for (const [table, writes] of Object.entries(sent)) {
+      const untouched = new Set((unprocessed[table] ?? []).map((write) => this.imageKey(table, writtenKey(write))));
+      for (const write of writes) {
+        const key = this.imageKey(table, writtenKey(write));
+        if (!untouched.has(key)) this.images.set(key, writtenItem(write));
+      }
+    }
   }
 
   private async batchGet(

@@ -92,6 +92,8 @@ export interface DynamoThroughputReport {
   readonly hottestItem: HottestItem | undefined;
   /** Requests refused for the table's own limit rather than one key's, by kind. */
   readonly tableThrottles: Readonly<Record<Kind, number>>;
+  /** The most units the table spent in any one second, by kind, against `limits.tableRead` and `limits.tableWrite`. */
+  readonly tablePeakUnitsPerSecond: Readonly<Record<Kind, number>>;
 }
 
 type Refusal = 'partition' | 'table';
@@ -187,9 +189,11 @@ export class DynamoThroughputModel {
         }
       }
     }
-    const throttlesOf = (kind: Kind) =>
-      [...this.tables[kind].readings().values()].reduce((sum, reading) => sum + reading.throttles, 0);
+    const tableReadings = (kind: Kind) => [...this.tables[kind].readings().values()];
+    const throttlesOf = (kind: Kind) => tableReadings(kind).reduce((sum, reading) => sum + reading.throttles, 0);
+    const peakOf = (kind: Kind) => Math.max(0, ...tableReadings(kind).map((reading) => reading.peakUnitsPerSecond));
     const tableThrottles = { read: throttlesOf('read'), write: throttlesOf('write') };
+    const tablePeakUnitsPerSecond = { read: peakOf('read'), write: peakOf('write') };
     let hottestItem: HottestItem | undefined;
     for (const [id, reading] of this.items.readings()) {
       if (hottestItem && reading.peakUnitsPerSecond <= hottestItem.peakRequestsPerSecond) continue;
@@ -207,6 +211,7 @@ export class DynamoThroughputModel {
       hottestKey,
       hottestItem,
       tableThrottles,
+      tablePeakUnitsPerSecond,
     };
   }
 }

@@ -96,6 +96,7 @@ describe('Class: DynamoThroughputModel', () => {
     expect(refusals.slice(0, 10).every((refusal) => refusal === undefined)).toBe(true);
     expect(refusals[10]).toBe('table');
     expect(model.report().tableThrottles).toEqual({ read: 0, write: 1 });
+    expect(model.report().tablePeakUnitsPerSecond).toEqual({ read: 0, write: 10 });
   });
 
   it('counts a Query’s per-request floor 1/k against the table, since per-second scans do not shrink with the load', () => {

@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 
-import type { Notification, Sender, TargetDispatcher, TargetResult } from './deliver.js';
+import type { DispatchOptions, Notification, Sender, TargetDispatcher, TargetResult } from './deliver.js';
 import type { Clock, Target } from './task.js';
 
 /** When a tenant's webhook host is taken for dead, and for how long no call is made to it. */
@@ -10,24 +10,26 @@ export interface HostBreakerSettings {
   /** How long an open circuit refuses calls before one probe call is let through. */
   readonly openMs: number;
   /**
-   * A call still unanswered this long counts as a host failure there and then. Otherwise a
-   * hanging host is known to fail only at the webhook timeout, and every call made to it until
-   * then holds its batch for the whole timeout. Once the circuit opens, the calls still waiting
-   * on it, the probe included, are given up (retried when it half-opens); a late answer from
-   * one of them still closes it.
+   * A call still unanswered this long counts as a host failure there and then, and is given up
+   * (retried after `openMs`) unless its host has answered this instance within the last `openMs`
+   * or the call was asked to be patient. Otherwise a hanging host is known to fail only at the
+   * webhook timeout, and every call made to it until then holds its batch for the whole timeout:
+   * the five failures that open a circuit often come one or two a batch. Once the circuit opens,
+   * the calls still waiting on it, patient ones and the probe included, are given up too; a late
+   * answer from any of them still closes it, and makes the host's next calls patient.
    */
   readonly slowCallMs: number;
 }
 
 /**
  * Five failures in a row is a host that is down, not a flaky request. Two seconds unanswered is
- * slow for a webhook (most answer in tens of milliseconds), so a hanging host is taken for dead,
- * and the calls waiting on it given up, within about two seconds of its first calls, not the ten
- * of the webhook timeout. A receiver that is merely slow still gets its calls (a given-up call
- * may well arrive, and its task is delivered again later: at least once), and each answer,
- * however late, closes its circuit again. Thirty seconds open costs each callback instance 2 s
- * of one batch per half-minute (a hanging probe is given up too), and a host back up loses at
- * most its remaining open time.
+ * slow for a webhook (most answer in tens of milliseconds), so a call to a hanging host holds its
+ * batch about two seconds, not the ten of the webhook timeout. A receiver that is merely slow
+ * still gets its calls: its first call in an instance may be given up (it may well arrive, and
+ * its task is delivered again later: at least once), but its late answer makes its next calls
+ * there patient, and the given-up task's next attempt is patient wherever it runs. Thirty
+ * seconds open costs each callback instance 2 s of one batch per half-minute (a hanging probe is
+ * given up too), and a host back up loses at most its remaining open time.
  */
 export const DEFAULT_HOST_BREAKER: HostBreakerSettings = {
   failureThreshold: 5,
@@ -53,6 +55,9 @@ export type Admission = { readonly admitted: true } | { readonly admitted: false
  */
 export const circuitOf = (tenantId: string, host: string) => `${tenantId} ${host}`;
 
+/** Hosts whose last answer an instance remembers; past it the longest-silent are forgotten (and their calls hurried). */
+const MAX_REMEMBERED_HOSTS = 10_000;
+
 /**
  * Circuit breakers per tenant and webhook host (`circuitOf`), kept in the callback instance. A
  * dead or hanging host then costs each instance about `slowCallMs` of the batch that meets it
@@ -65,11 +70,19 @@ export class HostBreaker {
   private readonly circuits = new Map<string, Circuit>();
   /** Calls waiting on each circuit that are to be given up if it opens, each told how long it stays open. */
   private readonly givingUp = new Map<string, Set<(openMs: number) => void>>();
+  /** When each circuit's host last answered a call, oldest first; a slow call to a host that answered lately is waited on. */
+  private readonly answeredAtMs = new Map<string, number>();
 
   constructor(
     private readonly clock: Clock,
-    private readonly settings: HostBreakerSettings = DEFAULT_HOST_BREAKER,
+    readonly settings: HostBreakerSettings = DEFAULT_HOST_BREAKER,
   ) {}
+
+  /** Whether the circuit's host answered a call within the last `openMs`. */
+  answeredRecently(key: string): boolean {
+    const answeredAtMs = this.answeredAtMs.get(key);
+    return answeredAtMs !== undefined && this.clock.now() - answeredAtMs <= this.settings.openMs;
+  }
 
   state(key: string): CircuitState {
     return this.circuits.get(key)?.state ?? 'closed';
@@ -95,6 +108,7 @@ export class HostBreaker {
     if (!hostFailed) {
       // Closed with no failures is the default, so the map only holds hosts that are failing.
       this.circuits.delete(key);
+      this.answered(key);
       return;
     }
     if (circuit.state === 'open') return; // a call admitted before the circuit opened, failing late
@@ -103,16 +117,25 @@ export class HostBreaker {
     else this.circuits.set(key, { state: 'closed', failures });
   }
 
+  private answered(key: string): void {
+    this.answeredAtMs.delete(key);
+    if (this.answeredAtMs.size >= MAX_REMEMBERED_HOSTS)
+      this.answeredAtMs.delete(this.answeredAtMs.keys().next().value ?? '');
+    this.answeredAtMs.set(key, this.clock.now());
+  }
+
   /**
    * Watches an admitted call: if it is still unanswered after `slowCallMs` it is recorded as a
-   * host failure then. Returns what ends the watch, to call once the call has answered; it says
-   * whether the call was already recorded as slow (so its own failure is not counted again).
+   * host failure then, and `onSlow` is told. Returns what ends the watch, to call once the call
+   * has answered; it says whether the call was already recorded as slow (so its own failure is
+   * not counted again).
    */
-  watchSlowCall(key: string): () => boolean {
+  watchSlowCall(key: string, onSlow: () => void = () => undefined): () => boolean {
     let countedSlow = false;
     const timer = setTimeout(() => {
       countedSlow = true;
       this.record(key, true);
+      onSlow();
     }, this.settings.slowCallMs);
     return () => {
       clearTimeout(timer);
@@ -182,9 +205,14 @@ function webhookHost(target: Target): string | undefined {
  */
 export function guardedByHostBreaker(dispatcher: TargetDispatcher, breaker: HostBreaker): TargetDispatcher {
   return {
-    async dispatch(target: Target, notification: Notification, sender: Sender): Promise<TargetResult> {
+    async dispatch(
+      target: Target,
+      notification: Notification,
+      sender: Sender,
+      options: DispatchOptions = {},
+    ): Promise<TargetResult> {
       const host = webhookHost(target);
-      if (host === undefined) return dispatcher.dispatch(target, notification, sender);
+      if (host === undefined) return dispatcher.dispatch(target, notification, sender, options);
       const circuit = circuitOf(sender.tenantId, host);
       const admission = breaker.admit(circuit);
       if (!admission.admitted) {
@@ -194,10 +222,12 @@ export function guardedByHostBreaker(dispatcher: TargetDispatcher, breaker: Host
           retryAfterSeconds: spread(admission.retryAfterSeconds),
         };
       }
-      const endWatch = breaker.watchSlowCall(circuit);
+      const patient = options.patient === true || breaker.answeredRecently(circuit);
+      let giveUpSlow = () => undefined as void;
+      const endWatch = breaker.watchSlowCall(circuit, () => giveUpSlow());
       let stopWaiting = () => undefined as void;
       // The call's own end comes first: it stops waiting before its answer can open the circuit.
-      const call = dispatcher.dispatch(target, notification, sender).then(
+      const call = dispatcher.dispatch(target, notification, sender, options).then(
         (result) => {
           stopWaiting();
           const countedSlow = endWatch();
@@ -213,14 +243,22 @@ export function guardedByHostBreaker(dispatcher: TargetDispatcher, breaker: Host
           throw error;
         },
       );
+      const { openMs, slowCallMs } = breaker.settings;
       const givenUp = new Promise<TargetResult>((resolve) => {
-        stopWaiting = breaker.onOpen(circuit, (openMs) =>
+        stopWaiting = breaker.onOpen(circuit, () =>
           resolve({
             ok: false,
             error: `given up: ${host} stopped answering and its circuit opened while this call waited`,
             retryAfterSeconds: spread(Math.ceil(openMs / 1000)),
           }),
         );
+        if (patient) return;
+        giveUpSlow = () =>
+          resolve({
+            ok: false,
+            error: `given up: ${host} did not answer within ${slowCallMs} ms and has not answered lately; the next attempt waits for the webhook timeout`,
+            retryAfterSeconds: spread(Math.ceil(openMs / 1000)),
+          });
       });
       // An abandoned call runs on to its own end (its answer still counts), unless the instance is frozen first.
       call.catch(() => undefined);

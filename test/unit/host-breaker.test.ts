@@ -3,7 +3,7 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { deliverRecords } from '../../functions/callback/records.js';
-import type { DeliveryPorts, TargetDispatcher, TargetResult } from '../../functions/core/deliver.js';
+import type { DeliveryPorts, DispatchOptions, TargetDispatcher, TargetResult } from '../../functions/core/deliver.js';
 import { circuitOf, guardedByHostBreaker, HostBreaker } from '../../functions/core/host-breaker.js';
 import type { Task } from '../../functions/core/task.js';
 import {
@@ -234,7 +234,7 @@ describe('Function: guardedByHostBreaker', () => {
         { dispatch: () => new Promise<TargetResult>((resolve) => waiting.push(resolve)) },
         breaker,
       );
-      const call = () => guarded.dispatch(webhook, notification, sender);
+      const call = (options?: DispatchOptions) => guarded.dispatch(webhook, notification, sender, options);
       return {
         breaker,
         call,
@@ -262,6 +262,60 @@ describe('Function: guardedByHostBreaker', () => {
       expect(refused).toMatchObject({ ok: false, retryAfterSeconds: spreadFrom(SETTINGS.openMs / 1000) });
       expect(breaker.state(circuit)).toBe('open');
       expect(breaker.admit(circuit)).toEqual({ admitted: false, retryAfterSeconds: SETTINGS.openMs / 1000 });
+    });
+
+    it('gives up a lone slow call to a host that has not answered lately, so it holds its batch slowCallMs, not the webhook timeout', async () => {
+      // Prepare
+      const target = pendingTarget();
+
+      // Act: one call, far below the failure threshold, still unanswered at slowCallMs.
+      const lone = target.call();
+      vi.advanceTimersByTime(SETTINGS.slowCallMs);
+      const result = await lone;
+
+      // Assess: given up while its circuit stays closed, to be retried after the open time.
+      expect(result).toMatchObject({ ok: false, retryAfterSeconds: spreadFrom(SETTINGS.openMs / 1000) });
+      expect(target.breaker.state(circuit)).toBe('closed');
+    });
+
+    it('waits to the webhook timeout for a slow call to a host that answered within the open time, or a patient one', async () => {
+      // Prepare: the host answered once (late: a slow receiver), and a call marked patient goes to another.
+      const clock = new ManualClock(NOW_MS);
+      const target = pendingTarget(clock);
+      const first = target.call({ patient: true });
+      target.answer({ ok: true, statusCode: 200 });
+      await first;
+      clock.advance(SETTINGS.openMs - 1);
+
+      // Act: two calls, one of them patient, both answered only after slowCallMs.
+      const slow = [target.call(), target.call({ patient: true })];
+      vi.advanceTimersByTime(SETTINGS.slowCallMs);
+      target.answer({ ok: true, statusCode: 200 });
+      const results = await Promise.all(slow);
+
+      // Assess: both waited for their answers.
+      expect(results).toEqual([
+        { ok: true, statusCode: 200 },
+        { ok: true, statusCode: 200 },
+      ]);
+    });
+
+    it('hurries a slow host again once it has not answered for the open time', async () => {
+      // Prepare
+      const clock = new ManualClock(NOW_MS);
+      const target = pendingTarget(clock);
+      const first = target.call({ patient: true });
+      target.answer({ ok: true, statusCode: 200 });
+      await first;
+      clock.advance(SETTINGS.openMs + 1);
+
+      // Act
+      const slow = target.call();
+      vi.advanceTimersByTime(SETTINGS.slowCallMs);
+      const result = await slow;
+
+      // Assess
+      expect(result).toMatchObject({ ok: false, retryAfterSeconds: spreadFrom(SETTINGS.openMs / 1000) });
     });
 
     it('gives up a slow probe too, and closes the circuit when its answer comes late', async () => {

@@ -100,16 +100,18 @@ export class WebhookClient {
     // Node skips the lookup for IP literals, so they (and everything else about the URL) are checked here.
     const problem = webhookUrlProblem(url, { ...this.options.policy, allowedHosts: request.allowedHosts });
     if (problem) return Promise.resolve({ answered: false, error: `webhook URL ${problem}` });
-    return this.send(new URL(url), request, true);
+    return this.send(new URL(url), request);
   }
 
   /**
    * One POST. A keep-alive connection the receiver closed as idle just as the request went out
    * fails with ECONNRESET before the receiver read anything (Node's servers close idle sockets
-   * after 5 s); that request is sent once more on a fresh connection, as Node's docs advise,
-   * instead of failing an attempt that never reached the receiver.
+   * after 5 s); that request is sent again, as Node's docs advise, instead of failing an attempt
+   * that never reached the receiver. Connections pooled together go idle together, so the next
+   * pooled one may be closing too: it is resent while the failure was on a reused connection,
+   * which ends at the latest on a fresh one (the scale model saw a call fail twice this way).
    */
-  private send(target: URL, request: WebhookRequest, mayResend: boolean): Promise<WebhookOutcome> {
+  private send(target: URL, request: WebhookRequest): Promise<WebhookOutcome> {
     const secure = target.protocol === 'https:';
     const { connectTimeoutMs, totalTimeoutMs } = this.options;
     return new Promise((resolve) => {
@@ -142,11 +144,11 @@ export class WebhookClient {
         else clearTimeout(connectTimer);
       });
       outgoing.on('error', (error: NodeJS.ErrnoException) => {
-        if (mayResend && !settled && outgoing.reusedSocket && error.code === 'ECONNRESET') {
+        if (!settled && outgoing.reusedSocket && error.code === 'ECONNRESET') {
           settled = true;
           clearTimeout(connectTimer);
           clearTimeout(totalTimer);
-          resolve(this.send(target, request, false));
+          resolve(this.send(target, request));
           return;
         }
         settle({ answered: false, error: describeNetworkError(error) }, false);

@@ -269,10 +269,12 @@ describe('Class: WebhookClient', () => {
       expect(receiver.connections()).toBe(connectionsBefore + 1);
     });
 
-    it('sends a call again on a fresh connection when the receiver reset the idle one it reused', async () => {
-      // Prepare: a receiver that answers each connection's first request and resets the
-      // connection when a second arrives on it, as a server closing an idle socket does when
-      // the client's next request crosses the close.
+    /**
+     * A receiver that answers each connection's first request and resets the connection when a
+     * second arrives on it, as a server closing an idle socket does when the client's next
+     * request crosses the close.
+     */
+    async function resettingReceiver() {
       const connections: Socket[] = [];
       const server = createTcpServer((socket) => {
         connections.push(socket);
@@ -284,20 +286,44 @@ describe('Class: WebhookClient', () => {
         });
       });
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+      return {
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+        connections,
+        close: () => server.close(),
+      };
+    }
+
+    it('sends a call again on a fresh connection when the receiver reset the idle one it reused', async () => {
+      // Prepare
+      const receiving = await resettingReceiver();
       const client = clientWith({ policy: LOCAL });
 
       // Act
-      const first = await client.post(url, REQUEST);
-      const second = await client.post(url, REQUEST);
+      const first = await client.post(receiving.url, REQUEST);
+      const second = await client.post(receiving.url, REQUEST);
 
       // Assess
       expect([first, second]).toMatchObject([
         { answered: true, status: 204 },
         { answered: true, status: 204 },
       ]);
-      expect(connections).toHaveLength(2);
-      server.close();
+      expect(receiving.connections).toHaveLength(2);
+      receiving.close();
+    });
+
+    it('keeps sending it again while the pooled connections it reuses were all reset, until a fresh one answers', async () => {
+      // Prepare: two calls at once leave two idle connections in the pool.
+      const receiving = await resettingReceiver();
+      const client = clientWith({ policy: LOCAL });
+      await Promise.all([client.post(receiving.url, REQUEST), client.post(receiving.url, REQUEST)]);
+
+      // Act
+      const outcome = await client.post(receiving.url, REQUEST);
+
+      // Assess: both pooled connections were reset, and the third, fresh one answered.
+      expect(outcome).toMatchObject({ answered: true, status: 204 });
+      expect(receiving.connections).toHaveLength(3);
+      receiving.close();
     });
 
     it('returns a redirect as it is, without following it', async () => {

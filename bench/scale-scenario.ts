@@ -103,6 +103,8 @@ const MAX_SUBMIT_LAG_MS = 5_000;
 
 interface Arrival {
   readonly receivedAtMs: number;
+  /** The attempt the notification says it is. */
+  readonly attempt: number;
   readonly signatureValid: boolean;
   readonly answered: number;
 }
@@ -117,9 +119,13 @@ interface Sent {
 /** One of a scenario's latest deliveries, to see where lateness comes from. */
 export interface LateDelivery {
   readonly tenant: string;
+  readonly taskId: string;
   /** How long before its due time the task was accepted: a short lead takes the api's direct path. */
   readonly leadMs: number;
   readonly latenessMs: number;
+  /** The attempt that arrived first, and why the attempts before it failed (from the task's history). */
+  readonly attempt: number;
+  readonly earlierErrors?: readonly string[];
 }
 
 /** Late deliveries a scenario lists. */
@@ -148,6 +154,7 @@ async function startReceiver(tenants: Readonly<Record<string, WebhookBehaviour>>
       const list = arrivals.get(notification.id) ?? [];
       list.push({
         receivedAtMs,
+        attempt: notification.attempt,
         signatureValid: secret !== undefined && verifyWebhook(secret, headers, rawBody),
         answered: hangs ? 0 : 204,
       });
@@ -323,7 +330,6 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
   const eventLoopDelayMs = { p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 };
   const model = await scaleModel.report();
   const lambda = timer.lambdaStats().functions;
-  await timer.stop();
   await receiver.close();
 
   const tenants: Record<string, TenantResult> = {};
@@ -352,8 +358,10 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
         lateness.push(first.receivedAtMs - task.dueAtMs);
         deliveries.push({
           tenant: id,
+          taskId,
           leadMs: task.dueAtMs - task.acceptedAtMs,
           latenessMs: first.receivedAtMs - task.dueAtMs,
+          attempt: first.attempt,
         });
       }
     }
@@ -372,7 +380,17 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
       latenessMs: { p50, p99, max },
     };
   }
-  const latest = deliveries.sort((a, b) => b.latenessMs - a.latenessMs).slice(0, LATEST_LISTED);
+  const latest = await Promise.all(
+    deliveries
+      .sort((a, b) => b.latenessMs - a.latenessMs)
+      .slice(0, LATEST_LISTED)
+      .map(async (delivery) =>
+        delivery.attempt === 1
+          ? delivery
+          : { ...delivery, earlierErrors: await earlierErrors(delivery, timer.apiUrl, apiKeys.get(delivery.tenant)) },
+      ),
+  );
+  await timer.stop();
   return {
     name: spec.name,
     k: options.k,
@@ -383,6 +401,17 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
     latest,
     eventLoopDelayMs,
   };
+}
+
+/** Why a task's attempts before the one that arrived first failed, as its history (GET /v1/tasks/{id}) says. */
+async function earlierErrors(delivery: LateDelivery, apiUrl: string, apiKey = ''): Promise<string[]> {
+  const response = await fetch(`${apiUrl}/v1/tasks/${delivery.taskId}`, {
+    headers: { authorization: `Bearer ${apiKey}` },
+  });
+  const task = (await response.json()) as { history?: Array<{ attempt: number; error?: string }> };
+  return (task.history ?? [])
+    .filter((attempt) => attempt.attempt < delivery.attempt)
+    .map((attempt) => attempt.error ?? 'no error recorded');
 }
 
 /** Requests the model throttled: DynamoDB's (every key class and the table), API Gateway's 429s and Lambda's throttled invocations. */

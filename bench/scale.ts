@@ -251,7 +251,12 @@ function modelLines(result: ScenarioResult): string[] {
     `- SQS in flight: ${queues}`,
     `- this process's event loop held up: p99 ${fmt(result.eventLoopDelayMs.p99)} ms, longest ${fmt(result.eventLoopDelayMs.max)} ms`,
     `- latest deliveries (lateness, accepted how long before due): ${
-      result.latest.map((late) => `${fmt(late.latenessMs)} ms (${fmt(late.leadMs / 1000, 1)} s)`).join(', ') || 'none'
+      result.latest
+        .map((late) => {
+          const retried = late.attempt > 1 ? `, attempt ${late.attempt} after: ${late.earlierErrors?.join('; ')}` : '';
+          return `${fmt(late.latenessMs)} ms (${fmt(late.leadMs / 1000, 1)} s${retried})`;
+        })
+        .join(', ') || 'none'
     }`,
   ];
 }

@@ -278,14 +278,20 @@ describe('Function: guardedByHostBreaker', () => {
       expect(target.breaker.state(circuit)).toBe('closed');
     });
 
-    it('waits to the webhook timeout for a slow call to a host that answered within the open time, or a patient one', async () => {
-      // Prepare: the host answered once (late: a slow receiver), and a call marked patient goes to another.
+    /** A target whose host answered one call `agoMs` before now. */
+    async function answeredAgo(agoMs: number) {
       const clock = new ManualClock(NOW_MS);
       const target = pendingTarget(clock);
       const first = target.call({ patient: true });
       target.answer({ ok: true, statusCode: 200 });
       await first;
-      clock.advance(SETTINGS.openMs - 1);
+      clock.advance(agoMs);
+      return target;
+    }
+
+    it('waits to the webhook timeout for a slow call to a host that answered within the open time, or a patient one', async () => {
+      // Prepare
+      const target = await answeredAgo(SETTINGS.openMs - 1);
 
       // Act: two calls, one of them patient, both answered only after slowCallMs.
       const slow = [target.call(), target.call({ patient: true })];
@@ -302,12 +308,7 @@ describe('Function: guardedByHostBreaker', () => {
 
     it('hurries a slow host again once it has not answered for the open time', async () => {
       // Prepare
-      const clock = new ManualClock(NOW_MS);
-      const target = pendingTarget(clock);
-      const first = target.call({ patient: true });
-      target.answer({ ok: true, statusCode: 200 });
-      await first;
-      clock.advance(SETTINGS.openMs + 1);
+      const target = await answeredAgo(SETTINGS.openMs + 1);
 
       // Act
       const slow = target.call();

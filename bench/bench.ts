@@ -52,7 +52,7 @@ const { values: flags } = parseArgs({
   },
 });
 const quick = flags.quick ?? false;
-const RATES = (flags.rates ?? (quick ? '100,500' : '100,500,1000,2000')).split(',').map(Number);
+const RATES = (flags.rates ?? (quick ? '100,200,500' : '100,200,500,1000,2000')).split(',').map(Number);
 const BURSTS = (flags.bursts ?? (quick ? '2000' : '10000,20000')).split(',').map(Number);
 const STEADY_SECONDS = quick ? 15 : 60;
 const LONG_HORIZON_TASKS = quick ? 2000 : 20_000;

@@ -37,14 +37,20 @@ export function startLocalProcess<Ready>(besideUrl: string, name: string, args: 
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const waiting = new Map<number, (value: unknown) => void>();
+  const waiting = new Map<number, { answered: (value: unknown) => void; failed: (error: Error) => void }>();
+  // A question the child can no longer answer fails rather than waits for ever.
+  child.once('exit', (code, signal) => {
+    for (const { failed } of waiting.values())
+      failed(new Error(`${name} exited (${signal ?? code}) before it answered`));
+    waiting.clear();
+  });
   let questions = 0;
   return new Promise<LocalProcess<Ready>>((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`${name} exited with code ${code} before it was ready`)));
     child.on('message', (message: ChildMessage) => {
       if ('answer' in message) {
-        waiting.get(message.answer)?.(message.value);
+        waiting.get(message.answer)?.answered(message.value);
         waiting.delete(message.answer);
         return;
       }
@@ -64,7 +70,7 @@ export function startLocalProcess<Ready>(besideUrl: string, name: string, args: 
               failed(new Error(`${name} is no longer running`));
               return;
             }
-            waiting.set(question, (value) => answered(value as Answer));
+            waiting.set(question, { answered: (value) => answered(value as Answer), failed });
             child.send({ ask: question } satisfies ParentMessage);
           });
         },

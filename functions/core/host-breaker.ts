@@ -68,8 +68,8 @@ const MAX_REMEMBERED_HOSTS = 10_000;
  */
 export class HostBreaker {
   private readonly circuits = new Map<string, Circuit>();
-  /** Calls waiting on each circuit that are to be given up if it opens, each told how long it stays open. */
-  private readonly givingUp = new Map<string, Set<(openMs: number) => void>>();
+  /** Calls waiting on each circuit that are to be given up if it opens. */
+  private readonly givingUp = new Map<string, Set<() => void>>();
   /** When each circuit's host last answered a call, oldest first; a slow call to a host that answered lately is waited on. */
   private readonly answeredAtMs = new Map<string, number>();
 
@@ -148,7 +148,7 @@ export class HostBreaker {
    * flight is abandoned once its host is taken for dead, instead of holding its batch to the
    * webhook timeout.
    */
-  onOpen(key: string, giveUp: (openMs: number) => void): () => void {
+  onOpen(key: string, giveUp: () => void): () => void {
     const waiting = this.givingUp.get(key) ?? new Set();
     this.givingUp.set(key, waiting.add(giveUp));
     return () => {
@@ -158,11 +158,10 @@ export class HostBreaker {
   }
 
   private open(key: string): void {
-    const { openMs } = this.settings;
-    this.circuits.set(key, { state: 'open', untilMs: this.clock.now() + openMs });
+    this.circuits.set(key, { state: 'open', untilMs: this.clock.now() + this.settings.openMs });
     const waiting = this.givingUp.get(key);
     this.givingUp.delete(key);
-    for (const giveUp of waiting ?? []) giveUp(openMs);
+    for (const giveUp of waiting ?? []) giveUp();
   }
 }
 

@@ -221,10 +221,25 @@ export function guardedByHostBreaker(dispatcher: TargetDispatcher, breaker: Host
           retryAfterSeconds: spread(admission.retryAfterSeconds),
         };
       }
+      const { openMs, slowCallMs } = breaker.settings;
+      let giveUp: (why: string) => void = () => undefined;
+      const givenUp = new Promise<TargetResult>((resolve) => {
+        giveUp = (why) =>
+          resolve({
+            ok: false,
+            error: `given up: ${host} ${why}`,
+            retryAfterSeconds: spread(Math.ceil(openMs / 1000)),
+          });
+      });
+      const stopWaiting = breaker.onOpen(circuit, () =>
+        giveUp('stopped answering and its circuit opened while this call waited'),
+      );
       const patient = options.patient === true || breaker.answeredRecently(circuit);
-      let giveUpSlow = () => undefined as void;
-      const endWatch = breaker.watchSlowCall(circuit, () => giveUpSlow());
-      let stopWaiting = () => undefined as void;
+      const giveUpSlow = () =>
+        giveUp(
+          `did not answer within ${slowCallMs} ms and has not answered lately; the next attempt waits for the webhook timeout`,
+        );
+      const endWatch = breaker.watchSlowCall(circuit, patient ? undefined : giveUpSlow);
       // The call's own end comes first: it stops waiting before its answer can open the circuit.
       const call = dispatcher.dispatch(target, notification, sender, options).then(
         (result) => {
@@ -242,23 +257,6 @@ export function guardedByHostBreaker(dispatcher: TargetDispatcher, breaker: Host
           throw error;
         },
       );
-      const { openMs, slowCallMs } = breaker.settings;
-      const givenUp = new Promise<TargetResult>((resolve) => {
-        stopWaiting = breaker.onOpen(circuit, () =>
-          resolve({
-            ok: false,
-            error: `given up: ${host} stopped answering and its circuit opened while this call waited`,
-            retryAfterSeconds: spread(Math.ceil(openMs / 1000)),
-          }),
-        );
-        if (patient) return;
-        giveUpSlow = () =>
-          resolve({
-            ok: false,
-            error: `given up: ${host} did not answer within ${slowCallMs} ms and has not answered lately; the next attempt waits for the webhook timeout`,
-            retryAfterSeconds: spread(Math.ceil(openMs / 1000)),
-          });
-      });
       // An abandoned call runs on to its own end (its answer still counts), unless the instance is frozen first.
       call.catch(() => undefined);
       try {

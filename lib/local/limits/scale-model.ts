@@ -53,9 +53,12 @@ export interface RunningScaleModel extends EmulatorEndpoints {
   close(): Promise<void>;
 }
 
+/** What the proxies saw: the report's DynamoDB and SQS parts. */
+type ProxiesReport = Omit<ScaleModelReport, 'k' | 'api'>;
+
 /** The proxies that stand for DynamoDB's and SQS's servers, and what they saw. */
 interface LimitProxies extends EmulatorEndpoints {
-  report(): Omit<ScaleModelReport, 'k' | 'api'>;
+  report(): ProxiesReport;
   close(): Promise<void>;
 }
 
@@ -128,7 +131,7 @@ export async function startScaleModelProcess(
     apiThrottle,
     report: async () => ({
       k: model.k,
-      ...(await child.ask<Omit<ScaleModelReport, 'k' | 'api'>>()),
+      ...(await child.ask<ProxiesReport>()),
       api: apiThrottle.report(),
     }),
     close: () => child.stop(),

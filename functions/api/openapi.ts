@@ -249,6 +249,8 @@ const operations: Record<(typeof API_ROUTES)[number], object> = {
   'DELETE /v1/tasks/{id}': {
     operationId: 'cancelTask',
     summary: 'Cancel a task that has not been delivered',
+    description:
+      'A task never attempted can be cancelled until 1 s before its due time (its first attempt takes no lease, so a later cancel could race it: 409 too-late). A task waiting for a retry can be cancelled at any time between attempts (409 in-delivery while an attempt is in flight).',
     parameters: [idParameter],
     responses: {
       200: { description: 'Cancelled (also when already cancelled)', content: json(taskDetailsSchema) },

@@ -26,7 +26,7 @@ import {
   parseTaskRequest,
 } from '../core/schemas.js';
 import { resolvingEachHostOnce, targetProblem, type TargetRules } from '../core/target-rules.js';
-import type { Task } from '../core/task.js';
+import { type Task, UNLEASED_CANCEL_MARGIN_MS } from '../core/task.js';
 import { authenticate, type RateLimiter, type Tenant, type TenantDirectory } from '../core/tenants.js';
 import { bizTypeRoute, type BizTypeRoutePorts } from './biz-type-routes.js';
 import { type HttpResult, jsonResponse, problem, problemResponse, readJsonBody, validationProblem } from './http.js';
@@ -241,6 +241,7 @@ const RESCHEDULE_REFUSALS = {
   'not-in-effect':
     'This task replaces another through a reschedule that has not taken effect yet; retry in a few seconds.',
   contended: 'The task kept changing while it was being rescheduled; retry the request.',
+  'too-late': `The task is due in less than ${UNLEASED_CANCEL_MARGIN_MS / 1000} s (or is already due) and has not been attempted yet: its first attempt may be under way, so it can no longer be rescheduled. It will be delivered at its due time.`,
 } as const;
 
 /** PATCH /v1/tasks/{id}: 200 with the task that replaces this one, the same for a repeat of the request. */
@@ -290,6 +291,14 @@ async function deleteTask(ports: ApiPorts, tenant: Tenant, id: string): Promise<
           409,
           'in-delivery',
           'A delivery attempt is in progress, or one was cut short and its outcome is not known yet; the task may be delivered. Retry the cancel in a few minutes: it succeeds if the attempt failed.',
+        ),
+      );
+    case 'too-late':
+      return problemResponse(
+        problem(
+          409,
+          'too-late',
+          `The task is due in less than ${UNLEASED_CANCEL_MARGIN_MS / 1000} s (or is already due) and has not been attempted yet: its first attempt may be under way, so it is no longer cancelled. Cancel at least ${UNLEASED_CANCEL_MARGIN_MS / 1000} s before dueAt. Should the attempt fail, the task can be cancelled before its retry.`,
         ),
       );
   }

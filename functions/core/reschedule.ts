@@ -18,10 +18,18 @@
 
 import { secondOf } from './clock.js';
 import { dealShard, newTaskId, parseTaskId, type TaskKey, taskKey } from './ids.js';
-import { createOrAdopt, getTask, handOffLateArrivals, type SchedulePorts, type TaskLookupPorts } from './schedule.js';
+import {
+  createOrAdopt,
+  getTask,
+  handOffLateArrivals,
+  isLateArrival,
+  type SchedulePorts,
+  storedBeforeFirstAttempt,
+  type TaskLookupPorts,
+} from './schedule.js';
 import type { Reschedule } from './schemas.js';
 import type { Task, TaskStatus } from './task.js';
-import { expiryAfter } from './task.js';
+import { expiryAfter, takesUnleasedFirstAttempt, UNLEASED_CANCEL_MARGIN_MS } from './task.js';
 
 export type RescheduleOutcome =
   | { readonly kind: 'rescheduled'; readonly task: Task }
@@ -31,12 +39,22 @@ export type RescheduleOutcome =
       /**
        * `already-final`: delivered, failed, cancelled or rescheduled before; `in-delivery`: an
        * attempt is in flight; `not-in-effect`: the task is itself a reschedule that has not
-       * taken effect; `contended`: the task kept changing underneath.
+       * taken effect; `contended`: the task kept changing underneath; `too-late`: never attempted
+       * and due too soon, so its first attempt (which takes no lease) may be under way.
        */
-      readonly reason: 'already-final' | 'in-delivery' | 'not-in-effect' | 'contended';
+      readonly reason: 'already-final' | 'in-delivery' | 'not-in-effect' | 'contended' | 'too-late';
       readonly status?: TaskStatus;
       readonly rescheduledTo?: string;
     };
+
+/**
+ * Whether the task, as read, would have gone to an unleased first attempt had no intent been
+ * recorded: never attempted and not itself a successor. An intent of this request may already
+ * be on it (a retry), so the intent itself is not counted.
+ */
+function unleasedBefore(task: Task): boolean {
+  return takesUnleasedFirstAttempt({ ...task, rescheduleIntent: undefined });
+}
 
 /** Whether a rescheduled task may be delivered now, must wait, or must never be. */
 export type Handover = 'in-effect' | 'waiting' | 'abandoned';
@@ -102,6 +120,12 @@ async function handOver(
     const intent = { taskId: id, fingerprint: request.fingerprint };
     if (!(await taskStore.recordRescheduleIntent(key, current.tenantId, intent, current.rescheduleIntent?.taskId)))
       return undefined;
+    // An intent sends the task's attempt through the lease, which the commit then excludes; but an
+    // unleased first attempt that read the task before the intent was stored would not see it.
+    if (unleasedBefore(current) && !storedBeforeFirstAttempt(clock, current.dueAtMs)) {
+      await taskStore.withdrawRescheduleIntent(key, id);
+      return { kind: 'refused', reason: 'too-late', status: current.status };
+    }
   }
 
   const createdAtMs = clock.now();
@@ -123,6 +147,7 @@ async function handOver(
       // The successor is the same business task, delivered under the settings it was submitted with.
       ...(current.policy !== undefined && { policy: current.policy }),
       attempts: 0,
+      ...(isLateArrival(dueAtMs, createdAtMs, ports.lookaheadSeconds) && { lateArrival: true }),
       rescheduledFrom: current.id,
     },
   });
@@ -139,7 +164,13 @@ async function handOver(
     if (now?.rescheduledTo === id) return { kind: 'rescheduled', task: successor };
   }
   // Withdrawn (or moved on to another request's successor): nothing can hand over to this one any more.
-  await taskStore.cancel(successorKey, current.tenantId, nowMs, expiryAfter(nowMs, ports.retentionDays));
+  // A successor's attempts always hold a lease, so no due-time margin applies to this cancel.
+  await taskStore.cancel(successorKey, {
+    tenantId: current.tenantId,
+    nowMs,
+    expiresAtSeconds: expiryAfter(nowMs, ports.retentionDays),
+    unleasedDueAfterMs: nowMs,
+  });
   return undefined;
 }
 
@@ -168,6 +199,10 @@ export async function rescheduleTask(
     }
     if (current.status === 'DELIVERING') return { kind: 'refused', reason: 'in-delivery', status: current.status };
     if (current.status !== 'PENDING') return { kind: 'refused', reason: 'already-final', status: current.status };
+    // Refused before any write, like a cancel: its first attempt takes no lease (see cancelTask).
+    if (unleasedBefore(current) && current.dueAtMs <= ports.clock.now() + UNLEASED_CANCEL_MARGIN_MS) {
+      return { kind: 'refused', reason: 'too-late', status: current.status };
+    }
     // A successor whose own reschedule is not in effect could be delivered beside its predecessor if moved on.
     if (current.rescheduledFrom !== undefined && (await handoverTo(ports, current)) !== 'in-effect') {
       return { kind: 'refused', reason: 'not-in-effect', status: current.status };

@@ -1,3 +1,4 @@
+import { FUNCTIONS } from '../contract/topology.js';
 import { claimableThrough, ensureClockStarted, secondOf } from './clock.js';
 import type { TaskKey } from './ids.js';
 import { dealShard, newTaskId, parseTaskId, taskKey } from './ids.js';
@@ -13,7 +14,7 @@ import type {
   Task,
   TaskStore,
 } from './task.js';
-import { DAY_SECONDS, expiryAfter } from './task.js';
+import { CLOCK_SKEW_MS, DAY_SECONDS, expiryAfter, UNLEASED_CANCEL_MARGIN_MS } from './task.js';
 import { tickFor, type TickQueue } from './tick.js';
 
 export interface SchedulePorts {
@@ -66,6 +67,7 @@ function newEntry(ports: SchedulePorts, tenantId: string, request: NewTask, crea
     status: 'PENDING',
     createdAtMs,
     attempts: 0,
+    ...(isLateArrival(location.dueAtMs, createdAtMs, ports.lookaheadSeconds) && { lateArrival: true }),
   };
   return { task, key: taskKey(taskId, location, ports.bucketCount) };
 }
@@ -182,12 +184,24 @@ export async function scheduleTasks(
 }
 
 /**
+ * Whether a task written by an api call that started at `createdAtMs` may be handed to the
+ * delivery queue by that call (see handOffLateArrivals): due up to claimableThrough of any
+ * moment the call can still be running at, which its function's timeout bounds. Decided before
+ * the write, so the task item says so from the start.
+ */
+export function isLateArrival(dueAtMs: number, createdAtMs: number, lookaheadSeconds: number): boolean {
+  return secondOf(dueAtMs) <= claimableThrough(createdAtMs + FUNCTIONS.api.timeoutSeconds * 1000, lookaheadSeconds);
+}
+
+/**
  * Enqueues the stored tasks whose second a scanner may already have claimed (invariant 5: call
  * it after the index and task writes): those due up to claimableThrough, which also covers the
  * lookahead, which a tick could not bring a scanner to in time. A task due later is certainly in
  * a second no one has claimed, and the scan that claims it will find it in the index. Some of
  * those enqueued here are sent again by their second's scan; the callback's lease absorbs the
- * duplicate. Should the enqueue fail, the tasks are flagged for the sweeper's overdue pass,
+ * duplicate (late arrivals take it on their first attempt too). Only tasks marked `lateArrival`
+ * when written are handed off: a replay that finds an unmarked task written long before leaves it
+ * to the scan that found it. Should the enqueue fail, the tasks are flagged for the sweeper's overdue pass,
  * which enqueues them once they are overdueGraceSeconds past due. Ticks the seconds in
  * `unticked` (new to a minute the ticker already planned) that a scanner must still claim.
  * Returns how many it enqueued, or, if the enqueue failed, how many it left flagged; throws
@@ -202,7 +216,11 @@ export async function handOffLateArrivals(
   const nowMs = clock.now();
   const enqueueThrough = claimableThrough(nowMs, ports.lookaheadSeconds);
   const late = stored.filter(
-    (task) => task.status === 'PENDING' && task.attempts === 0 && secondOf(task.dueAtMs) <= enqueueThrough,
+    (task) =>
+      task.lateArrival === true &&
+      task.status === 'PENDING' &&
+      task.attempts === 0 &&
+      secondOf(task.dueAtMs) <= enqueueThrough,
   );
   // Those seconds need no tick: their tasks are enqueued here.
   const ticks = [...unticked]
@@ -248,22 +266,40 @@ export async function getTask(ports: TaskLookupPorts, tenantId: string, id: stri
 }
 
 /**
- * Cancels a task that has not been delivered. Once this returns `cancelled: true` the
- * task can never be delivered: the callback must take a lease on a PENDING task before
- * calling the target, and only a PENDING task can be cancelled, so no attempt is in flight
- * or was cut short with an unknown outcome. Cancelling an already cancelled task succeeds
- * again, so retries are safe.
+ * Cancels a task that has not been delivered. Once this returns `cancelled: true` the task can
+ * never be delivered. A retry takes a lease before calling the target and only a PENDING task
+ * can be cancelled, so no attempt is in flight or was cut short with an unknown outcome. A first
+ * attempt takes no lease (one write per delivery instead of two): it reads the task at its due
+ * time, so a cancel of a task never attempted counts only once the api has seen it stored
+ * CLOCK_SKEW_MS before the due time, and is refused from UNLEASED_CANCEL_MARGIN_MS before it. One
+ * stored later is undone and refused as `too-late`. Cancelling an already cancelled task
+ * succeeds again, so retries are safe.
  */
 export async function cancelTask(ports: TaskLookupPorts, tenantId: string, id: string): Promise<CancelOutcome> {
   const location = parseTaskId(id, ports.shardCount);
   if (!location) return { cancelled: false, reason: 'not-found' };
+  const key = taskKey(id, location, ports.bucketCount);
   const nowMs = ports.clock.now();
-  const outcome = await ports.taskStore.cancel(
-    taskKey(id, location, ports.bucketCount),
+  const outcome = await ports.taskStore.cancel(key, {
     tenantId,
     nowMs,
-    expiryAfter(nowMs, ports.retentionDays),
-  );
+    expiresAtSeconds: expiryAfter(nowMs, ports.retentionDays),
+    unleasedDueAfterMs: nowMs + UNLEASED_CANCEL_MARGIN_MS,
+  });
+  if (outcome.cancelled && outcome.unleased && !storedBeforeFirstAttempt(ports.clock, location.dueAtMs)) {
+    // Stored too late to be sure no first attempt read the task before it. Undone, the task is
+    // delivered as if the cancel never came (unless that attempt recorded its delivery already).
+    await ports.taskStore.revertCancel(key, nowMs);
+    return { cancelled: false, reason: 'too-late', status: 'PENDING' };
+  }
   if (!outcome.cancelled && outcome.status === 'CANCELLED') return { cancelled: true };
   return outcome;
+}
+
+/**
+ * Whether a write the api has just seen stored came before any unleased first attempt of a task
+ * due at `dueAtMs` could read it: that attempt reads at the due time by its own clock.
+ */
+export function storedBeforeFirstAttempt(clock: Clock, dueAtMs: number): boolean {
+  return clock.now() + CLOCK_SKEW_MS < dueAtMs;
 }

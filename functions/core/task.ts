@@ -7,8 +7,9 @@ import type { TaskKey } from './ids.js';
 
 /**
  * A task's status and target are the ones the HTTP contract shows. PENDING until a callback
- * claims it; DELIVERING while one holds the delivery lease; then DELIVERED, FAILED (attempts
- * exhausted) or CANCELLED. QUEUED is not stored: a write per task per hop is the dominant
+ * records an attempt's outcome (a first attempt is made without a lease, see
+ * `takesUnleasedFirstAttempt`); DELIVERING while a later attempt holds the delivery lease; then
+ * DELIVERED, FAILED (attempts exhausted) or CANCELLED. QUEUED is not stored: a write per task per hop is the dominant
  * cost at a billion tasks a day, and a task's presence in the delivery queue is implied by
  * its second having been scanned.
  */
@@ -47,6 +48,12 @@ export interface Task {
    * records `rescheduledTo` this one (see reschedule.ts), so the two are never both delivered.
    */
   readonly rescheduledFrom?: string;
+  /**
+   * Stored by a submit that came so close to the due time that a scanner may have claimed its
+   * second already (see `isLateArrival`): the api enqueues it itself and the scan may send it
+   * too, so two messages may bring it at once, and its first attempt takes the lease.
+   */
+  readonly lateArrival?: true;
   /** Set, with status CANCELLED, in the one write that makes a reschedule take effect. */
   readonly rescheduledTo?: string;
   /** A reschedule begun but not yet in effect: the task it would hand over to, and the request's fingerprint. */
@@ -88,11 +95,60 @@ export interface DueTask {
   readonly dueAtMs: number;
 }
 
+/**
+ * How close to its due time a task whose first attempt goes without a lease may still be
+ * cancelled or rescheduled. Such an attempt reads the task at its due time and calls the target
+ * with no write before the call, so a cancel is safe only if it is stored before any callback can
+ * read the task: the api refuses one asked for later than this before the due time.
+ */
+export const UNLEASED_CANCEL_MARGIN_MS = 1000;
+
+/**
+ * How far apart two functions' clocks may be (Lambda's are kept in step by the Amazon Time Sync
+ * Service, far closer than this). A cancel of a task with an unleased first attempt counts only
+ * if the api saw it stored at least this long before the due time by its own clock.
+ */
+export const CLOCK_SKEW_MS = 250;
+
+/**
+ * Whether the task's next attempt is made without a lease: its first one, unless it is a
+ * reschedule's successor (whose delivery must check its predecessor first), has a reschedule
+ * begun (which must be able to stop it) or is a late arrival (whose two messages may come at once). Retries hold a lease, so a cancel between them is safe
+ * at any time; these do not, so cancels of them follow UNLEASED_CANCEL_MARGIN_MS.
+ */
+export function takesUnleasedFirstAttempt(task: Task): boolean {
+  return (
+    task.status === 'PENDING' &&
+    task.attempts === 0 &&
+    task.rescheduledFrom === undefined &&
+    task.rescheduleIntent === undefined &&
+    task.lateArrival === undefined
+  );
+}
+
+/** A cancel as the api asks for it. */
+export interface CancelRequest {
+  readonly tenantId: string;
+  readonly nowMs: number;
+  readonly expiresAtSeconds: number;
+  /**
+   * A task never attempted (and not a reschedule's successor) is cancelled only if it is due
+   * after this: its first attempt takes no lease, so a cancel must land before it can start.
+   */
+  readonly unleasedDueAfterMs: number;
+}
+
 export type CancelOutcome =
-  | { readonly cancelled: true }
+  /** `unleased`: the task was waiting for an unleased first attempt, so the cancel counts only if it landed in time. */
+  | { readonly cancelled: true; readonly unleased?: boolean }
   | {
       readonly cancelled: false;
-      readonly reason: 'not-found' | 'already-final' | 'in-delivery';
+      /**
+       * `too-late`: never attempted and due too soon (or already due): its first attempt, which
+       * takes no lease, may be under way. `in-delivery`: a leased attempt is in flight, or was cut
+       * short and its outcome is not known yet.
+       */
+      readonly reason: 'not-found' | 'already-final' | 'in-delivery' | 'too-late';
       readonly status?: TaskStatus;
     };
 
@@ -116,9 +172,16 @@ export interface TaskStore {
   get(key: TaskKey): Promise<Task | undefined>;
   /**
    * PENDING → CANCELLED, else says why not (a DELIVERING task is in an attempt, or its
-   * outcome is not known yet). Another tenant's task is `not-found`.
+   * outcome is not known yet; a task never attempted is refused once due by `unleasedDueAfterMs`).
+   * Another tenant's task is `not-found`.
    */
-  cancel(key: TaskKey, tenantId: string, nowMs: number, expiresAtSeconds: number): Promise<CancelOutcome>;
+  cancel(key: TaskKey, request: CancelRequest): Promise<CancelOutcome>;
+  /**
+   * Undoes a cancel this api call made (CANCELLED at `cancelledAtMs`, never attempted → PENDING)
+   * because it landed too close to the due time to be sure it came before the first attempt;
+   * false if the task has moved on (that attempt recorded its outcome).
+   */
+  revertCancel(key: TaskKey, cancelledAtMs: number): Promise<boolean>;
   /**
    * All PENDING tasks of one shard of one second (consistent reads, every page); with
    * `neverAttempted`, only those no callback has ever claimed.
@@ -131,6 +194,13 @@ export interface TaskStore {
   claimDelivery(key: TaskKey, nowMs: number, leaseUntilMs: number): Promise<Task | undefined>;
   /** Records the outcome of the attempt that holds the lease; false if the lease was lost. */
   finishDelivery(key: TaskKey, attempt: number, outcome: DeliveryRecord): Promise<boolean>;
+  /**
+   * Records the outcome of an unleased first attempt, making it attempt 1, in the one write the
+   * attempt makes: only over a task still never attempted (false otherwise: another copy of the
+   * message recorded first). A delivery is also recorded over a cancel that landed after the
+   * attempt read the task (the api did not confirm that cancel), so the task says what happened.
+   */
+  finishFirstAttempt(key: TaskKey, outcome: FirstAttemptRecord): Promise<boolean>;
   /** FAILED → PENDING with a fresh attempt budget and no backoff to wait out; false if the task is not FAILED. */
   reviveFailed(key: TaskKey): Promise<boolean>;
   /**
@@ -211,6 +281,9 @@ export type DeliveryRecord =
       readonly lastError: string;
       readonly expiresAtSeconds: number;
     };
+
+/** What an unleased first attempt can end in. */
+export type FirstAttemptRecord = Extract<DeliveryRecord, { status: 'DELIVERED' | 'PENDING' | 'FAILED' }>;
 
 /** Seconds `from` to `through`, both included. */
 export interface SecondRange {

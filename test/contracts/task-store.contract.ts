@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import { parseTaskId, type TaskKey, taskKey } from '../../functions/core/ids.js';
 import type { DeliveryRecord, Task, TaskStore } from '../../functions/core/task.js';
-import { aTask, TENANT_ID } from '../unit/fakes.js';
+import { aTask, cancelRequest, TENANT_ID } from '../unit/fakes.js';
 
 /** Buckets the store under test is made with; the keys below are built with the same count. */
 export const CONTRACT_BUCKET_COUNT = 1000;
@@ -89,15 +89,15 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       await store.claimDelivery(deliveringKey as TaskKey, DUE_MS, DUE_MS + LEASE_MS);
 
       // Act
-      const stranger = await store.cancel(pendingKey as TaskKey, 'rival', DUE_MS, EXPIRES_AT);
-      const cancelled = await store.cancel(pendingKey as TaskKey, TENANT_ID, DUE_MS, EXPIRES_AT);
-      const twice = await store.cancel(pendingKey as TaskKey, TENANT_ID, DUE_MS + 1, EXPIRES_AT);
-      const inDelivery = await store.cancel(deliveringKey as TaskKey, TENANT_ID, DUE_MS, EXPIRES_AT);
-      const missing = await store.cancel(keyOf(aTask(DUE_MS, 0)), TENANT_ID, DUE_MS, EXPIRES_AT);
+      const stranger = await store.cancel(pendingKey as TaskKey, cancelRequest('rival', DUE_MS, EXPIRES_AT));
+      const cancelled = await store.cancel(pendingKey as TaskKey, cancelRequest(TENANT_ID, DUE_MS, EXPIRES_AT));
+      const twice = await store.cancel(pendingKey as TaskKey, cancelRequest(TENANT_ID, DUE_MS + 1, EXPIRES_AT));
+      const inDelivery = await store.cancel(deliveringKey as TaskKey, cancelRequest(TENANT_ID, DUE_MS, EXPIRES_AT));
+      const missing = await store.cancel(keyOf(aTask(DUE_MS, 0)), cancelRequest(TENANT_ID, DUE_MS, EXPIRES_AT));
 
       // Assess
       expect(stranger).toEqual({ cancelled: false, reason: 'not-found' });
-      expect(cancelled).toEqual({ cancelled: true });
+      expect(cancelled).toEqual({ cancelled: true, unleased: true });
       expect(twice).toEqual({ cancelled: false, reason: 'already-final', status: 'CANCELLED' });
       expect(inDelivery).toEqual({ cancelled: false, reason: 'in-delivery', status: 'DELIVERING' });
       expect(missing).toEqual({ cancelled: false, reason: 'not-found' });
@@ -106,6 +106,108 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
         status: 'CANCELLED',
         cancelledAtMs: DUE_MS,
       });
+    });
+
+    it('cancels a task never attempted only while it is due after the cutoff; a retried task at any time', async () => {
+      // Prepare
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const dueSoon = aTask(DUE_MS, 0);
+      const dueLater = aTask(DUE_MS + 5000, 0);
+      const retried = aTask(DUE_MS, 0, { attempts: 1, retryAtMs: RETRY_AT_MS });
+      const [soonKey, laterKey, retriedKey] = await stored(store, dueSoon, dueLater, retried);
+      const cutoff = DUE_MS; // the api asks with now + margin: a task due at or before it is refused
+
+      // Act
+      const refused = await store.cancel(
+        soonKey as TaskKey,
+        cancelRequest(TENANT_ID, DUE_MS - 1000, EXPIRES_AT, cutoff),
+      );
+      const later = await store.cancel(
+        laterKey as TaskKey,
+        cancelRequest(TENANT_ID, DUE_MS - 1000, EXPIRES_AT, cutoff),
+      );
+      const afterRetry = await store.cancel(
+        retriedKey as TaskKey,
+        cancelRequest(TENANT_ID, DUE_MS + 9000, EXPIRES_AT, DUE_MS + 10_000),
+      );
+
+      // Assess
+      expect(refused).toEqual({ cancelled: false, reason: 'too-late', status: 'PENDING' });
+      expect((await store.get(soonKey as TaskKey))?.status).toBe('PENDING');
+      expect(later).toEqual({ cancelled: true, unleased: true });
+      expect(afterRetry).toEqual({ cancelled: true, unleased: false });
+    });
+
+    it('reverts only the cancel it made, and only while the task was never attempted', async () => {
+      // Prepare
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const task = aTask(DUE_MS, 0);
+      const [key] = (await stored(store, task)) as [TaskKey];
+      await store.cancel(key, cancelRequest(TENANT_ID, DUE_MS - 5000, EXPIRES_AT, DUE_MS - 4000));
+
+      // Act
+      const someoneElses = await store.revertCancel(key, DUE_MS - 4999);
+      const ours = await store.revertCancel(key, DUE_MS - 5000);
+      const again = await store.revertCancel(key, DUE_MS - 5000);
+
+      // Assess
+      expect([someoneElses, ours, again]).toEqual([false, true, false]);
+      expect(await store.get(key)).toEqual(task);
+    });
+
+    it('records an unleased first attempt once, as attempt 1, and a delivery even over a cancel that came after it began', async () => {
+      // Prepare
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const task = aTask(DUE_MS, 0);
+      const cancelledLate = aTask(DUE_MS, 1);
+      const successor = aTask(DUE_MS, 2, { rescheduledFrom: aTask(DUE_MS - 60_000, 2).id });
+      const [key, lateKey, successorKey] = await stored(store, task, cancelledLate, successor);
+      await store.cancel(lateKey as TaskKey, cancelRequest(TENANT_ID, DUE_MS - 100));
+      const delivered: DeliveryRecord = {
+        status: 'DELIVERED',
+        deliveredAtMs: DUE_MS + 20,
+        latenessMs: 20,
+        expiresAtSeconds: EXPIRES_AT,
+        history: [{ attempt: 1, atMs: DUE_MS + 20, latencyMs: 30, statusCode: 200 }],
+      };
+      const failed: DeliveryRecord = {
+        status: 'PENDING',
+        lastError: 'HTTP 503',
+        retryAtMs: RETRY_AT_MS,
+        history: [{ attempt: 1, atMs: DUE_MS + 20, latencyMs: 30, statusCode: 503, error: 'HTTP 503' }],
+      };
+
+      // Act
+      const first = await store.finishFirstAttempt(key as TaskKey, delivered);
+      const duplicate = await store.finishFirstAttempt(key as TaskKey, failed);
+      const overCancel = await store.finishFirstAttempt(lateKey as TaskKey, delivered);
+      const ofSuccessor = await store.finishFirstAttempt(successorKey as TaskKey, delivered);
+
+      // Assess
+      expect([first, duplicate, overCancel, ofSuccessor]).toEqual([true, false, true, false]);
+      expect(await store.get(key as TaskKey)).toMatchObject({ status: 'DELIVERED', attempts: 1, latenessMs: 20 });
+      expect(await store.get(lateKey as TaskKey)).toMatchObject({ status: 'DELIVERED', attempts: 1 });
+      expect((await store.get(successorKey as TaskKey))?.status).toBe('PENDING');
+    });
+
+    it('never records a failed first attempt over a cancel', async () => {
+      // Prepare
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const task = aTask(DUE_MS, 0);
+      const [key] = (await stored(store, task)) as [TaskKey];
+      await store.cancel(key, cancelRequest(TENANT_ID, DUE_MS - 100));
+
+      // Act
+      const recorded = await store.finishFirstAttempt(key, {
+        status: 'PENDING',
+        lastError: 'HTTP 503',
+        retryAtMs: RETRY_AT_MS,
+        history: [],
+      });
+
+      // Assess
+      expect(recorded).toBe(false);
+      expect((await store.get(key))?.status).toBe('CANCELLED');
     });
 
     it('leases a task to one claimer at a time, and again once the lease has lapsed', async () => {

@@ -54,8 +54,12 @@ function pipeline(taskStore: DynamoTaskStore = emulators.stores({ bucketCount: B
   return { schedule, delivery, delivered, taskStore };
 }
 
-/** A PENDING task due just now (so delivering it never waits), stored. */
-async function storedTask(taskStore: DynamoTaskStore, shard = 1): Promise<Task> {
+/**
+ * A PENDING task due just now (so delivering it never waits), stored. Its first attempt failed,
+ * so its next one takes the lease and a reschedule may race it right up to the call; a task never
+ * attempted is refused near its due time instead (the last test).
+ */
+async function storedTask(taskStore: DynamoTaskStore, shard = 1, attempts = 1): Promise<Task> {
   const dueAtMs = Date.now() - 1000;
   const id = newTaskId({ dueAtMs, shard });
   const task: Task = {
@@ -67,7 +71,7 @@ async function storedTask(taskStore: DynamoTaskStore, shard = 1): Promise<Task> 
     target: { type: 'http', url: 'https://hooks.example.com/timer' },
     payloadJson: '{"n":1}',
     bizId: 'order-1',
-    attempts: 0,
+    attempts,
   };
   await taskStore.create(task, taskKey(id, { dueAtMs, shard }, BUCKETS));
   return task;
@@ -185,5 +189,18 @@ describe('Function: rescheduleTask on dynalite', () => {
     // Assess
     expect(delivered).toEqual([old.id]);
     expect(orphan).toEqual({ kind: 'skipped', reason: 'reschedule-abandoned' });
+  });
+
+  it('refuses, writing nothing, to reschedule a task never attempted once it is due within the margin', async () => {
+    // Prepare: its first attempt takes no lease, so it may already be under way.
+    const { schedule, taskStore } = pipeline();
+    const old = await storedTask(taskStore, 1, 0);
+
+    // Act
+    const outcome = await rescheduleTask(schedule, TENANT_ID, old.id, request());
+
+    // Assess
+    expect(outcome).toMatchObject({ kind: 'refused', reason: 'too-late' });
+    expect(await taskStore.get(taskKey(old.id, { dueAtMs: old.dueAtMs, shard: 1 }, BUCKETS))).toEqual(old);
   });
 });

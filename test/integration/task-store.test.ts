@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newTaskId, taskKey } from '../../functions/core/ids.js';
 import type { Task } from '../../functions/core/task.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
+import { cancelRequest } from '../unit/fakes.js';
 
 let emulators: Emulators;
 
@@ -48,7 +49,7 @@ describe('Store: DynamoTaskStore on dynalite', () => {
     await taskStore.createMany([...inSecond, ...neighbours]);
     const [cancelled] = inSecond;
     if (!cancelled) throw new Error('no task to cancel');
-    await taskStore.cancel(cancelled.key, 'acme', Date.now(), 0);
+    await taskStore.cancel(cancelled.key, cancelRequest('acme', Date.now()));
 
     // Act
     const due = await taskStore.listDue(second, 3);
@@ -74,7 +75,7 @@ describe('Store: DynamoTaskStore on dynalite', () => {
     const outcomes = await Promise.all(
       rounds.map(async ({ key }) => {
         const [cancel, claim] = await Promise.all([
-          taskStore.cancel(key, 'acme', now, 0),
+          taskStore.cancel(key, cancelRequest('acme', now, 0)),
           taskStore.claimDelivery(key, now, now + 60_000),
         ]);
         return { cancelled: cancel.cancelled, claimed: claim !== undefined };
@@ -119,7 +120,7 @@ describe('Store: DynamoTaskStore on dynalite', () => {
     await taskStore.claimDelivery(entry.key, t0, t0 + 60_000);
 
     // Act
-    const whileUnknown = await taskStore.cancel(entry.key, 'acme', t0 + 90_000, 0);
+    const whileUnknown = await taskStore.cancel(entry.key, cancelRequest('acme', t0 + 90_000, 0));
     const retry = await taskStore.claimDelivery(entry.key, t0 + 180_000, t0 + 240_000);
     await taskStore.finishDelivery(entry.key, retry?.attempts ?? 0, {
       status: 'PENDING',
@@ -127,11 +128,11 @@ describe('Store: DynamoTaskStore on dynalite', () => {
       lastError: 'HTTP 503',
       retryAtMs: t0 + 181_000,
     });
-    const afterRelease = await taskStore.cancel(entry.key, 'acme', t0 + 200_000, 0);
+    const afterRelease = await taskStore.cancel(entry.key, cancelRequest('acme', t0 + 200_000, 0));
 
     // Assess
     expect(whileUnknown).toEqual({ cancelled: false, reason: 'in-delivery', status: 'DELIVERING' });
-    expect(afterRelease).toEqual({ cancelled: true });
+    expect(afterRelease).toEqual({ cancelled: true, unleased: false });
     expect((await taskStore.get(entry.key))?.status).toBe('CANCELLED');
   });
 });

@@ -10,11 +10,13 @@ import {
   type Sender,
   type TargetResult,
 } from '../../functions/core/deliver.js';
+import type { TaskKey } from '../../functions/core/ids.js';
 import { HISTORY_LIMIT, type Task } from '../../functions/core/task.js';
 import type { Tenant } from '../../functions/core/tenants.js';
 import {
   aTask,
   aTenant,
+  cancelRequest,
   DELIVERY_SETTINGS,
   FakeRequestCounter,
   FakeTaskStore,
@@ -23,6 +25,9 @@ import {
 } from './fakes.js';
 
 const DUE_AT_MS = Date.UTC(2026, 5, 1, 8, 0, 0, 250);
+
+/** The fake store finds a task by the id at the end of its sort key. */
+const keyOf = (task: Task): TaskKey => ({ pk: 'B#fake', sk: `#${task.id}` });
 const LEASE_MS = 60_000;
 
 /** Delivery ports over fakes; the target answers `result` and records when it was called. */
@@ -299,6 +304,98 @@ describe('Function: deliverTask', () => {
     expect(outcome).toEqual({ kind: 'skipped', reason: 'malformed-id' });
     expect(claimDelivery).not.toHaveBeenCalled();
     expect(calls).toHaveLength(0);
+  });
+});
+
+describe('Function: deliverTask (the unleased first attempt)', () => {
+  it('delivers a task never attempted with one write, its outcome, and no lease before the call', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 0);
+    const { ports, calls, stored } = deliveryPorts(task, { nowMs: DUE_AT_MS });
+    const claimDelivery = vi.spyOn(ports.taskStore, 'claimDelivery');
+    const finishFirstAttempt = vi.spyOn(ports.taskStore, 'finishFirstAttempt');
+
+    // Act
+    const outcome = await deliverTask(ports, task.id);
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'delivered', attempt: 1, latenessMs: 0 });
+    expect(claimDelivery).not.toHaveBeenCalled();
+    expect(finishFirstAttempt).toHaveBeenCalledTimes(1);
+    expect(calls[0]?.notification.attempt).toBe(1);
+    expect(stored()).toMatchObject({ status: 'DELIVERED', attempts: 1 });
+  });
+
+  it('never calls the target for a task cancelled before its due time', async () => {
+    // Prepare: the cancel was stored while the message waited in the queue.
+    const task = aTask(DUE_AT_MS, 0);
+    const { ports, clock, calls, stored } = deliveryPorts(task, { nowMs: DUE_AT_MS - 3000 });
+    await ports.taskStore.cancel(keyOf(task), cancelRequest(task.tenantId, clock.now()));
+    clock.advance(3000);
+
+    // Act
+    const outcome = await deliverTask(ports, task.id);
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'skipped', reason: 'not-claimable' });
+    expect(calls).toHaveLength(0);
+    expect(stored()?.status).toBe('CANCELLED');
+  });
+
+  it('records a failed first attempt as attempt 1 with its retry time, and takes the lease for the retry', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 0);
+    const { ports, clock, stored } = deliveryPorts(task, {
+      nowMs: DUE_AT_MS,
+      result: { ok: false, error: 'HTTP 503 from hooks.example.com' },
+    });
+    const claimDelivery = vi.spyOn(ports.taskStore, 'claimDelivery');
+
+    // Act
+    const first = await deliverTask(ports, task.id);
+    clock.advance(10_000);
+    const second = await deliverTask(ports, task.id);
+
+    // Assess
+    expect(first).toMatchObject({ kind: 'retry', attempt: 1 });
+    expect(claimDelivery).toHaveBeenCalledTimes(1);
+    expect(second).toMatchObject({ kind: 'retry', attempt: 2 });
+    expect(stored()).toMatchObject({ status: 'PENDING', attempts: 2 });
+  });
+
+  it('reports a second copy that finds the first attempt recorded as a lost race, not a retry', async () => {
+    // Prepare: two copies of one message read the task before either recorded its outcome.
+    const task = aTask(DUE_AT_MS, 0);
+    const { ports, calls } = deliveryPorts(task, {
+      nowMs: DUE_AT_MS,
+      result: { ok: false, error: 'HTTP 503 from hooks.example.com' },
+    });
+    const get = ports.taskStore.get.bind(ports.taskStore);
+    vi.spyOn(ports.taskStore, 'get').mockImplementation(async (key) => get(key));
+
+    // Act
+    const outcomes = await Promise.all([deliverTask(ports, task.id), deliverTask(ports, task.id)]);
+
+    // Assess: at least once, same id and attempt number; one outcome recorded.
+    expect(calls.map((call) => call.notification.attempt)).toEqual([1, 1]);
+    expect(outcomes.map((outcome) => outcome.kind).sort()).toEqual(['retry', 'skipped']);
+  });
+
+  it('makes no write when the bizType callback rate turns a first attempt away', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 0, { bizType: 'order', policy: { callbackRateLimitPerSecond: 1 } });
+    const { ports, calls, stored } = deliveryPorts(task, { nowMs: DUE_AT_MS });
+    vi.spyOn(ports.callbackCounter, 'admit').mockResolvedValue(false);
+    const finishFirstAttempt = vi.spyOn(ports.taskStore, 'finishFirstAttempt');
+
+    // Act
+    const outcome = await deliverTask(ports, task.id);
+
+    // Assess
+    expect(outcome).toMatchObject({ kind: 'throttled' });
+    expect(calls).toHaveLength(0);
+    expect(finishFirstAttempt).not.toHaveBeenCalled();
+    expect(stored()).toEqual(task);
   });
 });
 

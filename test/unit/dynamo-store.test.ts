@@ -27,7 +27,7 @@ import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { FUNCTIONS } from '../../functions/contract/topology.js';
 import { partitionKey, secondRange, taskKey } from '../../functions/core/ids.js';
 import { StoreBusyError } from '../../functions/core/task.js';
-import { aTask } from './fakes.js';
+import { aTask, cancelRequest } from './fakes.js';
 
 const TABLE = 'timer-table';
 const BUCKET_COUNT = 1000;
@@ -206,13 +206,13 @@ describe('Class: DynamoTaskStore', () => {
     it('cancels a PENDING task with one conditional update', async () => {
       // Prepare
       const task = aTask(SECOND * 1000, 2);
-      ddbMock.on(UpdateCommand).resolves({});
+      ddbMock.on(UpdateCommand).resolves({ Attributes: taskToItem(task, keyOf(task)) });
 
       // Act
-      const outcome = await taskStore.cancel(keyOf(task), task.tenantId, NOW_MS, SECOND + 86_400);
+      const outcome = await taskStore.cancel(keyOf(task), cancelRequest(task.tenantId, NOW_MS, SECOND + 86_400));
 
-      // Assess
-      expect(outcome).toEqual({ cancelled: true });
+      // Assess: the old image says the task was waiting for its first, unleased, attempt.
+      expect(outcome).toEqual({ cancelled: true, unleased: true });
       expect(ddbMock.commandCalls(UpdateCommand)[0]?.args[0].input.ExpressionAttributeValues).toMatchObject({
         ':cancelled': 'CANCELLED',
         ':now': NOW_MS,
@@ -228,7 +228,7 @@ describe('Class: DynamoTaskStore', () => {
       ddbMock.on(GetCommand).resolves({ Item: taskToItem(task, keyOf(task)) });
 
       // Act
-      const outcome = await taskStore.cancel(keyOf(task), task.tenantId, NOW_MS, SECOND + 86_400);
+      const outcome = await taskStore.cancel(keyOf(task), cancelRequest(task.tenantId, NOW_MS, SECOND + 86_400));
 
       // Assess
       expect(outcome).toEqual({ cancelled: false, reason: 'already-final', status: 'DELIVERED' });
@@ -241,7 +241,7 @@ describe('Class: DynamoTaskStore', () => {
       ddbMock.on(GetCommand).resolves({ Item: { ...taskToItem(task, keyOf(task)), leaseUntilMs: NOW_MS + 30_000 } });
 
       // Act
-      const outcome = await taskStore.cancel(keyOf(task), task.tenantId, NOW_MS, SECOND + 86_400);
+      const outcome = await taskStore.cancel(keyOf(task), cancelRequest(task.tenantId, NOW_MS, SECOND + 86_400));
 
       // Assess
       expect(outcome).toEqual({ cancelled: false, reason: 'in-delivery', status: 'DELIVERING' });
@@ -256,7 +256,7 @@ describe('Class: DynamoTaskStore', () => {
       ddbMock.on(GetCommand).resolves({ Item: taskToItem(task, keyOf(task)) });
 
       // Act
-      const outcome = await taskStore.cancel(keyOf(task), 'globex', NOW_MS, SECOND + 86_400);
+      const outcome = await taskStore.cancel(keyOf(task), cancelRequest('globex', NOW_MS, SECOND + 86_400));
 
       // Assess
       expect(outcome).toEqual({ cancelled: false, reason: 'not-found' });
@@ -272,7 +272,7 @@ describe('Class: DynamoTaskStore', () => {
       ddbMock.on(GetCommand).resolves({});
 
       // Act
-      const outcome = await taskStore.cancel(keyOf(task), task.tenantId, NOW_MS, SECOND + 86_400);
+      const outcome = await taskStore.cancel(keyOf(task), cancelRequest(task.tenantId, NOW_MS, SECOND + 86_400));
 
       // Assess
       expect(outcome).toEqual({ cancelled: false, reason: 'not-found' });
@@ -281,14 +281,15 @@ describe('Class: DynamoTaskStore', () => {
     it('tries again when the lease was released between the update and the read', async () => {
       // Prepare
       const task = aTask(SECOND * 1000, 2);
-      ddbMock.on(UpdateCommand).rejectsOnce(conditionFailed()).resolves({});
-      ddbMock.on(GetCommand).resolves({ Item: taskToItem(task, keyOf(task)) });
+      const released = { ...taskToItem(task, keyOf(task)), attempts: 1 };
+      ddbMock.on(UpdateCommand).rejectsOnce(conditionFailed()).resolves({ Attributes: released });
+      ddbMock.on(GetCommand).resolves({ Item: released });
 
       // Act
-      const outcome = await taskStore.cancel(keyOf(task), task.tenantId, NOW_MS, SECOND + 86_400);
+      const outcome = await taskStore.cancel(keyOf(task), cancelRequest(task.tenantId, NOW_MS, SECOND + 86_400));
 
       // Assess
-      expect(outcome).toEqual({ cancelled: true });
+      expect(outcome).toEqual({ cancelled: true, unleased: false });
       expect(ddbMock.commandCalls(UpdateCommand)).toHaveLength(2);
     });
   });

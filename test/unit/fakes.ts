@@ -10,12 +10,14 @@ import { minuteOf } from '../../functions/core/clock.js';
 import { MAX_SHARDS, newTaskId, parseTaskId, type TaskKey } from '../../functions/core/ids.js';
 import type {
   CancelOutcome,
+  CancelRequest,
   ClockState,
   ClockStore,
   DeliveryMessage,
   DeliveryQueue,
   DeliveryRecord,
   DueTask,
+  FirstAttemptRecord,
   IdempotencyRecord,
   IdempotencyStore,
   OccupancyIndex,
@@ -25,6 +27,7 @@ import type {
   TaskStore,
   Watermark,
 } from '../../functions/core/task.js';
+import { takesUnleasedFirstAttempt } from '../../functions/core/task.js';
 import { newTenant, type RequestCounter, type Tenant, type TenantDirectory } from '../../functions/core/tenants.js';
 import type { Tick, TickQueue } from '../../functions/core/tick.js';
 
@@ -173,15 +176,26 @@ export class FakeTaskStore implements TaskStore {
     return this.tasks.get(idOf(key));
   }
 
-  async cancel(key: TaskKey, tenantId: string, nowMs: number): Promise<CancelOutcome> {
+  async cancel(key: TaskKey, request: CancelRequest): Promise<CancelOutcome> {
     const task = this.tasks.get(idOf(key));
-    if (task?.tenantId !== tenantId) return { cancelled: false, reason: 'not-found' };
+    if (task?.tenantId !== request.tenantId) return { cancelled: false, reason: 'not-found' };
     if (task.status !== 'PENDING') {
       const reason = task.status === 'DELIVERING' ? 'in-delivery' : 'already-final';
       return { cancelled: false, reason, status: task.status };
     }
-    this.tasks.set(task.id, { ...task, status: 'CANCELLED', cancelledAtMs: nowMs });
-    return { cancelled: true };
+    const unleased = takesUnleasedFirstAttempt({ ...task, rescheduleIntent: undefined });
+    if (unleased && task.dueAtMs <= request.unleasedDueAfterMs)
+      return { cancelled: false, reason: 'too-late', status: task.status };
+    this.tasks.set(task.id, { ...task, status: 'CANCELLED', cancelledAtMs: request.nowMs });
+    return { cancelled: true, unleased };
+  }
+
+  async revertCancel(key: TaskKey, cancelledAtMs: number): Promise<boolean> {
+    const task = this.tasks.get(idOf(key));
+    if (task?.status !== 'CANCELLED' || task.attempts !== 0 || task.cancelledAtMs !== cancelledAtMs) return false;
+    const { cancelledAtMs: _cancelledAt, ...uncancelled } = task;
+    this.tasks.set(task.id, { ...uncancelled, status: 'PENDING' });
+    return true;
   }
 
   async listDue(second: number, shard: number, options: { neverAttempted?: boolean } = {}): Promise<DueTask[]> {
@@ -210,6 +224,16 @@ export class FakeTaskStore implements TaskStore {
         ? { ...unleased, status: 'PENDING', attempts: attempt - 1 }
         : { ...unleased, ...withoutExpiry(outcome) };
     this.tasks.set(task.id, finished);
+    return true;
+  }
+
+  async finishFirstAttempt(key: TaskKey, outcome: FirstAttemptRecord): Promise<boolean> {
+    const task = this.tasks.get(idOf(key));
+    if (task?.attempts !== 0 || task.rescheduledFrom !== undefined || task.lateArrival) return false;
+    const overCancel =
+      outcome.status === 'DELIVERED' && task.status === 'CANCELLED' && task.rescheduledTo === undefined;
+    if (task.status !== 'PENDING' && !overCancel) return false;
+    this.tasks.set(task.id, { ...task, ...withoutExpiry(outcome), attempts: 1 });
     return true;
   }
 
@@ -344,4 +368,17 @@ export function aTask(dueAtMs: number, shard = 0, overrides: Partial<Task> = {})
     attempts: 0,
     ...overrides,
   };
+}
+
+/**
+ * A cancel as the api asks for it. `unleasedDueAfterMs` defaults to 0 (no margin), for tests
+ * about everything but the due-time rule of tasks whose first attempt takes no lease.
+ */
+export function cancelRequest(
+  tenantId: string,
+  nowMs: number,
+  expiresAtSeconds = 0,
+  unleasedDueAfterMs = 0,
+): CancelRequest {
+  return { tenantId, nowMs, expiresAtSeconds, unleasedDueAfterMs };
 }

@@ -2,9 +2,12 @@ import { describe, expect, it, vi } from 'vitest';
 
 import { applyBizType } from '../../functions/core/biz-types.js';
 import { CLOCK_SKEW_TOLERANCE_SECONDS, minuteOf } from '../../functions/core/clock.js';
-import { type ScheduleOutcome, type SchedulePorts, scheduleTasks } from '../../functions/core/schedule.js';
+import { rescheduleTask } from '../../functions/core/reschedule.js';
+import { cancelTask, type ScheduleOutcome, type SchedulePorts, scheduleTasks } from '../../functions/core/schedule.js';
 import { parseTaskRequest } from '../../functions/core/schemas.js';
+import { CLOCK_SKEW_MS, type Task, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/task.js';
 import {
+  aTask,
   FakeClockStore,
   FakeDeliveryQueue,
   FakeIdempotencyStore,
@@ -377,5 +380,97 @@ describe('Function: parseTaskRequest fingerprint', () => {
     expect(reordered.fingerprint).toBe(a.fingerprint);
     expect(otherDelay.fingerprint).not.toBe(a.fingerprint);
     expect(otherPayload.fingerprint).not.toBe(a.fingerprint);
+  });
+});
+
+describe('Function: cancelTask', () => {
+  /** A task never attempted, due `inMs` after NOW_MS, stored in the ports' store. */
+  function storedTask(ports: ReturnType<typeof schedulePorts>, inMs: number, overrides: Partial<Task> = {}): Task {
+    const task = aTask(NOW_MS + inMs, 1, overrides);
+    ports.taskStore.tasks.set(task.id, task);
+    return task;
+  }
+
+  it('cancels a task never attempted while it is due more than the margin away', async () => {
+    // Prepare
+    const ports = schedulePorts();
+    const task = storedTask(ports, UNLEASED_CANCEL_MARGIN_MS + 1);
+
+    // Act
+    const outcome = await cancelTask(ports, TENANT_ID, task.id);
+
+    // Assess
+    expect(outcome).toMatchObject({ cancelled: true });
+    expect(ports.taskStore.tasks.get(task.id)?.status).toBe('CANCELLED');
+  });
+
+  it('refuses, writing nothing, a cancel of a task never attempted that is due within the margin: its first attempt takes no lease', async () => {
+    // Prepare
+    const ports = schedulePorts();
+    const task = storedTask(ports, UNLEASED_CANCEL_MARGIN_MS);
+
+    // Act
+    const outcome = await cancelTask(ports, TENANT_ID, task.id);
+
+    // Assess
+    expect(outcome).toEqual({ cancelled: false, reason: 'too-late', status: 'PENDING' });
+    expect(ports.taskStore.tasks.get(task.id)).toEqual(task);
+  });
+
+  it('cancels a task waiting for a retry at any time, since retries take the lease', async () => {
+    // Prepare
+    const ports = schedulePorts();
+    const task = storedTask(ports, -60_000, { attempts: 1, retryAtMs: NOW_MS + 200 });
+
+    // Act
+    const outcome = await cancelTask(ports, TENANT_ID, task.id);
+
+    // Assess
+    expect(outcome).toEqual({ cancelled: true, unleased: false });
+  });
+
+  it('undoes a cancel it saw stored too close to the due time, and answers too-late', async () => {
+    // Prepare: the write takes long enough that the callback may already have read the task.
+    const ports = schedulePorts();
+    const task = storedTask(ports, UNLEASED_CANCEL_MARGIN_MS + 100);
+    const cancel = ports.taskStore.cancel.bind(ports.taskStore);
+    vi.spyOn(ports.taskStore, 'cancel').mockImplementation(async (key, request) => {
+      const outcome = await cancel(key, request);
+      ports.clock.advance(UNLEASED_CANCEL_MARGIN_MS + 100 - CLOCK_SKEW_MS);
+      return outcome;
+    });
+
+    // Act
+    const outcome = await cancelTask(ports, TENANT_ID, task.id);
+
+    // Assess
+    expect(outcome).toEqual({ cancelled: false, reason: 'too-late', status: 'PENDING' });
+    expect(ports.taskStore.tasks.get(task.id)).toEqual(task);
+  });
+});
+
+describe('Function: rescheduleTask (a task never attempted)', () => {
+  it('withdraws an intent it saw stored too close to the due time, and answers too-late', async () => {
+    // Prepare: the intent's write takes long enough that the first attempt may have read the task before it.
+    const ports = schedulePorts();
+    const task = aTask(NOW_MS + UNLEASED_CANCEL_MARGIN_MS + 100, 1);
+    ports.taskStore.tasks.set(task.id, task);
+    const record = ports.taskStore.recordRescheduleIntent.bind(ports.taskStore);
+    vi.spyOn(ports.taskStore, 'recordRescheduleIntent').mockImplementation(async (...args) => {
+      const recorded = await record(...args);
+      ports.clock.advance(UNLEASED_CANCEL_MARGIN_MS + 100 - CLOCK_SKEW_MS);
+      return recorded;
+    });
+
+    // Act
+    const outcome = await rescheduleTask(ports, TENANT_ID, task.id, {
+      dueAtMs: NOW_MS + 3_600_000,
+      fingerprint: 'f1',
+    });
+
+    // Assess: no intent left, no successor made, the task delivered as it was.
+    expect(outcome).toMatchObject({ kind: 'refused', reason: 'too-late' });
+    expect(ports.taskStore.tasks.get(task.id)).toEqual(task);
+    expect(ports.taskStore.tasks.size).toBe(1);
   });
 });

@@ -73,6 +73,7 @@ export interface TaskItem extends TaskKey {
   readonly expiresAt?: number;
   readonly history?: readonly DeliveryAttempt[];
   readonly rescheduledFrom?: string;
+  readonly lateArrival?: true;
   readonly rescheduledTo?: string;
   readonly rescheduleIntent?: RescheduleIntent;
 }
@@ -129,6 +130,7 @@ export function taskToItem(task: Task, key: TaskKey): TaskItem {
     ...(task.idempotencyKey !== undefined && { idempotencyKey: task.idempotencyKey }),
     ...(task.policy !== undefined && { policy: task.policy }),
     ...(task.rescheduledFrom !== undefined && { rescheduledFrom: task.rescheduledFrom }),
+    ...(task.lateArrival && { lateArrival: true }),
   };
 }
 
@@ -161,6 +163,7 @@ export function taskFromItem(item: TaskItem): Task {
     ...optional('rescheduledFrom', item.rescheduledFrom),
     ...optional('rescheduledTo', item.rescheduledTo),
     ...optional('rescheduleIntent', item.rescheduleIntent),
+    ...optional('lateArrival', item.lateArrival),
   };
 }
 

@@ -11,10 +11,13 @@ import type { TaskKey } from '../../core/ids.js';
 import { partitionKey, secondRange } from '../../core/ids.js';
 import {
   type CancelOutcome,
+  type CancelRequest,
   type DeliveryRecord,
   type DueTask,
+  type FirstAttemptRecord,
   type RescheduleIntent,
   StoreBusyError,
+  takesUnleasedFirstAttempt,
   type Task,
   type TaskStore,
 } from '../../core/task.js';
@@ -38,8 +41,15 @@ import {
 } from './table-schema.js';
 
 const LEASABLE = '#status = :pending OR (#status = :delivering AND leaseUntilMs < :now)';
+/** A PENDING task whose next attempt will hold a lease (see takesUnleasedFirstAttempt). */
+const LEASED_NEXT = 'attempts > :zero OR attribute_exists(rescheduledFrom) OR attribute_exists(lateArrival)';
 const BATCH_WRITE_LIMIT = 25;
 const CANCEL_ATTEMPTS = 3;
+
+/** Whether a PENDING task's next attempt goes without a lease, ignoring a reschedule intent (see takesUnleasedFirstAttempt). */
+function firstAttemptUnleased(task: Task): boolean {
+  return takesUnleasedFirstAttempt({ ...task, rescheduleIntent: undefined });
+}
 
 /** Items one Scan page reads at most, so a bounded scan stops close to its bound. */
 const SCAN_PAGE_ITEMS = 1000;
@@ -121,36 +131,74 @@ export class DynamoTaskStore implements TaskStore {
     return result.Item ? taskFromItem(result.Item as TaskItem) : undefined;
   }
 
-  async cancel(key: TaskKey, tenantId: string, nowMs: number, expiresAtSeconds: number): Promise<CancelOutcome> {
+  async cancel(key: TaskKey, request: CancelRequest): Promise<CancelOutcome> {
     // A failed condition is re-read; if the task is PENDING again (an attempt just failed and
     // released it), the cancel is tried again rather than refused.
     for (let attempt = 0; attempt < CANCEL_ATTEMPTS; attempt++) {
-      if (await this.tryCancel(key, tenantId, nowMs, expiresAtSeconds)) return { cancelled: true };
+      const before = await this.tryCancel(key, request);
+      // Counted as unleased unless the old image says otherwise: the api then checks the timing.
+      if (before)
+        return {
+          cancelled: true,
+          unleased:
+            !(Number(before.attempts) > 0) && before.rescheduledFrom === undefined && before.lateArrival === undefined,
+        };
       const current = await this.get(key);
-      if (!current || current.tenantId !== tenantId) return { cancelled: false, reason: 'not-found' };
+      if (!current || current.tenantId !== request.tenantId) return { cancelled: false, reason: 'not-found' };
       if (current.status === 'DELIVERING') return { cancelled: false, reason: 'in-delivery', status: current.status };
       if (current.status !== 'PENDING') return { cancelled: false, reason: 'already-final', status: current.status };
+      if (firstAttemptUnleased(current) && current.dueAtMs <= request.unleasedDueAfterMs)
+        return { cancelled: false, reason: 'too-late', status: current.status };
     }
     return { cancelled: false, reason: 'in-delivery', status: 'DELIVERING' };
   }
 
-  private async tryCancel(key: TaskKey, tenantId: string, nowMs: number, expiresAtSeconds: number): Promise<boolean> {
-    return unlessConditionFails(
-      this.options.client.send(
+  /** The task as it was before the cancel, or undefined when the condition refused it. */
+  private async tryCancel(key: TaskKey, request: CancelRequest): Promise<Partial<TaskItem> | undefined> {
+    try {
+      const result = await this.options.client.send(
         new UpdateCommand({
           TableName: this.options.tableName,
           Key: key,
           UpdateExpression: 'SET #status = :cancelled, cancelledAtMs = :now, expiresAt = :expiresAt',
           // Only PENDING: a DELIVERING task whose lease lapsed may have reached its target
-          // before its callback died, so its outcome is unknown until the retry settles it.
-          ConditionExpression: '#status = :pending AND tenantId = :tenant',
+          // before its callback died, so its outcome is unknown until the retry settles it. A
+          // task whose first attempt takes no lease only while that attempt cannot have begun.
+          ConditionExpression: `#status = :pending AND tenantId = :tenant AND (${LEASED_NEXT} OR dueAtMs > :dueAfter)`,
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: {
             ':cancelled': 'CANCELLED',
             ':pending': 'PENDING',
-            ':tenant': tenantId,
-            ':now': nowMs,
-            ':expiresAt': expiresAtSeconds,
+            ':tenant': request.tenantId,
+            ':now': request.nowMs,
+            ':expiresAt': request.expiresAtSeconds,
+            ':zero': 0,
+            ':dueAfter': request.unleasedDueAfterMs,
+          },
+          ReturnValues: 'ALL_OLD',
+        }),
+      );
+      return (result.Attributes ?? {}) as Partial<TaskItem>;
+    } catch (error) {
+      if (isConditionalCheckFailed(error)) return undefined;
+      throw error;
+    }
+  }
+
+  revertCancel(key: TaskKey, cancelledAtMs: number): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: key,
+          UpdateExpression: 'SET #status = :pending REMOVE cancelledAtMs, expiresAt',
+          ConditionExpression: '#status = :cancelled AND attempts = :zero AND cancelledAtMs = :at',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':pending': 'PENDING',
+            ':cancelled': 'CANCELLED',
+            ':zero': 0,
+            ':at': cancelledAtMs,
           },
         }),
       ),
@@ -225,6 +273,32 @@ export class DynamoTaskStore implements TaskStore {
             ...Object.fromEntries(assignments.map(([name, value]) => [`:${name}`, value])),
             ':delivering': 'DELIVERING',
             ':attempt': attempt,
+          },
+        }),
+      ),
+    );
+  }
+
+  async finishFirstAttempt(key: TaskKey, outcome: FirstAttemptRecord): Promise<boolean> {
+    const assignments = Object.entries({ ...finishAssignments(1, outcome), attempts: 1 });
+    const names = assignments.map(([name]) => name);
+    // A delivery also lands over a cancel that came after this attempt read the task: the api
+    // saw that cancel land too late to confirm it, and the task must say it was delivered.
+    const overCancel =
+      outcome.status === 'DELIVERED' ? ' OR (#status = :cancelled AND attribute_not_exists(rescheduledTo))' : '';
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: key,
+          UpdateExpression: `SET ${names.map((name) => `#${name} = :${name}`).join(', ')}`,
+          ConditionExpression: `#attempts = :zero AND attribute_not_exists(rescheduledFrom) AND attribute_not_exists(lateArrival) AND (#status = :pending${overCancel})`,
+          ExpressionAttributeNames: Object.fromEntries(names.map((name) => [`#${name}`, name])),
+          ExpressionAttributeValues: {
+            ...Object.fromEntries(assignments.map(([name, value]) => [`:${name}`, value])),
+            ':pending': 'PENDING',
+            ':zero': 0,
+            ...(overCancel && { ':cancelled': 'CANCELLED' }),
           },
         }),
       ),

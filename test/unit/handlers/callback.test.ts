@@ -62,29 +62,31 @@ afterAll(async () => {
   await once(receiver, 'close');
 });
 
-/** A due webhook task whose lease the mocked table grants; returns its delivery message. */
-function leasableTask(path: string, messageId: string) {
+/**
+ * A due webhook task, never attempted and submitted a minute before it was due, as the mocked
+ * table's consistent read returns it: its first attempt takes no lease. Returns its delivery message.
+ */
+function dueTask(path: string, messageId: string) {
   const dueAtMs = Date.now() - 1500;
   const id = newTaskId({ dueAtMs, shard: 1 });
   const key = taskKey(id, { dueAtMs, shard: 1 }, BUCKET_COUNT);
-  ddbMock.on(UpdateCommand, { Key: key, ReturnValues: 'ALL_NEW' }).resolves({
-    Attributes: {
+  ddbMock.on(GetCommand, { Key: key, ConsistentRead: true }).resolves({
+    Item: {
       ...key,
       id,
       tenantId: TENANT.id,
-      status: 'DELIVERING',
+      status: 'PENDING',
       dueAtMs,
       createdAtMs: dueAtMs - 60_000,
       target: { type: 'http', url: `${receiverUrl}${path}` },
       payload: '{"orderId":"o-1"}',
-      attempts: 1,
-      leaseUntilMs: Date.now() + 60_000,
+      attempts: 0,
     },
   });
   return { id, key, record: sqsRecord(JSON.stringify({ id }), messageId) };
 }
 
-/** The update that recorded the attempt's outcome (the one that is not the lease). */
+/** The updates that recorded attempts' outcomes (not a lease, which asks for the new image). */
 const outcomeUpdates = () =>
   ddbMock
     .commandCalls(UpdateCommand)
@@ -107,7 +109,7 @@ describe('Function: callback handler', () => {
 
   it('delivers a signed webhook and reports no failure for its message', async () => {
     // Prepare
-    const task = leasableTask('/ok', 'm-ok');
+    const task = dueTask('/ok', 'm-ok');
 
     // Act
     const result = await handler({ Records: [task.record] }, lambdaContext(30_000));
@@ -124,7 +126,7 @@ describe('Function: callback handler', () => {
 
   it('records a failed attempt with its retry time and sends a new message delayed by the backoff, never hiding the received one', async () => {
     // Prepare
-    const task = leasableTask('/fail', 'm-fail');
+    const task = dueTask('/fail', 'm-fail');
     const before = Date.now();
 
     // Act
@@ -171,8 +173,8 @@ describe('Function: callback handler', () => {
 
   it('settles every record of a batch that mixes outcomes, the failing one with a new message', async () => {
     // Prepare
-    const delivered = leasableTask('/ok', 'm-1');
-    const failing = leasableTask('/fail', 'm-2');
+    const delivered = dueTask('/ok', 'm-1');
+    const failing = dueTask('/fail', 'm-2');
 
     // Act
     const result = await handler(

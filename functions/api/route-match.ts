@@ -3,6 +3,8 @@
  * routes itself; the local gateway and a Lambda function URL (whose events all carry the route
  * key `$default`) resolve them here, from the same API_ROUTES, so the three cannot disagree.
  */
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+
 import { API_ROUTES, type ApiRouteKey } from '../contract/topology.js';
 import { type HttpResult, problem, problemResponse } from './http.js';
 
@@ -71,4 +73,44 @@ export function matchRoute(method: string, path: string): MatchedRoute | undefin
     return { routeKey: route.routeKey, pathParameters };
   }
   return undefined;
+}
+
+/** The route key a function URL gives every request: it has no routes, so the api resolves them itself. */
+const FUNCTION_URL_ROUTE_KEY = '$default';
+
+const API_ROUTE_KEYS: ReadonlySet<string> = new Set(API_ROUTES);
+
+const isApiRouteKey = (routeKey: string): routeKey is ApiRouteKey => API_ROUTE_KEYS.has(routeKey);
+
+const noRoute = (request: string): HttpResult =>
+  problemResponse(problem(404, 'no-route', `There is no route ${request}.`));
+
+/**
+ * The route of an event and the event as the HTTP API would have sent it, or the answer when it
+ * has none.
+ */
+export type RoutedEvent =
+  | { readonly ok: true; readonly routeKey: ApiRouteKey; readonly event: APIGatewayProxyEventV2 }
+  | { readonly ok: false; readonly response: HttpResult };
+
+/**
+ * Resolves the route of an HTTP API (payload format 2.0) event. API Gateway has matched it
+ * already; a function URL's `$default` event is matched here from its method and raw path, and
+ * given the path parameters API Gateway would have set, so every route reads them the same way.
+ */
+export function routeOf(event: APIGatewayProxyEventV2): RoutedEvent {
+  if (event.routeKey !== FUNCTION_URL_ROUTE_KEY) {
+    return isApiRouteKey(event.routeKey)
+      ? { ok: true, routeKey: event.routeKey, event }
+      : { ok: false, response: noRoute(event.routeKey) };
+  }
+  const { method } = event.requestContext.http;
+  if (!isDecodablePath(event.rawPath)) return { ok: false, response: malformedPath(event.rawPath) };
+  const matched = matchRoute(method, event.rawPath);
+  if (!matched) return { ok: false, response: noRoute(`${method} ${event.rawPath}`) };
+  return {
+    ok: true,
+    routeKey: matched.routeKey,
+    event: { ...event, routeKey: matched.routeKey, pathParameters: matched.pathParameters },
+  };
 }

@@ -1,6 +1,7 @@
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 
-import { matchRoute } from '../../functions/api/route-match.js';
+import { matchRoute, routeOf } from '../../functions/api/route-match.js';
 import { API_ROUTES } from '../../functions/contract/topology.js';
 
 describe('Function: matchRoute', () => {
@@ -52,5 +53,36 @@ describe('Function: matchRoute', () => {
   it('matches nothing, rather than throwing, for a path whose escapes are not UTF-8', () => {
     // Act & Assess
     expect(matchRoute('GET', '/v1/tasks/%C3')).toBeUndefined();
+  });
+});
+
+describe('Function: routeOf', () => {
+  const apiGatewayEvent = (routeKey: string) =>
+    ({
+      version: '2.0',
+      routeKey,
+      rawPath: '/v1/tasks/01TASK',
+      pathParameters: { id: '01TASK' },
+      requestContext: { routeKey, http: { method: 'GET', path: '/v1/tasks/01TASK' } },
+    }) as unknown as APIGatewayProxyEventV2;
+
+  it("keeps API Gateway's route and event as they are", () => {
+    // Prepare
+    const event = apiGatewayEvent('GET /v1/tasks/{id}');
+
+    // Act & Assess
+    expect(routeOf(event)).toEqual({ ok: true, routeKey: 'GET /v1/tasks/{id}', event });
+  });
+
+  it('answers a route key the contract does not have with a 404 problem', () => {
+    // Act
+    const routed = routeOf(apiGatewayEvent('GET /v0/tasks/{id}'));
+
+    // Assess
+    expect(routed.ok).toBe(false);
+    expect(routed.ok ? undefined : JSON.parse(routed.response.body)).toMatchObject({
+      type: '/problems/no-route',
+      status: 404,
+    });
   });
 });

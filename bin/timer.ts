@@ -11,6 +11,8 @@ import { TimerStack } from '../lib/timer-stack.js';
 const app = new App();
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
 new TimerStack(app, 'DistributedTimer', {
+  // `cdk deploy -c functionUrl=true` adds the api function's URL; the CLI passes context as text.
+  functionUrl: String(app.node.tryGetContext('functionUrl')) === 'true',
   description:
     'Serverless distributed timer: HTTP API, DynamoDB time buckets, clock-locked scanner, SQS delivery with DLQ',
 });

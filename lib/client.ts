@@ -50,7 +50,10 @@ export class TimerApiError extends Error {
 }
 
 export interface TimerClientOptions {
-  /** The API's base URL: the stack output ApiUrl, or local mode's http://127.0.0.1:3000. */
+  /**
+   * The API's base URL: the stack output ApiUrl, or FunctionUrl (its trailing '/' is fine), or local
+   * mode's http://127.0.0.1:3000.
+   */
   readonly baseUrl: string;
   /** The tenant's API key (`tk_…`), from `timer tenants create` or local mode's start-up banner. */
   readonly apiKey: string;

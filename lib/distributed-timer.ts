@@ -80,6 +80,16 @@ export interface DistributedTimerProps {
    */
   readonly apiThrottle?: ThrottleSettings;
   /**
+   * Whether the api function also gets a Lambda function URL (`functionUrl`), a second front door
+   * to the same routes that costs nothing beyond the invocation, where the HTTP API adds $1.00 per
+   * million requests. It authenticates by API key like the HTTP API, but has neither its stage
+   * throttle (`apiThrottle`) nor its access logs: the api's reserved concurrency and each tenant's
+   * request rate are its only limits. Off by default, so that a deployment opens a public endpoint
+   * without those only when it asks for one.
+   * @default false — the HTTP API is the only endpoint
+   */
+  readonly functionUrl?: boolean;
+  /**
    * The api function's reserved concurrency: a floor no delivery surge can take and a ceiling
    * it cannot pass. At about 80 ms a request, 200 carries some 2,500 requests a second; single
    * submits at a billion a day need more (`npm run plan -- --batch 1` says how many), and the
@@ -176,6 +186,11 @@ export class DistributedTimer extends Construct {
   /** Base URL of the API; tasks are created at `${apiUrl}/v1/tasks`. */
   readonly apiUrl: string;
   /**
+   * The api function's URL, when `functionUrl` is set: a base URL for the same routes, ending
+   * with '/' (tasks are created at `${functionUrl.url}v1/tasks`).
+   */
+  readonly functionUrl?: lambda.FunctionUrl;
+  /**
    * The role the callback sends to target queues and event buses with: what the key policy of
    * an SSE-KMS target queue, and the policies of targets in other accounts, must allow.
    */
@@ -246,7 +261,14 @@ export class DistributedTimer extends Construct {
     this.queues = pipeline.queues;
     this.functions = pipeline.functions;
     this.callbackRole = pipeline.callbackRole;
-    this.api = new TimerApi(this, { handler: this.functions.api, throttle: apiThrottle, logRetention }).api;
+    const frontDoors = new TimerApi(this, {
+      handler: this.functions.api,
+      throttle: apiThrottle,
+      logRetention,
+      functionUrl: props.functionUrl ?? false,
+    });
+    this.api = frontDoors.api;
+    this.functionUrl = frontDoors.functionUrl;
     const monitoring = new TimerMonitoring(this, {
       deliveryDlq: this.queues.deliveryDlq,
       functions: this.functions,

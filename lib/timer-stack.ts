@@ -22,6 +22,12 @@ export interface TimerStackProps extends StackProps {
    * @default DEFAULT_API_THROTTLE — 1,000 requests a second, bursts of 2,000
    */
   readonly apiThrottle?: DistributedTimerProps['apiThrottle'];
+  /**
+   * Whether the api function also gets a function URL (stack output `FunctionUrl`): the same
+   * routes without API Gateway's per-request charge, stage throttle or access logs.
+   * @default false
+   */
+  readonly functionUrl?: DistributedTimerProps['functionUrl'];
 }
 
 /** The ARNs one kind of target may have, comma-separated; empty, the default, allows none. */
@@ -85,6 +91,13 @@ export class TimerStack extends Stack {
       value: timer.apiUrl,
       description: 'Base URL of the timer API (POST {ApiUrl}/v1/tasks)',
     });
+    if (timer.functionUrl) {
+      new CfnOutput(this, 'FunctionUrl', {
+        value: timer.functionUrl.url,
+        description:
+          "Base URL of the api function's URL, ending with '/' (POST {FunctionUrl}v1/tasks): the same API without API Gateway's charge, throttle or access logs",
+      });
+    }
     new CfnOutput(this, 'TableName', { value: timer.table.tableName });
     new CfnOutput(this, 'DeliveryQueueUrl', {
       value: timer.queues.delivery.queueUrl,

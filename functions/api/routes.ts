@@ -1,6 +1,5 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 
-import type { ApiRouteKey } from '../contract/topology.js';
 import type { BatchItemResult, BatchResult, CreatedTask, FieldError, TaskDetails, TaskPage } from '../contract/wire.js';
 import { applyBizType, type BizTypeDirectory } from '../core/biz-types.js';
 import { secondOf } from '../core/clock.js';
@@ -31,6 +30,7 @@ import { authenticate, type RateLimiter, type Tenant, type TenantDirectory } fro
 import { bizTypeRoute, type BizTypeRoutePorts } from './biz-type-routes.js';
 import { type HttpResult, jsonResponse, problem, problemResponse, readJsonBody, validationProblem } from './http.js';
 import { openApiDocument } from './openapi.js';
+import { routeOf } from './route-match.js';
 
 export type ApiPorts = SchedulePorts &
   TaskLookupPorts &
@@ -312,11 +312,15 @@ const UNAUTHENTICATED = {
 } as const;
 
 /**
- * Serves one API Gateway HTTP API request; the route key is the same list the stack and
- * the local gateway use. Every route needs a tenant's API key, and counts against the
- * tenant's request rate.
+ * Serves one request, from API Gateway's HTTP API or from the api function's URL; the routes are
+ * the same list the stack and the local gateway use. The route is resolved first, so a path that
+ * is none costs no key lookup, as API Gateway answers it before invoking anything. Every route
+ * needs a tenant's API key, and counts against the tenant's request rate.
  */
-export async function route(ports: ApiPorts, event: APIGatewayProxyEventV2): Promise<HttpResult> {
+export async function route(ports: ApiPorts, received: APIGatewayProxyEventV2): Promise<HttpResult> {
+  const routed = routeOf(received);
+  if (!routed.ok) return routed.response;
+  const { routeKey, event } = routed;
   const caller = await authenticate(ports.tenants, event.headers?.authorization);
   if (!caller.ok) {
     return problemResponse(problem(401, 'unauthenticated', UNAUTHENTICATED[caller.reason]), {
@@ -335,7 +339,6 @@ export async function route(ports: ApiPorts, event: APIGatewayProxyEventV2): Pro
     );
   }
   const id = event.pathParameters?.id ?? '';
-  const routeKey = event.routeKey as ApiRouteKey;
   switch (routeKey) {
     case 'POST /v1/tasks':
       return createTask(ports, tenant, event);
@@ -356,7 +359,5 @@ export async function route(ports: ApiPorts, event: APIGatewayProxyEventV2): Pro
       return bizTypeRoute(ports, tenant, routeKey, event);
     case 'GET /v1/openapi.json':
       return jsonResponse(200, openApiDocument);
-    default:
-      return problemResponse(problem(404, 'no-route', `There is no route ${event.routeKey}.`));
   }
 }

@@ -34,7 +34,7 @@ export const API_OPTIONS = {
   'api-url': {
     type: 'string',
     placeholder: 'URL',
-    description: "The API's base URL, the stack output ApiUrl (default: TIMER_URL, else local mode's)",
+    description: "The API's base URL, the stack output ApiUrl or FunctionUrl (default: TIMER_URL, else local mode's)",
   },
   'api-key': {
     type: 'string',

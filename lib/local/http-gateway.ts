@@ -4,8 +4,8 @@ import type { AddressInfo } from 'node:net';
 
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 
-import { type HttpResult, problem, problemResponse } from '../../functions/api/http.js';
-import { API_ROUTES } from '../../functions/contract/topology.js';
+import { problem, problemResponse } from '../../functions/api/http.js';
+import { isDecodablePath, malformedPath, matchRoute } from '../../functions/api/route-match.js';
 import { type InvokeResult, SYNC_PAYLOAD_LIMIT_BYTES } from './lambda-service.js';
 
 /** API Gateway HTTP APIs refuse bodies over 10 MB; the local gateway does the same. */
@@ -21,30 +21,6 @@ const INTEGRATION_FAILED = {
   headers: { 'content-type': 'application/json' },
   body: JSON.stringify({ message: 'Internal Server Error' }),
 };
-
-/**
- * Whether every percent-escape in the path decodes to UTF-8. A path that does not cannot name a
- * resource; it is the client's mistake (RFC 3986), so the gateway answers 400 instead of letting
- * `decodeURIComponent` throw into a 500.
- */
-function isDecodablePath(path: string): boolean {
-  try {
-    decodeURIComponent(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function malformedPath(path: string): HttpResult {
-  return problemResponse(
-    problem(
-      400,
-      'malformed-path',
-      `The path ${path} has a percent-escape that is not UTF-8 (a % must be followed by two hex digits and form valid UTF-8); encode the id with encodeURIComponent.`,
-    ),
-  );
-}
 
 function toResponse(result: InvokeResult<APIGatewayProxyStructuredResultV2>): APIGatewayProxyStructuredResultV2 {
   switch (result.outcome) {
@@ -62,36 +38,6 @@ function toResponse(result: InvokeResult<APIGatewayProxyStructuredResultV2>): AP
     default:
       return INTEGRATION_FAILED;
   }
-}
-
-interface Route {
-  readonly routeKey: string;
-  readonly method: string;
-  readonly pattern: RegExp;
-  readonly parameterNames: string[];
-}
-
-const routes: Route[] = API_ROUTES.map((routeKey) => {
-  const [method = '', path = ''] = routeKey.split(' ');
-  const parameterNames: string[] = [];
-  const pattern = path.replace(/\{(\w+)\}/g, (_, name: string) => {
-    parameterNames.push(name);
-    return '([^/]+)';
-  });
-  return { routeKey, method, pattern: new RegExp(`^${pattern}$`), parameterNames };
-});
-
-/** The route a request matches, with its path parameters, as API Gateway would resolve it. */
-export function matchRoute(method: string, path: string) {
-  for (const route of routes) {
-    const match = route.method === method ? route.pattern.exec(path) : null;
-    if (!match) continue;
-    const pathParameters = Object.fromEntries(
-      route.parameterNames.map((name, index) => [name, decodeURIComponent(match[index + 1] ?? '')]),
-    );
-    return { routeKey: route.routeKey, pathParameters };
-  }
-  return undefined;
 }
 
 async function readBody(request: IncomingMessage): Promise<Buffer | undefined> {

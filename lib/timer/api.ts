@@ -1,4 +1,4 @@
-import type { aws_lambda as lambda, aws_logs as logs } from 'aws-cdk-lib';
+import { aws_lambda as lambda, type aws_logs as logs } from 'aws-cdk-lib';
 import { AccessLogField, AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { HttpApi, HttpMethod, LogGroupLogDestination, type ThrottleSettings } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
@@ -42,15 +42,20 @@ export interface TimerApiProps {
   readonly throttle: ThrottleSettings;
   /** How long the access logs are kept. */
   readonly logRetention: logs.RetentionDays;
+  /** Whether the function also gets a public function URL, the cheaper second front door. */
+  readonly functionUrl: boolean;
 }
 
 /**
- * The HTTP API: every route of functions/contract/topology.ts API_ROUTES to the api function, on a
- * throttled $default stage with JSON access logs. A part of `DistributedTimer` that adds its
- * resources to the timer's own scope (see there why it is not a construct of its own).
+ * The front doors of the api function. The HTTP API: every route of functions/contract/topology.ts
+ * API_ROUTES to the api function, on a throttled $default stage with JSON access logs. And, when
+ * asked for, the function's URL: no stage, no throttle and no access logs, at no charge beyond the
+ * invocation. A part of `DistributedTimer` that adds its resources to the timer's own scope (see
+ * there why it is not a construct of its own).
  */
 export class TimerApi {
   readonly api: HttpApi;
+  readonly functionUrl?: lambda.FunctionUrl;
 
   constructor(scope: Construct, props: TimerApiProps) {
     this.api = new HttpApi(scope, 'HttpApi', { description: 'Distributed timer API v1', createDefaultStage: false });
@@ -73,6 +78,12 @@ export class TimerApi {
       for (const route of this.api.addRoutes({ path, methods: [HttpMethod[method]], integration })) {
         acknowledgeNagRule(route, 'APIG4', noAuthorizerReason);
       }
+    }
+    if (props.functionUrl) {
+      // NONE, not AWS_IAM: callers hold API keys, not AWS credentials, and the api function checks
+      // the key on every request exactly as it does behind the HTTP API's routes, which have no
+      // authorizer either (see APIG4 above). Its reserved concurrency is the URL's only throttle.
+      this.functionUrl = props.handler.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.NONE });
     }
   }
 }

@@ -4,12 +4,12 @@ import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 import { API_ROUTES } from '../../functions/contract/topology.js';
-import { TimerStack } from '../../lib/timer-stack.js';
+import { TimerStack, type TimerStackProps } from '../../lib/timer-stack.js';
 
 /** The stack as `bin/timer.ts` builds it, bundling skipped (the synth test in timer-stack.test.ts proves it). */
-function timerApp(): App {
+function timerApp(props: TimerStackProps = {}): App {
   const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-  new TimerStack(app, 'Timer');
+  new TimerStack(app, 'Timer', props);
   return app;
 }
 
@@ -80,6 +80,19 @@ describe('Rule pack: cdk-nag AwsSolutions', () => {
     // Assess
     expect(reasons.length).toBeGreaterThan(0);
     for (const reason of reasons) expect(reason.length).toBeGreaterThan(80);
+  });
+
+  it('raises no finding on the stack with the api function URL, so the URL needs no acknowledgement', () => {
+    // Prepare
+    const withUrl = timerApp({ functionUrl: true });
+    withUrl.synth();
+
+    // Act
+    const report = new AwsSolutionsChecks(withUrl, { verbose: true }).validateScope(withUrl);
+
+    // Assess: no new finding, and no acknowledgement beyond the stack's own.
+    expect(report.violations.flatMap((violation) => violation.violatingResources)).toEqual([]);
+    expect(acknowledgements(withUrl).sort()).toEqual(acknowledgements(app).sort());
   });
 
   it('passes synthesis with the pack registered the way bin/timer.ts registers it', () => {

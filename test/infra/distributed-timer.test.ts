@@ -175,6 +175,48 @@ describe('Construct: DistributedTimer', () => {
     expect(reservationOfApi(provisioned, provisionedTimer)).toBe(FUNCTIONS.api.reservedConcurrency);
   });
 
+  it('gives the api function a public URL (auth NONE, the api checks the key) only when functionUrl is set', () => {
+    // Prepare
+    const withUrl = appStack();
+    const without = appStack();
+
+    // Act
+    const timer = new DistributedTimer(withUrl, 'Timer', { functionUrl: true });
+    const plain = new DistributedTimer(without, 'Timer');
+
+    // Assess
+    const apiArn = { 'Fn::GetAtt': [logicalIdOf(withUrl, timer.functions.api), 'Arn'] };
+    const template = Template.fromStack(withUrl);
+    template.resourceCountIs('AWS::Lambda::Url', 1);
+    template.hasResourceProperties('AWS::Lambda::Url', { AuthType: 'NONE', TargetFunctionArn: apiArn });
+    expect(Object.values(template.findResources('AWS::Lambda::Url'))[0]?.Properties).not.toHaveProperty('Cors');
+    // Lambda lets a public URL through only with both statements: the URL's, and the invoke it makes.
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunctionUrl',
+      FunctionName: apiArn,
+      Principal: '*',
+      FunctionUrlAuthType: 'NONE',
+    });
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunction',
+      FunctionName: apiArn,
+      Principal: '*',
+      InvokedViaFunctionUrl: true,
+    });
+    expect(timer.functionUrl?.authType).toBe(lambda.FunctionUrlAuthType.NONE);
+    // The HTTP API stays, with its stage throttle: the URL is a second door, not a replacement.
+    template.resourceCountIs('AWS::ApiGatewayV2::Api', 1);
+
+    const plainTemplate = Template.fromStack(without);
+    plainTemplate.resourceCountIs('AWS::Lambda::Url', 0);
+    expect(
+      Object.values(plainTemplate.findResources('AWS::Lambda::Permission')).filter(
+        (permission) => permission.Properties.Principal === '*',
+      ),
+    ).toEqual([]);
+    expect(plain.functionUrl).toBeUndefined();
+  });
+
   it.each([
     [{ shardCount: 0 }, 'shardCount must be a whole number from 1 to 1024, got 0'],
     [{ shardCount: 2048 }, 'shardCount must be a whole number from 1 to 1024, got 2048'],

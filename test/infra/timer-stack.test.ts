@@ -390,6 +390,24 @@ describe('Stack: TimerStack', () => {
     const [apiId] = Object.keys(template.findResources('AWS::ApiGatewayV2::Api'));
     template.hasOutput('ApiUrl', { Value: { 'Fn::GetAtt': [apiId, 'ApiEndpoint'] } });
   });
+
+  it('outputs the api function URL only when the stack is asked for one', () => {
+    // Prepare
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+
+    // Act
+    const withUrl = Template.fromStack(new TimerStack(app, 'TimerWithUrl', { functionUrl: true }));
+
+    // Assess
+    const [urlId] = Object.keys(withUrl.findResources('AWS::Lambda::Url'));
+    withUrl.hasResourceProperties('AWS::Lambda::Url', {
+      AuthType: 'NONE',
+      TargetFunctionArn: { 'Fn::GetAtt': [functionIdFor('api'), 'Arn'] },
+    });
+    withUrl.hasOutput('FunctionUrl', { Value: { 'Fn::GetAtt': [urlId, 'FunctionUrl'] } });
+    template.resourceCountIs('AWS::Lambda::Url', 0);
+    expect(Object.keys(template.toJSON().Outputs)).not.toContain('FunctionUrl');
+  });
 });
 
 /** Every alarm in the template, by logical id. */

@@ -76,6 +76,33 @@ async function call(
   return { ...response, json: JSON.parse(response.body) };
 }
 
+/**
+ * A request as a Lambda function URL delivers it: payload format 2.0, but every route key is
+ * `$default` and there are no path parameters; the route is only in the method and raw path.
+ */
+function functionUrlEvent(method: string, rawPath: string, body?: unknown): APIGatewayProxyEventV2 {
+  return {
+    version: '2.0',
+    routeKey: '$default',
+    rawPath,
+    rawQueryString: '',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` },
+    requestContext: {
+      routeKey: '$default',
+      stage: '$default',
+      domainName: 'abc123.lambda-url.eu-west-1.on.aws',
+      http: { method, path: rawPath, protocol: 'HTTP/1.1', sourceIp: '203.0.113.9', userAgent: 'test' },
+    } as APIGatewayProxyEventV2['requestContext'],
+    isBase64Encoded: false,
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  };
+}
+
+async function callFunctionUrl(method: string, rawPath: string, body?: unknown) {
+  const response = await handler(functionUrlEvent(method, rawPath, body), lambdaContext(10_000));
+  return { ...response, json: JSON.parse(response.body) };
+}
+
 const nowSecond = () => Math.floor(Date.now() / 1000);
 const clockAt = (cursor: number) => ({ Item: { pk: 'CLOCK', sk: 'CLOCK', cursor, startedAt: cursor - 3600 } });
 const conditionFailed = () => Object.assign(new Error('x'), { name: 'ConditionalCheckFailedException' });
@@ -499,5 +526,102 @@ describe('Function: api handler', () => {
         ConditionExpression: 'attribute_exists(pk)',
       }),
     ]);
+  });
+
+  describe('through the function URL (route key $default)', () => {
+    /** A stored task of the caller's, answered for its own key only. */
+    function storedTask(status: string) {
+      const dueAtMs = Date.now() - 5000;
+      const id = newTaskId({ dueAtMs, shard: SHARD_COUNT - 1 });
+      ddbMock.on(GetCommand, { Key: { sk: `${String(dueAtMs).padStart(15, '0')}#${id}` } }).resolves({
+        Item: { id, tenantId: TENANT.id, status, dueAtMs, createdAtMs: dueAtMs, target: TARGET, payload: '{"n":1}' },
+      });
+      return id;
+    }
+
+    it('serves GET /v1/tasks/{id} with the id taken from the raw path', async () => {
+      // Prepare
+      const id = storedTask('DELIVERED');
+
+      // Act
+      const response = await callFunctionUrl('GET', `/v1/tasks/${id}`);
+
+      // Assess
+      expect(response.statusCode).toBe(200);
+      expect(response.json).toMatchObject({ id, status: 'DELIVERED', payload: { n: 1 } });
+    });
+
+    it('serves DELETE /v1/tasks/{id} as the cancel of that task', async () => {
+      // Prepare
+      const id = storedTask('DELIVERED');
+      ddbMock.on(UpdateCommand).rejects(conditionFailed());
+      ddbMock.on(UpdateCommand, { Key: { pk: `RATE#${TENANT.id}` } }).resolves({});
+
+      // Act
+      const response = await callFunctionUrl('DELETE', `/v1/tasks/${id}`);
+
+      // Assess: the cancel's refusal names the state of exactly this task.
+      expect(response.statusCode).toBe(409);
+      expect(response.json).toMatchObject({
+        type: '/problems/already-final',
+        detail: expect.stringContaining('DELIVERED'),
+      });
+    });
+
+    it('serves POST /v1/tasks and POST /v1/tasks/batch as the single and the batch submit', async () => {
+      // Prepare
+      ddbMock.on(PutCommand).resolves({});
+      ddbMock.on(BatchWriteCommand).resolves({});
+
+      // Act
+      const single = await callFunctionUrl('POST', '/v1/tasks', { delaySeconds: 60, target: TARGET });
+      const batch = await callFunctionUrl('POST', '/v1/tasks/batch', { tasks: [{ delaySeconds: 60, target: TARGET }] });
+
+      // Assess
+      expect(single.statusCode).toBe(201);
+      expect(single.json).toMatchObject({ id: expect.any(String), status: 'PENDING' });
+      expect(batch.statusCode).toBe(201);
+      expect(batch.json).toMatchObject({ created: 1, rejected: 0 });
+    });
+
+    it('gives a bizType route its decoded path parameter', async () => {
+      // Prepare
+      ddbMock.on(DeleteCommand).rejects(conditionFailed());
+
+      // Act
+      const response = await callFunctionUrl('DELETE', '/v1/biz-types/never%2Dmade');
+
+      // Assess
+      expect(response.statusCode).toBe(404);
+      expect(ddbMock.commandCalls(DeleteCommand).map((del) => del.args[0].input.Key)).toEqual([
+        { pk: `BIZTYPES#${TENANT.id}`, sk: 'never-made' },
+      ]);
+    });
+
+    it.each([
+      ['GET', '/v1/nothing-here'],
+      ['PATCH', '/v1/tasks'],
+      ['GET', '//v1/tasks'],
+    ])('answers %s %s with a 404 problem before reading anything', async (method, path) => {
+      // Act
+      const response = await callFunctionUrl(method, path);
+
+      // Assess: not even the API key is looked up, as API Gateway answers an unknown route itself.
+      expect(response.statusCode).toBe(404);
+      expect(response.headers).toEqual({ 'content-type': 'application/problem+json' });
+      expect(response.json).toMatchObject({ type: '/problems/no-route', status: 404 });
+      expect(response.json.detail).toContain(`${method} ${path}`);
+      expect(ddbMock.calls()).toHaveLength(0);
+    });
+
+    it('answers a path whose escapes are not UTF-8 with a 400 problem, as the local gateway does', async () => {
+      // Act
+      const response = await callFunctionUrl('GET', '/v1/tasks/%C3');
+
+      // Assess
+      expect(response.statusCode).toBe(400);
+      expect(response.json).toMatchObject({ type: '/problems/malformed-path', status: 400 });
+      expect(ddbMock.calls()).toHaveLength(0);
+    });
   });
 });

@@ -7,7 +7,7 @@ import { sqsDeliveryQueue, sqsTickQueue } from '../adapters/sqs-queues.js';
 import { systemResolve } from '../adapters/webhook-client.js';
 import type { ApiConfig } from '../commons/config.js';
 import { type HandlerDeps, instrumented } from '../commons/lambda-chain.js';
-import { tableStores } from '../commons/stores.js';
+import { occupancyIndex, tableStores } from '../commons/stores.js';
 import { METRICS } from '../contract/topology.js';
 import { addressPolicy } from '../core/egress.js';
 import { StoreBusyError, systemClock } from '../core/task.js';
@@ -59,6 +59,7 @@ export function createApiHandler(config: ApiConfig, { clients, observability }: 
   const { logger, metrics } = observability;
   const ports: ApiPorts = {
     ...tableStores(config.table, clients.dynamo),
+    occupancy: occupancyIndex(config, clients.dynamo),
     deliveryQueue: sqsDeliveryQueue(clients.sqs, config.deliveryQueueUrl),
     tickQueue: sqsTickQueue(clients.sqs, config.tickQueueUrl),
     clock: systemClock,

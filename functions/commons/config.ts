@@ -53,7 +53,14 @@ export interface FunctionConfig {
   readonly table: TableConfig;
 }
 
-export interface ApiConfig extends FunctionConfig {
+/** How a function that records, plans or reads occupied seconds knows them: the api, ticker, scanner and sweeper. */
+export interface OccupancyConfig {
+  readonly table: TableConfig;
+  /** Dense mode: every second is taken as occupied and no index is kept (TimerSettings.tickEverySecond). */
+  readonly tickEverySecond: boolean;
+}
+
+export interface ApiConfig extends FunctionConfig, OccupancyConfig {
   readonly deliveryQueueUrl: string;
   readonly tickQueueUrl: string;
   readonly lookaheadSeconds: number;
@@ -67,12 +74,12 @@ export interface ApiConfig extends FunctionConfig {
   readonly allowedEventBusArns: AllowList;
 }
 
-export interface TickerConfig extends FunctionConfig {
+export interface TickerConfig extends FunctionConfig, OccupancyConfig {
   readonly tickQueueUrl: string;
   readonly lookaheadSeconds: number;
 }
 
-export interface ScannerConfig extends FunctionConfig {
+export interface ScannerConfig extends FunctionConfig, OccupancyConfig {
   readonly deliveryQueueUrl: string;
   readonly lookaheadSeconds: number;
 }
@@ -88,7 +95,7 @@ export interface CallbackConfig extends FunctionConfig {
   readonly retentionDays: number;
 }
 
-export interface SweeperConfig extends FunctionConfig {
+export interface SweeperConfig extends FunctionConfig, OccupancyConfig {
   readonly deliveryQueueUrl: string;
   readonly sweepMaxSecondsPerRun: number;
   readonly sweepGraceSeconds: number;
@@ -199,6 +206,7 @@ export function loadApiConfig(env: Environment): ApiConfig {
     allowInsecureTargets: boolean(env, ENV.allowInsecureTargets),
     retentionDays: integer(env, ENV.retentionDays),
     maxHorizonDays: integer(env, ENV.maxHorizonDays),
+    tickEverySecond: boolean(env, ENV.tickEverySecond),
     account: required(env, ENV.awsAccount),
     partition: required(env, ENV.awsPartition),
     // Unset means any target (local mode), so these are read as they are, not required.
@@ -212,6 +220,7 @@ export function loadTickerConfig(env: Environment): TickerConfig {
     ...functionConfig(env),
     tickQueueUrl: required(env, ENV.tickQueueUrl),
     lookaheadSeconds: integer(env, ENV.lookaheadSeconds),
+    tickEverySecond: boolean(env, ENV.tickEverySecond),
   });
 }
 
@@ -220,6 +229,7 @@ export function loadScannerConfig(env: Environment): ScannerConfig {
     ...functionConfig(env),
     deliveryQueueUrl: required(env, ENV.deliveryQueueUrl),
     lookaheadSeconds: integer(env, ENV.lookaheadSeconds),
+    tickEverySecond: boolean(env, ENV.tickEverySecond),
   });
 }
 
@@ -244,5 +254,6 @@ export function loadSweeperConfig(env: Environment): SweeperConfig {
     sweepMaxSecondsPerRun: integer(env, ENV.sweepMaxSecondsPerRun),
     sweepGraceSeconds: integer(env, ENV.sweepGraceSeconds),
     overdueGraceSeconds: integer(env, ENV.overdueGraceSeconds),
+    tickEverySecond: boolean(env, ENV.tickEverySecond),
   });
 }

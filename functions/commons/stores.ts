@@ -3,7 +3,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoBizTypeStore } from '../adapters/dynamo/biz-type-store.js';
 import { DynamoClockStore } from '../adapters/dynamo/clock-store.js';
 import { DynamoIdempotencyStore } from '../adapters/dynamo/idempotency-store.js';
-import { DynamoOccupancyIndex } from '../adapters/dynamo/occupancy-index.js';
+import { DynamoOccupancyIndex, EverySecondOccupancy } from '../adapters/dynamo/occupancy-index.js';
 import { DynamoRequestCounter } from '../adapters/dynamo/request-counter.js';
 import { CALLBACK_COUNTER_PREFIX } from '../adapters/dynamo/table-schema.js';
 import { DynamoTaskIndex } from '../adapters/dynamo/task-index.js';
@@ -11,13 +11,13 @@ import { DynamoTaskStore } from '../adapters/dynamo/task-store.js';
 import { DynamoTenantStore } from '../adapters/dynamo/tenant-store.js';
 import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../core/biz-types.js';
 import { LeasedRequestCounter } from '../core/request-leases.js';
-import { systemClock } from '../core/task.js';
+import { type OccupancyIndex, systemClock } from '../core/task.js';
 import { cachedTenantDirectory, TENANT_CACHE_TTL_MS } from '../core/tenants.js';
-import type { TableConfig } from './config.js';
+import type { OccupancyConfig, TableConfig } from './config.js';
 
 /**
  * The stores over the task table, with its bucket and shard counts: what every function but
- * the ticker needs. Tenants are read through a cache, once per TENANT_CACHE_TTL_MS, and
+ * the ticker needs (the occupancy index, which only some need, is `occupancyIndex`). Tenants are read through a cache, once per TENANT_CACHE_TTL_MS, and
  * bizType settings (for submits) once per BIZ_TYPE_CACHE_TTL_MS.
  */
 export function tableStores({ tableName, bucketCount, shardCount }: TableConfig, dynamo: DynamoDBDocumentClient) {
@@ -29,7 +29,6 @@ export function tableStores({ tableName, bucketCount, shardCount }: TableConfig,
     taskIndex: new DynamoTaskIndex({ client: dynamo, tableName, bucketCount }),
     clockStore: new DynamoClockStore({ client: dynamo, tableName }),
     idempotencyStore: new DynamoIdempotencyStore({ client: dynamo, tableName }),
-    occupancy: new DynamoOccupancyIndex({ client: dynamo, tableName }),
     tenants: cachedTenantDirectory(
       new DynamoTenantStore({ client: dynamo, tableName }),
       systemClock,
@@ -42,4 +41,19 @@ export function tableStores({ tableName, bucketCount, shardCount }: TableConfig,
       new DynamoRequestCounter({ client: dynamo, tableName, keyPrefix: CALLBACK_COUNTER_PREFIX }),
     ),
   };
+}
+
+/**
+ * The occupancy index the deployment keeps: the seconds with tasks, recorded at submit, or in
+ * dense mode (`tickEverySecond`) none, every second being ticked and scanned instead.
+ */
+export function occupancyIndex(
+  {
+    table,
+    tickEverySecond,
+  }: { readonly table: Pick<TableConfig, 'tableName'> } & Pick<OccupancyConfig, 'tickEverySecond'>,
+  dynamo: DynamoDBDocumentClient,
+): OccupancyIndex {
+  const options = { client: dynamo, tableName: table.tableName };
+  return tickEverySecond ? new EverySecondOccupancy(options) : new DynamoOccupancyIndex(options);
 }

@@ -24,6 +24,7 @@ export const ENV = {
   sweepGraceSeconds: 'TIMER_SWEEP_GRACE_SECONDS',
   overdueGraceSeconds: 'TIMER_OVERDUE_GRACE_SECONDS',
   maxHorizonDays: 'TIMER_MAX_HORIZON_DAYS',
+  tickEverySecond: 'TIMER_TICK_EVERY_SECOND',
   /** The deployment's account and partition, to turn a bare event bus name into the ARN the allow-list holds. */
   awsAccount: 'TIMER_AWS_ACCOUNT',
   awsPartition: 'TIMER_AWS_PARTITION',
@@ -72,6 +73,15 @@ export interface TimerSettings {
   readonly overdueGraceSeconds: number;
   /** How many days ahead a task may be due; at most LIMITS.horizonDays (366). */
   readonly maxHorizonDays: number;
+  /**
+   * Dense mode: the ticker ticks every second of each minute and scans take every second as
+   * occupied, so the api writes no occupancy index entry. That entry costs close to a write per
+   * single submit once due times are spread out; the ticks cost a fixed amount a day whatever the
+   * load (docs/architecture.md, "Dense mode"), so dense mode pays only at high volume. Safe to turn
+   * on at any time; never turn it off while tasks submitted under it are pending, for the index
+   * knows nothing of them.
+   */
+  readonly tickEverySecond: boolean;
 }
 
 export const DEFAULT_SETTINGS: TimerSettings = {
@@ -91,6 +101,7 @@ export const DEFAULT_SETTINGS: TimerSettings = {
   sweepGraceSeconds: 90,
   overdueGraceSeconds: 600,
   maxHorizonDays: 366,
+  tickEverySecond: false,
 };
 
 export type FunctionName = 'api' | 'ticker' | 'scanner' | 'callback' | 'sweeper';
@@ -139,13 +150,14 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
       ENV.maxHorizonDays,
       ENV.awsAccount,
       ENV.awsPartition,
+      ENV.tickEverySecond,
     ],
   },
   ticker: {
     entry: 'functions/ticker/handler.ts',
     timeoutSeconds: 10,
     memoryMb: 256,
-    env: [...coreEnv, ENV.tickQueueUrl, ENV.lookaheadSeconds],
+    env: [...coreEnv, ENV.tickQueueUrl, ENV.lookaheadSeconds, ENV.tickEverySecond],
   },
   scanner: {
     entry: 'functions/scanner/handler.ts',
@@ -155,7 +167,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     // A scan takes well under a second unless its second is hot, so 50 covers a backlog of fifty
     // seconds scanned at once (a restart's catch-up) and leaves 950 of the account's 1,000 unreserved.
     reservedConcurrency: 50,
-    env: [...coreEnv, ENV.deliveryQueueUrl, ENV.lookaheadSeconds],
+    env: [...coreEnv, ENV.deliveryQueueUrl, ENV.lookaheadSeconds, ENV.tickEverySecond],
   },
   callback: {
     entry: 'functions/callback/handler.ts',
@@ -178,7 +190,14 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     entry: 'functions/sweeper/handler.ts',
     timeoutSeconds: 120,
     memoryMb: 512,
-    env: [...coreEnv, ENV.deliveryQueueUrl, ENV.sweepMaxSecondsPerRun, ENV.sweepGraceSeconds, ENV.overdueGraceSeconds],
+    env: [
+      ...coreEnv,
+      ENV.deliveryQueueUrl,
+      ENV.sweepMaxSecondsPerRun,
+      ENV.sweepGraceSeconds,
+      ENV.overdueGraceSeconds,
+      ENV.tickEverySecond,
+    ],
   },
 };
 
@@ -354,6 +373,7 @@ export function environmentFor(
     [ENV.sweepGraceSeconds]: String(settings.sweepGraceSeconds),
     [ENV.overdueGraceSeconds]: String(settings.overdueGraceSeconds),
     [ENV.maxHorizonDays]: String(settings.maxHorizonDays),
+    [ENV.tickEverySecond]: String(settings.tickEverySecond),
     ...resources,
   };
   const env: Record<string, string> = {};

@@ -28,8 +28,8 @@ export function tickFor(second: number, nowMs: number, lookaheadSeconds: number)
 /**
  * Runs once a minute (EventBridge rules fire at most that often) and plans the current and
  * the coming minute: it marks each planned in the occupancy index, which hands back the
- * seconds that have tasks, and sends one tick per such second, delayed by SQS. Empty seconds
- * get no tick and cost nothing. A minute is planned once: a run that finds it planned (by the
+ * seconds that have tasks (every second, in dense mode), and sends one tick per such second,
+ * delayed by SQS. Otherwise empty seconds get no tick and cost nothing. A minute is planned once: a run that finds it planned (by the
  * previous run, or a duplicate of this one) sends nothing for it. Seconds that become occupied
  * after their minute was planned are ticked by the api that occupies them; a lost tick
  * delays its second until the sweeper's catch-up, never loses it.

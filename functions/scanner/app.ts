@@ -4,7 +4,7 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { sqsDeliveryQueue } from '../adapters/sqs-queues.js';
 import type { ScannerConfig } from '../commons/config.js';
 import { type HandlerDeps, instrumented } from '../commons/lambda-chain.js';
-import { tableStores } from '../commons/stores.js';
+import { occupancyIndex, tableStores } from '../commons/stores.js';
 import { METRICS, SCANNER_BUDGET_MS } from '../contract/topology.js';
 import { runScanner } from '../core/scan.js';
 import { systemClock } from '../core/task.js';
@@ -21,6 +21,7 @@ export function createScannerHandler(config: ScannerConfig, { clients, observabi
   const { logger, metrics } = observability;
   const ports = {
     ...tableStores(config.table, clients.dynamo),
+    occupancy: occupancyIndex(config, clients.dynamo),
     deliveryQueue: sqsDeliveryQueue(clients.sqs, config.deliveryQueueUrl),
     clock: systemClock,
     lookaheadSeconds: config.lookaheadSeconds,

@@ -3,7 +3,7 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { sqsDeliveryQueue } from '../adapters/sqs-queues.js';
 import type { SweeperConfig } from '../commons/config.js';
 import { type HandlerDeps, instrumented } from '../commons/lambda-chain.js';
-import { tableStores } from '../commons/stores.js';
+import { occupancyIndex, tableStores } from '../commons/stores.js';
 import { METRICS, SWEEPER_BUDGET_MS, SWEEPER_CATCH_UP_GRACE_SECONDS } from '../contract/topology.js';
 import { sweep } from '../core/sweep.js';
 import { systemClock } from '../core/task.js';
@@ -17,6 +17,7 @@ export function createSweeperHandler(config: SweeperConfig, { clients, observabi
   const { logger, metrics } = observability;
   const ports = {
     ...tableStores(config.table, clients.dynamo),
+    occupancy: occupancyIndex(config, clients.dynamo),
     deliveryQueue: sqsDeliveryQueue(clients.sqs, config.deliveryQueueUrl),
     clock: systemClock,
   };

@@ -1,7 +1,7 @@
 import { sqsTickQueue } from '../adapters/sqs-queues.js';
 import type { TickerConfig } from '../commons/config.js';
 import { type HandlerDeps, instrumented } from '../commons/lambda-chain.js';
-import { tableStores } from '../commons/stores.js';
+import { occupancyIndex } from '../commons/stores.js';
 import { systemClock } from '../core/task.js';
 import { planTicks } from '../core/tick.js';
 
@@ -9,7 +9,7 @@ import { planTicks } from '../core/tick.js';
 export function createTickerHandler(config: TickerConfig, { clients, observability }: HandlerDeps) {
   const { logger } = observability;
   const ports = {
-    occupancy: tableStores(config.table, clients.dynamo).occupancy,
+    occupancy: occupancyIndex(config, clients.dynamo),
     tickQueue: sqsTickQueue(clients.sqs, config.tickQueueUrl),
     clock: systemClock,
     lookaheadSeconds: config.lookaheadSeconds,

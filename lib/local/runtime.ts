@@ -12,7 +12,6 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, SQSBatc
 
 import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
 import { allItems } from '../../functions/adapters/dynamo/dynamo-helpers.js';
-import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
 import type { TaskItem } from '../../functions/adapters/dynamo/table-schema.js';
 import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
 import {
@@ -35,6 +34,7 @@ import {
   loadTickerConfig,
 } from '../../functions/commons/config.js';
 import { assembleHandler, type HandlerDeps } from '../../functions/commons/lambda-chain.js';
+import { occupancyIndex } from '../../functions/commons/stores.js';
 import {
   DEFAULT_SETTINGS,
   DELIVERY_MAX_RECEIVE_COUNT,
@@ -46,11 +46,11 @@ import {
   SCHEDULES,
   type TimerSettings,
 } from '../../functions/contract/topology.js';
-import { secondOf } from '../../functions/core/clock.js';
+import { minuteOf, secondOf } from '../../functions/core/clock.js';
 import { delaySecondsUntil } from '../../functions/core/scan.js';
 import type { DeliveryMessage } from '../../functions/core/task.js';
 import { activeSigningSecrets } from '../../functions/core/tenants.js';
-import { tickFor } from '../../functions/core/tick.js';
+import { type Tick, tickFor } from '../../functions/core/tick.js';
 import { createScannerHandler } from '../../functions/scanner/app.js';
 import { createSweeperHandler } from '../../functions/sweeper/app.js';
 import { createTickerHandler } from '../../functions/ticker/app.js';
@@ -274,23 +274,36 @@ function lostTaskMessage(item: TaskItem, nowMs: number): DeliveryMessage {
  * Ticks were in fauxqs's memory too, and the ticker plans each minute only once, so it will
  * not send them again. Ticks go out anew for the seconds with tasks that no scanner has
  * claimed, through the end of the next minute (the last one a ticker can have planned);
- * seconds more than an hour overdue are left to the sweeper's catch-up.
+ * seconds more than an hour overdue are left to the sweeper's catch-up. Of the seconds already
+ * due, one a minute is ticked: a claim takes in up to a minute, so that many scanners share the
+ * backlog, and in dense mode, where every second counts as occupied, an hour's downtime is 60
+ * ticks, not 3,600.
  */
 async function requeueLostTicks(
   dynamo: DynamoDBDocumentClient,
   tickQueueUrl: string,
   sqs: SQSClient,
-  lookaheadSeconds: number,
+  settings: TimerSettings,
 ): Promise<void> {
   const clock = await new DynamoClockStore({ client: dynamo, tableName: LOCAL_TABLE_NAME }).read();
   if (!clock) return;
   const nowMs = Date.now();
   const from = Math.max(clock.cursor, secondOf(nowMs) - 3600);
   const through = (Math.floor(secondOf(nowMs) / 60) + 2) * 60 - 1;
-  const occupancy = new DynamoOccupancyIndex({ client: dynamo, tableName: LOCAL_TABLE_NAME });
-  const seconds = [...(await occupancy.occupied(from, through))];
-  if (seconds.length === 0) return;
-  await sqsTickQueue(sqs, tickQueueUrl).send(seconds.map((second) => tickFor(second, nowMs, lookaheadSeconds)));
+  const occupancy = occupancyIndex(
+    { table: { tableName: LOCAL_TABLE_NAME }, tickEverySecond: settings.tickEverySecond },
+    dynamo,
+  );
+  const dueByMinute = new Map<number, Tick>();
+  const later: Tick[] = [];
+  for (const second of [...(await occupancy.occupied(from, through))].sort((a, b) => a - b)) {
+    const tick = tickFor(second, nowMs, settings.lookaheadSeconds);
+    if (tick.delaySeconds > 0) later.push(tick);
+    else if (!dueByMinute.has(minuteOf(second))) dueByMinute.set(minuteOf(second), tick);
+  }
+  const ticks = [...dueByMinute.values(), ...later];
+  if (ticks.length === 0) return;
+  await sqsTickQueue(sqs, tickQueueUrl).send(ticks);
 }
 
 export type AnyHandler = LambdaHandler<unknown, unknown>;
@@ -486,7 +499,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     delivery: queues.delivery.url,
     deliveryDlq: queues.deliveryDlq.url,
   });
-  await requeueLostTicks(dynamo, queues.tick.url, sqs, settings.lookaheadSeconds);
+  await requeueLostTicks(dynamo, queues.tick.url, sqs, settings);
   if (restored.tasks > 0)
     logLine('WARN', 're-enqueued tasks whose queue messages were lost with the last run', {
       recovered: restored.tasks,

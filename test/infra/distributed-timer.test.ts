@@ -109,6 +109,37 @@ describe('Construct: DistributedTimer', () => {
     expect(Object.keys(template.toJSON().Conditions ?? {})).toEqual([]);
   });
 
+  it('turns dense mode on from settings for the functions that record, plan or read occupied seconds, and only them', () => {
+    // Prepare
+    const stack = appStack();
+
+    // Act
+    const dense = new DistributedTimer(stack, 'Timer', { settings: { tickEverySecond: true } });
+    const template = Template.fromStack(stack);
+
+    // Assess
+    const functions = template.findResources('AWS::Lambda::Function');
+    const variablesOf = (fn: keyof typeof FUNCTIONS) =>
+      (functions[logicalIdOf(stack, dense.functions[fn])]?.Properties.Environment as { Variables: object }).Variables;
+    for (const fn of ['api', 'ticker', 'scanner', 'sweeper'] as const) {
+      expect(variablesOf(fn)).toMatchObject({ [ENV.tickEverySecond]: 'true' });
+    }
+    expect(variablesOf('callback')).not.toHaveProperty(ENV.tickEverySecond);
+  });
+
+  it('keeps the occupancy index unless told otherwise', () => {
+    // Prepare
+    const stack = appStack();
+
+    // Act
+    const timer = new DistributedTimer(stack, 'Timer');
+    const template = Template.fromStack(stack);
+
+    // Assess
+    const ticker = template.findResources('AWS::Lambda::Function')[logicalIdOf(stack, timer.functions.ticker)];
+    expect(ticker?.Properties.Environment.Variables).toMatchObject({ [ENV.tickEverySecond]: 'false' });
+  });
+
   it('grants no target at all when no ARNs are allowed, and says so with empty lists', () => {
     // Prepare
     const stack = appStack();

@@ -1,5 +1,7 @@
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it, vi } from 'vitest';
 
+import { EverySecondOccupancy } from '../../functions/adapters/dynamo/occupancy-index.js';
 import { QUEUES } from '../../functions/contract/topology.js';
 import { claimSeconds, MAX_CLAIM_SECONDS } from '../../functions/core/clock.js';
 import {
@@ -793,6 +795,47 @@ describe('Function: sweep', () => {
       expect(clockStore.watermarks.overdueChecked).toBe(NOW_SECOND - 151);
       // Held back by the first pass, the overdue check trails its 60 s grace by 91 s.
       expect(report.overdueCheckLagSeconds).toBe(91);
+    });
+  });
+
+  describe('in dense mode, with every second taken as occupied', () => {
+    /** The dense index as the sweeper gets it; a client that throws proves it reads nothing to say so. */
+    const everySecond = () =>
+      new EverySecondOccupancy({
+        client: {
+          send: () => Promise.reject(new Error('dense mode reads no index')),
+        } as unknown as DynamoDBDocumentClient,
+        tableName: 'unused',
+      });
+
+    it('catches up a second whose tick was lost though no index names it', async () => {
+      // Prepare: the api recorded nothing for the task; its second's tick never came.
+      const clockStore = new FakeClockStore({ cursor: NOW_SECOND - 100, startedAt: NOW_SECOND - 1000 });
+      const missed = aTask((NOW_SECOND - 50) * 1000 + 300, 2);
+      const ports = { ...scanPorts({ tasks: [missed], clockStore }), occupancy: everySecond() };
+
+      // Act
+      const report = await sweep(ports, settings);
+
+      // Assess
+      expect(report).toMatchObject({ caughtUp: 1, lagSeconds: 50, errors: [] });
+      expect(ports.deliveryQueue.sent).toEqual([{ id: missed.id, delaySeconds: 0 }]);
+    });
+
+    it('finds a lost late arrival the api enqueued itself, in a second whose scan sent nothing and that nobody flagged', async () => {
+      // Prepare: every second scanned, none with a busy count; the task's message was lost.
+      const clockStore = new FakeClockStore({ cursor: NOW_SECOND, startedAt: NOW_SECOND - 200 });
+      for (let second = NOW_SECOND - 200; second < NOW_SECOND; second++) clockStore.markers.set(second, 0);
+      const enqueuedByTheApi = aTask((NOW_SECOND - 90) * 1000 + 500, 1);
+      const ports = { ...scanPorts({ tasks: [enqueuedByTheApi], clockStore }), occupancy: everySecond() };
+
+      // Act
+      const report = await sweep(ports, { ...settings, overdueGraceSeconds: 60 });
+
+      // Assess
+      expect(report.overdue).toBe(1);
+      expect(ports.deliveryQueue.sent).toEqual([{ id: enqueuedByTheApi.id, delaySeconds: 0 }]);
+      expect(clockStore.watermarks.overdueChecked).toBe(NOW_SECOND - 60);
     });
   });
 });

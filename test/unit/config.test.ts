@@ -35,9 +35,9 @@ const RESOURCES = {
 };
 
 /** The environment the stack gives a function, plus the region Lambda adds. */
-const deployedEnv = (fn: FunctionName): Environment => ({
+const deployedEnv = (fn: FunctionName, settings = DEFAULT_SETTINGS): Environment => ({
   AWS_REGION: 'eu-west-1',
-  ...environmentFor(fn, DEFAULT_SETTINGS, RESOURCES),
+  ...environmentFor(fn, settings, RESOURCES),
 });
 
 describe('Function: config loaders', () => {
@@ -79,6 +79,19 @@ describe('Function: config loaders', () => {
     });
   });
 
+  it.each(['api', 'ticker', 'scanner', 'sweeper'] as const)(
+    'tells %s whether the deployment ticks every second, off unless it is set to "true"',
+    (fn) => {
+      // Act
+      const sparse = LOADERS[fn](deployedEnv(fn));
+      const dense = LOADERS[fn](deployedEnv(fn, { ...DEFAULT_SETTINGS, tickEverySecond: true }));
+
+      // Assess
+      expect(sparse).toMatchObject({ tickEverySecond: false });
+      expect(dense).toMatchObject({ tickEverySecond: true });
+    },
+  );
+
   it('returns a frozen config, so no invocation can change what the next one sees', () => {
     // Act
     const config = loadCallbackConfig(deployedEnv('callback'));
@@ -110,6 +123,8 @@ describe('Function: config loaders', () => {
     ['a missing region', { AWS_REGION: undefined }, /AWS_REGION is not set/],
     ['a number that is not one', { [ENV.lookaheadSeconds]: 'two' }, /TIMER_LOOKAHEAD_SECONDS must be a non-negative/],
     ['a boolean that is not one', { [ENV.allowInsecureTargets]: 'yes' }, /TIMER_ALLOW_INSECURE_TARGETS must be "true"/],
+    ['dense mode spelled loosely', { [ENV.tickEverySecond]: '1' }, /TIMER_TICK_EVERY_SECOND must be "true" or "false"/],
+    ['dense mode left unset', { [ENV.tickEverySecond]: undefined }, /TIMER_TICK_EVERY_SECOND is not set/],
     ['too many shards', { [ENV.shardCount]: String(MAX_SHARDS + 1) }, /TIMER_SHARD_COUNT must be between 1 and/],
     ['no buckets', { [ENV.bucketCount]: '0' }, /TIMER_BUCKET_COUNT must be at least 1/],
     ['an unknown log level', { POWERTOOLS_LOG_LEVEL: 'LOUD' }, /POWERTOOLS_LOG_LEVEL must be one of .* got "LOUD"/],

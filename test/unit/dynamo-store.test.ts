@@ -12,13 +12,14 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
-import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
+import { DynamoOccupancyIndex, EverySecondOccupancy } from '../../functions/adapters/dynamo/occupancy-index.js';
 import {
   CLOCK_KEY,
   KEY_EXPRESSIONS,
   markerKey,
   markerPartition,
   markerSortKey,
+  minutePlanKey,
   OCCUPANCY_SLOTS,
   occupancyKey,
   taskToItem,
@@ -526,5 +527,72 @@ describe('Class: DynamoOccupancyIndex', () => {
     const [read] = ddbMock.commandCalls(BatchGetCommand).map((call) => call.args[0].input.RequestItems?.[TABLE]);
     expect(read?.ConsistentRead).toBe(true);
     expect(read?.Keys).toHaveLength(2 * OCCUPANCY_SLOTS);
+  });
+});
+
+describe('Class: EverySecondOccupancy', () => {
+  beforeEach(() => {
+    ddbMock.reset();
+  });
+
+  const minute = Math.floor(SECOND / 60);
+  const index = new EverySecondOccupancy({ client, tableName: TABLE });
+
+  it('plans a minute with one update returning the old item, and hands back all 60 of its seconds', async () => {
+    // Prepare: nobody planned the minute yet.
+    ddbMock.on(UpdateCommand).resolves({});
+
+    // Act
+    const seconds = await index.plan(minute);
+
+    // Assess
+    expect(seconds).toEqual(Array.from({ length: 60 }, (_, offset) => minute * 60 + offset));
+    expect(ddbMock.commandCalls(UpdateCommand).map((call) => call.args[0].input)).toEqual([
+      expect.objectContaining({
+        TableName: TABLE,
+        Key: minutePlanKey(minute),
+        UpdateExpression: 'SET planned = :planned, expiresAt = :expiresAt',
+        ReturnValues: 'ALL_OLD',
+      }),
+    ]);
+  });
+
+  it('hands back nothing for a minute planned before, so a duplicate ticker run sends no tick', async () => {
+    // Prepare
+    ddbMock.on(UpdateCommand).resolves({ Attributes: { ...minutePlanKey(minute), planned: true } });
+
+    // Act
+    const seconds = await index.plan(minute);
+
+    // Assess
+    expect(seconds).toBeUndefined();
+  });
+
+  it('lets a failed plan throw, so the next ticker run plans the minute again', async () => {
+    // Prepare
+    ddbMock.on(UpdateCommand).rejects(new Error('throttled'));
+
+    // Act & Assess
+    await expect(index.plan(minute)).rejects.toThrow('throttled');
+  });
+
+  it('records nothing at submit and owes no tick for any second, every second being ticked anyway', async () => {
+    // Act
+    const unticked = await index.occupy([SECOND, SECOND + 1, SECOND + 3600]);
+
+    // Assess
+    expect(unticked).toEqual([]);
+    expect(ddbMock.calls()).toHaveLength(0);
+  });
+
+  it('takes every second of a range as occupied without reading the table', async () => {
+    // Act
+    const seconds = await index.occupied(SECOND - 2, SECOND + 61);
+    const none = await index.occupied(SECOND, SECOND - 1);
+
+    // Assess
+    expect(seconds).toEqual(new Set(Array.from({ length: 64 }, (_, offset) => SECOND - 2 + offset)));
+    expect(none).toEqual(new Set());
+    expect(ddbMock.calls()).toHaveLength(0);
   });
 });

@@ -6,7 +6,12 @@ import { minuteOf } from '../../core/clock.js';
 import { MARKER_RETENTION_SECONDS } from '../../core/scan.js';
 import type { OccupancyIndex } from '../../core/task.js';
 import { batchGetAll, type TableOptions } from './dynamo-helpers.js';
-import { OCCUPANCY_SLOTS, type OccupancyItem, occupancyKey } from './table-schema.js';
+import { minutePlanKey, OCCUPANCY_SLOTS, type OccupancyItem, occupancyKey } from './table-schema.js';
+
+/** The sweeper may read a minute's entry until its scan markers expire. */
+function minuteExpiry(minute: number): number {
+  return (minute + 1) * 60 + MARKER_RETENTION_SECONDS;
+}
 
 /** Seconds one instance remembers having recorded; past this it forgets the oldest tenth. */
 const REMEMBERED_SECONDS = 100_000;
@@ -115,7 +120,7 @@ export class DynamoOccupancyIndex implements OccupancyIndex {
             TableName: this.options.tableName,
             Key: occupancyKey(minute, slot),
             UpdateExpression: 'SET planned = :planned, expiresAt = :expiresAt',
-            ExpressionAttributeValues: { ':planned': true, ':expiresAt': this.expiry(minute) },
+            ExpressionAttributeValues: { ':planned': true, ':expiresAt': minuteExpiry(minute) },
             ReturnValues: 'ALL_OLD',
           }),
         ),
@@ -155,18 +160,13 @@ export class DynamoOccupancyIndex implements OccupancyIndex {
         Key: occupancyKey(minute, slot),
         UpdateExpression: 'ADD #seconds :seconds SET expiresAt = :expiresAt',
         ExpressionAttributeNames: { '#seconds': 'seconds' },
-        ExpressionAttributeValues: { ':seconds': new Set(seconds), ':expiresAt': this.expiry(minute) },
+        ExpressionAttributeValues: { ':seconds': new Set(seconds), ':expiresAt': minuteExpiry(minute) },
         ReturnValues: 'ALL_OLD',
       }),
     );
     const before = result.Attributes as OccupancyItem | undefined;
     if (!before?.planned) return [];
     return seconds.filter((second) => !before.seconds?.has(second));
-  }
-
-  /** The sweeper may read a minute's entry until its scan markers expire. */
-  private expiry(minute: number): number {
-    return (minute + 1) * 60 + MARKER_RETENTION_SECONDS;
   }
 
   private forgetOldest(): void {
@@ -180,4 +180,48 @@ export class DynamoOccupancyIndex implements OccupancyIndex {
     const oldest = [...this.recorded.keys()].sort((a, b) => a - b).slice(0, REMEMBERED_SECONDS / 10);
     for (const second of oldest) this.recorded.delete(second);
   }
+}
+
+/**
+ * Dense mode's index: every second is taken as occupied, so nothing is recorded at submit and
+ * every second of a planned minute gets a tick. It pays where the index would cost close to a
+ * write per submit (due times spread over many seconds, most of them busy anyway) and costs a
+ * tick and a scan of every shard for each second, busy or not.
+ *
+ * No interleaving leaves a task unticked: every run of the ticker plans its own minute and the
+ * next, ticking each of their seconds whenever the task was written. Seconds of a minute no run
+ * planned, or whose tick was lost, are the sweeper's catch-up, late but not lost, as in sparse
+ * mode; a task written after its second's scan is a late arrival, which the api enqueues itself
+ * (invariant 5).
+ */
+export class EverySecondOccupancy implements OccupancyIndex {
+  constructor(private readonly options: TableOptions) {}
+
+  /** Nothing to record: the tick every second of a planned minute gets covers the callers' seconds too. */
+  async occupy(_seconds: readonly number[]): Promise<number[]> {
+    return [];
+  }
+
+  /** One update that returns the item as it was: of duplicate runs, only the first finds the minute unplanned. */
+  async plan(minute: number): Promise<number[] | undefined> {
+    const result = await this.options.client.send(
+      new UpdateCommand({
+        TableName: this.options.tableName,
+        Key: minutePlanKey(minute),
+        UpdateExpression: 'SET planned = :planned, expiresAt = :expiresAt',
+        ExpressionAttributeValues: { ':planned': true, ':expiresAt': minuteExpiry(minute) },
+        ReturnValues: 'ALL_OLD',
+      }),
+    );
+    if ((result.Attributes as OccupancyItem | undefined)?.planned) return undefined;
+    return secondsBetween(minute * 60, minute * 60 + 59);
+  }
+
+  async occupied(from: number, to: number): Promise<Set<number>> {
+    return new Set(secondsBetween(from, to));
+  }
+}
+
+function secondsBetween(from: number, to: number): number[] {
+  return Array.from({ length: Math.max(0, to - from + 1) }, (_, offset) => from + offset);
 }

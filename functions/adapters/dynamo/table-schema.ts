@@ -329,6 +329,16 @@ export function occupancyKey(minute: number, slot: number): TableKey {
   return { [PK]: `OCCUPIED#${minute}#${slot}`, [SK]: markerSortKey(minute * 60) };
 }
 
+/**
+ * The item whose `planned` flag says a minute was ticked in dense mode (every second ticked, no
+ * index kept): the minute's first slot. Sharing it with the index means a ticker of either mode
+ * sees a minute the other planned while a deployment switches modes, and ticks no second twice
+ * on its account.
+ */
+export function minutePlanKey(minute: number): TableKey {
+  return occupancyKey(minute, 0);
+}
+
 // ---- Idempotency claims ---------------------------------------------------------------
 
 export interface IdempotencyItem extends TableKey {

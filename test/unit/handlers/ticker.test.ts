@@ -3,14 +3,19 @@ import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 
-import { OCCUPANCY_SLOTS } from '../../../functions/adapters/dynamo/table-schema.js';
+import { minutePlanKey, OCCUPANCY_SLOTS } from '../../../functions/adapters/dynamo/table-schema.js';
 import { loadTickerConfig } from '../../../functions/commons/config.js';
+import { ENV } from '../../../functions/contract/topology.js';
 import { createTickerHandler } from '../../../functions/ticker/app.js';
 import { handlerEnv, lambdaContext, LOOKAHEAD_SECONDS, TICK_QUEUE_URL, unitHandler } from './setup.js';
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
 const handler = await unitHandler(createTickerHandler, loadTickerConfig(handlerEnv()));
+const denseHandler = await unitHandler(
+  createTickerHandler,
+  loadTickerConfig({ ...handlerEnv(), [ENV.tickEverySecond]: 'true' }),
+);
 
 describe('Function: ticker handler', () => {
   beforeEach(() => {
@@ -61,5 +66,27 @@ describe('Function: ticker handler', () => {
     // Assess
     expect(result).toEqual({ ticks: 0 });
     expect(sqsMock.commandCalls(SendMessageBatchCommand)).toHaveLength(0);
+  });
+
+  it('in dense mode, ticks all 60 seconds of a minute it plans first, with one write per minute', async () => {
+    // Prepare: a previous run planned this minute; the next one is new.
+    const thisMinute = Math.floor(Date.now() / 60_000);
+    ddbMock.on(UpdateCommand).resolves({});
+    ddbMock.on(UpdateCommand, { Key: minutePlanKey(thisMinute) }).resolves({ Attributes: { planned: true } });
+
+    // Act
+    const result = await denseHandler({}, lambdaContext(10_000));
+
+    // Assess
+    expect(result).toEqual({ ticks: 60 });
+    expect(ddbMock.commandCalls(UpdateCommand).map((call) => call.args[0].input.Key)).toEqual([
+      minutePlanKey(thisMinute),
+      minutePlanKey(thisMinute + 1),
+    ]);
+    const seconds = sqsMock
+      .commandCalls(SendMessageBatchCommand)
+      .flatMap((call) => call.args[0].input.Entries ?? [])
+      .map((entry) => JSON.parse(entry.MessageBody ?? '{}').second);
+    expect(seconds).toEqual(Array.from({ length: 60 }, (_, offset) => (thisMinute + 1) * 60 + offset));
   });
 });

@@ -11,7 +11,7 @@
  * Writes reports/bench-<time>.{json,md,svg} (and reports/latest.*); `--publish` also updates
  * docs/benchmarks.{json,svg} and the tables in docs/benchmarks.md. `--quick` runs a short version.
  */
-import { type ChildProcess, fork } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -37,7 +37,8 @@ import {
 } from './render.js';
 import { fmt, idleUsage, type MeasuredRun, progress } from './report.js';
 import { histogram, type KeyActivity, peakPerKey, perSecond, summarize } from './stats.js';
-import type { TimerMessage, TimerRequest, TimerSnapshot, TimerStorage } from './timer-process.js';
+import { ask, childOptions, forkTimer } from './timer-child.js';
+import type { TimerStorage } from './timer-process.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -108,6 +109,7 @@ interface Measure {
   readonly invocations: Record<string, number>;
   readonly writeUnits: number;
   readonly readUnits: number;
+  readonly callbackWaitMs: number;
   readonly peakRssBytes: number;
   readonly logBytes: number;
   readonly keys?: KeyActivity;
@@ -142,59 +144,18 @@ async function callTimerApi(
   return response.json();
 }
 
-/** Sends a request to a child process and waits for the reply of the given type. */
-function ask<Reply extends { type: string }>(
-  child: ChildProcess,
-  message: unknown,
-  type: Reply['type'],
-): Promise<Reply> {
-  return new Promise((resolve) => {
-    const onMessage = (reply: Reply) => {
-      if (reply.type !== type) return;
-      child.off('message', onMessage);
-      resolve(reply);
-    };
-    child.on('message', onMessage);
-    child.send(message as object);
-  });
-}
-
-const childOptions = {
-  execArgv: ['--import', 'tsx'],
-  stdio: ['ignore', 'pipe', 'pipe', 'ipc'] as ['ignore', 'pipe', 'pipe', 'ipc'],
-};
-
 interface TimerSystem extends System {
   storage(): Promise<TimerStorage>;
   resetKeys(): void;
 }
 
 async function startTimer(): Promise<TimerSystem> {
-  const child = fork('bench/timer-process.ts', [], {
-    ...childOptions,
-    env: { ...process.env, BENCH_TIMER_SETTINGS: JSON.stringify({}) },
-  });
-  let logBytes = 0;
-  child.stdout?.on('data', (chunk: Buffer) => {
-    logBytes += chunk.length;
-  });
-  child.stderr?.resume();
-  const ready = await new Promise<Extract<TimerMessage, { type: 'ready' }>>((resolve) =>
-    child.on('message', (message: TimerMessage) => message.type === 'ready' && resolve(message)),
-  );
-  const storage = async () =>
-    (
-      await ask<{ type: 'storage'; storage: TimerStorage }>(
-        child,
-        { type: 'storage' } satisfies TimerRequest,
-        'storage',
-      )
-    ).storage;
+  const timer = await forkTimer();
   return {
     name: 'timer',
     async submit(tasks) {
       await callTimerApi(
-        ready.apiUrl,
+        timer.apiUrl,
         '/v1/tasks/batch',
         {
           tasks: tasks.map((task) => ({
@@ -203,37 +164,29 @@ async function startTimer(): Promise<TimerSystem> {
             payload: { key: task.key },
           })),
         },
-        { authorization: `Bearer ${ready.apiKey}` },
+        { authorization: `Bearer ${timer.apiKey}` },
       );
     },
     async measure() {
-      const { snapshot } = await ask<{ type: 'snapshot'; snapshot: TimerSnapshot }>(
-        child,
-        { type: 'snapshot' } satisfies TimerRequest,
-        'snapshot',
-      );
+      const snapshot = await timer.snapshot();
       return {
         requests: snapshot.requests,
         cpuMs: { ...(snapshot.cpuMs as Record<string, number>), 'whole process': snapshot.processCpuMs },
         invocations: snapshot.invocations,
         writeUnits: snapshot.writeUnits,
         readUnits: snapshot.readUnits,
+        callbackWaitMs: snapshot.callbackWaitMs,
         peakRssBytes: snapshot.peakRssBytes,
-        logBytes,
+        logBytes: snapshot.logBytes,
         keys: new Map(snapshot.keys.map(([key, seconds]) => [key, new Map(seconds)])),
       };
     },
-    storage,
+    storage: () => timer.storage(),
     async pending() {
-      return new Set((await storage()).pendingKeys);
+      return new Set((await timer.storage()).pendingKeys);
     },
-    resetKeys() {
-      child.send({ type: 'reset' } satisfies TimerRequest);
-    },
-    async stop() {
-      child.send({ type: 'stop' } satisfies TimerRequest);
-      await new Promise((resolve) => child.once('exit', resolve));
-    },
+    resetKeys: () => timer.resetKeys(),
+    stop: () => timer.stop(),
   };
 }
 
@@ -282,6 +235,7 @@ async function startBullmq(redis: BenchRedis, queueName: string): Promise<System
         invocations: {},
         writeUnits: 0,
         readUnits: 0,
+        callbackWaitMs: 0,
         peakRssBytes: snapshot.peakRssBytes + usage.rssBytes,
         logBytes: 0,
       };
@@ -425,6 +379,7 @@ async function runScenario(
     requests: diff(after.requests, before.requests),
     writeUnits: after.writeUnits - before.writeUnits,
     readUnits: after.readUnits - before.readUnits,
+    callbackWaitMs: after.callbackWaitMs - before.callbackWaitMs,
     invocations: diff(after.invocations, before.invocations),
     cpuMs: diff(after.cpuMs, before.cpuMs),
     logBytes: after.logBytes - before.logBytes,
@@ -571,6 +526,7 @@ async function idle(): Promise<{
       requests,
       writeUnits: after.writeUnits - before.writeUnits,
       readUnits: after.readUnits - before.readUnits,
+      callbackWaitMs: after.callbackWaitMs - before.callbackWaitMs,
       invocations: diff(after.invocations, before.invocations),
       cpuMs: diff(after.cpuMs, before.cpuMs),
       logBytes: after.logBytes - before.logBytes,

@@ -115,10 +115,15 @@ export function usageOf(report: BenchReport, reference: ScenarioResult, options:
   });
 }
 
-/** Billed seconds per invocation of a function in the reference run, for concurrency planning. */
-export function secondsPerInvocation(reference: ScenarioResult, fn: FunctionName, webhookMs: number): number {
-  const invocations = reference.run.invocations[fn] ?? 0;
-  return invocationSeconds(fn, invocations === 0 ? 0 : (reference.run.cpuMs[fn] ?? 0) / invocations, webhookMs);
+/**
+ * Billed seconds per invocation of a function in a measured run, for concurrency planning and
+ * pricing: its work, plus, for the callback, the time it waited for its records' due times.
+ */
+export function secondsPerInvocation(run: MeasuredRun, fn: FunctionName, webhookMs: number): number {
+  const invocations = run.invocations[fn] ?? 0;
+  if (invocations === 0) return 0;
+  const waitedSeconds = fn === 'callback' ? (run.callbackWaitMs ?? 0) / invocations / 1000 : 0;
+  return invocationSeconds(fn, (run.cpuMs[fn] ?? 0) / invocations, webhookMs) + waitedSeconds;
 }
 
 const sum = (values: Record<string, number>) => Object.values(values).reduce((total, value) => total + value, 0);
@@ -137,7 +142,7 @@ export function measuredQuotas(
   const usage = usageOf(report, reference, costOptions);
   return quotasFor({
     ...options,
-    apiSecondsPerRequest: secondsPerInvocation(reference, 'api', costOptions.webhookMs),
+    apiSecondsPerRequest: secondsPerInvocation(reference.run, 'api', costOptions.webhookMs),
     writeUnitsPerTask: usage.dynamoWriteUnits,
     // The lease and the outcome: the updates a task's own item takes in the second it is delivered.
     deliveryWriteUnitsPerTask: Math.round((reference.run.requests['DynamoDB.UpdateItem'] ?? 0) / reference.tasks),

@@ -50,10 +50,11 @@ export function fmt(value: number | undefined, digits = 0): string {
 /** Assumed latencies of the calls on a function's critical path in the cloud, for billed duration. */
 export const CLOUD_LATENCY_MS = { dynamo: 6, sqs: 12 } as const;
 
-/** Lambda writes START, END and REPORT lines per invocation; about this many bytes in all. */
+/**
+ * Lambda writes START, END and REPORT lines per invocation; about this many bytes in all. The
+ * functions' own lines, their metrics (EMF) among them, are measured: they are the run's logBytes.
+ */
 const PLATFORM_LOG_BYTES_PER_INVOCATION = 350;
-/** An EMF metrics line per invocation of a function that publishes metrics (all but the ticker). */
-const EMF_BYTES_PER_INVOCATION = 700;
 
 export interface MeasuredRun {
   readonly tasks: number;
@@ -61,6 +62,11 @@ export interface MeasuredRun {
   readonly requests: Record<string, number>;
   readonly writeUnits: number;
   readonly readUnits: number;
+  /**
+   * What the callback's invocations spent waiting for their records' due times: billed like work.
+   * Absent from reports made before it was measured.
+   */
+  readonly callbackWaitMs?: number;
   readonly invocations: Partial<Record<FunctionName, number>>;
   readonly cpuMs: Partial<Record<FunctionName, number>>;
   /** Bytes the functions logged (stdout). */
@@ -78,13 +84,14 @@ const FULL_VCPU_MB = 1769;
 export function invocationSeconds(fn: FunctionName, cpuMsPerInvocation: number, webhookMs: number): number {
   const { dynamo, sqs } = CLOUD_LATENCY_MS;
   const criticalPathMs: Record<FunctionName, number> = {
-    // index update, task write, cursor read, and a send for late arrivals or ticks
-    api: 3 * dynamo + sqs,
+    // the task write, and the occupancy index update (sparse mode) or a rate lease renewal; a send
+    // only for late arrivals
+    api: 2 * dynamo,
     // the two plans and a send
     ticker: 2 * dynamo + sqs,
     // clock read, claim, index read, shard queries, send, marker
     scanner: 5 * dynamo + sqs,
-    // lease, target, outcome
+    // read (or lease), target, outcome
     callback: 2 * dynamo + webhookMs,
     // clock, watermarks, markers, index and catch-up claim
     sweeper: 8 * dynamo,
@@ -104,15 +111,16 @@ export function perTaskUsage(
     .reduce((sum, [, count]) => sum + count, 0);
   const functions = Object.keys(FUNCTIONS) as FunctionName[];
   const invocations = functions.reduce((sum, fn) => sum + (run.invocations[fn] ?? 0), 0);
-  const gbSeconds = functions.reduce((sum, fn) => {
-    const count = run.invocations[fn] ?? 0;
-    if (count === 0) return sum;
-    return (
-      sum +
-      count * invocationSeconds(fn, (run.cpuMs[fn] ?? 0) / count, options.webhookMs) * (FUNCTIONS[fn].memoryMb / 1024)
-    );
-  }, 0);
-  const metricsInvocations = invocations - (run.invocations.ticker ?? 0);
+  const gbSeconds =
+    functions.reduce((sum, fn) => {
+      const count = run.invocations[fn] ?? 0;
+      if (count === 0) return sum;
+      return (
+        sum +
+        count * invocationSeconds(fn, (run.cpuMs[fn] ?? 0) / count, options.webhookMs) * (FUNCTIONS[fn].memoryMb / 1024)
+      );
+    }, 0) +
+    ((run.callbackWaitMs ?? 0) / 1000) * (FUNCTIONS.callback.memoryMb / 1024);
   return {
     dynamoWriteUnits: perTask(run.writeUnits),
     dynamoReadUnits: perTask(run.readUnits),
@@ -120,9 +128,7 @@ export function perTaskUsage(
     apiRequests: 1 / options.tasksPerApiRequest,
     lambdaInvocations: perTask(invocations),
     lambdaGbSeconds: perTask(gbSeconds),
-    logBytes: perTask(
-      run.logBytes + invocations * PLATFORM_LOG_BYTES_PER_INVOCATION + metricsInvocations * EMF_BYTES_PER_INVOCATION,
-    ),
+    logBytes: perTask(run.logBytes + invocations * PLATFORM_LOG_BYTES_PER_INVOCATION),
     storedBytes: options.storedBytes,
     storedDays: options.storedDays,
   };

@@ -2,8 +2,9 @@
  * Local mode as a process of its own, for `npm run bench`: the timer gets its own event loop
  * (and so a core of its own), apart from the load generator and the webhook receiver. It
  * attributes on-CPU time to each function by async context, counts AWS requests by type and
- * by partition key, and answers the bench over IPC. The functions log at INFO to stdout, as
- * in Lambda, so the bench can count the bytes CloudWatch Logs would ingest.
+ * by partition key, and answers the bench over IPC. The functions log at INFO and print their
+ * metrics (EMF) to stdout, as in Lambda, so the bench can count the bytes CloudWatch Logs would
+ * ingest.
  */
 import { AsyncLocalStorage, createHook } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
@@ -12,7 +13,8 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 
 import { allItems } from '../functions/adapters/dynamo/dynamo-helpers.js';
 import { isTaskPartition, partitionOf, type TaskItem } from '../functions/adapters/dynamo/table-schema.js';
-import type { FunctionName, TimerSettings } from '../functions/contract/topology.js';
+import { type FunctionName, MAX_EARLY_WAIT_MS, type TimerSettings } from '../functions/contract/topology.js';
+import { MAX_SHARDS, parseTaskId } from '../functions/core/ids.js';
 import { type AwsRequest, LOCAL_TABLE_NAME, startLocalTimer } from '../lib/local/runtime.js';
 import { itemBytes, type KeyActivity, STORAGE_OVERHEAD_BYTES } from './stats.js';
 
@@ -22,6 +24,11 @@ export interface TimerSnapshot {
   readonly requests: Record<string, number>;
   readonly cpuMs: Partial<Record<FunctionName, number>>;
   readonly invocations: Partial<Record<FunctionName, number>>;
+  /**
+   * Milliseconds the callback's invocations had to live only to wait for their records' due
+   * times (a message surfaces early and the callback sleeps out the rest): billed, though idle.
+   */
+  readonly callbackWaitMs: number;
   /** Write and read units by partition key and wall-clock second, since the last reset. */
   readonly keys: Array<[string, Array<[number, { writes: number; reads: number }]>]>;
   readonly writeUnits: number;
@@ -53,6 +60,23 @@ const invocations = new Map<FunctionName, number>();
 /** Open slices of on-CPU time, innermost last: async callbacks can run nested. */
 const slices: Array<{ fn: FunctionName; startedAt: number } | undefined> = [];
 const addCpu = (fn: FunctionName, ms: number) => cpuMs.set(fn, (cpuMs.get(fn) ?? 0) + ms);
+let callbackWaitMs = 0;
+
+/**
+ * How long a callback invocation waits before its last record may go: the latest due time (or
+ * `notBeforeMs`) among its records less now. Records that surfaced too early to be held are sent
+ * back, not waited for, so they add nothing.
+ */
+function waitOf(event: unknown): number {
+  const nowMs = Date.now();
+  let latestMs = nowMs;
+  for (const record of (event as { Records?: Array<{ body: string }> }).Records ?? []) {
+    const body = JSON.parse(record.body) as { id: string; notBeforeMs?: number };
+    const goesAtMs = Math.max(parseTaskId(body.id, MAX_SHARDS)?.dueAtMs ?? 0, body.notBeforeMs ?? 0);
+    if (goesAtMs - nowMs <= MAX_EARLY_WAIT_MS) latestMs = Math.max(latestMs, goesAtMs);
+  }
+  return latestMs - nowMs;
+}
 
 const attributeCpu = process.env.BENCH_ATTRIBUTE_CPU !== 'false';
 const hook = createHook({
@@ -134,10 +158,12 @@ const settings = JSON.parse(process.env.BENCH_TIMER_SETTINGS ?? '{}') as Partial
 const timer = await startLocalTimer({
   port: 0,
   logLevel: 'INFO',
+  publishMetrics: true,
   settings,
   onRequest: recordRequest,
   wrapHandler: (fn, handler) => (event, lambdaContext) => {
     invocations.set(fn, (invocations.get(fn) ?? 0) + 1);
+    if (fn === 'callback') callbackWaitMs += waitOf(event);
     const startedAt = performance.now();
     try {
       return context.run(fn, () => handler(event, lambdaContext));
@@ -180,6 +206,7 @@ async function answer(message: TimerRequest) {
           requests: timer.requestCounts(),
           cpuMs: Object.fromEntries(cpuMs),
           invocations: Object.fromEntries(invocations),
+          callbackWaitMs,
           keys: [...keys].map(([key, seconds]) => [key, [...seconds]]),
           writeUnits,
           readUnits,

@@ -97,6 +97,11 @@ export interface LocalTimerOptions {
   readonly logLevel?: string;
   /** Indented JSON log lines, for a person at a terminal (Powertools' dev mode); one line per entry otherwise. */
   readonly prettyLogs?: boolean;
+  /**
+   * Whether the functions print their metrics as EMF lines, as in Lambda. Off by default: locally
+   * they would only bury the logs; the bench turns them on to count the bytes CloudWatch ingests.
+   */
+  readonly publishMetrics?: boolean;
   /** Wraps every handler (each execution environment's) as it is loaded: how a benchmark attributes CPU time to each function. */
   readonly wrapHandler?: (fn: FunctionName, handler: AnyHandler) => AnyHandler;
   /** Told of every AWS request the handlers and pollers make once it has been answered (or failed). */
@@ -456,8 +461,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     ...environmentFor(fn, settings, resources),
   });
   // Powertools reads these two from the process environment only: neither Metrics nor Logger takes them as options.
-  // Metrics are CloudWatch's business; locally their EMF lines would only bury the logs.
-  process.env.POWERTOOLS_METRICS_DISABLED = 'true';
+  process.env.POWERTOOLS_METRICS_DISABLED = String(!(options.publishMetrics ?? false));
   process.env.POWERTOOLS_DEV = String(options.prettyLogs ?? false);
   const local: LocalResources = {
     region: LOCAL_REGION,

@@ -27,6 +27,8 @@ export const PRICES = {
     gbSecond: 0.0000133334,
     request: 0.2 / 1e6,
   },
+  /** X-Ray, per trace recorded (the functions run with active tracing). */
+  xrayTraceRecorded: 5.0 / 1e6,
   /** API Gateway HTTP API, per request, for the first 300 million a month. */
   httpApiRequest: 1.0 / 1e6,
   /** EventBridge custom events put on a bus (64 KB chunks). */
@@ -60,6 +62,13 @@ export const MONTHLY_PRICE_BY_RESOURCE_TYPE: Readonly<Record<string, number>> = 
 
 export const SECONDS_PER_MONTH = 30 * 24 * 3600;
 
+/**
+ * The share of invocations Lambda's active tracing records under X-Ray's default sampling rule:
+ * one request a second, then 5% of the rest. At the rates the per-task price is for, the 5% is
+ * what counts; an idle deployment's few invocations a second are all within the one a second.
+ */
+export const TRACED_SHARE_UNDER_LOAD = 0.05;
+
 /** What one task costs on its way through, per task, as the bench measures it. */
 export interface PerTaskUsage {
   /** DynamoDB write and read units (request units on demand, capacity-seconds provisioned). */
@@ -89,6 +98,7 @@ export interface CostBreakdown {
   readonly apiGateway: number;
   readonly lambda: number;
   readonly logs: number;
+  readonly tracing: number;
 }
 
 export const total = (breakdown: CostBreakdown): number =>
@@ -106,7 +116,12 @@ export function perMillion(breakdown: CostBreakdown): CostBreakdown {
  * by the auto scaling target utilization: the capacity paid for but not used is the price of
  * scaling on a target rather than per request.
  */
-export function costPerTask(usage: PerTaskUsage, mode: CapacityMode, targetUtilization = 0.7): CostBreakdown {
+export function costPerTask(
+  usage: PerTaskUsage,
+  mode: CapacityMode,
+  targetUtilization = 0.7,
+  tracedShare = TRACED_SHARE_UNDER_LOAD,
+): CostBreakdown {
   const { dynamo } = PRICES;
   const perUnitSecond = (hourPrice: number) => hourPrice / 3600 / targetUtilization;
   return {
@@ -121,6 +136,7 @@ export function costPerTask(usage: PerTaskUsage, mode: CapacityMode, targetUtili
     apiGateway: usage.apiRequests * PRICES.httpApiRequest,
     lambda: usage.lambdaInvocations * PRICES.lambda.request + usage.lambdaGbSeconds * PRICES.lambda.gbSecond,
     logs: (usage.logBytes / 1e9) * PRICES.cloudWatch.logsGb,
+    tracing: usage.lambdaInvocations * tracedShare * PRICES.xrayTraceRecorded,
   };
 }
 
@@ -184,6 +200,8 @@ export function idleMonth(usage: IdleUsage, inventory: ResourceInventory, mode: 
       storedDays: 0,
     },
     mode,
+    undefined,
+    1,
   );
   return {
     running: { ...perTask, metrics: usage.metricsPublished * PRICES.cloudWatch.metricMonth },

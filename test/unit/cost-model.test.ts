@@ -38,6 +38,8 @@ describe('Function: costPerTask', () => {
     expect(cost.apiGateway).toBeCloseTo(0.01, 6);
     expect(cost.lambda).toBeCloseTo(0.11 * 0.2 + 0.01 * 1e6 * PRICES.lambda.gbSecond, 6);
     expect(cost.logs).toBeCloseTo(100 * 0.5 * 1e-3, 6);
+    // Active tracing records 5% of the invocations under load, at $5.00 per million traces.
+    expect(cost.tracing).toBeCloseTo(0.11 * 0.05 * 5, 6);
     // 431 bytes for 31 days at $0.25 per GB-month.
     expect(cost.dynamoStorage).toBeCloseTo(431e-3 * 0.25 * (31 / 30), 6);
   });

@@ -71,7 +71,7 @@ const log = (line: string) => process.stderr.write(`${line}\n`);
  */
 const benchReport = JSON.parse(await readFile('docs/benchmarks.json', 'utf8')) as BenchReport;
 const QUOTAS = measuredQuotas(benchReport, { perDay: TASKS_PER_DAY, peakPerSecond: 20_000, tasksPerApiRequest: 1 });
-const quotaLine = `Deployment as \`npm run plan -- --per-day 1e9 --peak 20000 --batch 1\` sizes it: API stage throttle ${fmt(QUOTAS.apiThrottle.rateLimit)}/s (burst ${fmt(QUOTAS.apiThrottle.burstLimit)}), api reserved concurrency ${fmt(QUOTAS.apiReservedConcurrency)}, and AWS quotas raised to ${fmt(QUOTAS.apiGatewayRequestsPerSecond)} API requests/s, ${fmt(QUOTAS.lambdaConcurrency)} concurrent executions and ${fmt(QUOTAS.tableWriteUnitsPerSecond)} table write units/s; all divided by k.`;
+const quotaLine = `Deployment as \`npm run plan -- --per-day 1e9 --peak 20000\` sizes it for single submits: API stage throttle ${fmt(QUOTAS.apiThrottle.rateLimit)}/s (burst ${fmt(QUOTAS.apiThrottle.burstLimit)}), api reserved concurrency ${fmt(QUOTAS.apiReservedConcurrency)}, and AWS quotas raised to ${fmt(QUOTAS.apiGatewayRequestsPerSecond)} API requests/s, ${fmt(QUOTAS.lambdaConcurrency)} concurrent executions and ${fmt(QUOTAS.tableWriteUnitsPerSecond)} table write units/s; all divided by k.`;
 
 /** A seeded generator (mulberry32), so two runs submit the same plan. */
 function random(seed: number): () => number {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import { niceCeiling, renderChart } from '../../bench/chart.js';
 import { invocationSeconds, markdownTable, perTaskUsage, progressLine } from '../../bench/report.js';
+import { type RequestsReport, type SubmitPhase, usageOfPhase } from '../../bench/requests-report.js';
 import { attributeBytes, histogram, itemBytes, peakPerKey, perSecond, quantile, summarize } from '../../bench/stats.js';
 
 describe('Function: quantile and summarize', () => {
@@ -143,5 +144,54 @@ describe('Function: renderChart', () => {
 
   it('picks tidy axis maxima', () => {
     expect([0, 7, 12, 180, 2500].map(niceCeiling)).toEqual([1, 10, 20, 200, 5000]);
+  });
+});
+
+describe('Function: usageOfPhase', () => {
+  const phase: SubmitPhase = {
+    tasks: 1000,
+    seconds: 40,
+    tasksPerRequest: 1,
+    requests: {
+      'SQS.SendMessageBatch': 100,
+      'EventSourceMapping.SQS.ReceiveMessage': 600,
+      'EventSourceMapping.SQS.DeleteMessageBatch': 100,
+    },
+    writeUnits: 2000,
+    readUnits: 1000,
+    callbackWaitMs: 0,
+    invocations: { api: 1000, callback: 15 },
+    cpuMs: { api: 2000, callback: 4000 },
+    logBytes: 300_000,
+  };
+  const report: RequestsReport = {
+    measuredAt: '2026-11-26T00:00:00.000Z',
+    machine: { cpus: 2, node: 'v20' },
+    settings: { tickEverySecond: true, shardCount: 80 },
+    idlePerSecond: { requests: {}, writeUnits: 0, readUnits: 0, invocations: {}, cpuMs: {}, logBytes: 0 },
+    phases: { single: phase, batch: { ...phase, tasksPerRequest: 100 } },
+    storedBytesPerTask: 465,
+  };
+  const options = { webhookMs: 100, averageDelayDays: 1, retentionDays: 30 };
+
+  it("prices one receive per delete, as Lambda's mappings make them under load, not the local pollers' count", () => {
+    // Act
+    const usage = usageOfPhase(report, phase, { ...options, frontDoor: 'api-gateway' });
+
+    // Assess: a send, a receive and a delete per ten tasks.
+    expect(usage.sqsRequests).toBeCloseTo(0.3, 9);
+  });
+
+  it('charges no API Gateway request for a submit through the function URL, and one per request through the HTTP API', () => {
+    // Act
+    const url = usageOfPhase(report, phase, { ...options, frontDoor: 'function-url' });
+    const gateway = usageOfPhase(report, phase, { ...options, frontDoor: 'api-gateway' });
+    const batched = usageOfPhase(report, report.phases.batch, { ...options, frontDoor: 'api-gateway' });
+
+    // Assess
+    expect(url.apiRequests).toBe(0);
+    expect(gateway.apiRequests).toBe(1);
+    expect(batched.apiRequests).toBe(0.01);
+    expect(url.lambdaInvocations).toBeCloseTo(1.015, 9);
   });
 });

@@ -144,7 +144,7 @@ export function measuredQuotas(
     ...options,
     apiSecondsPerRequest: secondsPerInvocation(reference.run, 'api', costOptions.webhookMs),
     writeUnitsPerTask: usage.dynamoWriteUnits,
-    // The lease and the outcome: the updates a task's own item takes in the second it is delivered.
+    // The updates a task's own item takes in the second it is delivered, as the full bench's run measured them.
     deliveryWriteUnitsPerTask: Math.round((reference.run.requests['DynamoDB.UpdateItem'] ?? 0) / reference.tasks),
   });
 }

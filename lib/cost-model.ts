@@ -227,7 +227,7 @@ export interface PlanInput {
   /** Tasks due in the busiest single second. */
   readonly peakPerSecond: number;
   readonly usage: PerTaskUsage;
-  /** Writes each task makes to its own item in the second it is delivered (lease, outcome). */
+  /** Writes each task makes to its own item in the second it is delivered (the outcome; a lease for retries). */
   readonly deliveryWritesPerTask: number;
   /** Read units the scanner's query of one second spends per task (whole items, 4 KB a unit). */
   readonly scanReadUnitsPerTask: number;
@@ -244,8 +244,8 @@ export interface PlanInput {
 
 export interface Plan {
   /**
-   * Task shards: the hot second's tasks are counted with all three writes on their keys (create,
-   * lease, outcome), as when a burst of creates lands on the second being delivered.
+   * Task shards: the hot second's tasks are counted with all their writes on their keys (create,
+   * outcome), as when a burst of creates lands on the second being delivered.
    */
   readonly shardCount: number;
   readonly writesPerKeyAtPeak: number;

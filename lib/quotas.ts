@@ -25,9 +25,9 @@ export interface QuotaInput {
   readonly tasksPerApiRequest: number;
   /** Seconds one api invocation takes. */
   readonly apiSecondsPerRequest: number;
-  /** DynamoDB write units a task spends over its life (create, lease, outcome, index shares). */
+  /** DynamoDB write units a task spends over its life (create, outcome, index shares). */
   readonly writeUnitsPerTask: number;
-  /** Of those, the ones spent in the second the task is delivered (the lease and the outcome). */
+  /** Of those, the ones spent in the second the task is delivered (the outcome). */
   readonly deliveryWriteUnitsPerTask: number;
 }
 

@@ -87,8 +87,9 @@ export interface TimerSettings {
 export const DEFAULT_SETTINGS: TimerSettings = {
   bucketCount: 10_000_000,
   // Sized for a billion tasks a day with 20,000 due in one second: each task's key takes its
-  // create, lease and outcome, 60,000 writes over 80 keys, 750 each, 75% of a partition's 1,000
-  // (`npm run plan -- --per-day 1e9 --peak 20000` asks for 75). A busy second costs 80 Queries.
+  // create and outcome, 40,000 writes over 80 keys, 500 each, half a partition's 1,000
+  // (`npm run plan -- --per-day 1e9 --peak 20000` asks for 50; the rest is room for the leases of
+  // late arrivals and retries). A busy second costs 80 Queries.
   shardCount: 80,
   lookaheadSeconds: 2,
   maxAttempts: 8,

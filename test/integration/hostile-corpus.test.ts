@@ -411,17 +411,17 @@ const corpus: Record<string, Array<[string, HostileRequest, number]>> = {
     ],
     [
       'an id in a shard this deployment does not have',
-      { routeKey: 'GET /v1/tasks/{id}', id: newTaskId({ dueAtMs: Date.now(), shard: SHARDS + 1 }) },
+      { routeKey: 'GET /v1/tasks/{id}', id: newTaskId({ fireAtMs: Date.now(), shard: SHARDS + 1 }) },
       404,
     ],
     [
       'a well-formed id nobody made',
-      { routeKey: 'GET /v1/tasks/{id}', id: newTaskId({ dueAtMs: Date.now(), shard: 1 }) },
+      { routeKey: 'GET /v1/tasks/{id}', id: newTaskId({ fireAtMs: Date.now(), shard: 1 }) },
       404,
     ],
     [
       'cancelling a well-formed id nobody made',
-      { routeKey: 'DELETE /v1/tasks/{id}', id: newTaskId({ dueAtMs: Date.now() + 60_000, shard: 0 }) },
+      { routeKey: 'DELETE /v1/tasks/{id}', id: newTaskId({ fireAtMs: Date.now() + 60_000, shard: 0 }) },
       404,
     ],
     ['a path traversal', { routeKey: 'GET /v1/tasks/{id}', id: '../../etc/passwd' }, 404],

@@ -144,9 +144,9 @@ describe('Function: api handler', () => {
     const location = parseTaskId(response.json.id, SHARD_COUNT);
     expect(location).toBeDefined();
     expect(response.json.status).toBe('PENDING');
-    expect(response.json.dueAt).toBe(new Date(location?.dueAtMs ?? 0).toISOString());
-    expect(location?.dueAtMs).toBeGreaterThanOrEqual(before + 60_000);
-    expect(location?.dueAtMs).toBeLessThanOrEqual(Date.now() + 60_000);
+    expect(response.json.dueAt).toBe(new Date(location?.fireAtMs ?? 0).toISOString());
+    expect(location?.fireAtMs).toBeGreaterThanOrEqual(before + 60_000);
+    expect(location?.fireAtMs).toBeLessThanOrEqual(Date.now() + 60_000);
     const puts = ddbMock.commandCalls(PutCommand).map((put) => put.args[0].input);
     expect(puts).toHaveLength(1);
     expect(puts[0]).toMatchObject({
@@ -157,7 +157,7 @@ describe('Function: api handler', () => {
     const occupy = ddbMock
       .commandCalls(UpdateCommand)
       .find((update) => String(update.args[0].input.Key?.pk).startsWith('OCCUPIED#'));
-    const dueSecond = Math.floor((location?.dueAtMs ?? 0) / 1000);
+    const dueSecond = Math.floor((location?.fireAtMs ?? 0) / 1000);
     expect(occupy?.args[0].input).toMatchObject({
       Key: { pk: expect.stringMatching(new RegExp(`^OCCUPIED#${Math.floor(dueSecond / 60)}#\\d$`)) },
       UpdateExpression: expect.stringContaining('ADD #seconds :seconds'),
@@ -237,7 +237,7 @@ describe('Function: api handler', () => {
   it('returns a stored task with its delivery facts', async () => {
     // Prepare
     const dueAtMs = Date.now() - 5000;
-    const id = newTaskId({ dueAtMs, shard: 1 });
+    const id = newTaskId({ fireAtMs: dueAtMs, shard: 1 });
     ddbMock.on(GetCommand, { Key: { sk: `${String(dueAtMs).padStart(15, '0')}#${id}` } }).resolves({
       Item: {
         id,
@@ -272,7 +272,7 @@ describe('Function: api handler', () => {
   it('refuses with 409 to cancel a task that was already delivered', async () => {
     // Prepare
     const dueAtMs = Date.now() - 5000;
-    const id = newTaskId({ dueAtMs, shard: 0 });
+    const id = newTaskId({ fireAtMs: dueAtMs, shard: 0 });
     ddbMock.on(UpdateCommand).rejects(conditionFailed());
     // The catch-all above would also refuse the rate counter's update; the later, narrower stub wins.
     ddbMock.on(UpdateCommand, { Key: { pk: `RATE#${TENANT.id}` } }).resolves({});
@@ -386,7 +386,7 @@ describe('Function: api handler', () => {
   it("lists by bizId from the caller's own index partition and reads the tasks it names", async () => {
     // Prepare
     const dueAtMs = Date.now() + 60_000;
-    const id = newTaskId({ dueAtMs, shard: 1 });
+    const id = newTaskId({ fireAtMs: dueAtMs, shard: 1 });
     const sk = `${String(dueAtMs).padStart(15, '0')}#${id}`;
     ddbMock.on(QueryCommand).resolves({ Items: [{ pk: 'B#x#1', sk, bizIdKey: `${TENANT.id}#order-7` }] });
     ddbMock.on(BatchGetCommand).resolves({
@@ -427,7 +427,7 @@ describe('Function: api handler', () => {
   it('refuses a reschedule with both dueAt and delaySeconds, naming the field, and writes nothing', async () => {
     // Act
     const response = await call('PATCH /v1/tasks/{id}', {
-      id: newTaskId({ dueAtMs: Date.now() + 60_000, shard: 0 }),
+      id: newTaskId({ fireAtMs: Date.now() + 60_000, shard: 0 }),
       body: { delaySeconds: 60, dueAt: Date.now() + 120_000 },
     });
 
@@ -532,7 +532,7 @@ describe('Function: api handler', () => {
     /** A stored task of the caller's, answered for its own key only. */
     function storedTask(status: string) {
       const dueAtMs = Date.now() - 5000;
-      const id = newTaskId({ dueAtMs, shard: SHARD_COUNT - 1 });
+      const id = newTaskId({ fireAtMs: dueAtMs, shard: SHARD_COUNT - 1 });
       ddbMock.on(GetCommand, { Key: { sk: `${String(dueAtMs).padStart(15, '0')}#${id}` } }).resolves({
         Item: { id, tenantId: TENANT.id, status, dueAtMs, createdAtMs: dueAtMs, target: TARGET, payload: '{"n":1}' },
       });

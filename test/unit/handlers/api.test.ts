@@ -167,6 +167,44 @@ describe('Function: api handler', () => {
     expect(sqsMock.commandCalls(SendMessageBatchCommand)).toHaveLength(0);
   });
 
+  it('creates a task with a window: 201 with the dueAt asked for and the firesAt planned within the window', async () => {
+    // Prepare
+    ddbMock.on(PutCommand).resolves({});
+    const dueAtMs = Date.now() + 120_000;
+
+    // Act
+    const response = await call('POST /v1/tasks', {
+      body: { dueAt: dueAtMs, window: { seconds: 300 }, target: TARGET },
+    });
+
+    // Assess
+    expect(response.statusCode).toBe(201);
+    const firesAtMs = Date.parse(response.json.firesAt);
+    expect(response.json.dueAt).toBe(new Date(dueAtMs).toISOString());
+    expect(firesAtMs).toBeGreaterThanOrEqual(dueAtMs);
+    expect(firesAtMs).toBeLessThanOrEqual(dueAtMs + 300_000);
+    expect(parseTaskId(response.json.id, SHARD_COUNT)?.fireAtMs).toBe(firesAtMs);
+    expect(ddbMock.commandCalls(PutCommand)[0]?.args[0].input.Item).toMatchObject({
+      dueAtMs,
+      fireAtMs: firesAtMs,
+      windowSeconds: 300,
+    });
+  });
+
+  it('refuses a window over 15 minutes with a 400 naming window.seconds and the range, and writes nothing', async () => {
+    // Act
+    const response = await call('POST /v1/tasks', {
+      body: { delaySeconds: 60, window: { seconds: 3600 }, target: TARGET },
+    });
+
+    // Assess
+    expect(response.statusCode).toBe(400);
+    expect(response.json.errors).toEqual([
+      { path: 'window.seconds', message: 'must be a whole number of seconds from 1 to 900 (15 minutes)' },
+    ]);
+    expect(ddbMock.commandCalls(PutCommand)).toHaveLength(0);
+  });
+
   it('enqueues a task at once when its second was already claimed by a scanner', async () => {
     // Prepare
     ddbMock.on(PutCommand).resolves({});
@@ -262,10 +300,44 @@ describe('Function: api handler', () => {
       id,
       status: 'DELIVERED',
       dueAt: new Date(dueAtMs).toISOString(),
+      firesAt: new Date(dueAtMs).toISOString(),
       payload: { n: 1 },
       attempts: 1,
       deliveredAt: new Date(dueAtMs + 40).toISOString(),
       latenessMs: 40,
+    });
+  });
+
+  it('returns a stored task with a window with the dueAt asked for, its planned firesAt and the window', async () => {
+    // Prepare
+    const dueAtMs = Date.now() + 60_000;
+    const fireAtMs = dueAtMs + 12_345;
+    const id = newTaskId({ fireAtMs, shard: 1 });
+    ddbMock.on(GetCommand, { Key: { sk: `${String(fireAtMs).padStart(15, '0')}#${id}` } }).resolves({
+      Item: {
+        id,
+        tenantId: TENANT.id,
+        status: 'PENDING',
+        dueAtMs,
+        fireAtMs,
+        windowSeconds: 60,
+        createdAtMs: dueAtMs - 60_000,
+        target: TARGET,
+        payload: 'null',
+        attempts: 0,
+      },
+    });
+
+    // Act
+    const response = await call('GET /v1/tasks/{id}', { id });
+
+    // Assess
+    expect(response.statusCode).toBe(200);
+    expect(response.json).toMatchObject({
+      id,
+      dueAt: new Date(dueAtMs).toISOString(),
+      firesAt: new Date(fireAtMs).toISOString(),
+      window: { seconds: 60 },
     });
   });
 

@@ -28,13 +28,14 @@ try {
   const second = secondOf(Date.now()) + 600;
   const entries = Array.from({ length: taskCount }, (_, index) => {
     const dueAtMs = second * 1000 + Math.floor((index * 1000) / taskCount);
-    const location = { dueAtMs, shard: index % shardCount };
+    const location = { fireAtMs: dueAtMs, shard: index % shardCount };
     const id = newTaskId(location);
     const task: Task = {
       id,
       tenantId: 'bench',
       status: 'PENDING',
       dueAtMs,
+      fireAtMs: dueAtMs,
       createdAtMs: Date.now(),
       target: { type: 'http', url: 'https://hooks.example.com/timer' },
       payloadJson: '{"orderId":"o-1"}',

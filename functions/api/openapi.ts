@@ -39,7 +39,10 @@ export const createdTaskSchema = z
   .object({
     id: z.string().meta({ description: 'Stable task id (26 characters); also the webhook-id of every delivery' }),
     status: taskStatus,
-    dueAt: instant,
+    dueAt: instant.meta({ description: 'The due time asked for; the notification carries it' }),
+    firesAt: instant.meta({
+      description: 'When the task fires (is planned to): dueAt, or the time planned within its window',
+    }),
     createdAt: instant,
   })
   .meta({ description: 'A task as created' });
@@ -52,9 +55,14 @@ export const taskDetailsSchema = createdTaskSchema
     bizType: z.string().optional(),
     bizId: z.string().optional(),
     idempotencyKey: z.string().optional(),
+    window: requestSchema.shape.window,
     attempts: z.number().int().meta({ description: 'Delivery attempts made so far' }),
     deliveredAt: instant.optional(),
-    latenessMs: z.number().int().optional().meta({ description: 'Delivery time minus dueAt' }),
+    latenessMs: z
+      .number()
+      .int()
+      .optional()
+      .meta({ description: 'Delivery time minus firesAt (which is dueAt for a task without a window)' }),
     lastError: z.string().optional(),
     cancelledAt: instant.optional(),
     history: z
@@ -178,6 +186,8 @@ const operations: Record<(typeof API_ROUTES)[number], object> = {
   'POST /v1/tasks': {
     operationId: 'scheduleTask',
     summary: 'Schedule a task: call me back at dueAt (or after delaySeconds) with this payload',
+    description:
+      'With `window: { seconds: N }` (1 to 900) the task fires at a time the service plans within [dueAt, dueAt + N s], never before dueAt, so that tasks due in one second go out spread evenly over the window. The answer says when, as `firesAt`; the notification still carries the dueAt asked for.',
     requestBody: {
       required: true,
       content: { 'application/json': { schema: z.toJSONSchema(requestSchema, { io: 'input' }) } },
@@ -229,7 +239,7 @@ const operations: Record<(typeof API_ROUTES)[number], object> = {
     operationId: 'rescheduleTask',
     summary: 'Reschedule a PENDING task: a new dueAt (or delaySeconds), optionally a new payload',
     description:
-      'The id encodes the due time, so the task is replaced: the answer is a new task (new id, `rescheduledFrom` the old one) and the old one becomes CANCELLED with `rescheduledTo`. Exactly one of the two is ever delivered. Repeating the same request answers with the same new task; a failed request (5xx) may have taken effect, so repeat it to find out.',
+      'The id encodes the fire time, so the task is replaced: the answer is a new task (new id, `rescheduledFrom` the old one) and the old one becomes CANCELLED with `rescheduledTo`. The new task keeps the window, if the task had one, planned anew within the new dueAt. Exactly one of the two is ever delivered. Repeating the same request answers with the same new task; a failed request (5xx) may have taken effect, so repeat it to find out.',
     parameters: [idParameter],
     requestBody: {
       required: true,

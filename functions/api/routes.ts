@@ -53,7 +53,13 @@ const isoIfSet = (ms: number | undefined) => (ms === undefined ? undefined : iso
 
 /** The 201 body of a created task, as the contract describes it (and openapi.ts checks its schema against). */
 export function createdView(task: Task): CreatedTask {
-  return { id: task.id, status: task.status, dueAt: iso(task.dueAtMs), createdAt: iso(task.createdAtMs) };
+  return {
+    id: task.id,
+    status: task.status,
+    dueAt: iso(task.dueAtMs),
+    firesAt: iso(task.fireAtMs),
+    createdAt: iso(task.createdAtMs),
+  };
 }
 
 /** The GET body: the task, its status and its delivery facts. */
@@ -65,6 +71,7 @@ export function taskView(task: Task): TaskDetails {
     bizType: task.bizType,
     bizId: task.bizId,
     idempotencyKey: task.idempotencyKey,
+    window: task.window,
     attempts: task.attempts,
     deliveredAt: isoIfSet(task.deliveredAtMs),
     latenessMs: task.latenessMs,

@@ -21,11 +21,21 @@ export type Target =
       readonly detailType?: string;
     };
 
+/**
+ * A flexible window: the task fires at a time the service plans within [dueAt, dueAt + seconds]
+ * (1 to 900), never before dueAt, so that many tasks due in one second go out spread over it.
+ */
+export interface TaskWindow {
+  readonly seconds: number;
+}
+
 /** The body of POST /v1/tasks, and each item of POST /v1/tasks/batch: give dueAt or delaySeconds. */
 export interface TaskRequest {
   /** An ISO-8601 date-time with a time zone, or epoch milliseconds. */
   readonly dueAt?: string | number;
   readonly delaySeconds?: number;
+  /** Fire at a planned time within [dueAt, dueAt + window.seconds] rather than at dueAt. */
+  readonly window?: TaskWindow;
   /** Optional when the bizType names a default target (PUT /v1/biz-types/{bizType}). */
   readonly target?: Target;
   readonly payload?: unknown;
@@ -52,7 +62,10 @@ export interface CreatedTask {
   /** Stable task id (26 characters); also the webhook-id of every delivery. */
   readonly id: string;
   readonly status: TaskStatus;
+  /** The due time asked for; the notification carries it. */
   readonly dueAt: string;
+  /** When the task fires (is planned to): dueAt, or the time planned within its window. */
+  readonly firesAt: string;
   readonly createdAt: string;
 }
 
@@ -76,10 +89,12 @@ export interface TaskDetails extends CreatedTask {
   readonly bizType?: string;
   readonly bizId?: string;
   readonly idempotencyKey?: string;
+  /** The flexible window it was submitted with (a reschedule keeps it). */
+  readonly window?: TaskWindow;
   /** Delivery attempts made so far. */
   readonly attempts: number;
   readonly deliveredAt?: string;
-  /** Delivery time minus dueAt. */
+  /** Delivery time minus firesAt (which is dueAt for a task without a window). */
   readonly latenessMs?: number;
   readonly lastError?: string;
   readonly cancelledAt?: string;

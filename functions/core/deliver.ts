@@ -172,9 +172,9 @@ function withinCallbackRate(ports: DeliveryPorts, task: Task, nowMs: number): Pr
   return ports.callbackCounter.admit(`${task.tenantId}#${task.bizType}`, secondOf(nowMs), limit);
 }
 
-/** Waits until `dueAtMs` by the injected clock; timers can fire a millisecond early, hence the loop. */
-async function waitUntil(clock: Clock, dueAtMs: number): Promise<void> {
-  for (let rest = dueAtMs - clock.now(); rest > 0; rest = dueAtMs - clock.now()) await clock.sleep(rest);
+/** Waits until `atMs` by the injected clock; timers can fire a millisecond early, hence the loop. */
+async function waitUntil(clock: Clock, atMs: number): Promise<void> {
+  for (let rest = atMs - clock.now(); rest > 0; rest = atMs - clock.now()) await clock.sleep(rest);
 }
 
 /** Statuses no attempt can follow (a redrive revives FAILED before it delivers). */
@@ -207,7 +207,7 @@ export async function deliverTask(ports: DeliveryPorts, id: string, notBeforeMs 
   const { taskStore, clock } = ports;
   const location = parseTaskId(id, ports.shardCount);
   if (!location) return { kind: 'skipped', reason: 'malformed-id' };
-  const goesAtMs = Math.max(location.dueAtMs, notBeforeMs);
+  const goesAtMs = Math.max(location.fireAtMs, notBeforeMs);
   if (goesAtMs - clock.now() > ports.maxEarlyWaitMs) return { kind: 'early', notBeforeMs: goesAtMs };
   await waitUntil(clock, goesAtMs);
 
@@ -305,7 +305,8 @@ async function attempt(
     ...(!result.ok && { error: result.error.slice(0, HISTORY_ERROR_CHARS) }),
   });
   if (result.ok) {
-    const latenessMs = firedAtMs - task.dueAtMs;
+    // Against the fire time, not dueAt: a window's spread is asked for, and is no lateness.
+    const latenessMs = firedAtMs - task.fireAtMs;
     await writes.record({
       status: 'DELIVERED',
       deliveredAtMs: firedAtMs,

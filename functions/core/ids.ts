@@ -2,21 +2,24 @@ import { randomBytes, randomInt } from 'node:crypto';
 
 /**
  * Task ids say where the task lives, so GET and DELETE are single-item reads with no
- * index: 10 Crockford base32 characters of dueAt in milliseconds (sortable, as in a
- * ULID), 2 of the shard, 14 of randomness (70 bits). 26 characters in all.
+ * index: 10 Crockford base32 characters of the fire time in milliseconds (sortable, as in a
+ * ULID), 2 of the shard, 14 of randomness (70 bits). 26 characters in all. The fire time is
+ * the caller's dueAt, or, for a task with a flexible window, the time planned within it
+ * (see window.ts): the task lives, is scanned and is delivered at that time.
  */
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const ID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 const TIME_CHARS = 10;
 const SHARD_CHARS = 2;
 const RANDOM_CHARS = 14;
-/** Largest dueAt an id can carry: 2^48 - 1 ms, the year 10889. */
+/** Largest fire time an id can carry: 2^48 - 1 ms, the year 10889. */
 export const MAX_ENCODABLE_MS = 2 ** 48 - 1;
 /** Largest shard count an id can carry. */
 export const MAX_SHARDS = 32 ** SHARD_CHARS;
 
 export interface TaskLocation {
-  readonly dueAtMs: number;
+  /** When the task fires: its dueAt, or the time planned within its window. */
+  readonly fireAtMs: number;
   readonly shard: number;
 }
 
@@ -62,15 +65,15 @@ export function dealShard(shardCount: number): number {
   return shardsDealt % shardCount;
 }
 
-/** A new id for a task due at `dueAtMs` stored in `shard`. */
+/** A new id for a task firing at `fireAtMs` stored in `shard`. */
 export function newTaskId(location: TaskLocation): string {
-  if (!Number.isInteger(location.dueAtMs) || location.dueAtMs < 0 || location.dueAtMs > MAX_ENCODABLE_MS) {
-    throw new RangeError(`dueAtMs ${location.dueAtMs} cannot be encoded in a task id`);
+  if (!Number.isInteger(location.fireAtMs) || location.fireAtMs < 0 || location.fireAtMs > MAX_ENCODABLE_MS) {
+    throw new RangeError(`fireAtMs ${location.fireAtMs} cannot be encoded in a task id`);
   }
   if (!Number.isInteger(location.shard) || location.shard < 0 || location.shard >= MAX_SHARDS) {
     throw new RangeError(`shard ${location.shard} cannot be encoded in a task id`);
   }
-  return encode(location.dueAtMs, TIME_CHARS) + encode(location.shard, SHARD_CHARS) + randomChars(RANDOM_CHARS);
+  return encode(location.fireAtMs, TIME_CHARS) + encode(location.shard, SHARD_CHARS) + randomChars(RANDOM_CHARS);
 }
 
 /**
@@ -79,10 +82,10 @@ export function newTaskId(location: TaskLocation): string {
  */
 export function parseTaskId(id: unknown, shardCount: number): TaskLocation | undefined {
   if (typeof id !== 'string' || !ID_PATTERN.test(id)) return undefined;
-  const dueAtMs = decode(id.slice(0, TIME_CHARS));
+  const fireAtMs = decode(id.slice(0, TIME_CHARS));
   const shard = decode(id.slice(TIME_CHARS, TIME_CHARS + SHARD_CHARS));
-  if (dueAtMs > MAX_ENCODABLE_MS || shard >= shardCount) return undefined;
-  return { dueAtMs, shard };
+  if (fireAtMs > MAX_ENCODABLE_MS || shard >= shardCount) return undefined;
+  return { fireAtMs, shard };
 }
 
 /** The bucket a second falls in: seconds repeat every `bucketCount`, like a timing wheel's slots. */
@@ -106,8 +109,8 @@ export function sortTime(ms: number): string {
 }
 
 export function taskKey(id: string, location: TaskLocation, bucketCount: number): TaskKey {
-  const second = Math.floor(location.dueAtMs / 1000);
-  return { pk: partitionKey(second, location.shard, bucketCount), sk: `${sortTime(location.dueAtMs)}#${id}` };
+  const second = Math.floor(location.fireAtMs / 1000);
+  return { pk: partitionKey(second, location.shard, bucketCount), sk: `${sortTime(location.fireAtMs)}#${id}` };
 }
 
 /**

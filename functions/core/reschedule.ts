@@ -30,6 +30,7 @@ import {
 import type { Reschedule } from './schemas.js';
 import type { Task, TaskStatus } from './task.js';
 import { expiryAfter, takesUnleasedFirstAttempt, UNLEASED_CANCEL_MARGIN_MS } from './task.js';
+import { dueAtForFireTime, planFireAt } from './window.js';
 
 export type RescheduleOutcome =
   | { readonly kind: 'rescheduled'; readonly task: Task }
@@ -102,7 +103,9 @@ async function successorId(ports: SchedulePorts, current: Task, request: Resched
     const written = await getTask(ports, current.tenantId, prior.taskId);
     if (!written || written.status === 'PENDING') return prior.taskId;
   }
-  return newTaskId({ dueAtMs: request.dueAtMs, shard: dealShard(ports.shardCount) });
+  // The successor keeps the task's window: a reschedule moves the due time, not how the
+  // caller wanted the load spread, so it fires at a time planned within the new window.
+  return newTaskId({ fireAtMs: planFireAt(request.dueAtMs, current.window), shard: dealShard(ports.shardCount) });
 }
 
 /** Steps 1 to 3 on a PENDING task; undefined when the task changed underneath and must be looked at again. */
@@ -122,23 +125,26 @@ async function handOver(
       return undefined;
     // An intent sends the task's attempt through the lease, which the commit then excludes; but an
     // unleased first attempt that read the task before the intent was stored would not see it.
-    if (unleasedBefore(current) && !storedBeforeFirstAttempt(clock, current.dueAtMs)) {
+    if (unleasedBefore(current) && !storedBeforeFirstAttempt(clock, current.fireAtMs)) {
       await taskStore.withdrawRescheduleIntent(key, id);
       return { kind: 'refused', reason: 'too-late', status: current.status };
     }
   }
 
   const createdAtMs = clock.now();
-  const dueAtMs = parseTaskId(id, ports.shardCount)?.dueAtMs ?? request.dueAtMs;
+  const fireAtMs = parseTaskId(id, ports.shardCount)?.fireAtMs ?? request.dueAtMs;
   // In the occupancy index before it is written, like every task, so a scanner claiming its second finds it.
-  const unticked = new Set(await ports.occupancy.occupy([secondOf(dueAtMs)]));
+  const unticked = new Set(await ports.occupancy.occupy([secondOf(fireAtMs)]));
   const successor = await createOrAdopt(ports, {
     key: successorKey,
     task: {
       id,
       tenantId: current.tenantId,
       status: 'PENDING',
-      dueAtMs,
+      // A retry's delaySeconds resolves later than the one that chose the id: keep dueAt ≤ the fire time.
+      dueAtMs: dueAtForFireTime(fireAtMs, request.dueAtMs, current.window),
+      fireAtMs,
+      ...(current.window !== undefined && { window: current.window }),
       createdAtMs,
       target: current.target,
       payloadJson: request.payloadJson ?? current.payloadJson,
@@ -147,7 +153,7 @@ async function handOver(
       // The successor is the same business task, delivered under the settings it was submitted with.
       ...(current.policy !== undefined && { policy: current.policy }),
       attempts: 0,
-      ...(isLateArrival(dueAtMs, createdAtMs, ports.lookaheadSeconds) && { lateArrival: true }),
+      ...(isLateArrival(fireAtMs, createdAtMs, ports.lookaheadSeconds) && { lateArrival: true }),
       rescheduledFrom: current.id,
     },
   });
@@ -200,7 +206,7 @@ export async function rescheduleTask(
     if (current.status === 'DELIVERING') return { kind: 'refused', reason: 'in-delivery', status: current.status };
     if (current.status !== 'PENDING') return { kind: 'refused', reason: 'already-final', status: current.status };
     // Refused before any write, like a cancel: its first attempt takes no lease (see cancelTask).
-    if (unleasedBefore(current) && current.dueAtMs <= ports.clock.now() + UNLEASED_CANCEL_MARGIN_MS) {
+    if (unleasedBefore(current) && current.fireAtMs <= ports.clock.now() + UNLEASED_CANCEL_MARGIN_MS) {
       return { kind: 'refused', reason: 'too-late', status: current.status };
     }
     // A successor whose own reschedule is not in effect could be delivered beside its predecessor if moved on.

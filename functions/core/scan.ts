@@ -25,15 +25,15 @@ const DELIVERY_GATHER_SECONDS = QUEUES.delivery.consumer.maxBatchingWindowSecond
 
 /**
  * Whole seconds a delivery message should stay invisible so it reaches the callback before its
- * due time, even after the mapping's batching window; the callback waits out the rest, so this
+ * fire time, even after the mapping's batching window; the callback waits out the rest, so this
  * rounds down, never up.
  */
-export function delaySecondsUntil(dueAtMs: number, nowMs: number): number {
-  return Math.min(MAX_DELAY_SECONDS, Math.max(0, Math.floor((dueAtMs - nowMs) / 1000) - DELIVERY_GATHER_SECONDS));
+export function delaySecondsUntil(fireAtMs: number, nowMs: number): number {
+  return Math.min(MAX_DELAY_SECONDS, Math.max(0, Math.floor((fireAtMs - nowMs) / 1000) - DELIVERY_GATHER_SECONDS));
 }
 
 export function toDeliveryMessages(tasks: readonly DueTask[], nowMs: number): DeliveryMessage[] {
-  return tasks.map((task) => ({ id: task.id, delaySeconds: delaySecondsUntil(task.dueAtMs, nowMs) }));
+  return tasks.map((task) => ({ id: task.id, delaySeconds: delaySecondsUntil(task.fireAtMs, nowMs) }));
 }
 
 export interface ScanPorts {
@@ -86,7 +86,7 @@ async function listDueByShard(ports: ScanPorts, second: number): Promise<DueTask
  * first chunk always goes, so a scan that starts late still moves).
  */
 export async function enqueueSecond(ports: ScanPorts, second: number, deadlineMs = Infinity): Promise<SecondScan> {
-  const due = (await listDueByShard(ports, second)).sort((a, b) => a.dueAtMs - b.dueAtMs);
+  const due = (await listDueByShard(ports, second)).sort((a, b) => a.fireAtMs - b.fireAtMs);
   for (let start = 0; start < due.length; start += SEND_CHUNK_MESSAGES) {
     if (start > 0 && ports.clock.now() > deadlineMs) return { found: due.length, sent: start };
     await ports.deliveryQueue.send(

@@ -16,6 +16,7 @@ import type {
 } from './task.js';
 import { CLOCK_SKEW_MS, DAY_SECONDS, expiryAfter, UNLEASED_CANCEL_MARGIN_MS } from './task.js';
 import { tickFor, type TickQueue } from './tick.js';
+import { dueAtForFireTime, planFireAt } from './window.js';
 
 export interface SchedulePorts {
   readonly taskStore: TaskStore;
@@ -53,21 +54,28 @@ export interface ScheduleResult {
 
 export type Entry = { task: Task; key: TaskKey };
 
+/**
+ * A new task's item and key. Its fire time is planned here, once (window.ts): the id encodes it,
+ * so it is the second the task is indexed, stored, scanned and judged a late arrival by. Given
+ * `id`, the id an earlier attempt of the same request recorded, the task takes that id's place
+ * and fire time instead.
+ */
 function newEntry(ports: SchedulePorts, tenantId: string, request: NewTask, createdAtMs: number, id?: string): Entry {
   const location = id
     ? parseTaskId(id, ports.shardCount)
-    : { dueAtMs: request.dueAtMs, shard: dealShard(ports.shardCount) };
+    : { fireAtMs: planFireAt(request.dueAtMs, request.window), shard: dealShard(ports.shardCount) };
   if (!location) throw new Error(`task id ${id} does not fit this deployment's shard count`);
   const taskId = id ?? newTaskId(location);
   const task: Task = {
     ...request,
     id: taskId,
     tenantId,
-    dueAtMs: location.dueAtMs,
+    dueAtMs: dueAtForFireTime(location.fireAtMs, request.dueAtMs, request.window),
+    fireAtMs: location.fireAtMs,
     status: 'PENDING',
     createdAtMs,
     attempts: 0,
-    ...(isLateArrival(location.dueAtMs, createdAtMs, ports.lookaheadSeconds) && { lateArrival: true }),
+    ...(isLateArrival(location.fireAtMs, createdAtMs, ports.lookaheadSeconds) && { lateArrival: true }),
   };
   return { task, key: taskKey(taskId, location, ports.bucketCount) };
 }
@@ -97,11 +105,11 @@ async function scheduleWithKey(
   ports: SchedulePorts,
   tenantId: string,
   request: NewTask & { idempotencyKey: string },
-  createdAtMs: number,
+  entry: Entry,
   occupy: (seconds: readonly number[]) => Promise<void>,
 ): Promise<ScheduleOutcome> {
-  const entry = newEntry(ports, tenantId, request, createdAtMs);
-  const expiresAtSeconds = expiryAfter(Math.max(request.dueAtMs, createdAtMs), ports.retentionDays);
+  const { createdAtMs } = entry.task;
+  const expiresAtSeconds = expiryAfter(Math.max(entry.task.fireAtMs, createdAtMs), ports.retentionDays);
   const { claimed, holder } = await ports.idempotencyStore.claim(
     {
       // Keys are the tenant's own: two tenants using the same key never meet.
@@ -120,8 +128,9 @@ async function scheduleWithKey(
   if (createdAtMs - holder.claimedAtMs >= ports.retentionDays * DAY_SECONDS * 1000) {
     return { kind: 'expired', taskId: holder.taskId };
   }
-  // The recorded id may be due at another second than this request (delaySeconds resolves anew).
-  await occupy([secondOf(recorded.task.dueAtMs)]);
+  // The recorded id may fire at another second than this request's entry (delaySeconds resolves
+  // anew, and a window is planned anew).
+  await occupy([secondOf(recorded.task.fireAtMs)]);
   return { kind: 'replayed', task: await createOrAdopt(ports, recorded) };
 }
 
@@ -149,21 +158,24 @@ export async function scheduleTasks(
   const occupy = async (seconds: readonly number[]) => {
     for (const second of await ports.occupancy.occupy(seconds)) unticked.add(second);
   };
-  // Entries are built before any write starts, so nothing can throw with writes left unawaited.
-  const plain = requests.flatMap((request, index) =>
-    request.idempotencyKey === undefined ? [{ index, entry: newEntry(ports, tenantId, request, createdAtMs) }] : [],
+  // Entries are built (and fire times planned) before any write starts, so nothing can throw
+  // with writes left unawaited, and the index is written for the seconds the tasks fire in.
+  const entries = requests.map((request) => newEntry(ports, tenantId, request, createdAtMs));
+  const plain = entries.flatMap((entry, index) =>
+    requests[index]?.idempotencyKey === undefined ? [{ index, entry }] : [],
   );
   // Before any task is written, so that no stored task is ever missing from the index, nor due
   // after a cursor that is yet to start.
   await Promise.all([
-    occupy(requests.map((request) => secondOf(request.dueAtMs))),
+    occupy(entries.map(({ task }) => secondOf(task.fireAtMs))),
     ensureClockStarted(ports.clockStore, clock),
   ]);
   const keyed = requests.flatMap((request, index) => {
     const { idempotencyKey } = request;
-    if (idempotencyKey === undefined) return [];
+    const entry = entries[index];
+    if (idempotencyKey === undefined || !entry) return [];
     return [
-      scheduleWithKey(ports, tenantId, { ...request, idempotencyKey }, createdAtMs, occupy).then((outcome) => {
+      scheduleWithKey(ports, tenantId, { ...request, idempotencyKey }, entry, occupy).then((outcome) => {
         outcomes[index] = outcome;
       }),
     ];
@@ -189,8 +201,8 @@ export async function scheduleTasks(
  * moment the call can still be running at, which its function's timeout bounds. Decided before
  * the write, so the task item says so from the start.
  */
-export function isLateArrival(dueAtMs: number, createdAtMs: number, lookaheadSeconds: number): boolean {
-  return secondOf(dueAtMs) <= claimableThrough(createdAtMs + FUNCTIONS.api.timeoutSeconds * 1000, lookaheadSeconds);
+export function isLateArrival(fireAtMs: number, createdAtMs: number, lookaheadSeconds: number): boolean {
+  return secondOf(fireAtMs) <= claimableThrough(createdAtMs + FUNCTIONS.api.timeoutSeconds * 1000, lookaheadSeconds);
 }
 
 /**
@@ -220,7 +232,7 @@ export async function handOffLateArrivals(
       task.lateArrival === true &&
       task.status === 'PENDING' &&
       task.attempts === 0 &&
-      secondOf(task.dueAtMs) <= enqueueThrough,
+      secondOf(task.fireAtMs) <= enqueueThrough,
   );
   // Those seconds need no tick: their tasks are enqueued here.
   const ticks = [...unticked]
@@ -236,7 +248,7 @@ export async function handOffLateArrivals(
   // every submit due within the same seconds (invariant 8).
   try {
     await clockStore.markForRecheck(
-      late.map((task) => secondOf(task.dueAtMs)),
+      late.map((task) => secondOf(task.fireAtMs)),
       secondOf(nowMs),
       secondOf(nowMs) + MARKER_RETENTION_SECONDS,
     );
@@ -269,9 +281,10 @@ export async function getTask(ports: TaskLookupPorts, tenantId: string, id: stri
  * Cancels a task that has not been delivered. Once this returns `cancelled: true` the task can
  * never be delivered. A retry takes a lease before calling the target and only a PENDING task
  * can be cancelled, so no attempt is in flight or was cut short with an unknown outcome. A first
- * attempt takes no lease (one write per delivery instead of two): it reads the task at its due
- * time, so a cancel of a task never attempted counts only once the api has seen it stored
- * CLOCK_SKEW_MS before the due time, and is refused from UNLEASED_CANCEL_MARGIN_MS before it. One
+ * attempt takes no lease (one write per delivery instead of two): it reads the task at its fire
+ * time (the id's; with a window, later than dueAt), so a cancel of a task never attempted counts
+ * only once the api has seen it stored CLOCK_SKEW_MS before the fire time, and is refused from
+ * UNLEASED_CANCEL_MARGIN_MS before it. One
  * stored later is undone and refused as `too-late`. Cancelling an already cancelled task
  * succeeds again, so retries are safe.
  */
@@ -286,7 +299,7 @@ export async function cancelTask(ports: TaskLookupPorts, tenantId: string, id: s
     expiresAtSeconds: expiryAfter(nowMs, ports.retentionDays),
     unleasedDueAfterMs: nowMs + UNLEASED_CANCEL_MARGIN_MS,
   });
-  if (outcome.cancelled && outcome.unleased && !storedBeforeFirstAttempt(ports.clock, location.dueAtMs)) {
+  if (outcome.cancelled && outcome.unleased && !storedBeforeFirstAttempt(ports.clock, location.fireAtMs)) {
     // Stored too late to be sure no first attempt read the task before it. Undone, the task is
     // delivered as if the cancel never came (unless that attempt recorded its delivery already).
     await ports.taskStore.revertCancel(key, nowMs);
@@ -298,8 +311,8 @@ export async function cancelTask(ports: TaskLookupPorts, tenantId: string, id: s
 
 /**
  * Whether a write the api has just seen stored came before any unleased first attempt of a task
- * due at `dueAtMs` could read it: that attempt reads at the due time by its own clock.
+ * firing at `fireAtMs` could read it: that attempt reads at the fire time by its own clock.
  */
-export function storedBeforeFirstAttempt(clock: Clock, dueAtMs: number): boolean {
-  return clock.now() + CLOCK_SKEW_MS < dueAtMs;
+export function storedBeforeFirstAttempt(clock: Clock, fireAtMs: number): boolean {
+  return clock.now() + CLOCK_SKEW_MS < fireAtMs;
 }

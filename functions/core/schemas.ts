@@ -19,7 +19,8 @@ import type {
 import { ABSOLUTE_URL_PROBLEM, addressPolicy, webhookUrlProblem } from './egress.js';
 import { MAX_ENCODABLE_MS } from './ids.js';
 import { LIST_LIMITS } from './listing.js';
-import type { DeliveryPolicy, Target, TaskStatus } from './task.js';
+import type { DeliveryPolicy, Target, TaskStatus, TaskWindow } from './task.js';
+import { MAX_WINDOW_SECONDS } from './window.js';
 
 /** Drops readonly at every depth and flattens intersections, so only the shapes are compared. */
 type Shape<T> = T extends object ? { -readonly [K in keyof T]: Shape<T[K]> } : T;
@@ -197,6 +198,20 @@ const dueTimeFields = {
     .optional(),
 };
 
+const WINDOW_SECONDS_PROBLEM = `must be a whole number of seconds from 1 to ${MAX_WINDOW_SECONDS} (15 minutes)`;
+
+/** A flexible window (window.ts): the task fires at a planned time within [dueAt, dueAt + seconds]. */
+const windowSchema = z.strictObject(
+  {
+    seconds: z
+      .number({ error: WINDOW_SECONDS_PROBLEM })
+      .int(WINDOW_SECONDS_PROBLEM)
+      .min(1, `${WINDOW_SECONDS_PROBLEM}; leave window out to fire at dueAt`)
+      .max(MAX_WINDOW_SECONDS, WINDOW_SECONDS_PROBLEM),
+  },
+  { error: 'must be an object such as { "seconds": 60 }' },
+);
+
 /** The body of POST /v1/tasks, and of each item of POST /v1/tasks/batch. */
 /** Built once per variant: a zod schema is costly to build and cheap to reuse. */
 const taskRequestSchemas = new Map<boolean, ReturnType<typeof buildTaskRequestSchema>>();
@@ -213,6 +228,7 @@ export function taskRequestSchema(options: { allowInsecureTargets: boolean }) {
 function buildTaskRequestSchema(allowInsecureTargets: boolean) {
   return z.strictObject({
     ...dueTimeFields,
+    window: windowSchema.optional(),
     // Optional when the bizType names a default target (PUT /v1/biz-types/{bizType}).
     target: targetSchema(allowInsecureTargets).optional(),
     payload: z.unknown().optional(),
@@ -227,9 +243,11 @@ type TaskRequestMatchesWire = Holds<SameShape<z.input<ReturnType<typeof taskRequ
 /** A validated request, with dueAt resolved against the clock. */
 export interface NewTask {
   readonly dueAtMs: number;
+  /** The task fires at a time planned within [dueAtMs, dueAtMs + window.seconds] (see window.ts). */
+  readonly window?: TaskWindow;
   /**
-   * A digest of the request as sent (dueAt or delaySeconds as given, not resolved), so a
-   * retry with the same idempotency key is recognised and a different request is not.
+   * A digest of the request as sent (dueAt or delaySeconds as given, not resolved, and the
+   * window), so a retry with the same idempotency key is recognised and a different request is not.
    */
   readonly fingerprint: string;
   readonly target: Target;
@@ -351,6 +369,7 @@ export function parseTaskRequest(
     ok: true,
     value: {
       dueAtMs,
+      ...(request.window !== undefined && { window: request.window }),
       fingerprint: fingerprintOf(request),
       ...(request.target !== undefined && { target: request.target }),
       payloadJson,

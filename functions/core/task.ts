@@ -2,7 +2,7 @@
  * The task record and the ports the core talks through. Adapters implement the ports
  * against DynamoDB and SQS; tests implement them against dynalite and fauxqs or fakes.
  */
-import type { Target, TaskStatus } from '../contract/wire.js';
+import type { Target, TaskStatus, TaskWindow } from '../contract/wire.js';
 import type { TaskKey } from './ids.js';
 
 /**
@@ -13,14 +13,23 @@ import type { TaskKey } from './ids.js';
  * cost at a billion tasks a day, and a task's presence in the delivery queue is implied by
  * its second having been scanned.
  */
-export type { Target, TaskStatus };
+export type { Target, TaskStatus, TaskWindow };
 
 export interface Task {
   readonly id: string;
   /** The tenant whose API key created it; only that tenant can read or cancel it. */
   readonly tenantId: string;
   readonly status: TaskStatus;
+  /** The due time the caller asked for; the notification carries it. */
   readonly dueAtMs: number;
+  /**
+   * When it fires: `dueAtMs`, or the time planned within its window (window.ts). The id encodes
+   * it, so it is where the task lives and never changes; scans, the delivery's wait, lateness
+   * and the cancel margin all go by it.
+   */
+  readonly fireAtMs: number;
+  /** The flexible window it was submitted with; a reschedule's successor keeps it. */
+  readonly window?: TaskWindow;
   readonly createdAtMs: number;
   readonly target: Target;
   /** The caller's payload as the JSON text it sent, so it round-trips exactly. */
@@ -92,14 +101,15 @@ export const HISTORY_ERROR_CHARS = 160;
 /** A due task as the scanner sees it: enough to enqueue, nothing more. */
 export interface DueTask {
   readonly id: string;
-  readonly dueAtMs: number;
+  readonly fireAtMs: number;
 }
 
 /**
- * How close to its due time a task whose first attempt goes without a lease may still be
- * cancelled or rescheduled. Such an attempt reads the task at its due time and calls the target
- * with no write before the call, so a cancel is safe only if it is stored before any callback can
- * read the task: the api refuses one asked for later than this before the due time.
+ * How close to its fire time (`fireAtMs`: its due time, or the time planned within its window) a
+ * task whose first attempt goes without a lease may still be cancelled or rescheduled. Such an
+ * attempt reads the task at its fire time and calls the target with no write before the call, so a
+ * cancel is safe only if it is stored before any callback can read the task: the api refuses one
+ * asked for later than this before the fire time.
  */
 export const UNLEASED_CANCEL_MARGIN_MS = 1000;
 
@@ -132,7 +142,7 @@ export interface CancelRequest {
   readonly nowMs: number;
   readonly expiresAtSeconds: number;
   /**
-   * A task never attempted (and not a reschedule's successor) is cancelled only if it is due
+   * A task never attempted (and not a reschedule's successor) is cancelled only if it fires
    * after this: its first attempt takes no lease, so a cancel must land before it can start.
    */
   readonly unleasedDueAfterMs: number;

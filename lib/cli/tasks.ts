@@ -3,6 +3,7 @@ import { LIST_LIMITS } from '../../functions/core/listing.js';
 import { parseIsoInstant, TASK_STATUSES } from '../../functions/core/schemas.js';
 import {
   type ApiProblem,
+  type CreatedTask,
   type TaskDetails,
   type TaskListQuery,
   type TaskRequest,
@@ -20,6 +21,8 @@ const TASK_ID_ARGUMENT = { name: 'id', description: 'The task id, as `timer sche
 const FLAG_OF_FIELD: Readonly<Record<string, string>> = {
   delaySeconds: '--in',
   dueAt: '--at',
+  window: '--window',
+  'window.seconds': '--window',
   'target.url': '--url',
   'target.queueUrl': '--sqs',
   'target.eventBusName': '--event-bus',
@@ -69,18 +72,23 @@ async function callApi<T>(
 const DURATION = /^(\d+)(s|m|h|d)$/;
 const SECONDS_PER_UNIT = { s: 1, m: 60, h: 3600, d: 86_400 } as const;
 
-function delaySecondsOf(text: string): number {
+function secondsOf(flag: '--in' | '--window', text: string): number {
   const match = DURATION.exec(text);
   if (!match)
-    throw new UsageError(`--in must be a whole number with a unit, such as 30s, 5m, 2h or 1d (got "${text}")`);
+    throw new UsageError(`${flag} must be a whole number with a unit, such as 30s, 5m, 2h or 1d (got "${text}")`);
   return Number(match[1]) * SECONDS_PER_UNIT[match[2] as keyof typeof SECONDS_PER_UNIT];
+}
+
+/** The window as the API takes it; its range (1 s to 15 min) is the API's to check, and its refusal names --window. */
+function windowOf(text: string | undefined): Pick<TaskRequest, 'window'> {
+  return text === undefined ? {} : { window: { seconds: secondsOf('--window', text) } };
 }
 
 function whenOf(options: { readonly in?: string; readonly at?: string }): Pick<TaskRequest, 'delaySeconds' | 'dueAt'> {
   if ((options.in === undefined) === (options.at === undefined)) {
     throw new UsageError('say when: give --in (such as 30s, 5m, 2h) or --at (an ISO-8601 time), exactly one of them');
   }
-  if (options.in !== undefined) return { delaySeconds: delaySecondsOf(options.in) };
+  if (options.in !== undefined) return { delaySeconds: secondsOf('--in', options.in) };
   const at = options.at ?? '';
   if (parseIsoInstant(at) === undefined) {
     throw new UsageError(
@@ -128,11 +136,20 @@ function targetText(target: TaskDetails['target']): string {
   }
 }
 
+/** When a task with a window fires, and its window; nothing for a task that fires at its due time. */
+function firesFields(task: CreatedTask & Pick<TaskDetails, 'window'>): Array<readonly [string, string | undefined]> {
+  return [
+    ['Fires', task.firesAt === task.dueAt ? undefined : task.firesAt],
+    ['Window', task.window === undefined ? undefined : `${task.window.seconds} s`],
+  ];
+}
+
 function taskText(task: TaskDetails): string {
   return fields([
     ['Id', task.id],
     ['Status', task.status],
     ['Due', task.dueAt],
+    ...firesFields(task),
     ['Created', task.createdAt],
     ['Target', targetText(task.target)],
     ['Payload', task.payload === undefined ? undefined : JSON.stringify(task.payload)],
@@ -151,8 +168,9 @@ const schedule = command({
   name: 'schedule',
   summary: 'Schedule a webhook, SQS message or EventBridge event',
   usage:
-    '(--in 30s|5m|2h | --at TIME) (--url URL | --sqs QUEUE_URL | --event-bus NAME) [--payload JSON] [--biz-type T] [--biz-id I] [--idempotency-key K]',
-  details: 'A retried schedule with the same --idempotency-key returns the first task instead of making a second.',
+    '(--in 30s|5m|2h | --at TIME) [--window 60s|15m] (--url URL | --sqs QUEUE_URL | --event-bus NAME) [--payload JSON] [--biz-type T] [--biz-id I] [--idempotency-key K]',
+  details:
+    'A retried schedule with the same --idempotency-key returns the first task instead of making a second. With --window the task fires at a time the service plans within that long after its due time, never before it, so that many tasks due at once are spread out.',
   arguments: [],
   options: {
     in: { type: 'string', placeholder: 'DURATION', description: 'Fire after this long: 30s, 5m, 2h or 1d' },
@@ -160,6 +178,11 @@ const schedule = command({
       type: 'string',
       placeholder: 'TIME',
       description: 'Fire at this ISO-8601 time with a zone, such as 2030-01-31T09:30:00Z',
+    },
+    window: {
+      type: 'string',
+      placeholder: 'DURATION',
+      description: 'Fire at a planned time up to this long after the due time (1s to 15m), to spread a busy second',
     },
     url: { type: 'string', placeholder: 'URL', description: 'POST a signed webhook to this URL' },
     sqs: { type: 'string', placeholder: 'QUEUE_URL', description: 'Send an SQS message to this queue' },
@@ -182,6 +205,7 @@ const schedule = command({
     const { options } = call;
     const request: TaskRequest = {
       ...whenOf(options),
+      ...windowOf(options.window),
       target: targetOf(options),
       ...payloadOf(options.payload),
       ...(options['biz-type'] !== undefined && { bizType: options['biz-type'] }),
@@ -196,6 +220,7 @@ const schedule = command({
         fields([
           ['Status', task.status],
           ['Due', task.dueAt],
+          ...firesFields({ ...task, window: request.window }),
           ['Created', task.createdAt],
         ]),
       ].join('\n'),

@@ -12,7 +12,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, SQSBatc
 
 import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
 import { allItems } from '../../functions/adapters/dynamo/dynamo-helpers.js';
-import type { TaskItem } from '../../functions/adapters/dynamo/table-schema.js';
+import { fireAtOf, firesBefore, type TaskItem } from '../../functions/adapters/dynamo/table-schema.js';
 import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
 import {
   type DeliveryMessageBody,
@@ -241,7 +241,7 @@ async function restoreLostMessages(
     dynamo.send(
       new ScanCommand({
         TableName: LOCAL_TABLE_NAME,
-        FilterExpression: '(#status IN (:pending, :delivering) AND dueAtMs < :claimedBefore) OR #status = :failed',
+        FilterExpression: `(#status IN (:pending, :delivering) AND ${firesBefore(':claimedBefore')}) OR #status = :failed`,
         ExpressionAttributeNames: { '#status': 'status' },
         ExpressionAttributeValues: {
           ':pending': 'PENDING',
@@ -265,13 +265,14 @@ async function restoreLostMessages(
   return { tasks: lost.length, deadLetters: failed.length };
 }
 
-/** A lost task's message: due at the latest of its due time, its retry time and its lease's end. */
+/** A lost task's message: due at the latest of its fire time, its retry time and its lease's end. */
 function lostTaskMessage(item: TaskItem, nowMs: number): DeliveryMessage {
-  const goesAtMs = Math.max(item.dueAtMs, item.retryAtMs ?? 0, (item.leaseUntilMs ?? 0) + 1000);
+  const fireAtMs = fireAtOf(item);
+  const goesAtMs = Math.max(fireAtMs, item.retryAtMs ?? 0, (item.leaseUntilMs ?? 0) + 1000);
   return {
     id: item.id,
     delaySeconds: delaySecondsUntil(goesAtMs, nowMs),
-    ...(goesAtMs > item.dueAtMs && { notBeforeMs: goesAtMs }),
+    ...(goesAtMs > fireAtMs && { notBeforeMs: goesAtMs }),
   };
 }
 

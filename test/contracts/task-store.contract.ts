@@ -76,8 +76,25 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
 
       // Assess
       const byId = (a: { id: string }, b: { id: string }) => a.id.localeCompare(b.id);
-      expect([...listed].sort(byId)).toEqual([due, retried].map(({ id, dueAtMs }) => ({ id, dueAtMs })).sort(byId));
-      expect(fresh).toEqual([{ id: due.id, dueAtMs: due.dueAtMs }]);
+      expect([...listed].sort(byId)).toEqual([due, retried].map(({ id, fireAtMs }) => ({ id, fireAtMs })).sort(byId));
+      expect(fresh).toEqual([{ id: due.id, fireAtMs: due.fireAtMs }]);
+    });
+
+    it('keeps a task with a window where it fires: read back as it was, listed in its fire second, not its due second', async () => {
+      // Prepare: due 40 s before the time its window planned; the id encodes the fire time.
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const windowed = aTask(DUE_MS, 2, { dueAtMs: DUE_MS - 40_000, window: { seconds: 60 } });
+      await stored(store, windowed);
+
+      // Act
+      const read = await store.get(keyOf(windowed));
+      const inFireSecond = await store.listDue(SECOND, 2);
+      const inDueSecond = await store.listDue(SECOND - 40, 2);
+
+      // Assess
+      expect(read).toEqual(windowed);
+      expect(inFireSecond).toEqual([{ id: windowed.id, fireAtMs: DUE_MS }]);
+      expect(inDueSecond).toEqual([]);
     });
 
     it('cancels only a PENDING task of the same tenant, and says why not otherwise', async () => {
@@ -136,6 +153,27 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       expect((await store.get(soonKey as TaskKey))?.status).toBe('PENDING');
       expect(later).toEqual({ cancelled: true, unleased: true });
       expect(afterRetry).toEqual({ cancelled: true, unleased: false });
+    });
+
+    it('cancels a task with a window by its fire time: after its dueAt has passed, until the cutoff', async () => {
+      // Prepare: both were due a minute ago; their windows planned one past the cutoff, one before it.
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const window = { seconds: 120 };
+      const firesLater = aTask(DUE_MS + 5000, 0, { dueAtMs: DUE_MS - 60_000, window });
+      const firesSoon = aTask(DUE_MS, 0, { dueAtMs: DUE_MS - 60_000, window });
+      const [laterKey, soonKey] = await stored(store, firesLater, firesSoon);
+      const cutoff = DUE_MS;
+
+      // Act
+      const later = await store.cancel(
+        laterKey as TaskKey,
+        cancelRequest(TENANT_ID, DUE_MS - 1000, EXPIRES_AT, cutoff),
+      );
+      const soon = await store.cancel(soonKey as TaskKey, cancelRequest(TENANT_ID, DUE_MS - 1000, EXPIRES_AT, cutoff));
+
+      // Assess
+      expect(later).toEqual({ cancelled: true, unleased: true });
+      expect(soon).toEqual({ cancelled: false, reason: 'too-late', status: 'PENDING' });
     });
 
     it('reverts only the cancel it made, and only while the task was never attempted', async () => {

@@ -195,6 +195,21 @@ describe('Command: timer tenants create, then the task commands with its key', (
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('target.url (--url): must use http:// or https://');
   });
+
+  it('schedules with --window and shows when the task fires within it; a window over 15 minutes is refused at --window', async () => {
+    // Act
+    const scheduled = await timerCli('schedule', '--in', '10m', '--window', '2m', '--url', inbox());
+    const refused = await timerCli('schedule', '--in', '5m', '--window', '20m', '--url', inbox());
+
+    // Assess
+    expect(scheduled.code).toBe(0);
+    const timeOf = (label: string) => Date.parse(new RegExp(`${label}:\\s+(\\S+)`).exec(scheduled.stdout)?.[1] ?? '');
+    expect(timeOf('Fires') - timeOf('Due')).toBeGreaterThanOrEqual(0);
+    expect(timeOf('Fires') - timeOf('Due')).toBeLessThanOrEqual(120_000);
+    expect(scheduled.stdout).toMatch(/Window:\s+120 s/);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('window.seconds (--window): must be a whole number of seconds from 1 to 900');
+  });
 });
 
 describe('Command: timer tenants revoke-key, rotate-secret, update', () => {
@@ -412,6 +427,10 @@ describe('Usage', () => {
     [['tenants', 'create', 'Acme!'], '<id> "Acme!" must be 1 to 32 lowercase letters'],
     [['tenants', 'update', 'acme', '--rate-limit', 'lots'], '--rate-limit must be a whole number'],
     [['schedule', '--url', 'https://example.com'], 'give --in (such as 30s, 5m, 2h) or --at'],
+    [
+      ['schedule', '--in', '5m', '--window', '60', '--url', 'https://example.com'],
+      '--window must be a whole number with a unit',
+    ],
     [['get'], '<id> is missing'],
     [['list', '--status', 'PENDING'], 'give --biz-id or --biz-type'],
     [

@@ -162,6 +162,22 @@ const corpus: Record<string, Array<[string, HostileRequest, number]>> = {
       207,
     ],
   ],
+  'flexible window': [
+    ['a window of 0 seconds', { body: { ...VALID, window: { seconds: 0 } } }, 400],
+    ['a negative window', { body: { ...VALID, window: { seconds: -60 } } }, 400],
+    ['a fractional window', { body: { ...VALID, window: { seconds: 1.5 } } }, 400],
+    ['a window over 15 minutes', { body: { ...VALID, window: { seconds: 901 } } }, 400],
+    ['window seconds as a string', { body: { ...VALID, window: { seconds: '60' } } }, 400],
+    ['a window without seconds', { body: { ...VALID, window: {} } }, 400],
+    ['a window as a bare number', { body: { ...VALID, window: 60 } }, 400],
+    ['a null window', { body: { ...VALID, window: null } }, 400],
+    ['a window with an unknown field', { body: { ...VALID, window: { seconds: 60, jitter: 5 } } }, 400],
+    [
+      'a batch item with a window over 15 minutes',
+      { routeKey: 'POST /v1/tasks/batch', body: { tasks: [{ ...VALID, window: { seconds: 3600 } }] } },
+      207,
+    ],
+  ],
   'prototype pollution': [
     [
       'a top-level __proto__',
@@ -411,17 +427,17 @@ const corpus: Record<string, Array<[string, HostileRequest, number]>> = {
     ],
     [
       'an id in a shard this deployment does not have',
-      { routeKey: 'GET /v1/tasks/{id}', id: newTaskId({ dueAtMs: Date.now(), shard: SHARDS + 1 }) },
+      { routeKey: 'GET /v1/tasks/{id}', id: newTaskId({ fireAtMs: Date.now(), shard: SHARDS + 1 }) },
       404,
     ],
     [
       'a well-formed id nobody made',
-      { routeKey: 'GET /v1/tasks/{id}', id: newTaskId({ dueAtMs: Date.now(), shard: 1 }) },
+      { routeKey: 'GET /v1/tasks/{id}', id: newTaskId({ fireAtMs: Date.now(), shard: 1 }) },
       404,
     ],
     [
       'cancelling a well-formed id nobody made',
-      { routeKey: 'DELETE /v1/tasks/{id}', id: newTaskId({ dueAtMs: Date.now() + 60_000, shard: 0 }) },
+      { routeKey: 'DELETE /v1/tasks/{id}', id: newTaskId({ fireAtMs: Date.now() + 60_000, shard: 0 }) },
       404,
     ],
     ['a path traversal', { routeKey: 'GET /v1/tasks/{id}', id: '../../etc/passwd' }, 404],

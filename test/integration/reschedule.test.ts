@@ -61,19 +61,20 @@ function pipeline(taskStore: DynamoTaskStore = emulators.stores({ bucketCount: B
  */
 async function storedTask(taskStore: DynamoTaskStore, shard = 1, attempts = 1): Promise<Task> {
   const dueAtMs = Date.now() - 1000;
-  const id = newTaskId({ dueAtMs, shard });
+  const id = newTaskId({ fireAtMs: dueAtMs, shard });
   const task: Task = {
     id,
     tenantId: TENANT_ID,
     status: 'PENDING',
     dueAtMs,
+    fireAtMs: dueAtMs,
     createdAtMs: dueAtMs - 60_000,
     target: { type: 'http', url: 'https://hooks.example.com/timer' },
     payloadJson: '{"n":1}',
     bizId: 'order-1',
     attempts,
   };
-  await taskStore.create(task, taskKey(id, { dueAtMs, shard }, BUCKETS));
+  await taskStore.create(task, taskKey(id, { fireAtMs: dueAtMs, shard }, BUCKETS));
   return task;
 }
 
@@ -104,7 +105,7 @@ describe('Function: rescheduleTask on dynalite', () => {
     // Prepare: a callback holds the old task's lease.
     const { schedule, delivered, taskStore } = pipeline();
     const old = await storedTask(taskStore);
-    const oldKey = taskKey(old.id, { dueAtMs: old.dueAtMs, shard: 1 }, BUCKETS);
+    const oldKey = taskKey(old.id, { fireAtMs: old.fireAtMs, shard: 1 }, BUCKETS);
     const claimed = await taskStore.claimDelivery(oldKey, Date.now(), Date.now() + 60_000);
     if (!claimed) throw new Error('could not claim');
 
@@ -158,7 +159,7 @@ describe('Function: rescheduleTask on dynalite', () => {
     const { delivery, delivered } = pipeline();
     const old = await storedTask(taskStore);
     await expect(rescheduleTask(crashed.schedule, TENANT_ID, old.id, request())).rejects.toThrow('crashed');
-    const intent = (await taskStore.get(taskKey(old.id, { dueAtMs: old.dueAtMs, shard: 1 }, BUCKETS)))
+    const intent = (await taskStore.get(taskKey(old.id, { fireAtMs: old.fireAtMs, shard: 1 }, BUCKETS)))
       ?.rescheduleIntent;
 
     // Act: the successor comes due first.
@@ -179,7 +180,7 @@ describe('Function: rescheduleTask on dynalite', () => {
     const { delivery, delivered } = pipeline();
     const old = await storedTask(taskStore);
     await expect(rescheduleTask(pipeline(crashing).schedule, TENANT_ID, old.id, request())).rejects.toThrow('crashed');
-    const intent = (await taskStore.get(taskKey(old.id, { dueAtMs: old.dueAtMs, shard: 1 }, BUCKETS)))
+    const intent = (await taskStore.get(taskKey(old.id, { fireAtMs: old.fireAtMs, shard: 1 }, BUCKETS)))
       ?.rescheduleIntent;
 
     // Act
@@ -201,6 +202,6 @@ describe('Function: rescheduleTask on dynalite', () => {
 
     // Assess
     expect(outcome).toMatchObject({ kind: 'refused', reason: 'too-late' });
-    expect(await taskStore.get(taskKey(old.id, { dueAtMs: old.dueAtMs, shard: 1 }, BUCKETS))).toEqual(old);
+    expect(await taskStore.get(taskKey(old.id, { fireAtMs: old.fireAtMs, shard: 1 }, BUCKETS))).toEqual(old);
   });
 });

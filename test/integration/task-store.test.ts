@@ -18,19 +18,20 @@ afterAll(async () => {
 const BUCKETS = 1000;
 
 function task(dueAtMs: number, shard: number): { task: Task; key: ReturnType<typeof taskKey> } {
-  const id = newTaskId({ dueAtMs, shard });
+  const id = newTaskId({ fireAtMs: dueAtMs, shard });
   return {
     task: {
       id,
       tenantId: 'acme',
       status: 'PENDING',
       dueAtMs,
+      fireAtMs: dueAtMs,
       createdAtMs: dueAtMs - 60_000,
       target: { type: 'http', url: 'https://example.com/hook' },
       payloadJson: '{"n":1}',
       attempts: 0,
     },
-    key: taskKey(id, { dueAtMs, shard }, BUCKETS),
+    key: taskKey(id, { fireAtMs: dueAtMs, shard }, BUCKETS),
   };
 }
 

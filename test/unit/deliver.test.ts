@@ -71,6 +71,26 @@ describe('Function: deliverTask', () => {
     expect(calls[0]?.atMs).toBeGreaterThanOrEqual(DUE_AT_MS);
   });
 
+  it('fires a task with a window at its planned time, measuring lateness from it, and tells the receiver the dueAt asked for', async () => {
+    // Prepare: due 40 s before the time its window planned (and its id encodes).
+    const fireAtMs = DUE_AT_MS + 40_000;
+    const task = aTask(fireAtMs, 2, { dueAtMs: DUE_AT_MS, window: { seconds: 60 } });
+    const { ports, clock, calls, stored } = deliveryPorts(task, { nowMs: fireAtMs - 1200 });
+    vi.spyOn(clock, 'sleep').mockImplementationOnce(async (ms) => clock.advance(ms + 30));
+
+    // Act
+    const outcome = await deliverTask(ports, task.id);
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'delivered', attempt: 1, latenessMs: 30 });
+    expect(calls[0]?.atMs).toBe(fireAtMs + 30);
+    expect(calls[0]?.notification).toMatchObject({
+      dueAt: new Date(DUE_AT_MS).toISOString(),
+      firedAt: new Date(fireAtMs + 30).toISOString(),
+    });
+    expect(stored()).toMatchObject({ status: 'DELIVERED', latenessMs: 30, dueAtMs: DUE_AT_MS });
+  });
+
   it('keeps waiting when a timer fires a little early', async () => {
     // Prepare
     const task = aTask(DUE_AT_MS, 2);

@@ -40,7 +40,7 @@ const client = DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'us-east
 const taskStore = new DynamoTaskStore({ client, tableName: TABLE, bucketCount: BUCKET_COUNT });
 
 const conditionFailed = () => Object.assign(new Error('x'), { name: 'ConditionalCheckFailedException' });
-const keyOf = (task: ReturnType<typeof aTask>) => taskKey(task.id, { dueAtMs: task.dueAtMs, shard: 2 }, BUCKET_COUNT);
+const keyOf = (task: ReturnType<typeof aTask>) => taskKey(task.id, { fireAtMs: task.fireAtMs, shard: 2 }, BUCKET_COUNT);
 
 describe('Class: DynamoTaskStore', () => {
   beforeEach(() => {
@@ -116,8 +116,8 @@ describe('Class: DynamoTaskStore', () => {
 
       // Assess
       expect(due).toEqual([
-        { id: 'A', dueAtMs: SECOND * 1000 },
-        { id: 'B', dueAtMs: SECOND * 1000 + 999 },
+        { id: 'A', fireAtMs: SECOND * 1000 },
+        { id: 'B', fireAtMs: SECOND * 1000 + 999 },
       ]);
       const inputs = ddbMock.commandCalls(QueryCommand).map((call) => call.args[0].input);
       expect(inputs).toHaveLength(2);

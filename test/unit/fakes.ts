@@ -184,7 +184,7 @@ export class FakeTaskStore implements TaskStore {
       return { cancelled: false, reason, status: task.status };
     }
     const unleased = takesUnleasedFirstAttempt({ ...task, rescheduleIntent: undefined });
-    if (unleased && task.dueAtMs <= request.unleasedDueAfterMs)
+    if (unleased && task.fireAtMs <= request.unleasedDueAfterMs)
       return { cancelled: false, reason: 'too-late', status: task.status };
     this.tasks.set(task.id, { ...task, status: 'CANCELLED', cancelledAtMs: request.nowMs });
     return { cancelled: true, unleased };
@@ -200,10 +200,10 @@ export class FakeTaskStore implements TaskStore {
 
   async listDue(second: number, shard: number, options: { neverAttempted?: boolean } = {}): Promise<DueTask[]> {
     return [...this.tasks.values()]
-      .filter((task) => task.status === 'PENDING' && Math.floor(task.dueAtMs / 1000) === second)
+      .filter((task) => task.status === 'PENDING' && Math.floor(task.fireAtMs / 1000) === second)
       .filter((task) => !options.neverAttempted || task.attempts === 0)
       .filter((task) => parseTaskId(task.id, MAX_SHARDS)?.shard === shard)
-      .map(({ id, dueAtMs }) => ({ id, dueAtMs }));
+      .map(({ id, fireAtMs }) => ({ id, fireAtMs }));
   }
 
   async claimDelivery(key: TaskKey, nowMs: number, leaseUntilMs: number): Promise<Task | undefined> {
@@ -358,10 +358,11 @@ export function fakeTenantDirectory(tenants: readonly Tenant[] = [aTenant()]): T
 /** A PENDING webhook task with a real id for `dueAtMs` and `shard`. */
 export function aTask(dueAtMs: number, shard = 0, overrides: Partial<Task> = {}): Task {
   return {
-    id: newTaskId({ dueAtMs, shard }),
+    id: newTaskId({ fireAtMs: dueAtMs, shard }),
     tenantId: TENANT_ID,
     status: 'PENDING',
     dueAtMs,
+    fireAtMs: dueAtMs,
     createdAtMs: dueAtMs - 60_000,
     target: { type: 'http', url: 'https://hooks.example.com/timer' },
     payloadJson: '{"orderId":"o-1"}',

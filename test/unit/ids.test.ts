@@ -29,7 +29,7 @@ describe('Function: newTaskId and parseTaskId', () => {
 
   it('round-trips the due time and the shard', () => {
     // Prepare
-    const location = { dueAtMs: DUE_AT_MS, shard: 11 };
+    const location = { fireAtMs: DUE_AT_MS, shard: 11 };
 
     // Act
     const parsed = parseTaskId(newTaskId(location), SHARD_COUNT);
@@ -43,7 +43,7 @@ describe('Function: newTaskId and parseTaskId', () => {
     const dueTimes = [DUE_AT_MS + 86_400_000, DUE_AT_MS, DUE_AT_MS + 1, DUE_AT_MS + 999, DUE_AT_MS - 1000];
     // Shards vary on purpose: the time prefix alone must decide the order.
     const ids = dueTimes.map((dueAtMs, index) =>
-      newTaskId({ dueAtMs, shard: (SHARD_COUNT - 1 - index) % SHARD_COUNT }),
+      newTaskId({ fireAtMs: dueAtMs, shard: (SHARD_COUNT - 1 - index) % SHARD_COUNT }),
     );
 
     // Act
@@ -51,12 +51,12 @@ describe('Function: newTaskId and parseTaskId', () => {
 
     // Assess
     for (const id of ids) expect(id).toHaveLength(26);
-    expect(sorted.map((id) => parseTaskId(id, SHARD_COUNT)?.dueAtMs)).toEqual([...dueTimes].sort((a, b) => a - b));
+    expect(sorted.map((id) => parseTaskId(id, SHARD_COUNT)?.fireAtMs)).toEqual([...dueTimes].sort((a, b) => a - b));
   });
 
   it('gives two tasks with the same due time and shard different ids', () => {
     // Prepare
-    const location = { dueAtMs: DUE_AT_MS, shard: 0 };
+    const location = { fireAtMs: DUE_AT_MS, shard: 0 };
 
     // Act
     const first = newTaskId(location);
@@ -68,14 +68,14 @@ describe('Function: newTaskId and parseTaskId', () => {
 
   it('refuses to encode a due time or shard an id cannot carry', () => {
     // Act & Assess
-    expect(() => newTaskId({ dueAtMs: -1, shard: 0 })).toThrow(RangeError);
-    expect(() => newTaskId({ dueAtMs: 1.5, shard: 0 })).toThrow(RangeError);
-    expect(() => newTaskId({ dueAtMs: DUE_AT_MS, shard: 1024 })).toThrow(RangeError);
+    expect(() => newTaskId({ fireAtMs: -1, shard: 0 })).toThrow(RangeError);
+    expect(() => newTaskId({ fireAtMs: 1.5, shard: 0 })).toThrow(RangeError);
+    expect(() => newTaskId({ fireAtMs: DUE_AT_MS, shard: 1024 })).toThrow(RangeError);
   });
 
   it('rejects text of the wrong length', () => {
     // Prepare
-    const id = newTaskId({ dueAtMs: DUE_AT_MS, shard: 3 });
+    const id = newTaskId({ fireAtMs: DUE_AT_MS, shard: 3 });
 
     // Act & Assess
     expect(parseTaskId(id.slice(0, 25), SHARD_COUNT)).toBeUndefined();
@@ -85,7 +85,7 @@ describe('Function: newTaskId and parseTaskId', () => {
 
   it('rejects lowercase letters and the letters Crockford base32 leaves out', () => {
     // Prepare
-    const head = newTaskId({ dueAtMs: DUE_AT_MS, shard: 3 }).slice(0, 25);
+    const head = newTaskId({ fireAtMs: DUE_AT_MS, shard: 3 }).slice(0, 25);
 
     // Act & Assess
     expect(parseTaskId(`${head}A`, SHARD_COUNT)).toBeDefined();
@@ -101,11 +101,11 @@ describe('Function: newTaskId and parseTaskId', () => {
 
   it('rejects an id whose shard this deployment does not have', () => {
     // Prepare
-    const id = newTaskId({ dueAtMs: DUE_AT_MS, shard: 5 });
+    const id = newTaskId({ fireAtMs: DUE_AT_MS, shard: 5 });
 
     // Act & Assess
     expect(parseTaskId(id, 5)).toBeUndefined();
-    expect(parseTaskId(id, 6)).toEqual({ dueAtMs: DUE_AT_MS, shard: 5 });
+    expect(parseTaskId(id, 6)).toEqual({ fireAtMs: DUE_AT_MS, shard: 5 });
   });
 });
 
@@ -121,10 +121,10 @@ describe('Function: bucketOf and partitionKey', () => {
 
   it('puts a task in the partition of its own second and shard', () => {
     // Prepare
-    const id = newTaskId({ dueAtMs: DUE_AT_MS, shard: 7 });
+    const id = newTaskId({ fireAtMs: DUE_AT_MS, shard: 7 });
 
     // Act
-    const key = taskKey(id, { dueAtMs: DUE_AT_MS, shard: 7 }, 1000);
+    const key = taskKey(id, { fireAtMs: DUE_AT_MS, shard: 7 }, 1000);
 
     // Assess
     expect(key.pk).toBe(`B#${Math.floor(DUE_AT_MS / 1000) % 1000}#7`);
@@ -134,7 +134,7 @@ describe('Function: bucketOf and partitionKey', () => {
 
 describe('Function: secondRange', () => {
   const second = Math.floor(DUE_AT_MS / 1000);
-  const skAt = (ms: number) => taskKey(newTaskId({ dueAtMs: ms, shard: 0 }), { dueAtMs: ms, shard: 0 }, 1000).sk;
+  const skAt = (ms: number) => taskKey(newTaskId({ fireAtMs: ms, shard: 0 }), { fireAtMs: ms, shard: 0 }, 1000).sk;
   const inRange = (sk: string) => {
     const { from, to } = secondRange(second);
     return sk >= from && sk <= to;

@@ -13,7 +13,7 @@ const NOW_MS = Date.UTC(2026, 10, 21, 12);
 const DAY_MS = 86_400_000;
 const RULES = { allowInsecureTargets: false, nowMs: NOW_MS };
 const location = fc.record({
-  dueAtMs: fc.integer({ min: 0, max: MAX_ENCODABLE_MS }),
+  fireAtMs: fc.integer({ min: 0, max: MAX_ENCODABLE_MS }),
   shard: fc.integer({ min: 0, max: MAX_SHARDS - 1 }),
 });
 
@@ -30,8 +30,8 @@ describe('Property: task ids', () => {
     fc.assert(
       fc.property(location, location, (a, b) => {
         const [idA, idB] = [newTaskId(a), newTaskId(b)];
-        if (a.dueAtMs < b.dueAtMs) expect(idA < idB).toBe(true);
-        if (a.dueAtMs > b.dueAtMs) expect(idA > idB).toBe(true);
+        if (a.fireAtMs < b.fireAtMs) expect(idA < idB).toBe(true);
+        if (a.fireAtMs > b.fireAtMs) expect(idA > idB).toBe(true);
       }),
     );
   });

@@ -1,9 +1,16 @@
 import { describe, expect, it, vi } from 'vitest';
 
 import { applyBizType } from '../../functions/core/biz-types.js';
-import { CLOCK_SKEW_TOLERANCE_SECONDS, minuteOf } from '../../functions/core/clock.js';
+import { claimableThrough, CLOCK_SKEW_TOLERANCE_SECONDS, minuteOf, secondOf } from '../../functions/core/clock.js';
+import { parseTaskId } from '../../functions/core/ids.js';
 import { rescheduleTask } from '../../functions/core/reschedule.js';
-import { cancelTask, type ScheduleOutcome, type SchedulePorts, scheduleTasks } from '../../functions/core/schedule.js';
+import {
+  cancelTask,
+  isLateArrival,
+  type ScheduleOutcome,
+  type SchedulePorts,
+  scheduleTasks,
+} from '../../functions/core/schedule.js';
 import { parseTaskRequest } from '../../functions/core/schemas.js';
 import { CLOCK_SKEW_MS, type Task, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/task.js';
 import {
@@ -368,6 +375,90 @@ describe('Function: scheduleTasks and the occupancy index', () => {
   });
 });
 
+describe('Function: scheduleTasks with a flexible window', () => {
+  const taskOf = (outcome: ScheduleOutcome | undefined) =>
+    outcome && (outcome.kind === 'created' || outcome.kind === 'replayed') ? outcome.task : undefined;
+
+  it("keeps the caller's dueAt and files the task under its planned fire time: id, key and index", async () => {
+    // Prepare
+    const ports = schedulePorts();
+    const dueAtMs = NOW_MS + 60_000;
+
+    // Act
+    const result = await scheduleTasks(ports, TENANT_ID, [request({ dueAt: dueAtMs, window: { seconds: 600 } })]);
+
+    // Assess
+    const task = taskOf(result.outcomes[0]);
+    expect(task).toMatchObject({ dueAtMs, window: { seconds: 600 } });
+    expect(task?.fireAtMs).toBeGreaterThanOrEqual(dueAtMs);
+    expect(task?.fireAtMs).toBeLessThanOrEqual(dueAtMs + 600_000);
+    expect(parseTaskId(task?.id, ports.shardCount)?.fireAtMs).toBe(task?.fireAtMs);
+    expect(ports.occupancy.seconds).toEqual(new Set([secondOf(task?.fireAtMs ?? 0)]));
+    expect(ports.taskStore.tasks.get(task?.id ?? '')).toEqual(task);
+  });
+
+  it('hands off the tasks whose fire time a scanner may have claimed, and leaves those planned later to the scan', async () => {
+    // Prepare: due 450 s ago with a 900 s window, so about half fire in the past, half well ahead.
+    const ports = schedulePorts({ cursor: NOW_SECOND + 3 });
+    const requests = Array.from({ length: 40 }, () => request({ dueAt: NOW_MS - 450_000, window: { seconds: 900 } }));
+
+    // Act
+    const result = await scheduleTasks(ports, TENANT_ID, requests);
+
+    // Assess
+    const tasks = result.outcomes.map(taskOf).filter((task) => task !== undefined);
+    const enqueued = new Set(ports.deliveryQueue.sent.map((message) => message.id));
+    const claimable = claimableThrough(NOW_MS, ports.lookaheadSeconds);
+    for (const task of tasks) {
+      expect(task.dueAtMs).toBe(NOW_MS - 450_000);
+      expect(enqueued.has(task.id)).toBe(secondOf(task.fireAtMs) <= claimable);
+      expect(task.lateArrival === true).toBe(isLateArrival(task.fireAtMs, NOW_MS, ports.lookaheadSeconds));
+    }
+    expect(enqueued.size).toBeGreaterThan(10);
+    expect(enqueued.size).toBeLessThan(30);
+  });
+
+  it('gives a retry of a keyed request the fire time the first one planned, its dueAt never after it', async () => {
+    // Prepare: the first submit claims the key and dies before its task write.
+    const ports = schedulePorts();
+    const body = { delaySeconds: 60, window: { seconds: 30 }, idempotencyKey: 'k' };
+    const create = vi.spyOn(ports.taskStore, 'create').mockRejectedValueOnce(new Error('Lambda timed out'));
+    await expect(scheduleTasks(ports, TENANT_ID, [request(body)])).rejects.toThrow();
+    const claimedId = [...ports.idempotencyStore.records.values()][0]?.taskId;
+    create.mockRestore();
+
+    // Act: 20 s later, so delaySeconds now resolves 20 s later than the plan was made for.
+    ports.clock.advance(20_000);
+    const retried = await scheduleTasks(ports, TENANT_ID, [request(body)]);
+
+    // Assess
+    const task = taskOf(retried.outcomes[0]);
+    const fireAtMs = parseTaskId(claimedId, ports.shardCount)?.fireAtMs ?? 0;
+    expect(task).toMatchObject({ id: claimedId, fireAtMs, window: { seconds: 30 } });
+    expect(task?.dueAtMs).toBeLessThanOrEqual(fireAtMs);
+    expect(task?.dueAtMs).toBeGreaterThanOrEqual(fireAtMs - 30_000);
+    expect(ports.occupancy.seconds.has(secondOf(fireAtMs))).toBe(true);
+  });
+
+  it('refuses an idempotency key reused with another window: the window is part of the request', async () => {
+    // Prepare
+    const ports = schedulePorts();
+    const created = await scheduleTasks(ports, TENANT_ID, [
+      request({ delaySeconds: 60, window: { seconds: 30 }, idempotencyKey: 'k' }),
+    ]);
+
+    // Act
+    const wider = await scheduleTasks(ports, TENANT_ID, [
+      request({ delaySeconds: 60, window: { seconds: 60 }, idempotencyKey: 'k' }),
+    ]);
+    const none = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'k' })]);
+
+    // Assess
+    expect(wider.outcomes[0]).toEqual({ kind: 'conflict', taskId: idOf(created.outcomes[0]) });
+    expect(none.outcomes[0]).toEqual({ kind: 'conflict', taskId: idOf(created.outcomes[0]) });
+  });
+});
+
 describe('Function: parseTaskRequest fingerprint', () => {
   it('is the same for the same request whatever its key order, and differs when anything differs', () => {
     // Act
@@ -429,6 +520,22 @@ describe('Function: cancelTask', () => {
     expect(outcome).toEqual({ cancelled: true, unleased: false });
   });
 
+  it('goes by the fire time of a task with a window: cancels it after its dueAt, refuses it within the margin of firing', async () => {
+    // Prepare: both were due a minute ago; their windows planned them after now.
+    const ports = schedulePorts();
+    const window = { seconds: 120 };
+    const firesLater = storedTask(ports, UNLEASED_CANCEL_MARGIN_MS + 1, { dueAtMs: NOW_MS - 60_000, window });
+    const firesSoon = storedTask(ports, UNLEASED_CANCEL_MARGIN_MS, { dueAtMs: NOW_MS - 60_000, window });
+
+    // Act
+    const later = await cancelTask(ports, TENANT_ID, firesLater.id);
+    const soon = await cancelTask(ports, TENANT_ID, firesSoon.id);
+
+    // Assess
+    expect(later).toMatchObject({ cancelled: true });
+    expect(soon).toEqual({ cancelled: false, reason: 'too-late', status: 'PENDING' });
+  });
+
   it('undoes a cancel it saw stored too close to the due time, and answers too-late', async () => {
     // Prepare: the write takes long enough that the callback may already have read the task.
     const ports = schedulePorts();
@@ -472,5 +579,26 @@ describe('Function: rescheduleTask (a task never attempted)', () => {
     expect(outcome).toMatchObject({ kind: 'refused', reason: 'too-late' });
     expect(ports.taskStore.tasks.get(task.id)).toEqual(task);
     expect(ports.taskStore.tasks.size).toBe(1);
+  });
+});
+
+describe('Function: rescheduleTask (a task with a window)', () => {
+  it('keeps the window on the successor, which fires at a time planned within it from the new dueAt', async () => {
+    // Prepare
+    const ports = schedulePorts();
+    const task = aTask(NOW_MS + 90_000, 1, { dueAtMs: NOW_MS + 60_000, window: { seconds: 300 } });
+    ports.taskStore.tasks.set(task.id, task);
+    const newDueAtMs = NOW_MS + 3_600_000;
+
+    // Act
+    const outcome = await rescheduleTask(ports, TENANT_ID, task.id, { dueAtMs: newDueAtMs, fingerprint: 'f1' });
+
+    // Assess
+    const successor = outcome.kind === 'rescheduled' ? outcome.task : undefined;
+    expect(successor).toMatchObject({ dueAtMs: newDueAtMs, window: { seconds: 300 }, rescheduledFrom: task.id });
+    expect(successor?.fireAtMs).toBeGreaterThanOrEqual(newDueAtMs);
+    expect(successor?.fireAtMs).toBeLessThanOrEqual(newDueAtMs + 300_000);
+    expect(parseTaskId(successor?.id, ports.shardCount)?.fireAtMs).toBe(successor?.fireAtMs);
+    expect(ports.occupancy.seconds.has(secondOf(successor?.fireAtMs ?? 0))).toBe(true);
   });
 });

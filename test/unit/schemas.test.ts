@@ -195,6 +195,37 @@ describe('Function: parseTaskRequest', () => {
     expect(outcome(request({ delaySeconds: 1, payload: tooBig }))).toEqual({ paths: ['payload'] });
   });
 
+  it('accepts a window of 1 to 900 whole seconds and keeps it with the request', () => {
+    // Act
+    const narrowest = parseTaskRequest(request({ delaySeconds: 10, window: { seconds: 1 } }), CLOUD);
+    const widest = parseTaskRequest(request({ delaySeconds: 10, window: { seconds: 900 } }), CLOUD);
+
+    // Assess
+    expect(narrowest).toMatchObject({ ok: true, value: { dueAtMs: NOW_MS + 10_000, window: { seconds: 1 } } });
+    expect(widest).toMatchObject({ ok: true, value: { window: { seconds: 900 } } });
+  });
+
+  it('rejects a window that is not 1 to 900 whole seconds at window.seconds, saying what fits', () => {
+    for (const seconds of [0, -5, 1.5, 901, '60', undefined]) {
+      // Act
+      const parsed = parseTaskRequest(request({ delaySeconds: 10, window: { seconds } }), CLOUD);
+
+      // Assess
+      expect(parsed).toEqual({
+        ok: false,
+        errors: [{ path: 'window.seconds', message: expect.stringContaining('from 1 to 900 (15 minutes)') }],
+      });
+    }
+  });
+
+  it('rejects a window that is not an object at window, and an unknown field in it by name', () => {
+    // Act & Assess
+    expect(outcome(request({ delaySeconds: 10, window: 60 }))).toEqual({ paths: ['window'] });
+    expect(outcome(request({ delaySeconds: 10, window: { seconds: 60, jitter: 5 } }))).toEqual({
+      paths: ['window.jitter'],
+    });
+  });
+
   it('names an unknown top-level field by its own name', () => {
     // Act & Assess
     expect(outcome(request({ delaySeconds: 1, colour: 'blue' }))).toEqual({ paths: ['colour'] });

@@ -37,7 +37,7 @@ describe('Module: table-schema', () => {
       policy: { maxAttempts: 3 },
       rescheduledFrom: 'EARLIER',
     });
-    const key = taskKey(task.id, { dueAtMs: task.dueAtMs, shard: 2 }, 1000);
+    const key = taskKey(task.id, { fireAtMs: task.fireAtMs, shard: 2 }, 1000);
 
     // Act
     const item = taskToItem(task, key);
@@ -61,6 +61,25 @@ describe('Module: table-schema', () => {
       idempotencyKey: 'k-1',
       policy: { maxAttempts: 3 },
       rescheduledFrom: 'EARLIER',
+    });
+    expect(taskFromItem(item)).toEqual(task);
+  });
+
+  it('stores a task with a window under its fire time, beside the dueAt asked for and the window', () => {
+    // Prepare
+    const fireAtMs = SECOND * 1000 + 250;
+    const task = aTask(fireAtMs, 2, { dueAtMs: fireAtMs - 42_000, window: { seconds: 60 } });
+    const key = taskKey(task.id, { fireAtMs, shard: 2 }, 1000);
+
+    // Act
+    const item = taskToItem(task, key);
+
+    // Assess
+    expect(item).toMatchObject({
+      sk: `00${SECOND}250#${task.id}`,
+      dueAtMs: fireAtMs - 42_000,
+      fireAtMs,
+      windowSeconds: 60,
     });
     expect(taskFromItem(item)).toEqual(task);
   });

@@ -53,7 +53,15 @@ export interface TaskItem extends TaskKey {
   readonly id: string;
   readonly tenantId: string;
   readonly status: TaskStatus;
+  /** The due time the caller asked for. */
   readonly dueAtMs: number;
+  /**
+   * When a task with a window fires (the time in its id and sort key); absent for a task without
+   * one, which fires at `dueAtMs`, as every task stored before windows existed does.
+   */
+  readonly fireAtMs?: number;
+  /** The window's seconds, on a task that has one. */
+  readonly windowSeconds?: number;
   readonly createdAtMs: number;
   readonly target: Target;
   /** The payload's JSON text, as submitted. */
@@ -121,6 +129,10 @@ export function taskToItem(task: Task, key: TaskKey): TaskItem {
     tenantId: task.tenantId,
     status: task.status,
     dueAtMs: task.dueAtMs,
+    // Written only when it differs, so a task without a window costs no byte more (every write
+    // to an item is billed by its size) and old items read the same way.
+    ...(task.fireAtMs !== task.dueAtMs && { fireAtMs: task.fireAtMs }),
+    ...(task.window !== undefined && { windowSeconds: task.window.seconds }),
     createdAtMs: task.createdAtMs,
     target: task.target,
     payload: task.payloadJson,
@@ -145,6 +157,8 @@ export function taskFromItem(item: TaskItem): Task {
     tenantId: item.tenantId,
     status: item.status,
     dueAtMs: item.dueAtMs,
+    fireAtMs: fireAtOf(item),
+    ...(item.windowSeconds !== undefined && { window: { seconds: item.windowSeconds } }),
     createdAtMs: item.createdAtMs,
     target: item.target,
     payloadJson: item.payload,
@@ -167,11 +181,30 @@ export function taskFromItem(item: TaskItem): Task {
   };
 }
 
+/** When a task item fires: `fireAtMs` if it has a window, else `dueAtMs`. */
+export function fireAtOf(item: Pick<TaskItem, 'dueAtMs' | 'fireAtMs'>): number {
+  return item.fireAtMs ?? item.dueAtMs;
+}
+
+/**
+ * A condition on when the task fires, against the time in `placeholder` (one value, used twice):
+ * `fireAtMs` if the item has one, `dueAtMs` if it has no window. For the writes that depend on
+ * it (a cancel of a task whose first attempt takes no lease) and the filters that select by it.
+ */
+function firesComparedTo(operator: '<' | '>', placeholder: `:${string}`): string {
+  return `(fireAtMs ${operator} ${placeholder} OR (attribute_not_exists(fireAtMs) AND dueAtMs ${operator} ${placeholder}))`;
+}
+
+/** The task fires after the time in `placeholder` (see firesComparedTo). */
+export const firesAfter = (placeholder: `:${string}`) => firesComparedTo('>', placeholder);
+/** The task fires before the time in `placeholder` (see firesComparedTo). */
+export const firesBefore = (placeholder: `:${string}`) => firesComparedTo('<', placeholder);
+
 /** What a due-task Query projects, and the scanner needs. */
-export const DUE_TASK_PROJECTION = ['id', 'dueAtMs'] as const satisfies readonly TaskAttribute[];
+export const DUE_TASK_PROJECTION = ['id', 'dueAtMs', 'fireAtMs'] as const satisfies readonly TaskAttribute[];
 
 export function dueTaskFromItem(item: Pick<TaskItem, (typeof DUE_TASK_PROJECTION)[number]>): DueTask {
-  return { id: item.id, dueAtMs: item.dueAtMs };
+  return { id: item.id, fireAtMs: fireAtOf(item) };
 }
 
 /** The attributes an attempt's outcome sets, by name. */

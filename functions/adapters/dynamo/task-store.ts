@@ -33,6 +33,7 @@ import {
   DUE_TASK_PROJECTION,
   dueTaskFromItem,
   finishAssignments,
+  firesAfter,
   KEY_EXPRESSIONS,
   TASK_PARTITION_PREFIX,
   taskFromItem,
@@ -147,7 +148,7 @@ export class DynamoTaskStore implements TaskStore {
       if (!current || current.tenantId !== request.tenantId) return { cancelled: false, reason: 'not-found' };
       if (current.status === 'DELIVERING') return { cancelled: false, reason: 'in-delivery', status: current.status };
       if (current.status !== 'PENDING') return { cancelled: false, reason: 'already-final', status: current.status };
-      if (firstAttemptUnleased(current) && current.dueAtMs <= request.unleasedDueAfterMs)
+      if (firstAttemptUnleased(current) && current.fireAtMs <= request.unleasedDueAfterMs)
         return { cancelled: false, reason: 'too-late', status: current.status };
     }
     return { cancelled: false, reason: 'in-delivery', status: 'DELIVERING' };
@@ -164,7 +165,7 @@ export class DynamoTaskStore implements TaskStore {
           // Only PENDING: a DELIVERING task whose lease lapsed may have reached its target
           // before its callback died, so its outcome is unknown until the retry settles it. A
           // task whose first attempt takes no lease only while that attempt cannot have begun.
-          ConditionExpression: `#status = :pending AND tenantId = :tenant AND (${LEASED_NEXT} OR dueAtMs > :dueAfter)`,
+          ConditionExpression: `#status = :pending AND tenantId = :tenant AND (${LEASED_NEXT} OR ${firesAfter(':dueAfter')})`,
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: {
             ':cancelled': 'CANCELLED',

@@ -144,9 +144,9 @@ describe('Function: api handler', () => {
     const location = parseTaskId(response.json.id, SHARD_COUNT);
     expect(location).toBeDefined();
     expect(response.json.status).toBe('PENDING');
-    expect(response.json.dueAt).toBe(new Date(location?.dueAtMs ?? 0).toISOString());
-    expect(location?.dueAtMs).toBeGreaterThanOrEqual(before + 60_000);
-    expect(location?.dueAtMs).toBeLessThanOrEqual(Date.now() + 60_000);
+    expect(response.json.dueAt).toBe(new Date(location?.fireAtMs ?? 0).toISOString());
+    expect(location?.fireAtMs).toBeGreaterThanOrEqual(before + 60_000);
+    expect(location?.fireAtMs).toBeLessThanOrEqual(Date.now() + 60_000);
     const puts = ddbMock.commandCalls(PutCommand).map((put) => put.args[0].input);
     expect(puts).toHaveLength(1);
     expect(puts[0]).toMatchObject({
@@ -157,7 +157,7 @@ describe('Function: api handler', () => {
     const occupy = ddbMock
       .commandCalls(UpdateCommand)
       .find((update) => String(update.args[0].input.Key?.pk).startsWith('OCCUPIED#'));
-    const dueSecond = Math.floor((location?.dueAtMs ?? 0) / 1000);
+    const dueSecond = Math.floor((location?.fireAtMs ?? 0) / 1000);
     expect(occupy?.args[0].input).toMatchObject({
       Key: { pk: expect.stringMatching(new RegExp(`^OCCUPIED#${Math.floor(dueSecond / 60)}#\\d$`)) },
       UpdateExpression: expect.stringContaining('ADD #seconds :seconds'),
@@ -165,6 +165,44 @@ describe('Function: api handler', () => {
     });
     expect(occupy?.calledBefore(ddbMock.commandCalls(PutCommand)[0] ?? occupy)).toBe(true);
     expect(sqsMock.commandCalls(SendMessageBatchCommand)).toHaveLength(0);
+  });
+
+  it('creates a task with a window: 201 with the dueAt asked for and the firesAt planned within the window', async () => {
+    // Prepare
+    ddbMock.on(PutCommand).resolves({});
+    const dueAtMs = Date.now() + 120_000;
+
+    // Act
+    const response = await call('POST /v1/tasks', {
+      body: { dueAt: dueAtMs, window: { seconds: 300 }, target: TARGET },
+    });
+
+    // Assess
+    expect(response.statusCode).toBe(201);
+    const firesAtMs = Date.parse(response.json.firesAt);
+    expect(response.json.dueAt).toBe(new Date(dueAtMs).toISOString());
+    expect(firesAtMs).toBeGreaterThanOrEqual(dueAtMs);
+    expect(firesAtMs).toBeLessThanOrEqual(dueAtMs + 300_000);
+    expect(parseTaskId(response.json.id, SHARD_COUNT)?.fireAtMs).toBe(firesAtMs);
+    expect(ddbMock.commandCalls(PutCommand)[0]?.args[0].input.Item).toMatchObject({
+      dueAtMs,
+      fireAtMs: firesAtMs,
+      windowSeconds: 300,
+    });
+  });
+
+  it('refuses a window over 15 minutes with a 400 naming window.seconds and the range, and writes nothing', async () => {
+    // Act
+    const response = await call('POST /v1/tasks', {
+      body: { delaySeconds: 60, window: { seconds: 3600 }, target: TARGET },
+    });
+
+    // Assess
+    expect(response.statusCode).toBe(400);
+    expect(response.json.errors).toEqual([
+      { path: 'window.seconds', message: 'must be a whole number of seconds from 1 to 900 (15 minutes)' },
+    ]);
+    expect(ddbMock.commandCalls(PutCommand)).toHaveLength(0);
   });
 
   it('enqueues a task at once when its second was already claimed by a scanner', async () => {
@@ -237,7 +275,7 @@ describe('Function: api handler', () => {
   it('returns a stored task with its delivery facts', async () => {
     // Prepare
     const dueAtMs = Date.now() - 5000;
-    const id = newTaskId({ dueAtMs, shard: 1 });
+    const id = newTaskId({ fireAtMs: dueAtMs, shard: 1 });
     ddbMock.on(GetCommand, { Key: { sk: `${String(dueAtMs).padStart(15, '0')}#${id}` } }).resolves({
       Item: {
         id,
@@ -262,6 +300,7 @@ describe('Function: api handler', () => {
       id,
       status: 'DELIVERED',
       dueAt: new Date(dueAtMs).toISOString(),
+      firesAt: new Date(dueAtMs).toISOString(),
       payload: { n: 1 },
       attempts: 1,
       deliveredAt: new Date(dueAtMs + 40).toISOString(),
@@ -269,10 +308,43 @@ describe('Function: api handler', () => {
     });
   });
 
+  it('returns a stored task with a window with the dueAt asked for, its planned firesAt and the window', async () => {
+    // Prepare
+    const dueAtMs = Date.now() + 60_000;
+    const fireAtMs = dueAtMs + 12_345;
+    const id = newTaskId({ fireAtMs, shard: 1 });
+    ddbMock.on(GetCommand, { Key: { sk: `${String(fireAtMs).padStart(15, '0')}#${id}` } }).resolves({
+      Item: {
+        id,
+        tenantId: TENANT.id,
+        status: 'PENDING',
+        dueAtMs,
+        fireAtMs,
+        windowSeconds: 60,
+        createdAtMs: dueAtMs - 60_000,
+        target: TARGET,
+        payload: 'null',
+        attempts: 0,
+      },
+    });
+
+    // Act
+    const response = await call('GET /v1/tasks/{id}', { id });
+
+    // Assess
+    expect(response.statusCode).toBe(200);
+    expect(response.json).toMatchObject({
+      id,
+      dueAt: new Date(dueAtMs).toISOString(),
+      firesAt: new Date(fireAtMs).toISOString(),
+      window: { seconds: 60 },
+    });
+  });
+
   it('refuses with 409 to cancel a task that was already delivered', async () => {
     // Prepare
     const dueAtMs = Date.now() - 5000;
-    const id = newTaskId({ dueAtMs, shard: 0 });
+    const id = newTaskId({ fireAtMs: dueAtMs, shard: 0 });
     ddbMock.on(UpdateCommand).rejects(conditionFailed());
     // The catch-all above would also refuse the rate counter's update; the later, narrower stub wins.
     ddbMock.on(UpdateCommand, { Key: { pk: `RATE#${TENANT.id}` } }).resolves({});
@@ -386,7 +458,7 @@ describe('Function: api handler', () => {
   it("lists by bizId from the caller's own index partition and reads the tasks it names", async () => {
     // Prepare
     const dueAtMs = Date.now() + 60_000;
-    const id = newTaskId({ dueAtMs, shard: 1 });
+    const id = newTaskId({ fireAtMs: dueAtMs, shard: 1 });
     const sk = `${String(dueAtMs).padStart(15, '0')}#${id}`;
     ddbMock.on(QueryCommand).resolves({ Items: [{ pk: 'B#x#1', sk, bizIdKey: `${TENANT.id}#order-7` }] });
     ddbMock.on(BatchGetCommand).resolves({
@@ -427,7 +499,7 @@ describe('Function: api handler', () => {
   it('refuses a reschedule with both dueAt and delaySeconds, naming the field, and writes nothing', async () => {
     // Act
     const response = await call('PATCH /v1/tasks/{id}', {
-      id: newTaskId({ dueAtMs: Date.now() + 60_000, shard: 0 }),
+      id: newTaskId({ fireAtMs: Date.now() + 60_000, shard: 0 }),
       body: { delaySeconds: 60, dueAt: Date.now() + 120_000 },
     });
 
@@ -532,7 +604,7 @@ describe('Function: api handler', () => {
     /** A stored task of the caller's, answered for its own key only. */
     function storedTask(status: string) {
       const dueAtMs = Date.now() - 5000;
-      const id = newTaskId({ dueAtMs, shard: SHARD_COUNT - 1 });
+      const id = newTaskId({ fireAtMs: dueAtMs, shard: SHARD_COUNT - 1 });
       ddbMock.on(GetCommand, { Key: { sk: `${String(dueAtMs).padStart(15, '0')}#${id}` } }).resolves({
         Item: { id, tenantId: TENANT.id, status, dueAtMs, createdAtMs: dueAtMs, target: TARGET, payload: '{"n":1}' },
       });

@@ -68,8 +68,8 @@ afterAll(async () => {
  */
 function dueTask(path: string, messageId: string) {
   const dueAtMs = Date.now() - 1500;
-  const id = newTaskId({ dueAtMs, shard: 1 });
-  const key = taskKey(id, { dueAtMs, shard: 1 }, BUCKET_COUNT);
+  const id = newTaskId({ fireAtMs: dueAtMs, shard: 1 });
+  const key = taskKey(id, { fireAtMs: dueAtMs, shard: 1 }, BUCKET_COUNT);
   ddbMock.on(GetCommand, { Key: key, ConsistentRead: true }).resolves({
     Item: {
       ...key,

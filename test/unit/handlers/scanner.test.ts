@@ -67,7 +67,7 @@ describe('Function: scanner handler', () => {
     const clock = clockItemAt(second);
     occupied(second);
     const due = [second * 1000 + 100, second * 1000 + 900].map((dueAtMs) => ({
-      id: newTaskId({ dueAtMs, shard: 1 }),
+      id: newTaskId({ fireAtMs: dueAtMs, shard: 1 }),
       dueAtMs,
     }));
     ddbMock

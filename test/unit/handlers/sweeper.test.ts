@@ -37,7 +37,7 @@ describe('Function: sweeper handler', () => {
     const startedAt = cursor - 10;
     const unfinished = cursor - 4;
     const finished = Array.from({ length: 10 }, (_, index) => startedAt + index).filter((s) => s !== unfinished);
-    const lost = { id: newTaskId({ dueAtMs: unfinished * 1000 + 250, shard: 0 }), dueAtMs: unfinished * 1000 + 250 };
+    const lost = { id: newTaskId({ fireAtMs: unfinished * 1000 + 250, shard: 0 }), dueAtMs: unfinished * 1000 + 250 };
     ddbMock.on(GetCommand).resolves({ Item: { pk: 'CLOCK', sk: 'CLOCK', cursor, startedAt } });
     ddbMock.on(BatchGetCommand).resolves({
       Responses: {

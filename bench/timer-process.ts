@@ -63,7 +63,7 @@ const addCpu = (fn: FunctionName, ms: number) => cpuMs.set(fn, (cpuMs.get(fn) ??
 let callbackWaitMs = 0;
 
 /**
- * How long a callback invocation waits before its last record may go: the latest due time (or
+ * How long a callback invocation waits before its last record may go: the latest fire time (or
  * `notBeforeMs`) among its records less now. Records that surfaced too early to be held are sent
  * back, not waited for, so they add nothing.
  */
@@ -72,7 +72,7 @@ function waitOf(event: unknown): number {
   let latestMs = nowMs;
   for (const record of (event as { Records?: Array<{ body: string }> }).Records ?? []) {
     const body = JSON.parse(record.body) as { id: string; notBeforeMs?: number };
-    const goesAtMs = Math.max(parseTaskId(body.id, MAX_SHARDS)?.dueAtMs ?? 0, body.notBeforeMs ?? 0);
+    const goesAtMs = Math.max(parseTaskId(body.id, MAX_SHARDS)?.fireAtMs ?? 0, body.notBeforeMs ?? 0);
     if (goesAtMs - nowMs <= MAX_EARLY_WAIT_MS) latestMs = Math.max(latestMs, goesAtMs);
   }
   return latestMs - nowMs;

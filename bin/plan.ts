@@ -23,6 +23,7 @@ import {
   plan,
   PRICES,
   total,
+  TRACED_SHARE_UNDER_LOAD,
 } from '../lib/cost-model.js';
 import { AWS_LIMITS } from '../lib/local/limits/aws-limits.js';
 import { timerStackInventory } from '../lib/stack-inventory.js';
@@ -36,6 +37,7 @@ const { values } = parseArgs({
     'average-delay-days': { type: 'string' },
     'retention-days': { type: 'string' },
     utilization: { type: 'string', default: '0.7' },
+    tracing: { type: 'string', default: 'on' },
     report: { type: 'string', default: 'docs/benchmarks.json' },
     requests: { type: 'string', default: REQUESTS_REPORT },
   },
@@ -50,6 +52,8 @@ const retentionDays = Number(values['retention-days'] ?? defaults.retentionDays)
 const perDay = Number(values['per-day']);
 const peakPerSecond = Number(values.peak);
 const utilization = Number(values.utilization);
+if (values.tracing !== 'on' && values.tracing !== 'off') throw new Error('--tracing takes on or off');
+const tracing = values.tracing === 'on';
 
 // The idle cost is that of the deployment measured: dense mode, which ticks and scans every second.
 const idle = idleMonth(
@@ -59,8 +63,11 @@ const idle = idleMonth(
     report.cost.idleMonth.running.metrics / PRICES.cloudWatch.metricMonth,
   ),
   timerStackInventory(),
+  'on-demand',
+  tracing ? 1 : 0,
 );
-const idleMonthly = total(idle.running) + idle.running.metrics + idle.fixed;
+// The running total counts its metrics already.
+const idleMonthly = total(idle.running) + idle.fixed;
 
 /** The two ways of submitting that are planned for, each with the front door that suits it. */
 const submits = [
@@ -87,6 +94,7 @@ const plans = submits.map(({ name, phase, frontDoor }) => {
       tasksPerApiRequest: phase.tasksPerRequest,
       idleMonthly,
       targetUtilization: utilization,
+      tracedShare: tracing ? TRACED_SHARE_UNDER_LOAD : 0,
     }),
   };
 });
@@ -112,7 +120,7 @@ const lines = [
   `Plan for ${fmt(perDay)} timers a day (${fmt(single.result.averagePerSecond)}/s on average), ${fmt(peakPerSecond)} due in the busiest second.`,
   `Per-task usage measured by npm run bench:requests on ${requests.measuredAt} (dense mode, tickEverySecond; ${fmt(single.phase.tasks)} tasks each way), ` +
     `priced with webhooks answering in ${webhookMs} ms, ${averageDelayDays} day(s) to due, ${retentionDays} days kept after. ` +
-    `Single submits come in through the api's function URL (functionUrl), batches of ${batched.phase.tasksPerRequest} through the HTTP API.`,
+    `Single submits come in through the api's function URL (functionUrl), batches of ${batched.phase.tasksPerRequest} through the HTTP API; X-Ray tracing ${tracing ? 'on (the default; --tracing off prices the tracing: false prop)' : 'off (the tracing: false prop)'}.`,
   '',
   markdownTable(
     ['capacity', 'single submits', `batches of ${batched.phase.tasksPerRequest}`],

@@ -13,6 +13,8 @@ Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
 new TimerStack(app, 'DistributedTimer', {
   // `cdk deploy -c functionUrl=true` adds the api function's URL; the CLI passes context as text.
   functionUrl: String(app.node.tryGetContext('functionUrl')) === 'true',
+  // `cdk deploy -c tracing=false` runs the functions without X-Ray (see the construct's prop).
+  tracing: String(app.node.tryGetContext('tracing')) !== 'false',
   description:
     'Serverless distributed timer: HTTP API, DynamoDB time buckets, clock-locked scanner, SQS delivery with DLQ',
 });

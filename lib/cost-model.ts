@@ -184,7 +184,16 @@ export interface IdleMonth {
   readonly fixed: number;
 }
 
-export function idleMonth(usage: IdleUsage, inventory: ResourceInventory, mode: CapacityMode = 'on-demand'): IdleMonth {
+/**
+ * An idle deployment's month. Its few invocations a second all fall within X-Ray's one sampled
+ * request a second, so with tracing on (`tracedShare` 1) each is a trace.
+ */
+export function idleMonth(
+  usage: IdleUsage,
+  inventory: ResourceInventory,
+  mode: CapacityMode = 'on-demand',
+  tracedShare = 1,
+): IdleMonth {
   const hours = SECONDS_PER_MONTH / 3600;
   // Idle traffic is far below any sensible provisioned floor; on demand prices it honestly.
   const perTask = costPerTask(
@@ -201,7 +210,7 @@ export function idleMonth(usage: IdleUsage, inventory: ResourceInventory, mode: 
     },
     mode,
     undefined,
-    1,
+    tracedShare,
   );
   return {
     running: { ...perTask, metrics: usage.metricsPublished * PRICES.cloudWatch.metricMonth },
@@ -240,6 +249,8 @@ export interface PlanInput {
   /** Fixed monthly costs at idle (running and resources), added once. */
   readonly idleMonthly: number;
   readonly targetUtilization?: number;
+  /** The share of invocations X-Ray records: TRACED_SHARE_UNDER_LOAD with tracing on (the default), 0 off. */
+  readonly tracedShare?: number;
 }
 
 export interface Plan {
@@ -288,7 +299,7 @@ export function plan(input: PlanInput): Plan {
   const modes: CapacityMode[] = ['on-demand', 'provisioned'];
   const byMode = Object.fromEntries(
     modes.map((mode) => {
-      const perTask = costPerTask(input.usage, mode, utilization);
+      const perTask = costPerTask(input.usage, mode, utilization, input.tracedShare);
       return [mode, { perMillion: perMillion(perTask), monthly: total(perTask) * tasksPerMonth + input.idleMonthly }];
     }),
   ) as Plan['byMode'];

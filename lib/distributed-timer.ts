@@ -116,6 +116,15 @@ export interface DistributedTimerProps {
    */
   readonly deliveryMaxConcurrency?: number;
   /**
+   * Whether the functions run with active X-Ray tracing (a trace per sampled invocation, a
+   * subsegment per AWS call). Lambda samples one request a second and 5% of the rest, at $5.00
+   * per million traces: about $0.25 per million single submits at a billion a day, since each is an
+   * invocation of its own (`npm run plan` prices it). Turn it off to save that and keep logs and
+   * metrics only.
+   * @default true
+   */
+  readonly tracing?: boolean;
+  /**
    * The SQS queues tasks may target, as ARNs (IAM wildcards allowed), or a list token such as
    * a CommaDelimitedList parameter's `valueAsList`. The callback may send to exactly these and
    * the api refuses other queues. A queue encrypted with a customer managed KMS key must also
@@ -257,6 +266,7 @@ export class DistributedTimer extends Construct {
         2,
         1000,
       ),
+      tracing: props.tracing ?? true,
     });
     this.queues = pipeline.queues;
     this.functions = pipeline.functions;

@@ -28,6 +28,11 @@ export interface TimerStackProps extends StackProps {
    * @default false
    */
   readonly functionUrl?: DistributedTimerProps['functionUrl'];
+  /**
+   * Whether the functions run with active X-Ray tracing.
+   * @default true
+   */
+  readonly tracing?: DistributedTimerProps['tracing'];
 }
 
 /** The ARNs one kind of target may have, comma-separated; empty, the default, allows none. */

@@ -56,6 +56,8 @@ export interface TimerPipelineProps {
   readonly apiReservedConcurrency: number;
   /** The most delivery batches the callback's event source mapping runs at once. */
   readonly deliveryMaxConcurrency: number;
+  /** Whether the functions run with active X-Ray tracing. */
+  readonly tracing: boolean;
 }
 
 /**
@@ -132,14 +134,18 @@ export class TimerPipeline {
         architecture: props.architecture,
         memorySize: spec.memoryMb,
         timeout: Duration.seconds(spec.timeoutSeconds),
-        environment: environmentFor(name, props.settings, resources),
+        environment: {
+          ...environmentFor(name, props.settings, resources),
+          // Without tracing the functions do not even load the tracer (functions/commons/tracer.ts).
+          ...(!props.tracing && { POWERTOOLS_TRACE_ENABLED: 'false' }),
+        },
         role,
         logGroup: functionLogs,
         // A floor no other function can take (and a ceiling): the api and the scanner stay up
         // however hard a delivery surge or a tenant's hanging webhook presses on the account's pool.
         reservedConcurrentExecutions: name === 'api' ? props.apiReservedConcurrency : spec.reservedConcurrency,
         // Powertools Tracer writes a segment per invocation and a subsegment per AWS call.
-        tracing: lambda.Tracing.ACTIVE,
+        tracing: props.tracing ? lambda.Tracing.ACTIVE : lambda.Tracing.DISABLED,
       });
     };
     this.functions = {

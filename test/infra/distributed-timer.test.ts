@@ -206,6 +206,30 @@ describe('Construct: DistributedTimer', () => {
     expect(reservationOfApi(provisioned, provisionedTimer)).toBe(FUNCTIONS.api.reservedConcurrency);
   });
 
+  it('traces every function with X-Ray by default, and none, with the tracer off, when tracing is false', () => {
+    // Prepare
+    const traced = appStack();
+    const untraced = appStack();
+
+    // Act
+    new DistributedTimer(traced, 'Timer');
+    new DistributedTimer(untraced, 'Timer', { tracing: false });
+
+    // Assess
+    const functionsOf = (stack: Stack) =>
+      Object.values(Template.fromStack(stack).findResources('AWS::Lambda::Function'));
+    expect(functionsOf(traced)).toHaveLength(5);
+    for (const fn of functionsOf(traced)) {
+      expect(fn.Properties.TracingConfig).toEqual({ Mode: 'Active' });
+      expect(fn.Properties.Environment.Variables).not.toHaveProperty('POWERTOOLS_TRACE_ENABLED');
+    }
+    for (const fn of functionsOf(untraced)) {
+      // No TracingConfig: Lambda's default, which records no trace of its own.
+      expect(fn.Properties.TracingConfig).toBeUndefined();
+      expect(fn.Properties.Environment.Variables.POWERTOOLS_TRACE_ENABLED).toBe('false');
+    }
+  });
+
   it('gives the api function a public URL (auth NONE, the api checks the key) only when functionUrl is set', () => {
     // Prepare
     const withUrl = appStack();

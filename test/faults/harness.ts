@@ -22,6 +22,7 @@ import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js
 import { DynamoIdempotencyStore } from '../../functions/adapters/dynamo/idempotency-store.js';
 import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
 import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
+import { DynamoScheduleStore } from '../../functions/adapters/dynamo/schedule-store.js';
 import { CALLBACK_COUNTER_PREFIX } from '../../functions/adapters/dynamo/table-schema.js';
 import { DynamoTaskIndex } from '../../functions/adapters/dynamo/task-index.js';
 import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
@@ -165,6 +166,7 @@ export async function startHarness(options: HarnessOptions = {}) {
       idempotencyStore: new DynamoIdempotencyStore({ client: dynamo, tableName }),
       occupancy: new DynamoOccupancyIndex({ client: dynamo, tableName }),
       bizTypeStore: new DynamoBizTypeStore({ client: dynamo, tableName }),
+      scheduleStore: new DynamoScheduleStore({ client: dynamo, tableName }),
       callbackCounter: new DynamoRequestCounter({ client: dynamo, tableName, keyPrefix: CALLBACK_COUNTER_PREFIX }),
       deliveryQueue: sqsDeliveryQueue(sqs, delivery.url),
       clock: skewedClock(options.skewMs?.[name] ?? 0),
@@ -199,6 +201,8 @@ export async function startHarness(options: HarnessOptions = {}) {
   const callbackParts = component('callback');
   const deliveryPorts: DeliveryPorts = {
     ...callbackParts,
+    // The tick loop scans every second, so an occurrence's successor needs no tick of its own.
+    occurrences: { ...callbackParts, tickQueue: { send: async () => undefined }, lookaheadSeconds },
     tenants: directory(callbackParts),
     targets: new AwsTargetDispatcher({
       clock: callbackParts.clock,

@@ -42,7 +42,8 @@ import {
 
 const LEASABLE = '#status = :pending OR (#status = :delivering AND leaseUntilMs < :now)';
 /** A PENDING task whose next attempt will hold a lease (see takesUnleasedFirstAttempt). */
-const LEASED_NEXT = 'attempts > :zero OR attribute_exists(rescheduledFrom) OR attribute_exists(lateArrival)';
+const LEASED_NEXT =
+  'attempts > :zero OR attribute_exists(rescheduledFrom) OR attribute_exists(lateArrival) OR attribute_exists(occurrence)';
 const BATCH_WRITE_LIMIT = 25;
 const CANCEL_ATTEMPTS = 3;
 
@@ -141,7 +142,10 @@ export class DynamoTaskStore implements TaskStore {
         return {
           cancelled: true,
           unleased:
-            !(Number(before.attempts) > 0) && before.rescheduledFrom === undefined && before.lateArrival === undefined,
+            !(Number(before.attempts) > 0) &&
+            before.rescheduledFrom === undefined &&
+            before.lateArrival === undefined &&
+            before.occurrence === undefined,
         };
       const current = await this.get(key);
       if (!current || current.tenantId !== request.tenantId) return { cancelled: false, reason: 'not-found' };

@@ -255,34 +255,54 @@ export async function createSchedule(
   tenantId: string,
   request: ScheduleRequest,
 ): Promise<ScheduleOutcome> {
-  let id = newScheduleId();
-  let createdAtMs = ports.clock.now();
-  const fingerprint = scheduleFingerprint(request);
+  const nowMs = ports.clock.now();
+  // Checked before anything is written (an idempotency claim included): bad input writes nothing.
+  const checked = newSchedule(ports, tenantId, request, newScheduleId(), nowMs);
+  if (!checked.ok) return { kind: 'invalid', errors: checked.errors };
+  let schedule = checked.value;
   if (request.idempotencyKey !== undefined) {
+    const fingerprint = scheduleFingerprint(request);
     const { claimed, holder } = await ports.idempotencyStore.claim(
       {
         // '/' is in no tenant id, so these never meet a task's keys (`<tenant>#<key>`).
         key: `${tenantId}/schedules#${request.idempotencyKey}`,
         fingerprint,
-        taskId: id,
-        claimedAtMs: createdAtMs,
+        taskId: schedule.id,
+        claimedAtMs: nowMs,
       },
       // Kept while the schedule may exist: schedules do not expire, so neither does the key, in practice.
-      expiryAfter(createdAtMs, 100 * 365),
+      expiryAfter(nowMs, 100 * 365),
     );
     if (!claimed) {
       if (holder.fingerprint !== fingerprint) return { kind: 'conflict', scheduleId: holder.taskId };
-      id = holder.taskId;
-      createdAtMs = holder.claimedAtMs;
-      const existing = await ports.scheduleStore.get(tenantId, id);
+      const existing = await ports.scheduleStore.get(tenantId, holder.taskId);
       if (existing) return { kind: 'replayed', schedule: existing };
+      // The first request died before its schedule was written: rebuild it exactly, from its id and time.
+      const rebuilt = newSchedule(ports, tenantId, request, holder.taskId, holder.claimedAtMs);
+      if (!rebuilt.ok) return { kind: 'invalid', errors: rebuilt.errors };
+      schedule = rebuilt.value;
     }
   }
   if ((await ports.scheduleStore.count(tenantId)) >= MAX_SCHEDULES_PER_TENANT) return { kind: 'limit' };
+  if (schedule.next) await storeOccurrence(ports, schedule, schedule.next);
+  if (await ports.scheduleStore.create(schedule)) return { kind: 'created', schedule };
+  const stored = await ports.scheduleStore.get(tenantId, schedule.id);
+  if (!stored) throw new Error(`schedule ${schedule.id} could not be created, nor read`);
+  return { kind: 'replayed', schedule: stored };
+}
+
+/** The schedule a request makes with this id at this time, its first occurrence named; or the field at fault. */
+function newSchedule(
+  ports: Pick<OccurrencePorts, 'shardCount'>,
+  tenantId: string,
+  request: ScheduleRequest,
+  id: string,
+  createdAtMs: number,
+): { ok: true; value: Schedule } | { ok: false; errors: FieldError[] } {
   const timing = timingOf(request, createdAtMs);
-  if (!timing.ok) return { kind: 'invalid', errors: timing.errors };
+  if (!timing.ok) return timing;
   const payloadJson = payloadJsonOf(request.payload);
-  if (typeof payloadJson !== 'string') return { kind: 'invalid', errors: [payloadJson] };
+  if (typeof payloadJson !== 'string') return { ok: false, errors: [payloadJson] };
   const base = {
     id,
     tenantId,
@@ -295,23 +315,19 @@ export async function createSchedule(
     ...(request.idempotencyKey !== undefined && { idempotencyKey: request.idempotencyKey }),
     catchUp: request.catchUp ?? 'fire-once',
     paused: false,
-    // Derived from the id, so a keyed retry rebuilds the same first occurrence; ids are never reused.
+    // Ids are never reused, so the first revision can be fixed: a keyed retry rebuilds the same first occurrence.
     revision: 'r0',
     createdAtMs,
     updatedAtMs: createdAtMs,
   } satisfies Schedule;
   const first = nextAt(base, nextOccurrence(recurrenceOf(base), createdAtMs), ports.shardCount);
-  if (!first)
+  if (!first) {
     return {
-      kind: 'invalid',
+      ok: false,
       errors: [{ path: 'endAt', message: 'the schedule would never fire: every occurrence is before now' }],
     };
-  const schedule: Schedule = { ...base, next: first };
-  await storeOccurrence(ports, schedule, first);
-  if (await ports.scheduleStore.create(schedule)) return { kind: 'created', schedule };
-  const stored = await ports.scheduleStore.get(tenantId, id);
-  if (!stored) throw new Error(`schedule ${id} could not be created, nor read`);
-  return { kind: 'replayed', schedule: stored };
+  }
+  return { ok: true, value: { ...base, next: first } };
 }
 
 const ID_ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';

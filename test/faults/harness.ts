@@ -401,3 +401,42 @@ export async function waitForDeliveries(harness: Harness, ids: readonly string[]
   }
   await new Promise((resolve) => setTimeout(resolve, 1500));
 }
+
+/** What the receiver saw of one schedule's occurrences: each by its nominal time, with the task ids that carried it. */
+export interface OccurrenceReport {
+  /** Occurrence times received (acknowledged), in order. */
+  readonly occurrences: number[];
+  /** Occurrence times between the first and the last received that never arrived. */
+  readonly gaps: number[];
+  /** Occurrence times that arrived under more than one task: a second occurrence for the same time. */
+  readonly doubles: number[];
+  /** Redeliveries of the same task (at-least-once, recognisable by the task id). */
+  readonly duplicates: number;
+  /** Attempts that reached the receiver before the occurrence's time. */
+  readonly early: number;
+}
+
+/** The schedule's occurrences as the receiver saw them, checked against a fixed interval. */
+export function occurrenceReport(harness: Harness, scheduleId: string, intervalMs: number): OccurrenceReport {
+  const receipts = harness.receiver.receipts.filter((receipt) => receipt.body.scheduleId === scheduleId);
+  const taken = receipts.filter((receipt) => receipt.status >= 200 && receipt.status < 300);
+  const idsByTime = new Map<number, Set<string>>();
+  for (const receipt of taken) {
+    const atMs = Date.parse(receipt.body.occurrence ?? '');
+    idsByTime.set(atMs, (idsByTime.get(atMs) ?? new Set()).add(receipt.body.id));
+  }
+  const occurrences = [...idsByTime.keys()].sort((a, b) => a - b);
+  const gaps: number[] = [];
+  const first = occurrences[0];
+  const last = occurrences.at(-1);
+  if (first !== undefined && last !== undefined) {
+    for (let atMs = first; atMs <= last; atMs += intervalMs) if (!idsByTime.has(atMs)) gaps.push(atMs);
+  }
+  return {
+    occurrences,
+    gaps,
+    doubles: occurrences.filter((atMs) => (idsByTime.get(atMs)?.size ?? 0) > 1),
+    duplicates: taken.length - [...idsByTime.values()].reduce((sum, ids) => sum + ids.size, 0),
+    early: receipts.filter((receipt) => receipt.receivedAtMs < Date.parse(receipt.body.occurrence ?? '')).length,
+  };
+}

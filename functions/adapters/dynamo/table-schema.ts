@@ -34,7 +34,7 @@ export type TableKey = { readonly [name in typeof PK | typeof SK]: string };
 
 /**
  * Key conditions and item conditions that name the table's key attributes. Values go in as
- * `:pk`, `:from`, `:to`, `:taskPartition`.
+ * `:pk`, `:from`, `:to`, `:prefix`.
  */
 export const KEY_EXPRESSIONS = {
   /** A conditional put that creates, never overwrites. */
@@ -43,7 +43,8 @@ export const KEY_EXPRESSIONS = {
   itemPresent: `attribute_exists(${PK})`,
   partition: `${PK} = :pk`,
   partitionSortBetween: `${PK} = :pk AND ${SK} BETWEEN :from AND :to`,
-  taskPartition: `begins_with(${PK}, :taskPartition)`,
+  /** Items of every partition whose key starts with `:prefix` (a Scan's filter: local mode's console only). */
+  partitionPrefix: `begins_with(${PK}, :prefix)`,
 } as const;
 
 // ---- Tasks ----------------------------------------------------------------------------

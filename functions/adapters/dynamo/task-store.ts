@@ -1,11 +1,4 @@
-import {
-  BatchWriteCommand,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  ScanCommand,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
 import type { TaskKey } from '../../core/ids.js';
 import { partitionKey, secondRange } from '../../core/ids.js';
@@ -25,6 +18,7 @@ import {
   allItems,
   backOff,
   isConditionalCheckFailed,
+  scanPartitions,
   type TableOptions,
   unlessConditionFails,
   UNPROCESSED_RETRIES,
@@ -52,9 +46,6 @@ function firstAttemptUnleased(task: Task): boolean {
   return takesUnleasedFirstAttempt({ ...task, rescheduleIntent: undefined });
 }
 
-/** Items one Scan page reads at most, so a bounded scan stops close to its bound. */
-const SCAN_PAGE_ITEMS = 1000;
-
 /**
  * The tasks among the first `maxItemsRead` items of a Scan (in no particular order), how
  * many items it read, and whether that was the whole table. Only for local mode's console: a
@@ -64,24 +55,8 @@ export async function scanTasks(
   options: TableOptions,
   maxItemsRead: number,
 ): Promise<{ tasks: Task[]; itemsRead: number; complete: boolean }> {
-  const tasks: Task[] = [];
-  let itemsRead = 0;
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await options.client.send(
-      new ScanCommand({
-        TableName: options.tableName,
-        FilterExpression: KEY_EXPRESSIONS.taskPartition,
-        ExpressionAttributeValues: { ':taskPartition': TASK_PARTITION_PREFIX },
-        Limit: Math.min(SCAN_PAGE_ITEMS, maxItemsRead - itemsRead),
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    tasks.push(...((page.Items ?? []) as TaskItem[]).map(taskFromItem));
-    itemsRead += page.ScannedCount ?? 0;
-    startKey = page.LastEvaluatedKey;
-  } while (startKey && itemsRead < maxItemsRead);
-  return { tasks, itemsRead, complete: startKey === undefined };
+  const { items, itemsRead, complete } = await scanPartitions<TaskItem>(options, TASK_PARTITION_PREFIX, maxItemsRead);
+  return { tasks: items.map(taskFromItem), itemsRead, complete };
 }
 
 export interface DynamoStoreOptions extends TableOptions {

@@ -37,7 +37,7 @@ import {
 import { isLateArrival, type SchedulePorts, storeTaskWithId } from './schedule.js';
 import { instantOf, payloadJsonOf, scheduleFingerprint } from './schemas.js';
 import type { Target, Task } from './task.js';
-import { expiryAfter } from './task.js';
+import { DAY_SECONDS, expiryAfter } from './task.js';
 
 /** How many schedules one tenant may keep: their items share one partition, which stays small and cool. */
 export const MAX_SCHEDULES_PER_TENANT = 1000;
@@ -270,8 +270,9 @@ export async function createSchedule(
         taskId: schedule.id,
         claimedAtMs: nowMs,
       },
-      // Kept while the schedule may exist: schedules do not expire, so neither does the key, in practice.
-      expiryAfter(nowMs, 100 * 365),
+      // As long as a task's key: retries come within minutes, and a key that has expired only means a
+      // much later retry makes a second schedule.
+      expiryAfter(nowMs, ports.retentionDays),
     );
     if (!claimed) {
       if (holder.fingerprint !== fingerprint) return { kind: 'conflict', scheduleId: holder.taskId };
@@ -293,7 +294,7 @@ export async function createSchedule(
 
 /** The schedule a request makes with this id at this time, its first occurrence named; or the field at fault. */
 function newSchedule(
-  ports: Pick<OccurrencePorts, 'shardCount'>,
+  ports: Pick<ScheduleAdminPorts, 'shardCount' | 'horizonDays'>,
   tenantId: string,
   request: ScheduleRequest,
   id: string,
@@ -327,7 +328,22 @@ function newSchedule(
       errors: [{ path: 'endAt', message: 'the schedule would never fire: every occurrence is before now' }],
     };
   }
-  return { ok: true, value: { ...base, next: first } };
+  const tooFar = beyondHorizon(base, createdAtMs, ports.horizonDays);
+  return tooFar ? { ok: false, errors: [tooFar] } : { ok: true, value: { ...base, next: first } };
+}
+
+/**
+ * An occurrence may be no further from the one before it (or from now, for the first) than a task
+ * may be due ahead in this deployment. The first two are checked, which catches a cron that fires
+ * only on 29 February; rates are bounded by their own parse.
+ */
+function beyondHorizon(schedule: Schedule, fromMs: number, horizonDays: number): FieldError | undefined {
+  const [first = fromMs, second = first] = occurrencesAfter(recurrenceOf(schedule), fromMs, 2);
+  if (Math.max(first - fromMs, second - first) <= horizonDays * DAY_SECONDS * 1000) return undefined;
+  return {
+    path: schedule.cron === undefined ? 'rate' : 'cron',
+    message: `fires more than ${horizonDays} days apart, further ahead than this deployment keeps a task`,
+  };
 }
 
 const ID_ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
@@ -348,7 +364,10 @@ export type ChangeOutcome =
   | { readonly kind: 'contended' };
 
 /** Cancels the occurrence a schedule had pending; its delivery would skip it anyway, this tidies it away. */
-async function cancelPending(ports: OccurrencePorts, schedule: Schedule): Promise<void> {
+async function cancelPending(
+  ports: OccurrencePorts & Pick<SchedulePorts, 'retentionDays'>,
+  schedule: Schedule,
+): Promise<void> {
   if (!schedule.next) return;
   const location = parseTaskId(schedule.next.taskId, ports.shardCount);
   if (!location) return;
@@ -356,7 +375,7 @@ async function cancelPending(ports: OccurrencePorts, schedule: Schedule): Promis
   await ports.taskStore.cancel(taskKey(schedule.next.taskId, location, ports.bucketCount), {
     tenantId: schedule.tenantId,
     nowMs,
-    expiresAtSeconds: expiryAfter(nowMs, 30),
+    expiresAtSeconds: expiryAfter(nowMs, ports.retentionDays),
     // Occurrences always take the lease, so a cancel is safe at any moment.
     unleasedDueAfterMs: nowMs,
   });
@@ -411,6 +430,8 @@ export async function changeSchedule(
     revision: newRevision(),
     updatedAtMs: nowMs,
   };
+  const tooFar = beyondHorizon(base, nowMs, ports.horizonDays);
+  if (tooFar) return { kind: 'invalid', errors: [tooFar] };
   const next = base.paused ? undefined : nextAt(base, nextOccurrence(recurrenceOf(base), nowMs), ports.shardCount);
   const changed: Schedule = { ...base, ...(next && { next }) };
   if (next) await storeOccurrence(ports, changed, next);
@@ -421,7 +442,7 @@ export async function changeSchedule(
 
 /** Deletes a schedule; its pending occurrence never fires (its delivery finds no schedule) and is cancelled. */
 export async function deleteSchedule(
-  ports: OccurrencePorts,
+  ports: OccurrencePorts & Pick<SchedulePorts, 'retentionDays'>,
   tenantId: string,
   id: string,
 ): Promise<Schedule | undefined> {

@@ -33,6 +33,7 @@ let revokedKey = '';
 let otherTenantsTask = '';
 /** A schedule of the tenant's own, for the changes that must be refused. */
 let ownSchedule = '';
+let otherTenantsSchedule = '';
 
 beforeAll(async () => {
   emulators = await startEmulators();
@@ -75,6 +76,8 @@ beforeAll(async () => {
   otherTenantsTask = String(JSON.parse(theirs.body).id);
   const schedule = await call({ routeKey: 'POST /v1/schedules', body: SCHEDULE });
   ownSchedule = String(JSON.parse(schedule.body).id);
+  const theirSchedule = await call({ routeKey: 'POST /v1/schedules', body: SCHEDULE }, `Bearer ${globex.apiKey}`);
+  otherTenantsSchedule = String(JSON.parse(theirSchedule.body).id);
 });
 
 afterAll(async () => {
@@ -519,6 +522,22 @@ const corpus: Record<string, Array<[string, HostileRequest, number]>> = {
     ],
     ['deleting a path traversal', { routeKey: 'DELETE /v1/schedules/{id}', id: '../../etc/passwd' }, 404],
     ['a listing with neither bizId nor bizType', { routeKey: 'GET /v1/schedules' }, 400],
+    [
+      'a cron that fires only on 29 February, years apart',
+      { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, rate: undefined, cron: '0 0 29 2 *' } },
+      400,
+    ],
+    ["another tenant's schedule", { routeKey: 'GET /v1/schedules/{id}', id: () => otherTenantsSchedule }, 404],
+    [
+      "a change to another tenant's schedule",
+      { routeKey: 'PATCH /v1/schedules/{id}', id: () => otherTenantsSchedule, body: { paused: true } },
+      404,
+    ],
+    [
+      "deleting another tenant's schedule",
+      { routeKey: 'DELETE /v1/schedules/{id}', id: () => otherTenantsSchedule },
+      404,
+    ],
   ],
   'API keys': [
     ['no Authorization header', { body: VALID, authorization: '' }, 401],

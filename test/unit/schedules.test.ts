@@ -288,7 +288,7 @@ describe('Occurrence chain: deliverTask of an occurrence', () => {
     const first = w.stored(schedule.id)?.next?.taskId ?? '';
 
     // Act
-    expect(await deleteSchedule(w.occurrences, TENANT_ID, schedule.id)).toMatchObject({ id: schedule.id });
+    expect(await deleteSchedule(w.admin, TENANT_ID, schedule.id)).toMatchObject({ id: schedule.id });
     w.clock.set(START + 5000);
     const outcome = await deliverTask(w.delivery, first);
 

@@ -16,6 +16,10 @@ import type {
   BizTypeSettingsRequest,
   CreatedTask,
   RescheduleRequest,
+  ScheduleChange,
+  ScheduleList,
+  ScheduleRequest,
+  ScheduleView,
   TaskDetails,
   TaskListQuery,
   TaskPage,
@@ -31,6 +35,9 @@ export type {
   BizTypeSettingsRequest,
   CreatedTask,
   RescheduleRequest,
+  ScheduleChange,
+  ScheduleRequest,
+  ScheduleView,
   TaskDetails,
   TaskListQuery,
   TaskPage,
@@ -74,6 +81,7 @@ export interface TimerClientOptions {
 const retryable = (status: number) => status === 429 || status >= 500;
 
 const bizTypePath = (bizType: string) => `/v1/biz-types/${encodeURIComponent(bizType)}`;
+const schedulePath = (id: string) => `/v1/schedules/${encodeURIComponent(id)}`;
 
 export class TimerClient {
   private readonly fetch: typeof fetch;
@@ -160,6 +168,42 @@ export class TimerClient {
   /** Deletes a bizType's settings; false if it had none. Tasks already submitted keep theirs. */
   async deleteBizType(bizType: string): Promise<boolean> {
     const result = await this.request('DELETE', bizTypePath(bizType), undefined, [200, 404]);
+    return (result as { status?: number }).status !== 404;
+  }
+
+  /**
+   * Creates a recurring schedule (exactly one of `cron` or `rate`). A retried call returns the
+   * same schedule, never a second one: an idempotency key is made up when the caller gives none.
+   */
+  async createSchedule(request: ScheduleRequest): Promise<ScheduleView> {
+    const body = { ...request, idempotencyKey: request.idempotencyKey ?? randomUUID() };
+    return (await this.request('POST', '/v1/schedules', body, [200, 201])) as ScheduleView;
+  }
+
+  /** The schedule with its coming occurrences, or undefined if there is no such schedule. */
+  async getSchedule(id: string): Promise<ScheduleView | undefined> {
+    const result = await this.request('GET', schedulePath(id), undefined, [200, 404]);
+    return (result as { status?: number }).status === 404 ? undefined : (result as ScheduleView);
+  }
+
+  /** The tenant's schedules with this bizId or bizType. */
+  async listSchedules(query: { bizId?: string; bizType?: string }): Promise<ScheduleView[]> {
+    const search = new URLSearchParams(
+      Object.entries(query).flatMap(([name, value]): Array<[string, string]> =>
+        value === undefined ? [] : [[name, value]],
+      ),
+    );
+    return ((await this.request('GET', `/v1/schedules?${search}`, undefined, [200])) as ScheduleList).schedules;
+  }
+
+  /** Changes a schedule; every occurrence not yet due follows the change. `{ paused: true }` pauses it. */
+  async changeSchedule(id: string, change: ScheduleChange): Promise<ScheduleView> {
+    return (await this.request('PATCH', schedulePath(id), change, [200])) as ScheduleView;
+  }
+
+  /** Deletes a schedule; its pending occurrence never fires. False if there was none. */
+  async deleteSchedule(id: string): Promise<boolean> {
+    const result = await this.request('DELETE', schedulePath(id), undefined, [200, 404]);
     return (result as { status?: number }).status !== 404;
   }
 

@@ -14,6 +14,8 @@ import type {
   BizTypeList,
   BizTypeSettings,
   CreatedTask,
+  ScheduleList,
+  ScheduleView,
   TaskDetails,
   TaskPage,
 } from '../contract/wire.js';
@@ -26,6 +28,9 @@ import {
   listQuerySchema,
   rescheduleRequestSchema,
   type SameShape,
+  scheduleChangeSchema,
+  scheduleListQuerySchema,
+  scheduleRequestSchema,
   taskRequestSchema,
   taskStatusSchema as taskStatus,
 } from '../core/schemas.js';
@@ -108,6 +113,33 @@ export const bizTypeListSchema = z
   .object({ bizTypes: z.array(bizTypeSettingsViewSchema) })
   .meta({ description: "All of the caller's bizTypes that have settings" });
 
+const scheduleCreateSchema = scheduleRequestSchema({ allowInsecureTargets: false });
+
+export const scheduleViewSchema = z
+  .object({
+    id: z.string().meta({ description: 'Stable schedule id (sch_ and 20 characters)' }),
+    cron: z.string().optional(),
+    rate: z.string().optional(),
+    timezone: z.string().meta({ description: 'IANA time zone the cron fields are read in' }),
+    startAt: instant.optional(),
+    endAt: instant.optional(),
+    target: scheduleCreateSchema.shape.target,
+    payload: z.unknown(),
+    bizType: z.string().optional(),
+    bizId: z.string().optional(),
+    idempotencyKey: z.string().optional(),
+    catchUp: z.enum(['fire-once', 'skip']),
+    paused: z.boolean(),
+    revision: z.string().meta({ description: 'Changes with every change; occurrences of older revisions never fire' }),
+    createdAt: instant,
+    updatedAt: instant,
+    nextTaskId: z.string().optional().meta({ description: 'The task of the pending occurrence' }),
+    nextOccurrences: z.array(instant).meta({ description: 'The coming occurrences, the pending one first' }),
+  })
+  .meta({ description: 'A recurring schedule; each occurrence is a task carrying scheduleId and occurrence' });
+
+export const scheduleListSchema = z.object({ schedules: z.array(scheduleViewSchema) });
+
 export const problemSchema = z
   .object({
     type: z.string(),
@@ -145,6 +177,8 @@ type TaskDetailsMatchWire = Holds<SameShape<z.infer<typeof taskDetailsSchema>, T
 type TaskPageMatchesWire = Holds<SameShape<z.infer<typeof taskListSchema>, TaskPage>>;
 type BizTypeSettingsMatchWire = Holds<SameShape<z.infer<typeof bizTypeSettingsViewSchema>, BizTypeSettings>>;
 type BizTypeListMatchesWire = Holds<SameShape<z.infer<typeof bizTypeListSchema>, BizTypeList>>;
+type ScheduleViewMatchesWire = Holds<SameShape<z.infer<typeof scheduleViewSchema>, ScheduleView>>;
+type ScheduleListMatchesWire = Holds<SameShape<z.infer<typeof scheduleListSchema>, ScheduleList>>;
 type ProblemMatchesWire = Holds<SameShape<z.infer<typeof problemSchema>, ApiProblem>>;
 type BatchResultMatchesWire = Holds<SameShape<z.infer<typeof batchResultSchema>, BatchResult>>;
 
@@ -160,7 +194,7 @@ const problems = (...statuses: number[]) =>
           {
             400: 'Invalid request; errors name each field',
             401: 'Missing, malformed, unknown or revoked API key',
-            404: "No such task or bizType (or another tenant's)",
+            404: "No such task, bizType or schedule (or another tenant's)",
             409: 'Not possible in the current state',
             413: `The body is over ${LIMITS.requestBodyBytes} bytes (LIMITS.requestBodyBytes); split a batch into smaller ones`,
             429: "Over the tenant's requests per second; retry after the Retry-After header's seconds",
@@ -310,6 +344,73 @@ const operations: Record<(typeof API_ROUTES)[number], object> = {
         },
       },
       ...problems(400, 404),
+    },
+  },
+  'POST /v1/schedules': {
+    operationId: 'createSchedule',
+    summary: 'Create a recurring schedule: exactly one of cron or rate, in an IANA timezone',
+    description:
+      'Each occurrence is a task (delivered, retried and dead-lettered like any) whose notification carries scheduleId and occurrence. DST: a local time a spring-forward skips fires at the first valid instant after it; a repeated local time fires once. At most one occurrence a second; at most 1,000 schedules per tenant.',
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: z.toJSONSchema(scheduleCreateSchema, { io: 'input' }) } },
+    },
+    responses: {
+      201: { description: 'Created, with its coming occurrences', content: json(scheduleViewSchema) },
+      200: {
+        description: 'A retry with the same idempotencyKey and request: the original schedule',
+        content: json(scheduleViewSchema),
+      },
+      ...problems(400, 409),
+    },
+  },
+  'GET /v1/schedules': {
+    operationId: 'listSchedules',
+    summary: "The caller's schedules with a bizId or a bizType",
+    parameters: Object.entries(z.toJSONSchema(scheduleListQuerySchema, { io: 'input' }).properties ?? {}).map(
+      ([name, schema]) => ({ name, in: 'query', required: false, schema }),
+    ),
+    responses: { 200: { description: 'The matching schedules', content: json(scheduleListSchema) }, ...problems(400) },
+  },
+  'GET /v1/schedules/{id}': {
+    operationId: 'getSchedule',
+    summary: 'A schedule with its coming occurrences',
+    parameters: [idParameter],
+    responses: { 200: { description: 'The schedule', content: json(scheduleViewSchema) }, ...problems(404) },
+  },
+  'PATCH /v1/schedules/{id}': {
+    operationId: 'changeSchedule',
+    summary: 'Change a schedule (timing, target, payload, catchUp) or pause and resume it with paused',
+    description:
+      'Every change takes effect for every occurrence not yet due: the pending occurrence is cancelled and one of the new revision takes its place (none while paused).',
+    parameters: [idParameter],
+    requestBody: {
+      required: true,
+      content: {
+        'application/json': {
+          schema: z.toJSONSchema(scheduleChangeSchema({ allowInsecureTargets: false }), { io: 'input' }),
+        },
+      },
+    },
+    responses: {
+      200: { description: 'The schedule as changed', content: json(scheduleViewSchema) },
+      ...problems(400, 404, 409),
+    },
+  },
+  'DELETE /v1/schedules/{id}': {
+    operationId: 'deleteSchedule',
+    summary: 'Delete a schedule; its pending occurrence never fires',
+    parameters: [idParameter],
+    responses: {
+      200: {
+        description: 'Deleted',
+        content: {
+          'application/json': {
+            schema: { type: 'object', properties: { id: { type: 'string' }, deleted: { const: true } } },
+          },
+        },
+      },
+      ...problems(404),
     },
   },
   'GET /v1/openapi.json': {

@@ -31,11 +31,13 @@ import { bizTypeRoute, type BizTypeRoutePorts } from './biz-type-routes.js';
 import { type HttpResult, jsonResponse, problem, problemResponse, readJsonBody, validationProblem } from './http.js';
 import { openApiDocument } from './openapi.js';
 import { routeOf } from './route-match.js';
+import { scheduleRoute, type ScheduleRoutePorts } from './schedule-routes.js';
 
 export type ApiPorts = SchedulePorts &
   TaskLookupPorts &
   ListPorts &
-  BizTypeRoutePorts & {
+  BizTypeRoutePorts &
+  ScheduleRoutePorts & {
     readonly allowInsecureTargets: boolean;
     /** How many days ahead a task may be due in this deployment. */
     readonly horizonDays: number;
@@ -364,6 +366,12 @@ export async function route(ports: ApiPorts, received: APIGatewayProxyEventV2): 
     case 'GET /v1/biz-types':
     case 'DELETE /v1/biz-types/{bizType}':
       return bizTypeRoute(ports, tenant, routeKey, event);
+    case 'POST /v1/schedules':
+    case 'GET /v1/schedules':
+    case 'GET /v1/schedules/{id}':
+    case 'PATCH /v1/schedules/{id}':
+    case 'DELETE /v1/schedules/{id}':
+      return scheduleRoute(ports, tenant, routeKey, event);
     case 'GET /v1/openapi.json':
       return jsonResponse(200, openApiDocument);
   }

@@ -1,11 +1,11 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 
-import { SqsDeadLetterQueue, sqsDeliveryQueue } from '../adapters/sqs-queues.js';
+import { SqsDeadLetterQueue, sqsDeliveryQueue, sqsTickQueue } from '../adapters/sqs-queues.js';
 import { AwsTargetDispatcher } from '../adapters/targets.js';
 import { WebhookClient } from '../adapters/webhook-client.js';
 import type { CallbackConfig } from '../commons/config.js';
 import { type HandlerDeps, instrumented } from '../commons/lambda-chain.js';
-import { tableStores } from '../commons/stores.js';
+import { occupancyIndex, tableStores } from '../commons/stores.js';
 import { DELIVERY_LEASE_MS, MAX_EARLY_WAIT_MS, WEBHOOK_CONNECT_TIMEOUT_MS } from '../contract/topology.js';
 import type { DeliveryPorts } from '../core/deliver.js';
 import { addressPolicy } from '../core/egress.js';
@@ -19,8 +19,18 @@ import { deliverRecords } from './records.js';
  */
 export function createCallbackHandler(config: CallbackConfig, { clients, observability }: HandlerDeps) {
   const { logger, metrics } = observability;
+  const stores = tableStores(config.table, clients.dynamo);
+  const deliveryQueue = sqsDeliveryQueue(clients.sqs, config.deliveryQueueUrl);
   const ports: DeliveryPorts = {
-    ...tableStores(config.table, clients.dynamo),
+    ...stores,
+    occurrences: {
+      ...stores,
+      occupancy: occupancyIndex(config, clients.dynamo),
+      deliveryQueue,
+      tickQueue: sqsTickQueue(clients.sqs, config.tickQueueUrl),
+      clock: systemClock,
+      lookaheadSeconds: config.lookaheadSeconds,
+    },
     // One breaker per instance, living as long as it: it remembers which webhook hosts are down
     // across invocations, so a tenant's dead receiver is not called (and waited on) for every task.
     targets: guardedByHostBreaker(
@@ -49,7 +59,7 @@ export function createCallbackHandler(config: CallbackConfig, { clients, observa
     deliverRecords(
       {
         delivery: ports,
-        deliveryQueue: sqsDeliveryQueue(clients.sqs, config.deliveryQueueUrl),
+        deliveryQueue,
         logger,
         metrics,
       },

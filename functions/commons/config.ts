@@ -53,7 +53,7 @@ export interface FunctionConfig {
   readonly table: TableConfig;
 }
 
-/** How a function that records, plans or reads occupied seconds knows them: the api, ticker, scanner and sweeper. */
+/** How a function that records, plans or reads occupied seconds knows them: the api, ticker, scanner, sweeper and callback. */
 export interface OccupancyConfig {
   readonly table: TableConfig;
   /** Dense mode: every second is taken as occupied and no index is kept (TimerSettings.tickEverySecond). */
@@ -84,8 +84,11 @@ export interface ScannerConfig extends FunctionConfig, OccupancyConfig {
   readonly lookaheadSeconds: number;
 }
 
-export interface CallbackConfig extends FunctionConfig {
+export interface CallbackConfig extends FunctionConfig, OccupancyConfig {
   readonly deliveryQueueUrl: string;
+  /** Where a schedule's occurrence ticks the second of the successor it stores, when the ticker has planned it already. */
+  readonly tickQueueUrl: string;
+  readonly lookaheadSeconds: number;
   readonly deliveryDlqUrl: string;
   readonly maxAttempts: number;
   readonly backoffBaseSeconds: number;
@@ -238,6 +241,9 @@ export function loadCallbackConfig(env: Environment): CallbackConfig {
     ...functionConfig(env),
     deliveryQueueUrl: required(env, ENV.deliveryQueueUrl),
     deliveryDlqUrl: required(env, ENV.deliveryDlqUrl),
+    tickQueueUrl: required(env, ENV.tickQueueUrl),
+    lookaheadSeconds: integer(env, ENV.lookaheadSeconds),
+    tickEverySecond: boolean(env, ENV.tickEverySecond),
     maxAttempts: integer(env, ENV.maxAttempts),
     backoffBaseSeconds: integer(env, ENV.backoffBaseSeconds),
     backoffMaxSeconds: integer(env, ENV.backoffMaxSeconds),

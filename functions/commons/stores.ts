@@ -5,6 +5,7 @@ import { DynamoClockStore } from '../adapters/dynamo/clock-store.js';
 import { DynamoIdempotencyStore } from '../adapters/dynamo/idempotency-store.js';
 import { DynamoOccupancyIndex, EverySecondOccupancy } from '../adapters/dynamo/occupancy-index.js';
 import { DynamoRequestCounter } from '../adapters/dynamo/request-counter.js';
+import { DynamoScheduleStore } from '../adapters/dynamo/schedule-store.js';
 import { CALLBACK_COUNTER_PREFIX } from '../adapters/dynamo/table-schema.js';
 import { DynamoTaskIndex } from '../adapters/dynamo/task-index.js';
 import { DynamoTaskStore } from '../adapters/dynamo/task-store.js';
@@ -36,6 +37,7 @@ export function tableStores({ tableName, bucketCount, shardCount }: TableConfig,
     ),
     requestCounter: new LeasedRequestCounter(new DynamoRequestCounter({ client: dynamo, tableName })),
     bizTypeStore,
+    scheduleStore: new DynamoScheduleStore({ client: dynamo, tableName }),
     bizTypes: cachedBizTypeDirectory(bizTypeStore, systemClock, BIZ_TYPE_CACHE_TTL_MS),
     callbackCounter: new LeasedRequestCounter(
       new DynamoRequestCounter({ client: dynamo, tableName, keyPrefix: CALLBACK_COUNTER_PREFIX }),

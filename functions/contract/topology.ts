@@ -179,6 +179,10 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
       ...allowListEnv,
       ENV.deliveryQueueUrl,
       ENV.deliveryDlqUrl,
+      // A schedule's occurrence stores its successor as the api stores a task: index, tick, late-arrival hand-off.
+      ENV.tickQueueUrl,
+      ENV.lookaheadSeconds,
+      ENV.tickEverySecond,
       ENV.maxAttempts,
       ENV.backoffBaseSeconds,
       ENV.backoffMaxSeconds,
@@ -318,6 +322,11 @@ export const API_ROUTES = [
   'GET /v1/biz-types/{bizType}',
   'GET /v1/biz-types',
   'DELETE /v1/biz-types/{bizType}',
+  'POST /v1/schedules',
+  'GET /v1/schedules',
+  'GET /v1/schedules/{id}',
+  'PATCH /v1/schedules/{id}',
+  'DELETE /v1/schedules/{id}',
   'GET /v1/openapi.json',
 ] as const;
 
@@ -343,6 +352,8 @@ export const TABLE = {
   ttlAttribute: 'expiresAt',
   /** A tenant's bizType settings share one partition, `BIZTYPES#<tenant>`; the api may delete items only there. */
   bizTypePartitionPrefix: 'BIZTYPES#',
+  /** A tenant's schedules share one partition, `SCHEDULES#<tenant>`; the api may delete items there too. */
+  schedulePartitionPrefix: 'SCHEDULES#',
   indexes: {
     /** `<tenant>#<bizId>`, by due time: the few tasks of one business object (an order, a coupon). */
     byBizId: { name: 'byBizId', partitionKey: 'bizIdKey', sortKey: 'sk', projection: 'KEYS_ONLY' },

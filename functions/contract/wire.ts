@@ -184,4 +184,73 @@ export interface WebhookNotification {
   readonly bizType: string | null;
   readonly bizId: string | null;
   readonly payload: unknown;
+  /** Set when the task is an occurrence of a schedule: the schedule's id. */
+  readonly scheduleId?: string;
+  /**
+   * The occurrence's nominal time (ISO-8601 UTC). With `scheduleId` it names the occurrence:
+   * a receiver that has seen the pair drops the notification.
+   */
+  readonly occurrence?: string;
+}
+
+/** The body of POST /v1/schedules: exactly one of `cron` or `rate`. */
+export interface ScheduleRequest {
+  /** 5 fields (minute hour day month weekday), or 6 with seconds first; `cron(...)` may wrap them. */
+  readonly cron?: string;
+  /** `"<n> <unit>"` with unit second, minute, hour or day (plural when n > 1); `rate(...)` may wrap it. */
+  readonly rate?: string;
+  /** IANA time zone the cron fields are read in. @default "UTC" */
+  readonly timezone?: string;
+  readonly startAt?: string | number;
+  readonly endAt?: string | number;
+  readonly target: Target;
+  readonly payload?: unknown;
+  readonly bizType?: string;
+  readonly bizId?: string;
+  readonly idempotencyKey?: string;
+  /** Occurrences missed during an outage: fire the first one late, or none. @default "fire-once" */
+  readonly catchUp?: 'fire-once' | 'skip';
+}
+
+/** The body of PATCH /v1/schedules/{id}: what changes; the rest stays. */
+export interface ScheduleChange {
+  readonly cron?: string;
+  readonly rate?: string;
+  readonly timezone?: string;
+  readonly startAt?: string | number | null;
+  readonly endAt?: string | number | null;
+  readonly target?: Target;
+  readonly payload?: unknown;
+  readonly catchUp?: 'fire-once' | 'skip';
+  readonly paused?: boolean;
+}
+
+/** A schedule as the API shows it. */
+export interface ScheduleView {
+  readonly id: string;
+  readonly cron?: string;
+  readonly rate?: string;
+  readonly timezone: string;
+  readonly startAt?: string;
+  readonly endAt?: string;
+  readonly target: Target;
+  readonly payload: unknown;
+  readonly bizType?: string;
+  readonly bizId?: string;
+  readonly idempotencyKey?: string;
+  readonly catchUp: 'fire-once' | 'skip';
+  readonly paused: boolean;
+  /** Changes with every change of the schedule; occurrences of an older revision never fire. */
+  readonly revision: string;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  /** The pending occurrence's task, unless the schedule is paused or has ended. */
+  readonly nextTaskId?: string;
+  /** The next occurrences (ISO-8601 UTC), the first of them the pending one; empty when paused or ended. */
+  readonly nextOccurrences: string[];
+}
+
+/** The body of GET /v1/schedules. */
+export interface ScheduleList {
+  readonly schedules: ScheduleView[];
 }

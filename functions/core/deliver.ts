@@ -2,6 +2,7 @@ import type { WebhookNotification } from '../contract/wire.js';
 import { secondOf } from './clock.js';
 import { parseTaskId, type TaskKey, taskKey } from './ids.js';
 import { handoverTo } from './reschedule.js';
+import { advanceSchedule, type OccurrencePorts } from './schedules.js';
 import type { Clock, DeliveryAttempt, FirstAttemptRecord, Target, Task, TaskStore } from './task.js';
 import { expiryAfter, HISTORY_ERROR_CHARS, HISTORY_LIMIT, takesUnleasedFirstAttempt } from './task.js';
 import { activeSigningSecrets, type RateLimiter, type TenantDirectory } from './tenants.js';
@@ -58,6 +59,8 @@ export interface DeliveryPorts {
   readonly deadLetters: DeadLetterQueue;
   /** Counts target calls per tenant, bizType and second, for bizTypes with a callbackRateLimitPerSecond. */
   readonly callbackCounter: RateLimiter;
+  /** Where a schedule's occurrence moves its schedule on and stores its successor, before it fires. */
+  readonly occurrences: OccurrencePorts;
   readonly clock: Clock;
   readonly bucketCount: number;
   readonly shardCount: number;
@@ -75,7 +78,13 @@ export type DeliveryOutcome =
   | { readonly kind: 'delivered'; readonly attempt: number; readonly latenessMs: number }
   | {
       readonly kind: 'skipped';
-      readonly reason: 'malformed-id' | 'not-claimable' | 'lease-lost' | 'reschedule-abandoned';
+      readonly reason:
+        | 'malformed-id'
+        | 'not-claimable'
+        | 'lease-lost'
+        | 'reschedule-abandoned'
+        | 'schedule-changed'
+        | 'occurrence-missed';
     }
   /** Surfaced before its task may go (its due time, or its retry's backoff): to be asked again at `notBeforeMs`. */
   | { readonly kind: 'early'; readonly notBeforeMs: number }
@@ -102,6 +111,10 @@ export function notificationOf(task: Task, attempt: number, firedAtMs: number): 
     bizType: task.bizType ?? null,
     bizId: task.bizId ?? null,
     payload: JSON.parse(task.payloadJson),
+    ...(task.occurrence && {
+      scheduleId: task.occurrence.scheduleId,
+      occurrence: new Date(task.occurrence.atMs).toISOString(),
+    }),
   };
 }
 
@@ -194,8 +207,10 @@ const FINAL_STATUSES: ReadonlySet<Task['status']> = new Set(['DELIVERED', 'FAILE
  *   confirmed was stored before this read, which happens at the due time. Two copies of one
  *   message running at once may both call the target (at-least-once, same id and attempt).
  * - **Later attempts take the lease** (a conditional write before the call), as do a
- *   reschedule's successor and a task with a reschedule begun, so a cancel or a reschedule may
- *   come at any time between retries and is never followed by a delivery.
+ *   reschedule's successor, a task with a reschedule begun and a schedule's occurrence, so a
+ *   cancel or a reschedule may come at any time between retries and is never followed by a
+ *   delivery. An occurrence, holding the lease, moves its schedule on before the call (see
+ *   schedules.ts) and is skipped if its schedule changed since it was made.
  *
  * A task whose bizType has a callback rate calls only within it; over it, no attempt is made and
  * the message comes round again. The task's own retry policy (its bizType's, copied at submit)
@@ -223,6 +238,11 @@ export async function deliverTask(ports: DeliveryPorts, id: string, notBeforeMs 
   }
   return leasedAttempt(ports, key, goesAtMs);
 }
+
+const OCCURRENCE_SKIPS = {
+  'schedule-changed': 'its schedule was changed, paused or deleted before this occurrence was due',
+  'occurrence-missed': 'missed during an outage; its schedule skips missed occurrences (catchUp "skip")',
+} as const;
 
 /** How an attempt writes: its outcome, and what it gives back when it makes no call. */
 interface AttemptWrites {
@@ -261,6 +281,20 @@ async function leasedAttempt(ports: DeliveryPorts, key: TaskKey, goesAtMs: numbe
         expiresAtSeconds: expiryAfter(nowMs, ports.retentionDays),
       });
       return { kind: 'skipped', reason: 'reschedule-abandoned' };
+    }
+  }
+  if (task.occurrence !== undefined) {
+    // Before the call, under the lease: a crash after it brings the message back to this step.
+    const verdict = await advanceSchedule(ports.occurrences, task);
+    if (verdict !== 'fire') {
+      const nowMs = clock.now();
+      await taskStore.finishDelivery(key, number, {
+        status: 'CANCELLED',
+        cancelledAtMs: nowMs,
+        lastError: OCCURRENCE_SKIPS[verdict],
+        expiresAtSeconds: expiryAfter(nowMs, ports.retentionDays),
+      });
+      return { kind: 'skipped', reason: verdict };
     }
   }
   return attempt(ports, task, goesAtMs, number, {

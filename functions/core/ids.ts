@@ -1,4 +1,4 @@
-import { randomBytes, randomInt } from 'node:crypto';
+import { createHash, randomBytes, randomInt } from 'node:crypto';
 
 /**
  * Task ids say where the task lives, so GET and DELETE are single-item reads with no
@@ -44,10 +44,9 @@ function decode(text: string): number {
   return value;
 }
 
-function randomChars(length: number): string {
-  const bytes = randomBytes(length);
+function charsOf(bytes: Uint8Array, length: number): string {
   let out = '';
-  for (const byte of bytes) out += ALPHABET[byte % 32];
+  for (const byte of bytes.subarray(0, length)) out += ALPHABET[byte % 32];
   return out;
 }
 
@@ -65,15 +64,26 @@ export function dealShard(shardCount: number): number {
   return shardsDealt % shardCount;
 }
 
-/** A new id for a task firing at `fireAtMs` stored in `shard`. */
-export function newTaskId(location: TaskLocation): string {
+/** A new id for a task firing at `fireAtMs` stored in `shard`; `seed`, when given, replaces the random part. */
+export function newTaskId(location: TaskLocation, seed?: Uint8Array): string {
   if (!Number.isInteger(location.fireAtMs) || location.fireAtMs < 0 || location.fireAtMs > MAX_ENCODABLE_MS) {
     throw new RangeError(`fireAtMs ${location.fireAtMs} cannot be encoded in a task id`);
   }
   if (!Number.isInteger(location.shard) || location.shard < 0 || location.shard >= MAX_SHARDS) {
     throw new RangeError(`shard ${location.shard} cannot be encoded in a task id`);
   }
-  return encode(location.fireAtMs, TIME_CHARS) + encode(location.shard, SHARD_CHARS) + randomChars(RANDOM_CHARS);
+  const rest = seed ?? randomBytes(RANDOM_CHARS);
+  return encode(location.fireAtMs, TIME_CHARS) + encode(location.shard, SHARD_CHARS) + charsOf(rest, RANDOM_CHARS);
+}
+
+/**
+ * The id of the task firing at `fireAtMs` that `name` stands for, the same every time it is
+ * asked: shard and random part come from a hash of `name`. A schedule's occurrence is named by
+ * its schedule, revision and time, so creating it twice is one conditional put and a no-op.
+ */
+export function derivedTaskId(fireAtMs: number, name: string, shardCount: number): string {
+  const digest = createHash('sha256').update(name).digest();
+  return newTaskId({ fireAtMs, shard: digest.readUInt32BE(0) % shardCount }, digest.subarray(4));
 }
 
 /**

@@ -196,6 +196,29 @@ export async function scheduleTasks(
 }
 
 /**
+ * Stores one task under an id its caller derived (a schedule's occurrence), exactly as a submit
+ * stores one: its second in the occupancy index and the clock started before the write, then the
+ * hand-off of a late arrival. A task already stored under the id is taken as it is (and handed off
+ * again if it is a late arrival still waiting: the lease absorbs the duplicate), so a repeat is a no-op.
+ */
+export async function storeTaskWithId(
+  ports: Pick<
+    SchedulePorts,
+    'taskStore' | 'clockStore' | 'occupancy' | 'deliveryQueue' | 'tickQueue' | 'clock' | 'lookaheadSeconds'
+  >,
+  task: Task,
+  key: TaskKey,
+): Promise<Task> {
+  const [unticked] = await Promise.all([
+    ports.occupancy.occupy([secondOf(task.dueAtMs)]),
+    ensureClockStarted(ports.clockStore, ports.clock),
+  ]);
+  const stored = await createOrAdopt(ports, { task, key });
+  await handOffLateArrivals(ports, [stored], new Set(unticked));
+  return stored;
+}
+
+/**
  * Whether a task written by an api call that started at `createdAtMs` may be handed to the
  * delivery queue by that call (see handOffLateArrivals): due up to claimableThrough of any
  * moment the call can still be running at, which its function's timeout bounds. Decided before

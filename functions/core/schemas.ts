@@ -13,12 +13,15 @@ import type {
   BizTypeSettingsRequest,
   FieldError,
   RescheduleRequest,
+  ScheduleChange,
+  ScheduleRequest,
   TaskListQuery,
   TaskRequest,
 } from '../contract/wire.js';
 import { ABSOLUTE_URL_PROBLEM, addressPolicy, webhookUrlProblem } from './egress.js';
 import { MAX_ENCODABLE_MS } from './ids.js';
 import { LIST_LIMITS } from './listing.js';
+import { CATCH_UP_POLICIES } from './recurrence.js';
 import type { DeliveryPolicy, Target, TaskStatus, TaskWindow } from './task.js';
 import { MAX_WINDOW_SECONDS } from './window.js';
 
@@ -53,6 +56,10 @@ export const LIMITS = {
   bizTypeLength: 64,
   bizIdLength: 256,
   idempotencyKeyLength: 128,
+  /** A cron or rate expression: six cron fields with lists and ranges fit with room to spare. */
+  expressionLength: 256,
+  /** The longest IANA zone name is about 30 characters. */
+  timezoneLength: 64,
   /**
    * The furthest a deployment's horizon (TimerSettings.maxHorizonDays) may reach: a dueAt
    * further ahead is almost certainly a unit mistake (seconds for milliseconds).
@@ -498,3 +505,76 @@ export function bizTypeSettingsSchema(options: { allowInsecureTargets: boolean }
 type BizTypeSettingsRequestMatchesWire = Holds<
   SameShape<z.input<ReturnType<typeof bizTypeSettingsSchema>>, BizTypeSettingsRequest>
 >;
+
+// ---- Schedules --------------------------------------------------------------------------
+
+/** A schedule's time bound: an ISO-8601 instant or epoch milliseconds, checked by `instantOf`. */
+const instantField = z.union([z.string(), z.number()], {
+  error: 'must be an ISO-8601 date-time string or epoch milliseconds',
+});
+const catchUpField = z.enum(CATCH_UP_POLICIES, { error: `must be one of ${CATCH_UP_POLICIES.join(', ')}` }).optional();
+const expressionText = (max: number) => text(max).optional();
+
+/** The body of POST /v1/schedules. Which of cron and rate is given, and whether they make sense, is `parseRecurrence`'s. */
+export function scheduleRequestSchema(options: { allowInsecureTargets: boolean }) {
+  return z.strictObject({
+    cron: expressionText(LIMITS.expressionLength),
+    rate: expressionText(LIMITS.expressionLength),
+    timezone: optionalText(LIMITS.timezoneLength),
+    startAt: instantField.optional(),
+    endAt: instantField.optional(),
+    target: targetSchema(options.allowInsecureTargets),
+    payload: z.unknown().optional(),
+    bizType: optionalText(LIMITS.bizTypeLength),
+    bizId: optionalText(LIMITS.bizIdLength),
+    idempotencyKey: optionalText(LIMITS.idempotencyKeyLength),
+    catchUp: catchUpField,
+  });
+}
+type ScheduleRequestMatchesWire = Holds<SameShape<z.input<ReturnType<typeof scheduleRequestSchema>>, ScheduleRequest>>;
+
+/** The body of PATCH /v1/schedules/{id}; `null` clears startAt or endAt. */
+export function scheduleChangeSchema(options: { allowInsecureTargets: boolean }) {
+  return z.strictObject({
+    cron: expressionText(LIMITS.expressionLength),
+    rate: expressionText(LIMITS.expressionLength),
+    timezone: optionalText(LIMITS.timezoneLength),
+    startAt: instantField.nullable().optional(),
+    endAt: instantField.nullable().optional(),
+    target: targetSchema(options.allowInsecureTargets).optional(),
+    payload: z.unknown().optional(),
+    catchUp: catchUpField,
+    paused: z.boolean({ error: 'must be true or false' }).optional(),
+  });
+}
+type ScheduleChangeMatchesWire = Holds<SameShape<z.input<ReturnType<typeof scheduleChangeSchema>>, ScheduleChange>>;
+
+/** A startAt or endAt as epoch milliseconds, or what is wrong with it. */
+export function instantOf(value: string | number): number | string {
+  const ms = typeof value === 'number' ? value : parseIsoInstant(value);
+  if (ms === undefined || !Number.isSafeInteger(ms) || ms < 0 || ms > MAX_ENCODABLE_MS) {
+    return 'must be an ISO-8601 date-time with a time zone, such as 2030-01-31T09:30:00Z, or epoch milliseconds';
+  }
+  return ms;
+}
+
+/** The digest a schedule request's idempotency key is bound to, as a task request's is. */
+export function scheduleFingerprint(request: ScheduleRequest): string {
+  return fingerprintOf(request as unknown as Record<string, unknown>);
+}
+
+/** The payload as stored, or the reason it is refused. */
+export function payloadJsonOf(payload: unknown): string | FieldError {
+  const payloadJson = JSON.stringify(payload ?? null);
+  return Buffer.byteLength(payloadJson) > LIMITS.payloadBytes
+    ? { path: 'payload', message: PAYLOAD_TOO_LARGE }
+    : payloadJson;
+}
+
+/** GET /v1/schedules: by bizId or bizType, as tasks are listed. */
+export const scheduleListQuerySchema = z
+  .strictObject({ bizId: optionalText(LIMITS.bizIdLength), bizType: optionalText(LIMITS.bizTypeLength) })
+  .refine((query) => query.bizId !== undefined || query.bizType !== undefined, {
+    path: ['bizType'],
+    message: 'give bizType or bizId',
+  });

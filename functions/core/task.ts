@@ -67,6 +67,15 @@ export interface Task {
   readonly rescheduledTo?: string;
   /** A reschedule begun but not yet in effect: the task it would hand over to, and the request's fingerprint. */
   readonly rescheduleIntent?: RescheduleIntent;
+  /** Set on a schedule's occurrence: it fires only while its schedule still has this revision (see schedules.ts). */
+  readonly occurrence?: OccurrenceRef;
+}
+
+/** Which schedule, at which revision, a task is an occurrence of, and the occurrence's nominal time. */
+export interface OccurrenceRef {
+  readonly scheduleId: string;
+  readonly revision: string;
+  readonly atMs: number;
 }
 
 /** How a task is delivered, where it differs from the deployment's defaults (its bizType's settings). */
@@ -123,7 +132,8 @@ export const CLOCK_SKEW_MS = 250;
 /**
  * Whether the task's next attempt is made without a lease: its first one, unless it is a
  * reschedule's successor (whose delivery must check its predecessor first), has a reschedule
- * begun (which must be able to stop it) or is a late arrival (whose two messages may come at once). Retries hold a lease, so a cancel between them is safe
+ * begun (which must be able to stop it), is a late arrival (whose two messages may come at once) or
+ * is a schedule's occurrence (which advances its schedule's chain before the call). Retries hold a lease, so a cancel between them is safe
  * at any time; these do not, so cancels of them follow UNLEASED_CANCEL_MARGIN_MS.
  */
 export function takesUnleasedFirstAttempt(task: Task): boolean {
@@ -132,7 +142,8 @@ export function takesUnleasedFirstAttempt(task: Task): boolean {
     task.attempts === 0 &&
     task.rescheduledFrom === undefined &&
     task.rescheduleIntent === undefined &&
-    task.lateArrival === undefined
+    task.lateArrival === undefined &&
+    task.occurrence === undefined
   );
 }
 

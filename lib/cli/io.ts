@@ -28,7 +28,11 @@ export function table(header: readonly string[], rows: ReadonlyArray<readonly st
 export function fields(entries: ReadonlyArray<readonly [string, string | undefined]>, indent = '  '): string {
   const present = entries.filter((entry): entry is readonly [string, string] => entry[1] !== undefined);
   const width = Math.max(...present.map(([label]) => label.length + 1));
-  return present.map(([label, value]) => `${indent}${`${label}:`.padEnd(width)}  ${value}`).join('\n');
+  // A value of several lines keeps its later lines under its first.
+  const continuation = `\n${' '.repeat(indent.length + width + 2)}`;
+  return present
+    .map(([label, value]) => `${indent}${`${label}:`.padEnd(width)}  ${value.split('\n').join(continuation)}`)
+    .join('\n');
 }
 
 export const isoTime = (ms: number) => new Date(ms).toISOString();

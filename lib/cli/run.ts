@@ -5,14 +5,22 @@ import { closest, type Command, commandList, helpText, parseCall, UsageError } f
 import { DEV_COMMANDS } from './dev.js';
 import { DLQ_COMMANDS } from './dlq.js';
 import type { CliIo } from './io.js';
+import { SCHEDULE_COMMANDS } from './schedules.js';
 import { TASK_COMMANDS } from './tasks.js';
 import { TENANT_COMMANDS } from './tenants.js';
 
 /** Every command, in the order `timer --help` lists them. */
-export const COMMANDS: readonly Command[] = [...TENANT_COMMANDS, ...TASK_COMMANDS, ...DLQ_COMMANDS, ...DEV_COMMANDS];
+export const COMMANDS: readonly Command[] = [
+  ...TENANT_COMMANDS,
+  ...TASK_COMMANDS,
+  ...SCHEDULE_COMMANDS,
+  ...DLQ_COMMANDS,
+  ...DEV_COMMANDS,
+];
 
 const GROUP_SUMMARIES: Readonly<Record<string, string>> = {
   tenants: 'Tenants, their API keys and their webhook signing secrets, in the task table.',
+  schedules: 'Recurring schedules (cron or rate); each occurrence is a task.',
   dlq: 'The delivery dead-letter queue: tasks whose attempts ran out.',
 };
 
@@ -20,13 +28,13 @@ const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
 const TOP_LEVEL_HELP = `Usage: timer <command> [arguments] [options]
 
-The distributed timer's command line: tenants and their keys, tasks, the DLQ, and local mode.
+The distributed timer's command line: tenants and their keys, tasks, schedules, the DLQ, and local mode.
 
 Commands:
 ${commandList(COMMANDS)}
 
 Tenant commands work on the task table: --table NAME (or TIMER_TABLE_NAME) with your AWS
-credentials, else local mode's data folder. Task commands call the HTTP API: --api-url and
+credentials, else local mode's data folder. Task and schedule commands call the HTTP API: --api-url and
 --api-key (or TIMER_URL and TIMER_API_KEY), else the running local mode with its development key.
 Run \`timer help <command>\` (or \`timer <command> --help\`) for a command's options; --json prints
 machine-readable output; \`timer --version\` prints the version.

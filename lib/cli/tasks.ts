@@ -1,4 +1,4 @@
-/** `timer schedule`, `get`, `cancel` and `list`: tasks through the HTTP API, as the calling tenant. */
+/** `timer schedule`, `get`, `cancel` and `list`: tasks through the HTTP API, as the calling tenant (and what `timer schedules` shares with them). */
 import { LIST_LIMITS } from '../../functions/core/listing.js';
 import { parseIsoInstant, TASK_STATUSES } from '../../functions/core/schemas.js';
 import {
@@ -14,7 +14,7 @@ import { type Command, command, CommandFailed, COMMON_OPTIONS, UsageError } from
 import { API_OPTIONS, type ApiConnection, connectToApi } from './connect.js';
 import { type CliIo, fields, table } from './io.js';
 
-const CLIENT_OPTIONS = { ...API_OPTIONS, ...COMMON_OPTIONS } as const;
+export const CLIENT_OPTIONS = { ...API_OPTIONS, ...COMMON_OPTIONS } as const;
 const TASK_ID_ARGUMENT = { name: 'id', description: 'The task id, as `timer schedule` printed it' } as const;
 
 /** The flag each field of a task request comes from, so the API's complaints point at what to retype. */
@@ -32,6 +32,12 @@ const FLAG_OF_FIELD: Readonly<Record<string, string>> = {
   idempotencyKey: '--idempotency-key',
   status: '--status',
   limit: '--limit',
+  cron: '--cron',
+  rate: '--rate',
+  timezone: '--timezone',
+  startAt: '--start-at',
+  endAt: '--end-at',
+  catchUp: '--catch-up',
   cursor: '--cursor',
 };
 
@@ -45,7 +51,7 @@ function problemText(problem: ApiProblem): string {
 }
 
 /** Runs an API call, turning its refusals and an unreachable API into messages that say what to do. */
-async function callApi<T>(
+export async function callApi<T>(
   options: Parameters<typeof connectToApi>[0],
   io: CliIo,
   use: (client: TimerClient, connection: ApiConnection) => Promise<T>,
@@ -98,11 +104,11 @@ function whenOf(options: { readonly in?: string; readonly at?: string }): Pick<T
   return { dueAt: at };
 }
 
-function targetOf(options: {
+export function targetOf(options: {
   readonly url?: string;
   readonly sqs?: string;
   readonly 'event-bus'?: string;
-}): TaskRequest['target'] {
+}): NonNullable<TaskRequest['target']> {
   const given = [options.url, options.sqs, options['event-bus']].filter((value) => value !== undefined);
   if (given.length !== 1) {
     throw new UsageError(
@@ -114,7 +120,7 @@ function targetOf(options: {
   return { type: 'eventbridge', eventBusName: options['event-bus'] ?? '' };
 }
 
-function payloadOf(text: string | undefined): { payload?: unknown } {
+export function payloadOf(text: string | undefined): { payload?: unknown } {
   if (text === undefined) return {};
   try {
     return { payload: JSON.parse(text) as unknown };
@@ -125,7 +131,7 @@ function payloadOf(text: string | undefined): { payload?: unknown } {
   }
 }
 
-function targetText(target: TaskDetails['target']): string {
+export function targetText(target: TaskDetails['target']): string {
   switch (target.type) {
     case 'http':
       return `webhook ${target.url}`;

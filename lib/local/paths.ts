@@ -13,5 +13,7 @@ export const LOCAL_CONSOLE_SCRIPT_PATH = '/console/console.js';
 export const LOCAL_CONSOLE_STYLE_PATH = '/console/console.css';
 /** GET: tasks of every tenant as the console shows them (a ConsoleTasksView). */
 export const LOCAL_CONSOLE_TASKS_PATH = '/local/console/tasks';
+/** GET: every tenant's schedules with their next occurrences (a ConsoleSchedulesView). */
+export const LOCAL_CONSOLE_SCHEDULES_PATH = '/local/console/schedules';
 /** GET: the delivery DLQ's size and a look at up to ten dead letters (a ConsoleDlqView). */
 export const LOCAL_CONSOLE_DLQ_PATH = '/local/console/dlq';

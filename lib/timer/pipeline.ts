@@ -216,17 +216,23 @@ export class TimerPipeline {
         resources: Object.values(TABLE.indexes).map((index) => `${table.tableArn}/index/${index.name}`),
       }),
     );
-    // DELETE /v1/biz-types/{bizType}: the api deletes only in bizType settings' partitions; tasks are never deleted, they expire.
+    // DELETE /v1/biz-types/{bizType} and /v1/schedules/{id}: the api deletes only in bizType settings' and schedules'
+    // partitions; tasks are never deleted, they expire.
     api.addToRolePolicy(
       new iam.PolicyStatement({
         actions: ['dynamodb:DeleteItem'],
         resources: [table.tableArn],
-        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${TABLE.bizTypePartitionPrefix}*`] } },
+        conditions: {
+          'ForAllValues:StringLike': {
+            'dynamodb:LeadingKeys': [`${TABLE.bizTypePartitionPrefix}*`, `${TABLE.schedulePartitionPrefix}*`],
+          },
+        },
       }),
     );
     onTable(scanner, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query');
-    // GetItem reads the tenant (signing secrets) and a rescheduled task's predecessor.
-    onTable(callback, 'dynamodb:UpdateItem', 'dynamodb:GetItem');
+    // GetItem reads the tenant (signing secrets), a rescheduled task's predecessor and an occurrence's
+    // schedule; PutItem stores an occurrence's successor (and starts the clock or flags a recheck, as the api does).
+    onTable(callback, 'dynamodb:UpdateItem', 'dynamodb:GetItem', 'dynamodb:PutItem');
     onTable(sweeper, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query');
     this.queues.delivery.grantSendMessages(api);
     this.queues.delivery.grantSendMessages(scanner);
@@ -234,6 +240,8 @@ export class TimerPipeline {
     this.queues.tick.grantSendMessages(ticker);
     // The api ticks seconds it adds to a minute the ticker already planned; the ticker marks minutes planned.
     this.queues.tick.grantSendMessages(api);
+    // So does the callback, for the second of an occurrence's successor.
+    this.queues.tick.grantSendMessages(callback);
     onTable(ticker, 'dynamodb:UpdateItem');
     this.queues.deliveryDlq.grantSendMessages(callback);
     // A retry, or any task that must come back later, gets a new delayed message rather than a hidden one.

@@ -212,6 +212,56 @@ describe('Command: timer tenants create, then the task commands with its key', (
   });
 });
 
+describe('Command: timer schedules', () => {
+  it('creates a schedule, shows its next occurrences, pauses, lists, resumes and deletes it', async () => {
+    // Act
+    const created = await timerCli(
+      'schedules',
+      'create',
+      '--cron',
+      '0 9 * * 1-5',
+      '--timezone',
+      'Europe/Berlin',
+      '--url',
+      inbox(),
+      '--biz-id',
+      'report-1',
+      '--json',
+    );
+    const { id, nextOccurrences } = JSON.parse(created.stdout) as { id: string; nextOccurrences: string[] };
+    const shown = await timerCli('schedules', 'get', id);
+    const paused = await timerCli('schedules', 'pause', id, '--json');
+    const listed = await timerCli('schedules', 'list', '--biz-id', 'report-1');
+    const resumed = await timerCli('schedules', 'resume', id, '--json');
+    const deleted = await timerCli('schedules', 'delete', id);
+    const gone = await timerCli('schedules', 'get', id);
+
+    // Assess: 09:00 Berlin on weekdays, in UTC an hour or two earlier depending on DST.
+    expect(created.code).toBe(0);
+    expect(nextOccurrences).toHaveLength(5);
+    for (const at of nextOccurrences) expect(new Date(at).getUTCHours()).toBeOneOf([7, 8]);
+    expect(shown.stdout).toMatch(/Time zone:\s+Europe\/Berlin/);
+    expect(shown.stdout).toContain(nextOccurrences[1]);
+    expect(JSON.parse(paused.stdout)).toMatchObject({ paused: true, nextOccurrences: [] });
+    expect(listed.stdout).toMatch(new RegExp(`${id}\\s+0 9 \\* \\* 1-5\\s+Europe/Berlin\\s+paused`));
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ paused: false, nextOccurrences });
+    expect(deleted).toMatchObject({ code: 0, stdout: `Deleted schedule ${id}.\n` });
+    expect(gone.code).toBe(1);
+  });
+
+  it('names the flag to fix when the API refuses a schedule, and asks for exactly one of --cron and --rate', async () => {
+    // Act
+    const zero = await timerCli('schedules', 'create', '--rate', '0 seconds', '--url', inbox());
+    const both = await timerCli('schedules', 'create', '--rate', '1 minute', '--cron', '* * * * *', '--url', inbox());
+
+    // Assess
+    expect(zero.code).toBe(1);
+    expect(zero.stderr).toContain('rate (--rate): must be at least 1 second');
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('give --cron or --rate, exactly one of them');
+  });
+});
+
 describe('Command: timer tenants revoke-key, rotate-secret, update', () => {
   it('revokes a key: a directory without a cached copy refuses it at once', async () => {
     // Prepare

@@ -176,6 +176,38 @@ describe('End to end: the local console in headless Chromium', () => {
     expect(await page.evaluate('typeof window.__consoleInjected')).toBe('undefined');
   }, 40_000);
 
+  it('shows each schedule with its next occurrences, and "paused" once it is paused', async () => {
+    // Prepare: a daily cron in Berlin, with a bizId that would be markup if the page parsed it.
+    const created = await api('POST', '/v1/schedules', {
+      cron: '30 2 * * *',
+      timezone: 'Europe/Berlin',
+      target: { type: 'http', url: `${timer.apiUrl}${LOCAL_INBOX_PATH}` },
+      bizId: HOSTILE_BIZ_IDS[0],
+    });
+    expect(created.status).toBe(201);
+    const { id, nextOccurrences } = created.body as { id: string; nextOccurrences: string[] };
+    const occurrences = page.locator(`#schedules tr[data-schedule-id="${id}"] .occurrence`);
+
+    // Act
+    await page.goto(`${timer.apiUrl}${LOCAL_CONSOLE_PATH}`);
+
+    // Assess: the five next occurrences, each with its exact time in its title; then paused.
+    await expect.poll(() => occurrences.count(), WAIT_FOR_PAGE).toBe(5);
+    expect(await occurrences.evaluateAll((spans) => spans.map((span) => span.getAttribute('title')))).toEqual(
+      nextOccurrences,
+    );
+    const cells = await page.locator(`#schedules tr[data-schedule-id="${id}"] td`).allTextContents();
+    expect(cells.slice(0, 5)).toEqual([id, 'dev', '30 2 * * *', 'Europe/Berlin', HOSTILE_BIZ_IDS[0]]);
+    expect((await api('PATCH', `/v1/schedules/${id}`, { paused: true })).status).toBe(200);
+    await expect
+      .poll(
+        () => page.locator(`#schedules tr[data-schedule-id="${id}"] .next-occurrences`).textContent(),
+        WAIT_FOR_PAGE,
+      )
+      .toBe('paused');
+    expect(await page.evaluate('typeof window.__consoleInjected')).toBe('undefined');
+  }, 30_000);
+
   it('answers its local routes only on this machine: not through a rebound DNS name, nor to another site’s page', async () => {
     // Act
     const port = new URL(timer.apiUrl).port;

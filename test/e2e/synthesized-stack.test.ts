@@ -134,6 +134,17 @@ describe('IAM audit: every AWS request against the synthesized roles', () => {
       await client.list({ bizId: 'order-1' });
       await client.list({ bizType: 'orders' });
       await client.deleteBizType('orders');
+      // A schedule: created, read, listed, paused, resumed; one occurrence delivered (the callback reads the
+      // schedule and stores the next occurrence), then deleted (which cancels the pending one).
+      const schedule = await client.createSchedule({ rate: '1 second', target: ok, bizId: 'auction-1' });
+      await client.getSchedule(schedule.id);
+      await client.listSchedules({ bizId: 'auction-1' });
+      await client.changeSchedule(schedule.id, { paused: true });
+      await client.changeSchedule(schedule.id, { paused: false });
+      await eventually('an occurrence is delivered', () =>
+        receiver.receipts.some((receipt) => receipt.body.scheduleId === schedule.id),
+      );
+      await client.deleteSchedule(schedule.id);
       await eventually('the dead webhook task is FAILED', async () => (await client.get(dead.id))?.status === 'FAILED');
       downIsUp = true;
       await fetch(`${timer.apiUrl}${LOCAL_REDRIVE_PATH}`, { method: 'POST' });

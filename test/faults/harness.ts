@@ -22,6 +22,7 @@ import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js
 import { DynamoIdempotencyStore } from '../../functions/adapters/dynamo/idempotency-store.js';
 import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
 import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
+import { DynamoScheduleStore } from '../../functions/adapters/dynamo/schedule-store.js';
 import { CALLBACK_COUNTER_PREFIX } from '../../functions/adapters/dynamo/table-schema.js';
 import { DynamoTaskIndex } from '../../functions/adapters/dynamo/task-index.js';
 import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
@@ -165,6 +166,7 @@ export async function startHarness(options: HarnessOptions = {}) {
       idempotencyStore: new DynamoIdempotencyStore({ client: dynamo, tableName }),
       occupancy: new DynamoOccupancyIndex({ client: dynamo, tableName }),
       bizTypeStore: new DynamoBizTypeStore({ client: dynamo, tableName }),
+      scheduleStore: new DynamoScheduleStore({ client: dynamo, tableName }),
       callbackCounter: new DynamoRequestCounter({ client: dynamo, tableName, keyPrefix: CALLBACK_COUNTER_PREFIX }),
       deliveryQueue: sqsDeliveryQueue(sqs, delivery.url),
       clock: skewedClock(options.skewMs?.[name] ?? 0),
@@ -199,6 +201,8 @@ export async function startHarness(options: HarnessOptions = {}) {
   const callbackParts = component('callback');
   const deliveryPorts: DeliveryPorts = {
     ...callbackParts,
+    // The tick loop scans every second, so an occurrence's successor needs no tick of its own.
+    occurrences: { ...callbackParts, tickQueue: { send: async () => undefined }, lookaheadSeconds },
     tenants: directory(callbackParts),
     targets: new AwsTargetDispatcher({
       clock: callbackParts.clock,
@@ -396,4 +400,43 @@ export async function waitForDeliveries(harness: Harness, ids: readonly string[]
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
   await new Promise((resolve) => setTimeout(resolve, 1500));
+}
+
+/** What the receiver saw of one schedule's occurrences: each by its nominal time, with the task ids that carried it. */
+export interface OccurrenceReport {
+  /** Occurrence times received (acknowledged), in order. */
+  readonly occurrences: number[];
+  /** Occurrence times between the first and the last received that never arrived. */
+  readonly gaps: number[];
+  /** Occurrence times that arrived under more than one task: a second occurrence for the same time. */
+  readonly doubles: number[];
+  /** Redeliveries of the same task (at-least-once, recognisable by the task id). */
+  readonly duplicates: number;
+  /** Attempts that reached the receiver before the occurrence's time. */
+  readonly early: number;
+}
+
+/** The schedule's occurrences as the receiver saw them, checked against a fixed interval. */
+export function occurrenceReport(harness: Harness, scheduleId: string, intervalMs: number): OccurrenceReport {
+  const receipts = harness.receiver.receipts.filter((receipt) => receipt.body.scheduleId === scheduleId);
+  const taken = receipts.filter((receipt) => receipt.status >= 200 && receipt.status < 300);
+  const idsByTime = new Map<number, Set<string>>();
+  for (const receipt of taken) {
+    const atMs = Date.parse(receipt.body.occurrence ?? '');
+    idsByTime.set(atMs, (idsByTime.get(atMs) ?? new Set()).add(receipt.body.id));
+  }
+  const occurrences = [...idsByTime.keys()].sort((a, b) => a - b);
+  const gaps: number[] = [];
+  const first = occurrences[0];
+  const last = occurrences.at(-1);
+  if (first !== undefined && last !== undefined) {
+    for (let atMs = first; atMs <= last; atMs += intervalMs) if (!idsByTime.has(atMs)) gaps.push(atMs);
+  }
+  return {
+    occurrences,
+    gaps,
+    doubles: occurrences.filter((atMs) => (idsByTime.get(atMs)?.size ?? 0) > 1),
+    duplicates: taken.length - [...idsByTime.values()].reduce((sum, ids) => sum + ids.size, 0),
+    early: receipts.filter((receipt) => receipt.receivedAtMs < Date.parse(receipt.body.occurrence ?? '')).length,
+  };
 }

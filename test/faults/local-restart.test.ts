@@ -26,6 +26,8 @@ let receiver: Receiver;
 let dataDir: string;
 /** The second test's own data, so it neither restores the first test's tasks nor shares its store. */
 let retryDataDir: string;
+/** The schedule test's own data. */
+let scheduleDataDir: string;
 let child: ChildProcess | undefined;
 
 async function freePort(): Promise<number> {
@@ -61,6 +63,7 @@ async function startLocalMode(port: number, dir = dataDir): Promise<ChildProcess
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'timer-restart-'));
   retryDataDir = await mkdtemp(join(tmpdir(), 'timer-restart-retry-'));
+  scheduleDataDir = await mkdtemp(join(tmpdir(), 'timer-restart-schedule-'));
   receiver = await startWebhookReceiver({
     '/ok': () => 200,
     // Fails the first attempt, so some tasks are waiting out a retry backoff when the process dies.
@@ -68,6 +71,7 @@ beforeAll(async () => {
     '/flaky-long': (_, seen) => (seen === 0 ? 503 : 200),
     '/flaky-short': (_, seen) => (seen === 0 ? 503 : 200),
     '/flaky-once': (_, seen) => (seen === 0 ? 503 : 200),
+    '/every-2s': () => 200,
   });
 });
 
@@ -76,6 +80,7 @@ afterAll(async () => {
   await receiver?.close();
   await rm(dataDir, { recursive: true, force: true });
   await rm(retryDataDir, { recursive: true, force: true });
+  await rm(scheduleDataDir, { recursive: true, force: true });
 });
 
 describe('Faults: local mode killed with SIGKILL', () => {
@@ -213,4 +218,57 @@ describe('Faults: local mode killed with SIGKILL', () => {
       `fault "local process SIGKILLed with a retry waiting and a dead letter": 15 s retry after ${(secondShort?.receivedAtMs ?? 0) - (firstShort?.receivedAtMs ?? 0)} ms, five-minute retry at +${(longItem?.retryAtMs ?? 0) - (receiptsOf(long)[0]?.receivedAtMs ?? 0)} ms, dead letter listed and redriven`,
     );
   }, 120_000);
+
+  it('keeps a schedule firing across a SIGKILL, with no occurrence skipped or doubled', async () => {
+    // Prepare: a schedule every 2 s, with a few occurrences delivered before the kill.
+    child?.kill('SIGKILL');
+    const port = await freePort();
+    child = await startLocalMode(port, scheduleDataDir);
+    const api = `http://127.0.0.1:${port}`;
+    const apiKey = (await readFile(join(scheduleDataDir, DEV_API_KEY_FILE), 'utf8')).trim();
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` };
+    const created = await fetch(`${api}/v1/schedules`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ rate: '2 seconds', target: { type: 'http', url: receiver.url('/every-2s') } }),
+    });
+    expect(created.status).toBe(201);
+    const { id } = (await created.json()) as { id: string };
+    const receipts = () => receiver.receipts.filter((receipt) => receipt.body.scheduleId === id);
+    const occurrenceTimes = () => [...new Set(receipts().map((receipt) => Date.parse(receipt.body.occurrence ?? '')))];
+    await eventually('three occurrences before the kill', () => occurrenceTimes().length >= 3, 80, 250);
+
+    // Act: kill it between occurrences, wait more than an interval, start it again.
+    child.kill('SIGKILL');
+    const killedAtMs = Date.now();
+    const beforeKill = occurrenceTimes().length;
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    child = await startLocalMode(port, scheduleDataDir);
+    // An occurrence the kill cut short mid-attempt holds its 60 s lease first, as any task does.
+    await eventually(
+      'occurrences well past the kill',
+      () => Math.max(...occurrenceTimes()) > killedAtMs + 10_000,
+      400,
+      250,
+    );
+    await fetch(`${api}/v1/schedules/${id}`, { method: 'DELETE', headers });
+
+    // Assess: every occurrence from the first to the last, each under one task id, none early.
+    const times = occurrenceTimes().sort((a, b) => a - b);
+    const first = times[0] ?? 0;
+    const expected = Array.from({ length: times.length }, (_, index) => first + index * 2000);
+    const idsByTime = new Map<number, Set<string>>();
+    for (const receipt of receipts()) {
+      const atMs = Date.parse(receipt.body.occurrence ?? '');
+      idsByTime.set(atMs, (idsByTime.get(atMs) ?? new Set()).add(receipt.body.id));
+    }
+    const doubled = [...idsByTime.values()].filter((ids) => ids.size > 1);
+    const early = receipts().filter((receipt) => receipt.receivedAtMs < Date.parse(receipt.body.occurrence ?? ''));
+    console.log(
+      `fault "local process SIGKILLed with a schedule every 2 s": ${times.length} occurrences (${beforeKill} before the kill), skipped ${expected.filter((at) => !idsByTime.has(at)).length}, doubled ${doubled.length}, duplicate deliveries ${receipts().length - times.length}, early ${early.length}`,
+    );
+    expect(times).toEqual(expected);
+    expect(doubled).toEqual([]);
+    expect(early).toEqual([]);
+  }, 180_000);
 });

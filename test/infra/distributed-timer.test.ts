@@ -109,7 +109,7 @@ describe('Construct: DistributedTimer', () => {
     expect(Object.keys(template.toJSON().Conditions ?? {})).toEqual([]);
   });
 
-  it('turns dense mode on from settings for the functions that record, plan or read occupied seconds, and only them', () => {
+  it('turns dense mode on from settings for every function that records, plans or reads occupied seconds', () => {
     // Prepare
     const stack = appStack();
 
@@ -121,10 +121,10 @@ describe('Construct: DistributedTimer', () => {
     const functions = template.findResources('AWS::Lambda::Function');
     const variablesOf = (fn: keyof typeof FUNCTIONS) =>
       (functions[logicalIdOf(stack, dense.functions[fn])]?.Properties.Environment as { Variables: object }).Variables;
-    for (const fn of ['api', 'ticker', 'scanner', 'sweeper'] as const) {
+    // The callback stores a schedule's next occurrence as the api stores a task, so it records seconds too.
+    for (const fn of ['api', 'ticker', 'scanner', 'sweeper', 'callback'] as const) {
       expect(variablesOf(fn)).toMatchObject({ [ENV.tickEverySecond]: 'true' });
     }
-    expect(variablesOf('callback')).not.toHaveProperty(ENV.tickEverySecond);
   });
 
   it('keeps the occupancy index unless told otherwise', () => {
@@ -151,15 +151,17 @@ describe('Construct: DistributedTimer', () => {
     // Assess
     const statements = statementsOfRole(template, logicalIdOf(stack, timer.callbackRole));
     expect(statements.flatMap(actionsOf)).not.toContain('events:PutEvents');
-    // Only the service's own queues: retries go back to the delivery queue, dead letters to the DLQ.
+    // Only the service's own queues: retries go back to the delivery queue, dead letters to the DLQ,
+    // and a schedule's next occurrence may need a tick.
     const sends = statements.filter((statement) => actionsOf(statement).includes('sqs:SendMessage'));
     expect(sends.map((statement) => statement.Resource)).toEqual(
       expect.arrayContaining([
         { 'Fn::GetAtt': [logicalIdOf(stack, timer.queues.delivery), 'Arn'] },
         { 'Fn::GetAtt': [logicalIdOf(stack, timer.queues.deliveryDlq), 'Arn'] },
+        { 'Fn::GetAtt': [logicalIdOf(stack, timer.queues.tick), 'Arn'] },
       ]),
     );
-    expect(sends).toHaveLength(2);
+    expect(sends).toHaveLength(3);
     template.hasResourceProperties('AWS::Lambda::Function', {
       Environment: { Variables: Match.objectLike({ [ENV.allowedQueueArns]: '', [ENV.allowedEventBusArns]: '' }) },
     });

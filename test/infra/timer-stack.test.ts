@@ -202,10 +202,12 @@ describe('Stack: TimerStack', () => {
   it('grants each function only the table actions its code performs', () => {
     // The ticker only marks minutes planned in the occupancy index (UpdateItem, returning the old item).
     expect(actionsOf('ticker').filter((action) => action.startsWith('dynamodb:'))).toEqual(['dynamodb:UpdateItem']);
-    // GetItem: a rescheduled task's predecessor is read before the task is delivered.
+    // GetItem: a rescheduled task's predecessor, or an occurrence's schedule, is read before the task is
+    // delivered; PutItem: an occurrence stores its schedule's next occurrence.
     expect(actionsOf('callback').filter((action) => action.startsWith('dynamodb:'))).toEqual([
       'dynamodb:UpdateItem',
       'dynamodb:GetItem',
+      'dynamodb:PutItem',
     ]);
     expect(actionsOf('api')).toEqual(
       expect.arrayContaining([
@@ -228,14 +230,18 @@ describe('Stack: TimerStack', () => {
     }
   });
 
-  it("lets the api delete only bizType settings, never a task: DeleteItem is held to the settings' partitions", () => {
+  it('lets the api delete only bizType settings and schedules, never a task: DeleteItem is held to their partitions', () => {
     const deletes = statementsOf('api').filter((statement) =>
       statementActions(statement).includes('dynamodb:DeleteItem'),
     );
     expect(deletes).toHaveLength(1);
     expect(deletes[0]).toMatchObject({
       Action: 'dynamodb:DeleteItem',
-      Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${TABLE.bizTypePartitionPrefix}*`] } },
+      Condition: {
+        'ForAllValues:StringLike': {
+          'dynamodb:LeadingKeys': [`${TABLE.bizTypePartitionPrefix}*`, `${TABLE.schedulePartitionPrefix}*`],
+        },
+      },
     });
   });
 
@@ -297,9 +303,9 @@ describe('Stack: TimerStack', () => {
     );
 
     // Assess: the service's own queues aside (retries go back to the delivery queue, dead letters to
-    // the DLQ), the targets are the parameters' lists, each in a policy that exists only while its
+    // the DLQ, a schedule's next occurrence may need a tick), the targets are the parameters' lists, each in a policy that exists only while its
     // list is not empty (a statement with no resources is invalid).
-    const ownQueues = ['DeliveryQueue', 'DeliveryDlqQueue'].map((name) =>
+    const ownQueues = ['DeliveryQueue', 'DeliveryDlqQueue', 'TickQueue'].map((name) =>
       JSON.stringify({ 'Fn::GetAtt': [idOf('AWS::SQS::Queue', name), 'Arn'] }),
     );
     expect(targetStatements.filter((statement) => !ownQueues.includes(JSON.stringify(statement.Resource)))).toEqual([

@@ -31,6 +31,9 @@ let ports: ApiPorts;
 let apiKey = '';
 let revokedKey = '';
 let otherTenantsTask = '';
+/** A schedule of the tenant's own, for the changes that must be refused. */
+let ownSchedule = '';
+let otherTenantsSchedule = '';
 
 beforeAll(async () => {
   emulators = await startEmulators();
@@ -71,6 +74,10 @@ beforeAll(async () => {
   revokedKey = revoked.apiKey;
   const theirs = await call({ body: VALID }, `Bearer ${globex.apiKey}`);
   otherTenantsTask = String(JSON.parse(theirs.body).id);
+  const schedule = await call({ routeKey: 'POST /v1/schedules', body: SCHEDULE });
+  ownSchedule = String(JSON.parse(schedule.body).id);
+  const theirSchedule = await call({ routeKey: 'POST /v1/schedules', body: SCHEDULE }, `Bearer ${globex.apiKey}`);
+  otherTenantsSchedule = String(JSON.parse(theirSchedule.body).id);
 });
 
 afterAll(async () => {
@@ -82,6 +89,7 @@ const withTarget = (target: Record<string, unknown>) => ({ ...VALID, target: { t
 const withUrl = (url: string) => withTarget({ url });
 const withHeaders = (headers: Record<string, unknown>) => withTarget({ url: VALID.target.url, headers });
 const raw = (rawBody: string) => ({ rawBody });
+const SCHEDULE = { rate: '5 minutes', target: VALID.target } as const;
 const DAY_MS = 86_400_000;
 
 interface HostileRequest {
@@ -443,6 +451,109 @@ const corpus: Record<string, Array<[string, HostileRequest, number]>> = {
     ['a path traversal', { routeKey: 'GET /v1/tasks/{id}', id: '../../etc/passwd' }, 404],
     ['a NoSQL injection', { routeKey: 'GET /v1/tasks/{id}', id: "' OR 1=1 --" }, 404],
     ['an empty id', { routeKey: 'GET /v1/tasks/{id}', id: '' }, 404],
+  ],
+  schedules: [
+    ['a bad cron', { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, rate: undefined, cron: '61 * * * *' } }, 400],
+    [
+      'a cron of three fields',
+      { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, rate: undefined, cron: '* * *' } },
+      400,
+    ],
+    [
+      'a cron that never fires',
+      { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, rate: undefined, cron: '0 0 30 2 *' } },
+      400,
+    ],
+    [
+      'an unknown time zone',
+      { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, timezone: 'Mars/Olympus_Mons' } },
+      400,
+    ],
+    ['a rate of 0', { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, rate: '0 seconds' } }, 400],
+    [
+      'a rate of half a second, more often than once a second',
+      { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, rate: '0.5 seconds' } },
+      400,
+    ],
+    ['a rate as a number', { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, rate: 5 } }, 400],
+    ['a rate in an unknown unit', { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, rate: '5 fortnights' } }, 400],
+    [
+      'endAt before startAt',
+      {
+        routeKey: 'POST /v1/schedules',
+        body: { ...SCHEDULE, startAt: '2031-01-02T00:00:00Z', endAt: '2031-01-01T00:00:00Z' },
+      },
+      400,
+    ],
+    [
+      'endAt in the past',
+      { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, endAt: '2001-01-01T00:00:00Z' } },
+      400,
+    ],
+    ['a startAt that is no date', { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, startAt: 'tomorrow' } }, 400],
+    ['both cron and rate', { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, cron: '* * * * *' } }, 400],
+    ['neither cron nor rate', { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, rate: undefined } }, 400],
+    ['an unknown catchUp', { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, catchUp: 'all' } }, 400],
+    ['no target', { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, target: undefined } }, 400],
+    [
+      'a loopback target',
+      { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, target: { type: 'http', url: 'https://127.0.0.1/x' } } },
+      400,
+    ],
+    ['an unknown field', { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, every: 'day' } }, 400],
+    [
+      'a bad cron with an idempotency key',
+      { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, rate: undefined, cron: 'x', idempotencyKey: 'k' } },
+      400,
+    ],
+    [
+      'a change to a bad cron',
+      { routeKey: 'PATCH /v1/schedules/{id}', id: () => ownSchedule, body: { cron: '61 * * * *' } },
+      400,
+    ],
+    [
+      'a change to an unknown zone',
+      { routeKey: 'PATCH /v1/schedules/{id}', id: () => ownSchedule, body: { timezone: 'Nowhere/Else' } },
+      400,
+    ],
+    [
+      'a change to an endAt before startAt',
+      {
+        routeKey: 'PATCH /v1/schedules/{id}',
+        id: () => ownSchedule,
+        body: { startAt: '2031-01-02T00:00:00Z', endAt: '2031-01-01T00:00:00Z' },
+      },
+      400,
+    ],
+    [
+      'a change with paused as a string',
+      { routeKey: 'PATCH /v1/schedules/{id}', id: () => ownSchedule, body: { paused: 'yes' } },
+      400,
+    ],
+    ['a schedule id nobody made', { routeKey: 'GET /v1/schedules/{id}', id: 'sch_00000000000000000000' }, 404],
+    [
+      "another tenant's task id as a schedule id",
+      { routeKey: 'GET /v1/schedules/{id}', id: () => otherTenantsTask },
+      404,
+    ],
+    ['deleting a path traversal', { routeKey: 'DELETE /v1/schedules/{id}', id: '../../etc/passwd' }, 404],
+    ['a listing with neither bizId nor bizType', { routeKey: 'GET /v1/schedules' }, 400],
+    [
+      'a cron that fires only on 29 February, years apart',
+      { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, rate: undefined, cron: '0 0 29 2 *' } },
+      400,
+    ],
+    ["another tenant's schedule", { routeKey: 'GET /v1/schedules/{id}', id: () => otherTenantsSchedule }, 404],
+    [
+      "a change to another tenant's schedule",
+      { routeKey: 'PATCH /v1/schedules/{id}', id: () => otherTenantsSchedule, body: { paused: true } },
+      404,
+    ],
+    [
+      "deleting another tenant's schedule",
+      { routeKey: 'DELETE /v1/schedules/{id}', id: () => otherTenantsSchedule },
+      404,
+    ],
   ],
   'API keys': [
     ['no Authorization header', { body: VALID, authorization: '' }, 401],

@@ -36,6 +36,7 @@ function pipeline(taskStore: DynamoTaskStore = emulators.stores({ bucketCount: B
   };
   const delivery: DeliveryPorts = {
     ...common,
+    occurrences: { ...schedule, scheduleStore: stores.scheduleStore },
     targets: {
       dispatch: async (_target, notification) => {
         delivered.push(notification.id);

@@ -11,6 +11,7 @@ import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js
 import { DynamoIdempotencyStore } from '../../functions/adapters/dynamo/idempotency-store.js';
 import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
 import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
+import { DynamoScheduleStore } from '../../functions/adapters/dynamo/schedule-store.js';
 import { CALLBACK_COUNTER_PREFIX, CLOCK_KEY } from '../../functions/adapters/dynamo/table-schema.js';
 import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { createTaskTable, waitUntilActive } from '../../lib/local/dynamodb.js';
@@ -32,6 +33,7 @@ export interface Emulators {
     bizTypeStore: DynamoBizTypeStore;
     callbackCounter: DynamoRequestCounter;
     occupancy: DynamoOccupancyIndex;
+    scheduleStore: DynamoScheduleStore;
   };
   /** Deletes the CLOCK item, so a test can start the clock where it needs it. */
   resetClock(): Promise<void>;
@@ -86,6 +88,7 @@ export async function startEmulators(): Promise<Emulators> {
         bizTypeStore: new DynamoBizTypeStore({ client: dynamo, tableName }),
         callbackCounter: new DynamoRequestCounter({ client: dynamo, tableName, keyPrefix: CALLBACK_COUNTER_PREFIX }),
         occupancy: new DynamoOccupancyIndex({ client: dynamo, tableName }),
+        scheduleStore: new DynamoScheduleStore({ client: dynamo, tableName }),
       };
     },
     async resetClock() {

@@ -15,6 +15,7 @@ import {
   aTenant,
   DELIVERY_SETTINGS,
   FakeBizTypeStore,
+  fakeOccurrencePorts,
   FakeRequestCounter,
   FakeTaskStore,
   fakeTenantDirectory,
@@ -189,8 +190,10 @@ function deliveryPorts(
 ) {
   const clock = new ManualClock(nowMs);
   const calls: Array<{ atMs: number; notification: Notification }> = [];
+  const taskStore = new FakeTaskStore(tasks);
   const ports: DeliveryPorts = {
-    taskStore: new FakeTaskStore(tasks),
+    taskStore,
+    occurrences: fakeOccurrencePorts(taskStore, clock),
     targets: {
       dispatch: async (_target, notification) => {
         calls.push({ atMs: clock.now(), notification });

@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 
+import type { Schedule } from '../../functions/core/schedules.js';
 import { sparingly } from '../../lib/local/console/routes.js';
-import { LATENESS_WINDOW_MS, TASKS_SHOWN, tasksView, UPCOMING_SECONDS } from '../../lib/local/console/views.js';
+import {
+  LATENESS_WINDOW_MS,
+  schedulesView,
+  TASKS_SHOWN,
+  tasksView,
+  UPCOMING_SECONDS,
+} from '../../lib/local/console/views.js';
 import { aTask } from './fakes.js';
 
 const NOW_MS = Date.UTC(2026, 10, 21, 12, 0, 30, 400);
@@ -149,5 +156,48 @@ describe('Function: sparingly', () => {
 
     // Assess
     expect(results).toEqual([1, 1, 1]);
+  });
+});
+
+describe('Function: schedulesView', () => {
+  const schedule = (id: string, overrides: Partial<Schedule>): Schedule => ({
+    id,
+    tenantId: 'acme',
+    rate: '1 hour',
+    timezone: 'UTC',
+    anchorMs: NOW_MS,
+    target: { type: 'http', url: 'https://hooks.example.com/x' },
+    payloadJson: 'null',
+    catchUp: 'fire-once',
+    paused: false,
+    revision: 'r0',
+    createdAtMs: NOW_MS,
+    updatedAtMs: NOW_MS,
+    ...overrides,
+  });
+
+  it("shows each schedule's next occurrences from its pending one, soonest first, paused and ended ones last", () => {
+    // Prepare
+    const hourly = schedule('sch_hourly', { next: { taskId: 't1', atMs: NOW_MS + 3_600_000 } });
+    const daily = schedule('sch_daily', {
+      rate: undefined,
+      cron: '30 2 * * *',
+      timezone: 'Europe/Berlin',
+      next: { taskId: 't2', atMs: Date.parse('2026-11-22T01:30:00Z') },
+    });
+    const paused = schedule('sch_paused', { paused: true });
+
+    // Act
+    const view = schedulesView([paused, daily, hourly], NOW_MS);
+
+    // Assess
+    expect(view.schedules.map((shown) => shown.id)).toEqual(['sch_hourly', 'sch_daily', 'sch_paused']);
+    expect(view.schedules[0]).toMatchObject({ when: 'rate 1 hour', target: 'https://hooks.example.com/x' });
+    expect(view.schedules[0]?.nextOccurrencesMs.map((ms) => (ms - NOW_MS) / 3_600_000)).toEqual([1, 2, 3, 4, 5]);
+    expect(view.schedules[1]?.nextOccurrencesMs.slice(0, 2).map((ms) => new Date(ms).toISOString())).toEqual([
+      '2026-11-22T01:30:00.000Z',
+      '2026-11-23T01:30:00.000Z',
+    ]);
+    expect(view.schedules[2]?.nextOccurrencesMs).toEqual([]);
   });
 });

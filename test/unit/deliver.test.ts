@@ -18,6 +18,7 @@ import {
   aTenant,
   cancelRequest,
   DELIVERY_SETTINGS,
+  fakeOccurrencePorts,
   FakeRequestCounter,
   FakeTaskStore,
   fakeTenantDirectory,
@@ -35,8 +36,10 @@ function deliveryPorts(task: Task, options: { nowMs: number; result?: TargetResu
   const clock = new ManualClock(options.nowMs);
   const calls: Array<{ atMs: number; notification: Notification; sender: Sender }> = [];
   const letters: DeadLetter[] = [];
+  const taskStore = new FakeTaskStore([task]);
   const ports = {
-    taskStore: new FakeTaskStore([task]),
+    taskStore,
+    occurrences: fakeOccurrencePorts(taskStore, clock),
     targets: {
       dispatch: vi.fn(
         async (_target: Task['target'], notification: Notification, sender: Sender): Promise<TargetResult> => {

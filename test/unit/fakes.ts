@@ -4,10 +4,10 @@
  * set up a situation in one line and read the outcome back without any AWS client.
  */
 export { ManualClock } from '../support/clock.js';
-
 import type { BizTypeSettings, BizTypeStore } from '../../functions/core/biz-types.js';
 import { minuteOf } from '../../functions/core/clock.js';
 import { MAX_SHARDS, newTaskId, parseTaskId, type TaskKey } from '../../functions/core/ids.js';
+import type { NextOccurrence, OccurrencePorts, Schedule, ScheduleStore } from '../../functions/core/schedules.js';
 import type {
   CancelOutcome,
   CancelRequest,
@@ -30,6 +30,7 @@ import type {
 import { takesUnleasedFirstAttempt } from '../../functions/core/task.js';
 import { newTenant, type RequestCounter, type Tenant, type TenantDirectory } from '../../functions/core/tenants.js';
 import type { Tick, TickQueue } from '../../functions/core/tick.js';
+import type { ManualClock } from '../support/clock.js';
 
 export class FakeClockStore implements ClockStore {
   /** Second → how many tasks its scan enqueued. */
@@ -326,6 +327,73 @@ export class FakeBizTypeStore implements BizTypeStore {
   async delete(tenantId: string, bizType: string): Promise<boolean> {
     return this.settings.delete(`${tenantId}#${bizType}`);
   }
+}
+
+/** Schedules by tenant and id, with the real store's conditional rules (revision, and `next` for an advance). */
+export class FakeScheduleStore implements ScheduleStore {
+  readonly schedules = new Map<string, Schedule>();
+  /** Conditional advances made, to count the chain's writes. */
+  advances = 0;
+
+  async create(schedule: Schedule): Promise<boolean> {
+    if (this.schedules.has(`${schedule.tenantId}#${schedule.id}`)) return false;
+    this.schedules.set(`${schedule.tenantId}#${schedule.id}`, schedule);
+    return true;
+  }
+
+  async get(tenantId: string, id: string): Promise<Schedule | undefined> {
+    return this.schedules.get(`${tenantId}#${id}`);
+  }
+
+  async list(tenantId: string): Promise<Schedule[]> {
+    return [...this.schedules.values()].filter((schedule) => schedule.tenantId === tenantId);
+  }
+
+  async count(tenantId: string): Promise<number> {
+    return (await this.list(tenantId)).length;
+  }
+
+  async replace(schedule: Schedule, revision: string): Promise<boolean> {
+    const current = await this.get(schedule.tenantId, schedule.id);
+    if (current?.revision !== revision) return false;
+    this.schedules.set(`${schedule.tenantId}#${schedule.id}`, schedule);
+    return true;
+  }
+
+  async advance(tenantId: string, id: string, revision: string, fromTaskId: string, next?: NextOccurrence) {
+    const current = await this.get(tenantId, id);
+    if (current?.revision !== revision || current.next?.taskId !== fromTaskId) return false;
+    this.advances++;
+    const { next: _next, ...rest } = current;
+    this.schedules.set(`${tenantId}#${id}`, { ...rest, ...(next && { next }), advancedFrom: fromTaskId });
+    return true;
+  }
+
+  async delete(tenantId: string, id: string): Promise<Schedule | undefined> {
+    const current = await this.get(tenantId, id);
+    this.schedules.delete(`${tenantId}#${id}`);
+    return current;
+  }
+}
+
+/** Where occurrences are stored, over fakes: the task store and clock given, the rest fresh. */
+export function fakeOccurrencePorts(
+  taskStore: TaskStore,
+  clock: ManualClock,
+  scheduleStore: ScheduleStore = new FakeScheduleStore(),
+) {
+  return {
+    taskStore,
+    clock,
+    scheduleStore,
+    clockStore: new FakeClockStore({ cursor: Math.floor(clock.now() / 1000), startedAt: 0 }),
+    occupancy: new FakeOccupancyIndex(),
+    deliveryQueue: new FakeDeliveryQueue(),
+    tickQueue: new FakeTickQueue(),
+    bucketCount: DELIVERY_SETTINGS.bucketCount,
+    shardCount: DELIVERY_SETTINGS.shardCount,
+    lookaheadSeconds: 2,
+  } satisfies OccurrencePorts;
 }
 
 /** The deployment settings delivery tests run under, beside their own fakes. */

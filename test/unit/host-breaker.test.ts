@@ -11,6 +11,7 @@ import {
   aTenant,
   DELIVERY_SETTINGS,
   FakeDeliveryQueue,
+  fakeOccurrencePorts,
   FakeRequestCounter,
   FakeTaskStore,
   fakeTenantDirectory,
@@ -431,6 +432,7 @@ describe('Invariant 9: one tenant’s hanging webhook', () => {
       delivery: {
         ...DELIVERY_SETTINGS,
         taskStore: store,
+        occurrences: fakeOccurrencePorts(store, clock),
         targets: guardedByHostBreaker(target.dispatcher, new HostBreaker(clock, SETTINGS)),
         tenants: fakeTenantDirectory([aTenant(), aTenant({ id: 'slowco' })]),
         deadLetters: { send: async () => undefined },

@@ -8,6 +8,7 @@ import type { DeliveryMessage, Task } from '../../functions/core/task.js';
 import {
   aTask,
   FakeDeliveryQueue,
+  fakeOccurrencePorts,
   FakeRequestCounter,
   FakeTaskStore,
   fakeTenantDirectory,
@@ -30,6 +31,7 @@ function recordPorts(tasks: readonly Task[], result: TargetResult = { ok: false,
   const calls: number[] = [];
   const delivery: DeliveryPorts = {
     taskStore,
+    occurrences: fakeOccurrencePorts(taskStore, clock),
     targets: {
       dispatch: async () => {
         calls.push(clock.now());
@@ -66,13 +68,16 @@ describe('Function: deliverRecords', () => {
     // Prepare
     const nowMs = Date.UTC(2026, 10, 21, 12);
     const tasks = [aTask(nowMs - 1000, 0), aTask(nowMs - 1000, 1)];
+    const taskStore = new FakeTaskStore(tasks);
+    const clock = new ManualClock(nowMs);
     const delivery: DeliveryPorts = {
-      taskStore: new FakeTaskStore(tasks),
+      taskStore,
+      occurrences: fakeOccurrencePorts(taskStore, clock),
       targets: { dispatch: async () => ({ ok: true }) },
       tenants: fakeTenantDirectory(),
       deadLetters: { send: async () => undefined },
       callbackCounter: new FakeRequestCounter(),
-      clock: new ManualClock(nowMs),
+      clock,
       bucketCount: 1000,
       shardCount: 4,
       maxAttempts: 3,

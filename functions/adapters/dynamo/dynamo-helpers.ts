@@ -1,4 +1,4 @@
-import { BatchGetCommand, type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, type DynamoDBDocumentClient, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 
 import { StoreBusyError } from '../../core/task.js';
 import type { MarkerKind } from './table-schema.js';
@@ -125,4 +125,37 @@ export async function batchGetAll<T>(
     }
   }
   return found;
+}
+
+/** Items one Scan page reads at most, so a bounded scan stops close to its bound. */
+const SCAN_PAGE_ITEMS = 1000;
+
+/**
+ * The items whose partition key starts with `prefix` among the first `maxItemsRead` items of a
+ * Scan (in no particular order), how many items it read, and whether that was the whole table.
+ * Only for local mode's console: a deployment never scans its table.
+ */
+export async function scanPartitions<T>(
+  options: TableOptions,
+  prefix: string,
+  maxItemsRead: number,
+): Promise<{ items: T[]; itemsRead: number; complete: boolean }> {
+  const items: T[] = [];
+  let itemsRead = 0;
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await options.client.send(
+      new ScanCommand({
+        TableName: options.tableName,
+        FilterExpression: KEY_EXPRESSIONS.partitionPrefix,
+        ExpressionAttributeValues: { ':prefix': prefix },
+        Limit: Math.min(SCAN_PAGE_ITEMS, maxItemsRead - itemsRead),
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    items.push(...((page.Items ?? []) as T[]));
+    itemsRead += page.ScannedCount ?? 0;
+    startKey = page.LastEvaluatedKey;
+  } while (startKey && itemsRead < maxItemsRead);
+  return { items, itemsRead, complete: startKey === undefined };
 }

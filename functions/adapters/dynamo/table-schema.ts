@@ -9,6 +9,7 @@ import { TABLE } from '../../contract/topology.js';
 import type { BizTypeSettings } from '../../core/biz-types.js';
 import { MAX_SHARDS, parseTaskId, TASK_PARTITION_PREFIX, type TaskKey } from '../../core/ids.js';
 import { bizIdPartition, bizTypePartition } from '../../core/listing.js';
+import type { Schedule } from '../../core/schedules.js';
 import type {
   ClockState,
   DeliveryAttempt,
@@ -16,6 +17,7 @@ import type {
   DeliveryRecord,
   DueTask,
   IdempotencyRecord,
+  OccurrenceRef,
   RescheduleIntent,
   Target,
   Task,
@@ -32,7 +34,7 @@ export type TableKey = { readonly [name in typeof PK | typeof SK]: string };
 
 /**
  * Key conditions and item conditions that name the table's key attributes. Values go in as
- * `:pk`, `:from`, `:to`, `:taskPartition`.
+ * `:pk`, `:from`, `:to`, `:prefix`.
  */
 export const KEY_EXPRESSIONS = {
   /** A conditional put that creates, never overwrites. */
@@ -41,7 +43,8 @@ export const KEY_EXPRESSIONS = {
   itemPresent: `attribute_exists(${PK})`,
   partition: `${PK} = :pk`,
   partitionSortBetween: `${PK} = :pk AND ${SK} BETWEEN :from AND :to`,
-  taskPartition: `begins_with(${PK}, :taskPartition)`,
+  /** Items of every partition whose key starts with `:prefix` (a Scan's filter: local mode's console only). */
+  partitionPrefix: `begins_with(${PK}, :prefix)`,
 } as const;
 
 // ---- Tasks ----------------------------------------------------------------------------
@@ -84,6 +87,7 @@ export interface TaskItem extends TaskKey {
   readonly lateArrival?: true;
   readonly rescheduledTo?: string;
   readonly rescheduleIntent?: RescheduleIntent;
+  readonly occurrence?: OccurrenceRef;
 }
 
 /** Task attributes by name, for the update and filter expressions that set or test them. */
@@ -143,6 +147,7 @@ export function taskToItem(task: Task, key: TaskKey): TaskItem {
     ...(task.policy !== undefined && { policy: task.policy }),
     ...(task.rescheduledFrom !== undefined && { rescheduledFrom: task.rescheduledFrom }),
     ...(task.lateArrival && { lateArrival: true }),
+    ...(task.occurrence !== undefined && { occurrence: task.occurrence }),
   };
 }
 
@@ -178,6 +183,7 @@ export function taskFromItem(item: TaskItem): Task {
     ...optional('rescheduledTo', item.rescheduledTo),
     ...optional('rescheduleIntent', item.rescheduleIntent),
     ...optional('lateArrival', item.lateArrival),
+    ...optional('occurrence', item.occurrence),
   };
 }
 
@@ -453,3 +459,29 @@ export const CALLBACK_COUNTER_PREFIX = 'CALLBACKS#';
 export function counterKey(prefix: string, subject: string, second: number): TableKey {
   return { [PK]: `${prefix}${subject}`, [SK]: String(second) };
 }
+
+// ---- Schedules ------------------------------------------------------------------------
+
+/**
+ * A tenant's schedules share one partition, `SCHEDULES#<tenant>`, sort key the schedule id. The
+ * cap per tenant (MAX_SCHEDULES_PER_TENANT, 1,000 items of a few KB) keeps it far below a
+ * partition's 10 GB, and its traffic is one read and at most one write per occurrence: a
+ * thousand schedules firing every second would be about 2,000 writes a second on the partition,
+ * so such a tenant is throttled before any other is touched.
+ */
+export const schedulesPartition = (tenantId: string) => `${TABLE.schedulePartitionPrefix}${tenantId}`;
+
+export type ScheduleItem = TableKey & Schedule;
+
+export const scheduleKey = (tenantId: string, id: string): TableKey => ({
+  [PK]: schedulesPartition(tenantId),
+  [SK]: id,
+});
+
+export const scheduleToItem = (schedule: Schedule): ScheduleItem => ({
+  ...scheduleKey(schedule.tenantId, schedule.id),
+  // A field set to undefined (`next` of a schedule that has ended) is left out, not written.
+  ...(Object.fromEntries(Object.entries(schedule).filter(([, value]) => value !== undefined)) as Schedule),
+});
+
+export const scheduleFromItem = (item: ScheduleItem): Schedule => withoutKeys<Schedule>(item);

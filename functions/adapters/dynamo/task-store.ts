@@ -1,11 +1,4 @@
-import {
-  BatchWriteCommand,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  ScanCommand,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
 import type { TaskKey } from '../../core/ids.js';
 import { partitionKey, secondRange } from '../../core/ids.js';
@@ -25,6 +18,7 @@ import {
   allItems,
   backOff,
   isConditionalCheckFailed,
+  scanPartitions,
   type TableOptions,
   unlessConditionFails,
   UNPROCESSED_RETRIES,
@@ -43,7 +37,8 @@ import {
 
 const LEASABLE = '#status = :pending OR (#status = :delivering AND leaseUntilMs < :now)';
 /** A PENDING task whose next attempt will hold a lease (see takesUnleasedFirstAttempt). */
-const LEASED_NEXT = 'attempts > :zero OR attribute_exists(rescheduledFrom) OR attribute_exists(lateArrival)';
+const LEASED_NEXT =
+  'attempts > :zero OR attribute_exists(rescheduledFrom) OR attribute_exists(lateArrival) OR attribute_exists(occurrence)';
 const BATCH_WRITE_LIMIT = 25;
 const CANCEL_ATTEMPTS = 3;
 
@@ -51,9 +46,6 @@ const CANCEL_ATTEMPTS = 3;
 function firstAttemptUnleased(task: Task): boolean {
   return takesUnleasedFirstAttempt({ ...task, rescheduleIntent: undefined });
 }
-
-/** Items one Scan page reads at most, so a bounded scan stops close to its bound. */
-const SCAN_PAGE_ITEMS = 1000;
 
 /**
  * The tasks among the first `maxItemsRead` items of a Scan (in no particular order), how
@@ -64,24 +56,8 @@ export async function scanTasks(
   options: TableOptions,
   maxItemsRead: number,
 ): Promise<{ tasks: Task[]; itemsRead: number; complete: boolean }> {
-  const tasks: Task[] = [];
-  let itemsRead = 0;
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await options.client.send(
-      new ScanCommand({
-        TableName: options.tableName,
-        FilterExpression: KEY_EXPRESSIONS.taskPartition,
-        ExpressionAttributeValues: { ':taskPartition': TASK_PARTITION_PREFIX },
-        Limit: Math.min(SCAN_PAGE_ITEMS, maxItemsRead - itemsRead),
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    tasks.push(...((page.Items ?? []) as TaskItem[]).map(taskFromItem));
-    itemsRead += page.ScannedCount ?? 0;
-    startKey = page.LastEvaluatedKey;
-  } while (startKey && itemsRead < maxItemsRead);
-  return { tasks, itemsRead, complete: startKey === undefined };
+  const { items, itemsRead, complete } = await scanPartitions<TaskItem>(options, TASK_PARTITION_PREFIX, maxItemsRead);
+  return { tasks: items.map(taskFromItem), itemsRead, complete };
 }
 
 export interface DynamoStoreOptions extends TableOptions {
@@ -142,7 +118,10 @@ export class DynamoTaskStore implements TaskStore {
         return {
           cancelled: true,
           unleased:
-            !(Number(before.attempts) > 0) && before.rescheduledFrom === undefined && before.lateArrival === undefined,
+            !(Number(before.attempts) > 0) &&
+            before.rescheduledFrom === undefined &&
+            before.lateArrival === undefined &&
+            before.occurrence === undefined,
         };
       const current = await this.get(key);
       if (!current || current.tenantId !== request.tenantId) return { cancelled: false, reason: 'not-found' };

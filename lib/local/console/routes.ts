@@ -9,22 +9,25 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { transform } from 'esbuild';
 
+import { scanPartitions } from '../../../functions/adapters/dynamo/dynamo-helpers.js';
+import { scheduleFromItem, type ScheduleItem } from '../../../functions/adapters/dynamo/table-schema.js';
 import { DynamoTaskStore, scanTasks } from '../../../functions/adapters/dynamo/task-store.js';
 import { type DeliveryMessageBody, peekMessages, queueDepth } from '../../../functions/adapters/sqs-queues.js';
-import type { TimerSettings } from '../../../functions/contract/topology.js';
+import { TABLE, type TimerSettings } from '../../../functions/contract/topology.js';
 import type { DeadLetter } from '../../../functions/core/deliver.js';
 import { parseTaskId, taskKey } from '../../../functions/core/ids.js';
 import type { LocalResponse, LocalRoute } from '../http-gateway.js';
 import {
   LOCAL_CONSOLE_DLQ_PATH,
   LOCAL_CONSOLE_PATH,
+  LOCAL_CONSOLE_SCHEDULES_PATH,
   LOCAL_CONSOLE_SCRIPT_PATH,
   LOCAL_CONSOLE_STYLE_PATH,
   LOCAL_CONSOLE_TASKS_PATH,
   LOCAL_REDRIVE_PATH,
 } from '../paths.js';
-import { tasksView } from './views.js';
-import type { ConsoleDeadLetter, ConsoleDlqView, ConsoleTasksView } from './wire.js';
+import { schedulesView, tasksView } from './views.js';
+import type { ConsoleDeadLetter, ConsoleDlqView, ConsoleSchedulesView, ConsoleTasksView } from './wire.js';
 
 /**
  * Table items one read of the console looks at (about half a second of dynalite's time at
@@ -86,6 +89,7 @@ async function consolePage(): Promise<string> {
     scriptPath: LOCAL_CONSOLE_SCRIPT_PATH,
     stylePath: LOCAL_CONSOLE_STYLE_PATH,
     tasksPath: LOCAL_CONSOLE_TASKS_PATH,
+    schedulesPath: LOCAL_CONSOLE_SCHEDULES_PATH,
     dlqPath: LOCAL_CONSOLE_DLQ_PATH,
     redrivePath: LOCAL_REDRIVE_PATH,
   };
@@ -126,6 +130,12 @@ export async function consoleRoutes(sources: ConsoleSources): Promise<Record<str
     return tasksView(tasks, Date.now(), { itemsRead, complete });
   }, MAX_SHARE_OF_TIME);
 
+  const readSchedules = sparingly(async (): Promise<ConsoleSchedulesView> => {
+    const table = { client: sources.dynamo, tableName: sources.tableName };
+    const { items } = await scanPartitions<ScheduleItem>(table, TABLE.schedulePartitionPrefix, MAX_ITEMS_READ);
+    return schedulesView(items.map(scheduleFromItem), Date.now());
+  }, MAX_SHARE_OF_TIME);
+
   const describeLetter = async (body: string): Promise<ConsoleDeadLetter> => {
     // The callback's dead letters carry the attempt and the error; a message SQS moved
     // there after too many receives is a plain delivery message, with only the id.
@@ -156,5 +166,6 @@ export async function consoleRoutes(sources: ConsoleSources): Promise<Record<str
     [LOCAL_CONSOLE_STYLE_PATH]: text('text/css; charset=utf-8', style),
     [LOCAL_CONSOLE_TASKS_PATH]: readOnly(async () => ({ status: 200, body: await readTasks() })),
     [LOCAL_CONSOLE_DLQ_PATH]: readOnly(async () => ({ status: 200, body: await readDlq() })),
+    [LOCAL_CONSOLE_SCHEDULES_PATH]: readOnly(async () => ({ status: 200, body: await readSchedules() })),
   };
 }

@@ -2,8 +2,9 @@
  * What the console shows, worked out from tasks as read: pure functions of the tasks and
  * the time, so they are tested without a table.
  */
+import { type Schedule, upcomingOccurrences } from '../../../functions/core/schedules.js';
 import type { Target, Task, TaskStatus } from '../../../functions/core/task.js';
-import type { ConsoleDelivery, ConsoleTask, ConsoleTasksView, DueCounts } from './wire.js';
+import type { ConsoleDelivery, ConsoleSchedulesView, ConsoleTask, ConsoleTasksView, DueCounts } from './wire.js';
 
 /** In the order a task goes through them. */
 const STATUSES: readonly TaskStatus[] = ['PENDING', 'DELIVERING', 'DELIVERED', 'FAILED', 'CANCELLED'];
@@ -65,6 +66,22 @@ function dueCounts(tasks: readonly Task[], nowMs: number, periodMs: number, peri
     if (index >= 0 && index < periods) counts[index] = (counts[index] ?? 0) + 1;
   }
   return { firstStartMs, periodMs, counts };
+}
+
+/** The schedules of every tenant, those firing soonest first (paused and ended ones last), each with its next occurrences. */
+export function schedulesView(schedules: readonly Schedule[], nowMs: number): ConsoleSchedulesView {
+  const shown = schedules.map((schedule) => ({
+    id: schedule.id,
+    tenantId: schedule.tenantId,
+    when: schedule.cron ?? `rate ${schedule.rate}`,
+    timezone: schedule.timezone,
+    paused: schedule.paused,
+    ...(schedule.bizId !== undefined && { bizId: schedule.bizId }),
+    target: describeTarget(schedule.target),
+    nextOccurrencesMs: upcomingOccurrences(schedule),
+  }));
+  const firstOf = (schedule: (typeof shown)[number]) => schedule.nextOccurrencesMs[0] ?? Number.POSITIVE_INFINITY;
+  return { nowMs, schedules: shown.sort((a, b) => firstOf(a) - firstOf(b)) };
 }
 
 /** The value below which `share` of the sorted values fall (nearest rank). */

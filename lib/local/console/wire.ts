@@ -60,6 +60,26 @@ export interface ConsoleTasksView {
   };
 }
 
+/** A schedule as the console shows it, with its coming occurrences. */
+export interface ConsoleSchedule {
+  readonly id: string;
+  readonly tenantId: string;
+  /** The cron expression, or "rate <interval>". */
+  readonly when: string;
+  readonly timezone: string;
+  readonly paused: boolean;
+  readonly bizId?: string;
+  readonly target: string;
+  /** The pending occurrence first; none while paused or once ended. */
+  readonly nextOccurrencesMs: readonly number[];
+}
+
+/** GET /local/console/schedules */
+export interface ConsoleSchedulesView {
+  readonly nowMs: number;
+  readonly schedules: readonly ConsoleSchedule[];
+}
+
 /** A dead letter with what the task table says about its task. */
 export interface ConsoleDeadLetter {
   readonly taskId: string;

@@ -4,7 +4,14 @@
  * from callers, so everything is built from DOM nodes and text: no markup is ever parsed
  * from data.
  */
-import type { ConsoleDelivery, ConsoleDlqView, ConsoleTasksView, DueCounts, RedriveResult } from '../wire.js';
+import type {
+  ConsoleDelivery,
+  ConsoleDlqView,
+  ConsoleSchedulesView,
+  ConsoleTasksView,
+  DueCounts,
+  RedriveResult,
+} from '../wire.js';
 
 const REFRESH_MS = 1000;
 const SVG_NS = 'http://www.w3.org/2000/svg';
@@ -76,7 +83,7 @@ const textCell = (value: string | undefined, className = 'text') =>
 
 const numberCell = (value: number | string) => element('td', { class: 'number' }, value);
 
-const taskIdCell = (id: string) => element('td', { class: 'id', title: id }, id);
+const idCell = (id: string) => element('td', { class: 'id', title: id }, id);
 
 function fillTable(tableId: string, rows: HTMLTableRowElement[], whenEmpty: string): void {
   const table = byId(tableId, HTMLTableElement);
@@ -219,7 +226,7 @@ function renderDeliveries(deliveries: readonly ConsoleDelivery[]): void {
       element('td', {}, clockTime(task.deliveredAtMs)),
       numberCell(duration(task.latenessMs)),
       textCell(task.tenantId),
-      taskIdCell(task.id),
+      idCell(task.id),
       textCell(task.bizId),
     ),
   );
@@ -239,7 +246,7 @@ function renderTasks(view: ConsoleTasksView): void {
       ),
       element('td', {}, element('span', { class: 'status', 'data-status': task.status }, task.status)),
       textCell(task.tenantId),
-      taskIdCell(task.id),
+      idCell(task.id),
       textCell(task.bizType),
       textCell(task.bizId),
       textCell(task.target),
@@ -251,6 +258,38 @@ function renderTasks(view: ConsoleTasksView): void {
   fillTable('tasks', rows, 'No tasks yet. Schedule one with POST /v1/tasks.');
 }
 
+function renderSchedules(view: ConsoleSchedulesView): void {
+  const rows = view.schedules.map((schedule) =>
+    element(
+      'tr',
+      { 'data-schedule-id': schedule.id },
+      idCell(schedule.id),
+      textCell(schedule.tenantId),
+      textCell(schedule.when, 'text code'),
+      textCell(schedule.timezone),
+      textCell(schedule.bizId),
+      textCell(schedule.target),
+      element(
+        'td',
+        { class: 'next-occurrences' },
+        ...(schedule.paused
+          ? ['paused']
+          : schedule.nextOccurrencesMs.length === 0
+            ? ['ended']
+            : schedule.nextOccurrencesMs.map((atMs) =>
+                element(
+                  'span',
+                  { class: 'occurrence', title: new Date(atMs).toISOString() },
+                  `${clockTime(atMs)} `,
+                  element('span', { class: 'muted' }, relative(atMs - view.nowMs)),
+                ),
+              )),
+      ),
+    ),
+  );
+  fillTable('schedules', rows, 'No schedules. Create one with POST /v1/schedules.');
+}
+
 function renderDlq(view: ConsoleDlqView, redriving: boolean): void {
   byId('dlq-count', HTMLSpanElement).textContent = view.messages.toLocaleString();
   byId('dlq-unit', HTMLSpanElement).textContent = view.messages === 1 ? 'dead letter' : 'dead letters';
@@ -260,7 +299,7 @@ function renderDlq(view: ConsoleDlqView, redriving: boolean): void {
     element(
       'tr',
       { 'data-task-id': letter.taskId },
-      taskIdCell(letter.taskId),
+      idCell(letter.taskId),
       textCell(letter.tenantId),
       textCell(letter.bizId),
       numberCell(letter.attempt ?? '–'),
@@ -279,7 +318,7 @@ async function getJson<T>(path: string, init?: RequestInit): Promise<T> {
 const describeError = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** A path local mode wrote into the page, so the script never names one of its own. */
-function pagePath(name: 'tasksPath' | 'dlqPath' | 'redrivePath'): string {
+function pagePath(name: 'tasksPath' | 'schedulesPath' | 'dlqPath' | 'redrivePath'): string {
   const path = document.body.dataset[name];
   if (!path) throw new Error(`the console page does not say its ${name}`);
   return path;
@@ -287,6 +326,7 @@ function pagePath(name: 'tasksPath' | 'dlqPath' | 'redrivePath'): string {
 
 function start(): void {
   const tasksPath = pagePath('tasksPath');
+  const schedulesPath = pagePath('schedulesPath');
   const dlqPath = pagePath('dlqPath');
   const redrivePath = pagePath('redrivePath');
   const connection = byId('connection', HTMLSpanElement);
@@ -302,12 +342,17 @@ function start(): void {
 
   const refresh = async () => {
     try {
-      const [tasks, dlq] = await Promise.all([getJson<ConsoleTasksView>(tasksPath), getJson<ConsoleDlqView>(dlqPath)]);
+      const [tasks, schedules, dlq] = await Promise.all([
+        getJson<ConsoleTasksView>(tasksPath),
+        getJson<ConsoleSchedulesView>(schedulesPath),
+        getJson<ConsoleDlqView>(dlqPath),
+      ]);
       renderStatusCounts(tasks);
       renderUpcoming(tasks);
       renderLateness(tasks);
       renderDeliveries(tasks.deliveries);
       renderTasks(tasks);
+      renderSchedules(schedules);
       renderDlq(dlq, redriving);
       showConnection('live', 'Live');
       byId('updated', HTMLSpanElement).textContent = `updated ${clockTime(tasks.nowMs)}`;

@@ -1,0 +1,460 @@
+/**
+ * Recurring schedules. A schedule never fires by itself: each occurrence is an ordinary task
+ * (delivered, retried and dead-lettered like any), and exactly one of them, the schedule's
+ * `next`, is pending at a time. The chain advances when an occurrence is delivered, before its
+ * target is called, in this order (single-item conditional writes; dynalite has no transactions):
+ *
+ *   1. the occurrence takes the delivery lease (as every occurrence attempt does);
+ *   2. it reads its schedule (one consistent GetItem) and fires only if the schedule still has
+ *      the revision the occurrence was made under and is not paused;
+ *   3. if the schedule's `next` is this occurrence, one conditional update moves `next` to the
+ *      successor and records `advancedFrom` = this occurrence (the choice is made once, here);
+ *   4. while `advancedFrom` is this occurrence, the successor named by `next` is stored: its id is
+ *      derived from (schedule, revision, time), so storing it again is a no-op;
+ *   5. the target is called.
+ *
+ * A crash after 1, 2 or 3 brings the message back and the steps run again, finding their own
+ * writes: no gap. Only step 3 chooses a successor, conditionally on `next` still being this
+ * occurrence, so at most one successor is ever chosen from it and its id is fixed: no double. The
+ * successor can only be delivered (and move the chain on) once step 4 has stored it, so if the
+ * chain has moved past `advancedFrom`, the successor exists. A PATCH or DELETE writes a new
+ * revision (or removes the schedule), so every occurrence made before it fails step 2.
+ */
+import { randomBytes } from 'node:crypto';
+
+import type { FieldError, ScheduleChange, ScheduleRequest } from '../contract/wire.js';
+import { derivedTaskId, parseTaskId, taskKey } from './ids.js';
+import {
+  type CatchUp,
+  isMissed,
+  nextOccurrence,
+  occurrencesAfter,
+  parseRecurrence,
+  type Recurrence,
+  type RecurrenceSpec,
+  successorOf,
+} from './recurrence.js';
+import { isLateArrival, type SchedulePorts, storeTaskWithId } from './schedule.js';
+import { instantOf, payloadJsonOf, scheduleFingerprint } from './schemas.js';
+import type { Target, Task } from './task.js';
+import { DAY_SECONDS, expiryAfter } from './task.js';
+
+/** How many schedules one tenant may keep: their items share one partition, which stays small and cool. */
+export const MAX_SCHEDULES_PER_TENANT = 1000;
+/** How many coming occurrences the API shows. */
+export const UPCOMING_SHOWN = 5;
+
+/** The pending occurrence: its task and nominal time. */
+export interface NextOccurrence {
+  readonly taskId: string;
+  readonly atMs: number;
+}
+
+export interface Schedule {
+  readonly id: string;
+  readonly tenantId: string;
+  readonly cron?: string;
+  readonly rate?: string;
+  readonly timezone: string;
+  readonly startAtMs?: number;
+  readonly endAtMs?: number;
+  /** A rate's anchor: without startAt it first fires one interval after this (creation or the last change). */
+  readonly anchorMs: number;
+  readonly target: Target;
+  readonly payloadJson: string;
+  readonly bizType?: string;
+  readonly bizId?: string;
+  readonly idempotencyKey?: string;
+  readonly catchUp: CatchUp;
+  readonly paused: boolean;
+  /** New with every change; occurrences carry it, and fire only while it is still the schedule's. */
+  readonly revision: string;
+  readonly createdAtMs: number;
+  readonly updatedAtMs: number;
+  /** The pending occurrence; none while paused or once the schedule has ended. */
+  readonly next?: NextOccurrence;
+  /** The occurrence whose delivery chose `next`: while it is retried, it makes sure `next` is stored. */
+  readonly advancedFrom?: string;
+}
+
+export interface ScheduleStore {
+  /** Writes a new schedule; false if one with its id exists. */
+  create(schedule: Schedule): Promise<boolean>;
+  get(tenantId: string, id: string): Promise<Schedule | undefined>;
+  /** All the tenant's schedules (at most MAX_SCHEDULES_PER_TENANT). */
+  list(tenantId: string): Promise<Schedule[]>;
+  count(tenantId: string): Promise<number>;
+  /** Replaces the schedule if it still has `revision`; false otherwise. */
+  replace(schedule: Schedule, revision: string): Promise<boolean>;
+  /**
+   * Moves `next` on from the occurrence `fromTaskId` (to nothing when the schedule has ended) and
+   * records `advancedFrom`, if the schedule still has `revision` and `next` is still that occurrence.
+   */
+  advance(tenantId: string, id: string, revision: string, fromTaskId: string, next?: NextOccurrence): Promise<boolean>;
+  /** Removes the schedule and returns it as it was; undefined if there was none. */
+  delete(tenantId: string, id: string): Promise<Schedule | undefined>;
+}
+
+/** What storing occurrences takes: a task submit's ports (index, clock, late-arrival hand-off) and the schedules. */
+export type OccurrencePorts = Pick<
+  SchedulePorts,
+  | 'taskStore'
+  | 'clockStore'
+  | 'occupancy'
+  | 'deliveryQueue'
+  | 'tickQueue'
+  | 'clock'
+  | 'bucketCount'
+  | 'shardCount'
+  | 'lookaheadSeconds'
+> & { readonly scheduleStore: ScheduleStore };
+
+export type ScheduleAdminPorts = OccurrencePorts &
+  Pick<SchedulePorts, 'idempotencyStore' | 'retentionDays'> & { readonly horizonDays: number };
+
+function specOf(
+  schedule: Pick<Schedule, 'cron' | 'rate' | 'timezone' | 'startAtMs' | 'endAtMs' | 'anchorMs'>,
+): RecurrenceSpec {
+  return {
+    ...(schedule.cron !== undefined && { cron: schedule.cron }),
+    ...(schedule.rate !== undefined && { rate: schedule.rate }),
+    timezone: schedule.timezone,
+    ...(schedule.startAtMs !== undefined && { startAtMs: schedule.startAtMs }),
+    ...(schedule.endAtMs !== undefined && { endAtMs: schedule.endAtMs }),
+    anchorMs: schedule.anchorMs,
+  };
+}
+
+/** A stored schedule's timing; it was checked when written, so failing here is a corrupt item. */
+export function recurrenceOf(schedule: Schedule): Recurrence {
+  const parsed = parseRecurrence(specOf(schedule));
+  if (!parsed.ok) throw new Error(`schedule ${schedule.id} has an invalid timing: ${parsed.errors[0]?.message}`);
+  return parsed.value;
+}
+
+/** The occurrence's task id: the same for the same schedule, revision and time, so a repeat is a no-op. */
+export function occurrenceTaskId(
+  schedule: Pick<Schedule, 'id' | 'revision'>,
+  atMs: number,
+  shardCount: number,
+): string {
+  return derivedTaskId(atMs, `${schedule.id}#${schedule.revision}#${atMs}`, shardCount);
+}
+
+function nextAt(schedule: Pick<Schedule, 'id' | 'revision'>, atMs: number | undefined, shardCount: number) {
+  return atMs === undefined ? undefined : { taskId: occurrenceTaskId(schedule, atMs, shardCount), atMs };
+}
+
+/** Stores the occurrence `next` names (a no-op if it is stored already), as a submit stores a task. */
+async function storeOccurrence(ports: OccurrencePorts, schedule: Schedule, next: NextOccurrence): Promise<void> {
+  const location = parseTaskId(next.taskId, ports.shardCount);
+  if (!location) throw new Error(`occurrence id ${next.taskId} does not fit this deployment's shard count`);
+  const createdAtMs = ports.clock.now();
+  const task: Task = {
+    id: next.taskId,
+    tenantId: schedule.tenantId,
+    status: 'PENDING',
+    dueAtMs: next.atMs,
+    // Schedules have no window (yet): an occurrence fires at its occurrence time.
+    fireAtMs: next.atMs,
+    createdAtMs,
+    target: schedule.target,
+    payloadJson: schedule.payloadJson,
+    attempts: 0,
+    ...(schedule.bizType !== undefined && { bizType: schedule.bizType }),
+    ...(schedule.bizId !== undefined && { bizId: schedule.bizId }),
+    occurrence: { scheduleId: schedule.id, revision: schedule.revision, atMs: next.atMs },
+    ...(isLateArrival(next.atMs, createdAtMs, ports.lookaheadSeconds) && { lateArrival: true }),
+  };
+  await storeTaskWithId(ports, task, taskKey(task.id, location, ports.bucketCount));
+}
+
+/** Whether an occurrence may fire: `fire`, or why not. */
+export type OccurrenceVerdict = 'fire' | 'schedule-changed' | 'occurrence-missed';
+
+const ADVANCE_ROUNDS = 3;
+
+/**
+ * Steps 2 to 4 of the chain (see the top of this file) for an occurrence that holds its lease:
+ * whether it may fire, having made sure its successor is stored first. An occurrence missed in an
+ * outage (see `isMissed`) of a `skip` schedule does not fire on its first attempt, but still moves
+ * the chain on; a retry of one that was attempted fires as any retry does.
+ */
+export async function advanceSchedule(ports: OccurrencePorts, task: Task): Promise<OccurrenceVerdict> {
+  const occurrence = task.occurrence;
+  if (!occurrence) return 'fire';
+  for (let round = 0; round < ADVANCE_ROUNDS; round++) {
+    let schedule = await ports.scheduleStore.get(task.tenantId, occurrence.scheduleId);
+    if (!schedule || schedule.paused || schedule.revision !== occurrence.revision) return 'schedule-changed';
+    const nowMs = ports.clock.now();
+    if (schedule.next?.taskId === task.id) {
+      const next = nextAt(schedule, successorOf(recurrenceOf(schedule), occurrence.atMs, nowMs), ports.shardCount);
+      // Lost only to a change of the schedule or another copy of this message: read again and decide anew.
+      if (!(await ports.scheduleStore.advance(task.tenantId, schedule.id, schedule.revision, task.id, next))) continue;
+      schedule = { ...schedule, ...(next ? { next } : { next: undefined }), advancedFrom: task.id };
+    }
+    if (schedule.advancedFrom === task.id && schedule.next) await storeOccurrence(ports, schedule, schedule.next);
+    // Claimed means attempts counts this one: 1 is the first.
+    const firstAttempt = task.attempts <= 1;
+    return schedule.catchUp === 'skip' && firstAttempt && isMissed(occurrence.atMs, nowMs)
+      ? 'occurrence-missed'
+      : 'fire';
+  }
+  throw new Error(`schedule ${occurrence.scheduleId} kept changing while occurrence ${task.id} advanced it`);
+}
+
+// ---- The API's operations ---------------------------------------------------------------
+
+export type ScheduleOutcome =
+  | { readonly kind: 'created' | 'replayed'; readonly schedule: Schedule }
+  | { readonly kind: 'invalid'; readonly errors: FieldError[] }
+  | { readonly kind: 'conflict'; readonly scheduleId: string }
+  | { readonly kind: 'limit' };
+
+/** The timing fields of a request or change, checked, as stored: or the field at fault. */
+function timingOf(
+  fields: Pick<ScheduleRequest, 'cron' | 'rate' | 'timezone'> & {
+    startAt?: string | number | null;
+    endAt?: string | number | null;
+  },
+  anchorMs: number,
+): { ok: true; value: Omit<RecurrenceSpec, 'anchorMs'> } | { ok: false; errors: FieldError[] } {
+  const bounds: { startAtMs?: number; endAtMs?: number } = {};
+  for (const [field, key] of [
+    ['startAt', 'startAtMs'],
+    ['endAt', 'endAtMs'],
+  ] as const) {
+    const value = fields[field];
+    if (value === undefined || value === null) continue;
+    const ms = instantOf(value);
+    if (typeof ms === 'string') return { ok: false, errors: [{ path: field, message: ms }] };
+    bounds[key] = ms;
+  }
+  const spec: RecurrenceSpec = {
+    ...(fields.cron !== undefined && { cron: fields.cron }),
+    ...(fields.rate !== undefined && { rate: fields.rate }),
+    timezone: fields.timezone ?? 'UTC',
+    ...bounds,
+    anchorMs,
+  };
+  const parsed = parseRecurrence(spec);
+  if (!parsed.ok) return parsed;
+  const { anchorMs: _anchor, ...timing } = spec;
+  return { ok: true, value: timing };
+}
+
+const newRevision = () => randomBytes(8).toString('base64url');
+
+/**
+ * Makes a schedule and its first occurrence. The occurrence is stored first, then the schedule:
+ * a crash in between leaves an occurrence whose schedule does not exist, which its delivery
+ * cancels, never a schedule without its occurrence. With an idempotencyKey the key is claimed
+ * first, recording the schedule id and the time; a retry rebuilds the same schedule (same id,
+ * revision and first occurrence, hence the same task id) and finishes what the first left undone.
+ */
+export async function createSchedule(
+  ports: ScheduleAdminPorts,
+  tenantId: string,
+  request: ScheduleRequest,
+): Promise<ScheduleOutcome> {
+  const nowMs = ports.clock.now();
+  // Checked before anything is written (an idempotency claim included): bad input writes nothing.
+  const checked = newSchedule(ports, tenantId, request, newScheduleId(), nowMs);
+  if (!checked.ok) return { kind: 'invalid', errors: checked.errors };
+  let schedule = checked.value;
+  if (request.idempotencyKey !== undefined) {
+    const fingerprint = scheduleFingerprint(request);
+    const { claimed, holder } = await ports.idempotencyStore.claim(
+      {
+        // '/' is in no tenant id, so these never meet a task's keys (`<tenant>#<key>`).
+        key: `${tenantId}/schedules#${request.idempotencyKey}`,
+        fingerprint,
+        taskId: schedule.id,
+        claimedAtMs: nowMs,
+      },
+      // As long as a task's key: retries come within minutes, and a key that has expired only means a
+      // much later retry makes a second schedule.
+      expiryAfter(nowMs, ports.retentionDays),
+    );
+    if (!claimed) {
+      if (holder.fingerprint !== fingerprint) return { kind: 'conflict', scheduleId: holder.taskId };
+      const existing = await ports.scheduleStore.get(tenantId, holder.taskId);
+      if (existing) return { kind: 'replayed', schedule: existing };
+      // The first request died before its schedule was written: rebuild it exactly, from its id and time.
+      const rebuilt = newSchedule(ports, tenantId, request, holder.taskId, holder.claimedAtMs);
+      if (!rebuilt.ok) return { kind: 'invalid', errors: rebuilt.errors };
+      schedule = rebuilt.value;
+    }
+  }
+  if ((await ports.scheduleStore.count(tenantId)) >= MAX_SCHEDULES_PER_TENANT) return { kind: 'limit' };
+  if (schedule.next) await storeOccurrence(ports, schedule, schedule.next);
+  if (await ports.scheduleStore.create(schedule)) return { kind: 'created', schedule };
+  const stored = await ports.scheduleStore.get(tenantId, schedule.id);
+  if (!stored) throw new Error(`schedule ${schedule.id} could not be created, nor read`);
+  return { kind: 'replayed', schedule: stored };
+}
+
+/** The schedule a request makes with this id at this time, its first occurrence named; or the field at fault. */
+function newSchedule(
+  ports: Pick<ScheduleAdminPorts, 'shardCount' | 'horizonDays'>,
+  tenantId: string,
+  request: ScheduleRequest,
+  id: string,
+  createdAtMs: number,
+): { ok: true; value: Schedule } | { ok: false; errors: FieldError[] } {
+  const timing = timingOf(request, createdAtMs);
+  if (!timing.ok) return timing;
+  const payloadJson = payloadJsonOf(request.payload);
+  if (typeof payloadJson !== 'string') return { ok: false, errors: [payloadJson] };
+  const base = {
+    id,
+    tenantId,
+    ...timing.value,
+    anchorMs: createdAtMs,
+    target: request.target,
+    payloadJson,
+    ...(request.bizType !== undefined && { bizType: request.bizType }),
+    ...(request.bizId !== undefined && { bizId: request.bizId }),
+    ...(request.idempotencyKey !== undefined && { idempotencyKey: request.idempotencyKey }),
+    catchUp: request.catchUp ?? 'fire-once',
+    paused: false,
+    // Ids are never reused, so the first revision can be fixed: a keyed retry rebuilds the same first occurrence.
+    revision: 'r0',
+    createdAtMs,
+    updatedAtMs: createdAtMs,
+  } satisfies Schedule;
+  const first = nextAt(base, nextOccurrence(recurrenceOf(base), createdAtMs), ports.shardCount);
+  if (!first) {
+    return {
+      ok: false,
+      errors: [{ path: 'endAt', message: 'the schedule would never fire: every occurrence is before now' }],
+    };
+  }
+  const tooFar = beyondHorizon(base, createdAtMs, ports.horizonDays);
+  return tooFar ? { ok: false, errors: [tooFar] } : { ok: true, value: { ...base, next: first } };
+}
+
+/**
+ * An occurrence may be no further from the one before it (or from now, for the first) than a task
+ * may be due ahead in this deployment. The first two are checked, which catches a cron that fires
+ * only on 29 February; rates are bounded by their own parse.
+ */
+function beyondHorizon(schedule: Schedule, fromMs: number, horizonDays: number): FieldError | undefined {
+  const [first = fromMs, second = first] = occurrencesAfter(recurrenceOf(schedule), fromMs, 2);
+  if (Math.max(first - fromMs, second - first) <= horizonDays * DAY_SECONDS * 1000) return undefined;
+  return {
+    path: schedule.cron === undefined ? 'rate' : 'cron',
+    message: `fires more than ${horizonDays} days apart, further ahead than this deployment keeps a task`,
+  };
+}
+
+const ID_ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+/** `sch_` and 20 random characters (100 bits). */
+function newScheduleId(): string {
+  return `sch_${[...randomBytes(20)].map((byte) => ID_ALPHABET[byte % 32]).join('')}`;
+}
+
+/** Whether text could be a schedule id: anything else is a 404 without a read. */
+export function isScheduleId(text: string): boolean {
+  return /^sch_[0-9a-hjkmnp-tv-z]{20}$/.test(text);
+}
+
+export type ChangeOutcome =
+  | { readonly kind: 'changed'; readonly schedule: Schedule }
+  | { readonly kind: 'not-found' }
+  | { readonly kind: 'invalid'; readonly errors: FieldError[] }
+  | { readonly kind: 'contended' };
+
+/** Cancels the occurrence a schedule had pending; its delivery would skip it anyway, this tidies it away. */
+async function cancelPending(
+  ports: OccurrencePorts & Pick<SchedulePorts, 'retentionDays'>,
+  schedule: Schedule,
+): Promise<void> {
+  if (!schedule.next) return;
+  const location = parseTaskId(schedule.next.taskId, ports.shardCount);
+  if (!location) return;
+  const nowMs = ports.clock.now();
+  await ports.taskStore.cancel(taskKey(schedule.next.taskId, location, ports.bucketCount), {
+    tenantId: schedule.tenantId,
+    nowMs,
+    expiresAtSeconds: expiryAfter(nowMs, ports.retentionDays),
+    // Occurrences always take the lease, so a cancel is safe at any moment.
+    unleasedDueAfterMs: nowMs,
+  });
+}
+
+/**
+ * Changes a schedule: timing, target, payload, catch-up or paused. Every change writes a new
+ * revision, so no occurrence made before it fires. The new first occurrence (none while paused) is
+ * stored before the schedule names it, as at creation; the write is conditional on the revision
+ * read, so two changes at once cannot both apply. The old pending occurrence is then cancelled.
+ */
+export async function changeSchedule(
+  ports: ScheduleAdminPorts,
+  tenantId: string,
+  id: string,
+  change: ScheduleChange,
+): Promise<ChangeOutcome> {
+  const current = isScheduleId(id) ? await ports.scheduleStore.get(tenantId, id) : undefined;
+  if (!current) return { kind: 'not-found' };
+  const nowMs = ports.clock.now();
+  const switchesKind = change.cron !== undefined || change.rate !== undefined;
+  const timing = timingOf(
+    {
+      ...(switchesKind ? { cron: change.cron, rate: change.rate } : { cron: current.cron, rate: current.rate }),
+      timezone: change.timezone ?? current.timezone,
+      startAt: change.startAt === undefined ? current.startAtMs : change.startAt,
+      endAt: change.endAt === undefined ? current.endAtMs : change.endAt,
+    },
+    nowMs,
+  );
+  if (!timing.ok) return { kind: 'invalid', errors: timing.errors };
+  const payloadJson = change.payload === undefined ? current.payloadJson : payloadJsonOf(change.payload);
+  if (typeof payloadJson !== 'string') return { kind: 'invalid', errors: [payloadJson] };
+  const {
+    cron: _cron,
+    rate: _rate,
+    startAtMs: _start,
+    endAtMs: _end,
+    next: _next,
+    advancedFrom: _from,
+    ...kept
+  } = current;
+  const base: Schedule = {
+    ...kept,
+    ...timing.value,
+    // A rate without startAt counts from the change, as it counted from creation.
+    anchorMs: nowMs,
+    target: change.target ?? current.target,
+    payloadJson,
+    catchUp: change.catchUp ?? current.catchUp,
+    paused: change.paused ?? current.paused,
+    revision: newRevision(),
+    updatedAtMs: nowMs,
+  };
+  const tooFar = beyondHorizon(base, nowMs, ports.horizonDays);
+  if (tooFar) return { kind: 'invalid', errors: [tooFar] };
+  const next = base.paused ? undefined : nextAt(base, nextOccurrence(recurrenceOf(base), nowMs), ports.shardCount);
+  const changed: Schedule = { ...base, ...(next && { next }) };
+  if (next) await storeOccurrence(ports, changed, next);
+  if (!(await ports.scheduleStore.replace(changed, current.revision))) return { kind: 'contended' };
+  await cancelPending(ports, current);
+  return { kind: 'changed', schedule: changed };
+}
+
+/** Deletes a schedule; its pending occurrence never fires (its delivery finds no schedule) and is cancelled. */
+export async function deleteSchedule(
+  ports: OccurrencePorts & Pick<SchedulePorts, 'retentionDays'>,
+  tenantId: string,
+  id: string,
+): Promise<Schedule | undefined> {
+  const deleted = isScheduleId(id) ? await ports.scheduleStore.delete(tenantId, id) : undefined;
+  if (deleted) await cancelPending(ports, deleted);
+  return deleted;
+}
+
+/** The schedule's coming occurrences, the pending one first; none while paused or once ended. */
+export function upcomingOccurrences(schedule: Schedule, count = UPCOMING_SHOWN): number[] {
+  if (!schedule.next || schedule.paused) return [];
+  return [schedule.next.atMs, ...occurrencesAfter(recurrenceOf(schedule), schedule.next.atMs, count - 1)];
+}

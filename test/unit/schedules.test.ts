@@ -1,0 +1,395 @@
+import { describe, expect, it } from 'vitest';
+
+import type { ScheduleRequest } from '../../functions/contract/wire.js';
+import { deliverTask, type DeliveryPorts, type Notification } from '../../functions/core/deliver.js';
+import { MISSED_AFTER_MS } from '../../functions/core/recurrence.js';
+import {
+  changeSchedule,
+  createSchedule,
+  deleteSchedule,
+  occurrenceTaskId,
+  type Schedule,
+  type ScheduleAdminPorts,
+  upcomingOccurrences,
+} from '../../functions/core/schedules.js';
+import type { Task } from '../../functions/core/task.js';
+import {
+  DELIVERY_SETTINGS,
+  FakeIdempotencyStore,
+  fakeOccurrencePorts,
+  FakeRequestCounter,
+  FakeScheduleStore,
+  FakeTaskStore,
+  fakeTenantDirectory,
+  ManualClock,
+  TENANT_ID,
+} from './fakes.js';
+
+const START = Date.parse('2026-06-01T12:00:00.000Z');
+const TARGET = { type: 'http', url: 'https://hooks.example.com/tick' } as const;
+
+/** A schedule service over fakes: the api's operations and the callback's delivery share one table. */
+function world() {
+  const clock = new ManualClock(START);
+  const taskStore = new FakeTaskStore();
+  const scheduleStore = new FakeScheduleStore();
+  const occurrences = fakeOccurrencePorts(taskStore, clock, scheduleStore);
+  const admin: ScheduleAdminPorts = {
+    ...occurrences,
+    idempotencyStore: new FakeIdempotencyStore(),
+    retentionDays: 30,
+    horizonDays: 365,
+  };
+  const calls: Array<{ atMs: number; notification: Notification }> = [];
+  const delivery: DeliveryPorts = {
+    ...DELIVERY_SETTINGS,
+    taskStore,
+    occurrences,
+    targets: {
+      dispatch: async (_target, notification) => {
+        calls.push({ atMs: clock.now(), notification });
+        return { ok: true };
+      },
+    },
+    tenants: fakeTenantDirectory(),
+    deadLetters: { send: async () => undefined },
+    callbackCounter: new FakeRequestCounter(),
+    clock,
+  };
+  const create = async (request: Partial<ScheduleRequest> = {}): Promise<Schedule> => {
+    const outcome = await createSchedule(admin, TENANT_ID, { rate: '5 seconds', target: TARGET, ...request });
+    if (outcome.kind !== 'created' && outcome.kind !== 'replayed') throw new Error(JSON.stringify(outcome));
+    return outcome.schedule;
+  };
+  const stored = (id: string) => scheduleStore.schedules.get(`${TENANT_ID}#${id}`);
+  const pending = (scheduleId: string) =>
+    [...taskStore.tasks.values()].filter(
+      (task) => task.occurrence?.scheduleId === scheduleId && task.status === 'PENDING',
+    );
+  /** Delivers the schedule's pending occurrence at its due time, as the callback would. */
+  const fireNext = async (scheduleId: string) => {
+    const next = stored(scheduleId)?.next;
+    if (!next) throw new Error('no pending occurrence');
+    if (clock.now() < next.atMs) clock.set(next.atMs);
+    return deliverTask(delivery, next.taskId);
+  };
+  return { clock, taskStore, scheduleStore, occurrences, admin, delivery, calls, create, stored, pending, fireNext };
+}
+
+const occurrencesOf = (calls: Array<{ notification: Notification }>) => calls.map((c) => c.notification.occurrence);
+
+describe('Function: createSchedule', () => {
+  it('stores the first occurrence as a task before the schedule, and shows the coming occurrences', async () => {
+    // Prepare
+    const w = world();
+
+    // Act
+    const schedule = await w.create({ bizId: 'auction-7', payload: { lot: 7 } });
+
+    // Assess
+    expect(schedule.next?.atMs).toBe(START + 5000);
+    expect(w.taskStore.tasks.get(schedule.next?.taskId ?? '')).toMatchObject({
+      status: 'PENDING',
+      dueAtMs: START + 5000,
+      bizId: 'auction-7',
+      payloadJson: '{"lot":7}',
+      occurrence: { scheduleId: schedule.id, revision: schedule.revision, atMs: START + 5000 },
+    });
+    expect(upcomingOccurrences(schedule).map((ms) => ms - START)).toEqual([5000, 10_000, 15_000, 20_000, 25_000]);
+  });
+
+  it('answers a retry with the same idempotency key and body with the same schedule and the same first task', async () => {
+    // Prepare
+    const w = world();
+    const first = await w.create({ idempotencyKey: 'k-1' });
+    w.clock.advance(1700);
+
+    // Act
+    const again = await createSchedule(w.admin, TENANT_ID, {
+      rate: '5 seconds',
+      target: TARGET,
+      idempotencyKey: 'k-1',
+    });
+    const other = await createSchedule(w.admin, TENANT_ID, {
+      rate: '6 seconds',
+      target: TARGET,
+      idempotencyKey: 'k-1',
+    });
+
+    // Assess
+    expect(again).toMatchObject({ kind: 'replayed', schedule: { id: first.id, next: first.next } });
+    expect(other).toEqual({ kind: 'conflict', scheduleId: first.id });
+    expect(w.taskStore.tasks.size).toBe(1);
+  });
+
+  it('rebuilds the same first occurrence when a keyed create died between its task and its schedule', async () => {
+    // Prepare: the schedule write fails once, after the first occurrence was stored.
+    const w = world();
+    const create = w.scheduleStore.create.bind(w.scheduleStore);
+    let failures = 1;
+    w.scheduleStore.create = async (schedule) => {
+      if (failures-- > 0) throw new Error('crash before the schedule was written');
+      return create(schedule);
+    };
+    await expect(w.create({ idempotencyKey: 'k-2' })).rejects.toThrow('crash');
+    w.clock.advance(2300);
+
+    // Act
+    const retried = await w.create({ idempotencyKey: 'k-2' });
+
+    // Assess: one occurrence task, the one the schedule names, due where the first request put it.
+    expect([...w.taskStore.tasks.keys()]).toEqual([retried.next?.taskId]);
+    expect(retried.next?.atMs).toBe(START + 5000);
+  });
+
+  it('refuses a tenant its 1,001st schedule', async () => {
+    // Prepare
+    const w = world();
+    const one = await w.create();
+    for (let index = 1; index < 1000; index++) {
+      await w.scheduleStore.create({ ...one, id: `sch_${String(index).padStart(20, '0')}` });
+    }
+
+    // Act
+    const outcome = await createSchedule(w.admin, TENANT_ID, { rate: '5 seconds', target: TARGET });
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'limit' });
+  });
+});
+
+describe('Occurrence chain: deliverTask of an occurrence', () => {
+  it('stores the successor before calling the target, and fires every occurrence once, on time', async () => {
+    // Prepare
+    const w = world();
+    const schedule = await w.create();
+    const successorsAtCall: boolean[] = [];
+    const dispatch = w.delivery.targets.dispatch.bind(w.delivery.targets);
+    w.delivery.targets.dispatch = async (target, notification, sender) => {
+      const next = w.stored(schedule.id)?.next;
+      successorsAtCall.push(next !== undefined && w.taskStore.tasks.has(next.taskId));
+      return dispatch(target, notification, sender);
+    };
+
+    // Act
+    for (let round = 0; round < 6; round++) expect((await w.fireNext(schedule.id)).kind).toBe('delivered');
+
+    // Assess
+    expect(successorsAtCall).toEqual([true, true, true, true, true, true]);
+    expect(w.calls.map((c) => c.atMs - START)).toEqual([5000, 10_000, 15_000, 20_000, 25_000, 30_000]);
+    expect(occurrencesOf(w.calls)).toEqual(
+      [5, 10, 15, 20, 25, 30].map((s) => new Date(START + s * 1000).toISOString()),
+    );
+    expect(w.calls.every((c) => c.notification.scheduleId === schedule.id)).toBe(true);
+    expect(w.pending(schedule.id)).toHaveLength(1);
+  });
+
+  it('leaves no gap and no double when it crashes after advancing the schedule but before storing the successor', async () => {
+    // Prepare: the successor's write fails once.
+    const w = world();
+    const schedule = await w.create();
+    const first = w.stored(schedule.id)?.next?.taskId ?? '';
+    const create = w.taskStore.create.bind(w.taskStore);
+    let failures = 1;
+    w.taskStore.create = async (task) => {
+      if (failures-- > 0) throw new Error('crash');
+      return create(task);
+    };
+    w.clock.set(START + 5000);
+    await expect(deliverTask(w.delivery, first)).rejects.toThrow('crash');
+    expect(w.calls).toHaveLength(0);
+
+    // Act: SQS brings the message back once the lease has lapsed.
+    w.clock.advance(DELIVERY_SETTINGS.leaseMs + 1);
+    const outcome = await deliverTask(w.delivery, first);
+
+    // Assess: this occurrence fires, its successor (chosen once) is stored once.
+    expect(outcome.kind).toBe('delivered');
+    expect(w.scheduleStore.advances).toBe(1);
+    expect(w.pending(schedule.id).map((task) => task.dueAtMs - START)).toEqual([10_000]);
+    expect((await w.fireNext(schedule.id)).kind).toBe('delivered');
+    expect(occurrencesOf(w.calls).map((o) => Date.parse(o ?? '') - START)).toEqual([5000, 10_000]);
+  });
+
+  it('makes no second successor when the call succeeded but its outcome was never recorded', async () => {
+    // Prepare: the write of the first attempt's outcome fails, as if the callback died after the call.
+    const w = world();
+    const schedule = await w.create();
+    const first = w.stored(schedule.id)?.next?.taskId ?? '';
+    const finish = w.taskStore.finishDelivery.bind(w.taskStore);
+    let failures = 1;
+    w.taskStore.finishDelivery = async (key, attempt, outcome) => {
+      if (failures-- > 0) throw new Error('crash');
+      return finish(key, attempt, outcome);
+    };
+    w.clock.set(START + 5000);
+    await expect(deliverTask(w.delivery, first)).rejects.toThrow('crash');
+    // Meanwhile the successor comes due and is delivered, moving the chain on again.
+    expect((await w.fireNext(schedule.id)).kind).toBe('delivered');
+
+    // Act: the first occurrence's message comes back after its lease.
+    w.clock.advance(DELIVERY_SETTINGS.leaseMs);
+    const outcome = await deliverTask(w.delivery, first);
+
+    // Assess: it is retried (at-least-once, same task id) and makes no further occurrence.
+    expect(outcome.kind).toBe('delivered');
+    const fired = occurrencesOf(w.calls).map((o) => Date.parse(o ?? '') - START);
+    expect(fired).toEqual([5000, 10_000, 5000]);
+    expect(new Set(w.calls.map((c) => c.notification.id)).size).toBe(2);
+    expect(w.pending(schedule.id).map((task) => task.dueAtMs - START)).toEqual([15_000]);
+  });
+
+  it('gives one successor however often two copies of the message race', async () => {
+    // Prepare
+    const w = world();
+    const schedule = await w.create();
+    const first = w.stored(schedule.id)?.next?.taskId ?? '';
+    w.clock.set(START + 5000);
+
+    // Act
+    const outcomes = await Promise.all([deliverTask(w.delivery, first), deliverTask(w.delivery, first)]);
+
+    // Assess: one took the lease and fired; the chain moved once.
+    expect(outcomes.map((o) => o.kind).sort()).toEqual(['delivered', 'skipped']);
+    expect(w.scheduleStore.advances).toBe(1);
+    expect(w.pending(schedule.id)).toHaveLength(1);
+  });
+
+  it('skips, and does not chain, an occurrence of a paused schedule; resuming starts a new chain', async () => {
+    // Prepare
+    const w = world();
+    const schedule = await w.create();
+    const first = w.stored(schedule.id)?.next?.taskId ?? '';
+    const paused = await changeSchedule(w.admin, TENANT_ID, schedule.id, { paused: true });
+    expect(paused.kind).toBe('changed');
+    // The change cancels the pending occurrence; put it back as if the cancel had been lost.
+    const cancelled = w.taskStore.tasks.get(first) as Task;
+    w.taskStore.tasks.set(first, { ...cancelled, status: 'PENDING' });
+
+    // Act
+    w.clock.set(START + 5000);
+    const outcome = await deliverTask(w.delivery, first);
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'skipped', reason: 'schedule-changed' });
+    expect(w.calls).toHaveLength(0);
+    expect(w.pending(schedule.id)).toHaveLength(0);
+    expect(w.taskStore.tasks.get(first)?.status).toBe('CANCELLED');
+
+    const resumed = await changeSchedule(w.admin, TENANT_ID, schedule.id, { paused: false });
+    expect(resumed.kind === 'changed' && resumed.schedule.next?.atMs).toBe(START + 10_000);
+    expect((await w.fireNext(schedule.id)).kind).toBe('delivered');
+  });
+
+  it('never fires the next occurrence of a deleted schedule', async () => {
+    // Prepare
+    const w = world();
+    const schedule = await w.create();
+    const first = w.stored(schedule.id)?.next?.taskId ?? '';
+
+    // Act
+    expect(await deleteSchedule(w.admin, TENANT_ID, schedule.id)).toMatchObject({ id: schedule.id });
+    w.clock.set(START + 5000);
+    const outcome = await deliverTask(w.delivery, first);
+
+    // Assess
+    expect(outcome.kind).toBe('skipped');
+    expect(w.calls).toHaveLength(0);
+    expect(w.taskStore.tasks.get(first)?.status).toBe('CANCELLED');
+  });
+
+  it('fires an occurrence of a changed schedule only under its new revision', async () => {
+    // Prepare
+    const w = world();
+    const schedule = await w.create();
+    const old = w.stored(schedule.id)?.next?.taskId ?? '';
+    w.clock.advance(1000);
+
+    // Act
+    const changed = await changeSchedule(w.admin, TENANT_ID, schedule.id, { rate: '1 minute', payload: { v: 2 } });
+
+    // Assess
+    expect(changed.kind).toBe('changed');
+    expect(w.taskStore.tasks.get(old)?.status).toBe('CANCELLED');
+    expect((await w.fireNext(schedule.id)).kind).toBe('delivered');
+    expect(w.calls.map((c) => [c.atMs - START, c.notification.payload])).toEqual([[61_000, { v: 2 }]]);
+  });
+
+  it('after an outage fires one late occurrence and resumes on time (catchUp fire-once, the default)', async () => {
+    // Prepare
+    const w = world();
+    const schedule = await w.create();
+    // Long enough that the occurrence after the pending one was missed too.
+    const outageEnd = START + 10_000 + MISSED_AFTER_MS + 2500;
+
+    // Act
+    w.clock.set(outageEnd);
+    await w.fireNext(schedule.id);
+    await w.fireNext(schedule.id);
+
+    // Assess
+    expect(w.calls.map((c) => Date.parse(c.notification.occurrence ?? '') - START)).toEqual([
+      5000,
+      10_000 + MISSED_AFTER_MS + 5000,
+    ]);
+    expect(w.calls.map((c) => c.atMs - START)).toEqual([outageEnd - START, 10_000 + MISSED_AFTER_MS + 5000]);
+  });
+
+  it('after an outage fires none of the missed occurrences with catchUp skip, and resumes on time', async () => {
+    // Prepare
+    const w = world();
+    const schedule = await w.create({ catchUp: 'skip' });
+    const first = w.stored(schedule.id)?.next?.taskId ?? '';
+
+    // Act
+    w.clock.set(START + 10_000 + MISSED_AFTER_MS + 2500);
+    const outcome = await deliverTask(w.delivery, first);
+    await w.fireNext(schedule.id);
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'skipped', reason: 'occurrence-missed' });
+    expect(w.calls.map((c) => Date.parse(c.notification.occurrence ?? '') - START)).toEqual([
+      10_000 + MISSED_AFTER_MS + 5000,
+    ]);
+  });
+
+  it('ends the chain at endAt', async () => {
+    // Prepare
+    const w = world();
+    const schedule = await w.create({ endAt: START + 10_000 });
+
+    // Act
+    await w.fireNext(schedule.id);
+    await w.fireNext(schedule.id);
+
+    // Assess
+    expect(w.calls).toHaveLength(2);
+    expect(w.stored(schedule.id)?.next).toBeUndefined();
+    expect(w.pending(schedule.id)).toHaveLength(0);
+  });
+
+  it('chains a cron schedule across spring-forward in Berlin at the first valid instant, with the injected clock', async () => {
+    // Prepare: 02:30 Berlin daily; 2026-03-29 has no 02:30.
+    const w = world();
+    w.clock.set(Date.parse('2026-03-27T12:00:00Z'));
+    const schedule = await w.create({ rate: undefined, cron: '30 2 * * *', timezone: 'Europe/Berlin' });
+
+    // Act
+    for (let day = 0; day < 3; day++) await w.fireNext(schedule.id);
+
+    // Assess
+    expect(w.calls.map((c) => c.notification.occurrence)).toEqual([
+      '2026-03-28T01:30:00.000Z',
+      '2026-03-29T01:00:00.000Z',
+      '2026-03-30T00:30:00.000Z',
+    ]);
+  });
+
+  it('derives the occurrence id from schedule, revision and time alone', () => {
+    const a = occurrenceTaskId({ id: 'sch_a', revision: 'r0' }, START, 16);
+    expect(occurrenceTaskId({ id: 'sch_a', revision: 'r0' }, START, 16)).toBe(a);
+    expect(occurrenceTaskId({ id: 'sch_a', revision: 'r1' }, START, 16)).not.toBe(a);
+    expect(occurrenceTaskId({ id: 'sch_b', revision: 'r0' }, START, 16)).not.toBe(a);
+    expect(occurrenceTaskId({ id: 'sch_a', revision: 'r0' }, START + 1000, 16)).not.toBe(a);
+  });
+});

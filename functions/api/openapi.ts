@@ -130,6 +130,9 @@ export const scheduleViewSchema = z
     idempotencyKey: z.string().optional(),
     catchUp: z.enum(['fire-once', 'skip']),
     paused: z.boolean(),
+    window: scheduleCreateSchema.shape.window.meta({
+      description: 'Each occurrence fires at a time planned within [occurrence, occurrence + window.seconds]',
+    }),
     revision: z.string().meta({ description: 'Changes with every change; occurrences of older revisions never fire' }),
     createdAt: instant,
     updatedAt: instant,

@@ -52,6 +52,7 @@ export function scheduleView(schedule: Schedule): ScheduleView {
     ...(schedule.idempotencyKey !== undefined && { idempotencyKey: schedule.idempotencyKey }),
     catchUp: schedule.catchUp,
     paused: schedule.paused,
+    ...(schedule.window !== undefined && { window: schedule.window }),
     revision: schedule.revision,
     createdAt: iso(schedule.createdAtMs),
     updatedAt: iso(schedule.updatedAtMs),

@@ -210,6 +210,8 @@ export interface ScheduleRequest {
   readonly idempotencyKey?: string;
   /** Occurrences missed during an outage: fire the first one late, or none. @default "fire-once" */
   readonly catchUp?: 'fire-once' | 'skip';
+  /** Each occurrence fires at a planned time within [occurrence, occurrence + window.seconds]. */
+  readonly window?: TaskWindow;
 }
 
 /** The body of PATCH /v1/schedules/{id}: what changes; the rest stays. */
@@ -223,6 +225,8 @@ export interface ScheduleChange {
   readonly payload?: unknown;
   readonly catchUp?: 'fire-once' | 'skip';
   readonly paused?: boolean;
+  /** A new window for the occurrences not yet due; `null` takes it away. */
+  readonly window?: TaskWindow | null;
 }
 
 /** A schedule as the API shows it. */
@@ -240,6 +244,7 @@ export interface ScheduleView {
   readonly idempotencyKey?: string;
   readonly catchUp: 'fire-once' | 'skip';
   readonly paused: boolean;
+  readonly window?: TaskWindow;
   /** Changes with every change of the schedule; occurrences of an older revision never fire. */
   readonly revision: string;
   readonly createdAt: string;

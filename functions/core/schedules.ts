@@ -20,7 +20,7 @@
  * chain has moved past `advancedFrom`, the successor exists. A PATCH or DELETE writes a new
  * revision (or removes the schedule), so every occurrence made before it fails step 2.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 
 import type { FieldError, ScheduleChange, ScheduleRequest } from '../contract/wire.js';
 import { derivedTaskId, parseTaskId, taskKey } from './ids.js';
@@ -36,8 +36,9 @@ import {
 } from './recurrence.js';
 import { isLateArrival, type SchedulePorts, storeTaskWithId } from './schedule.js';
 import { instantOf, payloadJsonOf, scheduleFingerprint } from './schemas.js';
-import type { Target, Task } from './task.js';
+import type { Target, Task, TaskWindow } from './task.js';
 import { DAY_SECONDS, expiryAfter } from './task.js';
+import { planFireAt } from './window.js';
 
 /** How many schedules one tenant may keep: their items share one partition, which stays small and cool. */
 export const MAX_SCHEDULES_PER_TENANT = 1000;
@@ -67,6 +68,8 @@ export interface Schedule {
   readonly idempotencyKey?: string;
   readonly catchUp: CatchUp;
   readonly paused: boolean;
+  /** Each occurrence fires at a time planned within [its time, its time + window.seconds]. */
+  readonly window?: TaskWindow;
   /** New with every change; occurrences carry it, and fire only while it is still the schedule's. */
   readonly revision: string;
   readonly createdAtMs: number;
@@ -132,16 +135,23 @@ export function recurrenceOf(schedule: Schedule): Recurrence {
   return parsed.value;
 }
 
-/** The occurrence's task id: the same for the same schedule, revision and time, so a repeat is a no-op. */
+/**
+ * The occurrence's task id: the same for the same schedule, revision and time, so a repeat is a
+ * no-op. The id carries the fire time, so with a window that time is planned from the same name:
+ * its place in the window comes from a hash, spread evenly over many occurrences and schedules,
+ * and the same every time the occurrence is named.
+ */
 export function occurrenceTaskId(
-  schedule: Pick<Schedule, 'id' | 'revision'>,
+  schedule: Pick<Schedule, 'id' | 'revision' | 'window'>,
   atMs: number,
   shardCount: number,
 ): string {
-  return derivedTaskId(atMs, `${schedule.id}#${schedule.revision}#${atMs}`, shardCount);
+  const name = `${schedule.id}#${schedule.revision}#${atMs}`;
+  const position = createHash('sha256').update(`${name}#window`).digest().readUInt32BE(0) / 2 ** 32;
+  return derivedTaskId(planFireAt(atMs, schedule.window, position), name, shardCount);
 }
 
-function nextAt(schedule: Pick<Schedule, 'id' | 'revision'>, atMs: number | undefined, shardCount: number) {
+function nextAt(schedule: Pick<Schedule, 'id' | 'revision' | 'window'>, atMs: number | undefined, shardCount: number) {
   return atMs === undefined ? undefined : { taskId: occurrenceTaskId(schedule, atMs, shardCount), atMs };
 }
 
@@ -155,8 +165,8 @@ async function storeOccurrence(ports: OccurrencePorts, schedule: Schedule, next:
     tenantId: schedule.tenantId,
     status: 'PENDING',
     dueAtMs: next.atMs,
-    // Schedules have no window (yet): an occurrence fires at its occurrence time.
-    fireAtMs: next.atMs,
+    fireAtMs: location.fireAtMs,
+    ...(schedule.window !== undefined && { window: schedule.window }),
     createdAtMs,
     target: schedule.target,
     payloadJson: schedule.payloadJson,
@@ -164,7 +174,7 @@ async function storeOccurrence(ports: OccurrencePorts, schedule: Schedule, next:
     ...(schedule.bizType !== undefined && { bizType: schedule.bizType }),
     ...(schedule.bizId !== undefined && { bizId: schedule.bizId }),
     occurrence: { scheduleId: schedule.id, revision: schedule.revision, atMs: next.atMs },
-    ...(isLateArrival(next.atMs, createdAtMs, ports.lookaheadSeconds) && { lateArrival: true }),
+    ...(isLateArrival(location.fireAtMs, createdAtMs, ports.lookaheadSeconds) && { lateArrival: true }),
   };
   await storeTaskWithId(ports, task, taskKey(task.id, location, ports.bucketCount));
 }
@@ -318,6 +328,7 @@ function newSchedule(
     ...(request.idempotencyKey !== undefined && { idempotencyKey: request.idempotencyKey }),
     catchUp: request.catchUp ?? 'fire-once',
     paused: false,
+    ...(request.window !== undefined && { window: request.window }),
     // Ids are never reused, so the first revision can be fixed: a keyed retry rebuilds the same first occurrence.
     revision: 'r0',
     createdAtMs,
@@ -330,9 +341,29 @@ function newSchedule(
       errors: [{ path: 'endAt', message: 'the schedule would never fire: every occurrence is before now' }],
     };
   }
-  const tooFar = beyondHorizon(base, createdAtMs, ports.horizonDays);
-  return tooFar ? { ok: false, errors: [tooFar] } : { ok: true, value: { ...base, next: first } };
+  const refused = beyondHorizon(base, createdAtMs, ports.horizonDays) ?? windowTooWide(base, createdAtMs);
+  return refused ? { ok: false, errors: [refused] } : { ok: true, value: { ...base, next: first } };
 }
+
+/**
+ * A window must be shorter than the time between occurrences: an occurrence planned past the next
+ * one would fire out of order, and the next is stored only when it fires. The first occurrences
+ * are checked, as for the horizon; a cron's gaps can vary, so it is checked over a few of them.
+ */
+function windowTooWide(schedule: Schedule, fromMs: number): FieldError | undefined {
+  if (schedule.window === undefined) return undefined;
+  const times = occurrencesAfter(recurrenceOf(schedule), fromMs, WINDOW_CHECKED_GAPS + 1);
+  const gaps = times.slice(1).map((atMs, index) => atMs - (times[index] ?? atMs));
+  const shortest = Math.min(...gaps);
+  if (gaps.length === 0 || schedule.window.seconds * 1000 < shortest) return undefined;
+  return {
+    path: 'window.seconds',
+    message: `must be shorter than the time between occurrences (${shortest / 1000} s here); use a smaller window or a sparser schedule`,
+  };
+}
+
+/** Gaps between coming occurrences a window is checked against. */
+const WINDOW_CHECKED_GAPS = 5;
 
 /**
  * An occurrence may be no further from the one before it (or from now, for the first) than a task
@@ -418,8 +449,10 @@ export async function changeSchedule(
     endAtMs: _end,
     next: _next,
     advancedFrom: _from,
+    window: _window,
     ...kept
   } = current;
+  const window = change.window === null ? undefined : (change.window ?? current.window);
   const base: Schedule = {
     ...kept,
     ...timing.value,
@@ -429,11 +462,12 @@ export async function changeSchedule(
     payloadJson,
     catchUp: change.catchUp ?? current.catchUp,
     paused: change.paused ?? current.paused,
+    ...(window !== undefined && { window }),
     revision: newRevision(),
     updatedAtMs: nowMs,
   };
-  const tooFar = beyondHorizon(base, nowMs, ports.horizonDays);
-  if (tooFar) return { kind: 'invalid', errors: [tooFar] };
+  const refused = beyondHorizon(base, nowMs, ports.horizonDays) ?? windowTooWide(base, nowMs);
+  if (refused) return { kind: 'invalid', errors: [refused] };
   const next = base.paused ? undefined : nextAt(base, nextOccurrence(recurrenceOf(base), nowMs), ports.shardCount);
   const changed: Schedule = { ...base, ...(next && { next }) };
   if (next) await storeOccurrence(ports, changed, next);

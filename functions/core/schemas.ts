@@ -529,6 +529,7 @@ export function scheduleRequestSchema(options: { allowInsecureTargets: boolean }
     bizId: optionalText(LIMITS.bizIdLength),
     idempotencyKey: optionalText(LIMITS.idempotencyKeyLength),
     catchUp: catchUpField,
+    window: windowSchema.optional(),
   });
 }
 type ScheduleRequestMatchesWire = Holds<SameShape<z.input<ReturnType<typeof scheduleRequestSchema>>, ScheduleRequest>>;
@@ -545,6 +546,7 @@ export function scheduleChangeSchema(options: { allowInsecureTargets: boolean })
     payload: z.unknown().optional(),
     catchUp: catchUpField,
     paused: z.boolean({ error: 'must be true or false' }).optional(),
+    window: windowSchema.nullable().optional(),
   });
 }
 type ScheduleChangeMatchesWire = Holds<SameShape<z.input<ReturnType<typeof scheduleChangeSchema>>, ScheduleChange>>;

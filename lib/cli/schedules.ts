@@ -2,7 +2,7 @@
 import type { ScheduleRequest, ScheduleView } from '../client.js';
 import { type Command, command, CommandFailed, UsageError } from './command.js';
 import { fields, table } from './io.js';
-import { callApi, CLIENT_OPTIONS, payloadOf, targetOf, targetText } from './tasks.js';
+import { callApi, CLIENT_OPTIONS, payloadOf, targetOf, targetText, windowOf } from './tasks.js';
 
 const ID_ARGUMENT = { name: 'id', description: 'The schedule id, as `timer schedules create` printed it' } as const;
 
@@ -19,6 +19,7 @@ function scheduleText(schedule: ScheduleView): string {
     ['Biz type', schedule.bizType],
     ['Biz id', schedule.bizId],
     ['Catch up', schedule.catchUp],
+    ['Window', schedule.window === undefined ? undefined : `${schedule.window.seconds} s`],
     ['Paused', schedule.paused ? 'yes' : 'no'],
     ['Next task', schedule.nextTaskId],
     ['Next', schedule.nextOccurrences.length > 0 ? schedule.nextOccurrences.join('\n') : '(none)'],
@@ -29,7 +30,7 @@ const create = command({
   name: 'schedules create',
   summary: 'Create a recurring schedule: a cron expression or a rate',
   usage:
-    '(--cron EXPR | --rate "5 minutes") [--timezone ZONE] [--start-at TIME] [--end-at TIME] (--url URL | --sqs QUEUE_URL | --event-bus NAME) [--payload JSON] [--biz-type T] [--biz-id I] [--catch-up fire-once|skip] [--idempotency-key K]',
+    '(--cron EXPR | --rate "5 minutes") [--timezone ZONE] [--start-at TIME] [--end-at TIME] (--url URL | --sqs QUEUE_URL | --event-bus NAME) [--payload JSON] [--biz-type T] [--biz-id I] [--catch-up fire-once|skip] [--window 60s|15m] [--idempotency-key K]',
   details:
     'Each occurrence is a task, delivered like any; its notification carries scheduleId and occurrence. Cron has 5 fields, or 6 with seconds first, read in --timezone (default UTC).',
   arguments: [],
@@ -49,6 +50,11 @@ const create = command({
       type: 'string',
       placeholder: 'POLICY',
       description: 'After an outage: fire-once (default) fires one late occurrence, skip fires none',
+    },
+    window: {
+      type: 'string',
+      placeholder: 'DURATION',
+      description: 'Fire each occurrence at a time planned up to this long after it (shorter than the interval)',
     },
     'idempotency-key': { type: 'string', placeholder: 'K', description: 'The same key returns the same schedule' },
     ...CLIENT_OPTIONS,
@@ -73,6 +79,7 @@ const create = command({
       ...(options['biz-type'] !== undefined && { bizType: options['biz-type'] }),
       ...(options['biz-id'] !== undefined && { bizId: options['biz-id'] }),
       ...(catchUp !== undefined && { catchUp }),
+      ...windowOf(options.window),
       ...(options['idempotency-key'] !== undefined && { idempotencyKey: options['idempotency-key'] }),
     };
     const schedule = await callApi(options, call.io, (client) => client.createSchedule(request));

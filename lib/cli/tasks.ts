@@ -86,7 +86,7 @@ function secondsOf(flag: '--in' | '--window', text: string): number {
 }
 
 /** The window as the API takes it; its range (1 s to 15 min) is the API's to check, and its refusal names --window. */
-function windowOf(text: string | undefined): Pick<TaskRequest, 'window'> {
+export function windowOf(text: string | undefined): Pick<TaskRequest, 'window'> {
   return text === undefined ? {} : { window: { seconds: secondsOf('--window', text) } };
 }
 

@@ -485,6 +485,13 @@ const corpus: Record<string, Array<[string, HostileRequest, number]>> = {
       },
       400,
     ],
+    ['a window of 0 s', { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, window: { seconds: 0 } } }, 400],
+    [
+      'a window as long as the rate',
+      { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, rate: '30 seconds', window: { seconds: 30 } } },
+      400,
+    ],
+    ['a window of 901 s', { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, window: { seconds: 901 } } }, 400],
     [
       'endAt in the past',
       { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, endAt: '2001-01-01T00:00:00Z' } },

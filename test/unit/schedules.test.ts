@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import type { ScheduleRequest } from '../../functions/contract/wire.js';
 import { deliverTask, type DeliveryPorts, type Notification } from '../../functions/core/deliver.js';
+import { parseTaskId } from '../../functions/core/ids.js';
 import { MISSED_AFTER_MS } from '../../functions/core/recurrence.js';
 import {
   changeSchedule,
@@ -70,7 +71,9 @@ function world() {
   const fireNext = async (scheduleId: string) => {
     const next = stored(scheduleId)?.next;
     if (!next) throw new Error('no pending occurrence');
-    if (clock.now() < next.atMs) clock.set(next.atMs);
+    // Its message comes at its fire time: the occurrence's own, or the one planned in its window.
+    const firesAt = parseTaskId(next.taskId, occurrences.shardCount)?.fireAtMs ?? next.atMs;
+    if (clock.now() < firesAt) clock.set(firesAt);
     return deliverTask(delivery, next.taskId);
   };
   return { clock, taskStore, scheduleStore, occurrences, admin, delivery, calls, create, stored, pending, fireNext };
@@ -391,5 +394,77 @@ describe('Occurrence chain: deliverTask of an occurrence', () => {
     expect(occurrenceTaskId({ id: 'sch_a', revision: 'r1' }, START, 16)).not.toBe(a);
     expect(occurrenceTaskId({ id: 'sch_b', revision: 'r0' }, START, 16)).not.toBe(a);
     expect(occurrenceTaskId({ id: 'sch_a', revision: 'r0' }, START + 1000, 16)).not.toBe(a);
+  });
+});
+
+describe('Schedules: the flexible window', () => {
+  it('plans each occurrence within [occurrence, occurrence + window], the same time however often it is named', () => {
+    // Act
+    const ids = Array.from({ length: 600 }, (_, index) =>
+      occurrenceTaskId({ id: `sch_${index}`, revision: 'r0', window: { seconds: 60 } }, START, 16),
+    );
+    const again = occurrenceTaskId({ id: 'sch_0', revision: 'r0', window: { seconds: 60 } }, START, 16);
+    const fireTimes = ids.map((id) => parseTaskId(id, 16)?.fireAtMs ?? Number.NaN);
+
+    // Assess: never early, never past the window, and 600 schedules' occurrences spread over it.
+    expect(again).toBe(ids[0]);
+    for (const fireAtMs of fireTimes) {
+      expect(fireAtMs).toBeGreaterThanOrEqual(START);
+      expect(fireAtMs).toBeLessThanOrEqual(START + 60_000);
+    }
+    for (let slice = 0; slice < 6; slice++) {
+      const inSlice = fireTimes.filter((ms) => ms >= START + slice * 10_000 && ms < START + (slice + 1) * 10_000);
+      expect(inSlice.length).toBeGreaterThan(600 * 0.1);
+      expect(inSlice.length).toBeLessThan(600 * 0.25);
+    }
+  });
+
+  it("fires an occurrence at its planned time, never before it, with the occurrence's own time as dueAt", async () => {
+    // Prepare
+    const { create, stored, fireNext, calls } = world();
+    const schedule = await create({ rate: '1 minute', window: { seconds: 30 } });
+    const next = stored(schedule.id)?.next;
+    const firesAt = parseTaskId(next?.taskId ?? '', 16)?.fireAtMs ?? 0;
+
+    // Act
+    const outcome = await fireNext(schedule.id);
+
+    // Assess
+    expect(outcome).toMatchObject({ kind: 'delivered' });
+    expect(calls[0]?.atMs).toBeGreaterThanOrEqual(firesAt);
+    expect(firesAt).toBeGreaterThanOrEqual(next?.atMs ?? Number.POSITIVE_INFINITY);
+    expect(calls[0]?.notification.dueAt).toBe(new Date(next?.atMs ?? 0).toISOString());
+  });
+
+  it('refuses a window as long as the time between occurrences, naming window.seconds, and writes nothing', async () => {
+    // Prepare
+    const { admin, taskStore, scheduleStore } = world();
+
+    // Act
+    const outcome = await createSchedule(admin, TENANT_ID, {
+      rate: '30 seconds',
+      target: TARGET,
+      window: { seconds: 30 },
+    });
+
+    // Assess
+    expect(outcome).toMatchObject({ kind: 'invalid', errors: [{ path: 'window.seconds' }] });
+    expect(taskStore.tasks.size).toBe(0);
+    expect(scheduleStore.schedules.size).toBe(0);
+  });
+
+  it('takes the window away with window: null, for the occurrences not yet due', async () => {
+    // Prepare
+    const { admin, create, stored } = world();
+    const schedule = await create({ rate: '1 minute', window: { seconds: 30 } });
+
+    // Act
+    const outcome = await changeSchedule(admin, TENANT_ID, schedule.id, { window: null });
+
+    // Assess: the new pending occurrence fires at its own time.
+    expect(outcome).toMatchObject({ kind: 'changed' });
+    const next = stored(schedule.id)?.next;
+    expect(stored(schedule.id)?.window).toBeUndefined();
+    expect(parseTaskId(next?.taskId ?? '', 16)?.fireAtMs).toBe(next?.atMs);
   });
 });

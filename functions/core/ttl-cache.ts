@@ -4,7 +4,14 @@ import type { Clock } from './task.js';
 const MAX_CACHED_ENTRIES = 10_000;
 
 /**
- * Remembers what `load` answered for a key for `ttlMs`. The promise itself is kept, so
+ * A kept entry lives between (1 − this) × ttlMs and ttlMs, at random: instances that started
+ * together (a scale-up) would otherwise all read the same item again in the same second, each time
+ * their entries lapse; spread, they never exceed the promised ttlMs.
+ */
+const TTL_JITTER = 0.25;
+
+/**
+ * Remembers what `load` answered for a key for up to `ttlMs`. The promise itself is kept, so
  * concurrent lookups of one key (a batch of tasks naming one bizType) share one read; a
  * failed read is forgotten at once, so the next lookup tries again.
  */
@@ -16,7 +23,7 @@ export function ttlCache(clock: Clock, ttlMs: number): <T>(key: string, load: ()
     if (hit && hit.expiresAtMs > nowMs) return hit.value as Promise<T>;
     if (cache.size >= MAX_CACHED_ENTRIES) cache.clear();
     const value = load();
-    cache.set(key, { value, expiresAtMs: nowMs + ttlMs });
+    cache.set(key, { value, expiresAtMs: nowMs + ttlMs * (1 - TTL_JITTER * Math.random()) });
     value.catch(() => cache.delete(key));
     return value;
   };

@@ -51,16 +51,10 @@ export interface NextOccurrence {
   readonly atMs: number;
 }
 
-export interface Schedule {
+/** A schedule as stored: its timing (cron or rate, zone, bounds, a rate's anchor) and what each occurrence delivers. */
+export interface Schedule extends RecurrenceSpec {
   readonly id: string;
   readonly tenantId: string;
-  readonly cron?: string;
-  readonly rate?: string;
-  readonly timezone: string;
-  readonly startAtMs?: number;
-  readonly endAtMs?: number;
-  /** A rate's anchor: without startAt it first fires one interval after this (creation or the last change). */
-  readonly anchorMs: number;
   readonly target: Target;
   readonly payloadJson: string;
   readonly bizType?: string;

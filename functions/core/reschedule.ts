@@ -29,7 +29,7 @@ import {
 } from './schedule.js';
 import type { Reschedule } from './schemas.js';
 import type { Task, TaskStatus } from './task.js';
-import { expiryAfter, takesUnleasedFirstAttempt, UNLEASED_CANCEL_MARGIN_MS } from './task.js';
+import { expiryAfter, firstAttemptUnleased, UNLEASED_CANCEL_MARGIN_MS } from './task.js';
 import { dueAtForFireTime, planFireAt } from './window.js';
 
 export type RescheduleOutcome =
@@ -47,15 +47,6 @@ export type RescheduleOutcome =
       readonly status?: TaskStatus;
       readonly rescheduledTo?: string;
     };
-
-/**
- * Whether the task, as read, would have gone to an unleased first attempt had no intent been
- * recorded: never attempted and not itself a successor. An intent of this request may already
- * be on it (a retry), so the intent itself is not counted.
- */
-function unleasedBefore(task: Task): boolean {
-  return takesUnleasedFirstAttempt({ ...task, rescheduleIntent: undefined });
-}
 
 /** Whether a rescheduled task may be delivered now, must wait, or must never be. */
 export type Handover = 'in-effect' | 'waiting' | 'abandoned';
@@ -125,7 +116,7 @@ async function handOver(
       return undefined;
     // An intent sends the task's attempt through the lease, which the commit then excludes; but an
     // unleased first attempt that read the task before the intent was stored would not see it.
-    if (unleasedBefore(current) && !storedBeforeFirstAttempt(clock, current.fireAtMs)) {
+    if (firstAttemptUnleased(current) && !storedBeforeFirstAttempt(clock, current.fireAtMs)) {
       await taskStore.withdrawRescheduleIntent(key, id);
       return { kind: 'refused', reason: 'too-late', status: current.status };
     }
@@ -206,7 +197,7 @@ export async function rescheduleTask(
     if (current.status === 'DELIVERING') return { kind: 'refused', reason: 'in-delivery', status: current.status };
     if (current.status !== 'PENDING') return { kind: 'refused', reason: 'already-final', status: current.status };
     // Refused before any write, like a cancel: its first attempt takes no lease (see cancelTask).
-    if (unleasedBefore(current) && current.fireAtMs <= ports.clock.now() + UNLEASED_CANCEL_MARGIN_MS) {
+    if (firstAttemptUnleased(current) && current.fireAtMs <= ports.clock.now() + UNLEASED_CANCEL_MARGIN_MS) {
       return { kind: 'refused', reason: 'too-late', status: current.status };
     }
     // A successor whose own reschedule is not in effect could be delivered beside its predecessor if moved on.

@@ -137,11 +137,20 @@ export const CLOCK_SKEW_MS = 250;
  * at any time; these do not, so cancels of them follow UNLEASED_CANCEL_MARGIN_MS.
  */
 export function takesUnleasedFirstAttempt(task: Task): boolean {
+  return task.status === 'PENDING' && task.rescheduleIntent === undefined && firstAttemptUnleased(task);
+}
+
+/**
+ * Whether a PENDING task's next attempt goes without a lease, a reschedule intent aside: the
+ * tasks a cancel or an intent must reach before their due time (an intent of the request at
+ * hand may already be on the task, and one stored too late would not have stopped the attempt).
+ */
+export function firstAttemptUnleased(
+  task: Pick<Task, 'attempts' | 'rescheduledFrom' | 'lateArrival' | 'occurrence'>,
+): boolean {
   return (
-    task.status === 'PENDING' &&
     task.attempts === 0 &&
     task.rescheduledFrom === undefined &&
-    task.rescheduleIntent === undefined &&
     task.lateArrival === undefined &&
     task.occurrence === undefined
   );

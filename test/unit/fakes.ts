@@ -27,7 +27,7 @@ import type {
   TaskStore,
   Watermark,
 } from '../../functions/core/task.js';
-import { takesUnleasedFirstAttempt } from '../../functions/core/task.js';
+import { firstAttemptUnleased } from '../../functions/core/task.js';
 import { newTenant, type RequestCounter, type Tenant, type TenantDirectory } from '../../functions/core/tenants.js';
 import type { Tick, TickQueue } from '../../functions/core/tick.js';
 import type { ManualClock } from '../support/clock.js';
@@ -184,7 +184,7 @@ export class FakeTaskStore implements TaskStore {
       const reason = task.status === 'DELIVERING' ? 'in-delivery' : 'already-final';
       return { cancelled: false, reason, status: task.status };
     }
-    const unleased = takesUnleasedFirstAttempt({ ...task, rescheduleIntent: undefined });
+    const unleased = firstAttemptUnleased(task);
     if (unleased && task.fireAtMs <= request.unleasedDueAfterMs)
       return { cancelled: false, reason: 'too-late', status: task.status };
     this.tasks.set(task.id, { ...task, status: 'CANCELLED', cancelledAtMs: request.nowMs });
@@ -230,7 +230,7 @@ export class FakeTaskStore implements TaskStore {
 
   async finishFirstAttempt(key: TaskKey, outcome: FirstAttemptRecord): Promise<boolean> {
     const task = this.tasks.get(idOf(key));
-    if (task?.attempts !== 0 || task.rescheduledFrom !== undefined || task.lateArrival) return false;
+    if (!task || !firstAttemptUnleased(task)) return false;
     const overCancel =
       outcome.status === 'DELIVERED' && task.status === 'CANCELLED' && task.rescheduledTo === undefined;
     if (task.status !== 'PENDING' && !overCancel) return false;

@@ -8,9 +8,9 @@ import {
   type DeliveryRecord,
   type DueTask,
   type FirstAttemptRecord,
+  firstAttemptUnleased,
   type RescheduleIntent,
   StoreBusyError,
-  takesUnleasedFirstAttempt,
   type Task,
   type TaskStore,
 } from '../../core/task.js';
@@ -36,16 +36,11 @@ import {
 } from './table-schema.js';
 
 const LEASABLE = '#status = :pending OR (#status = :delivering AND leaseUntilMs < :now)';
-/** A PENDING task whose next attempt will hold a lease (see takesUnleasedFirstAttempt). */
+/** A PENDING task whose next attempt will hold a lease: the negation of firstAttemptUnleased, as a condition. */
 const LEASED_NEXT =
   'attempts > :zero OR attribute_exists(rescheduledFrom) OR attribute_exists(lateArrival) OR attribute_exists(occurrence)';
 const BATCH_WRITE_LIMIT = 25;
 const CANCEL_ATTEMPTS = 3;
-
-/** Whether a PENDING task's next attempt goes without a lease, ignoring a reschedule intent (see takesUnleasedFirstAttempt). */
-function firstAttemptUnleased(task: Task): boolean {
-  return takesUnleasedFirstAttempt({ ...task, rescheduleIntent: undefined });
-}
 
 /**
  * The tasks among the first `maxItemsRead` items of a Scan (in no particular order), how
@@ -117,11 +112,7 @@ export class DynamoTaskStore implements TaskStore {
       if (before)
         return {
           cancelled: true,
-          unleased:
-            !(Number(before.attempts) > 0) &&
-            before.rescheduledFrom === undefined &&
-            before.lateArrival === undefined &&
-            before.occurrence === undefined,
+          unleased: firstAttemptUnleased({ ...before, attempts: before.attempts ?? 0 }),
         };
       const current = await this.get(key);
       if (!current || current.tenantId !== request.tenantId) return { cancelled: false, reason: 'not-found' };
@@ -272,7 +263,7 @@ export class DynamoTaskStore implements TaskStore {
           TableName: this.options.tableName,
           Key: key,
           UpdateExpression: `SET ${names.map((name) => `#${name} = :${name}`).join(', ')}`,
-          ConditionExpression: `#attempts = :zero AND attribute_not_exists(rescheduledFrom) AND attribute_not_exists(lateArrival) AND (#status = :pending${overCancel})`,
+          ConditionExpression: `#attempts = :zero AND NOT (${LEASED_NEXT}) AND (#status = :pending${overCancel})`,
           ExpressionAttributeNames: Object.fromEntries(names.map((name) => [`#${name}`, name])),
           ExpressionAttributeValues: {
             ...Object.fromEntries(assignments.map(([name, value]) => [`:${name}`, value])),

@@ -10,9 +10,11 @@ import { AsyncLocalStorage, createHook } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import type { SQSEvent } from 'aws-lambda';
 
 import { allItems } from '../functions/adapters/dynamo/dynamo-helpers.js';
 import { isTaskPartition, partitionOf, type TaskItem } from '../functions/adapters/dynamo/table-schema.js';
+import { messageOf } from '../functions/callback/records.js';
 import { type FunctionName, MAX_EARLY_WAIT_MS, type TimerSettings } from '../functions/contract/topology.js';
 import { MAX_SHARDS, parseTaskId } from '../functions/core/ids.js';
 import { type AwsRequest, LOCAL_TABLE_NAME, startLocalTimer } from '../lib/local/runtime.js';
@@ -70,9 +72,10 @@ let callbackWaitMs = 0;
 function waitOf(event: unknown): number {
   const nowMs = Date.now();
   let latestMs = nowMs;
-  for (const record of (event as { Records?: Array<{ body: string }> }).Records ?? []) {
-    const body = JSON.parse(record.body) as { id: string; notBeforeMs?: number };
-    const goesAtMs = Math.max(parseTaskId(body.id, MAX_SHARDS)?.fireAtMs ?? 0, body.notBeforeMs ?? 0);
+  for (const record of (event as SQSEvent).Records) {
+    const message = messageOf(record);
+    if (!message) continue;
+    const goesAtMs = Math.max(parseTaskId(message.id, MAX_SHARDS)?.fireAtMs ?? 0, message.notBeforeMs ?? 0);
     if (goesAtMs - nowMs <= MAX_EARLY_WAIT_MS) latestMs = Math.max(latestMs, goesAtMs);
   }
   return latestMs - nowMs;

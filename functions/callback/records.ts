@@ -19,7 +19,7 @@ export interface RecordPorts {
   readonly metrics: Metrics;
 }
 
-interface ReceivedMessage {
+export interface ReceivedMessage {
   readonly id: string;
   /** A dead letter (which carries its last error) being redriven. */
   readonly redriven: boolean;
@@ -27,7 +27,7 @@ interface ReceivedMessage {
 }
 
 /** The task a message names, whether it is a redriven dead letter, and how long it must still wait. */
-function messageOf(record: SQSRecord): ReceivedMessage | undefined {
+export function messageOf(record: SQSRecord): ReceivedMessage | undefined {
   try {
     const body = JSON.parse(record.body) as { id?: unknown; error?: unknown; notBeforeMs?: unknown } | null;
     if (typeof body?.id !== 'string') return undefined;

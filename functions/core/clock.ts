@@ -17,20 +17,26 @@ export async function readClock(clockStore: ClockStore, clock: Clock): Promise<C
 }
 
 /**
- * How far apart two instances' clocks may be. Lambda hosts keep time with the Amazon Time
- * Sync Service (well under a millisecond apart), so this is a wide margin, not a measurement.
+ * The clock-skew bound the whole design assumes: how far apart any two functions' clocks may be
+ * (docs/architecture.md, "One clock-skew bound"). Every rule that compares one function's clock
+ * with another's uses it: which seconds a scanner may already have claimed (claimableThrough), and
+ * whether a cancel or a reschedule's intent was stored before a first attempt, which takes no lease,
+ * could read its task (storedBeforeFirstAttempt, UNLEASED_CANCEL_MARGIN_MS). Lambda hosts keep time
+ * with the Amazon Time Sync Service, whose error bound is about a millisecond, and local mode runs
+ * on one clock: half a second is hundreds of times the error, yet short enough that a task can be
+ * cancelled until a second before it fires.
  */
-export const CLOCK_SKEW_TOLERANCE_SECONDS = 10;
+export const CLOCK_SKEW_MS = 500;
 
 /**
  * The last second any claimant can have claimed by `nowMs` on the caller's clock: scanners
- * claim at most `lookaheadSeconds` past their own now, and their clocks run at most
- * CLOCK_SKEW_TOLERANCE_SECONDS ahead of ours. Seconds after it are certainly unclaimed, so a
- * task due in them is found by the scan that claims its second, without a read of the cursor
- * (one item that every submit would read: invariant 8).
+ * claim at most `lookaheadSeconds` past the second their own now is in, and their clocks run at
+ * most CLOCK_SKEW_MS ahead of ours. Seconds after it are certainly unclaimed, so a task due in
+ * them is found by the scan that claims its second, without a read of the cursor (one item that
+ * every submit would read: invariant 8).
  */
 export function claimableThrough(nowMs: number, lookaheadSeconds: number): number {
-  return secondOf(nowMs) + lookaheadSeconds + CLOCK_SKEW_TOLERANCE_SECONDS;
+  return secondOf(nowMs + CLOCK_SKEW_MS) + lookaheadSeconds;
 }
 
 /** Clock stores whose clock this instance has seen running, or is starting. */

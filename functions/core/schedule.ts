@@ -1,5 +1,5 @@
 import { FUNCTIONS } from '../contract/topology.js';
-import { claimableThrough, ensureClockStarted, secondOf } from './clock.js';
+import { claimableThrough, CLOCK_SKEW_MS, ensureClockStarted, secondOf } from './clock.js';
 import type { TaskKey } from './ids.js';
 import { dealShard, newTaskId, parseTaskId, taskKey } from './ids.js';
 import { MARKER_RETENTION_SECONDS, toDeliveryMessages } from './scan.js';
@@ -14,7 +14,7 @@ import type {
   Task,
   TaskStore,
 } from './task.js';
-import { CLOCK_SKEW_MS, DAY_SECONDS, expiryAfter, UNLEASED_CANCEL_MARGIN_MS } from './task.js';
+import { DAY_SECONDS, expiryAfter, UNLEASED_CANCEL_MARGIN_MS } from './task.js';
 import { tickFor, type TickQueue } from './tick.js';
 import { dueAtForFireTime, planFireAt } from './window.js';
 

@@ -3,6 +3,7 @@
  * against DynamoDB and SQS; tests implement them against dynalite and fauxqs or fakes.
  */
 import type { Target, TaskStatus, TaskWindow } from '../contract/wire.js';
+import { CLOCK_SKEW_MS } from './clock.js';
 import type { TaskKey } from './ids.js';
 
 /**
@@ -118,16 +119,11 @@ export interface DueTask {
  * task whose first attempt goes without a lease may still be cancelled or rescheduled. Such an
  * attempt reads the task at its fire time and calls the target with no write before the call, so a
  * cancel is safe only if it is stored before any callback can read the task: the api refuses one
- * asked for later than this before the fire time.
+ * asked for later than this before the fire time. It must exceed CLOCK_SKEW_MS, the most the api's
+ * clock can be behind the callback's; the rest is the time the cancel's write has to be stored and
+ * seen by the api (a DynamoDB write takes milliseconds), else the cancel is undone (see cancelTask).
  */
-export const UNLEASED_CANCEL_MARGIN_MS = 1000;
-
-/**
- * How far apart two functions' clocks may be (Lambda's are kept in step by the Amazon Time Sync
- * Service, far closer than this). A cancel of a task with an unleased first attempt counts only
- * if the api saw it stored at least this long before the due time by its own clock.
- */
-export const CLOCK_SKEW_MS = 250;
+export const UNLEASED_CANCEL_MARGIN_MS = CLOCK_SKEW_MS + 500;
 
 /**
  * Whether the task's next attempt is made without a lease: its first one, unless it is a

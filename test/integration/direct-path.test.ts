@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
 import { sqsDeliveryQueue } from '../../functions/adapters/sqs-queues.js';
-import { claimSeconds, CLOCK_SKEW_TOLERANCE_SECONDS } from '../../functions/core/clock.js';
+import { claimableThrough, claimSeconds, CLOCK_SKEW_MS } from '../../functions/core/clock.js';
 import { scanRange } from '../../functions/core/scan.js';
 import { type ScheduleResult, scheduleTasks } from '../../functions/core/schedule.js';
 import type { NewTask } from '../../functions/core/schemas.js';
@@ -74,8 +74,9 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
     // Act
     for (let round = 0; round < 15; round++) {
       const second = firstSecond + round;
-      // Two seconds ahead, past the api's own enqueue for tasks due within the lookahead.
-      clock.set((second - 2) * 1000 + 900);
+      // The scanner claims the second as soon as its clock, CLOCK_SKEW_MS (the bound) ahead of
+      // the api's, reaches it.
+      clock.set(second * 1000 - CLOCK_SKEW_MS);
       const submits = Array.from({ length: 8 }, (_, index) =>
         scheduleTasks({ ...ports, occupancy: apiOccupancy() }, 'acme', [request(second * 1000 + index * 100)]).then(
           createdIds,
@@ -97,7 +98,7 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
   it('enqueues the task in each of the 10 orders of index write, task write, claim, index read and query', async () => {
     // Prepare: the api's two writes are instrumented; the scanner's claim, index read and query
     // run, in that order, at chosen points among them: before the first write (0), between
-    // them (1), or after the last (2). The scanner's clock runs two seconds ahead of the api's.
+    // them (1), or after the last (2). The scanner's clock runs CLOCK_SKEW_MS (the bound) ahead of the api's.
     const queue = await emulators.createQueue('interleavings');
     const deliveryQueue = sqsDeliveryQueue(emulators.sqs, queue.url);
     const scannerStores = emulators.stores();
@@ -119,7 +120,7 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
     // Act
     for (const [round, { claimAt, indexAt, queryAt }] of orders.entries()) {
       const second = firstSecond + round;
-      clock.set((second - 2) * 1000);
+      clock.set(second * 1000 - CLOCK_SKEW_MS);
       let step = 0;
       let claim: Awaited<ReturnType<typeof claimSeconds>> = { claimed: false };
       let occupied: Set<number> | undefined;
@@ -180,9 +181,9 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
       lookaheadSeconds: 0,
     };
 
-    // Act: the task is due 15 s out, beyond what the api enqueues itself; the scanner claims its
+    // Act: the task is due 5 s past what the api enqueues itself; the scanner claims its
     // second once it is due, scanning with the index it read before the submit.
-    const due = second + CLOCK_SKEW_TOLERANCE_SECONDS + 5;
+    const due = claimableThrough(second * 1000, 0) + 5;
     const occupiedTooEarly = await scanner.occupancy.occupied(second, due);
     const [id] = createdIds(await scheduleTasks(api, 'acme', [request(due * 1000 + 500)]));
     clock.set(due * 1000);

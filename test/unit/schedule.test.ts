@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 
 import { applyBizType } from '../../functions/core/biz-types.js';
-import { claimableThrough, CLOCK_SKEW_TOLERANCE_SECONDS, minuteOf, secondOf } from '../../functions/core/clock.js';
+import { claimableThrough, CLOCK_SKEW_MS, minuteOf, secondOf } from '../../functions/core/clock.js';
 import { parseTaskId } from '../../functions/core/ids.js';
 import { rescheduleTask } from '../../functions/core/reschedule.js';
 import {
@@ -12,7 +12,7 @@ import {
   scheduleTasks,
 } from '../../functions/core/schedule.js';
 import { parseTaskRequest } from '../../functions/core/schemas.js';
-import { CLOCK_SKEW_MS, type Task, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/task.js';
+import { type Task, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/task.js';
 import {
   aTask,
   FakeClockStore,
@@ -343,11 +343,13 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     expect(ports.tickQueue.sent.map((tick) => tick.second)).toEqual([NOW_SECOND + 20]);
   });
 
-  it('enqueues itself every task due up to the lookahead plus the clock skew tolerance, and no later one', async () => {
-    // Prepare: a scanner whose clock runs CLOCK_SKEW_TOLERANCE_SECONDS ahead may have claimed
-    // through now + lookahead + tolerance, whatever the cursor read here would have said.
+  it('enqueues itself every task due up to the lookahead past the one clock-skew bound, and no later one', async () => {
+    // Prepare: a scanner whose clock runs CLOCK_SKEW_MS ahead (the bound cancels assume too) may
+    // have claimed through its now's second + lookahead, whatever the cursor read here would have
+    // said. Now is late enough in its second that the skew reaches into the next.
     const ports = schedulePorts({ cursor: NOW_SECOND - 30 });
-    const lastClaimable = NOW_SECOND + ports.lookaheadSeconds + CLOCK_SKEW_TOLERANCE_SECONDS;
+    ports.clock.set(NOW_SECOND * 1000 + 1000 - CLOCK_SKEW_MS);
+    const lastClaimable = NOW_SECOND + 1 + ports.lookaheadSeconds;
 
     // Act
     const result = await scheduleTasks(ports, TENANT_ID, [

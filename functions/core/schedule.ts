@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+
 import { FUNCTIONS } from '../contract/topology.js';
 import { claimableThrough, CLOCK_SKEW_MS, ensureClockStarted, secondOf } from './clock.js';
 import type { TaskKey } from './ids.js';
@@ -300,36 +302,83 @@ export async function getTask(ports: TaskLookupPorts, tenantId: string, id: stri
   return task?.tenantId === tenantId ? task : undefined;
 }
 
+/** Rounds of a cancel whose settling another request keeps getting to first. */
+const CANCEL_ROUNDS = 3;
+
 /**
  * Cancels a task that has not been delivered. Once this returns `cancelled: true` the task can
- * never be delivered. A retry takes a lease before calling the target and only a PENDING task
- * can be cancelled, so no attempt is in flight or was cut short with an unknown outcome. A first
- * attempt takes no lease (one write per delivery instead of two): it reads the task at its fire
- * time (the id's; with a window, later than dueAt), so a cancel of a task never attempted counts
- * only once the api has seen it stored CLOCK_SKEW_MS before the fire time, and is refused from
- * UNLEASED_CANCEL_MARGIN_MS before it. One
- * stored later is undone and refused as `too-late`. Cancelling an already cancelled task
- * succeeds again, so retries are safe.
+ * never be delivered, whatever happens to the request or its retries.
+ *
+ * A retry takes a lease before calling the target and only a PENDING task can be cancelled, so
+ * such a cancel is final the moment it is stored. A first attempt takes no lease (one write per
+ * delivery instead of two): it reads the task at its fire time (the id's; with a window, later
+ * than dueAt) by the callback's clock and calls the target with no further check. A cancel of a
+ * task waiting for that attempt is refused from UNLEASED_CANCEL_MARGIN_MS before the fire time,
+ * and otherwise made in two phases:
+ *
+ * 1. The write makes the task CANCELLED, with `unconfirmedCancel` naming this request's cancel.
+ * 2. Having seen it stored, the api looks at its own clock: if it still reads more than
+ *    CLOCK_SKEW_MS before the fire time, the cancel was stored before any callback's read (their
+ *    clocks are at most that far ahead), so it confirms the cancel (removes the mark) and only then
+ *    answers 200. Otherwise it undoes it (CANCELLED → PENDING) and answers `too-late`: an attempt
+ *    may have read the task before the cancel and be calling the target.
+ *
+ * Both writes of phase 2 are conditional on the mark still naming this cancel, so of a confirm and
+ * an undo racing for one cancel exactly one lands. A DELETE that finds the task already CANCELLED
+ * answers 200 only if that cancel is final. An unconfirmed one (its request is between the phases,
+ * crashed there, lost the write's response and retried, or is about to undo it) has never been
+ * answered 200, so this request settles it by the same rule: it saw the cancel stored just now, so
+ * it confirms it if its clock is still in time, and undoes it if not. A request whose confirm or
+ * undo finds the mark gone (another request settled the cancel, or the attempt recorded a delivery
+ * over it) reads the task again and answers by what it finds. So:
+ * - a cancel is answered 200 only by a request that saw it stored in time, or that found it final;
+ * - a lost response never turns into a 200: the retry finds the cancel unconfirmed and judges it
+ *   by its own clock, as does a second DELETE that comes while a late first one is undoing it;
+ * - a DELETE of a cancel already answered 200 answers 200 again, at any time.
+ * A request that dies between the phases leaves the task CANCELLED: no callback reading it calls
+ * the target, and a retry of the DELETE settles it.
  */
 export async function cancelTask(ports: TaskLookupPorts, tenantId: string, id: string): Promise<CancelOutcome> {
   const location = parseTaskId(id, ports.shardCount);
   if (!location) return { cancelled: false, reason: 'not-found' };
   const key = taskKey(id, location, ports.bucketCount);
-  const nowMs = ports.clock.now();
-  const outcome = await ports.taskStore.cancel(key, {
-    tenantId,
-    nowMs,
-    expiresAtSeconds: expiryAfter(nowMs, ports.retentionDays),
-    unleasedDueAfterMs: nowMs + UNLEASED_CANCEL_MARGIN_MS,
-  });
-  if (outcome.cancelled && outcome.unleased && !storedBeforeFirstAttempt(ports.clock, location.fireAtMs)) {
-    // Stored too late to be sure no first attempt read the task before it. Undone, the task is
-    // delivered as if the cancel never came (unless that attempt recorded its delivery already).
-    await ports.taskStore.revertCancel(key, nowMs);
-    return { cancelled: false, reason: 'too-late', status: 'PENDING' };
+  for (let round = 0; round < CANCEL_ROUNDS; round++) {
+    const nowMs = ports.clock.now();
+    const cancelId = randomUUID();
+    const outcome = await ports.taskStore.cancel(key, {
+      tenantId,
+      nowMs,
+      expiresAtSeconds: expiryAfter(nowMs, ports.retentionDays),
+      unleasedDueAfterMs: nowMs + UNLEASED_CANCEL_MARGIN_MS,
+      cancelId,
+    });
+    const cancelled = outcome.cancelled || (outcome.reason === 'already-final' && outcome.status === 'CANCELLED');
+    if (!cancelled) return outcome;
+    const unconfirmed = outcome.cancelled ? (outcome.unleased ? cancelId : undefined) : outcome.unconfirmed;
+    if (unconfirmed === undefined) return { cancelled: true };
+    const settled = await settleCancel(ports, key, location.fireAtMs, unconfirmed);
+    if (settled) return settled;
   }
-  if (!outcome.cancelled && outcome.status === 'CANCELLED') return { cancelled: true };
-  return outcome;
+  return { cancelled: false, reason: 'in-delivery' };
+}
+
+/**
+ * Phase 2 of a cancel (see cancelTask): confirms the unconfirmed cancel `cancelId`, just seen
+ * stored, if that was in time for the first attempt, else undoes it. Undefined when the cancel was
+ * no longer there to confirm or undo: another request or the attempt got to it first.
+ */
+async function settleCancel(
+  ports: TaskLookupPorts,
+  key: TaskKey,
+  fireAtMs: number,
+  cancelId: string,
+): Promise<CancelOutcome | undefined> {
+  if (storedBeforeFirstAttempt(ports.clock, fireAtMs)) {
+    return (await ports.taskStore.confirmCancel(key, cancelId)) ? { cancelled: true } : undefined;
+  }
+  // Undone, the task is delivered as if the cancel never came (unless that attempt recorded its delivery already).
+  if (!(await ports.taskStore.revertCancel(key, cancelId))) return undefined;
+  return { cancelled: false, reason: 'too-late', status: 'PENDING' };
 }
 
 /**

@@ -51,6 +51,13 @@ export interface Task {
   readonly latenessMs?: number;
   readonly lastError?: string;
   readonly cancelledAtMs?: number;
+  /**
+   * Set, with status CANCELLED, by a DELETE (the id it gave the cancel) until the api has seen the
+   * cancel stored before a first attempt that takes no lease could read the task; then removed, and
+   * the cancel is final. While set, the cancel has not been answered 200 and may be undone (see
+   * cancelTask). It means nothing on a task whose first attempt holds a lease (see unconfirmedCancelOf).
+   */
+  readonly unconfirmedCancel?: string;
   /** The latest delivery attempts, oldest first, at most HISTORY_LIMIT of them. */
   readonly history?: readonly DeliveryAttempt[];
   /**
@@ -162,6 +169,24 @@ export interface CancelRequest {
    * after this: its first attempt takes no lease, so a cancel must land before it can start.
    */
   readonly unleasedDueAfterMs: number;
+  /**
+   * A DELETE's id for this cancel, stored as the task's `unconfirmedCancel`: the cancel of a task
+   * whose first attempt takes no lease counts only once confirmed. Cancels the service makes itself
+   * (of a reschedule's orphaned successor, a schedule's pending occurrence) are of tasks whose
+   * attempts hold a lease, and give none.
+   */
+  readonly cancelId?: string;
+}
+
+/**
+ * The id of the cancel a CANCELLED task still waits to have confirmed, or undefined if its cancel
+ * is final: confirmed, made without an id, or of a task whose next attempt would have held a lease
+ * (which a cancel stops at any moment, so it needs no confirming).
+ */
+export function unconfirmedCancelOf(
+  task: Pick<Task, 'status' | 'unconfirmedCancel' | 'attempts' | 'rescheduledFrom' | 'lateArrival' | 'occurrence'>,
+): string | undefined {
+  return task.status === 'CANCELLED' && firstAttemptUnleased(task) ? task.unconfirmedCancel : undefined;
 }
 
 export type CancelOutcome =
@@ -176,6 +201,8 @@ export type CancelOutcome =
        */
       readonly reason: 'not-found' | 'already-final' | 'in-delivery' | 'too-late';
       readonly status?: TaskStatus;
+      /** On a CANCELLED task whose cancel is not confirmed yet: that cancel's id (see unconfirmedCancelOf). */
+      readonly unconfirmed?: string;
     };
 
 /**
@@ -197,17 +224,23 @@ export interface TaskStore {
   createMany(entries: ReadonlyArray<{ task: Task; key: TaskKey }>): Promise<void>;
   get(key: TaskKey): Promise<Task | undefined>;
   /**
-   * PENDING → CANCELLED, else says why not (a DELIVERING task is in an attempt, or its
-   * outcome is not known yet; a task never attempted is refused once due by `unleasedDueAfterMs`).
-   * Another tenant's task is `not-found`.
+   * PENDING → CANCELLED (with `unconfirmedCancel` set to the request's `cancelId`, if it has
+   * one), else says why not (a DELIVERING task is in an attempt, or its outcome is not known
+   * yet; a task never attempted is refused once due by `unleasedDueAfterMs`; a CANCELLED task is
+   * `already-final`, naming its cancel if that is unconfirmed). Another tenant's task is `not-found`.
    */
   cancel(key: TaskKey, request: CancelRequest): Promise<CancelOutcome>;
   /**
-   * Undoes a cancel this api call made (CANCELLED at `cancelledAtMs`, never attempted → PENDING)
-   * because it landed too close to the due time to be sure it came before the first attempt;
-   * false if the task has moved on (that attempt recorded its outcome).
+   * Makes the unconfirmed cancel `cancelId` final (removes `unconfirmedCancel`), once the api has
+   * seen it stored in time; false if it is no longer there (undone, or delivered over).
    */
-  revertCancel(key: TaskKey, cancelledAtMs: number): Promise<boolean>;
+  confirmCancel(key: TaskKey, cancelId: string): Promise<boolean>;
+  /**
+   * Undoes the unconfirmed cancel `cancelId` (CANCELLED → PENDING), which the api saw stored too
+   * close to the fire time to be sure it came before the first attempt; false if it is no longer
+   * there (confirmed, undone already, or that attempt recorded its delivery over it).
+   */
+  revertCancel(key: TaskKey, cancelId: string): Promise<boolean>;
   /**
    * All PENDING tasks of one shard of one second (consistent reads, every page); with
    * `neverAttempted`, only those no callback has ever claimed.

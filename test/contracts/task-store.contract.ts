@@ -176,21 +176,90 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       expect(soon).toEqual({ cancelled: false, reason: 'too-late', status: 'PENDING' });
     });
 
-    it('reverts only the cancel it made, and only while the task was never attempted', async () => {
+    it('marks a cancel with an id as unconfirmed, names it to a repeated cancel, and drops the mark once confirmed', async () => {
       // Prepare
       const store = await makeStore(CONTRACT_BUCKET_COUNT);
       const task = aTask(DUE_MS, 0);
       const [key] = (await stored(store, task)) as [TaskKey];
-      await store.cancel(key, cancelRequest(TENANT_ID, DUE_MS - 5000, EXPIRES_AT, DUE_MS - 4000));
+      const request = { ...cancelRequest(TENANT_ID, DUE_MS - 5000, EXPIRES_AT, DUE_MS - 4000), cancelId: 'c-1' };
 
       // Act
-      const someoneElses = await store.revertCancel(key, DUE_MS - 4999);
-      const ours = await store.revertCancel(key, DUE_MS - 5000);
-      const again = await store.revertCancel(key, DUE_MS - 5000);
+      const cancelled = await store.cancel(key, request);
+      const marked = await store.get(key);
+      const repeated = await store.cancel(key, { ...request, cancelId: 'c-2' });
+      const someoneElses = await store.confirmCancel(key, 'c-2');
+      const confirmed = await store.confirmCancel(key, 'c-1');
+      const afterConfirm = await store.cancel(key, { ...request, cancelId: 'c-3' });
+      const undone = await store.revertCancel(key, 'c-1');
 
       // Assess
-      expect([someoneElses, ours, again]).toEqual([false, true, false]);
+      expect(cancelled).toEqual({ cancelled: true, unleased: true });
+      expect(marked).toEqual({ ...task, status: 'CANCELLED', cancelledAtMs: DUE_MS - 5000, unconfirmedCancel: 'c-1' });
+      expect(repeated).toEqual({ cancelled: false, reason: 'already-final', status: 'CANCELLED', unconfirmed: 'c-1' });
+      expect([someoneElses, confirmed, undone]).toEqual([false, true, false]);
+      expect(afterConfirm).toEqual({ cancelled: false, reason: 'already-final', status: 'CANCELLED' });
+      expect(await store.get(key)).toEqual({ ...task, status: 'CANCELLED', cancelledAtMs: DUE_MS - 5000 });
+    });
+
+    it('names no unconfirmed cancel on a task whose next attempt holds a lease: its cancel is final at once', async () => {
+      // Prepare
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const retried = aTask(DUE_MS, 0, { attempts: 1, retryAtMs: RETRY_AT_MS });
+      const [key] = (await stored(store, retried)) as [TaskKey];
+      const request = { ...cancelRequest(TENANT_ID, DUE_MS + 1000, EXPIRES_AT, DUE_MS + 2000), cancelId: 'c-1' };
+
+      // Act
+      const cancelled = await store.cancel(key, request);
+      const repeated = await store.cancel(key, { ...request, cancelId: 'c-2' });
+
+      // Assess
+      expect(cancelled).toEqual({ cancelled: true, unleased: false });
+      expect(repeated).toEqual({ cancelled: false, reason: 'already-final', status: 'CANCELLED' });
+    });
+
+    it('reverts only the unconfirmed cancel it names, once', async () => {
+      // Prepare
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const task = aTask(DUE_MS, 0);
+      const [key] = (await stored(store, task)) as [TaskKey];
+      await store.cancel(key, {
+        ...cancelRequest(TENANT_ID, DUE_MS - 5000, EXPIRES_AT, DUE_MS - 4000),
+        cancelId: 'c-1',
+      });
+
+      // Act
+      const someoneElses = await store.revertCancel(key, 'c-2');
+      const ours = await store.revertCancel(key, 'c-1');
+      const again = await store.revertCancel(key, 'c-1');
+      const confirmAfter = await store.confirmCancel(key, 'c-1');
+
+      // Assess
+      expect([someoneElses, ours, again, confirmAfter]).toEqual([false, true, false, false]);
       expect(await store.get(key)).toEqual(task);
+    });
+
+    it('confirms or reverts nothing once a first attempt recorded its delivery over the cancel', async () => {
+      // Prepare
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const task = aTask(DUE_MS, 0);
+      const [key] = (await stored(store, task)) as [TaskKey];
+      await store.cancel(key, { ...cancelRequest(TENANT_ID, DUE_MS - 100), cancelId: 'c-1' });
+      await store.finishFirstAttempt(key, {
+        status: 'DELIVERED',
+        deliveredAtMs: DUE_MS + 20,
+        latenessMs: 20,
+        expiresAtSeconds: EXPIRES_AT,
+        history: [{ attempt: 1, atMs: DUE_MS + 20, latencyMs: 30, statusCode: 200 }],
+      });
+
+      // Act
+      const confirmed = await store.confirmCancel(key, 'c-1');
+      const reverted = await store.revertCancel(key, 'c-1');
+      const repeated = await store.cancel(key, { ...cancelRequest(TENANT_ID, DUE_MS + 100), cancelId: 'c-2' });
+
+      // Assess
+      expect([confirmed, reverted]).toEqual([false, false]);
+      expect(repeated).toEqual({ cancelled: false, reason: 'already-final', status: 'DELIVERED' });
     });
 
     it('records an unleased first attempt once, as attempt 1, and a delivery even over a cancel that came after it began', async () => {

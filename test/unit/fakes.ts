@@ -27,7 +27,7 @@ import type {
   TaskStore,
   Watermark,
 } from '../../functions/core/task.js';
-import { firstAttemptUnleased } from '../../functions/core/task.js';
+import { firstAttemptUnleased, unconfirmedCancelOf } from '../../functions/core/task.js';
 import { newTenant, type RequestCounter, type Tenant, type TenantDirectory } from '../../functions/core/tenants.js';
 import type { Tick, TickQueue } from '../../functions/core/tick.js';
 import type { ManualClock } from '../support/clock.js';
@@ -182,19 +182,33 @@ export class FakeTaskStore implements TaskStore {
     if (task?.tenantId !== request.tenantId) return { cancelled: false, reason: 'not-found' };
     if (task.status !== 'PENDING') {
       const reason = task.status === 'DELIVERING' ? 'in-delivery' : 'already-final';
-      return { cancelled: false, reason, status: task.status };
+      const unconfirmed = unconfirmedCancelOf(task);
+      return { cancelled: false, reason, status: task.status, ...(unconfirmed && { unconfirmed }) };
     }
     const unleased = firstAttemptUnleased(task);
     if (unleased && task.fireAtMs <= request.unleasedDueAfterMs)
       return { cancelled: false, reason: 'too-late', status: task.status };
-    this.tasks.set(task.id, { ...task, status: 'CANCELLED', cancelledAtMs: request.nowMs });
+    this.tasks.set(task.id, {
+      ...task,
+      status: 'CANCELLED',
+      cancelledAtMs: request.nowMs,
+      ...(request.cancelId !== undefined && { unconfirmedCancel: request.cancelId }),
+    });
     return { cancelled: true, unleased };
   }
 
-  async revertCancel(key: TaskKey, cancelledAtMs: number): Promise<boolean> {
+  async confirmCancel(key: TaskKey, cancelId: string): Promise<boolean> {
     const task = this.tasks.get(idOf(key));
-    if (task?.status !== 'CANCELLED' || task.attempts !== 0 || task.cancelledAtMs !== cancelledAtMs) return false;
-    const { cancelledAtMs: _cancelledAt, ...uncancelled } = task;
+    if (task?.status !== 'CANCELLED' || task.unconfirmedCancel !== cancelId) return false;
+    const { unconfirmedCancel: _unconfirmed, ...confirmed } = task;
+    this.tasks.set(task.id, confirmed);
+    return true;
+  }
+
+  async revertCancel(key: TaskKey, cancelId: string): Promise<boolean> {
+    const task = this.tasks.get(idOf(key));
+    if (task?.status !== 'CANCELLED' || task.unconfirmedCancel !== cancelId) return false;
+    const { cancelledAtMs: _cancelledAt, unconfirmedCancel: _unconfirmed, ...uncancelled } = task;
     this.tasks.set(task.id, { ...uncancelled, status: 'PENDING' });
     return true;
   }

@@ -519,7 +519,7 @@ describe('Function: cancelTask', () => {
     const outcome = await cancelTask(ports, TENANT_ID, task.id);
 
     // Assess
-    expect(outcome).toEqual({ cancelled: true, unleased: false });
+    expect(outcome).toEqual({ cancelled: true });
   });
 
   it('goes by the fire time of a task with a window: cancels it after its dueAt, refuses it within the margin of firing', async () => {

@@ -80,6 +80,7 @@ export interface TaskItem extends TaskKey {
   readonly latenessMs?: number;
   readonly lastError?: string;
   readonly cancelledAtMs?: number;
+  readonly unconfirmedCancel?: string;
   /** The TTL attribute: set when the task reaches a final status. */
   readonly expiresAt?: number;
   readonly history?: readonly DeliveryAttempt[];
@@ -178,6 +179,7 @@ export function taskFromItem(item: TaskItem): Task {
     ...optional('latenessMs', item.latenessMs),
     ...optional('lastError', item.lastError),
     ...optional('cancelledAtMs', item.cancelledAtMs),
+    ...optional('unconfirmedCancel', item.unconfirmedCancel),
     ...optional('history', item.history),
     ...optional('rescheduledFrom', item.rescheduledFrom),
     ...optional('rescheduledTo', item.rescheduledTo),

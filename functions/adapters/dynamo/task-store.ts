@@ -13,6 +13,7 @@ import {
   StoreBusyError,
   type Task,
   type TaskStore,
+  unconfirmedCancelOf,
 } from '../../core/task.js';
 import {
   allItems,
@@ -117,7 +118,15 @@ export class DynamoTaskStore implements TaskStore {
       const current = await this.get(key);
       if (!current || current.tenantId !== request.tenantId) return { cancelled: false, reason: 'not-found' };
       if (current.status === 'DELIVERING') return { cancelled: false, reason: 'in-delivery', status: current.status };
-      if (current.status !== 'PENDING') return { cancelled: false, reason: 'already-final', status: current.status };
+      if (current.status !== 'PENDING') {
+        const unconfirmed = unconfirmedCancelOf(current);
+        return {
+          cancelled: false,
+          reason: 'already-final',
+          status: current.status,
+          ...(unconfirmed && { unconfirmed }),
+        };
+      }
       if (firstAttemptUnleased(current) && current.fireAtMs <= request.unleasedDueAfterMs)
         return { cancelled: false, reason: 'too-late', status: current.status };
     }
@@ -131,7 +140,9 @@ export class DynamoTaskStore implements TaskStore {
         new UpdateCommand({
           TableName: this.options.tableName,
           Key: key,
-          UpdateExpression: 'SET #status = :cancelled, cancelledAtMs = :now, expiresAt = :expiresAt',
+          UpdateExpression: `SET #status = :cancelled, cancelledAtMs = :now, expiresAt = :expiresAt${
+            request.cancelId === undefined ? '' : ', unconfirmedCancel = :cancelId'
+          }`,
           // Only PENDING: a DELIVERING task whose lease lapsed may have reached its target
           // before its callback died, so its outcome is unknown until the retry settles it. A
           // task whose first attempt takes no lease only while that attempt cannot have begun.
@@ -145,6 +156,7 @@ export class DynamoTaskStore implements TaskStore {
             ':expiresAt': request.expiresAtSeconds,
             ':zero': 0,
             ':dueAfter': request.unleasedDueAfterMs,
+            ...(request.cancelId !== undefined && { ':cancelId': request.cancelId }),
           },
           ReturnValues: 'ALL_OLD',
         }),
@@ -156,21 +168,31 @@ export class DynamoTaskStore implements TaskStore {
     }
   }
 
-  revertCancel(key: TaskKey, cancelledAtMs: number): Promise<boolean> {
+  confirmCancel(key: TaskKey, cancelId: string): Promise<boolean> {
     return unlessConditionFails(
       this.options.client.send(
         new UpdateCommand({
           TableName: this.options.tableName,
           Key: key,
-          UpdateExpression: 'SET #status = :pending REMOVE cancelledAtMs, expiresAt',
-          ConditionExpression: '#status = :cancelled AND attempts = :zero AND cancelledAtMs = :at',
+          UpdateExpression: 'REMOVE unconfirmedCancel',
+          ConditionExpression: '#status = :cancelled AND unconfirmedCancel = :cancelId',
           ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: {
-            ':pending': 'PENDING',
-            ':cancelled': 'CANCELLED',
-            ':zero': 0,
-            ':at': cancelledAtMs,
-          },
+          ExpressionAttributeValues: { ':cancelled': 'CANCELLED', ':cancelId': cancelId },
+        }),
+      ),
+    );
+  }
+
+  revertCancel(key: TaskKey, cancelId: string): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: key,
+          UpdateExpression: 'SET #status = :pending REMOVE cancelledAtMs, expiresAt, unconfirmedCancel',
+          ConditionExpression: '#status = :cancelled AND unconfirmedCancel = :cancelId',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':pending': 'PENDING', ':cancelled': 'CANCELLED', ':cancelId': cancelId },
         }),
       ),
     );

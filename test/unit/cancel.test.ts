@@ -1,0 +1,241 @@
+/**
+ * A cancel of a task whose first attempt takes no lease, against that attempt: each interleaving
+ * is forced with deferred promises over the fakes (one store, one ManualClock for the api and the
+ * callback), and the promise checked is invariant 11: a cancel answered 200 is never followed by
+ * a call of the target, nor preceded by one.
+ */
+import { describe, expect, it, vi } from 'vitest';
+
+import { CLOCK_SKEW_MS } from '../../functions/core/clock.js';
+import {
+  type DeadLetter,
+  deliverTask,
+  type DeliveryOutcome,
+  type DeliveryPorts,
+  type TargetResult,
+} from '../../functions/core/deliver.js';
+import { parseTaskId, taskKey } from '../../functions/core/ids.js';
+import { cancelTask } from '../../functions/core/schedule.js';
+import { type CancelOutcome, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/task.js';
+import {
+  aTask,
+  cancelRequest,
+  DELIVERY_SETTINGS,
+  FakeDeliveryQueue,
+  fakeOccurrencePorts,
+  FakeRequestCounter,
+  FakeTaskStore,
+  fakeTenantDirectory,
+  ManualClock,
+  TENANT_ID,
+} from './fakes.js';
+
+const NOW_MS = Date.UTC(2026, 5, 1, 8, 0, 0, 250);
+
+interface Deferred<T> {
+  readonly promise: Promise<T>;
+  resolve(value: T): void;
+}
+
+function deferred<T = void>(): Deferred<T> {
+  let resolve: (value: T) => void = () => undefined;
+  const promise = new Promise<T>((settle) => {
+    resolve = settle;
+  });
+  return { promise, resolve };
+}
+
+/**
+ * The api and the callback over one store and clock, with a task never attempted that fires
+ * `inMs` from now. The target's answers wait until the test gives them (`answer`); `called`
+ * resolves when the first call is made.
+ */
+function world(inMs: number) {
+  const clock = new ManualClock(NOW_MS);
+  const task = aTask(NOW_MS + inMs, 1);
+  const taskStore = new FakeTaskStore([task]);
+  const deliveryQueue = new FakeDeliveryQueue();
+  const api = {
+    taskStore,
+    deliveryQueue,
+    clock,
+    bucketCount: DELIVERY_SETTINGS.bucketCount,
+    shardCount: DELIVERY_SETTINGS.shardCount,
+    retentionDays: DELIVERY_SETTINGS.retentionDays,
+  };
+  const calls: number[] = [];
+  const called = deferred();
+  const answers: Array<Deferred<TargetResult>> = [];
+  const callback = {
+    taskStore,
+    occurrences: fakeOccurrencePorts(taskStore, clock),
+    targets: {
+      dispatch: async (): Promise<TargetResult> => {
+        calls.push(clock.now());
+        const answer = deferred<TargetResult>();
+        answers.push(answer);
+        called.resolve();
+        return answer.promise;
+      },
+    },
+    tenants: fakeTenantDirectory(),
+    deadLetters: { send: async (_letter: DeadLetter) => undefined },
+    callbackCounter: new FakeRequestCounter(),
+    clock,
+    ...DELIVERY_SETTINGS,
+  } satisfies DeliveryPorts;
+  const location = parseTaskId(task.id, DELIVERY_SETTINGS.shardCount);
+  if (!location) throw new Error('unparsable task id');
+  return {
+    api,
+    callback,
+    clock,
+    task,
+    taskStore,
+    deliveryQueue,
+    calls,
+    called: called.promise,
+    key: taskKey(task.id, location, DELIVERY_SETTINGS.bucketCount),
+    /** Gives the `index`th call its answer. */
+    answer: (index: number, result: TargetResult) => answers[index]?.resolve(result),
+    stored: () => taskStore.tasks.get(task.id),
+  };
+}
+
+describe('Function: cancelTask, against a first attempt that takes no lease', () => {
+  it('answers too-late, never 200, when its write landed after the attempt read the task and the retry of its lost response found it cancelled', async () => {
+    // Prepare: the cancel is asked for in time, but its write is held until the attempt, at the
+    // fire time, has read the task and called the target. Then it lands, its response is lost, and
+    // the SDK's retry finds the task CANCELLED.
+    const { api, callback, clock, task, taskStore, calls, called, answer, stored } = world(
+      UNLEASED_CANCEL_MARGIN_MS + 100,
+    );
+    const cancel = taskStore.cancel.bind(taskStore);
+    vi.spyOn(taskStore, 'cancel').mockImplementationOnce(async (key, request) => {
+      await called;
+      await cancel(key, request);
+      return cancel(key, request);
+    });
+
+    // Act
+    const cancelling = cancelTask(api, TENANT_ID, task.id);
+    clock.set(task.fireAtMs);
+    const delivering = deliverTask(callback, task.id);
+    const outcome = await cancelling;
+    answer(0, { ok: true, statusCode: 200 });
+    const delivery = await delivering;
+
+    // Assess: the target was called, so the cancel must not have answered 200; the task says so.
+    expect(calls).toHaveLength(1);
+    expect(outcome).toEqual({ cancelled: false, reason: 'too-late', status: 'PENDING' });
+    expect(delivery).toMatchObject({ kind: 'delivered', attempt: 1 });
+    expect(stored()?.status).toBe('DELIVERED');
+  });
+
+  it('answers a second DELETE too-late, never 200, while a late first one has yet to undo its cancel', async () => {
+    // Prepare: the first cancel's write lands after the attempt read the task; before its request
+    // looks at the clock, a second DELETE comes.
+    const { api, callback, clock, task, taskStore, calls, called, answer, stored } = world(
+      UNLEASED_CANCEL_MARGIN_MS + 100,
+    );
+    const second = deferred<CancelOutcome>();
+    const cancel = taskStore.cancel.bind(taskStore);
+    vi.spyOn(taskStore, 'cancel').mockImplementationOnce(async (key, request) => {
+      await called;
+      const outcome = await cancel(key, request);
+      second.resolve(await cancelTask(api, TENANT_ID, task.id));
+      return outcome;
+    });
+
+    // Act
+    const first = cancelTask(api, TENANT_ID, task.id);
+    clock.set(task.fireAtMs);
+    const delivering = deliverTask(callback, task.id);
+    const outcomes = [await second.promise, await first];
+    answer(0, { ok: true, statusCode: 200 });
+    await delivering;
+
+    // Assess
+    expect(calls).toHaveLength(1);
+    expect(outcomes).toEqual([
+      { cancelled: false, reason: 'too-late', status: 'PENDING' },
+      { cancelled: false, reason: 'too-late', status: 'PENDING' },
+    ]);
+    expect(stored()?.status).toBe('DELIVERED');
+  });
+
+  it('answers a retried DELETE of a cancel confirmed in time 200 again, after the fire time too, and the attempt skips the task', async () => {
+    // Prepare
+    const { api, callback, clock, task, calls, stored } = world(UNLEASED_CANCEL_MARGIN_MS + 100);
+
+    // Act
+    const first = await cancelTask(api, TENANT_ID, task.id);
+    clock.set(task.fireAtMs + 5000);
+    const retried = await cancelTask(api, TENANT_ID, task.id);
+    const delivery = await deliverTask(callback, task.id);
+
+    // Assess
+    expect([first.cancelled, retried.cancelled]).toEqual([true, true]);
+    expect(delivery).toEqual<DeliveryOutcome>({ kind: 'skipped', reason: 'not-claimable' });
+    expect(calls).toEqual([]);
+    expect(stored()).toMatchObject({ status: 'CANCELLED' });
+    expect(stored()?.unconfirmedCancel).toBeUndefined();
+  });
+
+  it('confirms, while still in time, a cancel whose request died before confirming it, and answers 200', async () => {
+    // Prepare: a DELETE's write landed, and its request died before it looked at the clock.
+    const { api, callback, clock, task, taskStore, key, calls } = world(UNLEASED_CANCEL_MARGIN_MS + 100);
+    await taskStore.cancel(key, {
+      ...cancelRequest(TENANT_ID, NOW_MS, 0, NOW_MS + UNLEASED_CANCEL_MARGIN_MS),
+      cancelId: 'died',
+    });
+
+    // Act: the client retries while the api's clock is still more than the skew bound before the fire time.
+    clock.set(task.fireAtMs - CLOCK_SKEW_MS - 1);
+    const retried = await cancelTask(api, TENANT_ID, task.id);
+    clock.set(task.fireAtMs);
+    const delivery = await deliverTask(callback, task.id);
+
+    // Assess
+    expect(retried).toEqual({ cancelled: true });
+    expect(delivery).toEqual<DeliveryOutcome>({ kind: 'skipped', reason: 'not-claimable' });
+    expect(calls).toEqual([]);
+  });
+
+  it('undoes, once too late, a cancel whose request died before confirming it, and answers too-late', async () => {
+    // Prepare: as above, but the client retries only at the fire time: the api cannot tell whether
+    // the write landed before the attempt's read.
+    const { api, clock, task, taskStore, key, stored } = world(UNLEASED_CANCEL_MARGIN_MS + 100);
+    await taskStore.cancel(key, {
+      ...cancelRequest(TENANT_ID, NOW_MS, 0, NOW_MS + UNLEASED_CANCEL_MARGIN_MS),
+      cancelId: 'died',
+    });
+
+    // Act
+    clock.set(task.fireAtMs - CLOCK_SKEW_MS);
+    const retried = await cancelTask(api, TENANT_ID, task.id);
+
+    // Assess
+    expect(retried).toEqual({ cancelled: false, reason: 'too-late', status: 'PENDING' });
+    expect(stored()).toEqual(task);
+  });
+
+  it('answers 200 when its confirm landed but the response was lost and the retry found the mark gone', async () => {
+    // Prepare
+    const { api, callback, clock, task, taskStore, calls } = world(UNLEASED_CANCEL_MARGIN_MS + 100);
+    const confirm = taskStore.confirmCancel.bind(taskStore);
+    vi.spyOn(taskStore, 'confirmCancel').mockImplementationOnce(async (key, cancelId) => {
+      await confirm(key, cancelId);
+      return confirm(key, cancelId);
+    });
+
+    // Act
+    const outcome = await cancelTask(api, TENANT_ID, task.id);
+    clock.set(task.fireAtMs);
+    await deliverTask(callback, task.id);
+
+    // Assess
+    expect(outcome).toEqual({ cancelled: true });
+    expect(calls).toEqual([]);
+  });
+});

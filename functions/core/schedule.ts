@@ -11,6 +11,7 @@ import type {
   Clock,
   ClockStore,
   DeliveryQueue,
+  DueTask,
   IdempotencyStore,
   OccupancyIndex,
   Task,
@@ -302,6 +303,9 @@ export async function getTask(ports: TaskLookupPorts, tenantId: string, id: stri
   return task?.tenantId === tenantId ? task : undefined;
 }
 
+/** What a cancel needs: the task, and the delivery queue to give a task whose cancel it undoes its message back. */
+export type CancelPorts = TaskLookupPorts & Pick<SchedulePorts, 'deliveryQueue'>;
+
 /** Rounds of a cancel whose settling another request keeps getting to first. */
 const CANCEL_ROUNDS = 3;
 
@@ -320,8 +324,9 @@ const CANCEL_ROUNDS = 3;
  * 2. Having seen it stored, the api looks at its own clock: if it still reads more than
  *    CLOCK_SKEW_MS before the fire time, the cancel was stored before any callback's read (their
  *    clocks are at most that far ahead), so it confirms the cancel (removes the mark) and only then
- *    answers 200. Otherwise it undoes it (CANCELLED → PENDING) and answers `too-late`: an attempt
- *    may have read the task before the cancel and be calling the target.
+ *    answers 200. Otherwise it undoes it (CANCELLED → PENDING), sends the task's delivery message
+ *    again (an attempt that read the task after the cancel let its message go) and answers
+ *    `too-late`: an attempt may have read the task before the cancel and be calling the target.
  *
  * Both writes of phase 2 are conditional on the mark still naming this cancel, so of a confirm and
  * an undo racing for one cancel exactly one lands. A DELETE that finds the task already CANCELLED
@@ -338,7 +343,7 @@ const CANCEL_ROUNDS = 3;
  * A request that dies between the phases leaves the task CANCELLED: no callback reading it calls
  * the target, and a retry of the DELETE settles it.
  */
-export async function cancelTask(ports: TaskLookupPorts, tenantId: string, id: string): Promise<CancelOutcome> {
+export async function cancelTask(ports: CancelPorts, tenantId: string, id: string): Promise<CancelOutcome> {
   const location = parseTaskId(id, ports.shardCount);
   if (!location) return { cancelled: false, reason: 'not-found' };
   const key = taskKey(id, location, ports.bucketCount);
@@ -356,7 +361,7 @@ export async function cancelTask(ports: TaskLookupPorts, tenantId: string, id: s
     if (!cancelled) return outcome;
     const unconfirmed = outcome.cancelled ? (outcome.unleased ? cancelId : undefined) : outcome.unconfirmed;
     if (unconfirmed === undefined) return { cancelled: true };
-    const settled = await settleCancel(ports, key, location.fireAtMs, unconfirmed);
+    const settled = await settleCancel(ports, { id, fireAtMs: location.fireAtMs }, key, unconfirmed);
     if (settled) return settled;
   }
   return { cancelled: false, reason: 'in-delivery' };
@@ -364,21 +369,29 @@ export async function cancelTask(ports: TaskLookupPorts, tenantId: string, id: s
 
 /**
  * Phase 2 of a cancel (see cancelTask): confirms the unconfirmed cancel `cancelId`, just seen
- * stored, if that was in time for the first attempt, else undoes it. Undefined when the cancel was
- * no longer there to confirm or undo: another request or the attempt got to it first.
+ * stored, if that was in time for the first attempt, else undoes it and gives the task its
+ * delivery message back. Undefined when the cancel was no longer there to confirm or undo:
+ * another request or the attempt got to it first.
  */
 async function settleCancel(
-  ports: TaskLookupPorts,
+  ports: CancelPorts,
+  task: DueTask,
   key: TaskKey,
-  fireAtMs: number,
   cancelId: string,
 ): Promise<CancelOutcome | undefined> {
-  if (storedBeforeFirstAttempt(ports.clock, fireAtMs)) {
+  if (storedBeforeFirstAttempt(ports.clock, task.fireAtMs)) {
     return (await ports.taskStore.confirmCancel(key, cancelId)) ? { cancelled: true } : undefined;
   }
   // Undone, the task is delivered as if the cancel never came (unless that attempt recorded its delivery already).
-  if (!(await ports.taskStore.revertCancel(key, cancelId))) return undefined;
-  return { cancelled: false, reason: 'too-late', status: 'PENDING' };
+  const undone = await ports.taskStore.revertCancel(key, cancelId);
+  // A callback that read the task while it was CANCELLED let its message go, so the task needs
+  // another, now: its 409 says it will be delivered, and the sweeper's overdue pass would send
+  // it only overdueGraceSeconds late. Sent even when the undo found the mark gone, as its own
+  // response may have been lost: a message too many finds a final task and stops at the read,
+  // and is at worst one more copy of the first attempt. Should the send fail, the DELETE fails
+  // and the overdue pass sends the task.
+  await ports.deliveryQueue.send(toDeliveryMessages([task], ports.clock.now()));
+  return undone ? { cancelled: false, reason: 'too-late', status: 'PENDING' } : undefined;
 }
 
 /**

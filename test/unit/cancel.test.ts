@@ -220,6 +220,41 @@ describe('Function: cancelTask, against a first attempt that takes no lease', ()
     expect(stored()).toEqual(task);
   });
 
+  it('gives the task of a cancel it undoes its delivery message back at once, so an attempt that saw the cancel and skipped leaves it delivered on time', async () => {
+    // Prepare: the cancel's write lands in time for the attempt's read, which finds the task
+    // CANCELLED and lets its message go; only then does the api see the write, too late to confirm it.
+    const { api, callback, clock, task, taskStore, deliveryQueue, calls, called, answer, stored } = world(
+      UNLEASED_CANCEL_MARGIN_MS + 100,
+    );
+    const cancel = taskStore.cancel.bind(taskStore);
+    let skipped: DeliveryOutcome | undefined;
+    vi.spyOn(taskStore, 'cancel').mockImplementationOnce(async (key, request) => {
+      const outcome = await cancel(key, request);
+      clock.set(task.fireAtMs);
+      skipped = await deliverTask(callback, task.id);
+      return outcome;
+    });
+
+    // Act
+    const outcome = await cancelTask(api, TENANT_ID, task.id);
+
+    // Assess
+    expect(skipped).toEqual<DeliveryOutcome>({ kind: 'skipped', reason: 'not-claimable' });
+    expect(outcome).toEqual({ cancelled: false, reason: 'too-late', status: 'PENDING' });
+    expect(deliveryQueue.sent).toEqual([{ id: task.id, delaySeconds: 0 }]);
+
+    // Act: the message comes back to the callback.
+    const delivering = deliverTask(callback, task.id);
+    await called;
+    answer(0, { ok: true, statusCode: 200 });
+    const delivery = await delivering;
+
+    // Assess
+    expect(delivery).toEqual({ kind: 'delivered', attempt: 1, latenessMs: 0 });
+    expect(calls).toEqual([task.fireAtMs]);
+    expect(stored()?.status).toBe('DELIVERED');
+  });
+
   it('answers 200 when its confirm landed but the response was lost and the retry found the mark gone', async () => {
     // Prepare
     const { api, callback, clock, task, taskStore, calls } = world(UNLEASED_CANCEL_MARGIN_MS + 100);

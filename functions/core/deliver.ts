@@ -205,7 +205,8 @@ const FINAL_STATUSES: ReadonlySet<Task['status']> = new Set(['DELIVERED', 'FAILE
  *   task instead of two (a lease, then the outcome): a third of a task's writes at a billion a
  *   day. A cancel is kept from racing it by time instead (see `cancelTask`): one that the api
  *   confirmed was stored before this read, which happens at the due time. Two copies of one
- *   message running at once may both call the target (at-least-once, same id and attempt).
+ *   message running at once may both call the target (at-least-once, same id and attempt); a
+ *   2xx either sees is recorded, even after the other recorded a failure (see finishFirstAttempt).
  * - **Later attempts take the lease** (a conditional write before the call), as do a
  *   reschedule's successor, a task with a reschedule begun and a schedule's occurrence, so a
  *   cancel or a reschedule may come at any time between retries and is never followed by a

@@ -258,6 +258,10 @@ export interface TaskStore {
    * attempt makes: only over a task still never attempted (false otherwise: another copy of the
    * message recorded first). A delivery is also recorded over a cancel that landed after the
    * attempt read the task (the api did not confirm that cancel), so the task says what happened.
+   * A delivery is recorded, too, when a copy of the same first attempt recorded its failure first
+   * (or a retry or a cancel has followed that): a 2xx was seen, so the task is DELIVERED, with the
+   * attempts counted so far and this attempt added to its history (a second write, made only then).
+   * Never over a delivery already recorded, nor over a reschedule that took effect.
    */
   finishFirstAttempt(key: TaskKey, outcome: FirstAttemptRecord): Promise<boolean>;
   /** FAILED → PENDING with a fresh attempt budget and no backoff to wait out; false if the task is not FAILED. */

@@ -297,6 +297,100 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       expect((await store.get(successorKey as TaskKey))?.status).toBe('PENDING');
     });
 
+    it('records a 2xx of a first attempt after a copy recorded its failure, a retry began or a cancel came, keeping the attempts and both in the history', async () => {
+      // Prepare: two copies of each first attempt; the failing one recorded first.
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const retrying = aTask(DUE_MS, 0);
+      const failed = aTask(DUE_MS, 1, { policy: { maxAttempts: 1 } });
+      const inRetry = aTask(DUE_MS, 2);
+      const cancelled = aTask(DUE_MS, 3);
+      const keys = (await stored(store, retrying, failed, inRetry, cancelled)) as [TaskKey, TaskKey, TaskKey, TaskKey];
+      const [retryingKey, failedKey, inRetryKey, cancelledKey] = keys;
+      const failure = { attempt: 1, atMs: DUE_MS + 5, latencyMs: 10, statusCode: 503, error: 'HTTP 503' };
+      const success = { attempt: 1, atMs: DUE_MS + 5, latencyMs: 900, statusCode: 200 };
+      const retry: DeliveryRecord = {
+        status: 'PENDING',
+        lastError: 'HTTP 503',
+        retryAtMs: RETRY_AT_MS,
+        history: [failure],
+      };
+      for (const key of [retryingKey, inRetryKey, cancelledKey]) await store.finishFirstAttempt(key, retry);
+      await store.finishFirstAttempt(failedKey, {
+        status: 'FAILED',
+        lastError: 'HTTP 503',
+        expiresAtSeconds: EXPIRES_AT,
+        history: [failure],
+      });
+      await store.claimDelivery(inRetryKey, RETRY_AT_MS, RETRY_AT_MS + LEASE_MS);
+      await store.cancel(cancelledKey, cancelRequest(TENANT_ID, DUE_MS + 1000, EXPIRES_AT));
+      const delivered: DeliveryRecord = {
+        status: 'DELIVERED',
+        deliveredAtMs: DUE_MS + 5,
+        latenessMs: 5,
+        expiresAtSeconds: EXPIRES_AT,
+        history: [success],
+      };
+
+      // Act
+      const recorded = await Promise.all(keys.map((key) => store.finishFirstAttempt(key, delivered)));
+      const again = await store.finishFirstAttempt(retryingKey, { ...delivered, latenessMs: 99 });
+
+      // Assess
+      expect(recorded).toEqual([true, true, true, true]);
+      expect(again).toBe(false);
+      const facts = { status: 'DELIVERED', deliveredAtMs: DUE_MS + 5, latenessMs: 5, history: [failure, success] };
+      expect(await store.get(retryingKey)).toEqual({
+        ...retrying,
+        ...facts,
+        attempts: 1,
+        lastError: 'HTTP 503',
+        retryAtMs: RETRY_AT_MS,
+      });
+      expect(await store.get(failedKey)).toEqual({ ...failed, ...facts, attempts: 1, lastError: 'HTTP 503' });
+      expect(await store.get(inRetryKey)).toEqual({
+        ...inRetry,
+        ...facts,
+        attempts: 2,
+        lastError: 'HTTP 503',
+        retryAtMs: RETRY_AT_MS,
+      });
+      expect(await store.get(cancelledKey)).toMatchObject({ ...facts, attempts: 1 });
+    });
+
+    it('records no 2xx of a copy over a reschedule that took effect, nor over a task whose attempts all hold a lease', async () => {
+      // Prepare
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const rescheduled = aTask(DUE_MS, 0);
+      const lateArrival = aTask(DUE_MS, 1, { lateArrival: true });
+      const [rescheduledKey, lateKey] = (await stored(store, rescheduled, lateArrival)) as [TaskKey, TaskKey];
+      await store.finishFirstAttempt(rescheduledKey, {
+        status: 'PENDING',
+        lastError: 'HTTP 503',
+        retryAtMs: RETRY_AT_MS,
+        history: [],
+      });
+      const intent = { taskId: 'NEXT-1', fingerprint: 'f-1' };
+      await store.recordRescheduleIntent(rescheduledKey, TENANT_ID, intent);
+      await store.commitReschedule(rescheduledKey, intent.taskId, DUE_MS + 1000, EXPIRES_AT);
+      await store.claimDelivery(lateKey, DUE_MS, DUE_MS + LEASE_MS);
+      const delivered: DeliveryRecord = {
+        status: 'DELIVERED',
+        deliveredAtMs: DUE_MS + 5,
+        latenessMs: 5,
+        expiresAtSeconds: EXPIRES_AT,
+        history: [{ attempt: 1, atMs: DUE_MS + 5, latencyMs: 20, statusCode: 200 }],
+      };
+
+      // Act
+      const overReschedule = await store.finishFirstAttempt(rescheduledKey, delivered);
+      const overLease = await store.finishFirstAttempt(lateKey, delivered);
+
+      // Assess
+      expect([overReschedule, overLease]).toEqual([false, false]);
+      expect((await store.get(rescheduledKey))?.status).toBe('CANCELLED');
+      expect((await store.get(lateKey))?.status).toBe('DELIVERING');
+    });
+
     it('never records a failed first attempt over a cancel', async () => {
       // Prepare
       const store = await makeStore(CONTRACT_BUCKET_COUNT);

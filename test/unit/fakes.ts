@@ -244,9 +244,17 @@ export class FakeTaskStore implements TaskStore {
 
   async finishFirstAttempt(key: TaskKey, outcome: FirstAttemptRecord): Promise<boolean> {
     const task = this.tasks.get(idOf(key));
-    if (!task || !firstAttemptUnleased(task)) return false;
-    const overCancel =
-      outcome.status === 'DELIVERED' && task.status === 'CANCELLED' && task.rescheduledTo === undefined;
+    if (!task || !firstAttemptUnleased({ ...task, attempts: 0 })) return false;
+    const delivered = outcome.status === 'DELIVERED';
+    if (task.attempts > 0) {
+      // A copy's 2xx after another copy recorded first: kept, with the attempts counted so far.
+      if (!delivered || task.status === 'DELIVERED' || task.rescheduledTo !== undefined) return false;
+      const { leaseUntilMs: _lease, ...unleased } = task;
+      const history = [...(task.history ?? []), ...outcome.history.slice(-1)];
+      this.tasks.set(task.id, { ...unleased, ...withoutExpiry(outcome), history, attempts: task.attempts });
+      return true;
+    }
+    const overCancel = delivered && task.status === 'CANCELLED' && task.rescheduledTo === undefined;
     if (task.status !== 'PENDING' && !overCancel) return false;
     this.tasks.set(task.id, { ...task, ...withoutExpiry(outcome), attempts: 1 });
     return true;

@@ -37,9 +37,11 @@ import {
 } from './table-schema.js';
 
 const LEASABLE = '#status = :pending OR (#status = :delivering AND leaseUntilMs < :now)';
+/** A task every attempt of which holds a lease, the first one included. */
+const ALWAYS_LEASED =
+  'attribute_exists(rescheduledFrom) OR attribute_exists(lateArrival) OR attribute_exists(occurrence)';
 /** A PENDING task whose next attempt will hold a lease: the negation of firstAttemptUnleased, as a condition. */
-const LEASED_NEXT =
-  'attempts > :zero OR attribute_exists(rescheduledFrom) OR attribute_exists(lateArrival) OR attribute_exists(occurrence)';
+const LEASED_NEXT = `attempts > :zero OR ${ALWAYS_LEASED}`;
 const BATCH_WRITE_LIMIT = 25;
 const CANCEL_ATTEMPTS = 3;
 
@@ -273,6 +275,11 @@ export class DynamoTaskStore implements TaskStore {
   }
 
   async finishFirstAttempt(key: TaskKey, outcome: FirstAttemptRecord): Promise<boolean> {
+    if (await this.recordFirstAttempt(key, outcome)) return true;
+    return outcome.status === 'DELIVERED' && this.recordDeliveryOverCopy(key, outcome);
+  }
+
+  private recordFirstAttempt(key: TaskKey, outcome: FirstAttemptRecord): Promise<boolean> {
     const assignments = Object.entries({ ...finishAssignments(1, outcome), attempts: 1 });
     const names = assignments.map(([name]) => name);
     // A delivery also lands over a cancel that came after this attempt read the task: the api
@@ -292,6 +299,36 @@ export class DynamoTaskStore implements TaskStore {
             ':pending': 'PENDING',
             ':zero': 0,
             ...(overCancel && { ':cancelled': 'CANCELLED' }),
+          },
+        }),
+      ),
+    );
+  }
+
+  /**
+   * A 2xx seen by a copy of a first attempt after another copy recorded its failure (or a retry
+   * or a cancel followed that): DELIVERED, keeping the attempts counted and adding this attempt
+   * to the history. Never over a delivery already recorded nor a reschedule that took effect.
+   */
+  private recordDeliveryOverCopy(key: TaskKey, outcome: Extract<FirstAttemptRecord, { status: 'DELIVERED' }>) {
+    return unlessConditionFails(
+      this.options.client.send(
+        new UpdateCommand({
+          TableName: this.options.tableName,
+          Key: key,
+          UpdateExpression:
+            'SET #status = :delivered, deliveredAtMs = :deliveredAt, latenessMs = :lateness, expiresAt = :expiresAt, ' +
+            'history = list_append(if_not_exists(history, :none), :attempt) REMOVE leaseUntilMs',
+          ConditionExpression: `attempts > :zero AND #status <> :delivered AND attribute_not_exists(rescheduledTo) AND NOT (${ALWAYS_LEASED})`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':delivered': 'DELIVERED',
+            ':deliveredAt': outcome.deliveredAtMs,
+            ':lateness': outcome.latenessMs,
+            ':expiresAt': outcome.expiresAtSeconds,
+            ':none': [],
+            ':attempt': outcome.history.slice(-1),
+            ':zero': 0,
           },
         }),
       ),

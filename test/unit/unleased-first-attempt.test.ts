@@ -1,8 +1,9 @@
 /**
- * A cancel of a task whose first attempt takes no lease, against that attempt: each interleaving
- * is forced with deferred promises over the fakes (one store, one ManualClock for the api and the
- * callback), and the promise checked is invariant 11: a cancel answered 200 is never followed by
- * a call of the target, nor preceded by one.
+ * A first attempt takes no lease: a cancel against it, and two copies of it running at once. Each
+ * interleaving is forced with deferred promises over the fakes (one store, one ManualClock for the
+ * api and the callback). The promises checked: a cancel answered 200 is never followed by a call
+ * of the target, nor preceded by one (invariant 11); DELIVERED means a 2xx was seen and FAILED that
+ * none was (invariant 12).
  */
 import { describe, expect, it, vi } from 'vitest';
 
@@ -12,11 +13,12 @@ import {
   deliverTask,
   type DeliveryOutcome,
   type DeliveryPorts,
+  redeliverDeadLetter,
   type TargetResult,
 } from '../../functions/core/deliver.js';
 import { parseTaskId, taskKey } from '../../functions/core/ids.js';
 import { cancelTask } from '../../functions/core/schedule.js';
-import { type CancelOutcome, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/task.js';
+import { type CancelOutcome, type Task, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/task.js';
 import {
   aTask,
   cancelRequest,
@@ -47,12 +49,12 @@ function deferred<T = void>(): Deferred<T> {
 
 /**
  * The api and the callback over one store and clock, with a task never attempted that fires
- * `inMs` from now. The target's answers wait until the test gives them (`answer`); `called`
- * resolves when the first call is made.
+ * `inMs` from now. The target's answers wait until the test gives them (`answer`); `callsMade(n)`
+ * resolves once n calls have been made.
  */
-function world(inMs: number) {
+function world(inMs: number, overrides: Partial<Task> = {}) {
   const clock = new ManualClock(NOW_MS);
-  const task = aTask(NOW_MS + inMs, 1);
+  const task = aTask(NOW_MS + inMs, 1, overrides);
   const taskStore = new FakeTaskStore([task]);
   const deliveryQueue = new FakeDeliveryQueue();
   const api = {
@@ -64,8 +66,9 @@ function world(inMs: number) {
     retentionDays: DELIVERY_SETTINGS.retentionDays,
   };
   const calls: number[] = [];
-  const called = deferred();
   const answers: Array<Deferred<TargetResult>> = [];
+  const waiting: Array<{ count: number; resolve: () => void }> = [];
+  const letters: DeadLetter[] = [];
   const callback = {
     taskStore,
     occurrences: fakeOccurrencePorts(taskStore, clock),
@@ -74,12 +77,12 @@ function world(inMs: number) {
         calls.push(clock.now());
         const answer = deferred<TargetResult>();
         answers.push(answer);
-        called.resolve();
+        for (const wait of waiting) if (calls.length >= wait.count) wait.resolve();
         return answer.promise;
       },
     },
     tenants: fakeTenantDirectory(),
-    deadLetters: { send: async (_letter: DeadLetter) => undefined },
+    deadLetters: { send: async (letter: DeadLetter) => void letters.push(letter) },
     callbackCounter: new FakeRequestCounter(),
     clock,
     ...DELIVERY_SETTINGS,
@@ -94,7 +97,9 @@ function world(inMs: number) {
     taskStore,
     deliveryQueue,
     calls,
-    called: called.promise,
+    letters,
+    callsMade: (count: number) =>
+      new Promise<void>((resolve) => (calls.length >= count ? resolve() : waiting.push({ count, resolve }))),
     key: taskKey(task.id, location, DELIVERY_SETTINGS.bucketCount),
     /** Gives the `index`th call its answer. */
     answer: (index: number, result: TargetResult) => answers[index]?.resolve(result),
@@ -107,12 +112,12 @@ describe('Function: cancelTask, against a first attempt that takes no lease', ()
     // Prepare: the cancel is asked for in time, but its write is held until the attempt, at the
     // fire time, has read the task and called the target. Then it lands, its response is lost, and
     // the SDK's retry finds the task CANCELLED.
-    const { api, callback, clock, task, taskStore, calls, called, answer, stored } = world(
+    const { api, callback, clock, task, taskStore, calls, callsMade, answer, stored } = world(
       UNLEASED_CANCEL_MARGIN_MS + 100,
     );
     const cancel = taskStore.cancel.bind(taskStore);
     vi.spyOn(taskStore, 'cancel').mockImplementationOnce(async (key, request) => {
-      await called;
+      await callsMade(1);
       await cancel(key, request);
       return cancel(key, request);
     });
@@ -135,13 +140,13 @@ describe('Function: cancelTask, against a first attempt that takes no lease', ()
   it('answers a second DELETE too-late, never 200, while a late first one has yet to undo its cancel', async () => {
     // Prepare: the first cancel's write lands after the attempt read the task; before its request
     // looks at the clock, a second DELETE comes.
-    const { api, callback, clock, task, taskStore, calls, called, answer, stored } = world(
+    const { api, callback, clock, task, taskStore, calls, callsMade, answer, stored } = world(
       UNLEASED_CANCEL_MARGIN_MS + 100,
     );
     const second = deferred<CancelOutcome>();
     const cancel = taskStore.cancel.bind(taskStore);
     vi.spyOn(taskStore, 'cancel').mockImplementationOnce(async (key, request) => {
-      await called;
+      await callsMade(1);
       const outcome = await cancel(key, request);
       second.resolve(await cancelTask(api, TENANT_ID, task.id));
       return outcome;
@@ -223,7 +228,7 @@ describe('Function: cancelTask, against a first attempt that takes no lease', ()
   it('gives the task of a cancel it undoes its delivery message back at once, so an attempt that saw the cancel and skipped leaves it delivered on time', async () => {
     // Prepare: the cancel's write lands in time for the attempt's read, which finds the task
     // CANCELLED and lets its message go; only then does the api see the write, too late to confirm it.
-    const { api, callback, clock, task, taskStore, deliveryQueue, calls, called, answer, stored } = world(
+    const { api, callback, clock, task, taskStore, deliveryQueue, calls, callsMade, answer, stored } = world(
       UNLEASED_CANCEL_MARGIN_MS + 100,
     );
     const cancel = taskStore.cancel.bind(taskStore);
@@ -245,7 +250,7 @@ describe('Function: cancelTask, against a first attempt that takes no lease', ()
 
     // Act: the message comes back to the callback.
     const delivering = deliverTask(callback, task.id);
-    await called;
+    await callsMade(1);
     answer(0, { ok: true, statusCode: 200 });
     const delivery = await delivering;
 
@@ -272,5 +277,62 @@ describe('Function: cancelTask, against a first attempt that takes no lease', ()
     // Assess
     expect(outcome).toEqual({ cancelled: true });
     expect(calls).toEqual([]);
+  });
+});
+
+describe('Function: deliverTask, two copies of a first attempt at once', () => {
+  it("records the 2xx one copy saw after the other copy's failure was recorded, so the task is neither called again nor cancelled with a 200", async () => {
+    // Prepare: two copies of the task's message (an SQS duplicate) read it at its fire time.
+    const { api, callback, clock, task, calls, callsMade, answer, stored } = world(0);
+
+    // Act: both call; the failing copy records first.
+    const failing = deliverTask(callback, task.id);
+    const succeeding = deliverTask(callback, task.id);
+    await callsMade(2);
+    answer(0, { ok: false, error: 'HTTP 503', statusCode: 503 });
+    const failure = await failing;
+    answer(1, { ok: true, statusCode: 200 });
+    const success = await succeeding;
+
+    // Assess
+    expect(failure).toMatchObject({ kind: 'retry', attempt: 1 });
+    expect(success).toMatchObject({ kind: 'delivered', attempt: 1 });
+    expect(stored()).toMatchObject({ status: 'DELIVERED', attempts: 1 });
+    expect(stored()?.history?.map((attempt) => attempt.statusCode)).toEqual([503, 200]);
+
+    // Act: the failing copy's retry message comes back after its backoff; then the owner cancels.
+    const retryAtMs = failure.kind === 'retry' ? failure.retryAtMs : 0;
+    clock.set(retryAtMs);
+    const retry = await deliverTask(callback, task.id, retryAtMs);
+    const cancel = await cancelTask(api, TENANT_ID, task.id);
+
+    // Assess
+    expect(retry).toEqual<DeliveryOutcome>({ kind: 'skipped', reason: 'not-claimable' });
+    expect(calls).toHaveLength(2);
+    expect(cancel).toEqual({ cancelled: false, reason: 'already-final', status: 'DELIVERED' });
+  });
+
+  it('ends DELIVERED, not FAILED, when its bizType allows one attempt and the failing copy recorded first', async () => {
+    // Prepare
+    const { callback, task, callsMade, answer, letters, stored } = world(0, { policy: { maxAttempts: 1 } });
+
+    // Act
+    const failing = deliverTask(callback, task.id);
+    const succeeding = deliverTask(callback, task.id);
+    await callsMade(2);
+    answer(0, { ok: false, error: 'HTTP 503', statusCode: 503 });
+    const failure = await failing;
+    answer(1, { ok: true, statusCode: 200 });
+    await succeeding;
+
+    // Assess
+    expect(failure).toMatchObject({ kind: 'failed', attempt: 1 });
+    expect(stored()).toMatchObject({ status: 'DELIVERED', attempts: 1 });
+
+    // Act: the failing copy dead-lettered the task before it recorded FAILED; a redrive finds it delivered.
+    const redriven = await redeliverDeadLetter(callback, letters[0]?.id ?? '');
+
+    // Assess
+    expect(redriven).toEqual<DeliveryOutcome>({ kind: 'skipped', reason: 'not-claimable' });
   });
 });

@@ -2,8 +2,8 @@
  * A first attempt takes no lease: a cancel against it, and two copies of it running at once. Each
  * interleaving is forced with deferred promises over the fakes (one store, one ManualClock for the
  * api and the callback). The promises checked: a cancel answered 200 is never followed by a call
- * of the target, nor preceded by one (invariant 11); DELIVERED means a 2xx was seen and FAILED that
- * none was (invariant 12).
+ * of the target (invariant 11); DELIVERED means a 2xx was seen and FAILED that none was (invariant
+ * 12).
  */
 import { describe, expect, it, vi } from 'vitest';
 

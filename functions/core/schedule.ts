@@ -210,7 +210,7 @@ export async function storeTaskWithId(
   key: TaskKey,
 ): Promise<Task> {
   const [unticked] = await Promise.all([
-    ports.occupancy.occupy([secondOf(task.dueAtMs)]),
+    ports.occupancy.occupy([secondOf(task.fireAtMs)]),
     ensureClockStarted(ports.clockStore, ports.clock),
   ]);
   const stored = await createOrAdopt(ports, { task, key });

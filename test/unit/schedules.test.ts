@@ -4,6 +4,7 @@ import type { ScheduleRequest } from '../../functions/contract/wire.js';
 import { deliverTask, type DeliveryPorts, type Notification } from '../../functions/core/deliver.js';
 import { parseTaskId } from '../../functions/core/ids.js';
 import { MISSED_AFTER_MS } from '../../functions/core/recurrence.js';
+import { runScanner } from '../../functions/core/scan.js';
 import {
   changeSchedule,
   createSchedule,
@@ -76,7 +77,33 @@ function world() {
     if (clock.now() < firesAt) clock.set(firesAt);
     return deliverTask(delivery, next.taskId);
   };
-  return { clock, taskStore, scheduleStore, occurrences, admin, delivery, calls, create, stored, pending, fireNext };
+  /**
+   * Runs the pipeline second by second until `untilMs`, as the scanner and the callback do: each
+   * second's scan reads the occupancy index, and every message it sends is delivered.
+   */
+  const runUntil = async (untilMs: number) => {
+    let delivered = occurrences.deliveryQueue.sent.length;
+    while (clock.now() < untilMs) {
+      await runScanner(occurrences, 1000);
+      for (const message of occurrences.deliveryQueue.sent.slice(delivered)) await deliverTask(delivery, message.id);
+      delivered = occurrences.deliveryQueue.sent.length;
+      clock.advance(1000);
+    }
+  };
+  return {
+    clock,
+    taskStore,
+    scheduleStore,
+    occurrences,
+    admin,
+    delivery,
+    calls,
+    create,
+    stored,
+    pending,
+    fireNext,
+    runUntil,
+  };
 }
 
 const occurrencesOf = (calls: Array<{ notification: Notification }>) => calls.map((c) => c.notification.occurrence);
@@ -434,6 +461,28 @@ describe('Schedules: the flexible window', () => {
     expect(calls[0]?.atMs).toBeGreaterThanOrEqual(firesAt);
     expect(firesAt).toBeGreaterThanOrEqual(next?.atMs ?? Number.POSITIVE_INFINITY);
     expect(calls[0]?.notification.dueAt).toBe(new Date(next?.atMs ?? 0).toISOString());
+  });
+
+  it('fires every occurrence of a windowed schedule through the scan, once, within its window', async () => {
+    // Prepare
+    const { create, runUntil, calls } = world();
+    await create({ rate: '1 minute', window: { seconds: 30 } });
+
+    // Act: the scanner finds occurrences only through the occupancy index.
+    // The third occurrence may fire as late as 30 s after its time.
+    await runUntil(START + 211_000);
+
+    // Assess
+    const fired = calls.map(({ atMs, notification }) => ({
+      atMs,
+      occurrenceMs: Date.parse(notification.occurrence ?? ''),
+    }));
+    expect(fired.map(({ occurrenceMs }) => occurrenceMs - START)).toEqual([60_000, 120_000, 180_000]);
+    for (const { atMs, occurrenceMs } of fired) {
+      expect(atMs).toBeGreaterThanOrEqual(occurrenceMs);
+      // The window, plus the second the scan loop steps by.
+      expect(atMs).toBeLessThanOrEqual(occurrenceMs + 31_000);
+    }
   });
 
   it('refuses a window as long as the time between occurrences, naming window.seconds, and writes nothing', async () => {

@@ -16,21 +16,12 @@
  * request finds its intent and finishes under the same successor id.
  */
 
-import { secondOf } from './clock.js';
-import { dealShard, newTaskId, parseTaskId, type TaskKey, taskKey } from './ids.js';
-import {
-  createOrAdopt,
-  getTask,
-  handOffLateArrivals,
-  isLateArrival,
-  type SchedulePorts,
-  storedBeforeFirstAttempt,
-  type TaskLookupPorts,
-} from './schedule.js';
+import { parseTaskId, type TaskKey, taskKey } from './ids.js';
+import { getTask, type SchedulePorts, storedBeforeFirstAttempt, type TaskLookupPorts } from './schedule.js';
 import type { Reschedule } from './schemas.js';
 import type { Task, TaskStatus } from './task.js';
 import { expiryAfter, firstAttemptUnleased, UNLEASED_CANCEL_MARGIN_MS } from './task.js';
-import { dueAtForFireTime, planFireAt } from './window.js';
+import { freshTaskId, newPendingTask, storeNewTask } from './task-kernel.js';
 
 export type RescheduleOutcome =
   | { readonly kind: 'rescheduled'; readonly task: Task }
@@ -96,7 +87,7 @@ async function successorId(ports: SchedulePorts, current: Task, request: Resched
   }
   // The successor keeps the task's window: a reschedule moves the due time, not how the
   // caller wanted the load spread, so it fires at a time planned within the new window.
-  return newTaskId({ fireAtMs: planFireAt(request.dueAtMs, current.window), shard: dealShard(ports.shardCount) });
+  return freshTaskId(ports, request.dueAtMs, current.window);
 }
 
 /** Steps 1 to 3 on a PENDING task; undefined when the task changed underneath and must be looked at again. */
@@ -108,8 +99,23 @@ async function handOver(
 ): Promise<RescheduleOutcome | undefined> {
   const { taskStore, clock } = ports;
   const id = await successorId(ports, current, request);
-  const successorKey = keyOf(ports, id);
-  if (!successorKey) throw new Error(`successor id ${id} does not fit this deployment's shard count`);
+  const successorEntry = newPendingTask(
+    ports,
+    id,
+    {
+      tenantId: current.tenantId,
+      dueAtMs: request.dueAtMs,
+      ...(current.window !== undefined && { window: current.window }),
+      target: current.target,
+      payloadJson: request.payloadJson ?? current.payloadJson,
+      ...(current.bizType !== undefined && { bizType: current.bizType }),
+      ...(current.bizId !== undefined && { bizId: current.bizId }),
+      // The successor is the same business task, delivered under the settings it was submitted with.
+      ...(current.policy !== undefined && { policy: current.policy }),
+      rescheduledFrom: current.id,
+    },
+    clock.now(),
+  );
   if (current.rescheduleIntent?.taskId !== id) {
     const intent = { taskId: id, fingerprint: request.fingerprint };
     if (!(await taskStore.recordRescheduleIntent(key, current.tenantId, intent, current.rescheduleIntent?.taskId)))
@@ -122,34 +128,9 @@ async function handOver(
     }
   }
 
-  const createdAtMs = clock.now();
-  const fireAtMs = parseTaskId(id, ports.shardCount)?.fireAtMs ?? request.dueAtMs;
-  // In the occupancy index before it is written, like every task, so a scanner claiming its second finds it.
-  const unticked = new Set(await ports.occupancy.occupy([secondOf(fireAtMs)]));
-  const successor = await createOrAdopt(ports, {
-    key: successorKey,
-    task: {
-      id,
-      tenantId: current.tenantId,
-      status: 'PENDING',
-      // A retry's delaySeconds resolves later than the one that chose the id: keep dueAt ≤ the fire time.
-      dueAtMs: dueAtForFireTime(fireAtMs, request.dueAtMs, current.window),
-      fireAtMs,
-      ...(current.window !== undefined && { window: current.window }),
-      createdAtMs,
-      target: current.target,
-      payloadJson: request.payloadJson ?? current.payloadJson,
-      ...(current.bizType !== undefined && { bizType: current.bizType }),
-      ...(current.bizId !== undefined && { bizId: current.bizId }),
-      // The successor is the same business task, delivered under the settings it was submitted with.
-      ...(current.policy !== undefined && { policy: current.policy }),
-      attempts: 0,
-      ...(isLateArrival(fireAtMs, createdAtMs, ports.lookaheadSeconds) && { lateArrival: true }),
-      rescheduledFrom: current.id,
-    },
-  });
-  // A successor due in a second already claimed is enqueued now, like any late arrival; its delivery waits for the commit.
-  await handOffLateArrivals(ports, [successor], unticked);
+  // Stored as every new task is (indexed under its fire second, and enqueued at once if that second
+  // may be claimed already); its delivery waits for the commit.
+  const successor = await storeNewTask(ports, successorEntry);
 
   const nowMs = clock.now();
   if (await taskStore.commitReschedule(key, id, nowMs, expiryAfter(nowMs, ports.retentionDays))) {
@@ -162,7 +143,7 @@ async function handOver(
   }
   // Withdrawn (or moved on to another request's successor): nothing can hand over to this one any more.
   // A successor's attempts always hold a lease, so no due-time margin applies to this cancel.
-  await taskStore.cancel(successorKey, {
+  await taskStore.cancel(successorEntry.key, {
     tenantId: current.tenantId,
     nowMs,
     expiresAtSeconds: expiryAfter(nowMs, ports.retentionDays),

@@ -34,10 +34,11 @@ import {
   type RecurrenceSpec,
   successorOf,
 } from './recurrence.js';
-import { isLateArrival, type SchedulePorts, storeTaskWithId } from './schedule.js';
+import type { SchedulePorts } from './schedule.js';
 import { instantOf, payloadJsonOf, scheduleFingerprint } from './schemas.js';
 import type { Target, Task, TaskWindow } from './task.js';
 import { DAY_SECONDS, expiryAfter } from './task.js';
+import { newPendingTask, storeNewTask, type TaskBirthPorts } from './task-kernel.js';
 import { planFireAt } from './window.js';
 
 /** How many schedules one tenant may keep: their items share one partition, which stays small and cool. */
@@ -92,19 +93,8 @@ export interface ScheduleStore {
   delete(tenantId: string, id: string): Promise<Schedule | undefined>;
 }
 
-/** What storing occurrences takes: a task submit's ports (index, clock, late-arrival hand-off) and the schedules. */
-export type OccurrencePorts = Pick<
-  SchedulePorts,
-  | 'taskStore'
-  | 'clockStore'
-  | 'occupancy'
-  | 'deliveryQueue'
-  | 'tickQueue'
-  | 'clock'
-  | 'bucketCount'
-  | 'shardCount'
-  | 'lookaheadSeconds'
-> & { readonly scheduleStore: ScheduleStore };
+/** What storing occurrences takes: what storing any new task takes (task-kernel.ts), and the schedules. */
+export type OccurrencePorts = TaskBirthPorts & { readonly scheduleStore: ScheduleStore };
 
 export type ScheduleAdminPorts = OccurrencePorts &
   Pick<SchedulePorts, 'idempotencyStore' | 'retentionDays'> & { readonly horizonDays: number };
@@ -149,28 +139,24 @@ function nextAt(schedule: Pick<Schedule, 'id' | 'revision' | 'window'>, atMs: nu
   return atMs === undefined ? undefined : { taskId: occurrenceTaskId(schedule, atMs, shardCount), atMs };
 }
 
-/** Stores the occurrence `next` names (a no-op if it is stored already), as a submit stores a task. */
+/** Stores the occurrence `next` names (a no-op if it is stored already), as every new task is stored. */
 async function storeOccurrence(ports: OccurrencePorts, schedule: Schedule, next: NextOccurrence): Promise<void> {
-  const location = parseTaskId(next.taskId, ports.shardCount);
-  if (!location) throw new Error(`occurrence id ${next.taskId} does not fit this deployment's shard count`);
-  const createdAtMs = ports.clock.now();
-  const task: Task = {
-    id: next.taskId,
-    tenantId: schedule.tenantId,
-    status: 'PENDING',
-    dueAtMs: next.atMs,
-    fireAtMs: location.fireAtMs,
-    ...(schedule.window !== undefined && { window: schedule.window }),
-    createdAtMs,
-    target: schedule.target,
-    payloadJson: schedule.payloadJson,
-    attempts: 0,
-    ...(schedule.bizType !== undefined && { bizType: schedule.bizType }),
-    ...(schedule.bizId !== undefined && { bizId: schedule.bizId }),
-    occurrence: { scheduleId: schedule.id, revision: schedule.revision, atMs: next.atMs },
-    ...(isLateArrival(location.fireAtMs, createdAtMs, ports.lookaheadSeconds) && { lateArrival: true }),
-  };
-  await storeTaskWithId(ports, task, taskKey(task.id, location, ports.bucketCount));
+  const entry = newPendingTask(
+    ports,
+    next.taskId,
+    {
+      tenantId: schedule.tenantId,
+      dueAtMs: next.atMs,
+      ...(schedule.window !== undefined && { window: schedule.window }),
+      target: schedule.target,
+      payloadJson: schedule.payloadJson,
+      ...(schedule.bizType !== undefined && { bizType: schedule.bizType }),
+      ...(schedule.bizId !== undefined && { bizId: schedule.bizId }),
+      occurrence: { scheduleId: schedule.id, revision: schedule.revision, atMs: next.atMs },
+    },
+    ports.clock.now(),
+  );
+  await storeNewTask(ports, entry);
 }
 
 /** Whether an occurrence may fire: `fire`, or why not. */

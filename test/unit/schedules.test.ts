@@ -328,6 +328,58 @@ describe('Occurrence chain: deliverTask of an occurrence', () => {
     expect(w.taskStore.tasks.get(first)?.status).toBe('CANCELLED');
   });
 
+  it('fires an occurrence once when a PATCH races its attempt, with the payload of the revision the chain reached it under', async () => {
+    // Prepare: a PATCH reads the schedule before its first occurrence is due ...
+    const w = world();
+    const schedule = await w.create({ rate: undefined, cron: '*/5 * * * * *', payload: { v: 1 } });
+    w.clock.set(START + 4000);
+    const replace = w.scheduleStore.replace.bind(w.scheduleStore);
+    let raced = false;
+    w.scheduleStore.replace = async (...args) => {
+      // ... and, before it writes, the occurrence's leased attempt advances the chain and fires.
+      if (!raced) {
+        raced = true;
+        expect((await w.fireNext(schedule.id)).kind).toBe('delivered');
+      }
+      return replace(...args);
+    };
+
+    // Act
+    const changed = await changeSchedule(w.admin, TENANT_ID, schedule.id, { payload: { v: 2 } });
+    await w.runUntil(START + 21_000);
+
+    // Assess: every occurrence time fired one task, the first under the revision that reached it.
+    expect(changed.kind).toBe('changed');
+    expect(w.calls.map((c) => [Date.parse(c.notification.occurrence ?? '') - START, c.notification.payload])).toEqual([
+      [5000, { v: 1 }],
+      [10_000, { v: 2 }],
+      [15_000, { v: 2 }],
+      [20_000, { v: 2 }],
+    ]);
+    expect(w.pending(schedule.id)).toHaveLength(1);
+  });
+
+  it('does not fire an occurrence time again when the change comes from a clock behind the callback that fired it', async () => {
+    // Prepare: the first occurrence fires and advances the chain ...
+    const w = world();
+    const schedule = await w.create({ rate: undefined, cron: '*/5 * * * * *', payload: { v: 1 } });
+    expect((await w.fireNext(schedule.id)).kind).toBe('delivered');
+    // ... and the api, whose clock runs 200 ms behind the callback's (within the skew bound), changes it.
+    w.clock.set(START + 4800);
+
+    // Act
+    const changed = await changeSchedule(w.admin, TENANT_ID, schedule.id, { payload: { v: 2 } });
+    await w.runUntil(START + 16_000);
+
+    // Assess
+    expect(changed.kind).toBe('changed');
+    expect(w.calls.map((c) => [Date.parse(c.notification.occurrence ?? '') - START, c.notification.payload])).toEqual([
+      [5000, { v: 1 }],
+      [10_000, { v: 2 }],
+      [15_000, { v: 2 }],
+    ]);
+  });
+
   it('fires an occurrence of a changed schedule only under its new revision', async () => {
     // Prepare
     const w = world();

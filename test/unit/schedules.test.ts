@@ -1,110 +1,18 @@
 import { describe, expect, it } from 'vitest';
 
-import type { ScheduleRequest } from '../../functions/contract/wire.js';
-import { deliverTask, type DeliveryPorts, type Notification } from '../../functions/core/deliver.js';
+import { deliverTask, type Notification } from '../../functions/core/deliver.js';
 import { parseTaskId } from '../../functions/core/ids.js';
 import { MISSED_AFTER_MS } from '../../functions/core/recurrence.js';
-import { runScanner } from '../../functions/core/scan.js';
 import {
   changeSchedule,
   createSchedule,
   deleteSchedule,
   occurrenceTaskId,
-  type Schedule,
-  type ScheduleAdminPorts,
   upcomingOccurrences,
 } from '../../functions/core/schedules.js';
 import type { Task } from '../../functions/core/task.js';
-import {
-  DELIVERY_SETTINGS,
-  FakeIdempotencyStore,
-  fakeOccurrencePorts,
-  FakeRequestCounter,
-  FakeScheduleStore,
-  FakeTaskStore,
-  fakeTenantDirectory,
-  ManualClock,
-  TENANT_ID,
-} from './fakes.js';
-
-const START = Date.parse('2026-06-01T12:00:00.000Z');
-const TARGET = { type: 'http', url: 'https://hooks.example.com/tick' } as const;
-
-/** A schedule service over fakes: the api's operations and the callback's delivery share one table. */
-function world() {
-  const clock = new ManualClock(START);
-  const taskStore = new FakeTaskStore();
-  const scheduleStore = new FakeScheduleStore();
-  const occurrences = fakeOccurrencePorts(taskStore, clock, scheduleStore);
-  const admin: ScheduleAdminPorts = {
-    ...occurrences,
-    idempotencyStore: new FakeIdempotencyStore(),
-    retentionDays: 30,
-    horizonDays: 365,
-  };
-  const calls: Array<{ atMs: number; notification: Notification }> = [];
-  const delivery: DeliveryPorts = {
-    ...DELIVERY_SETTINGS,
-    taskStore,
-    occurrences,
-    targets: {
-      dispatch: async (_target, notification) => {
-        calls.push({ atMs: clock.now(), notification });
-        return { ok: true };
-      },
-    },
-    tenants: fakeTenantDirectory(),
-    deadLetters: { send: async () => undefined },
-    callbackCounter: new FakeRequestCounter(),
-    clock,
-  };
-  const create = async (request: Partial<ScheduleRequest> = {}): Promise<Schedule> => {
-    const outcome = await createSchedule(admin, TENANT_ID, { rate: '5 seconds', target: TARGET, ...request });
-    if (outcome.kind !== 'created' && outcome.kind !== 'replayed') throw new Error(JSON.stringify(outcome));
-    return outcome.schedule;
-  };
-  const stored = (id: string) => scheduleStore.schedules.get(`${TENANT_ID}#${id}`);
-  const pending = (scheduleId: string) =>
-    [...taskStore.tasks.values()].filter(
-      (task) => task.occurrence?.scheduleId === scheduleId && task.status === 'PENDING',
-    );
-  /** Delivers the schedule's pending occurrence at its due time, as the callback would. */
-  const fireNext = async (scheduleId: string) => {
-    const next = stored(scheduleId)?.next;
-    if (!next) throw new Error('no pending occurrence');
-    // Its message comes at its fire time: the occurrence's own, or the one planned in its window.
-    const firesAt = parseTaskId(next.taskId, occurrences.shardCount)?.fireAtMs ?? next.atMs;
-    if (clock.now() < firesAt) clock.set(firesAt);
-    return deliverTask(delivery, next.taskId);
-  };
-  /**
-   * Runs the pipeline second by second until `untilMs`, as the scanner and the callback do: each
-   * second's scan reads the occupancy index, and every message it sends is delivered.
-   */
-  const runUntil = async (untilMs: number) => {
-    let delivered = occurrences.deliveryQueue.sent.length;
-    while (clock.now() < untilMs) {
-      await runScanner(occurrences, 1000);
-      for (const message of occurrences.deliveryQueue.sent.slice(delivered)) await deliverTask(delivery, message.id);
-      delivered = occurrences.deliveryQueue.sent.length;
-      clock.advance(1000);
-    }
-  };
-  return {
-    clock,
-    taskStore,
-    scheduleStore,
-    occurrences,
-    admin,
-    delivery,
-    calls,
-    create,
-    stored,
-    pending,
-    fireNext,
-    runUntil,
-  };
-}
+import { DELIVERY_SETTINGS, TENANT_ID } from './fakes.js';
+import { scheduleWorld as world,START, TARGET } from './schedule-world.js';
 
 const occurrencesOf = (calls: Array<{ notification: Notification }>) => calls.map((c) => c.notification.occurrence);
 

@@ -32,11 +32,14 @@ export type RescheduleOutcome =
        * `already-final`: delivered, failed, cancelled or rescheduled before; `in-delivery`: an
        * attempt is in flight; `not-in-effect`: the task is itself a reschedule that has not
        * taken effect; `contended`: the task kept changing underneath; `too-late`: never attempted
-       * and due too soon, so its first attempt (which takes no lease) may be under way.
+       * and due too soon, so its first attempt (which takes no lease) may be under way;
+       * `occurrence`: the task is a schedule's occurrence (`scheduleId`), which only a change of
+       * its schedule moves: a moved occurrence would leave its schedule's chain behind.
        */
-      readonly reason: 'already-final' | 'in-delivery' | 'not-in-effect' | 'contended' | 'too-late';
+      readonly reason: 'already-final' | 'in-delivery' | 'not-in-effect' | 'contended' | 'too-late' | 'occurrence';
       readonly status?: TaskStatus;
       readonly rescheduledTo?: string;
+      readonly scheduleId?: string;
     };
 
 /** Whether a rescheduled task may be delivered now, must wait, or must never be. */
@@ -177,6 +180,14 @@ export async function rescheduleTask(
     }
     if (current.status === 'DELIVERING') return { kind: 'refused', reason: 'in-delivery', status: current.status };
     if (current.status !== 'PENDING') return { kind: 'refused', reason: 'already-final', status: current.status };
+    if (current.occurrence !== undefined) {
+      return {
+        kind: 'refused',
+        reason: 'occurrence',
+        status: current.status,
+        scheduleId: current.occurrence.scheduleId,
+      };
+    }
     // Refused before any write, like a cancel: its first attempt takes no lease (see cancelTask).
     if (firstAttemptUnleased(current) && current.fireAtMs <= ports.clock.now() + UNLEASED_CANCEL_MARGIN_MS) {
       return { kind: 'refused', reason: 'too-late', status: current.status };

@@ -37,9 +37,9 @@ import {
   type RecurrenceSpec,
   successorOf,
 } from './recurrence.js';
-import type { SchedulePorts } from './schedule.js';
+import { cancelTask, getTask, type SchedulePorts, type TaskLookupPorts } from './schedule.js';
 import { instantOf, payloadJsonOf, scheduleFingerprint } from './schemas.js';
-import type { Target, Task, TaskWindow } from './task.js';
+import type { CancelOutcome, Target, Task, TaskWindow } from './task.js';
 import { DAY_SECONDS, expiryAfter } from './task.js';
 import { newPendingTask, storeNewTask, type TaskBirthPorts } from './task-kernel.js';
 import { planFireAt } from './window.js';
@@ -205,6 +205,26 @@ export async function advanceSchedule(ports: OccurrencePorts, task: Task): Promi
       : 'fire';
   }
   throw new Error(`schedule ${occurrence.scheduleId} kept changing while occurrence ${task.id} advanced it`);
+}
+
+/**
+ * Cancels a task for its tenant (DELETE /v1/tasks/{id}). A schedule's chain moves on only when its
+ * pending occurrence is delivered, so cancelling that occurrence outright would stop the schedule
+ * for good. Its successor is chosen and stored first, as the occurrence's own delivery would
+ * (steps 2 to 4, which find their own writes when repeated), and only then is the occurrence
+ * cancelled: acting on one occurrence never stops the schedule (invariant 13). A crash in between
+ * leaves the occurrence pending with its successor stored: it fires, or a retried DELETE cancels
+ * it, and the schedule goes on either way. If the cancel is refused (the occurrence is in an
+ * attempt), that attempt finds the chain already past it and fires.
+ */
+export async function cancelTaskKeepingSchedule(
+  ports: OccurrencePorts & TaskLookupPorts,
+  tenantId: string,
+  id: string,
+): Promise<CancelOutcome> {
+  const task = await getTask(ports, tenantId, id);
+  if (task?.occurrence !== undefined && task.status === 'PENDING') await advanceSchedule(ports, task);
+  return cancelTask(ports, tenantId, id);
 }
 
 // ---- The API's operations ---------------------------------------------------------------

@@ -14,9 +14,9 @@ import type { SQSEvent } from 'aws-lambda';
 
 import { allItems } from '../functions/adapters/dynamo/dynamo-helpers.js';
 import { isTaskPartition, partitionOf, type TaskItem } from '../functions/adapters/dynamo/table-schema.js';
-import { messageOf } from '../functions/callback/records.js';
 import { type FunctionName, MAX_EARLY_WAIT_MS, type TimerSettings } from '../functions/contract/topology.js';
 import { MAX_SHARDS, parseTaskId } from '../functions/core/ids.js';
+import { decodeDeliveryBody } from '../functions/core/task-kernel.js';
 import { type AwsRequest, LOCAL_TABLE_NAME, startLocalTimer } from '../lib/local/runtime.js';
 import { itemBytes, type KeyActivity, STORAGE_OVERHEAD_BYTES } from './stats.js';
 
@@ -73,7 +73,7 @@ function waitOf(event: unknown): number {
   const nowMs = Date.now();
   let latestMs = nowMs;
   for (const record of (event as SQSEvent).Records) {
-    const message = messageOf(record);
+    const message = decodeDeliveryBody(record.body);
     if (!message) continue;
     const goesAtMs = Math.max(parseTaskId(message.id, MAX_SHARDS)?.fireAtMs ?? 0, message.notBeforeMs ?? 0);
     if (goesAtMs - nowMs <= MAX_EARLY_WAIT_MS) latestMs = Math.max(latestMs, goesAtMs);

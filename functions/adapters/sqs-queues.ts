@@ -11,6 +11,7 @@ import {
 
 import type { DeadLetter, DeadLetterQueue } from '../core/deliver.js';
 import type { DeliveryMessage, DeliveryQueue } from '../core/task.js';
+import { encodeDeliveryBody } from '../core/task-kernel.js';
 import type { Tick, TickQueue } from '../core/tick.js';
 
 const SQS_BATCH_LIMIT = 10;
@@ -62,12 +63,6 @@ export async function sendAll(sqs: SQSClient, queueUrl: string, messages: readon
   await Promise.all(Array.from({ length: Math.min(PARALLEL_BATCHES, batches.length) }, worker));
 }
 
-/** The body of a delivery message: the id, which says where the task lives, and any wait still ahead of it. */
-export interface DeliveryMessageBody {
-  readonly id: string;
-  readonly notBeforeMs?: number;
-}
-
 /** A queue that sends items of one kind, encoded as messages, in parallel batches. */
 export class SqsBatchQueue<T> {
   constructor(
@@ -83,10 +78,10 @@ export class SqsBatchQueue<T> {
 
 export function sqsDeliveryQueue(sqs: SQSClient, queueUrl: string): DeliveryQueue {
   return new SqsBatchQueue<DeliveryMessage>(sqs, queueUrl, (message) => ({
-    body: JSON.stringify({
+    body: encodeDeliveryBody({
       id: message.id,
       ...(message.notBeforeMs !== undefined && { notBeforeMs: message.notBeforeMs }),
-    } satisfies DeliveryMessageBody),
+    }),
     delaySeconds: message.delaySeconds,
   }));
 }
@@ -124,7 +119,7 @@ export class SqsDeadLetterQueue implements DeadLetterQueue {
 }
 
 function deadLetterBody(letter: DeadLetter): string {
-  return JSON.stringify({ id: letter.id, attempt: letter.attempt, error: letter.error } satisfies DeadLetter);
+  return encodeDeliveryBody({ id: letter.id, attempt: letter.attempt, error: letter.error });
 }
 
 async function queueArn(sqs: SQSClient, queueUrl: string): Promise<string> {

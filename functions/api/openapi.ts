@@ -276,7 +276,7 @@ const operations: Record<(typeof API_ROUTES)[number], object> = {
     operationId: 'rescheduleTask',
     summary: 'Reschedule a PENDING task: a new dueAt (or delaySeconds), optionally a new payload',
     description:
-      'The id encodes the fire time, so the task is replaced: the answer is a new task (new id, `rescheduledFrom` the old one) and the old one becomes CANCELLED with `rescheduledTo`. The new task keeps the window, if the task had one, planned anew within the new dueAt. Exactly one of the two is ever delivered. Repeating the same request answers with the same new task; a failed request (5xx) may have taken effect, so repeat it to find out.',
+      "The id encodes the fire time, so the task is replaced: the answer is a new task (new id, `rescheduledFrom` the old one) and the old one becomes CANCELLED with `rescheduledTo`. The new task keeps the window, if the task had one, planned anew within the new dueAt. Exactly one of the two is ever delivered. Repeating the same request answers with the same new task; a failed request (5xx) may have taken effect, so repeat it to find out. A schedule's occurrence is not moved (409 reschedule-occurrence): change its schedule instead.",
     parameters: [idParameter],
     requestBody: {
       required: true,
@@ -297,7 +297,7 @@ const operations: Record<(typeof API_ROUTES)[number], object> = {
     operationId: 'cancelTask',
     summary: 'Cancel a task that has not been delivered',
     description:
-      'A task never attempted can be cancelled until 1 s before its due time (its first attempt takes no lease, so a later cancel could race it: 409 too-late). A task waiting for a retry can be cancelled at any time between attempts (409 in-delivery while an attempt is in flight).',
+      "A task never attempted can be cancelled until 1 s before its due time (its first attempt takes no lease, so a later cancel could race it: 409 too-late). A task waiting for a retry can be cancelled at any time between attempts (409 in-delivery while an attempt is in flight). Cancelling a schedule's occurrence cancels that occurrence only: the schedule goes on with its next one.",
     parameters: [idParameter],
     responses: {
       200: { description: 'Cancelled (also when a cancel already answered 200)', content: json(taskDetailsSchema) },

@@ -6,7 +6,6 @@ import { secondOf } from '../core/clock.js';
 import { decodeCursor, encodeCursor, LIST_LIMITS, type ListPorts, listTasks } from '../core/listing.js';
 import { rescheduleTask } from '../core/reschedule.js';
 import {
-  cancelTask,
   getTask,
   type ScheduleOutcome,
   type SchedulePorts,
@@ -14,6 +13,7 @@ import {
   scheduleTasks,
   type TaskLookupPorts,
 } from '../core/schedule.js';
+import { cancelTaskKeepingSchedule } from '../core/schedules.js';
 import {
   batchRequestSchema,
   formatPath,
@@ -251,6 +251,8 @@ const RESCHEDULE_REFUSALS = {
     'This task replaces another through a reschedule that has not taken effect yet; retry in a few seconds.',
   contended: 'The task kept changing while it was being rescheduled; retry the request.',
   'too-late': `The task is due in less than ${UNLEASED_CANCEL_MARGIN_MS / 1000} s (or is already due) and has not been attempted yet: its first attempt may be under way, so it can no longer be rescheduled. It will be delivered at its due time.`,
+  occurrence:
+    "The task is an occurrence of a schedule, which fires at the schedule's times: moving one occurrence would leave the schedule behind. Change the schedule instead, or cancel this occurrence with DELETE (the schedule goes on with its next one).",
 } as const;
 
 /** PATCH /v1/tasks/{id}: 200 with the task that replaces this one, the same for a repeat of the request. */
@@ -273,7 +275,9 @@ async function rescheduleRoute(
     case 'refused': {
       const movedOn = outcome.rescheduledTo
         ? ` It was rescheduled to task ${outcome.rescheduledTo}; reschedule that one.`
-        : '';
+        : outcome.scheduleId
+          ? ` Its schedule: PATCH /v1/schedules/${outcome.scheduleId}.`
+          : '';
       return problemResponse(
         problem(409, `reschedule-${outcome.reason}`, `${RESCHEDULE_REFUSALS[outcome.reason]}${movedOn}`),
       );
@@ -282,7 +286,7 @@ async function rescheduleRoute(
 }
 
 async function deleteTask(ports: ApiPorts, tenant: Tenant, id: string): Promise<HttpResult> {
-  const outcome = await cancelTask(ports, tenant.id, id);
+  const outcome = await cancelTaskKeepingSchedule(ports, tenant.id, id);
   if (outcome.cancelled) {
     const task = await getTask(ports, tenant.id, id);
     return jsonResponse(200, task ? taskView(task) : { id, status: 'CANCELLED' });

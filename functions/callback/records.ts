@@ -4,8 +4,8 @@ import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 
 import { METRICS } from '../contract/topology.js';
 import { deliverTask, type DeliveryOutcome, type DeliveryPorts, redeliverDeadLetter } from '../core/deliver.js';
-import { MAX_DELAY_SECONDS } from '../core/scan.js';
 import type { DeliveryQueue } from '../core/task.js';
+import { decodeDeliveryBody, reminderMessage } from '../core/task-kernel.js';
 
 export interface RecordPorts {
   readonly delivery: DeliveryPorts;
@@ -19,28 +19,6 @@ export interface RecordPorts {
   readonly metrics: Metrics;
 }
 
-export interface ReceivedMessage {
-  readonly id: string;
-  /** A dead letter (which carries its last error) being redriven. */
-  readonly redriven: boolean;
-  readonly notBeforeMs?: number;
-}
-
-/** The task a message names, whether it is a redriven dead letter, and how long it must still wait. */
-export function messageOf(record: SQSRecord): ReceivedMessage | undefined {
-  try {
-    const body = JSON.parse(record.body) as { id?: unknown; error?: unknown; notBeforeMs?: unknown } | null;
-    if (typeof body?.id !== 'string') return undefined;
-    return {
-      id: body.id,
-      redriven: body.error !== undefined,
-      ...(typeof body.notBeforeMs === 'number' && { notBeforeMs: body.notBeforeMs }),
-    };
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * Sends the task a new message that surfaces at `atMs`, or after SQS's longest delay (900 s)
  * when that is sooner, carrying `atMs` so a longer wait is a chain of delayed messages. It is
@@ -48,16 +26,13 @@ export function messageOf(record: SQSRecord): ReceivedMessage | undefined {
  * (the delivery lease and the task's retry time dedupe it), never loses it.
  */
 function comeBackAt(ports: RecordPorts, id: string, atMs: number): Promise<void> {
-  // Rounded up: a message that surfaced early would hold the callback while it waited out the rest.
-  const seconds = Math.ceil((atMs - ports.delivery.clock.now()) / 1000);
-  const delaySeconds = Math.min(MAX_DELAY_SECONDS, Math.max(0, seconds));
-  return ports.deliveryQueue.send([{ id, notBeforeMs: atMs, delaySeconds }]);
+  return ports.deliveryQueue.send([reminderMessage(id, atMs, ports.delivery.clock.now())]);
 }
 
 /** Delivers one record; once it resolves the message is done with (a task that must come back has a new one). */
 async function deliverRecord(ports: RecordPorts, record: SQSRecord): Promise<void> {
   const { metrics } = ports;
-  const message = messageOf(record);
+  const message = decodeDeliveryBody(record.body);
   if (message === undefined) {
     ports.logger.error('delivery message without a task id dropped', {
       messageId: record.messageId,

@@ -247,7 +247,7 @@ export const QUEUES = {
     // runs, were below a billion a day's average of 11,600 a second. Batches of up to 100,
     // gathered for up to a second, carry some 60 each, so 600 carry about 36,000 a second and a
     // 20,000-task second needs some 350. Messages surface a second earlier to pay for the window
-    // (scan.ts's delaySecondsUntil). The api (200) and the scanner (50) have reservations, leaving
+    // (task-kernel.ts's delaySecondsUntil). The api (200) and the scanner (50) have reservations, leaving
     // 750 unreserved; the cap leaves 150 of those to the ticker and the sweeper and to headroom,
     // however deep a delivery surge runs.
     consumer: { fn: 'callback', batchSize: 100, maxBatchingWindowSeconds: 1, maxConcurrency: 600 },

@@ -1,6 +1,10 @@
 import type { Clock, ClockState, ClockStore } from './task.js';
+import { DAY_SECONDS } from './task.js';
 
 export const secondOf = (ms: number): number => Math.floor(ms / 1000);
+
+/** How long a second's scan marker, or a recheck flag, is kept: the sweeper looks no further back than this. */
+export const MARKER_RETENTION_SECONDS = 3 * DAY_SECONDS;
 
 /**
  * Reads the cursor, starting the clock at the current second if it has never run.

@@ -16,21 +16,12 @@
  * request finds its intent and finishes under the same successor id.
  */
 
-import { secondOf } from './clock.js';
-import { dealShard, newTaskId, parseTaskId, type TaskKey, taskKey } from './ids.js';
-import {
-  createOrAdopt,
-  getTask,
-  handOffLateArrivals,
-  isLateArrival,
-  type SchedulePorts,
-  storedBeforeFirstAttempt,
-  type TaskLookupPorts,
-} from './schedule.js';
+import { parseTaskId, type TaskKey, taskKey } from './ids.js';
+import { getTask, type SchedulePorts, storedBeforeFirstAttempt, type TaskLookupPorts } from './schedule.js';
 import type { Reschedule } from './schemas.js';
 import type { Task, TaskStatus } from './task.js';
 import { expiryAfter, firstAttemptUnleased, UNLEASED_CANCEL_MARGIN_MS } from './task.js';
-import { dueAtForFireTime, planFireAt } from './window.js';
+import { freshTaskId, newPendingTask, storeNewTask } from './task-kernel.js';
 
 export type RescheduleOutcome =
   | { readonly kind: 'rescheduled'; readonly task: Task }
@@ -41,11 +32,14 @@ export type RescheduleOutcome =
        * `already-final`: delivered, failed, cancelled or rescheduled before; `in-delivery`: an
        * attempt is in flight; `not-in-effect`: the task is itself a reschedule that has not
        * taken effect; `contended`: the task kept changing underneath; `too-late`: never attempted
-       * and due too soon, so its first attempt (which takes no lease) may be under way.
+       * and due too soon, so its first attempt (which takes no lease) may be under way;
+       * `occurrence`: the task is a schedule's occurrence (`scheduleId`), which only a change of
+       * its schedule moves: a moved occurrence would leave its schedule's chain behind.
        */
-      readonly reason: 'already-final' | 'in-delivery' | 'not-in-effect' | 'contended' | 'too-late';
+      readonly reason: 'already-final' | 'in-delivery' | 'not-in-effect' | 'contended' | 'too-late' | 'occurrence';
       readonly status?: TaskStatus;
       readonly rescheduledTo?: string;
+      readonly scheduleId?: string;
     };
 
 /** Whether a rescheduled task may be delivered now, must wait, or must never be. */
@@ -96,7 +90,7 @@ async function successorId(ports: SchedulePorts, current: Task, request: Resched
   }
   // The successor keeps the task's window: a reschedule moves the due time, not how the
   // caller wanted the load spread, so it fires at a time planned within the new window.
-  return newTaskId({ fireAtMs: planFireAt(request.dueAtMs, current.window), shard: dealShard(ports.shardCount) });
+  return freshTaskId(ports, request.dueAtMs, current.window);
 }
 
 /** Steps 1 to 3 on a PENDING task; undefined when the task changed underneath and must be looked at again. */
@@ -108,8 +102,23 @@ async function handOver(
 ): Promise<RescheduleOutcome | undefined> {
   const { taskStore, clock } = ports;
   const id = await successorId(ports, current, request);
-  const successorKey = keyOf(ports, id);
-  if (!successorKey) throw new Error(`successor id ${id} does not fit this deployment's shard count`);
+  const successorEntry = newPendingTask(
+    ports,
+    id,
+    {
+      tenantId: current.tenantId,
+      dueAtMs: request.dueAtMs,
+      ...(current.window !== undefined && { window: current.window }),
+      target: current.target,
+      payloadJson: request.payloadJson ?? current.payloadJson,
+      ...(current.bizType !== undefined && { bizType: current.bizType }),
+      ...(current.bizId !== undefined && { bizId: current.bizId }),
+      // The successor is the same business task, delivered under the settings it was submitted with.
+      ...(current.policy !== undefined && { policy: current.policy }),
+      rescheduledFrom: current.id,
+    },
+    clock.now(),
+  );
   if (current.rescheduleIntent?.taskId !== id) {
     const intent = { taskId: id, fingerprint: request.fingerprint };
     if (!(await taskStore.recordRescheduleIntent(key, current.tenantId, intent, current.rescheduleIntent?.taskId)))
@@ -122,34 +131,9 @@ async function handOver(
     }
   }
 
-  const createdAtMs = clock.now();
-  const fireAtMs = parseTaskId(id, ports.shardCount)?.fireAtMs ?? request.dueAtMs;
-  // In the occupancy index before it is written, like every task, so a scanner claiming its second finds it.
-  const unticked = new Set(await ports.occupancy.occupy([secondOf(fireAtMs)]));
-  const successor = await createOrAdopt(ports, {
-    key: successorKey,
-    task: {
-      id,
-      tenantId: current.tenantId,
-      status: 'PENDING',
-      // A retry's delaySeconds resolves later than the one that chose the id: keep dueAt ≤ the fire time.
-      dueAtMs: dueAtForFireTime(fireAtMs, request.dueAtMs, current.window),
-      fireAtMs,
-      ...(current.window !== undefined && { window: current.window }),
-      createdAtMs,
-      target: current.target,
-      payloadJson: request.payloadJson ?? current.payloadJson,
-      ...(current.bizType !== undefined && { bizType: current.bizType }),
-      ...(current.bizId !== undefined && { bizId: current.bizId }),
-      // The successor is the same business task, delivered under the settings it was submitted with.
-      ...(current.policy !== undefined && { policy: current.policy }),
-      attempts: 0,
-      ...(isLateArrival(fireAtMs, createdAtMs, ports.lookaheadSeconds) && { lateArrival: true }),
-      rescheduledFrom: current.id,
-    },
-  });
-  // A successor due in a second already claimed is enqueued now, like any late arrival; its delivery waits for the commit.
-  await handOffLateArrivals(ports, [successor], unticked);
+  // Stored as every new task is (indexed under its fire second, and enqueued at once if that second
+  // may be claimed already); its delivery waits for the commit.
+  const successor = await storeNewTask(ports, successorEntry);
 
   const nowMs = clock.now();
   if (await taskStore.commitReschedule(key, id, nowMs, expiryAfter(nowMs, ports.retentionDays))) {
@@ -162,7 +146,7 @@ async function handOver(
   }
   // Withdrawn (or moved on to another request's successor): nothing can hand over to this one any more.
   // A successor's attempts always hold a lease, so no due-time margin applies to this cancel.
-  await taskStore.cancel(successorKey, {
+  await taskStore.cancel(successorEntry.key, {
     tenantId: current.tenantId,
     nowMs,
     expiresAtSeconds: expiryAfter(nowMs, ports.retentionDays),
@@ -196,6 +180,14 @@ export async function rescheduleTask(
     }
     if (current.status === 'DELIVERING') return { kind: 'refused', reason: 'in-delivery', status: current.status };
     if (current.status !== 'PENDING') return { kind: 'refused', reason: 'already-final', status: current.status };
+    if (current.occurrence !== undefined) {
+      return {
+        kind: 'refused',
+        reason: 'occurrence',
+        status: current.status,
+        scheduleId: current.occurrence.scheduleId,
+      };
+    }
     // Refused before any write, like a cancel: its first attempt takes no lease (see cancelTask).
     if (firstAttemptUnleased(current) && current.fireAtMs <= ports.clock.now() + UNLEASED_CANCEL_MARGIN_MS) {
       return { kind: 'refused', reason: 'too-late', status: current.status };

@@ -1,40 +1,6 @@
-import { QUEUES } from '../contract/topology.js';
-import { claimSeconds, secondOf } from './clock.js';
-import type {
-  Clock,
-  ClockStore,
-  DeliveryMessage,
-  DeliveryQueue,
-  DueTask,
-  OccupancyIndex,
-  SecondRange,
-  TaskStore,
-} from './task.js';
-import { DAY_SECONDS } from './task.js';
-
-/** Seconds the SQS DelaySeconds attribute can hold. */
-export const MAX_DELAY_SECONDS = 900;
-/** How long a second's scan marker, or a recheck flag, is kept: the sweeper looks no further back than this. */
-export const MARKER_RETENTION_SECONDS = 3 * DAY_SECONDS;
-
-/**
- * The delivery mapping may gather a surfaced message for up to its batching window before it
- * invokes the callback, so messages surface that much earlier still.
- */
-const DELIVERY_GATHER_SECONDS = QUEUES.delivery.consumer.maxBatchingWindowSeconds;
-
-/**
- * Whole seconds a delivery message should stay invisible so it reaches the callback before its
- * fire time, even after the mapping's batching window; the callback waits out the rest, so this
- * rounds down, never up.
- */
-export function delaySecondsUntil(fireAtMs: number, nowMs: number): number {
-  return Math.min(MAX_DELAY_SECONDS, Math.max(0, Math.floor((fireAtMs - nowMs) / 1000) - DELIVERY_GATHER_SECONDS));
-}
-
-export function toDeliveryMessages(tasks: readonly DueTask[], nowMs: number): DeliveryMessage[] {
-  return tasks.map((task) => ({ id: task.id, delaySeconds: delaySecondsUntil(task.fireAtMs, nowMs) }));
-}
+import { claimSeconds, MARKER_RETENTION_SECONDS, secondOf } from './clock.js';
+import type { Clock, ClockStore, DeliveryQueue, DueTask, OccupancyIndex, SecondRange, TaskStore } from './task.js';
+import { deliveryMessageFor } from './task-kernel.js';
 
 export interface ScanPorts {
   readonly taskStore: TaskStore;
@@ -89,8 +55,9 @@ export async function enqueueSecond(ports: ScanPorts, second: number, deadlineMs
   const due = (await listDueByShard(ports, second)).sort((a, b) => a.fireAtMs - b.fireAtMs);
   for (let start = 0; start < due.length; start += SEND_CHUNK_MESSAGES) {
     if (start > 0 && ports.clock.now() > deadlineMs) return { found: due.length, sent: start };
+    const nowMs = ports.clock.now();
     await ports.deliveryQueue.send(
-      toDeliveryMessages(due.slice(start, start + SEND_CHUNK_MESSAGES), ports.clock.now()),
+      due.slice(start, start + SEND_CHUNK_MESSAGES).map((task) => deliveryMessageFor(task, nowMs)),
     );
   }
   return { found: due.length, sent: due.length };

@@ -1,38 +1,25 @@
 import { randomUUID } from 'node:crypto';
 
-import { FUNCTIONS } from '../contract/topology.js';
-import { claimableThrough, CLOCK_SKEW_MS, ensureClockStarted, secondOf } from './clock.js';
-import type { TaskKey } from './ids.js';
-import { dealShard, newTaskId, parseTaskId, taskKey } from './ids.js';
-import { MARKER_RETENTION_SECONDS, toDeliveryMessages } from './scan.js';
+import { CLOCK_SKEW_MS } from './clock.js';
+import { parseTaskId, type TaskKey, taskKey } from './ids.js';
 import type { NewTask } from './schemas.js';
-import type {
-  CancelOutcome,
-  Clock,
-  ClockStore,
-  DeliveryQueue,
-  DueTask,
-  IdempotencyStore,
-  OccupancyIndex,
-  Task,
-  TaskStore,
-} from './task.js';
+import type { CancelOutcome, Clock, DueTask, IdempotencyStore, Task, TaskStore } from './task.js';
 import { DAY_SECONDS, expiryAfter, UNLEASED_CANCEL_MARGIN_MS } from './task.js';
-import { tickFor, type TickQueue } from './tick.js';
-import { dueAtForFireTime, planFireAt } from './window.js';
+import {
+  createOrAdopt,
+  deliveryMessageFor,
+  type Entry,
+  freshTaskId,
+  type IndexTasks,
+  type LateHandOff,
+  newPendingTask,
+  storeNewTasks,
+  type TaskBirthPorts,
+} from './task-kernel.js';
 
-export interface SchedulePorts {
-  readonly taskStore: TaskStore;
-  readonly clockStore: ClockStore;
+export interface SchedulePorts extends TaskBirthPorts {
   readonly idempotencyStore: IdempotencyStore;
-  readonly occupancy: OccupancyIndex;
-  readonly deliveryQueue: DeliveryQueue;
-  readonly tickQueue: TickQueue;
-  readonly clock: Clock;
-  readonly bucketCount: number;
-  readonly shardCount: number;
   readonly retentionDays: number;
-  readonly lookaheadSeconds: number;
 }
 
 export type ScheduleOutcome =
@@ -44,55 +31,24 @@ export type ScheduleOutcome =
   /** The key's task finished and has expired; the key cannot be used again. */
   | { readonly kind: 'expired'; readonly taskId: string };
 
-export interface ScheduleResult {
+export type ScheduleResult = LateHandOff & {
   /** One per request, in order. */
   readonly outcomes: ScheduleOutcome[];
-  /** Late arrivals the api enqueued itself. */
-  readonly enqueuedDirect: number;
-  /** Late arrivals it could not enqueue and left, flagged, to the sweeper. */
-  readonly deferred: number;
-  /** Seconds whose tick could not be sent: their tasks wait for the sweeper's catch-up, late but not lost. */
-  readonly untickedSeconds: number;
-}
-
-export type Entry = { task: Task; key: TaskKey };
+};
 
 /**
- * A new task's item and key. Its fire time is planned here, once (window.ts): the id encodes it,
- * so it is the second the task is indexed, stored, scanned and judged a late arrival by. Given
- * `id`, the id an earlier attempt of the same request recorded, the task takes that id's place
- * and fire time instead.
+ * A submitted task's item and key: a fresh id, its fire time planned (window.ts) once, here, or,
+ * given `id`, the id an earlier attempt of the same request recorded, whose place and fire time
+ * it takes instead.
  */
-function newEntry(ports: SchedulePorts, tenantId: string, request: NewTask, createdAtMs: number, id?: string): Entry {
-  const location = id
-    ? parseTaskId(id, ports.shardCount)
-    : { fireAtMs: planFireAt(request.dueAtMs, request.window), shard: dealShard(ports.shardCount) };
-  if (!location) throw new Error(`task id ${id} does not fit this deployment's shard count`);
-  const taskId = id ?? newTaskId(location);
-  const task: Task = {
-    ...request,
-    id: taskId,
-    tenantId,
-    dueAtMs: dueAtForFireTime(location.fireAtMs, request.dueAtMs, request.window),
-    fireAtMs: location.fireAtMs,
-    status: 'PENDING',
-    createdAtMs,
-    attempts: 0,
-    ...(isLateArrival(location.fireAtMs, createdAtMs, ports.lookaheadSeconds) && { lateArrival: true }),
-  };
-  return { task, key: taskKey(taskId, location, ports.bucketCount) };
-}
-
-/** Stores the task, or, if a concurrent request that chose the same id stored it first, takes that one. */
-export async function createOrAdopt(ports: Pick<SchedulePorts, 'taskStore'>, entry: Entry): Promise<Task> {
-  try {
-    await ports.taskStore.create(entry.task, entry.key);
-    return entry.task;
-  } catch (error) {
-    const stored = await ports.taskStore.get(entry.key);
-    if (!stored) throw error;
-    return stored;
-  }
+function newEntry(
+  ports: SchedulePorts,
+  tenantId: string,
+  request: NewTask,
+  createdAtMs: number,
+  id = freshTaskId(ports, request.dueAtMs, request.window),
+): Entry {
+  return newPendingTask(ports, id, { ...request, tenantId }, createdAtMs);
 }
 
 /**
@@ -109,7 +65,7 @@ async function scheduleWithKey(
   tenantId: string,
   request: NewTask & { idempotencyKey: string },
   entry: Entry,
-  occupy: (seconds: readonly number[]) => Promise<void>,
+  index: IndexTasks,
 ): Promise<ScheduleOutcome> {
   const { createdAtMs } = entry.task;
   const expiresAtSeconds = expiryAfter(Math.max(entry.task.fireAtMs, createdAtMs), ports.retentionDays);
@@ -133,21 +89,15 @@ async function scheduleWithKey(
   }
   // The recorded id may fire at another second than this request's entry (delaySeconds resolves
   // anew, and a window is planned anew).
-  await occupy([secondOf(recorded.task.fireAtMs)]);
+  await index([recorded.task]);
   return { kind: 'replayed', task: await createOrAdopt(ports, recorded) };
 }
 
 /**
- * Records the tasks' seconds in the occupancy index, stores the tasks, then hands any whose
- * second a scanner may already have claimed straight to the delivery queue. The order matters
- * (invariant 5): the index entry and the task are durable before the hand-off decides, so
- * either the scanner's claim comes later, and its index read and query see the task, or the
- * second lies within claimableThrough of now and this call enqueues it. The decision needs no
- * read of the cursor: a claim never reaches past its claimant's now and lookahead, so the
- * bound is known from the clock alone. A task can be enqueued twice by that, never zero
- * times. Only when neither the enqueue nor the sweeper's flag can be written does the call
- * fail. A second the index had not seen, in a minute the ticker already planned, gets its
- * tick from here.
+ * Submits tasks (one, or a batch) through the store path of every new task (task-kernel.ts).
+ * Entries are built (and fire times planned) before any write starts, so nothing can throw with
+ * writes left unawaited. Tasks without an idempotency key are written together (one BatchWrite
+ * for a batch); each keyed one claims its key first.
  */
 export async function scheduleTasks(
   ports: SchedulePorts,
@@ -157,131 +107,34 @@ export async function scheduleTasks(
   const { taskStore, clock } = ports;
   const createdAtMs = clock.now();
   const outcomes: ScheduleOutcome[] = new Array(requests.length);
-  const unticked = new Set<number>();
-  const occupy = async (seconds: readonly number[]) => {
-    for (const second of await ports.occupancy.occupy(seconds)) unticked.add(second);
-  };
-  // Entries are built (and fire times planned) before any write starts, so nothing can throw
-  // with writes left unawaited, and the index is written for the seconds the tasks fire in.
   const entries = requests.map((request) => newEntry(ports, tenantId, request, createdAtMs));
-  const plain = entries.flatMap((entry, index) =>
-    requests[index]?.idempotencyKey === undefined ? [{ index, entry }] : [],
-  );
-  // Before any task is written, so that no stored task is ever missing from the index, nor due
-  // after a cursor that is yet to start.
-  await Promise.all([
-    occupy(entries.map(({ task }) => secondOf(task.fireAtMs))),
-    ensureClockStarted(ports.clockStore, clock),
-  ]);
-  const keyed = requests.flatMap((request, index) => {
-    const { idempotencyKey } = request;
-    const entry = entries[index];
-    if (idempotencyKey === undefined || !entry) return [];
-    return [
-      scheduleWithKey(ports, tenantId, { ...request, idempotencyKey }, entry, occupy).then((outcome) => {
-        outcomes[index] = outcome;
-      }),
-    ];
-  });
-  const writePlain = async () => {
-    const [single] = plain;
-    if (plain.length === 1 && single) await taskStore.create(single.entry.task, single.entry.key);
-    else if (plain.length > 1) await taskStore.createMany(plain.map(({ entry }) => entry));
-    for (const { index, entry } of plain) outcomes[index] = { kind: 'created', task: entry.task };
-  };
-  // Awaited together: a failure on one side must not leave the other's rejection unhandled.
-  await Promise.all([writePlain(), ...keyed]);
-
-  const stored = outcomes.flatMap((outcome) =>
-    outcome.kind === 'created' || outcome.kind === 'replayed' ? [outcome.task] : [],
-  );
-  return { outcomes, ...(await handOffLateArrivals(ports, stored, unticked)) };
-}
-
-/**
- * Stores one task under an id its caller derived (a schedule's occurrence), exactly as a submit
- * stores one: its second in the occupancy index and the clock started before the write, then the
- * hand-off of a late arrival. A task already stored under the id is taken as it is (and handed off
- * again if it is a late arrival still waiting: the lease absorbs the duplicate), so a repeat is a no-op.
- */
-export async function storeTaskWithId(
-  ports: Pick<
-    SchedulePorts,
-    'taskStore' | 'clockStore' | 'occupancy' | 'deliveryQueue' | 'tickQueue' | 'clock' | 'lookaheadSeconds'
-  >,
-  task: Task,
-  key: TaskKey,
-): Promise<Task> {
-  const [unticked] = await Promise.all([
-    ports.occupancy.occupy([secondOf(task.dueAtMs)]),
-    ensureClockStarted(ports.clockStore, ports.clock),
-  ]);
-  const stored = await createOrAdopt(ports, { task, key });
-  await handOffLateArrivals(ports, [stored], new Set(unticked));
-  return stored;
-}
-
-/**
- * Whether a task written by an api call that started at `createdAtMs` may be handed to the
- * delivery queue by that call (see handOffLateArrivals): due up to claimableThrough of any
- * moment the call can still be running at, which its function's timeout bounds. Decided before
- * the write, so the task item says so from the start.
- */
-export function isLateArrival(fireAtMs: number, createdAtMs: number, lookaheadSeconds: number): boolean {
-  return secondOf(fireAtMs) <= claimableThrough(createdAtMs + FUNCTIONS.api.timeoutSeconds * 1000, lookaheadSeconds);
-}
-
-/**
- * Enqueues the stored tasks whose second a scanner may already have claimed (invariant 5: call
- * it after the index and task writes): those due up to claimableThrough, which also covers the
- * lookahead, which a tick could not bring a scanner to in time. A task due later is certainly in
- * a second no one has claimed, and the scan that claims it will find it in the index. Some of
- * those enqueued here are sent again by their second's scan; the callback's lease absorbs the
- * duplicate (late arrivals take it on their first attempt too). Only tasks marked `lateArrival`
- * when written are handed off: a replay that finds an unmarked task written long before leaves it
- * to the scan that found it. Should the enqueue fail, the tasks are flagged for the sweeper's overdue pass,
- * which enqueues them once they are overdueGraceSeconds past due. Ticks the seconds in
- * `unticked` (new to a minute the ticker already planned) that a scanner must still claim.
- * Returns how many it enqueued, or, if the enqueue failed, how many it left flagged; throws
- * only when neither could be written.
- */
-export async function handOffLateArrivals(
-  ports: Pick<SchedulePorts, 'clockStore' | 'deliveryQueue' | 'tickQueue' | 'clock' | 'lookaheadSeconds'>,
-  stored: readonly Task[],
-  unticked: ReadonlySet<number>,
-): Promise<Omit<ScheduleResult, 'outcomes'>> {
-  const { clockStore, deliveryQueue, clock } = ports;
-  const nowMs = clock.now();
-  const enqueueThrough = claimableThrough(nowMs, ports.lookaheadSeconds);
-  const late = stored.filter(
-    (task) =>
-      task.lateArrival === true &&
-      task.status === 'PENDING' &&
-      task.attempts === 0 &&
-      secondOf(task.fireAtMs) <= enqueueThrough,
-  );
-  // Those seconds need no tick: their tasks are enqueued here.
-  const ticks = [...unticked]
-    .filter((second) => second > enqueueThrough)
-    .map((second) => tickFor(second, nowMs, ports.lookaheadSeconds));
-  const [enqueued, ticked] = await Promise.allSettled([
-    late.length > 0 ? deliveryQueue.send(toDeliveryMessages(late, nowMs)) : Promise.resolve(),
-    ticks.length > 0 ? ports.tickQueue.send(ticks) : Promise.resolve(),
-  ]);
-  const untickedSeconds = ticked.status === 'fulfilled' ? 0 : ticks.length;
-  if (enqueued.status === 'fulfilled') return { enqueuedDirect: late.length, deferred: 0, untickedSeconds };
-  // Flagged only when the enqueue failed: a flag per submit would be one more item written by
-  // every submit due within the same seconds (invariant 8).
-  try {
-    await clockStore.markForRecheck(
-      late.map((task) => secondOf(task.fireAtMs)),
-      secondOf(nowMs),
-      secondOf(nowMs) + MARKER_RETENTION_SECONDS,
+  const { stored: _stored, ...handOff } = await storeNewTasks(ports, entries, async (written, index) => {
+    const plain = written.flatMap((entry, position) =>
+      requests[position]?.idempotencyKey === undefined ? [{ position, entry }] : [],
     );
-  } catch {
-    throw enqueued.reason;
-  }
-  return { enqueuedDirect: 0, deferred: late.length, untickedSeconds };
+    const keyed = requests.flatMap((request, position) => {
+      const { idempotencyKey } = request;
+      const entry = written[position];
+      if (idempotencyKey === undefined || !entry) return [];
+      return [
+        scheduleWithKey(ports, tenantId, { ...request, idempotencyKey }, entry, index).then((outcome) => {
+          outcomes[position] = outcome;
+        }),
+      ];
+    });
+    const writePlain = async () => {
+      const [single] = plain;
+      if (plain.length === 1 && single) await taskStore.create(single.entry.task, single.entry.key);
+      else if (plain.length > 1) await taskStore.createMany(plain.map(({ entry }) => entry));
+      for (const { position, entry } of plain) outcomes[position] = { kind: 'created', task: entry.task };
+    };
+    // Awaited together: a failure on one side must not leave the other's rejection unhandled.
+    await Promise.all([writePlain(), ...keyed]);
+    return outcomes.flatMap((outcome) =>
+      outcome.kind === 'created' || outcome.kind === 'replayed' ? [outcome.task] : [],
+    );
+  });
+  return { outcomes, ...handOff };
 }
 
 export interface TaskLookupPorts {
@@ -390,7 +243,7 @@ async function settleCancel(
   // response may have been lost: a message too many finds a final task and stops at the read,
   // and is at worst one more copy of the first attempt. Should the send fail, the DELETE fails
   // and the overdue pass sends the task.
-  await ports.deliveryQueue.send(toDeliveryMessages([task], ports.clock.now()));
+  await ports.deliveryQueue.send([deliveryMessageFor(task, ports.clock.now())]);
   return undone ? { cancelled: false, reason: 'too-late', status: 'PENDING' } : undefined;
 }
 

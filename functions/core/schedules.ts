@@ -18,7 +18,10 @@
  * occurrence, so at most one successor is ever chosen from it and its id is fixed: no double. The
  * successor can only be delivered (and move the chain on) once step 4 has stored it, so if the
  * chain has moved past `advancedFrom`, the successor exists. A PATCH or DELETE writes a new
- * revision (or removes the schedule), so every occurrence made before it fails step 2.
+ * revision (or removes the schedule), so every occurrence made before it fails step 2. A PATCH
+ * writes only over the revision and the `next` it read, so it never undoes a step 3 made after its
+ * read (which would fire that occurrence time twice, under both revisions); its new chain starts
+ * after the occurrence that last moved the chain.
  */
 import { createHash, randomBytes } from 'node:crypto';
 
@@ -34,10 +37,11 @@ import {
   type RecurrenceSpec,
   successorOf,
 } from './recurrence.js';
-import { isLateArrival, type SchedulePorts, storeTaskWithId } from './schedule.js';
+import { cancelTask, getTask, type SchedulePorts, type TaskLookupPorts } from './schedule.js';
 import { instantOf, payloadJsonOf, scheduleFingerprint } from './schemas.js';
-import type { Target, Task, TaskWindow } from './task.js';
+import type { CancelOutcome, Target, Task, TaskWindow } from './task.js';
 import { DAY_SECONDS, expiryAfter } from './task.js';
+import { newPendingTask, storeNewTask, type TaskBirthPorts } from './task-kernel.js';
 import { planFireAt } from './window.js';
 
 /** How many schedules one tenant may keep: their items share one partition, which stays small and cool. */
@@ -74,6 +78,12 @@ export interface Schedule extends RecurrenceSpec {
   readonly advancedFrom?: string;
 }
 
+/** Where a schedule stood when it was read: its revision, and its pending occurrence's task (none when paused or ended). */
+export interface ChainPosition {
+  readonly revision: string;
+  readonly nextTaskId?: string;
+}
+
 export interface ScheduleStore {
   /** Writes a new schedule; false if one with its id exists. */
   create(schedule: Schedule): Promise<boolean>;
@@ -81,8 +91,13 @@ export interface ScheduleStore {
   /** All the tenant's schedules (at most MAX_SCHEDULES_PER_TENANT). */
   list(tenantId: string): Promise<Schedule[]>;
   count(tenantId: string): Promise<number>;
-  /** Replaces the schedule if it still has `revision`; false otherwise. */
-  replace(schedule: Schedule, revision: string): Promise<boolean>;
+  /**
+   * Replaces the schedule if it still has the revision and its chain still stands where it was
+   * read (`next` is the same occurrence, or there is none); false otherwise. An advance keeps the
+   * revision but moves `next`, so a change read before an occurrence advanced the chain cannot
+   * overwrite the chain that occurrence chose.
+   */
+  replace(schedule: Schedule, readAt: ChainPosition): Promise<boolean>;
   /**
    * Moves `next` on from the occurrence `fromTaskId` (to nothing when the schedule has ended) and
    * records `advancedFrom`, if the schedule still has `revision` and `next` is still that occurrence.
@@ -92,19 +107,8 @@ export interface ScheduleStore {
   delete(tenantId: string, id: string): Promise<Schedule | undefined>;
 }
 
-/** What storing occurrences takes: a task submit's ports (index, clock, late-arrival hand-off) and the schedules. */
-export type OccurrencePorts = Pick<
-  SchedulePorts,
-  | 'taskStore'
-  | 'clockStore'
-  | 'occupancy'
-  | 'deliveryQueue'
-  | 'tickQueue'
-  | 'clock'
-  | 'bucketCount'
-  | 'shardCount'
-  | 'lookaheadSeconds'
-> & { readonly scheduleStore: ScheduleStore };
+/** What storing occurrences takes: what storing any new task takes (task-kernel.ts), and the schedules. */
+export type OccurrencePorts = TaskBirthPorts & { readonly scheduleStore: ScheduleStore };
 
 export type ScheduleAdminPorts = OccurrencePorts &
   Pick<SchedulePorts, 'idempotencyStore' | 'retentionDays'> & { readonly horizonDays: number };
@@ -149,28 +153,24 @@ function nextAt(schedule: Pick<Schedule, 'id' | 'revision' | 'window'>, atMs: nu
   return atMs === undefined ? undefined : { taskId: occurrenceTaskId(schedule, atMs, shardCount), atMs };
 }
 
-/** Stores the occurrence `next` names (a no-op if it is stored already), as a submit stores a task. */
+/** Stores the occurrence `next` names (a no-op if it is stored already), as every new task is stored. */
 async function storeOccurrence(ports: OccurrencePorts, schedule: Schedule, next: NextOccurrence): Promise<void> {
-  const location = parseTaskId(next.taskId, ports.shardCount);
-  if (!location) throw new Error(`occurrence id ${next.taskId} does not fit this deployment's shard count`);
-  const createdAtMs = ports.clock.now();
-  const task: Task = {
-    id: next.taskId,
-    tenantId: schedule.tenantId,
-    status: 'PENDING',
-    dueAtMs: next.atMs,
-    fireAtMs: location.fireAtMs,
-    ...(schedule.window !== undefined && { window: schedule.window }),
-    createdAtMs,
-    target: schedule.target,
-    payloadJson: schedule.payloadJson,
-    attempts: 0,
-    ...(schedule.bizType !== undefined && { bizType: schedule.bizType }),
-    ...(schedule.bizId !== undefined && { bizId: schedule.bizId }),
-    occurrence: { scheduleId: schedule.id, revision: schedule.revision, atMs: next.atMs },
-    ...(isLateArrival(location.fireAtMs, createdAtMs, ports.lookaheadSeconds) && { lateArrival: true }),
-  };
-  await storeTaskWithId(ports, task, taskKey(task.id, location, ports.bucketCount));
+  const entry = newPendingTask(
+    ports,
+    next.taskId,
+    {
+      tenantId: schedule.tenantId,
+      dueAtMs: next.atMs,
+      ...(schedule.window !== undefined && { window: schedule.window }),
+      target: schedule.target,
+      payloadJson: schedule.payloadJson,
+      ...(schedule.bizType !== undefined && { bizType: schedule.bizType }),
+      ...(schedule.bizId !== undefined && { bizId: schedule.bizId }),
+      occurrence: { scheduleId: schedule.id, revision: schedule.revision, atMs: next.atMs },
+    },
+    ports.clock.now(),
+  );
+  await storeNewTask(ports, entry);
 }
 
 /** Whether an occurrence may fire: `fire`, or why not. */
@@ -205,6 +205,26 @@ export async function advanceSchedule(ports: OccurrencePorts, task: Task): Promi
       : 'fire';
   }
   throw new Error(`schedule ${occurrence.scheduleId} kept changing while occurrence ${task.id} advanced it`);
+}
+
+/**
+ * Cancels a task for its tenant (DELETE /v1/tasks/{id}). A schedule's chain moves on only when its
+ * pending occurrence is delivered, so cancelling that occurrence outright would stop the schedule
+ * for good. Its successor is chosen and stored first, as the occurrence's own delivery would
+ * (steps 2 to 4, which find their own writes when repeated), and only then is the occurrence
+ * cancelled: acting on one occurrence never stops the schedule (invariant 13). A crash in between
+ * leaves the occurrence pending with its successor stored: it fires, or a retried DELETE cancels
+ * it, and the schedule goes on either way. If the cancel is refused (the occurrence is in an
+ * attempt), that attempt finds the chain already past it and fires.
+ */
+export async function cancelTaskKeepingSchedule(
+  ports: OccurrencePorts & TaskLookupPorts,
+  tenantId: string,
+  id: string,
+): Promise<CancelOutcome> {
+  const task = await getTask(ports, tenantId, id);
+  if (task?.occurrence !== undefined && task.status === 'PENDING') await advanceSchedule(ports, task);
+  return cancelTask(ports, tenantId, id);
 }
 
 // ---- The API's operations ---------------------------------------------------------------
@@ -390,17 +410,22 @@ export type ChangeOutcome =
   | { readonly kind: 'invalid'; readonly errors: FieldError[] }
   | { readonly kind: 'contended' };
 
-/** Cancels the occurrence a schedule had pending; its delivery would skip it anyway, this tidies it away. */
-async function cancelPending(
+/**
+ * Cancels an occurrence that must not fire: the one a changed or deleted schedule had pending (its
+ * delivery would skip it anyway, this tidies it away), or one a change stored for a revision that
+ * never became the schedule's.
+ */
+async function cancelOccurrence(
   ports: OccurrencePorts & Pick<SchedulePorts, 'retentionDays'>,
-  schedule: Schedule,
+  tenantId: string,
+  next: NextOccurrence | undefined,
 ): Promise<void> {
-  if (!schedule.next) return;
-  const location = parseTaskId(schedule.next.taskId, ports.shardCount);
+  if (!next) return;
+  const location = parseTaskId(next.taskId, ports.shardCount);
   if (!location) return;
   const nowMs = ports.clock.now();
-  await ports.taskStore.cancel(taskKey(schedule.next.taskId, location, ports.bucketCount), {
-    tenantId: schedule.tenantId,
+  await ports.taskStore.cancel(taskKey(next.taskId, location, ports.bucketCount), {
+    tenantId,
     nowMs,
     expiresAtSeconds: expiryAfter(nowMs, ports.retentionDays),
     // Occurrences always take the lease, so a cancel is safe at any moment.
@@ -408,11 +433,19 @@ async function cancelPending(
   });
 }
 
+/** How often a change is tried again when only the chain moved on underneath it. */
+const CHANGE_ROUNDS = 3;
+
 /**
  * Changes a schedule: timing, target, payload, catch-up or paused. Every change writes a new
  * revision, so no occurrence made before it fires. The new first occurrence (none while paused) is
  * stored before the schedule names it, as at creation; the write is conditional on the revision
- * read, so two changes at once cannot both apply. The old pending occurrence is then cancelled.
+ * and the chain position read (see ScheduleStore.replace), so two changes at once cannot both
+ * apply, and an occurrence that advanced the chain meanwhile keeps the successor it chose and
+ * fires under the revision that reached it. Then the change is made again over the chain as it
+ * now stands, under a fresh revision: the first try's occurrence, under a revision that never
+ * became the schedule's, is cancelled. Once the change is in, the old pending occurrence is
+ * cancelled.
  */
 export async function changeSchedule(
   ports: ScheduleAdminPorts,
@@ -420,8 +453,34 @@ export async function changeSchedule(
   id: string,
   change: ScheduleChange,
 ): Promise<ChangeOutcome> {
-  const current = isScheduleId(id) ? await ports.scheduleStore.get(tenantId, id) : undefined;
+  let current = isScheduleId(id) ? await ports.scheduleStore.get(tenantId, id) : undefined;
   if (!current) return { kind: 'not-found' };
+  for (let round = 0; round < CHANGE_ROUNDS; round++) {
+    const planned = changed(ports, current, change);
+    if (!planned.ok) return { kind: 'invalid', errors: planned.errors };
+    const { next } = planned.schedule;
+    if (next) await storeOccurrence(ports, planned.schedule, next);
+    const readAt = { revision: current.revision, ...(current.next && { nextTaskId: current.next.taskId }) };
+    if (await ports.scheduleStore.replace(planned.schedule, readAt)) {
+      await cancelOccurrence(ports, tenantId, current.next);
+      return { kind: 'changed', schedule: planned.schedule };
+    }
+    await cancelOccurrence(ports, tenantId, next);
+    const now = await ports.scheduleStore.get(tenantId, id);
+    if (!now) return { kind: 'not-found' };
+    // Another change won: this one was made over what that one replaced.
+    if (now.revision !== current.revision) return { kind: 'contended' };
+    current = now;
+  }
+  return { kind: 'contended' };
+}
+
+/** The schedule `change` makes of `current` now, under a new revision, its first occurrence named; or the field at fault. */
+function changed(
+  ports: ScheduleAdminPorts,
+  current: Schedule,
+  change: ScheduleChange,
+): { ok: true; schedule: Schedule } | { ok: false; errors: FieldError[] } {
   const nowMs = ports.clock.now();
   const switchesKind = change.cron !== undefined || change.rate !== undefined;
   const timing = timingOf(
@@ -433,9 +492,9 @@ export async function changeSchedule(
     },
     nowMs,
   );
-  if (!timing.ok) return { kind: 'invalid', errors: timing.errors };
+  if (!timing.ok) return timing;
   const payloadJson = change.payload === undefined ? current.payloadJson : payloadJsonOf(change.payload);
-  if (typeof payloadJson !== 'string') return { kind: 'invalid', errors: [payloadJson] };
+  if (typeof payloadJson !== 'string') return { ok: false, errors: [payloadJson] };
   const {
     cron: _cron,
     rate: _rate,
@@ -461,13 +520,16 @@ export async function changeSchedule(
     updatedAtMs: nowMs,
   };
   const refused = beyondHorizon(base, nowMs, ports.horizonDays) ?? windowTooWide(base, nowMs);
-  if (refused) return { kind: 'invalid', errors: [refused] };
-  const next = base.paused ? undefined : nextAt(base, nextOccurrence(recurrenceOf(base), nowMs), ports.shardCount);
-  const changed: Schedule = { ...base, ...(next && { next }) };
-  if (next) await storeOccurrence(ports, changed, next);
-  if (!(await ports.scheduleStore.replace(changed, current.revision))) return { kind: 'contended' };
-  await cancelPending(ports, current);
-  return { kind: 'changed', schedule: changed };
+  if (refused) return { ok: false, errors: [refused] };
+  // After the occurrence that last advanced the chain, even by a clock behind the callback's that
+  // fired it: an occurrence time the old revision fired is not fired again under the new one.
+  const lastFiredAtMs =
+    current.advancedFrom === undefined ? undefined : parseTaskId(current.advancedFrom, ports.shardCount)?.fireAtMs;
+  const firedThroughMs = Math.max(nowMs, lastFiredAtMs ?? nowMs);
+  const next = base.paused
+    ? undefined
+    : nextAt(base, nextOccurrence(recurrenceOf(base), firedThroughMs), ports.shardCount);
+  return { ok: true, schedule: { ...base, ...(next && { next }) } };
 }
 
 /** Deletes a schedule; its pending occurrence never fires (its delivery finds no schedule) and is cancelled. */
@@ -477,7 +539,7 @@ export async function deleteSchedule(
   id: string,
 ): Promise<Schedule | undefined> {
   const deleted = isScheduleId(id) ? await ports.scheduleStore.delete(tenantId, id) : undefined;
-  if (deleted) await cancelPending(ports, deleted);
+  if (deleted) await cancelOccurrence(ports, tenantId, deleted.next);
   return deleted;
 }
 

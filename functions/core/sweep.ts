@@ -1,7 +1,8 @@
-import { secondOf } from './clock.js';
+import { MARKER_RETENTION_SECONDS, secondOf } from './clock.js';
 import type { ScanPorts } from './scan.js';
-import { claimAndScan, MARKER_RETENTION_SECONDS, scanRange } from './scan.js';
+import { claimAndScan, scanRange } from './scan.js';
 import type { Watermark } from './task.js';
+import { deliveryMessageFor } from './task-kernel.js';
 
 export interface SweepSettings {
   /** The most seconds one pass examines, so a long outage is caught up over several runs. */
@@ -207,7 +208,8 @@ export async function sweep(ports: ScanPorts, settings: SweepSettings): Promise<
         await Promise.all(shards.map((shard) => ports.taskStore.listDue(second, shard, { neverAttempted: true })))
       ).flat();
       if (lost.length === 0) return;
-      await ports.deliveryQueue.send(lost.map((task) => ({ id: task.id, delaySeconds: 0 })));
+      const nowMs = ports.clock.now();
+      await ports.deliveryQueue.send(lost.map((task) => deliveryMessageFor(task, nowMs)));
       overdue += lost.length;
     },
   );

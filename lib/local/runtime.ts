@@ -15,7 +15,6 @@ import { allItems } from '../../functions/adapters/dynamo/dynamo-helpers.js';
 import { fireAtOf, firesBefore, type TaskItem } from '../../functions/adapters/dynamo/table-schema.js';
 import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
 import {
-  type DeliveryMessageBody,
   redriveByCopy,
   SqsDeadLetterQueue,
   sqsDeliveryQueue,
@@ -47,8 +46,8 @@ import {
   type TimerSettings,
 } from '../../functions/contract/topology.js';
 import { minuteOf, secondOf } from '../../functions/core/clock.js';
-import { delaySecondsUntil } from '../../functions/core/scan.js';
 import type { DeliveryMessage } from '../../functions/core/task.js';
+import { decodeDeliveryBody, deliveryMessageFor } from '../../functions/core/task-kernel.js';
 import { activeSigningSecrets } from '../../functions/core/tenants.js';
 import { type Tick, tickFor } from '../../functions/core/tick.js';
 import { createScannerHandler } from '../../functions/scanner/app.js';
@@ -267,13 +266,8 @@ async function restoreLostMessages(
 
 /** A lost task's message: due at the latest of its fire time, its retry time and its lease's end. */
 function lostTaskMessage(item: TaskItem, nowMs: number): DeliveryMessage {
-  const fireAtMs = fireAtOf(item);
-  const goesAtMs = Math.max(fireAtMs, item.retryAtMs ?? 0, (item.leaseUntilMs ?? 0) + 1000);
-  return {
-    id: item.id,
-    delaySeconds: delaySecondsUntil(goesAtMs, nowMs),
-    ...(goesAtMs > fireAtMs && { notBeforeMs: goesAtMs }),
-  };
+  const notBeforeMs = Math.max(item.retryAtMs ?? 0, (item.leaseUntilMs ?? 0) + 1000);
+  return deliveryMessageFor({ id: item.id, fireAtMs: fireAtOf(item) }, nowMs, notBeforeMs);
 }
 
 /**
@@ -576,7 +570,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
       [LOCAL_REDRIVE_PATH]: async (method) => {
         if (method !== 'POST') return { status: 405, body: { message: 'POST to redrive the delivery DLQ' } };
         const moved = await redriveByCopy(sqs, queues.deliveryDlq.url, queues.delivery.url);
-        const taskIds = moved.map((body) => (JSON.parse(body) as DeliveryMessageBody).id);
+        const taskIds = moved.flatMap((body) => decodeDeliveryBody(body)?.id ?? []);
         logLine('INFO', 'delivery DLQ redriven', { moved: moved.length });
         return { status: 200, body: { moved: moved.length, taskIds } satisfies RedriveResult };
       },

@@ -15,7 +15,13 @@ let receiver: Receiver;
 
 beforeAll(async () => {
   timer = await startLocalTimer({ port: 0, logLevel: 'SILENT' });
-  receiver = await startWebhookReceiver({ '/every-5s': () => 204, '/paused': () => 204, '/deleted': () => 204 });
+  receiver = await startWebhookReceiver({
+    '/every-5s': () => 204,
+    '/paused': () => 204,
+    '/deleted': () => 204,
+    '/windowed': () => 204,
+    '/occurrence-cancelled': () => 204,
+  });
 });
 
 afterAll(async () => {
@@ -116,4 +122,48 @@ describe('End to end: schedules over HTTP in local mode', () => {
     const task = await api('GET', `/v1/tasks/${schedule.nextTaskId}`);
     expect(task.body.status).toBe('CANCELLED');
   }, 30_000);
+
+  it('fires a schedule with a window every time, inside its window', async () => {
+    // Prepare
+    const created = await api('POST', '/v1/schedules', {
+      rate: '10 seconds',
+      window: { seconds: 5 },
+      target: { type: 'http', url: receiver.url('/windowed') },
+    });
+    expect(created.status).toBe(201);
+    const { id } = created.body as unknown as ScheduleView;
+
+    // Act
+    await eventually('three occurrences', () => receiptsAt('/windowed').length >= 3, 100, 500);
+    await api('DELETE', `/v1/schedules/${id}`);
+
+    // Assess: by the receiver's clock, each within [occurrence, occurrence + window + lateness].
+    const three = receiptsAt('/windowed').slice(0, 3);
+    const occurrences = three.map((receipt) => Date.parse(String(receipt.body.occurrence)));
+    expect(occurrences.slice(1).map((ms, index) => ms - (occurrences[index] ?? 0))).toEqual([10_000, 10_000]);
+    for (const receipt of three) {
+      const offset = receipt.receivedAtMs - Date.parse(String(receipt.body.occurrence));
+      expect(offset).toBeGreaterThanOrEqual(0);
+      expect(offset).toBeLessThan(5000 + 2000);
+    }
+  }, 70_000);
+
+  it("goes on firing after its pending occurrence's task is cancelled", async () => {
+    // Prepare
+    const created = await api('POST', '/v1/schedules', {
+      rate: '3 seconds',
+      target: { type: 'http', url: receiver.url('/occurrence-cancelled') },
+    });
+    const schedule = created.body as unknown as ScheduleView;
+
+    // Act
+    const cancelled = await api('DELETE', `/v1/tasks/${schedule.nextTaskId}`);
+    await eventually('two later occurrences', () => receiptsAt('/occurrence-cancelled').length >= 2, 60, 500);
+    await api('DELETE', `/v1/schedules/${schedule.id}`);
+
+    // Assess
+    expect(cancelled).toMatchObject({ status: 200, body: { status: 'CANCELLED' } });
+    const fired = receiptsAt('/occurrence-cancelled').map((receipt) => receipt.body.id);
+    expect(fired).not.toContain(schedule.nextTaskId);
+  }, 60_000);
 });

@@ -6,6 +6,7 @@ import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js
 import { DynamoIdempotencyStore } from '../../functions/adapters/dynamo/idempotency-store.js';
 import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
 import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
+import { DynamoScheduleStore } from '../../functions/adapters/dynamo/schedule-store.js';
 import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { LeasedRequestCounter } from '../../functions/core/request-leases.js';
 import { bizTypeStoreContract } from '../contracts/biz-type-store.contract.js';
@@ -13,6 +14,7 @@ import { clockStoreContract } from '../contracts/clock-store.contract.js';
 import { idempotencyStoreContract } from '../contracts/idempotency-store.contract.js';
 import { occupancyIndexContract } from '../contracts/occupancy-index.contract.js';
 import { rateLimiterContract, requestCounterContract } from '../contracts/request-counter.contract.js';
+import { scheduleStoreContract } from '../contracts/schedule-store.contract.js';
 import { taskStoreContract } from '../contracts/task-store.contract.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 
@@ -38,3 +40,4 @@ rateLimiterContract(
   'leased, over dynamo',
   async () => new LeasedRequestCounter(new DynamoRequestCounter(await table())),
 );
+scheduleStoreContract('dynamo', async () => new DynamoScheduleStore(await table()));

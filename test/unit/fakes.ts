@@ -7,7 +7,13 @@ export { ManualClock } from '../support/clock.js';
 import type { BizTypeSettings, BizTypeStore } from '../../functions/core/biz-types.js';
 import { minuteOf } from '../../functions/core/clock.js';
 import { MAX_SHARDS, newTaskId, parseTaskId, type TaskKey } from '../../functions/core/ids.js';
-import type { NextOccurrence, OccurrencePorts, Schedule, ScheduleStore } from '../../functions/core/schedules.js';
+import type {
+  ChainPosition,
+  NextOccurrence,
+  OccurrencePorts,
+  Schedule,
+  ScheduleStore,
+} from '../../functions/core/schedules.js';
 import type {
   CancelOutcome,
   CancelRequest,
@@ -351,7 +357,7 @@ export class FakeBizTypeStore implements BizTypeStore {
   }
 }
 
-/** Schedules by tenant and id, with the real store's conditional rules (revision, and `next` for an advance). */
+/** Schedules by tenant and id, with the real store's conditional rules (revision, and `next`, for a replace and an advance). */
 export class FakeScheduleStore implements ScheduleStore {
   readonly schedules = new Map<string, Schedule>();
   /** Conditional advances made, to count the chain's writes. */
@@ -375,9 +381,9 @@ export class FakeScheduleStore implements ScheduleStore {
     return (await this.list(tenantId)).length;
   }
 
-  async replace(schedule: Schedule, revision: string): Promise<boolean> {
+  async replace(schedule: Schedule, readAt: ChainPosition): Promise<boolean> {
     const current = await this.get(schedule.tenantId, schedule.id);
-    if (current?.revision !== revision) return false;
+    if (current?.revision !== readAt.revision || current.next?.taskId !== readAt.nextTaskId) return false;
     this.schedules.set(`${schedule.tenantId}#${schedule.id}`, schedule);
     return true;
   }

@@ -4,15 +4,10 @@ import { applyBizType } from '../../functions/core/biz-types.js';
 import { claimableThrough, CLOCK_SKEW_MS, minuteOf, secondOf } from '../../functions/core/clock.js';
 import { parseTaskId } from '../../functions/core/ids.js';
 import { rescheduleTask } from '../../functions/core/reschedule.js';
-import {
-  cancelTask,
-  isLateArrival,
-  type ScheduleOutcome,
-  type SchedulePorts,
-  scheduleTasks,
-} from '../../functions/core/schedule.js';
+import { cancelTask, type ScheduleOutcome, type SchedulePorts, scheduleTasks } from '../../functions/core/schedule.js';
 import { parseTaskRequest } from '../../functions/core/schemas.js';
 import { type Task, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/task.js';
+import { isLateArrival } from '../../functions/core/task-kernel.js';
 import {
   aTask,
   FakeClockStore,

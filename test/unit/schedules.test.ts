@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import type { ScheduleRequest } from '../../functions/contract/wire.js';
-import { deliverTask, type DeliveryPorts, type Notification } from '../../functions/core/deliver.js';
+import { deliverTask, type Notification } from '../../functions/core/deliver.js';
 import { parseTaskId } from '../../functions/core/ids.js';
 import { MISSED_AFTER_MS } from '../../functions/core/recurrence.js';
 import {
@@ -9,75 +8,11 @@ import {
   createSchedule,
   deleteSchedule,
   occurrenceTaskId,
-  type Schedule,
-  type ScheduleAdminPorts,
   upcomingOccurrences,
 } from '../../functions/core/schedules.js';
 import type { Task } from '../../functions/core/task.js';
-import {
-  DELIVERY_SETTINGS,
-  FakeIdempotencyStore,
-  fakeOccurrencePorts,
-  FakeRequestCounter,
-  FakeScheduleStore,
-  FakeTaskStore,
-  fakeTenantDirectory,
-  ManualClock,
-  TENANT_ID,
-} from './fakes.js';
-
-const START = Date.parse('2026-06-01T12:00:00.000Z');
-const TARGET = { type: 'http', url: 'https://hooks.example.com/tick' } as const;
-
-/** A schedule service over fakes: the api's operations and the callback's delivery share one table. */
-function world() {
-  const clock = new ManualClock(START);
-  const taskStore = new FakeTaskStore();
-  const scheduleStore = new FakeScheduleStore();
-  const occurrences = fakeOccurrencePorts(taskStore, clock, scheduleStore);
-  const admin: ScheduleAdminPorts = {
-    ...occurrences,
-    idempotencyStore: new FakeIdempotencyStore(),
-    retentionDays: 30,
-    horizonDays: 365,
-  };
-  const calls: Array<{ atMs: number; notification: Notification }> = [];
-  const delivery: DeliveryPorts = {
-    ...DELIVERY_SETTINGS,
-    taskStore,
-    occurrences,
-    targets: {
-      dispatch: async (_target, notification) => {
-        calls.push({ atMs: clock.now(), notification });
-        return { ok: true };
-      },
-    },
-    tenants: fakeTenantDirectory(),
-    deadLetters: { send: async () => undefined },
-    callbackCounter: new FakeRequestCounter(),
-    clock,
-  };
-  const create = async (request: Partial<ScheduleRequest> = {}): Promise<Schedule> => {
-    const outcome = await createSchedule(admin, TENANT_ID, { rate: '5 seconds', target: TARGET, ...request });
-    if (outcome.kind !== 'created' && outcome.kind !== 'replayed') throw new Error(JSON.stringify(outcome));
-    return outcome.schedule;
-  };
-  const stored = (id: string) => scheduleStore.schedules.get(`${TENANT_ID}#${id}`);
-  const pending = (scheduleId: string) =>
-    [...taskStore.tasks.values()].filter(
-      (task) => task.occurrence?.scheduleId === scheduleId && task.status === 'PENDING',
-    );
-  /** Delivers the schedule's pending occurrence at its due time, as the callback would. */
-  const fireNext = async (scheduleId: string) => {
-    const next = stored(scheduleId)?.next;
-    if (!next) throw new Error('no pending occurrence');
-    // Its message comes at its fire time: the occurrence's own, or the one planned in its window.
-    const firesAt = parseTaskId(next.taskId, occurrences.shardCount)?.fireAtMs ?? next.atMs;
-    if (clock.now() < firesAt) clock.set(firesAt);
-    return deliverTask(delivery, next.taskId);
-  };
-  return { clock, taskStore, scheduleStore, occurrences, admin, delivery, calls, create, stored, pending, fireNext };
-}
+import { DELIVERY_SETTINGS, TENANT_ID } from './fakes.js';
+import { scheduleWorld as world,START, TARGET } from './schedule-world.js';
 
 const occurrencesOf = (calls: Array<{ notification: Notification }>) => calls.map((c) => c.notification.occurrence);
 
@@ -301,6 +236,58 @@ describe('Occurrence chain: deliverTask of an occurrence', () => {
     expect(w.taskStore.tasks.get(first)?.status).toBe('CANCELLED');
   });
 
+  it('fires an occurrence once when a PATCH races its attempt, with the payload of the revision the chain reached it under', async () => {
+    // Prepare: a PATCH reads the schedule before its first occurrence is due ...
+    const w = world();
+    const schedule = await w.create({ rate: undefined, cron: '*/5 * * * * *', payload: { v: 1 } });
+    w.clock.set(START + 4000);
+    const replace = w.scheduleStore.replace.bind(w.scheduleStore);
+    let raced = false;
+    w.scheduleStore.replace = async (...args) => {
+      // ... and, before it writes, the occurrence's leased attempt advances the chain and fires.
+      if (!raced) {
+        raced = true;
+        expect((await w.fireNext(schedule.id)).kind).toBe('delivered');
+      }
+      return replace(...args);
+    };
+
+    // Act
+    const changed = await changeSchedule(w.admin, TENANT_ID, schedule.id, { payload: { v: 2 } });
+    await w.runUntil(START + 21_000);
+
+    // Assess: every occurrence time fired one task, the first under the revision that reached it.
+    expect(changed.kind).toBe('changed');
+    expect(w.calls.map((c) => [Date.parse(c.notification.occurrence ?? '') - START, c.notification.payload])).toEqual([
+      [5000, { v: 1 }],
+      [10_000, { v: 2 }],
+      [15_000, { v: 2 }],
+      [20_000, { v: 2 }],
+    ]);
+    expect(w.pending(schedule.id)).toHaveLength(1);
+  });
+
+  it('does not fire an occurrence time again when the change comes from a clock behind the callback that fired it', async () => {
+    // Prepare: the first occurrence fires and advances the chain ...
+    const w = world();
+    const schedule = await w.create({ rate: undefined, cron: '*/5 * * * * *', payload: { v: 1 } });
+    expect((await w.fireNext(schedule.id)).kind).toBe('delivered');
+    // ... and the api, whose clock runs 200 ms behind the callback's (within the skew bound), changes it.
+    w.clock.set(START + 4800);
+
+    // Act
+    const changed = await changeSchedule(w.admin, TENANT_ID, schedule.id, { payload: { v: 2 } });
+    await w.runUntil(START + 16_000);
+
+    // Assess
+    expect(changed.kind).toBe('changed');
+    expect(w.calls.map((c) => [Date.parse(c.notification.occurrence ?? '') - START, c.notification.payload])).toEqual([
+      [5000, { v: 1 }],
+      [10_000, { v: 2 }],
+      [15_000, { v: 2 }],
+    ]);
+  });
+
   it('fires an occurrence of a changed schedule only under its new revision', async () => {
     // Prepare
     const w = world();
@@ -434,6 +421,28 @@ describe('Schedules: the flexible window', () => {
     expect(calls[0]?.atMs).toBeGreaterThanOrEqual(firesAt);
     expect(firesAt).toBeGreaterThanOrEqual(next?.atMs ?? Number.POSITIVE_INFINITY);
     expect(calls[0]?.notification.dueAt).toBe(new Date(next?.atMs ?? 0).toISOString());
+  });
+
+  it('fires every occurrence of a windowed schedule through the scan, once, within its window', async () => {
+    // Prepare
+    const { create, runUntil, calls } = world();
+    await create({ rate: '1 minute', window: { seconds: 30 } });
+
+    // Act: the scanner finds occurrences only through the occupancy index.
+    // The third occurrence may fire as late as 30 s after its time.
+    await runUntil(START + 211_000);
+
+    // Assess
+    const fired = calls.map(({ atMs, notification }) => ({
+      atMs,
+      occurrenceMs: Date.parse(notification.occurrence ?? ''),
+    }));
+    expect(fired.map(({ occurrenceMs }) => occurrenceMs - START)).toEqual([60_000, 120_000, 180_000]);
+    for (const { atMs, occurrenceMs } of fired) {
+      expect(atMs).toBeGreaterThanOrEqual(occurrenceMs);
+      // The window, plus the second the scan loop steps by.
+      expect(atMs).toBeLessThanOrEqual(occurrenceMs + 31_000);
+    }
   });
 
   it('refuses a window as long as the time between occurrences, naming window.seconds, and writes nothing', async () => {

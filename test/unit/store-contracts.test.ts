@@ -5,6 +5,7 @@ import { clockStoreContract } from '../contracts/clock-store.contract.js';
 import { idempotencyStoreContract } from '../contracts/idempotency-store.contract.js';
 import { occupancyIndexContract } from '../contracts/occupancy-index.contract.js';
 import { rateLimiterContract, requestCounterContract } from '../contracts/request-counter.contract.js';
+import { scheduleStoreContract } from '../contracts/schedule-store.contract.js';
 import { taskStoreContract } from '../contracts/task-store.contract.js';
 import {
   FakeBizTypeStore,
@@ -12,6 +13,7 @@ import {
   FakeIdempotencyStore,
   FakeOccupancyIndex,
   FakeRequestCounter,
+  FakeScheduleStore,
   FakeTaskStore,
 } from './fakes.js';
 
@@ -22,3 +24,4 @@ occupancyIndexContract('fake', async () => new FakeOccupancyIndex());
 bizTypeStoreContract('fake', async () => new FakeBizTypeStore());
 requestCounterContract('fake', async () => new FakeRequestCounter());
 rateLimiterContract('leased, over the fake', async () => new LeasedRequestCounter(new FakeRequestCounter()));
+scheduleStoreContract('fake', async () => new FakeScheduleStore());

@@ -3,7 +3,7 @@ import { randomInt } from 'node:crypto';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
 import { minuteOf } from '../../core/clock.js';
-import { MARKER_RETENTION_SECONDS } from '../../core/scan.js';
+import { MARKER_RETENTION_SECONDS } from '../../core/clock.js';
 import type { OccupancyIndex } from '../../core/task.js';
 import { batchGetAll, type TableOptions } from './dynamo-helpers.js';
 import { minutePlanKey, OCCUPANCY_SLOTS, type OccupancyItem, occupancyKey } from './table-schema.js';

@@ -1,6 +1,6 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
-import type { NextOccurrence, Schedule, ScheduleStore } from '../../core/schedules.js';
+import type { ChainPosition, NextOccurrence, Schedule, ScheduleStore } from '../../core/schedules.js';
 import { partitionItems, type TableOptions, unlessConditionFails } from './dynamo-helpers.js';
 import {
   KEY_EXPRESSIONS,
@@ -57,14 +57,19 @@ export class DynamoScheduleStore implements ScheduleStore {
     return count;
   }
 
-  replace(schedule: Schedule, revision: string): Promise<boolean> {
+  replace(schedule: Schedule, readAt: ChainPosition): Promise<boolean> {
+    const chain = readAt.nextTaskId === undefined ? 'attribute_not_exists(#next)' : '#next.taskId = :next';
     return unlessConditionFails(
       this.options.client.send(
         new PutCommand({
           TableName: this.options.tableName,
           Item: scheduleToItem(schedule),
-          ConditionExpression: `${KEY_EXPRESSIONS.itemPresent} AND revision = :revision`,
-          ExpressionAttributeValues: { ':revision': revision },
+          ConditionExpression: `${KEY_EXPRESSIONS.itemPresent} AND revision = :revision AND ${chain}`,
+          ExpressionAttributeNames: { '#next': 'next' },
+          ExpressionAttributeValues: {
+            ':revision': readAt.revision,
+            ...(readAt.nextTaskId !== undefined && { ':next': readAt.nextTaskId }),
+          },
         }),
       ),
     );

@@ -12,10 +12,10 @@ import { transform } from 'esbuild';
 import { scanPartitions } from '../../../functions/adapters/dynamo/dynamo-helpers.js';
 import { scheduleFromItem, type ScheduleItem } from '../../../functions/adapters/dynamo/table-schema.js';
 import { DynamoTaskStore, scanTasks } from '../../../functions/adapters/dynamo/task-store.js';
-import { type DeliveryMessageBody, peekMessages, queueDepth } from '../../../functions/adapters/sqs-queues.js';
+import { peekMessages, queueDepth } from '../../../functions/adapters/sqs-queues.js';
 import { TABLE, type TimerSettings } from '../../../functions/contract/topology.js';
-import type { DeadLetter } from '../../../functions/core/deliver.js';
 import { parseTaskId, taskKey } from '../../../functions/core/ids.js';
+import { decodeDeliveryBody } from '../../../functions/core/task-kernel.js';
 import type { LocalResponse, LocalRoute } from '../http-gateway.js';
 import {
   LOCAL_CONSOLE_DLQ_PATH,
@@ -139,7 +139,7 @@ export async function consoleRoutes(sources: ConsoleSources): Promise<Record<str
   const describeLetter = async (body: string): Promise<ConsoleDeadLetter> => {
     // The callback's dead letters carry the attempt and the error; a message SQS moved
     // there after too many receives is a plain delivery message, with only the id.
-    const letter = JSON.parse(body) as DeliveryMessageBody & Partial<DeadLetter>;
+    const letter = decodeDeliveryBody(body) ?? { id: '', redriven: false };
     const location = parseTaskId(letter.id, sources.settings.shardCount);
     const task = location && (await taskStore.get(taskKey(letter.id, location, sources.settings.bucketCount)));
     return {

@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+
+import { secondOf } from '../../functions/core/clock.js';
+import { newTaskId } from '../../functions/core/ids.js';
+import {
+  decodeDeliveryBody,
+  deliveryMessageFor,
+  encodeDeliveryBody,
+  newPendingTask,
+} from '../../functions/core/task-kernel.js';
+import { DELIVERY_SETTINGS, TENANT_ID } from './fakes.js';
+import { scheduleWorld, START, TARGET } from './schedule-world.js';
+
+const PORTS = { ...DELIVERY_SETTINGS, lookaheadSeconds: 2 };
+const CONTENT = { tenantId: TENANT_ID, target: TARGET, payloadJson: '{"n":1}', window: { seconds: 30 } };
+
+describe('Function: newPendingTask', () => {
+  it('keeps dueAt within the window before the fire time its id fixed, and marks a task created close to it a late arrival', () => {
+    // Prepare: an id an earlier attempt chose; the retry's delaySeconds resolved 30 s later than that attempt's.
+    const id = newTaskId({ fireAtMs: START + 20_000, shard: 1 });
+
+    // Act
+    const early = newPendingTask(PORTS, id, { ...CONTENT, dueAtMs: START + 50_000 }, START - 3_600_000).task;
+    const late = newPendingTask(PORTS, id, { ...CONTENT, dueAtMs: START + 10_000 }, START).task;
+
+    // Assess
+    expect(early).toMatchObject({
+      id,
+      status: 'PENDING',
+      attempts: 0,
+      fireAtMs: START + 20_000,
+      dueAtMs: START + 20_000,
+    });
+    expect(early.lateArrival).toBeUndefined();
+    expect(late).toMatchObject({ dueAtMs: START + 10_000, lateArrival: true });
+  });
+});
+
+describe('Function: storeNewTasks', () => {
+  it('indexes every task under the second it fires in, whichever way it was born', async () => {
+    // Prepare
+    const w = scheduleWorld();
+    const windowed = (dueAtMs: number) => ({ dueAt: dueAtMs, window: { seconds: 60 }, target: TARGET, payload: {} });
+
+    // Act: a submit, a batch, a reschedule's successor and a schedule's occurrences, all with windows.
+    const submitted = await w.call('POST /v1/tasks', { body: windowed(START + 120_000) });
+    await w.call('POST /v1/tasks/batch', { body: { tasks: [windowed(START + 200_000), windowed(START + 300_000)] } });
+    const moved = await w.call('PATCH /v1/tasks/{id}', { id: String(submitted.json.id), body: { delaySeconds: 400 } });
+    await w.call('POST /v1/schedules', { body: { rate: '1 minute', window: { seconds: 30 }, target: TARGET } });
+    await w.runUntil(START + 151_000);
+
+    // Assess
+    expect(moved.statusCode).toBe(200);
+    const tasks = [...w.taskStore.tasks.values()];
+    expect(tasks.filter((task) => task.occurrence !== undefined).length).toBeGreaterThanOrEqual(3);
+    expect(tasks.some((task) => secondOf(task.fireAtMs) !== secondOf(task.dueAtMs))).toBe(true);
+    for (const task of tasks) expect(w.occurrences.occupancy.seconds, task.id).toContain(secondOf(task.fireAtMs));
+  });
+});
+
+describe('Delivery message', () => {
+  it('is sent to surface before its task goes, carrying a later not-before time only when there is one', () => {
+    // Act
+    const due = deliveryMessageFor({ id: 'T1', fireAtMs: START + 30_000 }, START);
+    const held = deliveryMessageFor({ id: 'T1', fireAtMs: START + 30_000 }, START, START + 90_000);
+
+    // Assess
+    expect(due.notBeforeMs).toBeUndefined();
+    expect(due.delaySeconds).toBeLessThanOrEqual(30);
+    expect(held).toMatchObject({ notBeforeMs: START + 90_000 });
+    expect(held.delaySeconds).toBeGreaterThan(due.delaySeconds);
+  });
+
+  it('reads back what it writes, tells a redriven dead letter by its error, and refuses a body that names no task', () => {
+    // Act
+    const message = decodeDeliveryBody(encodeDeliveryBody({ id: 'T1', notBeforeMs: START }));
+    const letter = decodeDeliveryBody(encodeDeliveryBody({ id: 'T2', attempt: 5, error: 'HTTP 500' }));
+
+    // Assess
+    expect(message).toEqual({ id: 'T1', notBeforeMs: START, redriven: false });
+    expect(letter).toEqual({ id: 'T2', attempt: 5, error: 'HTTP 500', redriven: true });
+    expect(decodeDeliveryBody('{"task":"T1"}')).toBeUndefined();
+    expect(decodeDeliveryBody('not json')).toBeUndefined();
+  });
+});

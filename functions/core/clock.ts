@@ -1,7 +1,8 @@
 import type { Clock, ClockState, ClockStore } from './task.js';
-import { DAY_SECONDS } from './task.js';
 
 export const secondOf = (ms: number): number => Math.floor(ms / 1000);
+
+export const DAY_SECONDS = 24 * 3600;
 
 /** How long a second's scan marker, or a recheck flag, is kept: the sweeper looks no further back than this. */
 export const MARKER_RETENTION_SECONDS = 3 * DAY_SECONDS;

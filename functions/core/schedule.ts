@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 
-import { CLOCK_SKEW_MS } from './clock.js';
+import { CLOCK_SKEW_MS, DAY_SECONDS } from './clock.js';
 import { parseTaskId, type TaskKey, taskKey } from './ids.js';
 import type { NewTask } from './schemas.js';
 import type { CancelOutcome, Clock, DueTask, IdempotencyStore, Task, TaskStore } from './task.js';
-import { DAY_SECONDS, expiryAfter, UNLEASED_CANCEL_MARGIN_MS } from './task.js';
+import { expiryAfter, UNLEASED_CANCEL_MARGIN_MS } from './task.js';
 import {
   createOrAdopt,
   deliveryMessageFor,

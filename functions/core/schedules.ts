@@ -26,6 +26,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 
 import type { FieldError, ScheduleChange, ScheduleRequest } from '../contract/wire.js';
+import { DAY_SECONDS } from './clock.js';
 import { derivedTaskId, parseTaskId, taskKey } from './ids.js';
 import {
   type CatchUp,
@@ -40,7 +41,7 @@ import {
 import { cancelTask, getTask, type SchedulePorts, type TaskLookupPorts } from './schedule.js';
 import { instantOf, payloadJsonOf, scheduleFingerprint } from './schemas.js';
 import type { CancelOutcome, Target, Task, TaskWindow } from './task.js';
-import { DAY_SECONDS, expiryAfter } from './task.js';
+import { expiryAfter } from './task.js';
 import { newPendingTask, storeNewTask, type TaskBirthPorts } from './task-kernel.js';
 import { planFireAt } from './window.js';
 

@@ -3,7 +3,7 @@
  * against DynamoDB and SQS; tests implement them against dynalite and fauxqs or fakes.
  */
 import type { Target, TaskStatus, TaskWindow } from '../contract/wire.js';
-import { CLOCK_SKEW_MS } from './clock.js';
+import { CLOCK_SKEW_MS, DAY_SECONDS } from './clock.js';
 import type { TaskKey } from './ids.js';
 
 /**
@@ -457,7 +457,6 @@ export const systemClock: Clock = {
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))),
 };
 
-export const DAY_SECONDS = 24 * 3600;
 
 /** When a task or marker that ended now should disappear (DynamoDB TTL, in epoch seconds). */
 export function expiryAfter(nowMs: number, retentionDays: number): number {

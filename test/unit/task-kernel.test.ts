@@ -16,23 +16,23 @@ const CONTENT = { tenantId: TENANT_ID, target: TARGET, payloadJson: '{"n":1}', w
 
 describe('Function: newPendingTask', () => {
   it('keeps dueAt within the window before the fire time its id fixed, and marks a task created close to it a late arrival', () => {
-    // Prepare: an id an earlier attempt chose; the retry's delaySeconds resolved 30 s later than that attempt's.
-    const id = newTaskId({ fireAtMs: START + 20_000, shard: 1 });
+    // Prepare: an id an earlier attempt chose; the retry's delaySeconds resolved 42 s later than that attempt's.
+    const id = newTaskId({ fireAtMs: START + 8_000, shard: 1 });
 
     // Act
     const early = newPendingTask(PORTS, id, { ...CONTENT, dueAtMs: START + 50_000 }, START - 3_600_000).task;
-    const late = newPendingTask(PORTS, id, { ...CONTENT, dueAtMs: START + 10_000 }, START).task;
+    const late = newPendingTask(PORTS, id, { ...CONTENT, dueAtMs: START + 1_000 }, START).task;
 
     // Assess
     expect(early).toMatchObject({
       id,
       status: 'PENDING',
       attempts: 0,
-      fireAtMs: START + 20_000,
-      dueAtMs: START + 20_000,
+      fireAtMs: START + 8_000,
+      dueAtMs: START + 8_000,
     });
     expect(early.lateArrival).toBeUndefined();
-    expect(late).toMatchObject({ dueAtMs: START + 10_000, lateArrival: true });
+    expect(late).toMatchObject({ dueAtMs: START + 1_000, lateArrival: true });
   });
 });
 

@@ -221,7 +221,7 @@ export interface TenantDirectory {
  * never refused for the cache's lifetime.
  */
 export function cachedTenantDirectory(store: TenantStore, clock: Clock, ttlMs: number): TenantDirectory {
-  // Made-up key ids are remembered too (as missing), within the cache's bound.
+  // Made-up key ids are remembered too, as missing, within the missing entries' own bound, so they never push out a real key.
   const remembered = ttlCache(clock, ttlMs);
   const eventuallyThenStrongly = async <T>(read: (options: ReadOptions) => Promise<T | undefined>) =>
     (await read({ consistent: false })) ?? read({ consistent: true });

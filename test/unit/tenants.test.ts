@@ -179,6 +179,26 @@ describe('Function: cachedTenantDirectory', () => {
     expect(found?.id).toBe('acme');
   });
 
+  it("still answers a real tenant's key from memory after a flood of 20,000 made-up key ids", async () => {
+    // Prepare: a real key, read once.
+    const issued = newApiKey('acme', NOW_MS);
+    const getApiKey = vi.fn(async (tenantId: string, keyId: string, _options?: ReadOptions) =>
+      tenantId === 'acme' && keyId === issued.record.keyId ? issued.record : undefined,
+    );
+    const { store } = countingStore();
+    const directory = cachedTenantDirectory({ ...store, getApiKey }, new ManualClock(NOW_MS), 30_000);
+    await directory.apiKey('acme', issued.record.keyId);
+
+    // Act
+    for (let index = 0; index < 20_000; index++) await directory.apiKey('acme', `made-up-${index}`);
+    getApiKey.mockClear();
+    const record = await directory.apiKey('acme', issued.record.keyId);
+
+    // Assess
+    expect(record).toEqual(issued.record);
+    expect(getApiKey).not.toHaveBeenCalled();
+  });
+
   it('does not remember a failed read', async () => {
     // Prepare
     const { store, getTenant } = countingStore();

@@ -15,10 +15,11 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
+import { keyringToItem } from '../../../functions/adapters/dynamo/table-schema.js';
 import { createApiHandler } from '../../../functions/api/app.js';
 import { loadApiConfig } from '../../../functions/commons/config.js';
 import { newTaskId, parseTaskId } from '../../../functions/core/ids.js';
-import { newApiKey, newTenant } from '../../../functions/core/tenants.js';
+import { newApiKey, newKeyring, newTenant } from '../../../functions/core/tenants.js';
 import { DELIVERY_QUEUE_URL, handlerEnv, lambdaContext, SHARD_COUNT, TABLE_NAME, unitHandler } from './setup.js';
 
 // The api resolves webhook hosts at submit; this machine has no DNS, so hooks.example.com gets a public address here.
@@ -30,7 +31,8 @@ const handler = await unitHandler(createApiHandler, loadApiConfig(handlerEnv()))
 
 const TARGET = { type: 'http', url: 'https://hooks.example.com/timer' };
 const TENANT = newTenant('acme', Date.now());
-const { apiKey: API_KEY, record: KEY_RECORD } = newApiKey(TENANT.id, Date.now());
+const KEYRING = newKeyring(Date.now());
+const { apiKey: API_KEY, record: KEY_RECORD } = newApiKey(KEYRING, TENANT.id, Date.now());
 
 function apiEvent(
   routeKey: string,
@@ -106,7 +108,7 @@ async function callFunctionUrl(method: string, rawPath: string, body?: unknown) 
 const nowSecond = () => Math.floor(Date.now() / 1000);
 const clockAt = (cursor: number) => ({ Item: { pk: 'CLOCK', sk: 'CLOCK', cursor, startedAt: cursor - 3600 } });
 const conditionFailed = () => Object.assign(new Error('x'), { name: 'ConditionalCheckFailedException' });
-const isTenancyKey = (key: unknown) => /^(TENANTS|APIKEYS#|RATE#)/.test(String((key as { pk?: string }).pk));
+const isTenancyKey = (key: unknown) => /^(KEYRING|TENANTS|APIKEYS#|RATE#)/.test(String((key as { pk?: string }).pk));
 const taskReads = () => ddbMock.commandCalls(GetCommand).filter((call) => !isTenancyKey(call.args[0].input.Key));
 
 describe('Function: api handler', () => {
@@ -120,6 +122,7 @@ describe('Function: api handler', () => {
     ddbMock.on(GetCommand, { Key: { pk: 'CLOCK', sk: 'CLOCK' } }).resolves(clockAt(nowSecond()));
     // The occupancy index: a minute no ticker has planned yet.
     ddbMock.on(UpdateCommand).resolves({});
+    ddbMock.on(GetCommand, { Key: { pk: 'KEYRING', sk: 'KEYRING' } }).resolves({ Item: keyringToItem(KEYRING) });
     ddbMock
       .on(GetCommand, { Key: { pk: 'TENANTS', sk: TENANT.id } })
       .resolves({ Item: { pk: 'TENANTS', sk: TENANT.id, ...TENANT } });

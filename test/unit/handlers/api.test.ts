@@ -516,7 +516,8 @@ describe('Function: api handler', () => {
     ['no Authorization header', '', 'Authorization: Bearer'],
     ['a Basic credential', 'Basic dXNlcjpwYXNz', 'Authorization: Bearer'],
     ['a malformed key', 'Bearer tk_acme_short', 'not valid'],
-    ['a key with the wrong secret', `Bearer ${API_KEY.slice(0, -4)}AAAA`, 'not valid'],
+    ['a key with the wrong secret', `Bearer ${API_KEY.slice(0, -16)}AAAA${API_KEY.slice(-12)}`, 'not valid'],
+    ['a key with a made-up tag', `Bearer ${API_KEY.slice(0, -4)}AAAA`, 'not valid'],
   ])('answers 401 with a Bearer challenge for %s, and writes nothing', async (_case, authorization, detail) => {
     // Act
     const response = await call('POST /v1/tasks', { body: { delaySeconds: 60, target: TARGET }, authorization });
@@ -697,6 +698,28 @@ describe('Function: api handler', () => {
       expect(response.statusCode).toBe(400);
       expect(response.json).toMatchObject({ type: '/problems/malformed-path', status: 400 });
       expect(ddbMock.calls()).toHaveLength(0);
+    });
+
+    // Last: its second or so of requests would move the tests after it into a fresh second of the rate counter.
+    it('refuses a flood of 2,000 distinct made-up keys with 401s and no table read at all', async () => {
+      // Prepare: the instance has read the keyring, which it does once, at its first request with a key.
+      const made = (index: number) =>
+        `tk_${TENANT.id}_${KEY_RECORD.keyId.slice(0, 7)}${String(index).padStart(5, '0')}_${'s'.repeat(43)}`;
+      const refused = async (index: number) => {
+        const event = functionUrlEvent('POST', '/v1/tasks', { delaySeconds: 60, target: TARGET });
+        event.headers.authorization = `Bearer ${made(index)}`;
+        return (await handler(event, lambdaContext(10_000))).statusCode;
+      };
+      await refused(2_000);
+      ddbMock.resetHistory();
+
+      // Act: keys from before tags (the text then ended with the secret), every one a key id nobody issued.
+      const statuses = new Set<number>();
+      for (let index = 0; index < 2_000; index++) statuses.add(await refused(index));
+
+      // Assess
+      expect(ddbMock.calls()).toHaveLength(0);
+      expect([...statuses]).toEqual([401]);
     });
   });
 });

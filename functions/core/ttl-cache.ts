@@ -4,7 +4,7 @@ import type { Clock } from './task.js';
  * Keys a cache remembers as found. Only items that exist land here, so callers cannot fill it
  * with made-up keys; the bound only caps memory, and when it is reached the oldest entry goes.
  */
-export const MAX_FOUND_ENTRIES = 10_000;
+const MAX_FOUND_ENTRIES = 10_000;
 
 /**
  * Keys a cache remembers as missing (their load answered undefined). Anyone can make up missing

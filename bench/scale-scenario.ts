@@ -10,7 +10,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 import { verifyWebhook } from '../functions/contract/webhook-signature.js';
 import type { WebhookNotification } from '../functions/contract/wire.js';
-import { newApiKey, newTenant } from '../functions/core/tenants.js';
+import { issueApiKey, newTenant } from '../functions/core/tenants.js';
 import type { FunctionStats } from '../lib/local/lambda-service.js';
 import type { ScaleModelReport } from '../lib/local/limits/scale-model.js';
 import { startLocalTimer } from '../lib/local/runtime.js';
@@ -220,8 +220,7 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
   for (const id of others) {
     const tenant = newTenant(id, Date.now());
     await timer.tenantStore.createTenant(tenant);
-    const issued = newApiKey(id, Date.now());
-    await timer.tenantStore.putApiKey(issued.record);
+    const issued = await issueApiKey(timer.tenantStore, id, Date.now());
     apiKeys.set(id, issued.apiKey);
     secrets.set(id, tenant.signingSecrets[0]?.secret ?? '');
   }

@@ -160,7 +160,7 @@ const lines = [
         `${fmt(DEFAULT_API_THROTTLE.rateLimit)} / ${fmt(DEFAULT_API_THROTTLE.burstLimit)} (the construct's)`,
       ],
       [
-        'api reserved concurrency (construct prop apiReservedConcurrency)',
+        'api reserved concurrency (construct prop apiReservedConcurrency; functionUrlReservedConcurrency for the URL)',
         ...quotas.map((q) => fmt(q.apiReservedConcurrency)),
         `${FUNCTIONS.api.reservedConcurrency} (the construct's)`,
       ],

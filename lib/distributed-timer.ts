@@ -15,6 +15,7 @@ import { Construct } from 'constructs';
 
 import {
   DEFAULT_SETTINGS,
+  FUNCTION_URL,
   type FunctionName,
   FUNCTIONS,
   QUEUES,
@@ -80,15 +81,23 @@ export interface DistributedTimerProps {
    */
   readonly apiThrottle?: ThrottleSettings;
   /**
-   * Whether the api function also gets a Lambda function URL (`functionUrl`), a second front door
+   * Whether the api's code also gets a Lambda function URL (`functionUrl`), a second front door
    * to the same routes that costs nothing beyond the invocation, where the HTTP API adds $1.00 per
    * million requests. It authenticates by API key like the HTTP API, but has neither its stage
-   * throttle (`apiThrottle`) nor its access logs: the api's reserved concurrency and each tenant's
-   * request rate are its only limits. Off by default, so that a deployment opens a public endpoint
-   * without those only when it asks for one.
+   * throttle (`apiThrottle`) nor its access logs. It runs on a function of its own (`urlFunction`),
+   * whose reserved concurrency (`functionUrlReservedConcurrency`) bounds it, so a flood through the
+   * URL never takes the api function's concurrency, which the HTTP API needs. Off by default, so
+   * that a deployment opens a public endpoint without those only when it asks for one.
    * @default false — the HTTP API is the only endpoint
    */
   readonly functionUrl?: boolean;
+  /**
+   * The URL function's reserved concurrency, when `functionUrl` is set: the URL's only throttle,
+   * and a floor no delivery surge can take. At about 50 ms a request, 50 carries some 1,000 single
+   * submits a second; more needs more, within the account's concurrency quota (docs/limits.md).
+   * @default FUNCTION_URL.reservedConcurrency — 50
+   */
+  readonly functionUrlReservedConcurrency?: number;
   /**
    * The api function's reserved concurrency: a floor no delivery surge can take and a ceiling
    * it cannot pass. At about 80 ms a request, 200 carries some 2,500 requests a second; single
@@ -195,10 +204,12 @@ export class DistributedTimer extends Construct {
   /** Base URL of the API; tasks are created at `${apiUrl}/v1/tasks`. */
   readonly apiUrl: string;
   /**
-   * The api function's URL, when `functionUrl` is set: a base URL for the same routes, ending
+   * The function URL, when `functionUrl` is set: a base URL for the same routes, ending
    * with '/' (tasks are created at `${functionUrl.url}v1/tasks`).
    */
   readonly functionUrl?: lambda.FunctionUrl;
+  /** The api's code behind the function URL, with its own reserved concurrency, when `functionUrl` is set. */
+  readonly urlFunction?: lambda.Function;
   /**
    * The role the callback sends to target queues and event buses with: what the key policy of
    * an SSE-KMS target queue, and the policies of targets in other accounts, must allow.
@@ -260,6 +271,14 @@ export class DistributedTimer extends Construct {
         1,
         Number.MAX_SAFE_INTEGER,
       ),
+      ...(props.functionUrl && {
+        functionUrlReservedConcurrency: checkedWholeNumber(
+          'functionUrlReservedConcurrency',
+          props.functionUrlReservedConcurrency ?? FUNCTION_URL.reservedConcurrency,
+          1,
+          Number.MAX_SAFE_INTEGER,
+        ),
+      }),
       deliveryMaxConcurrency: checkedWholeNumber(
         'deliveryMaxConcurrency',
         props.deliveryMaxConcurrency ?? QUEUES.delivery.consumer.maxConcurrency,
@@ -271,11 +290,12 @@ export class DistributedTimer extends Construct {
     this.queues = pipeline.queues;
     this.functions = pipeline.functions;
     this.callbackRole = pipeline.callbackRole;
+    this.urlFunction = pipeline.urlFunction;
     const frontDoors = new TimerApi(this, {
       handler: this.functions.api,
       throttle: apiThrottle,
       logRetention,
-      functionUrl: props.functionUrl ?? false,
+      urlHandler: this.urlFunction,
     });
     this.api = frontDoors.api;
     this.functionUrl = frontDoors.functionUrl;

@@ -453,7 +453,7 @@ export const openApiDocument = (() => {
         apiKey: {
           type: 'http',
           scheme: 'bearer',
-          description: 'A tenant API key (tk_<tenant>_<key id>_<secret>), sent as "Authorization: Bearer <key>".',
+          description: 'A tenant API key (tk_<tenant>_<key id>_<secret>_<tag>), sent as "Authorization: Bearer <key>".',
         },
       },
     },

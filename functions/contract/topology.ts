@@ -206,6 +206,19 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   },
 };
 
+/**
+ * The function URL, when a deployment asks for one, runs the api's code as a function of its own,
+ * with the api's environment and role and this reserved concurrency. The URL has no stage throttle
+ * and takes anonymous requests, so this is its bound: a flood through it is throttled here and
+ * never takes the concurrency the HTTP API's api function needs. 50 carries some 1,000 requests a
+ * second at 50 ms each, the HTTP API stage's default rate; with it, the reservations (api, scanner,
+ * URL) leave 700 of the account's 1,000, room for the delivery mapping's 600 and the other functions.
+ */
+export const FUNCTION_URL = { fn: 'api', reservedConcurrency: 50 } as const satisfies {
+  readonly fn: FunctionName;
+  readonly reservedConcurrency: number;
+};
+
 export interface QueueSpec {
   readonly name: string;
   readonly visibilityTimeoutSeconds: number;

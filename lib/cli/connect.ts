@@ -88,7 +88,7 @@ export async function connectToApi(
   const parsed = parseApiKey(apiKey);
   if (!parsed) {
     throw new UsageError(
-      'the API key is malformed: it looks like tk_<tenant>_<key id>_<secret>, as `timer tenants create` prints it',
+      'the API key is malformed: it looks like tk_<tenant>_<key id>_<secret>_<tag>, as `timer tenants create` prints it',
     );
   }
   return { client: new TimerClient({ baseUrl, apiKey }), baseUrl, tenantId: parsed.tenantId };

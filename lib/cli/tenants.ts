@@ -4,7 +4,7 @@ import {
   type ApiKeyRecord,
   DEFAULT_RATE_LIMIT_PER_SECOND,
   DEFAULT_ROTATION_OVERLAP_MS,
-  newApiKey,
+  issueApiKey,
   newTenant,
   type Tenant,
   TENANT_CACHE_TTL_MS,
@@ -174,14 +174,13 @@ const createTenant = command({
         allowedHosts: allowedHostsOf(call.options['allowed-hosts']),
       }),
     });
-    const { apiKey, record } = newApiKey(id, nowMs);
     await withTenantStore(call, async (store, location) => {
       if (!(await store.createTenant(tenant))) {
         throw new CommandFailed(
           `tenant "${id}" already exists in ${location}; \`timer tenants create-key ${id}\` gives it another key`,
         );
       }
-      await store.putApiKey(record);
+      const { apiKey, record } = await issueApiKey(store, id, nowMs);
       const signingSecret = tenant.signingSecrets[0]?.secret ?? '';
       call.output(
         {
@@ -288,8 +287,7 @@ const createKey = command({
     const { tenant: id } = call.args;
     await withTenantStore(call, async (store, location) => {
       await existingTenant(store, id, location);
-      const { apiKey, record } = newApiKey(id, Date.now(), call.options.label);
-      await store.putApiKey(record);
+      const { apiKey, record } = await issueApiKey(store, id, Date.now(), call.options.label);
       call.output(
         { tenant: id, keyId: record.keyId, apiKey, notice: KEY_SHOWN_ONCE },
         [`New API key for tenant "${id}" (key id ${record.keyId}):`, `  ${apiKey}`, '', KEY_SHOWN_ONCE].join('\n'),

@@ -10,7 +10,9 @@ import type { TenantStore } from '../../functions/core/tenants.js';
 import {
   activeSigningSecrets,
   apiKeyRecordOf,
-  newApiKey,
+  issueApiKey,
+  issuedUnder,
+  keyringOf,
   newTenant,
   parseApiKey,
 } from '../../functions/core/tenants.js';
@@ -59,24 +61,29 @@ export async function ensureDevTenant(
   const given = process.env[DEV_API_KEY_ENV] || (await readKeyFile(keyFile));
   if (given) {
     const parsed = parseApiKey(given);
+    const source = process.env[DEV_API_KEY_ENV] ? DEV_API_KEY_ENV : keyFile;
     if (parsed?.tenantId !== DEV_TENANT_ID) {
       throw new Error(
-        `${process.env[DEV_API_KEY_ENV] ? DEV_API_KEY_ENV : keyFile} must hold an API key of the "${DEV_TENANT_ID}" tenant (tk_${DEV_TENANT_ID}_<12 characters>_<43 characters>); unset it or delete the file to get a new one`,
+        `${source} must hold an API key of the "${DEV_TENANT_ID}" tenant (tk_${DEV_TENANT_ID}_<12 characters>_<43 characters>_<11 characters>); unset it or delete the file to get a new one`,
       );
     }
     const record = apiKeyRecordOf(parsed, nowMs, 'local development');
     const stored = await store.getApiKey(parsed.tenantId, parsed.keyId);
     if (!stored) await store.putApiKey(record);
     else if (stored.revokedAtMs !== undefined || stored.secretHash !== record.secretHash) {
-      const source = process.env[DEV_API_KEY_ENV] ? DEV_API_KEY_ENV : keyFile;
       throw new Error(
         `the development API key in ${source} was revoked or does not match key ${parsed.keyId}; remove it to get a new one`,
       );
     }
+    // Stored before the keyring is first made, a key from before tags is among the keys it lists.
+    if (!issuedUnder(await keyringOf(store, nowMs), parsed)) {
+      throw new Error(
+        `the development API key in ${source} was not issued under this data directory's keyring, so the api would refuse it; remove it to get a new one`,
+      );
+    }
     return { apiKey: given, signingSecret, keyIsNew: false, ...(keyFile && { keyFile }) };
   }
-  const { apiKey, record } = newApiKey(DEV_TENANT_ID, nowMs, 'local development');
-  await store.putApiKey(record);
+  const { apiKey } = await issueApiKey(store, DEV_TENANT_ID, nowMs, 'local development');
   if (keyFile) await writeFile(keyFile, `${apiKey}\n`, { mode: 0o600 });
   return { apiKey, signingSecret, keyIsNew: true, ...(keyFile && { keyFile }) };
 }

@@ -42,15 +42,18 @@ export interface TimerApiProps {
   readonly throttle: ThrottleSettings;
   /** How long the access logs are kept. */
   readonly logRetention: logs.RetentionDays;
-  /** Whether the function also gets a public function URL, the cheaper second front door. */
-  readonly functionUrl: boolean;
+  /**
+   * The function behind the public function URL, the cheaper second front door: the api's code with
+   * a reserved concurrency of its own. Undefined, there is no URL.
+   */
+  readonly urlHandler?: lambda.IFunction;
 }
 
 /**
- * The front doors of the api function. The HTTP API: every route of functions/contract/topology.ts
+ * The front doors of the api's code. The HTTP API: every route of functions/contract/topology.ts
  * API_ROUTES to the api function, on a throttled $default stage with JSON access logs. And, when
- * asked for, the function's URL: no stage, no throttle and no access logs, at no charge beyond the
- * invocation. A part of `DistributedTimer` that adds its resources to the timer's own scope (see
+ * asked for, a function URL on the URL function: no stage, no throttle and no access logs, at no
+ * charge beyond the invocation, bounded by that function's own reserved concurrency. A part of `DistributedTimer` that adds its resources to the timer's own scope (see
  * there why it is not a construct of its own).
  */
 export class TimerApi {
@@ -79,11 +82,12 @@ export class TimerApi {
         acknowledgeNagRule(route, 'APIG4', noAuthorizerReason);
       }
     }
-    if (props.functionUrl) {
-      // NONE, not AWS_IAM: callers hold API keys, not AWS credentials, and the api function checks
-      // the key on every request exactly as it does behind the HTTP API's routes, which have no
-      // authorizer either (see APIG4 above). Its reserved concurrency is the URL's only throttle.
-      this.functionUrl = props.handler.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.NONE });
+    if (props.urlHandler) {
+      // NONE, not AWS_IAM: callers hold API keys, not AWS credentials, and the api's code checks the
+      // key on every request exactly as it does behind the HTTP API's routes, which have no
+      // authorizer either (see APIG4 above); a made-up key is refused without a table read. The URL
+      // function's reserved concurrency is the URL's throttle, and the api function's is not shared.
+      this.functionUrl = props.urlHandler.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.NONE });
     }
   }
 }

@@ -20,6 +20,7 @@ import {
   ENV,
   environmentFor,
   type EnvName,
+  FUNCTION_URL,
   type FunctionName,
   FUNCTIONS,
   QUEUES,
@@ -54,6 +55,8 @@ export interface TimerPipelineProps {
   readonly logRetention: logs.RetentionDays;
   /** The api function's reserved concurrency. */
   readonly apiReservedConcurrency: number;
+  /** The function URL's own function's reserved concurrency; undefined makes no such function. */
+  readonly functionUrlReservedConcurrency?: number;
   /** The most delivery batches the callback's event source mapping runs at once. */
   readonly deliveryMaxConcurrency: number;
   /** Whether the functions run with active X-Ray tracing. */
@@ -70,6 +73,8 @@ export interface TimerPipelineProps {
 export class TimerPipeline {
   readonly queues: Record<keyof typeof QUEUES, sqs.Queue>;
   readonly functions: Record<FunctionName, lambda.Function>;
+  /** The api's code behind the function URL, with a reserved concurrency of its own; only when asked for. */
+  readonly urlFunction?: lambda.Function;
   /** The role the callback sends to target queues and event buses with. */
   readonly callbackRole: iam.IRole;
 
@@ -116,18 +121,16 @@ export class TimerPipeline {
       [ENV.awsPartition]: Stack.of(scope).partition,
     };
     const roles = {} as Record<FunctionName, iam.Role>;
-    const fn = (name: FunctionName) => {
+    /** `name`'s code, environment and settings as function `id`, with its role, log group and reservation. */
+    const lambdaFunction = (
+      id: string,
+      name: FunctionName,
+      role: iam.IRole,
+      functionLogs: logs.ILogGroup,
+      reservedConcurrentExecutions: number | undefined,
+    ) => {
       const spec = FUNCTIONS[name];
-      const functionLogs = timerLogGroup(scope, `${capitalized(name)}Logs`, props.logRetention);
-      // A role of its own rather than AWSLambdaBasicExecutionRole, whose log actions reach every log
-      // group in the account.
-      const role = new iam.Role(scope, `${capitalized(name)}FunctionRole`, {
-        assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-        description: `The distributed timer's ${name} function`,
-      });
-      functionLogs.grantWrite(role);
-      roles[name] = role;
-      return new lambda.Function(scope, `${capitalized(name)}Function`, {
+      return new lambda.Function(scope, id, {
         code: functionCode(name),
         handler: BUNDLE_HANDLER,
         runtime: lambda.Runtime.NODEJS_24_X,
@@ -143,10 +146,23 @@ export class TimerPipeline {
         logGroup: functionLogs,
         // A floor no other function can take (and a ceiling): the api and the scanner stay up
         // however hard a delivery surge or a tenant's hanging webhook presses on the account's pool.
-        reservedConcurrentExecutions: name === 'api' ? props.apiReservedConcurrency : spec.reservedConcurrency,
+        reservedConcurrentExecutions,
         // Powertools Tracer writes a segment per invocation and a subsegment per AWS call.
         tracing: props.tracing ? lambda.Tracing.ACTIVE : lambda.Tracing.DISABLED,
       });
+    };
+    const fn = (name: FunctionName) => {
+      const functionLogs = timerLogGroup(scope, `${capitalized(name)}Logs`, props.logRetention);
+      // A role of its own rather than AWSLambdaBasicExecutionRole, whose log actions reach every log
+      // group in the account.
+      const role = new iam.Role(scope, `${capitalized(name)}FunctionRole`, {
+        assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+        description: `The distributed timer's ${name} function`,
+      });
+      functionLogs.grantWrite(role);
+      roles[name] = role;
+      const reserved = name === 'api' ? props.apiReservedConcurrency : FUNCTIONS[name].reservedConcurrency;
+      return lambdaFunction(`${capitalized(name)}Function`, name, role, functionLogs, reserved);
     };
     this.functions = {
       api: fn('api'),
@@ -155,6 +171,18 @@ export class TimerPipeline {
       callback: fn('callback'),
       sweeper: fn('sweeper'),
     };
+    if (props.functionUrlReservedConcurrency !== undefined) {
+      // The api's role, so it may do exactly what the api does; its own logs and reservation.
+      const urlLogs = timerLogGroup(scope, 'UrlLogs', props.logRetention);
+      urlLogs.grantWrite(roles[FUNCTION_URL.fn]);
+      this.urlFunction = lambdaFunction(
+        'UrlFunction',
+        FUNCTION_URL.fn,
+        roles[FUNCTION_URL.fn],
+        urlLogs,
+        props.functionUrlReservedConcurrency,
+      );
+    }
     this.callbackRole = roles.callback;
     for (const role of Object.values(roles)) {
       const policy = role.node.tryFindChild('DefaultPolicy');

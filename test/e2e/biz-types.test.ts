@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { newApiKey, newTenant } from '../../functions/core/tenants.js';
+import { issueApiKey, newTenant } from '../../functions/core/tenants.js';
 import { TimerApiError, TimerClient } from '../../lib/client.js';
 import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
 import { eventually, startWebhookReceiver } from '../support/webhook-receiver.js';
@@ -19,8 +19,7 @@ beforeAll(async () => {
   timer = await startLocalTimer({ port: 0, logLevel: 'SILENT' });
   receiver = await startWebhookReceiver({ '/orders': () => 204 });
   await timer.tenantStore.createTenant(newTenant('globex', Date.now()));
-  const issued = newApiKey('globex', Date.now());
-  await timer.tenantStore.putApiKey(issued.record);
+  const issued = await issueApiKey(timer.tenantStore, 'globex', Date.now());
   ours = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey });
   theirs = new TimerClient({ baseUrl: timer.apiUrl, apiKey: issued.apiKey });
 });

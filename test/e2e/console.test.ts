@@ -4,7 +4,7 @@ import { request } from 'node:http';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { newApiKey, newTenant } from '../../functions/core/tenants.js';
+import { issueApiKey, newTenant } from '../../functions/core/tenants.js';
 import {
   LOCAL_CONSOLE_PATH,
   LOCAL_CONSOLE_TASKS_PATH,
@@ -46,8 +46,7 @@ beforeAll(async () => {
   });
   receiver = await startWebhookReceiver({ '/down': () => (downIsUp ? 200 : 500) });
   await timer.tenantStore.createTenant(newTenant(OTHER_TENANT, Date.now()));
-  const { apiKey, record } = newApiKey(OTHER_TENANT, Date.now(), 'console test');
-  await timer.tenantStore.putApiKey(record);
+  const { apiKey } = await issueApiKey(timer.tenantStore, OTHER_TENANT, Date.now(), 'console test');
   otherTenantKey = apiKey;
   page = await browser.context.newPage();
 }, CHROMIUM_INSTALL_TIMEOUT_MS);

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { newApiKey, newTenant } from '../../functions/core/tenants.js';
+import { issueApiKey, newTenant } from '../../functions/core/tenants.js';
 import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
 
 let timer: LocalTimer;
@@ -14,8 +14,7 @@ let otherKey: string;
 beforeAll(async () => {
   timer = await startLocalTimer({ port: 0, logLevel: 'SILENT' });
   await timer.tenantStore.createTenant(newTenant('globex', Date.now()));
-  const issued = newApiKey('globex', Date.now());
-  await timer.tenantStore.putApiKey(issued.record);
+  const issued = await issueApiKey(timer.tenantStore, 'globex', Date.now());
   otherKey = issued.apiKey;
 });
 
@@ -84,10 +83,11 @@ describe('End to end: tenant isolation', () => {
 
   it('refuses a missing, forged or revoked key with 401 on every route', async () => {
     // Prepare: a key revoked before it was ever used, so no api cache can still hold it.
-    const revoked = newApiKey('globex', Date.now());
-    await timer.tenantStore.putApiKey(revoked.record);
+    const revoked = await issueApiKey(timer.tenantStore, 'globex', Date.now());
     await timer.tenantStore.revokeApiKey('globex', revoked.record.keyId, Date.now());
-    const forged = `${otherKey.slice(0, -1)}${otherKey.endsWith('A') ? 'B' : 'A'}`;
+    // The last character of the secret changed, before `_<tag>`: the tag still vouches for the key id.
+    const secretEnd = otherKey.length - 13;
+    const forged = `${otherKey.slice(0, secretEnd)}${otherKey[secretEnd] === 'A' ? 'B' : 'A'}${otherKey.slice(secretEnd + 1)}`;
 
     // Act
     const answers = await Promise.all(
@@ -105,8 +105,7 @@ describe('End to end: tenant isolation', () => {
   it("limits each tenant's requests per second on its own", async () => {
     // Prepare
     await timer.tenantStore.createTenant(newTenant('tiny', Date.now(), { rateLimitPerSecond: 3 }));
-    const tiny = newApiKey('tiny', Date.now());
-    await timer.tenantStore.putApiKey(tiny.record);
+    const tiny = await issueApiKey(timer.tenantStore, 'tiny', Date.now());
 
     // Act: ten requests at once, and the dev tenant's requests at the same time.
     const [limited, unaffected] = await Promise.all([

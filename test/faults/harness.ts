@@ -42,7 +42,7 @@ import { addressPolicy } from '../../functions/core/egress.js';
 import { runScanner, type ScanPorts } from '../../functions/core/scan.js';
 import { sweep } from '../../functions/core/sweep.js';
 import type { Clock } from '../../functions/core/task.js';
-import { cachedTenantDirectory, newApiKey, newTenant, TENANT_CACHE_TTL_MS } from '../../functions/core/tenants.js';
+import { cachedTenantDirectory, issueApiKey, newTenant, TENANT_CACHE_TTL_MS } from '../../functions/core/tenants.js';
 import { createLambdaService, sharedEnvironments } from '../../lib/local/lambda-service.js';
 import { type SqsEventSource, startSqsEventSource } from '../../lib/local/queue-poller.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
@@ -176,11 +176,10 @@ export async function startHarness(options: HarnessOptions = {}) {
   };
 
   const apiParts = component('api');
-  const { apiKey, record } = newApiKey(TENANT_ID, Date.now());
   // Set up over clients without injected faults: the faults are for the pipeline, not the fixture.
   const setupStore = new DynamoTenantStore({ client: emulators.clients().dynamo, tableName: emulators.tableName });
   await setupStore.createTenant(newTenant(TENANT_ID, Date.now(), { signingSecret, rateLimitPerSecond: 10_000 }));
-  await setupStore.putApiKey(record);
+  const { apiKey } = await issueApiKey(setupStore, TENANT_ID, Date.now());
   const directory = (parts: typeof apiParts) =>
     cachedTenantDirectory(parts.tenantStore, parts.clock, TENANT_CACHE_TTL_MS);
   const lookaheadSeconds = options.lookaheadSeconds ?? 1;

@@ -4,7 +4,7 @@ import { Billing, Capacity } from 'aws-cdk-lib/aws-dynamodb';
 import type { IConstruct } from 'constructs';
 import { describe, expect, it } from 'vitest';
 
-import { DELIVERY_MAX_RECEIVE_COUNT, ENV, FUNCTIONS } from '../../functions/contract/topology.js';
+import { DELIVERY_MAX_RECEIVE_COUNT, ENV, FUNCTION_URL, FUNCTIONS } from '../../functions/contract/topology.js';
 import { DEFAULT_API_THROTTLE, DistributedTimer } from '../../lib/index.js';
 import { actionsOf, statementsOfRole } from '../support/iam-template.js';
 
@@ -232,7 +232,7 @@ describe('Construct: DistributedTimer', () => {
     }
   });
 
-  it('gives the api function a public URL (auth NONE, the api checks the key) only when functionUrl is set', () => {
+  it('gives the api code a public URL (auth NONE, the api checks the key) only when functionUrl is set', () => {
     // Prepare
     const withUrl = appStack();
     const without = appStack();
@@ -242,21 +242,23 @@ describe('Construct: DistributedTimer', () => {
     const plain = new DistributedTimer(without, 'Timer');
 
     // Assess
-    const apiArn = { 'Fn::GetAtt': [logicalIdOf(withUrl, timer.functions.api), 'Arn'] };
+    const urlFunction = timer.urlFunction;
+    if (!urlFunction) throw new Error('functionUrl: true made no URL function');
+    const urlArn = { 'Fn::GetAtt': [logicalIdOf(withUrl, urlFunction), 'Arn'] };
     const template = Template.fromStack(withUrl);
     template.resourceCountIs('AWS::Lambda::Url', 1);
-    template.hasResourceProperties('AWS::Lambda::Url', { AuthType: 'NONE', TargetFunctionArn: apiArn });
+    template.hasResourceProperties('AWS::Lambda::Url', { AuthType: 'NONE', TargetFunctionArn: urlArn });
     expect(Object.values(template.findResources('AWS::Lambda::Url'))[0]?.Properties).not.toHaveProperty('Cors');
     // Lambda lets a public URL through only with both statements: the URL's, and the invoke it makes.
     template.hasResourceProperties('AWS::Lambda::Permission', {
       Action: 'lambda:InvokeFunctionUrl',
-      FunctionName: apiArn,
+      FunctionName: urlArn,
       Principal: '*',
       FunctionUrlAuthType: 'NONE',
     });
     template.hasResourceProperties('AWS::Lambda::Permission', {
       Action: 'lambda:InvokeFunction',
-      FunctionName: apiArn,
+      FunctionName: urlArn,
       Principal: '*',
       InvokedViaFunctionUrl: true,
     });
@@ -272,6 +274,37 @@ describe('Construct: DistributedTimer', () => {
       ),
     ).toEqual([]);
     expect(plain.functionUrl).toBeUndefined();
+    expect(plain.urlFunction).toBeUndefined();
+  });
+
+  it("bounds the function URL by its own function's reserved concurrency, which the HTTP API's api function does not share", () => {
+    // Prepare
+    const defaults = appStack();
+    const sized = appStack();
+    const without = appStack();
+
+    // Act
+    const timer = new DistributedTimer(defaults, 'Timer', { functionUrl: true });
+    const sizedTimer = new DistributedTimer(sized, 'Timer', { functionUrl: true, functionUrlReservedConcurrency: 120 });
+    const plain = new DistributedTimer(without, 'Timer');
+
+    // Assess: the URL runs the api's code on a function of its own, reserved apart from the api's.
+    const template = Template.fromStack(defaults);
+    const functions = template.findResources('AWS::Lambda::Function');
+    const urlId = logicalIdOf(defaults, timer.urlFunction as lambda.Function);
+    const apiId = logicalIdOf(defaults, timer.functions.api);
+    expect(urlId).not.toBe(apiId);
+    expect(functions[urlId]?.Properties.ReservedConcurrentExecutions).toBe(FUNCTION_URL.reservedConcurrency);
+    expect(functions[apiId]?.Properties.ReservedConcurrentExecutions).toBe(FUNCTIONS.api.reservedConcurrency);
+    expect(functions[urlId]?.Properties.Environment).toEqual(functions[apiId]?.Properties.Environment);
+    expect(functions[urlId]?.Properties.Role).toEqual(functions[apiId]?.Properties.Role);
+    const sizedFunctions = Template.fromStack(sized).findResources('AWS::Lambda::Function');
+    const sizedUrlId = logicalIdOf(sized, sizedTimer.urlFunction as lambda.Function);
+    expect(sizedFunctions[sizedUrlId]?.Properties.ReservedConcurrentExecutions).toBe(120);
+    // Every resource of a stack without the URL keeps its logical id: turning the URL on only adds.
+    const plainIds = Object.keys(Template.fromStack(without).toJSON().Resources);
+    expect(plainIds.filter((id) => !(id in template.toJSON().Resources))).toEqual([]);
+    expect(logicalIdOf(without, plain.functions.api)).toBe(apiId);
   });
 
   it.each([

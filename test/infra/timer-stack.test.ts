@@ -12,6 +12,7 @@ import {
   DEFAULT_SETTINGS,
   DELIVERY_MAX_RECEIVE_COUNT,
   ENV,
+  FUNCTION_URL,
   FUNCTIONS,
   METRICS,
   QUEUES,
@@ -397,7 +398,7 @@ describe('Stack: TimerStack', () => {
     template.hasOutput('ApiUrl', { Value: { 'Fn::GetAtt': [apiId, 'ApiEndpoint'] } });
   });
 
-  it('outputs the api function URL only when the stack is asked for one', () => {
+  it('outputs the function URL, on a function of its own with its own reserved concurrency, only when the stack is asked for one', () => {
     // Prepare
     const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
 
@@ -406,10 +407,21 @@ describe('Stack: TimerStack', () => {
 
     // Assess
     const [urlId] = Object.keys(withUrl.findResources('AWS::Lambda::Url'));
+    const urlFunctionIds = Object.keys(withUrl.findResources('AWS::Lambda::Function')).filter((id) =>
+      id.startsWith('UrlFunction'),
+    );
+    expect(urlFunctionIds).toHaveLength(1);
     withUrl.hasResourceProperties('AWS::Lambda::Url', {
       AuthType: 'NONE',
-      TargetFunctionArn: { 'Fn::GetAtt': [functionIdFor('api'), 'Arn'] },
+      TargetFunctionArn: { 'Fn::GetAtt': [urlFunctionIds[0], 'Arn'] },
     });
+    expect(withUrl.toJSON().Resources[urlFunctionIds[0] ?? '']?.Properties.ReservedConcurrentExecutions).toBe(
+      FUNCTION_URL.reservedConcurrency,
+    );
+    // The api function behind the HTTP API keeps its logical id and its reservation.
+    expect(withUrl.toJSON().Resources[functionIdFor('api')]?.Properties.ReservedConcurrentExecutions).toBe(
+      FUNCTIONS.api.reservedConcurrency,
+    );
     withUrl.hasOutput('FunctionUrl', { Value: { 'Fn::GetAtt': [urlId, 'FunctionUrl'] } });
     template.resourceCountIs('AWS::Lambda::Url', 0);
     expect(Object.keys(template.toJSON().Outputs)).not.toContain('FunctionUrl');

@@ -10,7 +10,7 @@ import { DEFAULT_SETTINGS } from '../../functions/contract/topology.js';
 import { cachedBizTypeDirectory } from '../../functions/core/biz-types.js';
 import { encodeCursor } from '../../functions/core/listing.js';
 import { systemClock } from '../../functions/core/task.js';
-import { newApiKey, newTenant } from '../../functions/core/tenants.js';
+import { issueApiKey, keyringOf, newTenant } from '../../functions/core/tenants.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 import { testTargetRules } from '../support/target-rules.js';
 
@@ -29,8 +29,7 @@ beforeAll(async () => {
   const bizTypeStore = new DynamoBizTypeStore({ client: dynamo, tableName });
   for (const id of ['acme', 'rival']) {
     await tenantStore.createTenant(newTenant(id, Date.now(), { rateLimitPerSecond: 10_000 }));
-    const { apiKey, record } = newApiKey(id, Date.now());
-    await tenantStore.putApiKey(record);
+    const { apiKey } = await issueApiKey(tenantStore, id, Date.now());
     keys[id] = apiKey;
   }
   api = {
@@ -42,6 +41,7 @@ beforeAll(async () => {
     tenants: {
       tenant: (id) => tenantStore.getTenant(id),
       apiKey: (tenantId, keyId) => tenantStore.getApiKey(tenantId, keyId),
+      keyring: () => keyringOf(tenantStore, Date.now()),
     },
     requestCounter: new DynamoRequestCounter({ client: dynamo, tableName }),
     bizTypes: cachedBizTypeDirectory(bizTypeStore, systemClock, 0),

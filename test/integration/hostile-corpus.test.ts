@@ -20,7 +20,7 @@ import { cachedBizTypeDirectory } from '../../functions/core/biz-types.js';
 import { newTaskId } from '../../functions/core/ids.js';
 import { LIMITS } from '../../functions/core/schemas.js';
 import { systemClock } from '../../functions/core/task.js';
-import { cachedTenantDirectory, newApiKey, newTenant } from '../../functions/core/tenants.js';
+import { cachedTenantDirectory, issueApiKey, newTenant } from '../../functions/core/tenants.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 import { testTargetRules } from '../support/target-rules.js';
 
@@ -65,10 +65,9 @@ beforeAll(async () => {
   const acmeHosts = ['hooks.example.com', 'x.example', '*.corp.example', '*.attacker.example', 'nowhere.example'];
   await tenantStore.createTenant(newTenant('acme', now, { rateLimitPerSecond: 100_000, allowedHosts: acmeHosts }));
   await tenantStore.createTenant(newTenant('globex', now, { rateLimitPerSecond: 100_000 }));
-  const acme = newApiKey('acme', now);
-  const globex = newApiKey('globex', now);
-  const revoked = newApiKey('acme', now);
-  for (const issued of [acme, globex, revoked]) await tenantStore.putApiKey(issued.record);
+  const acme = await issueApiKey(tenantStore, 'acme', now);
+  const globex = await issueApiKey(tenantStore, 'globex', now);
+  const revoked = await issueApiKey(tenantStore, 'acme', now);
   await tenantStore.revokeApiKey('acme', revoked.record.keyId, now);
   apiKey = acme.apiKey;
   revokedKey = revoked.apiKey;

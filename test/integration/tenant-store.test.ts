@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
 import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
-import { newApiKey, newTenant, withRotatedSecret } from '../../functions/core/tenants.js';
+import { newApiKey, newKeyring, newTenant, withRotatedSecret } from '../../functions/core/tenants.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 
 let emulators: Emulators;
@@ -26,8 +26,9 @@ describe('Class: DynamoTenantStore (on dynalite)', () => {
   it('creates a tenant once, lists it, and keeps its keys under it', async () => {
     // Prepare
     const tenant = newTenant('acme', NOW_MS, { allowedHosts: ['*.acme.example'] });
-    const first = newApiKey('acme', NOW_MS, 'ci');
-    const second = newApiKey('acme', NOW_MS);
+    const keyring = newKeyring(NOW_MS);
+    const first = newApiKey(keyring, 'acme', NOW_MS, 'ci');
+    const second = newApiKey(keyring, 'acme', NOW_MS);
 
     // Act
     const created = await store.createTenant(tenant);
@@ -44,6 +45,22 @@ describe('Class: DynamoTenantStore (on dynalite)', () => {
     const keys = await store.listApiKeys('acme');
     expect(keys.map((key) => key.keyId).sort()).toEqual([first.record.keyId, second.record.keyId].sort());
     expect(await store.getApiKey('acme', first.record.keyId)).toMatchObject({ label: 'ci', revokedAtMs: NOW_MS + 5 });
+  });
+
+  it('stores one keyring: a second maker is refused and reads the first', async () => {
+    // Prepare: a key issued before the keyring, which carries no tag.
+    const untagged = newApiKey(newKeyring(NOW_MS), 'initech', NOW_MS).record;
+    const first = newKeyring(NOW_MS, [untagged]);
+
+    // Act
+    const before = await store.getKeyring();
+    const created = await store.createKeyring(first);
+    const again = await store.createKeyring(newKeyring(NOW_MS + 1));
+
+    // Assess
+    expect([before, created, again]).toEqual([undefined, true, false]);
+    expect(await store.getKeyring()).toEqual(first);
+    expect((await store.getKeyring())?.untaggedKeys).toEqual(new Set([`initech_${untagged.keyId}`]));
   });
 
   it('applies a change only over the version it was made from', async () => {

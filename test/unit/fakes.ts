@@ -34,7 +34,13 @@ import type {
   Watermark,
 } from '../../functions/core/task.js';
 import { firstAttemptUnleased, unconfirmedCancelOf } from '../../functions/core/task.js';
-import { newTenant, type RequestCounter, type Tenant, type TenantDirectory } from '../../functions/core/tenants.js';
+import {
+  newKeyring,
+  newTenant,
+  type RequestCounter,
+  type Tenant,
+  type TenantDirectory,
+} from '../../functions/core/tenants.js';
 import type { Tick, TickQueue } from '../../functions/core/tick.js';
 import type { ManualClock } from '../support/clock.js';
 
@@ -445,9 +451,11 @@ export function aTenant(overrides: Partial<Tenant> = {}): Tenant {
 
 /** Tenants by id, and no API keys (tests of authentication use the real store on dynalite). */
 export function fakeTenantDirectory(tenants: readonly Tenant[] = [aTenant()]): TenantDirectory {
+  const keyring = newKeyring(Date.UTC(2026, 0, 1));
   return {
     tenant: async (id) => tenants.find((tenant) => tenant.id === id),
     apiKey: async () => undefined,
+    keyring: async () => keyring,
   };
 }
 

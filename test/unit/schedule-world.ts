@@ -11,7 +11,7 @@ import { deliverTask, type DeliveryPorts, type Notification } from '../../functi
 import { parseTaskId } from '../../functions/core/ids.js';
 import { runScanner } from '../../functions/core/scan.js';
 import { createSchedule, type Schedule, type ScheduleAdminPorts } from '../../functions/core/schedules.js';
-import { newApiKey } from '../../functions/core/tenants.js';
+import { newApiKey, newKeyring } from '../../functions/core/tenants.js';
 import { testTargetRules } from '../support/target-rules.js';
 import {
   aTenant,
@@ -90,12 +90,14 @@ export function scheduleWorld() {
       clock.advance(1000);
     }
   };
-  const { apiKey, record } = newApiKey(TENANT_ID, START);
+  const keyring = newKeyring(START);
+  const { apiKey, record } = newApiKey(keyring, TENANT_ID, START);
   const api: ApiPorts = {
     ...admin,
     tenants: {
       tenant: async (id) => (id === TENANT_ID ? aTenant() : undefined),
       apiKey: async (tenantId, keyId) => (tenantId === record.tenantId && keyId === record.keyId ? record : undefined),
+      keyring: async () => keyring,
     },
     bizTypeStore: new FakeBizTypeStore(),
     bizTypes: cachedBizTypeDirectory(new FakeBizTypeStore(), clock, 0),

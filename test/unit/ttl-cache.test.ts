@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { ttlCache } from '../../functions/core/ttl-cache.js';
+import { MAX_MISSING_ENTRIES, ttlCache } from '../../functions/core/ttl-cache.js';
 import { ManualClock } from './fakes.js';
 
 describe('Function: ttlCache', () => {
@@ -30,5 +30,34 @@ describe('Function: ttlCache', () => {
     expect(lapsedAt.reduce((sum, count) => sum + count, 0)).toBeGreaterThanOrEqual(200);
     expect(lapsedAt.slice(0, 22).reduce((sum, count) => sum + count, 0)).toBe(0);
     expect(Math.max(...lapsedAt)).toBeLessThan(100);
+  });
+});
+
+describe('Function: ttlCache under a flood of missing keys', () => {
+  const FLOOD = 20_000;
+
+  it('keeps every found entry, and remembers at most MAX_MISSING_ENTRIES missing keys, the latest', async () => {
+    // Prepare: one key that exists, read once.
+    const clock = new ManualClock(1_000_000);
+    const cache = ttlCache(clock, 30_000);
+    const loads: string[] = [];
+    const read = (key: string) =>
+      cache(key, async () => {
+        loads.push(key);
+        return key === 'real' ? 'found' : undefined;
+      });
+    await read('real');
+
+    // Act: 20,000 distinct keys that do not exist, then the real one and the newest and oldest made-up ones again.
+    for (let index = 0; index < FLOOD; index++) await read(`made-up-${index}`);
+    loads.length = 0;
+    const real = await read('real');
+    await read(`made-up-${FLOOD - 1}`);
+    await read(`made-up-${FLOOD - MAX_MISSING_ENTRIES}`);
+    await read('made-up-0');
+
+    // Assess: the real entry and the latest MAX_MISSING_ENTRIES missing keys answer from memory; older ones are read again.
+    expect(real).toBe('found');
+    expect(loads).toEqual(['made-up-0']);
   });
 });

@@ -24,7 +24,7 @@ import type {
   TaskStatus,
   Watermark,
 } from '../../core/task.js';
-import type { ApiKeyRecord, Tenant } from '../../core/tenants.js';
+import type { ApiKeyRecord, Keyring, Tenant } from '../../core/tenants.js';
 
 const PK = TABLE.partitionKey;
 const SK = TABLE.sortKey;
@@ -452,6 +452,31 @@ function withoutKeys<T>(item: TableKey & T): T {
 export const tenantFromItem = (item: TenantItem): Tenant => withoutKeys<Tenant>(item);
 export const apiKeyFromItem = (item: ApiKeyItem): ApiKeyRecord => withoutKeys<ApiKeyRecord>(item);
 export const bizTypeFromItem = (item: BizTypeItem): BizTypeSettings => withoutKeys<BizTypeSettings>(item);
+
+/**
+ * The deployment's keyring: one item in a partition of its own (not `TENANTS`, whose Query lists
+ * the tenants). Read once per api instance, so it is never hot.
+ */
+export const KEYRING_KEY: TableKey = { [PK]: 'KEYRING', [SK]: 'KEYRING' };
+
+/** The keyring as stored: its untagged keys as a list, which unlike a string set may be empty. */
+export type KeyringItem = TableKey & {
+  readonly tagSecret: string;
+  readonly createdAtMs: number;
+  readonly untaggedKeys: readonly string[];
+};
+
+export const keyringToItem = (keyring: Keyring): KeyringItem => ({
+  ...KEYRING_KEY,
+  tagSecret: keyring.tagSecret,
+  createdAtMs: keyring.createdAtMs,
+  untaggedKeys: [...keyring.untaggedKeys],
+});
+export const keyringFromItem = (item: KeyringItem): Keyring => ({
+  tagSecret: item.tagSecret,
+  createdAtMs: item.createdAtMs,
+  untaggedKeys: new Set(item.untaggedKeys),
+});
 
 /** Api requests per tenant, share and second: `RATE#<tenant>#<share>` (see COUNTER_SHARES). */
 export const RATE_COUNTER_PREFIX = 'RATE#';

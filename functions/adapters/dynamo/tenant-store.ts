@@ -1,6 +1,6 @@
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
-import type { ApiKeyRecord, ReadOptions, Tenant, TenantStore } from '../../core/tenants.js';
+import type { ApiKeyRecord, Keyring, ReadOptions, Tenant, TenantStore } from '../../core/tenants.js';
 import { partitionItems, type TableOptions, unlessConditionFails } from './dynamo-helpers.js';
 import {
   apiKeyFromItem,
@@ -9,6 +9,10 @@ import {
   apiKeysPartition,
   apiKeyToItem,
   KEY_EXPRESSIONS,
+  KEYRING_KEY,
+  keyringFromItem,
+  type KeyringItem,
+  keyringToItem,
   tenantFromItem,
   type TenantItem,
   tenantKey,
@@ -95,6 +99,25 @@ export class DynamoTenantStore implements TenantStore {
           UpdateExpression: 'SET revokedAtMs = if_not_exists(revokedAtMs, :now)',
           ConditionExpression: KEY_EXPRESSIONS.itemPresent,
           ExpressionAttributeValues: { ':now': nowMs },
+        }),
+      ),
+    );
+  }
+
+  async getKeyring(): Promise<Keyring | undefined> {
+    const result = await this.options.client.send(
+      new GetCommand({ TableName: this.options.tableName, Key: KEYRING_KEY, ConsistentRead: true }),
+    );
+    return result.Item ? keyringFromItem(result.Item as KeyringItem) : undefined;
+  }
+
+  createKeyring(keyring: Keyring): Promise<boolean> {
+    return unlessConditionFails(
+      this.options.client.send(
+        new PutCommand({
+          TableName: this.options.tableName,
+          Item: keyringToItem(keyring),
+          ConditionExpression: KEY_EXPRESSIONS.itemAbsent,
         }),
       ),
     );

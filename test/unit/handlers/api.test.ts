@@ -15,10 +15,11 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
+import { keyringToItem } from '../../../functions/adapters/dynamo/table-schema.js';
 import { createApiHandler } from '../../../functions/api/app.js';
 import { loadApiConfig } from '../../../functions/commons/config.js';
 import { newTaskId, parseTaskId } from '../../../functions/core/ids.js';
-import { newApiKey, newTenant } from '../../../functions/core/tenants.js';
+import { newApiKey, newKeyring, newTenant } from '../../../functions/core/tenants.js';
 import { DELIVERY_QUEUE_URL, handlerEnv, lambdaContext, SHARD_COUNT, TABLE_NAME, unitHandler } from './setup.js';
 
 // The api resolves webhook hosts at submit; this machine has no DNS, so hooks.example.com gets a public address here.
@@ -30,7 +31,8 @@ const handler = await unitHandler(createApiHandler, loadApiConfig(handlerEnv()))
 
 const TARGET = { type: 'http', url: 'https://hooks.example.com/timer' };
 const TENANT = newTenant('acme', Date.now());
-const { apiKey: API_KEY, record: KEY_RECORD } = newApiKey(TENANT.id, Date.now());
+const KEYRING = newKeyring(Date.now());
+const { apiKey: API_KEY, record: KEY_RECORD } = newApiKey(KEYRING, TENANT.id, Date.now());
 
 function apiEvent(
   routeKey: string,
@@ -106,7 +108,7 @@ async function callFunctionUrl(method: string, rawPath: string, body?: unknown) 
 const nowSecond = () => Math.floor(Date.now() / 1000);
 const clockAt = (cursor: number) => ({ Item: { pk: 'CLOCK', sk: 'CLOCK', cursor, startedAt: cursor - 3600 } });
 const conditionFailed = () => Object.assign(new Error('x'), { name: 'ConditionalCheckFailedException' });
-const isTenancyKey = (key: unknown) => /^(TENANTS|APIKEYS#|RATE#)/.test(String((key as { pk?: string }).pk));
+const isTenancyKey = (key: unknown) => /^(KEYRING|TENANTS|APIKEYS#|RATE#)/.test(String((key as { pk?: string }).pk));
 const taskReads = () => ddbMock.commandCalls(GetCommand).filter((call) => !isTenancyKey(call.args[0].input.Key));
 
 describe('Function: api handler', () => {
@@ -120,6 +122,7 @@ describe('Function: api handler', () => {
     ddbMock.on(GetCommand, { Key: { pk: 'CLOCK', sk: 'CLOCK' } }).resolves(clockAt(nowSecond()));
     // The occupancy index: a minute no ticker has planned yet.
     ddbMock.on(UpdateCommand).resolves({});
+    ddbMock.on(GetCommand, { Key: { pk: 'KEYRING', sk: 'KEYRING' } }).resolves({ Item: keyringToItem(KEYRING) });
     ddbMock
       .on(GetCommand, { Key: { pk: 'TENANTS', sk: TENANT.id } })
       .resolves({ Item: { pk: 'TENANTS', sk: TENANT.id, ...TENANT } });
@@ -513,7 +516,8 @@ describe('Function: api handler', () => {
     ['no Authorization header', '', 'Authorization: Bearer'],
     ['a Basic credential', 'Basic dXNlcjpwYXNz', 'Authorization: Bearer'],
     ['a malformed key', 'Bearer tk_acme_short', 'not valid'],
-    ['a key with the wrong secret', `Bearer ${API_KEY.slice(0, -4)}AAAA`, 'not valid'],
+    ['a key with the wrong secret', `Bearer ${API_KEY.slice(0, -16)}AAAA${API_KEY.slice(-12)}`, 'not valid'],
+    ['a key with a made-up tag', `Bearer ${API_KEY.slice(0, -4)}AAAA`, 'not valid'],
   ])('answers 401 with a Bearer challenge for %s, and writes nothing', async (_case, authorization, detail) => {
     // Act
     const response = await call('POST /v1/tasks', { body: { delaySeconds: 60, target: TARGET }, authorization });
@@ -694,6 +698,28 @@ describe('Function: api handler', () => {
       expect(response.statusCode).toBe(400);
       expect(response.json).toMatchObject({ type: '/problems/malformed-path', status: 400 });
       expect(ddbMock.calls()).toHaveLength(0);
+    });
+
+    // Last: its second or so of requests would move the tests after it into a fresh second of the rate counter.
+    it('refuses a flood of 2,000 distinct made-up keys with 401s and no table read at all', async () => {
+      // Prepare: the instance has read the keyring, which it does once, at its first request with a key.
+      const made = (index: number) =>
+        `tk_${TENANT.id}_${KEY_RECORD.keyId.slice(0, 7)}${String(index).padStart(5, '0')}_${'s'.repeat(43)}`;
+      const refused = async (index: number) => {
+        const event = functionUrlEvent('POST', '/v1/tasks', { delaySeconds: 60, target: TARGET });
+        event.headers.authorization = `Bearer ${made(index)}`;
+        return (await handler(event, lambdaContext(10_000))).statusCode;
+      };
+      await refused(2_000);
+      ddbMock.resetHistory();
+
+      // Act: keys from before tags (the text then ended with the secret), every one a key id nobody issued.
+      const statuses = new Set<number>();
+      for (let index = 0; index < 2_000; index++) statuses.add(await refused(index));
+
+      // Assess
+      expect(ddbMock.calls()).toHaveLength(0);
+      expect([...statuses]).toEqual([401]);
     });
   });
 });

@@ -232,7 +232,9 @@ export async function deliverTask(ports: DeliveryPorts, id: string, notBeforeMs 
   if (!task || FINAL_STATUSES.has(task.status)) return { kind: 'skipped', reason: 'not-claimable' };
   if (takesUnleasedFirstAttempt(task)) {
     return attempt(ports, task, goesAtMs, 1, {
-      record: (outcome) => taskStore.finishFirstAttempt(key, outcome),
+      // A copy of this attempt that read the task before the record lands is done calling within
+      // two invocations of now (the lease's length): it read before this one ended, and calls within its own.
+      record: (outcome) => taskStore.finishFirstAttempt(key, outcome, clock.now() + ports.leaseMs),
       // Nothing was written before the call, so there is nothing to give back.
       giveBack: () => Promise.resolve(),
     });

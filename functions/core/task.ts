@@ -58,6 +58,12 @@ export interface Task {
    * cancelTask). It means nothing on a task whose first attempt holds a lease (see unconfirmedCancelOf).
    */
   readonly unconfirmedCancel?: string;
+  /**
+   * Set by the record of a first attempt that failed (it took no lease): until then, by the
+   * callback's clock, another copy of that attempt, which read the task before this record, may
+   * still be calling the target, so a cancel is refused as `in-delivery` (see finishFirstAttempt).
+   */
+  readonly copiesCallUntilMs?: number;
   /** The latest delivery attempts, oldest first, at most HISTORY_LIMIT of them. */
   readonly history?: readonly DeliveryAttempt[];
   /**
@@ -179,6 +185,14 @@ export interface CancelRequest {
 }
 
 /**
+ * Whether a copy of the task's failed first attempt may still be calling its target, by a clock
+ * that read `nowMs` (CLOCK_SKEW_MS behind the callback's at most): a cancel must wait for it.
+ */
+export function copiesMayCall(task: Pick<Task, 'copiesCallUntilMs'>, nowMs: number): boolean {
+  return task.copiesCallUntilMs !== undefined && task.copiesCallUntilMs >= nowMs - CLOCK_SKEW_MS;
+}
+
+/**
  * The id of the cancel a CANCELLED task still waits to have confirmed, or undefined if its cancel
  * is final: confirmed, made without an id, or of a task whose next attempt would have held a lease
  * (which a cancel stops at any moment, so it needs no confirming).
@@ -226,7 +240,9 @@ export interface TaskStore {
   /**
    * PENDING → CANCELLED (with `unconfirmedCancel` set to the request's `cancelId`, if it has
    * one), else says why not (a DELIVERING task is in an attempt, or its outcome is not known
-   * yet; a task never attempted is refused once due by `unleasedDueAfterMs`; a CANCELLED task is
+   * yet, as is a task whose failed first attempt may have a copy still calling, until its
+   * `copiesCallUntilMs` is CLOCK_SKEW_MS past; a task never attempted is refused once due by
+   * `unleasedDueAfterMs`; a CANCELLED task is
    * `already-final`, naming its cancel if that is unconfirmed). Another tenant's task is `not-found`.
    */
   cancel(key: TaskKey, request: CancelRequest): Promise<CancelOutcome>;
@@ -261,9 +277,11 @@ export interface TaskStore {
    * A delivery is recorded, too, when a copy of the same first attempt recorded its failure first
    * (or a retry or a cancel has followed that): a 2xx was seen, so the task is DELIVERED, with the
    * attempts counted so far and this attempt added to its history (a second write, made only then).
-   * Never over a delivery already recorded, nor over a reschedule that took effect.
+   * Never over a delivery already recorded, nor over a reschedule that took effect. A failure is
+   * recorded with `copiesCallUntilMs`: every copy that read the task before this record lands is
+   * done calling by then (the caller's clock), and until then the task cannot be cancelled.
    */
-  finishFirstAttempt(key: TaskKey, outcome: FirstAttemptRecord): Promise<boolean>;
+  finishFirstAttempt(key: TaskKey, outcome: FirstAttemptRecord, copiesCallUntilMs: number): Promise<boolean>;
   /** FAILED → PENDING with a fresh attempt budget and no backoff to wait out; false if the task is not FAILED. */
   reviveFailed(key: TaskKey): Promise<boolean>;
   /**

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
+import { CLOCK_SKEW_MS } from '../../functions/core/clock.js';
 import { parseTaskId, type TaskKey, taskKey } from '../../functions/core/ids.js';
 import type { DeliveryRecord, Task, TaskStore } from '../../functions/core/task.js';
 import { aTask, cancelRequest, TENANT_ID } from '../unit/fakes.js';
@@ -10,6 +11,8 @@ const SHARDS = 4;
 const DUE_MS = 1_700_000_123_456;
 const SECOND = Math.floor(DUE_MS / 1000);
 const LEASE_MS = 60_000;
+/** Until when copies of a failed first attempt may still call: a lease's length after it. */
+const COPIES_CALL_UNTIL_MS = DUE_MS + LEASE_MS;
 /** When a failed attempt says the next may run: a backoff after DUE_MS. */
 const RETRY_AT_MS = DUE_MS + 30_000;
 const EXPIRES_AT = SECOND + 86_400;
@@ -244,13 +247,17 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       const task = aTask(DUE_MS, 0);
       const [key] = (await stored(store, task)) as [TaskKey];
       await store.cancel(key, { ...cancelRequest(TENANT_ID, DUE_MS - 100), cancelId: 'c-1' });
-      await store.finishFirstAttempt(key, {
-        status: 'DELIVERED',
-        deliveredAtMs: DUE_MS + 20,
-        latenessMs: 20,
-        expiresAtSeconds: EXPIRES_AT,
-        history: [{ attempt: 1, atMs: DUE_MS + 20, latencyMs: 30, statusCode: 200 }],
-      });
+      await store.finishFirstAttempt(
+        key,
+        {
+          status: 'DELIVERED',
+          deliveredAtMs: DUE_MS + 20,
+          latenessMs: 20,
+          expiresAtSeconds: EXPIRES_AT,
+          history: [{ attempt: 1, atMs: DUE_MS + 20, latencyMs: 30, statusCode: 200 }],
+        },
+        COPIES_CALL_UNTIL_MS,
+      );
 
       // Act
       const confirmed = await store.confirmCancel(key, 'c-1');
@@ -285,10 +292,10 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       };
 
       // Act
-      const first = await store.finishFirstAttempt(key as TaskKey, delivered);
-      const duplicate = await store.finishFirstAttempt(key as TaskKey, failed);
-      const overCancel = await store.finishFirstAttempt(lateKey as TaskKey, delivered);
-      const ofSuccessor = await store.finishFirstAttempt(successorKey as TaskKey, delivered);
+      const first = await store.finishFirstAttempt(key as TaskKey, delivered, COPIES_CALL_UNTIL_MS);
+      const duplicate = await store.finishFirstAttempt(key as TaskKey, failed, COPIES_CALL_UNTIL_MS);
+      const overCancel = await store.finishFirstAttempt(lateKey as TaskKey, delivered, COPIES_CALL_UNTIL_MS);
+      const ofSuccessor = await store.finishFirstAttempt(successorKey as TaskKey, delivered, COPIES_CALL_UNTIL_MS);
 
       // Assess
       expect([first, duplicate, overCancel, ofSuccessor]).toEqual([true, false, true, false]);
@@ -314,15 +321,20 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
         retryAtMs: RETRY_AT_MS,
         history: [failure],
       };
-      for (const key of [retryingKey, inRetryKey, cancelledKey]) await store.finishFirstAttempt(key, retry);
-      await store.finishFirstAttempt(failedKey, {
-        status: 'FAILED',
-        lastError: 'HTTP 503',
-        expiresAtSeconds: EXPIRES_AT,
-        history: [failure],
-      });
+      for (const key of [retryingKey, inRetryKey, cancelledKey])
+        await store.finishFirstAttempt(key, retry, COPIES_CALL_UNTIL_MS);
+      await store.finishFirstAttempt(
+        failedKey,
+        {
+          status: 'FAILED',
+          lastError: 'HTTP 503',
+          expiresAtSeconds: EXPIRES_AT,
+          history: [failure],
+        },
+        COPIES_CALL_UNTIL_MS,
+      );
       await store.claimDelivery(inRetryKey, RETRY_AT_MS, RETRY_AT_MS + LEASE_MS);
-      await store.cancel(cancelledKey, cancelRequest(TENANT_ID, DUE_MS + 1000, EXPIRES_AT));
+      await store.cancel(cancelledKey, cancelRequest(TENANT_ID, COPIES_CALL_UNTIL_MS + 1000, EXPIRES_AT));
       const delivered: DeliveryRecord = {
         status: 'DELIVERED',
         deliveredAtMs: DUE_MS + 5,
@@ -332,13 +344,21 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       };
 
       // Act
-      const recorded = await Promise.all(keys.map((key) => store.finishFirstAttempt(key, delivered)));
-      const again = await store.finishFirstAttempt(retryingKey, { ...delivered, latenessMs: 99 });
+      const recorded = await Promise.all(
+        keys.map((key) => store.finishFirstAttempt(key, delivered, COPIES_CALL_UNTIL_MS)),
+      );
+      const again = await store.finishFirstAttempt(retryingKey, { ...delivered, latenessMs: 99 }, COPIES_CALL_UNTIL_MS);
 
       // Assess
       expect(recorded).toEqual([true, true, true, true]);
       expect(again).toBe(false);
-      const facts = { status: 'DELIVERED', deliveredAtMs: DUE_MS + 5, latenessMs: 5, history: [failure, success] };
+      const facts = {
+        status: 'DELIVERED',
+        deliveredAtMs: DUE_MS + 5,
+        latenessMs: 5,
+        history: [failure, success],
+        copiesCallUntilMs: COPIES_CALL_UNTIL_MS,
+      };
       expect(await store.get(retryingKey)).toEqual({
         ...retrying,
         ...facts,
@@ -363,12 +383,16 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       const rescheduled = aTask(DUE_MS, 0);
       const lateArrival = aTask(DUE_MS, 1, { lateArrival: true });
       const [rescheduledKey, lateKey] = (await stored(store, rescheduled, lateArrival)) as [TaskKey, TaskKey];
-      await store.finishFirstAttempt(rescheduledKey, {
-        status: 'PENDING',
-        lastError: 'HTTP 503',
-        retryAtMs: RETRY_AT_MS,
-        history: [],
-      });
+      await store.finishFirstAttempt(
+        rescheduledKey,
+        {
+          status: 'PENDING',
+          lastError: 'HTTP 503',
+          retryAtMs: RETRY_AT_MS,
+          history: [],
+        },
+        COPIES_CALL_UNTIL_MS,
+      );
       const intent = { taskId: 'NEXT-1', fingerprint: 'f-1' };
       await store.recordRescheduleIntent(rescheduledKey, TENANT_ID, intent);
       await store.commitReschedule(rescheduledKey, intent.taskId, DUE_MS + 1000, EXPIRES_AT);
@@ -382,13 +406,40 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       };
 
       // Act
-      const overReschedule = await store.finishFirstAttempt(rescheduledKey, delivered);
-      const overLease = await store.finishFirstAttempt(lateKey, delivered);
+      const overReschedule = await store.finishFirstAttempt(rescheduledKey, delivered, COPIES_CALL_UNTIL_MS);
+      const overLease = await store.finishFirstAttempt(lateKey, delivered, COPIES_CALL_UNTIL_MS);
 
       // Assess
       expect([overReschedule, overLease]).toEqual([false, false]);
       expect((await store.get(rescheduledKey))?.status).toBe('CANCELLED');
       expect((await store.get(lateKey))?.status).toBe('DELIVERING');
+    });
+
+    it('refuses a cancel as in delivery while a copy of a failed first attempt may still be calling, and takes it after', async () => {
+      // Prepare
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const task = aTask(DUE_MS, 0);
+      const [key] = (await stored(store, task)) as [TaskKey];
+      const failure = { attempt: 1, atMs: DUE_MS + 5, latencyMs: 10, statusCode: 503, error: 'HTTP 503' };
+      await store.finishFirstAttempt(
+        key,
+        { status: 'PENDING', lastError: 'HTTP 503', retryAtMs: RETRY_AT_MS, history: [failure] },
+        COPIES_CALL_UNTIL_MS,
+      );
+
+      // Act: the api's clock may be CLOCK_SKEW_MS behind the callback's that set the time.
+      const whileCalling = await store.cancel(
+        key,
+        cancelRequest(TENANT_ID, COPIES_CALL_UNTIL_MS + CLOCK_SKEW_MS, EXPIRES_AT),
+      );
+      const after = await store.cancel(
+        key,
+        cancelRequest(TENANT_ID, COPIES_CALL_UNTIL_MS + CLOCK_SKEW_MS + 1, EXPIRES_AT),
+      );
+
+      // Assess
+      expect(whileCalling).toEqual({ cancelled: false, reason: 'in-delivery', status: 'PENDING' });
+      expect(after).toEqual({ cancelled: true, unleased: false });
     });
 
     it('never records a failed first attempt over a cancel', async () => {
@@ -399,12 +450,16 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       await store.cancel(key, cancelRequest(TENANT_ID, DUE_MS - 100));
 
       // Act
-      const recorded = await store.finishFirstAttempt(key, {
-        status: 'PENDING',
-        lastError: 'HTTP 503',
-        retryAtMs: RETRY_AT_MS,
-        history: [],
-      });
+      const recorded = await store.finishFirstAttempt(
+        key,
+        {
+          status: 'PENDING',
+          lastError: 'HTTP 503',
+          retryAtMs: RETRY_AT_MS,
+          history: [],
+        },
+        COPIES_CALL_UNTIL_MS,
+      );
 
       // Assess
       expect(recorded).toBe(false);

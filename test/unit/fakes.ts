@@ -33,7 +33,7 @@ import type {
   TaskStore,
   Watermark,
 } from '../../functions/core/task.js';
-import { firstAttemptUnleased, unconfirmedCancelOf } from '../../functions/core/task.js';
+import { copiesMayCall, firstAttemptUnleased, unconfirmedCancelOf } from '../../functions/core/task.js';
 import {
   newKeyring,
   newTenant,
@@ -200,6 +200,7 @@ export class FakeTaskStore implements TaskStore {
     const unleased = firstAttemptUnleased(task);
     if (unleased && task.fireAtMs <= request.unleasedDueAfterMs)
       return { cancelled: false, reason: 'too-late', status: task.status };
+    if (copiesMayCall(task, request.nowMs)) return { cancelled: false, reason: 'in-delivery', status: task.status };
     this.tasks.set(task.id, {
       ...task,
       status: 'CANCELLED',
@@ -254,7 +255,7 @@ export class FakeTaskStore implements TaskStore {
     return true;
   }
 
-  async finishFirstAttempt(key: TaskKey, outcome: FirstAttemptRecord): Promise<boolean> {
+  async finishFirstAttempt(key: TaskKey, outcome: FirstAttemptRecord, copiesCallUntilMs: number): Promise<boolean> {
     const task = this.tasks.get(idOf(key));
     if (!task || !firstAttemptUnleased({ ...task, attempts: 0 })) return false;
     const delivered = outcome.status === 'DELIVERED';
@@ -268,7 +269,12 @@ export class FakeTaskStore implements TaskStore {
     }
     const overCancel = delivered && task.status === 'CANCELLED' && task.rescheduledTo === undefined;
     if (task.status !== 'PENDING' && !overCancel) return false;
-    this.tasks.set(task.id, { ...task, ...withoutExpiry(outcome), attempts: 1 });
+    this.tasks.set(task.id, {
+      ...task,
+      ...withoutExpiry(outcome),
+      attempts: 1,
+      ...(!delivered && { copiesCallUntilMs }),
+    });
     return true;
   }
 

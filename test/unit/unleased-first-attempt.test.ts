@@ -336,3 +336,42 @@ describe('Function: deliverTask, two copies of a first attempt at once', () => {
     expect(redriven).toEqual<DeliveryOutcome>({ kind: 'skipped', reason: 'not-claimable' });
   });
 });
+
+describe('Function: cancelTask, after a first attempt failed while a copy of it is still calling', () => {
+  it('refuses the cancel as in delivery, not 200, while a copy that read the task before the failure was recorded may still be calling', async () => {
+    // Prepare
+    const { api, callback, clock, task, callsMade, answer, stored } = world(0);
+    const failing = deliverTask(callback, task.id);
+    const succeeding = deliverTask(callback, task.id);
+    await callsMade(2);
+    answer(0, { ok: false, error: 'HTTP 503', statusCode: 503 });
+    await failing;
+
+    // Act: the owner cancels while the other copy waits for its answer, which is a 2xx.
+    clock.advance(1000);
+    const cancel = await cancelTask(api, TENANT_ID, task.id);
+    answer(1, { ok: true, statusCode: 200 });
+    await succeeding;
+
+    // Assess
+    expect(cancel).toEqual({ cancelled: false, reason: 'in-delivery', status: 'PENDING' });
+    expect(stored()).toMatchObject({ status: 'DELIVERED' });
+  });
+
+  it('takes the cancel once every copy of the failed first attempt is done calling', async () => {
+    // Prepare
+    const { api, callback, clock, task, callsMade, answer, stored } = world(0);
+    const failing = deliverTask(callback, task.id);
+    await callsMade(1);
+    answer(0, { ok: false, error: 'HTTP 503', statusCode: 503 });
+    await failing;
+
+    // Act
+    clock.advance(DELIVERY_SETTINGS.leaseMs + CLOCK_SKEW_MS + 1);
+    const cancel = await cancelTask(api, TENANT_ID, task.id);
+
+    // Assess
+    expect(cancel).toEqual({ cancelled: true });
+    expect(stored()).toMatchObject({ status: 'CANCELLED' });
+  });
+});

@@ -81,6 +81,7 @@ export interface TaskItem extends TaskKey {
   readonly lastError?: string;
   readonly cancelledAtMs?: number;
   readonly unconfirmedCancel?: string;
+  readonly copiesCallUntilMs?: number;
   /** The TTL attribute: set when the task reaches a final status. */
   readonly expiresAt?: number;
   readonly history?: readonly DeliveryAttempt[];
@@ -180,6 +181,7 @@ export function taskFromItem(item: TaskItem): Task {
     ...optional('lastError', item.lastError),
     ...optional('cancelledAtMs', item.cancelledAtMs),
     ...optional('unconfirmedCancel', item.unconfirmedCancel),
+    ...optional('copiesCallUntilMs', item.copiesCallUntilMs),
     ...optional('history', item.history),
     ...optional('rescheduledFrom', item.rescheduledFrom),
     ...optional('rescheduledTo', item.rescheduledTo),

@@ -1,10 +1,12 @@
 import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
+import { CLOCK_SKEW_MS } from '../../core/clock.js';
 import type { TaskKey } from '../../core/ids.js';
 import { partitionKey, secondRange } from '../../core/ids.js';
 import {
   type CancelOutcome,
   type CancelRequest,
+  copiesMayCall,
   type DeliveryRecord,
   type DueTask,
   type FirstAttemptRecord,
@@ -131,6 +133,8 @@ export class DynamoTaskStore implements TaskStore {
       }
       if (firstAttemptUnleased(current) && current.fireAtMs <= request.unleasedDueAfterMs)
         return { cancelled: false, reason: 'too-late', status: current.status };
+      if (copiesMayCall(current, request.nowMs))
+        return { cancelled: false, reason: 'in-delivery', status: current.status };
     }
     return { cancelled: false, reason: 'in-delivery', status: 'DELIVERING' };
   }
@@ -148,7 +152,9 @@ export class DynamoTaskStore implements TaskStore {
           // Only PENDING: a DELIVERING task whose lease lapsed may have reached its target
           // before its callback died, so its outcome is unknown until the retry settles it. A
           // task whose first attempt takes no lease only while that attempt cannot have begun.
-          ConditionExpression: `#status = :pending AND tenantId = :tenant AND (${LEASED_NEXT} OR ${firesAfter(':dueAfter')})`,
+          ConditionExpression:
+            `#status = :pending AND tenantId = :tenant AND (${LEASED_NEXT} OR ${firesAfter(':dueAfter')}) AND ` +
+            '(attribute_not_exists(copiesCallUntilMs) OR copiesCallUntilMs < :copiesDone)',
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: {
             ':cancelled': 'CANCELLED',
@@ -158,6 +164,7 @@ export class DynamoTaskStore implements TaskStore {
             ':expiresAt': request.expiresAtSeconds,
             ':zero': 0,
             ':dueAfter': request.unleasedDueAfterMs,
+            ':copiesDone': request.nowMs - CLOCK_SKEW_MS,
             ...(request.cancelId !== undefined && { ':cancelId': request.cancelId }),
           },
           ReturnValues: 'ALL_OLD',
@@ -274,13 +281,18 @@ export class DynamoTaskStore implements TaskStore {
     );
   }
 
-  async finishFirstAttempt(key: TaskKey, outcome: FirstAttemptRecord): Promise<boolean> {
-    if (await this.recordFirstAttempt(key, outcome)) return true;
+  async finishFirstAttempt(key: TaskKey, outcome: FirstAttemptRecord, copiesCallUntilMs: number): Promise<boolean> {
+    if (await this.recordFirstAttempt(key, outcome, copiesCallUntilMs)) return true;
     return outcome.status === 'DELIVERED' && this.recordDeliveryOverCopy(key, outcome);
   }
 
-  private recordFirstAttempt(key: TaskKey, outcome: FirstAttemptRecord): Promise<boolean> {
-    const assignments = Object.entries({ ...finishAssignments(1, outcome), attempts: 1 });
+  private recordFirstAttempt(key: TaskKey, outcome: FirstAttemptRecord, copiesCallUntilMs: number): Promise<boolean> {
+    const assignments = Object.entries({
+      ...finishAssignments(1, outcome),
+      attempts: 1,
+      // A delivery ends the task: no copy's call can matter to a cancel any more.
+      ...(outcome.status !== 'DELIVERED' && { copiesCallUntilMs }),
+    });
     const names = assignments.map(([name]) => name);
     // A delivery also lands over a cancel that came after this attempt read the task: the api
     // saw that cancel land too late to confirm it, and the task must say it was delivered.

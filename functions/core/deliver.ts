@@ -22,24 +22,13 @@ export interface Sender {
   readonly allowedHosts?: readonly string[];
 }
 
-/** How a dispatch is to treat its call. */
-export interface DispatchOptions {
-  /**
-   * Wait for the answer up to the webhook timeout even if the host has not answered lately: the
-   * task's previous attempt went unanswered, so giving this one up after the host breaker's
-   * `slowCallMs` too would never let a slow receiver's answer be recorded.
-   */
-  readonly patient?: boolean;
-}
-
-/** Calls a business system. Implementations never throw for the target's failures; they report them. */
+/**
+ * Calls a business system. Implementations never throw for the target's failures; they report
+ * them. A call once made is waited on to its answer or the webhook timeout, never abandoned: its
+ * receiver may process it all the same.
+ */
 export interface TargetDispatcher {
-  dispatch(
-    target: Target,
-    notification: Notification,
-    sender: Sender,
-    options?: DispatchOptions,
-  ): Promise<TargetResult>;
+  dispatch(target: Target, notification: Notification, sender: Sender): Promise<TargetResult>;
 }
 
 export interface DeadLetter {
@@ -145,15 +134,7 @@ async function dispatchFor(
     signingSecrets: activeSigningSecrets(tenant, firedAtMs),
     ...(tenant.allowedHosts && { allowedHosts: tenant.allowedHosts }),
   };
-  return ports.targets.dispatch(task.target, notificationOf(task, attempt, firedAtMs), sender, {
-    patient: lastAttemptUnanswered(task),
-  });
-}
-
-/** Whether the task's last attempt got no answer from its target: refused, unreachable, timed out or given up. */
-function lastAttemptUnanswered(task: Task): boolean {
-  const last = task.history?.at(-1);
-  return last !== undefined && last.statusCode === undefined && last.error !== undefined;
+  return ports.targets.dispatch(task.target, notificationOf(task, attempt, firedAtMs), sender);
 }
 
 /** The history with one more attempt, keeping the latest HISTORY_LIMIT. */

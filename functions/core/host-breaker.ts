@@ -3,14 +3,17 @@ import { randomInt } from 'node:crypto';
 import type { Notification, Sender, TargetDispatcher, TargetResult } from './deliver.js';
 import type { Clock, Target } from './task.js';
 
-/** When a tenant's webhook host is taken for dead, and for how long no call is made to it. */
+/** When a tenant's webhook host is taken for down, and for how long no call is made to it. */
 export interface HostBreakerSettings {
-  /** Consecutive host failures (no answer, a timeout, a 5xx or a 429) that open a host's circuit. */
+  /**
+   * Consecutive calls without an answer (refused, unreachable, timed out) that open a host's
+   * circuit. Any HTTP status is an answer: a host that says 503 to one task is up for the others.
+   */
   readonly failureThreshold: number;
   /** How long an open circuit refuses calls before one probe call is let through. */
   readonly openMs: number;
   /**
-   * A call still unanswered this long counts as a host failure there and then, unless its
+   * A call still unanswered this long counts as an unanswered call there and then, unless its
    * host has answered this instance within the last `openMs` (it is up, merely slow). So a
    * hanging host opens its circuit about `slowCallMs` after the first calls meet it, instead of
    * at the webhook timeout, and the calls after those are not made. The slow call itself is never
@@ -21,7 +24,7 @@ export interface HostBreakerSettings {
 }
 
 /**
- * Five failures in a row is a host that is down, not a flaky request. Two seconds
+ * Five unanswered calls in a row is a host that is down, not a flaky request. Two seconds
  * unanswered is slow for a webhook (most answer in tens of milliseconds), so a hanging host is
  * rested after its first few calls hang two seconds, not ten. Thirty seconds open costs each
  * callback instance one probe per half-minute, and a host back up loses at most its remaining
@@ -93,20 +96,20 @@ export class HostBreaker {
       this.circuits.set(key, { state: 'half-open' });
       return { admitted: true };
     }
-    // A probe is in flight; its answer decides, and until then the host is still taken for dead.
+    // A probe is in flight; its answer decides, and until then the host is still taken for down.
     return { admitted: false, retryAfterSeconds: Math.ceil(this.settings.openMs / 1000) };
   }
 
-  /** Records an admitted call's answer: a success closes the circuit, a host failure counts towards opening it. */
-  record(key: string, hostFailed: boolean): void {
+  /** Records how an admitted call ended: an answer (any status) closes the circuit, none counts towards opening it. */
+  record(key: string, unanswered: boolean): void {
     const circuit = this.circuits.get(key) ?? { state: 'closed', failures: 0 };
-    if (!hostFailed) {
+    if (!unanswered) {
       // Closed with no failures is the default, so the map only holds hosts that are failing.
       this.circuits.delete(key);
       this.answered(key);
       return;
     }
-    if (circuit.state === 'open') return; // a call admitted before the circuit opened, failing late
+    if (circuit.state === 'open') return; // a call admitted before the circuit opened, ending late
     const failures = circuit.state === 'closed' ? circuit.failures + 1 : this.settings.failureThreshold;
     if (failures >= this.settings.failureThreshold) this.open(key);
     else this.circuits.set(key, { state: 'closed', failures });
@@ -121,9 +124,9 @@ export class HostBreaker {
 
   /**
    * Watches an admitted call: if it is still unanswered after `slowCallMs` and its host has not
-   * answered lately, it is recorded as a host failure then. The call goes on. Returns what ends
-   * the watch, to call once the call has ended; it says whether the call was already recorded as
-   * slow (so its own failure is not counted again).
+   * answered lately, it is recorded as unanswered then. The call goes on. Returns what ends the
+   * watch, to call once the call has ended; it says whether the call was already recorded (so
+   * its own lack of an answer is not counted again).
    */
   watchSlowCall(key: string): () => boolean {
     let countedSlow = false;
@@ -144,14 +147,12 @@ export class HostBreaker {
 }
 
 /**
- * Whether a failed call says the host is unwell rather than that this one request was refused:
- * no HTTP answer at all (refused, unreachable, timed out) or an answer that the server is
- * failing or overloaded. A 4xx other than 429 is the receiver's verdict on the request.
+ * Whether a call got no HTTP answer at all: refused, unreachable, timed out. That is what shows a
+ * host is down; any status, 5xx and 429 included, shows it is up and judging this one request
+ * (a Retry-After it sends already puts off the task that got it).
  */
-function isHostFailure(result: TargetResult): boolean {
-  if (result.ok) return false;
-  const status = result.statusCode;
-  return status === undefined || status >= 500 || status === 429;
+function unanswered(result: TargetResult): boolean {
+  return !result.ok && result.statusCode === undefined;
 }
 
 /**
@@ -191,15 +192,15 @@ export function guardedByHostBreaker(dispatcher: TargetDispatcher, breaker: Host
       if (!admission.admitted) {
         return {
           ok: false,
-          error: `not called: ${host} failed repeatedly and is rested until its circuit half-opens`,
+          error: `not called: ${host} left calls unanswered repeatedly and is rested until its circuit half-opens`,
           retryAfterSeconds: spread(admission.retryAfterSeconds),
         };
       }
       const endWatch = breaker.watchSlowCall(circuit);
       try {
         const result = await dispatcher.dispatch(target, notification, sender);
-        // A slow call already counted its failure; an answer, however late, still closes the circuit.
-        if (!(endWatch() && isHostFailure(result))) breaker.record(circuit, isHostFailure(result));
+        // A slow call already counted its silence; an answer, however late, still closes the circuit.
+        if (!(endWatch() && unanswered(result))) breaker.record(circuit, unanswered(result));
         return result;
       } catch (error) {
         // Dispatchers report failures rather than throw, but a probe that never reports would

@@ -129,24 +129,31 @@ describe('Function: guardedByHostBreaker', () => {
   const circuit = circuitOf('acme', 'hooks.example.com:8443');
   const webhook = { type: 'http', url: 'https://Hooks.Example.com:8443/timer' } as const;
 
-  it("counts only the host's own failures: a 4xx is the receiver's verdict on the request, not a dead host", async () => {
+  it('rests a host only for calls it left unanswered: any HTTP status, 5xx and 429 included, shows it is up', async () => {
     // Prepare
     const breaker = new HostBreaker(new ManualClock(NOW_MS), SETTINGS);
-    const answers: TargetResult[] = [
-      { ok: false, error: 'HTTP 400', statusCode: 400 },
-      { ok: false, error: 'HTTP 503', statusCode: 503 },
-      { ok: false, error: 'HTTP 429', statusCode: 429 },
-      { ok: false, error: 'timed out' },
-    ];
+    const answered: TargetResult[] = [400, 500, 502, 503, 504, 429].map((status) => ({
+      ok: false,
+      error: `HTTP ${status}`,
+      statusCode: status,
+    }));
+    const unanswered: TargetResult[] = Array.from({ length: SETTINGS.failureThreshold }, () => ({
+      ok: false,
+      error: 'connect ECONNREFUSED',
+    }));
+    const answers = [...answered, ...unanswered];
     let calls = 0;
     const guarded = guardedByHostBreaker({ dispatch: async () => answers[calls++] ?? { ok: true } }, breaker);
 
     // Act
-    for (let i = 0; i < answers.length; i += 1) await guarded.dispatch(webhook, notification, sender);
+    for (let i = 0; i < answered.length; i += 1) await guarded.dispatch(webhook, notification, sender);
+    const afterAnswers = breaker.state(circuit);
+    for (let i = 0; i < unanswered.length; i += 1) await guarded.dispatch(webhook, notification, sender);
 
     // Assess
+    expect(afterAnswers).toBe('closed');
     expect(breaker.state(circuit)).toBe('open');
-    expect(calls).toBe(4);
+    expect(calls).toBe(answers.length);
   });
 
   it('counts a dispatcher that throws as a host failure, so a probe that throws cannot leave the circuit half-open', async () => {
@@ -366,7 +373,7 @@ describe('Function: guardedByHostBreaker', () => {
   });
 
   it("keeps another tenant's calls to the same host going while one tenant's circuit there is open", async () => {
-    // Prepare: two tenants behind one webhook host (a relay, or one company's gateway); only acme's endpoint fails.
+    // Prepare: two tenants behind one webhook host (a relay, or one company's gateway); only acme's endpoint is down.
     const breaker = new HostBreaker(new ManualClock(NOW_MS), SETTINGS);
     const calls: string[] = [];
     const guarded = guardedByHostBreaker(
@@ -374,7 +381,7 @@ describe('Function: guardedByHostBreaker', () => {
         dispatch: async (target) => {
           const url = target.type === 'http' ? target.url : '';
           calls.push(url);
-          return url.endsWith('/acme') ? { ok: false, error: 'HTTP 503', statusCode: 503 } : { ok: true };
+          return url.endsWith('/acme') ? { ok: false, error: 'connect ECONNREFUSED' } : { ok: true };
         },
       },
       breaker,

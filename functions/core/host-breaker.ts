@@ -176,10 +176,10 @@ function webhookHost(target: Target): string | undefined {
 }
 
 /**
- * A dispatcher that consults the breaker before every webhook call. A refused call fails the
- * attempt at once with the time the circuit stays open as its Retry-After, so the callback's
- * usual retry path puts the task off without a call and without holding the batch. An admitted
- * call is never abandoned: a receiver may process a call whose answer we stopped
+ * A dispatcher that consults the breaker before every webhook call. A refused call is not made:
+ * it comes back as `notCalled`, with the time the circuit stays open as its Retry-After, so the
+ * callback puts the task off without spending an attempt and without holding the batch. An
+ * admitted call is never abandoned: a receiver may process a call whose answer we stopped
  * waiting for, and calling it again for the same attempt would be a duplicate.
  */
 export function guardedByHostBreaker(dispatcher: TargetDispatcher, breaker: HostBreaker): TargetDispatcher {
@@ -192,6 +192,7 @@ export function guardedByHostBreaker(dispatcher: TargetDispatcher, breaker: Host
       if (!admission.admitted) {
         return {
           ok: false,
+          notCalled: true,
           error: `not called: ${host} left calls unanswered repeatedly and is rested until its circuit half-opens`,
           retryAfterSeconds: spread(admission.retryAfterSeconds),
         };

@@ -3,7 +3,12 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { deliverRecords } from '../../functions/callback/records.js';
-import type { DeliveryPorts, TargetDispatcher, TargetResult } from '../../functions/core/deliver.js';
+import {
+  deliverTask,
+  type DeliveryPorts,
+  type TargetDispatcher,
+  type TargetResult,
+} from '../../functions/core/deliver.js';
 import { circuitOf, guardedByHostBreaker, HostBreaker } from '../../functions/core/host-breaker.js';
 import type { Task } from '../../functions/core/task.js';
 import {
@@ -203,7 +208,7 @@ describe('Function: guardedByHostBreaker', () => {
     );
 
     // Assess
-    expect(result).toMatchObject({ ok: false, retryAfterSeconds: spreadFrom(30) });
+    expect(result).toMatchObject({ ok: false, notCalled: true, retryAfterSeconds: spreadFrom(30) });
     expect(queueResult).toEqual({ ok: true });
     expect(calls).toBe(1);
   });
@@ -269,6 +274,7 @@ describe('Function: guardedByHostBreaker', () => {
       expect(stateBefore).toBe('closed');
       expect(refused).toMatchObject({
         ok: false,
+        notCalled: true,
         retryAfterSeconds: spreadFrom(SETTINGS.openMs / 1000),
       });
       expect(ended).toEqual(hanging.map(() => ({ ok: false, error: `timed out after ${TIMEOUT_MS} ms` })));
@@ -480,4 +486,51 @@ describe('Invariant 9: one tenant’s hanging webhook', () => {
     );
     expect(laterBatch.filter((task) => task.tenantId === 'slowco').map(statusOf)).toEqual(['PENDING', 'PENDING']);
   });
+});
+
+describe('Invariant 12: a call not made is not an attempt', () => {
+  it.each([
+    ['a first attempt', {}],
+    ['a later attempt', { attempts: 2, retryAtMs: NOW_MS - 1_000, lastError: 'connect ECONNREFUSED' }],
+  ] as const)(
+    'gives %s refused by an open circuit back uncounted, to ask again when the circuit half-opens',
+    async (_case, state) => {
+      // Prepare: the host left enough calls unanswered to be rested.
+      const clock = new ManualClock(NOW_MS);
+      const task = aTask(NOW_MS, 0, state);
+      const store = new FakeTaskStore([task]);
+      const breaker = new HostBreaker(clock, SETTINGS);
+      for (let i = 0; i < SETTINGS.failureThreshold; i += 1)
+        breaker.record(circuitOf('acme', 'hooks.example.com'), true);
+      const calls: string[] = [];
+      const ports: DeliveryPorts = {
+        ...DELIVERY_SETTINGS,
+        taskStore: store,
+        occurrences: fakeOccurrencePorts(store, clock),
+        targets: guardedByHostBreaker(
+          {
+            dispatch: async (_target, notification) => {
+              calls.push(notification.id);
+              return { ok: true };
+            },
+          },
+          breaker,
+        ),
+        tenants: fakeTenantDirectory([aTenant()]),
+        deadLetters: { send: async () => undefined },
+        callbackCounter: new FakeRequestCounter(),
+        clock,
+      };
+
+      // Act
+      const outcome = await deliverTask(ports, task.id);
+
+      // Assess: no call, and the task is as it was: same attempts, no history, no retry time of its own.
+      expect(outcome).toMatchObject({ kind: 'rested', retryAfterSeconds: spreadFrom(SETTINGS.openMs / 1000) });
+      expect(calls).toEqual([]);
+      expect(store.tasks.get(task.id)).toMatchObject({ status: 'PENDING', attempts: task.attempts });
+      expect(store.tasks.get(task.id)?.history).toBeUndefined();
+      expect(store.tasks.get(task.id)?.retryAtMs).toBe(task.retryAtMs);
+    },
+  );
 });

@@ -82,6 +82,10 @@ async function deliverRecord(ports: RecordPorts, record: SQSRecord): Promise<voi
       logger.info("bizType's callback rate used up for this second; asked again later", { ...facts, ...outcome });
       await comeBackAt(ports, id, ports.delivery.clock.now() + outcome.retryAfterSeconds * 1000);
       return;
+    case 'rested':
+      logger.info('webhook host rested; not called, asked again later', { ...facts, ...outcome });
+      await comeBackAt(ports, id, ports.delivery.clock.now() + outcome.retryAfterSeconds * 1000);
+      return;
     case 'early':
       await comeBackAt(ports, id, outcome.notBeforeMs);
       return;

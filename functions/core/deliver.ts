@@ -10,10 +10,20 @@ import { activeSigningSecrets, type RateLimiter, type TenantDirectory } from './
 /** What a business system receives: the same fields for a webhook body, an SQS message or an event's detail. */
 export type Notification = WebhookNotification;
 
-/** A target's answer; `statusCode` is the webhook's HTTP status, when it answered. */
+/**
+ * A target's answer; `statusCode` is the webhook's HTTP status, when it answered. `notCalled`
+ * says no call was made (its host is rested): no attempt was spent, and the task asks again
+ * after `retryAfterSeconds`.
+ */
 export type TargetResult =
   | { readonly ok: true; readonly detail?: string; readonly statusCode?: number }
-  | { readonly ok: false; readonly error: string; readonly retryAfterSeconds?: number; readonly statusCode?: number };
+  | {
+      readonly ok: false;
+      readonly error: string;
+      readonly retryAfterSeconds?: number;
+      readonly statusCode?: number;
+      readonly notCalled?: true;
+    };
 
 /** Whom a delivery is made for: the tenant's current signing secrets and the webhook hosts it allows. */
 export interface Sender {
@@ -22,24 +32,13 @@ export interface Sender {
   readonly allowedHosts?: readonly string[];
 }
 
-/** How a dispatch is to treat its call. */
-export interface DispatchOptions {
-  /**
-   * Wait for the answer up to the webhook timeout even if the host has not answered lately: the
-   * task's previous attempt went unanswered, so giving this one up after the host breaker's
-   * `slowCallMs` too would never let a slow receiver's answer be recorded.
-   */
-  readonly patient?: boolean;
-}
-
-/** Calls a business system. Implementations never throw for the target's failures; they report them. */
+/**
+ * Calls a business system. Implementations never throw for the target's failures; they report
+ * them. A call once made is waited on to its answer or the webhook timeout, never abandoned: its
+ * receiver may process it all the same.
+ */
 export interface TargetDispatcher {
-  dispatch(
-    target: Target,
-    notification: Notification,
-    sender: Sender,
-    options?: DispatchOptions,
-  ): Promise<TargetResult>;
+  dispatch(target: Target, notification: Notification, sender: Sender): Promise<TargetResult>;
 }
 
 export interface DeadLetter {
@@ -92,6 +91,8 @@ export type DeliveryOutcome =
   | { readonly kind: 'deferred'; readonly retryAfterSeconds: number }
   /** Its bizType's callbacks already used this second's rate: no attempt made, asked again later. */
   | { readonly kind: 'throttled'; readonly retryAfterSeconds: number }
+  /** Its webhook host is rested (its circuit is open): no call and no attempt made, asked again later. */
+  | { readonly kind: 'rested'; readonly retryAfterSeconds: number; readonly reason: string }
   /** The attempt failed; the task item records `retryAtMs`, the earliest the next attempt may run. */
   | {
       readonly kind: 'retry';
@@ -145,15 +146,7 @@ async function dispatchFor(
     signingSecrets: activeSigningSecrets(tenant, firedAtMs),
     ...(tenant.allowedHosts && { allowedHosts: tenant.allowedHosts }),
   };
-  return ports.targets.dispatch(task.target, notificationOf(task, attempt, firedAtMs), sender, {
-    patient: lastAttemptUnanswered(task),
-  });
-}
-
-/** Whether the task's last attempt got no answer from its target: refused, unreachable, timed out or given up. */
-function lastAttemptUnanswered(task: Task): boolean {
-  const last = task.history?.at(-1);
-  return last !== undefined && last.statusCode === undefined && last.error !== undefined;
+  return ports.targets.dispatch(task.target, notificationOf(task, attempt, firedAtMs), sender);
 }
 
 /** The history with one more attempt, keeping the latest HISTORY_LIMIT. */
@@ -214,7 +207,8 @@ const FINAL_STATUSES: ReadonlySet<Task['status']> = new Set(['DELIVERED', 'FAILE
  *   schedules.ts) and is skipped if its schedule changed since it was made.
  *
  * A task whose bizType has a callback rate calls only within it; over it, no attempt is made and
- * the message comes round again. The task's own retry policy (its bizType's, copied at submit)
+ * the message comes round again, as it does when the host breaker rests the task's webhook host
+ * (a call not made is not an attempt). The task's own retry policy (its bizType's, copied at submit)
  * wins over the deployment's. On failure it either records a retry time (the backoff) in the
  * outcome's write or, when attempts run out, dead-letters the task (DLQ first, then FAILED, so a
  * crash in between re-delivers rather than loses it).
@@ -334,6 +328,11 @@ async function attempt(
   const backoffBaseSeconds = task.policy?.backoffBaseSeconds ?? ports.backoffBaseSeconds;
   const backoffMaxSeconds = task.policy?.backoffMaxSeconds ?? ports.backoffMaxSeconds;
   const result = await dispatchFor(ports, task, number, firedAtMs);
+  if (!result.ok && result.notCalled) {
+    // A call not made is not an attempt: as for the callback rate, the task asks again later.
+    await writes.giveBack();
+    return { kind: 'rested', retryAfterSeconds: result.retryAfterSeconds ?? backoffBaseSeconds, reason: result.error };
+  }
   const history = withAttempt(task.history, {
     attempt: number,
     atMs: firedAtMs,

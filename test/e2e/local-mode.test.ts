@@ -24,9 +24,9 @@ beforeAll(async () => {
     settings: { maxAttempts: MAX_ATTEMPTS, backoffBaseSeconds: 1, backoffMaxSeconds: 2 },
   });
   // The failing paths answer 4xx, which the retry policy retries but the circuit breaker leaves
-  // alone (it is the receiver's verdict on a request, not a host down): this test is about
-  // retries and the DLQ, so every attempt must reach the receiver. Hosts answering 5xx are rested
-  // after five failures in a row (test/unit/host-breaker.test.ts, npm run scale's scenario d).
+  // alone (any answer shows the host is up): this test is about retries and the DLQ, so every
+  // attempt must reach the receiver. Only hosts that leave calls unanswered are rested
+  // (test/unit/host-breaker.test.ts, npm run scale's scenario d).
   receiver = await startWebhookReceiver({
     '/ok': () => 204,
     '/flaky': (_, attemptsSoFar) => (attemptsSoFar < 2 ? 409 : 200),

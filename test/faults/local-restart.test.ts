@@ -3,9 +3,8 @@
  * data folder: the tasks are on disk (dynalite), their queue messages were in memory
  * (fauxqs) and are gone. Nothing may be lost, and nothing delivered early.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -19,6 +18,7 @@ import { localDynamoClients } from '../../lib/local/dynamodb.js';
 import { LOCAL_ENDPOINTS_FILE, type LocalEndpoints } from '../../lib/local/endpoints.js';
 import { LOCAL_CONSOLE_DLQ_PATH, LOCAL_REDRIVE_PATH } from '../../lib/local/paths.js';
 import { eventually, startWebhookReceiver } from '../support/webhook-receiver.js';
+import { freePort, startLocalMode } from './local-process.js';
 
 type Receiver = Awaited<ReturnType<typeof startWebhookReceiver>>;
 
@@ -29,36 +29,6 @@ let retryDataDir: string;
 /** The schedule test's own data. */
 let scheduleDataDir: string;
 let child: ChildProcess | undefined;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-/** Starts `npm start`'s entry point as its own process and waits until it prints its API URL. */
-async function startLocalMode(port: number, dir = dataDir): Promise<ChildProcess> {
-  const process_ = spawn(process.execPath, ['--import', 'tsx', 'bin/local.ts'], {
-    env: { ...process.env, TIMER_PORT: String(port), TIMER_DATA_DIR: dir, TIMER_LOG_LEVEL: 'ERROR' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  process_.stdout?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  process_.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  await eventually(
-    `local mode to start (output so far: ${output.slice(-500)})`,
-    () => output.includes('Press Ctrl+C'),
-    120,
-    250,
-  );
-  return process_;
-}
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'timer-restart-'));
@@ -87,7 +57,7 @@ describe('Faults: local mode killed with SIGKILL', () => {
   it('delivers every task after a restart, none early', async () => {
     // Prepare
     const port = await freePort();
-    child = await startLocalMode(port);
+    child = await startLocalMode(port, dataDir);
     const start = Date.now();
     const tasks = Array.from({ length: 60 }, (_, index) => ({
       dueAt: start + 1500 + index * 150,
@@ -110,7 +80,7 @@ describe('Faults: local mode killed with SIGKILL', () => {
     child.kill('SIGKILL');
     const deliveredBeforeKill = new Set(receiver.receipts.filter((r) => r.status === 200).map((r) => r.body.id)).size;
     await new Promise((resolve) => setTimeout(resolve, 2000));
-    child = await startLocalMode(port);
+    child = await startLocalMode(port, dataDir);
     // A task whose attempt the kill cut short stays DELIVERING under its 60 s lease (it may have
     // reached the target), so its message is re-sent for the lease's end: wait that out too.
     await eventually(

@@ -461,30 +461,6 @@ describe('Function: deliverTask (history)', () => {
   });
 });
 
-describe('Function: deliverTask (patience)', () => {
-  it.each([
-    ['no attempt yet', [], false],
-    ['an answered failure', [{ attempt: 1, atMs: 0, latencyMs: 40, statusCode: 503, error: 'HTTP 503' }], false],
-    [
-      'an unanswered attempt',
-      [{ attempt: 1, atMs: 0, latencyMs: 2_000, error: 'given up: hooks.example.com …' }],
-      true,
-    ],
-  ])('after %s, asks for a patient call: %s', async (_case, history, patient) => {
-    // Prepare
-    const task = aTask(DUE_AT_MS, 1, { history, attempts: history.length });
-    const { ports } = deliveryPorts(task, { nowMs: DUE_AT_MS });
-
-    // Act
-    await deliverTask(ports, task.id);
-
-    // Assess
-    expect(ports.targets.dispatch).toHaveBeenCalledWith(task.target, expect.anything(), expect.anything(), {
-      patient,
-    });
-  });
-});
-
 describe('Function: deliverTask (rescheduled tasks)', () => {
   const old = aTask(DUE_AT_MS - 60_000, 0);
 

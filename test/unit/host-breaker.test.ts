@@ -3,7 +3,12 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { deliverRecords } from '../../functions/callback/records.js';
-import type { DeliveryPorts, DispatchOptions, TargetDispatcher, TargetResult } from '../../functions/core/deliver.js';
+import {
+  deliverTask,
+  type DeliveryPorts,
+  type TargetDispatcher,
+  type TargetResult,
+} from '../../functions/core/deliver.js';
 import { circuitOf, guardedByHostBreaker, HostBreaker } from '../../functions/core/host-breaker.js';
 import type { Task } from '../../functions/core/task.js';
 import {
@@ -129,24 +134,31 @@ describe('Function: guardedByHostBreaker', () => {
   const circuit = circuitOf('acme', 'hooks.example.com:8443');
   const webhook = { type: 'http', url: 'https://Hooks.Example.com:8443/timer' } as const;
 
-  it("counts only the host's own failures: a 4xx is the receiver's verdict on the request, not a dead host", async () => {
+  it('rests a host only for calls it left unanswered: any HTTP status, 5xx and 429 included, shows it is up', async () => {
     // Prepare
     const breaker = new HostBreaker(new ManualClock(NOW_MS), SETTINGS);
-    const answers: TargetResult[] = [
-      { ok: false, error: 'HTTP 400', statusCode: 400 },
-      { ok: false, error: 'HTTP 503', statusCode: 503 },
-      { ok: false, error: 'HTTP 429', statusCode: 429 },
-      { ok: false, error: 'timed out' },
-    ];
+    const answered: TargetResult[] = [400, 500, 502, 503, 504, 429].map((status) => ({
+      ok: false,
+      error: `HTTP ${status}`,
+      statusCode: status,
+    }));
+    const unanswered: TargetResult[] = Array.from({ length: SETTINGS.failureThreshold }, () => ({
+      ok: false,
+      error: 'connect ECONNREFUSED',
+    }));
+    const answers = [...answered, ...unanswered];
     let calls = 0;
     const guarded = guardedByHostBreaker({ dispatch: async () => answers[calls++] ?? { ok: true } }, breaker);
 
     // Act
-    for (let i = 0; i < answers.length; i += 1) await guarded.dispatch(webhook, notification, sender);
+    for (let i = 0; i < answered.length; i += 1) await guarded.dispatch(webhook, notification, sender);
+    const afterAnswers = breaker.state(circuit);
+    for (let i = 0; i < unanswered.length; i += 1) await guarded.dispatch(webhook, notification, sender);
 
     // Assess
+    expect(afterAnswers).toBe('closed');
     expect(breaker.state(circuit)).toBe('open');
-    expect(calls).toBe(4);
+    expect(calls).toBe(answers.length);
   });
 
   it('counts a dispatcher that throws as a host failure, so a probe that throws cannot leave the circuit half-open', async () => {
@@ -196,7 +208,7 @@ describe('Function: guardedByHostBreaker', () => {
     );
 
     // Assess
-    expect(result).toMatchObject({ ok: false, retryAfterSeconds: spreadFrom(30) });
+    expect(result).toMatchObject({ ok: false, notCalled: true, retryAfterSeconds: spreadFrom(30) });
     expect(queueResult).toEqual({ ok: true });
     expect(calls).toBe(1);
   });
@@ -235,7 +247,7 @@ describe('Function: guardedByHostBreaker', () => {
         { dispatch: () => new Promise<TargetResult>((resolve) => waiting.push(resolve)) },
         breaker,
       );
-      const call = (options?: DispatchOptions) => guarded.dispatch(webhook, notification, sender, options);
+      const call = () => guarded.dispatch(webhook, notification, sender);
       return {
         breaker,
         call,
@@ -244,7 +256,7 @@ describe('Function: guardedByHostBreaker', () => {
       };
     }
 
-    it('counts calls unanswered after slowCallMs as host failures, so a hanging host opens its circuit long before the webhook timeout', async () => {
+    it('counts calls unanswered after slowCallMs as unanswered, so a hanging host is rested long before the webhook timeout', async () => {
       // Prepare
       const target = pendingTarget();
       const { breaker } = target;
@@ -256,26 +268,32 @@ describe('Function: guardedByHostBreaker', () => {
       vi.advanceTimersByTime(1);
       const refused = await target.call();
       target.answer({ ok: false, error: `timed out after ${TIMEOUT_MS} ms` });
-      await Promise.all(hanging);
+      const ended = await Promise.all(hanging);
 
       // Assess: open at 2 s, and the calls' own timeouts did not count again (no reopening, no longer rest).
       expect(stateBefore).toBe('closed');
-      expect(refused).toMatchObject({ ok: false, retryAfterSeconds: spreadFrom(SETTINGS.openMs / 1000) });
+      expect(refused).toMatchObject({
+        ok: false,
+        notCalled: true,
+        retryAfterSeconds: spreadFrom(SETTINGS.openMs / 1000),
+      });
+      expect(ended).toEqual(hanging.map(() => ({ ok: false, error: `timed out after ${TIMEOUT_MS} ms` })));
       expect(breaker.state(circuit)).toBe('open');
       expect(breaker.admit(circuit)).toEqual({ admitted: false, retryAfterSeconds: SETTINGS.openMs / 1000 });
     });
 
-    it('gives up a lone slow call to a host that has not answered lately, so it holds its batch slowCallMs, not the webhook timeout', async () => {
+    it('never gives up a slow call: it waits for the answer, which a receiver may send after slowCallMs', async () => {
       // Prepare
       const target = pendingTarget();
 
-      // Act: one call, far below the failure threshold, still unanswered at slowCallMs.
-      const lone = target.call();
-      vi.advanceTimersByTime(SETTINGS.slowCallMs);
-      const result = await lone;
+      // Act: one call still unanswered well past slowCallMs, answered within the webhook timeout.
+      const slow = target.call();
+      vi.advanceTimersByTime(3_500);
+      target.answer({ ok: true, statusCode: 200 });
+      const result = await slow;
 
-      // Assess: given up while its circuit stays closed, to be retried after the open time.
-      expect(result).toMatchObject({ ok: false, retryAfterSeconds: spreadFrom(SETTINGS.openMs / 1000) });
+      // Assess
+      expect(result).toEqual({ ok: true, statusCode: 200 });
       expect(target.breaker.state(circuit)).toBe('closed');
     });
 
@@ -283,44 +301,44 @@ describe('Function: guardedByHostBreaker', () => {
     async function answeredAgo(agoMs: number) {
       const clock = new ManualClock(NOW_MS);
       const target = pendingTarget(clock);
-      const first = target.call({ patient: true });
+      const first = target.call();
       target.answer({ ok: true, statusCode: 200 });
       await first;
       clock.advance(agoMs);
       return target;
     }
 
-    it('waits to the webhook timeout for a slow call to a host that answered within the open time, or a patient one', async () => {
+    it('does not rest a host that answered within the open time for its slow calls: it is up, merely slow', async () => {
       // Prepare
       const target = await answeredAgo(SETTINGS.openMs - 1);
 
-      // Act: two calls, one of them patient, both answered only after slowCallMs.
-      const slow = [target.call(), target.call({ patient: true })];
+      // Act
+      const slow = target.callsAtOnce(SETTINGS.failureThreshold);
       vi.advanceTimersByTime(SETTINGS.slowCallMs);
+      const stateWhileSlow = target.breaker.state(circuit);
       target.answer({ ok: true, statusCode: 200 });
-      const results = await Promise.all(slow);
+      await Promise.all(slow);
 
-      // Assess: both waited for their answers.
-      expect(results).toEqual([
-        { ok: true, statusCode: 200 },
-        { ok: true, statusCode: 200 },
-      ]);
+      // Assess
+      expect(stateWhileSlow).toBe('closed');
     });
 
-    it('hurries a slow host again once it has not answered for the open time', async () => {
+    it('counts slow calls again once the host has not answered for the open time', async () => {
       // Prepare
       const target = await answeredAgo(SETTINGS.openMs + 1);
 
       // Act
-      const slow = target.call();
+      const slow = target.callsAtOnce(SETTINGS.failureThreshold);
       vi.advanceTimersByTime(SETTINGS.slowCallMs);
-      const result = await slow;
+      const stateWhileSlow = target.breaker.state(circuit);
+      target.answer({ ok: true, statusCode: 200 });
+      await Promise.all(slow);
 
       // Assess
-      expect(result).toMatchObject({ ok: false, retryAfterSeconds: spreadFrom(SETTINGS.openMs / 1000) });
+      expect(stateWhileSlow).toBe('open');
     });
 
-    it('gives up a slow probe too, and closes the circuit when its answer comes late', async () => {
+    it('reopens the circuit when its probe is slow, and closes it when the probe answers late', async () => {
       // Prepare: an open circuit whose time is up.
       const clock = new ManualClock(NOW_MS);
       const target = pendingTarget(clock);
@@ -331,17 +349,17 @@ describe('Function: guardedByHostBreaker', () => {
       // Act: the probe is still unanswered when it counts as slow, and answers later.
       const probe = target.call();
       vi.advanceTimersByTime(SETTINGS.slowCallMs);
-      const givenUp = await probe;
-      const stateWhenGivenUp = breaker.state(circuit);
-      target.answer({ ok: true });
+      const stateWhileSlow = breaker.state(circuit);
+      target.answer({ ok: true, statusCode: 200 });
+      const answer = await probe;
 
-      // Assess: the batch waited 2 s, not the webhook timeout; the host answered, so it is called again.
-      expect(givenUp).toMatchObject({ ok: false, retryAfterSeconds: spreadFrom(SETTINGS.openMs / 1000) });
-      expect(stateWhenGivenUp).toBe('open');
-      await vi.waitFor(() => expect(breaker.state(circuit)).toBe('closed'));
+      // Assess: the host answered, so it is called again, and the probe's answer is its task's.
+      expect(stateWhileSlow).toBe('open');
+      expect(answer).toEqual({ ok: true, statusCode: 200 });
+      expect(breaker.state(circuit)).toBe('closed');
     });
 
-    it('gives up the calls in flight once their circuit opens, and closes it again when a late call does answer', async () => {
+    it('lets the calls in flight run on when their circuit opens, and closes it when one of them answers', async () => {
       // Prepare
       const target = pendingTarget();
       const { breaker } = target;
@@ -350,22 +368,18 @@ describe('Function: guardedByHostBreaker', () => {
       const slow = target.callsAtOnce(SETTINGS.failureThreshold);
       vi.advanceTimersByTime(SETTINGS.slowCallMs);
       const stateWhileSlow = breaker.state(circuit);
+      target.answer({ ok: true, statusCode: 200 });
       const results = await Promise.all(slow);
-      target.answer({ ok: true });
-      await vi.waitFor(() => expect(breaker.state(circuit)).toBe('closed'));
 
-      // Assess: the batch was not held to the webhook timeout; the tasks retry when the circuit half-opens.
+      // Assess: each call's own answer is its result, so no task is called a second time for the same attempt.
       expect(stateWhileSlow).toBe('open');
-      expect(results).toEqual(
-        Array.from({ length: SETTINGS.failureThreshold }, () =>
-          expect.objectContaining({ ok: false, retryAfterSeconds: spreadFrom(SETTINGS.openMs / 1000) }),
-        ),
-      );
+      expect(results).toEqual(slow.map(() => ({ ok: true, statusCode: 200 })));
+      expect(breaker.state(circuit)).toBe('closed');
     });
   });
 
   it("keeps another tenant's calls to the same host going while one tenant's circuit there is open", async () => {
-    // Prepare: two tenants behind one webhook host (a relay, or one company's gateway); only acme's endpoint fails.
+    // Prepare: two tenants behind one webhook host (a relay, or one company's gateway); only acme's endpoint is down.
     const breaker = new HostBreaker(new ManualClock(NOW_MS), SETTINGS);
     const calls: string[] = [];
     const guarded = guardedByHostBreaker(
@@ -373,7 +387,7 @@ describe('Function: guardedByHostBreaker', () => {
         dispatch: async (target) => {
           const url = target.type === 'http' ? target.url : '';
           calls.push(url);
-          return url.endsWith('/acme') ? { ok: false, error: 'HTTP 503', statusCode: 503 } : { ok: true };
+          return url.endsWith('/acme') ? { ok: false, error: 'connect ECONNREFUSED' } : { ok: true };
         },
       },
       breaker,
@@ -472,4 +486,51 @@ describe('Invariant 9: one tenant’s hanging webhook', () => {
     );
     expect(laterBatch.filter((task) => task.tenantId === 'slowco').map(statusOf)).toEqual(['PENDING', 'PENDING']);
   });
+});
+
+describe('Invariant 12: a call not made is not an attempt', () => {
+  it.each([
+    ['a first attempt', {}],
+    ['a later attempt', { attempts: 2, retryAtMs: NOW_MS - 1_000, lastError: 'connect ECONNREFUSED' }],
+  ] as const)(
+    'gives %s refused by an open circuit back uncounted, to ask again when the circuit half-opens',
+    async (_case, state) => {
+      // Prepare: the host left enough calls unanswered to be rested.
+      const clock = new ManualClock(NOW_MS);
+      const task = aTask(NOW_MS, 0, state);
+      const store = new FakeTaskStore([task]);
+      const breaker = new HostBreaker(clock, SETTINGS);
+      for (let i = 0; i < SETTINGS.failureThreshold; i += 1)
+        breaker.record(circuitOf('acme', 'hooks.example.com'), true);
+      const calls: string[] = [];
+      const ports: DeliveryPorts = {
+        ...DELIVERY_SETTINGS,
+        taskStore: store,
+        occurrences: fakeOccurrencePorts(store, clock),
+        targets: guardedByHostBreaker(
+          {
+            dispatch: async (_target, notification) => {
+              calls.push(notification.id);
+              return { ok: true };
+            },
+          },
+          breaker,
+        ),
+        tenants: fakeTenantDirectory([aTenant()]),
+        deadLetters: { send: async () => undefined },
+        callbackCounter: new FakeRequestCounter(),
+        clock,
+      };
+
+      // Act
+      const outcome = await deliverTask(ports, task.id);
+
+      // Assess: no call, and the task is as it was: same attempts, no history, no retry time of its own.
+      expect(outcome).toMatchObject({ kind: 'rested', retryAfterSeconds: spreadFrom(SETTINGS.openMs / 1000) });
+      expect(calls).toEqual([]);
+      expect(store.tasks.get(task.id)).toMatchObject({ status: 'PENDING', attempts: task.attempts });
+      expect(store.tasks.get(task.id)?.history).toBeUndefined();
+      expect(store.tasks.get(task.id)?.retryAtMs).toBe(task.retryAtMs);
+    },
+  );
 });

@@ -7,7 +7,13 @@ export { ManualClock } from '../support/clock.js';
 import type { BizTypeSettings, BizTypeStore } from '../../functions/core/biz-types.js';
 import { minuteOf } from '../../functions/core/clock.js';
 import { MAX_SHARDS, newTaskId, parseTaskId, type TaskKey } from '../../functions/core/ids.js';
-import type { NextOccurrence, OccurrencePorts, Schedule, ScheduleStore } from '../../functions/core/schedules.js';
+import type {
+  NextOccurrence,
+  OccurrencePorts,
+  Schedule,
+  SchedulePage,
+  ScheduleStore,
+} from '../../functions/core/schedules.js';
 import type {
   CancelOutcome,
   CancelRequest,
@@ -345,12 +351,15 @@ export class FakeScheduleStore implements ScheduleStore {
     return this.schedules.get(`${tenantId}#${id}`);
   }
 
-  async list(tenantId: string): Promise<Schedule[]> {
-    return [...this.schedules.values()].filter((schedule) => schedule.tenantId === tenantId);
+  async page(tenantId: string, limit: number, afterId?: string): Promise<SchedulePage> {
+    const following = [...this.schedules.values()]
+      .filter((schedule) => schedule.tenantId === tenantId && (afterId === undefined || schedule.id > afterId))
+      .sort((a, b) => (a.id < b.id ? -1 : 1));
+    return { schedules: following.slice(0, limit), more: following.length > limit };
   }
 
   async count(tenantId: string): Promise<number> {
-    return (await this.list(tenantId)).length;
+    return [...this.schedules.values()].filter((schedule) => schedule.tenantId === tenantId).length;
   }
 
   async replace(schedule: Schedule, revision: string): Promise<boolean> {

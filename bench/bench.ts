@@ -39,6 +39,7 @@ import { fmt, idleUsage, type MeasuredRun, progress } from './report.js';
 import { histogram, type KeyActivity, peakPerKey, perSecond, summarize } from './stats.js';
 import { ask, childOptions, forkTimer } from './timer-child.js';
 import type { TimerStorage } from './timer-process.js';
+import { exitWithUsageIfAsked } from './usage.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -50,8 +51,13 @@ const { values: flags } = parseArgs({
     publish: { type: 'boolean', default: false },
     'webhook-ms': { type: 'string', default: '100' },
     from: { type: 'string' },
+    help: { type: 'boolean' },
   },
 });
+exitWithUsageIfAsked(
+  flags.help,
+  'Usage: npm run bench -- [--quick] [--rates 100,500] [--bursts 10000] [--idle-minutes N] [--no-peer] [--webhook-ms N] [--publish] [--from reports/latest.json]',
+);
 const quick = flags.quick ?? false;
 const RATES = (flags.rates ?? (quick ? '100,200,500' : '100,200,500,1000,2000')).split(',').map(Number);
 const BURSTS = (flags.bursts ?? (quick ? '2000' : '10000,20000')).split(',').map(Number);

@@ -25,13 +25,16 @@ import type { MeasuredRun } from './report.js';
 import { REQUESTS_REPORT, type RequestsReport, type SubmitPhase } from './requests-report.js';
 import { forkTimer } from './timer-child.js';
 import type { TimerSnapshot } from './timer-process.js';
+import { exitWithUsageIfAsked } from './usage.js';
 
 const { values } = parseArgs({
   options: {
     tasks: { type: 'string', default: '1000' },
     publish: { type: 'boolean', default: false },
+    help: { type: 'boolean' },
   },
 });
+exitWithUsageIfAsked(values.help, 'Usage: npm run bench:requests -- [--tasks N] [--publish]');
 
 const IDLE_SECONDS = 20;
 const TASKS = Number(values.tasks);

@@ -27,6 +27,7 @@ import {
   throttledRequests,
   type WebhookBehaviour,
 } from './scale-scenario.js';
+import { exitWithUsageIfAsked } from './usage.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -35,8 +36,13 @@ const { values: flags } = parseArgs({
     'within-run': { type: 'string' },
     only: { type: 'string' },
     publish: { type: 'boolean' },
+    help: { type: 'boolean' },
   },
 });
+exitWithUsageIfAsked(
+  flags.help,
+  'Usage: npm run scale -- [--k N] [--quick] [--within-run SHARE] [--only a,b,c,d] [--publish]',
+);
 if (flags.publish && flags.only) throw new Error('--publish writes docs/scale.md from all four scenarios: drop --only');
 
 const K = Number(flags.k ?? 100);

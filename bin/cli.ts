@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-/** The `timer` command line (`npx timer --help`); npm links its compiled form, dist/bin/cli.js. */
+/** The `timer` command line (`npx timer --help`); npm links bin/launch.mjs, which runs this source or its compiled form, dist/bin/cli.js. */
 import { processIo } from '../lib/cli/io.js';
 import { run } from '../lib/cli/run.js';
 

@@ -18,6 +18,7 @@ import type {
   RescheduleRequest,
   ScheduleChange,
   ScheduleList,
+  ScheduleListQuery,
   ScheduleRequest,
   ScheduleView,
   TaskDetails,
@@ -36,6 +37,8 @@ export type {
   CreatedTask,
   RescheduleRequest,
   ScheduleChange,
+  ScheduleList,
+  ScheduleListQuery,
   ScheduleRequest,
   ScheduleView,
   TaskDetails,
@@ -46,6 +49,15 @@ export type {
 } from '../functions/contract/wire.js';
 
 /** An answer the API gave that is not a success; `problem` says which field and why. */
+/** A listing's query string: API Gateway hands every parameter over as text, and an absent one is left out. */
+function searchOf(query: object): URLSearchParams {
+  return new URLSearchParams(
+    Object.entries(query).flatMap(([name, value]): Array<[string, string]> =>
+      value === undefined ? [] : [[name, String(value)]],
+    ),
+  );
+}
+
 export class TimerApiError extends Error {
   constructor(
     readonly status: number,
@@ -119,12 +131,7 @@ export class TimerClient {
    * `nextCursor` is set (or use `tasks`, which does).
    */
   async list(query: TaskListQuery): Promise<TaskPage> {
-    const search = new URLSearchParams(
-      Object.entries(query).flatMap(([name, value]): Array<[string, string]> =>
-        value === undefined ? [] : [[name, String(value)]],
-      ),
-    );
-    return (await this.request('GET', `/v1/tasks?${search}`, undefined, [200])) as TaskPage;
+    return (await this.request('GET', `/v1/tasks?${searchOf(query)}`, undefined, [200])) as TaskPage;
   }
 
   /** Every task matching the query, page after page. */
@@ -186,14 +193,25 @@ export class TimerClient {
     return (result as { status?: number }).status === 404 ? undefined : (result as ScheduleView);
   }
 
-  /** The tenant's schedules with this bizId or bizType. */
-  async listSchedules(query: { bizId?: string; bizType?: string }): Promise<ScheduleView[]> {
-    const search = new URLSearchParams(
-      Object.entries(query).flatMap(([name, value]): Array<[string, string]> =>
-        value === undefined ? [] : [[name, value]],
-      ),
-    );
-    return ((await this.request('GET', `/v1/schedules?${search}`, undefined, [200])) as ScheduleList).schedules;
+  /**
+   * One page of the tenant's schedules in id order: all of them, or those the filters keep. A page
+   * may hold fewer than `limit`, even none, when filters leave some out: keep going while
+   * `nextCursor` is set (or use `listSchedules`, which does).
+   */
+  async schedulesPage(query: ScheduleListQuery = {}): Promise<ScheduleList> {
+    return (await this.request('GET', `/v1/schedules?${searchOf(query)}`, undefined, [200])) as ScheduleList;
+  }
+
+  /** Every schedule of the tenant (at most 1,000), or every one the filters keep, page after page. */
+  async listSchedules(query: Omit<ScheduleListQuery, 'cursor'> = {}): Promise<ScheduleView[]> {
+    const schedules: ScheduleView[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.schedulesPage({ ...query, ...(cursor !== undefined && { cursor }) });
+      schedules.push(...page.schedules);
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    return schedules;
   }
 
   /** Changes a schedule; every occurrence not yet due follows the change. `{ paused: true }` pauses it. */

@@ -19,6 +19,7 @@ import type {
   TaskDetails,
   TaskPage,
 } from '../contract/wire.js';
+import { LIST_LIMITS } from '../core/listing.js';
 import {
   batchRequestSchema,
   bizTypeNameSchema,
@@ -141,7 +142,18 @@ export const scheduleViewSchema = z
   })
   .meta({ description: 'A recurring schedule; each occurrence is a task carrying scheduleId and occurrence' });
 
-export const scheduleListSchema = z.object({ schedules: z.array(scheduleViewSchema) });
+export const scheduleListSchema = z
+  .object({
+    schedules: z.array(scheduleViewSchema),
+    nextCursor: z
+      .string()
+      .optional()
+      .meta({ description: 'Pass as `cursor` for the next page; absent on the last page' }),
+  })
+  .meta({
+    description:
+      'One page in id order: at most `limit` schedules, fewer (even none) when the filters leave some out; keep paging while nextCursor is present',
+  });
 
 export const problemSchema = z
   .object({
@@ -369,11 +381,16 @@ const operations: Record<(typeof API_ROUTES)[number], object> = {
   },
   'GET /v1/schedules': {
     operationId: 'listSchedules',
-    summary: "The caller's schedules with a bizId or a bizType",
+    summary:
+      "The caller's schedules, a page at a time: all of them, or those with a bizId, a bizId prefix, a bizType or a paused state",
+    description: `With no filter, every schedule of the caller. \`limit\` is ${LIST_LIMITS.defaultLimit} unless given; a page's \`nextCursor\` passed back as \`cursor\` continues the listing.`,
     parameters: Object.entries(z.toJSONSchema(scheduleListQuerySchema, { io: 'input' }).properties ?? {}).map(
       ([name, schema]) => ({ name, in: 'query', required: false, schema }),
     ),
-    responses: { 200: { description: 'The matching schedules', content: json(scheduleListSchema) }, ...problems(400) },
+    responses: {
+      200: { description: 'One page of the matching schedules', content: json(scheduleListSchema) },
+      ...problems(400),
+    },
   },
   'GET /v1/schedules/{id}': {
     operationId: 'getSchedule',

@@ -7,6 +7,8 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 
 import type { ApiRouteKey } from '../contract/topology.js';
 import type { ScheduleList, ScheduleView } from '../contract/wire.js';
+import { LIST_LIMITS } from '../core/listing.js';
+import { decodeScheduleCursor, encodeScheduleCursor, listSchedules } from '../core/schedule-listing.js';
 import {
   changeSchedule,
   createSchedule,
@@ -138,16 +140,27 @@ async function change(
   }
 }
 
+/** GET /v1/schedules: one page of the tenant's schedules, all of them or those the filters keep; a cursor from anywhere else is a 400. */
 async function list(ports: ScheduleRoutePorts, tenant: Tenant, event: APIGatewayProxyEventV2): Promise<HttpResult> {
   const parsed = scheduleListQuerySchema.safeParse(event.queryStringParameters ?? {});
   if (!parsed.success) return problemResponse(validationProblem(issuesToErrors(parsed.error.issues)));
-  const { bizId, bizType } = parsed.data;
-  // At most MAX_SCHEDULES_PER_TENANT items in one partition: read it and keep the matches.
-  const schedules = (await ports.scheduleStore.list(tenant.id)).filter(
-    (schedule) =>
-      (bizId === undefined || schedule.bizId === bizId) && (bizType === undefined || schedule.bizType === bizType),
-  );
-  return jsonResponse(200, { schedules: schedules.map(scheduleView) } satisfies ScheduleList);
+  const { cursor, limit = LIST_LIMITS.defaultLimit, ...filter } = parsed.data;
+  const afterId = cursor === undefined ? undefined : decodeScheduleCursor(cursor);
+  if (cursor !== undefined && afterId === undefined) {
+    return problemResponse(
+      validationProblem([
+        {
+          path: 'cursor',
+          message: 'is not a cursor this listing issued; pass nextCursor back unchanged, or start again without it',
+        },
+      ]),
+    );
+  }
+  const page = await listSchedules(ports.scheduleStore, tenant.id, { ...filter, limit, ...(afterId && { afterId }) });
+  return jsonResponse(200, {
+    schedules: page.schedules.map(scheduleView),
+    ...(page.nextAfterId !== undefined && { nextCursor: encodeScheduleCursor(page.nextAfterId) }),
+  } satisfies ScheduleList);
 }
 
 /** Serves the schedule routes for an authenticated tenant. */

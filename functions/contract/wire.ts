@@ -255,7 +255,21 @@ export interface ScheduleView {
   readonly nextOccurrences: string[];
 }
 
-/** The body of GET /v1/schedules. */
+/** GET /v1/schedules' query: every filter optional; with none, every schedule of the tenant. */
+export interface ScheduleListQuery {
+  readonly bizId?: string;
+  /** Schedules whose bizId starts with this. */
+  readonly bizIdPrefix?: string;
+  readonly bizType?: string;
+  readonly paused?: boolean;
+  readonly limit?: number;
+  /** A page's nextCursor, passed back unchanged. */
+  readonly cursor?: string;
+}
+
+/** The body of GET /v1/schedules: one page, in id order. */
 export interface ScheduleList {
   readonly schedules: ScheduleView[];
+  /** Absent on the last page. */
+  readonly nextCursor?: string;
 }

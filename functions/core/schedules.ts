@@ -85,12 +85,18 @@ export interface ChainPosition {
   readonly nextTaskId?: string;
 }
 
+/** A stretch of a tenant's schedules: `more` may be true even when nothing follows, never false when something does. */
+export interface SchedulePage {
+  readonly schedules: Schedule[];
+  readonly more: boolean;
+}
+
 export interface ScheduleStore {
   /** Writes a new schedule; false if one with its id exists. */
   create(schedule: Schedule): Promise<boolean>;
   get(tenantId: string, id: string): Promise<Schedule | undefined>;
-  /** All the tenant's schedules (at most MAX_SCHEDULES_PER_TENANT). */
-  list(tenantId: string): Promise<Schedule[]>;
+  /** Up to `limit` of the tenant's schedules in id order, after `afterId` if given; `more` unless none follow. */
+  page(tenantId: string, limit: number, afterId?: string): Promise<SchedulePage>;
   count(tenantId: string): Promise<number>;
   /**
    * Replaces the schedule if it still has the revision and its chain still stands where it was

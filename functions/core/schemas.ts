@@ -14,6 +14,7 @@ import type {
   FieldError,
   RescheduleRequest,
   ScheduleChange,
+  ScheduleListQuery,
   ScheduleRequest,
   TaskListQuery,
   TaskRequest,
@@ -438,21 +439,23 @@ export const TASK_STATUSES = [
 ] as const satisfies readonly TaskStatus[];
 export const taskStatusSchema = z.enum(TASK_STATUSES, { error: `must be one of ${TASK_STATUSES.join(', ')}` });
 
-/** The query string of GET /v1/tasks (API Gateway hands every parameter over as a string). */
+/** How many items a listing's page holds, as a query string gives it (API Gateway hands every parameter over as a string). */
+const pageLimitSchema = z
+  .string()
+  .regex(/^\d{1,3}$/, `must be a whole number from 1 to ${LIST_LIMITS.maxLimit}`)
+  .transform(Number)
+  .pipe(z.number().min(1, 'must be at least 1').max(LIST_LIMITS.maxLimit, `must be at most ${LIST_LIMITS.maxLimit}`))
+  .optional();
+const cursorSchema = z.string().max(512, 'is not a cursor this listing issued; start again without it').optional();
+
+/** The query string of GET /v1/tasks. */
 export const listQuerySchema = z
   .strictObject({
     bizId: optionalText(LIMITS.bizIdLength),
     bizType: optionalText(LIMITS.bizTypeLength),
     status: taskStatusSchema.optional(),
-    limit: z
-      .string()
-      .regex(/^\d{1,3}$/, `must be a whole number from 1 to ${LIST_LIMITS.maxLimit}`)
-      .transform(Number)
-      .pipe(
-        z.number().min(1, 'must be at least 1').max(LIST_LIMITS.maxLimit, `must be at most ${LIST_LIMITS.maxLimit}`),
-      )
-      .optional(),
-    cursor: z.string().max(512, 'is not a cursor this listing issued; start again without it').optional(),
+    limit: pageLimitSchema,
+    cursor: cursorSchema,
   })
   .refine((query) => query.bizId !== undefined || query.bizType !== undefined, {
     path: ['bizType'],
@@ -573,10 +576,17 @@ export function payloadJsonOf(payload: unknown): string | FieldError {
     : payloadJson;
 }
 
-/** GET /v1/schedules: by bizId or bizType, as tasks are listed. */
-export const scheduleListQuerySchema = z
-  .strictObject({ bizId: optionalText(LIMITS.bizIdLength), bizType: optionalText(LIMITS.bizTypeLength) })
-  .refine((query) => query.bizId !== undefined || query.bizType !== undefined, {
-    path: ['bizType'],
-    message: 'give bizType or bizId',
-  });
+/** GET /v1/schedules: every schedule of the tenant, or those matching any of these filters, a page at a time. */
+export const scheduleListQuerySchema = z.strictObject({
+  bizId: optionalText(LIMITS.bizIdLength),
+  bizIdPrefix: optionalText(LIMITS.bizIdLength),
+  bizType: optionalText(LIMITS.bizTypeLength),
+  paused: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .transform((text) => text === 'true')
+    .optional(),
+  limit: pageLimitSchema,
+  cursor: cursorSchema,
+});
+// The query string carries paused and limit as text; what the schema makes of them is what the client sends.
+type ScheduleListQueryMatchesWire = Holds<SameShape<z.output<typeof scheduleListQuerySchema>, ScheduleListQuery>>;

@@ -1,8 +1,9 @@
 /** `timer schedules create|get|list|pause|resume|delete`: recurring schedules through the HTTP API. */
-import type { ScheduleRequest, ScheduleView } from '../client.js';
+import { LIST_LIMITS } from '../../functions/core/listing.js';
+import type { ScheduleList, ScheduleRequest, ScheduleView } from '../client.js';
 import { type Command, command, CommandFailed, UsageError } from './command.js';
 import { fields, table } from './io.js';
-import { callApi, CLIENT_OPTIONS, payloadOf, targetOf, targetText, windowOf } from './tasks.js';
+import { callApi, CLIENT_OPTIONS, pagingOf, payloadOf, targetOf, targetText, windowOf } from './tasks.js';
 
 const ID_ARGUMENT = { name: 'id', description: 'The schedule id, as `timer schedules create` printed it' } as const;
 
@@ -106,31 +107,59 @@ const get = command({
 
 const list = command({
   name: 'schedules list',
-  summary: "List the tenant's schedules of one business id or type",
-  usage: '(--biz-id I | --biz-type T)',
+  summary: "List the tenant's schedules: all of them, or those of a business id, id prefix, type or state",
+  usage: '[--biz-id I | --biz-id-prefix P] [--biz-type T] [--paused | --active] [--limit N] [--cursor C | --all]',
+  details: `With no filter, every schedule of the tenant, in id order. A page holds at most --limit schedules (default ${LIST_LIMITS.defaultLimit}), fewer when the filters leave some out.`,
   arguments: [],
   options: {
     'biz-id': { type: 'string', placeholder: 'I', description: 'Schedules with this bizId' },
+    'biz-id-prefix': { type: 'string', placeholder: 'P', description: 'Schedules whose bizId starts with this' },
     'biz-type': { type: 'string', placeholder: 'T', description: 'Schedules with this bizType' },
+    paused: { type: 'boolean', description: 'Only paused schedules' },
+    active: { type: 'boolean', description: 'Only schedules that are not paused' },
+    limit: { type: 'string', placeholder: 'N', description: `Schedules a page, 1 to ${LIST_LIMITS.maxLimit}` },
+    cursor: {
+      type: 'string',
+      placeholder: 'C',
+      description: 'Continue where the previous page ended (it prints the cursor)',
+    },
+    all: { type: 'boolean', description: 'Every page, not only the first' },
     ...CLIENT_OPTIONS,
   },
   async run(call) {
-    const { 'biz-id': bizId, 'biz-type': bizType } = call.options;
-    if (bizId === undefined && bizType === undefined) throw new UsageError('give --biz-id or --biz-type');
-    const schedules = await callApi(call.options, call.io, (client) =>
-      client.listSchedules({ ...(bizId !== undefined && { bizId }), ...(bizType !== undefined && { bizType }) }),
+    const { 'biz-id': bizId, 'biz-id-prefix': bizIdPrefix, 'biz-type': bizType, paused, active, all } = call.options;
+    if (paused && active) throw new UsageError('give --paused or --active, not both');
+    const paging = pagingOf(call.options);
+    if (all && paging.cursor !== undefined) throw new UsageError('give --cursor or --all, not both');
+    const query = {
+      ...(bizId !== undefined && { bizId }),
+      ...(bizIdPrefix !== undefined && { bizIdPrefix }),
+      ...(bizType !== undefined && { bizType }),
+      ...((paused || active) && { paused: paused === true }),
+      ...paging,
+    };
+    const page: ScheduleList = await callApi(call.options, call.io, async (client) =>
+      all ? { schedules: await client.listSchedules(query) } : client.schedulesPage(query),
     );
-    const rows = schedules.map((schedule) => [
+    const rows = page.schedules.map((schedule) => [
       schedule.id,
       schedule.cron ?? `rate ${schedule.rate}`,
       schedule.timezone,
       schedule.paused ? 'paused' : 'active',
+      schedule.bizId ?? '-',
       schedule.nextOccurrences[0] ?? '-',
     ]);
-    call.output(
-      { schedules },
-      schedules.length > 0 ? table(['ID', 'WHEN', 'ZONE', 'STATE', 'NEXT'], rows) : 'No schedules match.',
-    );
+    const more =
+      page.nextCursor === undefined
+        ? []
+        : ['', `More schedules: run the same command with --cursor ${page.nextCursor}, or with --all.`];
+    const found =
+      rows.length > 0
+        ? table(['ID', 'WHEN', 'ZONE', 'STATE', 'BIZ ID', 'NEXT'], rows)
+        : more.length > 0
+          ? 'No schedules on this page: the filters left them out.'
+          : 'No schedules match.';
+    call.output(page, [found, ...more].join('\n'));
   },
 });
 

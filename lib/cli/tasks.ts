@@ -283,16 +283,24 @@ function listQueryOf(options: {
   if (status !== undefined && !isTaskStatus(status)) {
     throw new UsageError(`--status must be one of ${TASK_STATUSES.join(', ')} (got "${status}")`);
   }
-  if (limit !== undefined && !(/^\d+$/.test(limit) && Number(limit) >= 1 && Number(limit) <= LIST_LIMITS.maxLimit)) {
-    throw new UsageError(`--limit must be a whole number from 1 to ${LIST_LIMITS.maxLimit} (got "${limit}")`);
-  }
   return {
     ...(bizId !== undefined && { bizId }),
     ...(bizType !== undefined && { bizType }),
     ...(status !== undefined && { status }),
-    ...(limit !== undefined && { limit: Number(limit) }),
-    ...(cursor !== undefined && { cursor }),
+    ...pagingOf({ limit, cursor }),
   };
+}
+
+/** A listing's --limit and --cursor, as the API takes them. */
+export function pagingOf(options: { readonly limit?: string; readonly cursor?: string }): {
+  limit?: number;
+  cursor?: string;
+} {
+  const { limit, cursor } = options;
+  if (limit !== undefined && !(/^\d+$/.test(limit) && Number(limit) >= 1 && Number(limit) <= LIST_LIMITS.maxLimit)) {
+    throw new UsageError(`--limit must be a whole number from 1 to ${LIST_LIMITS.maxLimit} (got "${limit}")`);
+  }
+  return { ...(limit !== undefined && { limit: Number(limit) }), ...(cursor !== undefined && { cursor }) };
 }
 
 function tasksTable(tasks: readonly TaskDetails[]): string {

@@ -249,6 +249,49 @@ describe('Command: timer schedules', () => {
     expect(gone.code).toBe(1);
   });
 
+  it("lists the tenant's schedules with no filter, a page at a time with --limit and --cursor, or all with --all", async () => {
+    // Prepare
+    const ids: string[] = [];
+    for (const bizId of ['route-1', 'route-2', 'route-3']) {
+      const created = await timerCli(
+        'schedules',
+        'create',
+        '--rate',
+        '1 day',
+        '--url',
+        inbox(),
+        '--biz-id',
+        bizId,
+        '--json',
+      );
+      ids.push((JSON.parse(created.stdout) as { id: string }).id);
+    }
+
+    // Act
+    const everything = await timerCli('schedules', 'list');
+    const first = await timerCli('schedules', 'list', '--limit', '2');
+    const cursor = /--cursor (\S+),/.exec(first.stdout)?.[1] ?? '';
+    const rest = await timerCli('schedules', 'list', '--limit', '2', '--cursor', cursor);
+    const all = await timerCli('schedules', 'list', '--limit', '1', '--all', '--json');
+    const prefixed = await timerCli('schedules', 'list', '--biz-id-prefix', 'route-', '--active', '--json');
+    const both = await timerCli('schedules', 'list', '--paused', '--active');
+
+    // Assess
+    const idsIn = (text: string) => text.match(/sch_\w{20}/g) ?? [];
+    expect(everything.code).toBe(0);
+    expect(idsIn(everything.stdout)).toEqual([...ids].sort());
+    expect(everything.stdout).toMatch(new RegExp(`${ids[0]}\\s+rate 1 day\\s+UTC\\s+active\\s+route-1`));
+    expect(idsIn(first.stdout)).toHaveLength(2);
+    expect([...idsIn(first.stdout), ...idsIn(rest.stdout)]).toEqual([...ids].sort());
+    expect(rest.stdout).not.toContain('--cursor');
+    expect((JSON.parse(all.stdout) as { schedules: Array<{ id: string }> }).schedules.map(({ id }) => id)).toEqual(
+      [...ids].sort(),
+    );
+    expect((JSON.parse(prefixed.stdout) as { schedules: unknown[] }).schedules).toHaveLength(3);
+    expect(both).toMatchObject({ code: 2, stderr: expect.stringContaining('give --paused or --active, not both') });
+    for (const id of ids) await timerCli('schedules', 'delete', id);
+  });
+
   it('names the flag to fix when the API refuses a schedule, and asks for exactly one of --cron and --rate', async () => {
     // Act
     const zero = await timerCli('schedules', 'create', '--rate', '0 seconds', '--url', inbox());

@@ -166,4 +166,41 @@ describe('End to end: schedules over HTTP in local mode', () => {
     const fired = receiptsAt('/occurrence-cancelled').map((receipt) => receipt.body.id);
     expect(fired).not.toContain(schedule.nextTaskId);
   }, 60_000);
+
+  it('lists every schedule of the tenant with only the API key, a page at a time, and filters by bizId prefix and paused', async () => {
+    // Prepare
+    const created = await Promise.all(
+      ['fleet-1', 'fleet-2', 'depot-1'].map(
+        async (bizId) =>
+          (
+            await api('POST', '/v1/schedules', {
+              rate: '1 day',
+              target: { type: 'http', url: receiver.url('/listed') },
+              bizId,
+            })
+          ).body as unknown as ScheduleView,
+      ),
+    );
+    const ids = created.map((schedule) => schedule.id);
+    await api('PATCH', `/v1/schedules/${ids[1]}`, { paused: true });
+
+    // Act
+    const first = await api('GET', '/v1/schedules?limit=2');
+    const rest = await api('GET', `/v1/schedules?limit=2&cursor=${String(first.body.nextCursor)}`);
+    const fleet = await api('GET', '/v1/schedules?bizIdPrefix=fleet-');
+    const paused = await api('GET', '/v1/schedules?paused=true');
+    const forged = await api('GET', '/v1/schedules?cursor=U0NIRURVTEVTI290aGVy');
+
+    // Assess
+    const listed = [first, rest].flatMap((page) => (page.body.schedules as ScheduleView[]).map(({ id }) => id));
+    expect(first.status).toBe(200);
+    expect(first.body.schedules).toHaveLength(2);
+    expect(listed).toEqual([...ids].sort());
+    expect(rest.body.nextCursor).toBeUndefined();
+    expect((fleet.body.schedules as ScheduleView[]).map(({ bizId }) => bizId).sort()).toEqual(['fleet-1', 'fleet-2']);
+    expect((paused.body.schedules as ScheduleView[]).map(({ id }) => id)).toEqual([ids[1]]);
+    expect(forged.status).toBe(400);
+    expect(forged.body.errors).toEqual([expect.objectContaining({ path: 'cursor' })]);
+    for (const id of ids) await api('DELETE', `/v1/schedules/${id}`);
+  });
 });

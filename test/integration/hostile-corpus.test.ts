@@ -98,6 +98,7 @@ interface HostileRequest {
   readonly base64?: boolean;
   /** A path id, or a function of the ids the fixture made. */
   readonly id?: string | (() => string);
+  readonly query?: Record<string, string>;
   /** Replaces the tenant's good Authorization header. */
   readonly authorization?: string | (() => string);
 }
@@ -114,6 +115,7 @@ async function call(request: HostileRequest, authorization = `Bearer ${apiKey}`)
     isBase64Encoded: request.base64 ?? false,
     ...(body !== undefined && { body: request.base64 ? Buffer.from(body).toString('base64') : body }),
     ...(id !== undefined && { pathParameters: { id } }),
+    ...(request.query && { queryStringParameters: request.query }),
   } as unknown as APIGatewayProxyEventV2);
 }
 
@@ -543,7 +545,14 @@ const corpus: Record<string, Array<[string, HostileRequest, number]>> = {
       404,
     ],
     ['deleting a path traversal', { routeKey: 'DELETE /v1/schedules/{id}', id: '../../etc/passwd' }, 404],
-    ['a listing with neither bizId nor bizType', { routeKey: 'GET /v1/schedules' }, 400],
+    [
+      "a listing cursor that names another tenant's partition",
+      { routeKey: 'GET /v1/schedules', query: { cursor: Buffer.from('SCHEDULES#globex').toString('base64url') } },
+      400,
+    ],
+    ['a listing with paused as yes', { routeKey: 'GET /v1/schedules', query: { paused: 'yes' } }, 400],
+    ['a listing of 0 a page', { routeKey: 'GET /v1/schedules', query: { limit: '0' } }, 400],
+    ['a listing by an unknown filter', { routeKey: 'GET /v1/schedules', query: { tenantId: 'globex' } }, 400],
     [
       'a cron that fires only on 29 February, years apart',
       { routeKey: 'POST /v1/schedules', body: { ...SCHEDULE, rate: undefined, cron: '0 0 29 2 *' } },

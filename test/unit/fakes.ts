@@ -12,6 +12,7 @@ import type {
   NextOccurrence,
   OccurrencePorts,
   Schedule,
+  SchedulePage,
   ScheduleStore,
 } from '../../functions/core/schedules.js';
 import type {
@@ -385,12 +386,15 @@ export class FakeScheduleStore implements ScheduleStore {
     return this.schedules.get(`${tenantId}#${id}`);
   }
 
-  async list(tenantId: string): Promise<Schedule[]> {
-    return [...this.schedules.values()].filter((schedule) => schedule.tenantId === tenantId);
+  async page(tenantId: string, limit: number, afterId?: string): Promise<SchedulePage> {
+    const following = [...this.schedules.values()]
+      .filter((schedule) => schedule.tenantId === tenantId && (afterId === undefined || schedule.id > afterId))
+      .sort((a, b) => (a.id < b.id ? -1 : 1));
+    return { schedules: following.slice(0, limit), more: following.length > limit };
   }
 
   async count(tenantId: string): Promise<number> {
-    return (await this.list(tenantId)).length;
+    return [...this.schedules.values()].filter((schedule) => schedule.tenantId === tenantId).length;
   }
 
   async replace(schedule: Schedule, readAt: ChainPosition): Promise<boolean> {

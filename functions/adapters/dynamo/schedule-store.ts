@@ -1,6 +1,6 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
-import type { ChainPosition, NextOccurrence, Schedule, ScheduleStore } from '../../core/schedules.js';
+import type { ChainPosition, NextOccurrence, Schedule, SchedulePage, ScheduleStore } from '../../core/schedules.js';
 import { partitionItems, type TableOptions, unlessConditionFails } from './dynamo-helpers.js';
 import {
   KEY_EXPRESSIONS,
@@ -34,8 +34,21 @@ export class DynamoScheduleStore implements ScheduleStore {
     return result.Item ? scheduleFromItem(result.Item as ScheduleItem) : undefined;
   }
 
-  async list(tenantId: string): Promise<Schedule[]> {
-    return (await partitionItems<ScheduleItem>(this.options, schedulesPartition(tenantId))).map(scheduleFromItem);
+  async page(tenantId: string, limit: number, afterId?: string): Promise<SchedulePage> {
+    const result = await this.options.client.send(
+      new QueryCommand({
+        TableName: this.options.tableName,
+        KeyConditionExpression: KEY_EXPRESSIONS.partition,
+        ExpressionAttributeValues: { ':pk': schedulesPartition(tenantId) },
+        ConsistentRead: true,
+        Limit: limit,
+        ExclusiveStartKey: afterId === undefined ? undefined : scheduleKey(tenantId, afterId),
+      }),
+    );
+    return {
+      schedules: ((result.Items ?? []) as ScheduleItem[]).map(scheduleFromItem),
+      more: result.LastEvaluatedKey !== undefined,
+    };
   }
 
   async count(tenantId: string): Promise<number> {

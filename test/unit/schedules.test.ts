@@ -12,7 +12,7 @@ import {
 } from '../../functions/core/schedules.js';
 import type { Task } from '../../functions/core/task.js';
 import { DELIVERY_SETTINGS, TENANT_ID } from './fakes.js';
-import { scheduleWorld as world,START, TARGET } from './schedule-world.js';
+import { scheduleWorld as world, START, TARGET } from './schedule-world.js';
 
 const occurrencesOf = (calls: Array<{ notification: Notification }>) => calls.map((c) => c.notification.occurrence);
 

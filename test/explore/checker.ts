@@ -34,8 +34,13 @@ export function check(history: readonly HistoryEvent[], final: FinalState): stri
   const callsOf = (taskId: string) => calls.filter((call) => call.taskId === taskId);
   const fireAtOf = (taskId: string) => parseTaskId(taskId, 1)?.fireAtMs ?? Number.NaN;
   // A crash or a lost response may make a task late (a message back after its visibility timeout,
-  // a tick lost with the answer that said the second was new), never lose it.
-  const disturbed = history.some((event) => event.type === 'crash' || event.type === 'lost-response');
+  // a tick lost with the answer that said the second was new), never lose it: of the api's, only
+  // those of the invocation that submitted the task count.
+  const disturbances = history.flatMap((event) =>
+    event.type === 'crash' || event.type === 'lost-response' ? [event.actor] : [],
+  );
+  const disturbed = (submittedBy: string) =>
+    disturbances.some((actor) => !actor.startsWith('api') || actor === submittedBy);
 
   // Never early (invariant 2), by a receiver's clock that keeps the true time: the callback's own
   // may run ahead of it by up to half the skew bound.
@@ -55,12 +60,21 @@ export function check(history: readonly HistoryEvent[], final: FinalState): stri
   );
   const deadLettered = new Set(history.flatMap((event) => (event.type === 'dead-letter' ? [event.taskId] : [])));
 
-  // A cancel that answered 200 means the target is never called for that task (invariant 11).
-  for (const taskId of cancelledWith200) {
-    for (const call of callsOf(taskId)) {
-      violations.push(
-        `task ${taskId} was cancelled with a 200 yet called at ${iso(call.atMs)} (attempt ${call.attempt})`,
-      );
+  // A cancel that answered 200 means the target is never called for that task (invariant 11): no
+  // call starts once the cancel landed, and no call was answered 2xx (the task was delivered). A
+  // call that started before it landed and failed is an attempt whose retries the cancel stops.
+  for (const [index, cancel] of history.entries()) {
+    if (cancel.type !== 'cancel' || cancel.status !== 200) continue;
+    const landed = history
+      .slice(0, index)
+      .findLast((event) => event.type === 'cancel-landed' && event.taskId === cancel.taskId);
+    const landedAtMs = landed?.atMs ?? cancel.startedAtMs;
+    for (const call of callsOf(cancel.taskId)) {
+      if (call.atMs >= landedAtMs || isSuccess(call)) {
+        violations.push(
+          `task ${cancel.taskId} was cancelled with a 200 (landed at ${iso(landedAtMs)}) yet called at ${iso(call.atMs)} (attempt ${call.attempt}${isSuccess(call) ? ', answered 2xx' : ''})`,
+        );
+      }
     }
   }
 
@@ -79,7 +93,7 @@ export function check(history: readonly HistoryEvent[], final: FinalState): stri
     // On time (invariant 3) in an undisturbed run: a 409 to a cancel says the task is delivered on time.
     const first = callsOf(taskId)[0];
     const dueBy = Math.max(fireAtOf(taskId), accepted.atMs) + ON_TIME_BOUND_MS;
-    if (!disturbed && status !== 'CANCELLED' && (first === undefined || first.atMs > dueBy)) {
+    if (!disturbed(accepted.actor) && status !== 'CANCELLED' && (first === undefined || first.atMs > dueBy)) {
       violations.push(
         `accepted task ${taskId} was first called ${first ? `at ${iso(first.atMs)}` : 'never'}, later than ${iso(dueBy)}`,
       );
@@ -170,20 +184,21 @@ function checkSchedules(
     }
   }
 
-  // Nothing fires after a delete or while paused: no occurrence that became due after the api answered.
-  for (const answer of history) {
+  // Nothing fires after a delete or while paused: no occurrence that became due after the api
+  // answered, until a later change (a resume, or a PATCH that landed after the pause) took effect.
+  for (const [index, answer] of history.entries()) {
     if (answer.type !== 'schedule-answer' || !answer.ok || (answer.op !== 'delete' && answer.op !== 'pause')) continue;
-    const resumedAt =
-      answer.op === 'pause'
-        ? history.find(
-            (event) =>
-              event.type === 'schedule-answer' &&
-              event.scheduleId === answer.scheduleId &&
-              event.op === 'resume' &&
-              event.startedAtMs > answer.atMs,
-          )
-        : undefined;
-    const until = resumedAt?.type === 'schedule-answer' ? resumedAt.startedAtMs : Number.POSITIVE_INFINITY;
+    const landed = history
+      .slice(0, index)
+      .findLastIndex(
+        (event) =>
+          ((event.type === 'chain' && event.op === 'replace' && event.paused) || event.type === 'schedule-deleted') &&
+          event.scheduleId === answer.scheduleId,
+      );
+    const undone = history
+      .slice(landed + 1)
+      .find((event) => event.type === 'chain' && event.op === 'replace' && event.scheduleId === answer.scheduleId);
+    const until = undone?.atMs ?? Number.POSITIVE_INFINITY;
     for (const call of occurrenceCalls) {
       const fireAtMs = parseTaskId(call.taskId, 1)?.fireAtMs ?? 0;
       if (

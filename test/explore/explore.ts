@@ -34,8 +34,13 @@ const rarely = <T>(arbitrary: fc.Arbitrary<T>, weight = 1) =>
 const faultsArb: fc.Arbitrary<Faults> = rarely(
   fc.record({
     kind: fc.constantFrom('crash', 'lose', 'slow'),
-    at: fc.nat(5),
-    slowMs: fc.integer({ min: 0, max: 3000 }),
+    // An invocation's first call is the likeliest: an api's cancel, a callback's read.
+    at: fc.oneof(fc.constant(0), fc.nat(5)),
+    // Around the cancel margin, where a cancel that lands late races the first attempt; or any.
+    slowMs: fc.oneof(
+      fc.integer({ min: 0, max: 3000 }),
+      fc.integer({ min: UNLEASED_CANCEL_MARGIN_MS - 300, max: UNLEASED_CANCEL_MARGIN_MS + 500 }),
+    ),
   }),
   2,
 ).map((fault) => {
@@ -44,6 +49,19 @@ const faultsArb: fc.Arbitrary<Faults> = rarely(
   if (fault.kind === 'slow') return { slowAt: fault.at, slowMs: fault.slowMs };
   return { loseAt: fault.at, slowAt: fault.at, slowMs: fault.slowMs };
 });
+
+/**
+ * A request held up long enough to land around the fire time of what it races (a cancel against
+ * a first attempt, a schedule change against its due occurrence), its answer lost half the time.
+ */
+const lateLandingArb = (calls: fc.Arbitrary<number>): fc.Arbitrary<Faults> =>
+  fc
+    .record({
+      at: calls,
+      lost: fc.boolean(),
+      slowMs: fc.integer({ min: UNLEASED_CANCEL_MARGIN_MS - 300, max: UNLEASED_CANCEL_MARGIN_MS + 900 }),
+    })
+    .map(({ at, lost, slowMs }) => ({ slowAt: at, slowMs, ...(lost && { loseAt: at }) }));
 
 const answerArb: fc.Arbitrary<Answer> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ status: fc.constant(200), afterMs: fc.integer({ min: 0, max: 1000 }) }) },
@@ -74,14 +92,16 @@ const submitArb: fc.Arbitrary<Action> = fc.record({
   answers: fc.array(answerArb, { minLength: 1, maxLength: 3 }),
   idempotent: fc.boolean(),
   faults: faultsArb,
-  cancel: rarely(fc.record({ leadMs: leadArb, faults: faultsArb }), 3),
+  // The cancel's first call is its write.
+  cancel: rarely(fc.record({ leadMs: leadArb, faults: fc.oneof(faultsArb, lateLandingArb(fc.constant(0))) }), 3),
 });
 
 const followUpArb: fc.Arbitrary<FollowUp> = fc.record({
   op: fc.constantFrom('patch', 'pause', 'resume', 'delete', 'cancel-occurrence'),
   nth: fc.nat(3),
   leadMs: fc.oneof(fc.integer({ min: -500, max: 1500 }), fc.integer({ min: -5000, max: 9000 })),
-  faults: faultsArb,
+  // A change reads the schedule first and writes it last: held up in between, it races the occurrence.
+  faults: fc.oneof(faultsArb, lateLandingArb(fc.integer({ min: 1, max: 4 }))),
 });
 
 const scheduleArb: fc.Arbitrary<Action> = fc.record({
@@ -107,7 +127,7 @@ export const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
     maxLength: 4,
   }),
   invocationFaults: fc.array(invocationFaultsArb, { maxLength: 3 }),
-  duplicates: fc.uniqueArray(fc.nat(10), { maxLength: 3 }),
+  duplicates: fc.uniqueArray(fc.nat(6), { maxLength: 3 }),
   skewsMs: fc.array(fc.integer({ min: -SKEW_BOUND_MS / 2, max: SKEW_BOUND_MS / 2 }), { minLength: 1, maxLength: 4 }),
 });
 

@@ -159,7 +159,14 @@ export interface CallRecord {
 
 export type HistoryEvent =
   | CallRecord
-  | { readonly type: 'accepted'; readonly atMs: number; readonly taskId: string; readonly maxAttempts: number }
+  | {
+      readonly type: 'accepted';
+      readonly atMs: number;
+      readonly taskId: string;
+      readonly maxAttempts: number;
+      /** The api invocation that answered 201. */
+      readonly actor: string;
+    }
   | {
       readonly type: 'cancel';
       readonly startedAtMs: number;
@@ -169,6 +176,8 @@ export type HistoryEvent =
       readonly status?: number;
       readonly reason?: string;
     }
+  /** A cancel's write landed (the task became CANCELLED); a revert may undo it later. */
+  | { readonly type: 'cancel-landed'; readonly atMs: number; readonly taskId: string }
   | { readonly type: 'dead-letter'; readonly atMs: number; readonly taskId: string }
   | { readonly type: 'sqs-dead-letter'; readonly atMs: number; readonly taskId: string }
   /** A schedule write that landed: the chain (or a change) reached `next`, under `revision`. */
@@ -192,7 +201,7 @@ export type HistoryEvent =
       /** The change made (pause, resume, patch, delete) or the cancel of an occurrence answered 200. */
       readonly ok: boolean;
     }
-  | { readonly type: 'crash'; readonly atMs: number; readonly actor: string }
+  | { readonly type: 'crash'; readonly atMs: number; readonly actor: string; readonly call: string }
   | { readonly type: 'lost-response'; readonly atMs: number; readonly actor: string; readonly call: string };
 
 // ---- The world --------------------------------------------------------------------------------
@@ -239,7 +248,7 @@ export class Actor {
     if (this.crashed) return never();
     if (faults?.crashAt === index) {
       this.crashed = true;
-      this.world.record({ type: 'crash', atMs: this.world.nowMs, actor: `${this.label} at ${name}` });
+      this.world.record({ type: 'crash', atMs: this.world.nowMs, actor: this.label, call: name });
       this.onCrash();
       return never();
     }
@@ -370,6 +379,12 @@ export class World {
 
   /** Called after a port call applied: the schedule writes that landed go into the history. */
   observe(port: string, method: string, args: unknown[], result: unknown): void {
+    if (port === 'taskStore' && method === 'cancel' && (result as { cancelled?: boolean }).cancelled === true) {
+      const task = [...this.taskStore.tasks.values()].find(
+        (candidate) => candidate.status === 'CANCELLED' && (args[0] as { sk: string }).sk.endsWith(candidate.id),
+      );
+      if (task) this.record({ type: 'cancel-landed', atMs: this.nowMs, taskId: task.id });
+    }
     if (port !== 'scheduleStore') return;
     if ((method === 'create' || method === 'replace' || method === 'advance') && result === true) {
       const schedule =
@@ -496,7 +511,13 @@ export class World {
       (taskIds) => {
         for (const taskId of taskIds) {
           this.answers.set(taskId, action.answers);
-          this.record({ type: 'accepted', atMs: this.nowMs, taskId, maxAttempts: action.maxAttempts });
+          this.record({
+            type: 'accepted',
+            atMs: this.nowMs,
+            taskId,
+            maxAttempts: action.maxAttempts,
+            actor: actor.label,
+          });
           const cancel = action.cancel;
           const fireAtMs = this.taskStore.tasks.get(taskId)?.fireAtMs;
           if (cancel && fireAtMs !== undefined) this.at(fireAtMs - cancel.leadMs, () => this.cancel(taskId, cancel));

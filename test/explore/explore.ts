@@ -63,6 +63,21 @@ const lateLandingArb = (calls: fc.Arbitrary<number>): fc.Arbitrary<Faults> =>
     })
     .map(({ at, lost, slowMs }) => ({ slowAt: at, slowMs, ...(lost && { loseAt: at }) }));
 
+/**
+ * A cancel asked just outside the margin whose write (its first call) lands around the fire time,
+ * its answer lost half the time: where it races the first attempt's read and record.
+ */
+const lateCancelArb = fc
+  .record({
+    leadMs: fc.integer({ min: UNLEASED_CANCEL_MARGIN_MS, max: UNLEASED_CANCEL_MARGIN_MS + 600 }),
+    landsAfterFireMs: fc.integer({ min: -400, max: 600 }),
+    lost: fc.boolean(),
+  })
+  .map(({ leadMs, landsAfterFireMs, lost }) => ({
+    leadMs,
+    faults: { slowAt: 0, slowMs: Math.max(0, leadMs + landsAfterFireMs), ...(lost && { loseAt: 0 }) },
+  }));
+
 const answerArb: fc.Arbitrary<Answer> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ status: fc.constant(200), afterMs: fc.integer({ min: 0, max: 1000 }) }) },
   {
@@ -92,8 +107,7 @@ const submitArb: fc.Arbitrary<Action> = fc.record({
   answers: fc.array(answerArb, { minLength: 1, maxLength: 3 }),
   idempotent: fc.boolean(),
   faults: faultsArb,
-  // The cancel's first call is its write.
-  cancel: rarely(fc.record({ leadMs: leadArb, faults: fc.oneof(faultsArb, lateLandingArb(fc.constant(0))) }), 3),
+  cancel: rarely(fc.oneof(fc.record({ leadMs: leadArb, faults: faultsArb }), lateCancelArb), 3),
 });
 
 const followUpArb: fc.Arbitrary<FollowUp> = fc.record({

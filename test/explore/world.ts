@@ -367,14 +367,20 @@ export class World {
   }
 
   /** A new invocation of `kind`, with its skew dealt in turn and its faults from the scenario. */
-  actor(kind: ActorKind, faults: Faults | undefined, onCrash: () => void = () => undefined): Actor {
+  actor(
+    kind: ActorKind,
+    faults: Faults | undefined,
+    onCrash: () => void = () => undefined,
+    /** What the invocation is for (a callback's task), shown in its label. */
+    about?: string,
+  ): Actor {
     const nth = this.invocations.get(kind) ?? 0;
     this.invocations.set(kind, nth + 1);
     const planned =
       faults ?? this.scenario.invocationFaults.find((entry) => entry.actor === kind && entry.nth === nth)?.faults;
     const skews = this.scenario.skewsMs;
     const skew = skews.length === 0 ? 0 : (skews[this.skewsDealt++ % skews.length] ?? 0);
-    return new Actor(this, `${kind}#${nth}`, skew, planned, onCrash);
+    return new Actor(this, `${kind}#${nth}${about === undefined ? '' : `(${about})`}`, skew, planned, onCrash);
   }
 
   /** Called after a port call applied: the schedule writes that landed go into the history. */
@@ -430,7 +436,7 @@ export class World {
   private invokeCallback(queued: QueuedMessage): void {
     const comeBack = () =>
       this.at(this.nowMs + QUEUES.delivery.visibilityTimeoutSeconds * 1000, () => this.receive(queued));
-    const actor = this.actor('callback', undefined, comeBack);
+    const actor = this.actor('callback', undefined, comeBack, queued.message.id);
     this.wiring.deliver(actor, queued).then((failed) => {
       if (failed) comeBack();
     }, comeBack);

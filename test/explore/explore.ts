@@ -65,17 +65,24 @@ const lateLandingArb = (calls: fc.Arbitrary<number>): fc.Arbitrary<Faults> =>
 
 /**
  * A cancel asked just outside the margin whose write (its first call) lands around the fire time,
- * its answer lost half the time: where it races the first attempt's read and record.
+ * its answer lost half the time, each of its calls a round trip of up to 300 ms: where it races the
+ * first attempt's read and record, and where an undo comes after the read.
  */
 const lateCancelArb = fc
   .record({
     leadMs: fc.integer({ min: UNLEASED_CANCEL_MARGIN_MS, max: UNLEASED_CANCEL_MARGIN_MS + 600 }),
     landsAfterFireMs: fc.integer({ min: -400, max: 600 }),
     lost: fc.boolean(),
+    callMs: fc.integer({ min: 0, max: 300 }),
   })
-  .map(({ leadMs, landsAfterFireMs, lost }) => ({
+  .map(({ leadMs, landsAfterFireMs, lost, callMs }) => ({
     leadMs,
-    faults: { slowAt: 0, slowMs: Math.max(0, leadMs + landsAfterFireMs), ...(lost && { loseAt: 0 }) },
+    faults: {
+      slowAt: 0,
+      slowMs: Math.max(0, leadMs + landsAfterFireMs - callMs),
+      callMs,
+      ...(lost && { loseAt: 0 }),
+    },
   }));
 
 const answerArb: fc.Arbitrary<Answer> = fc.oneof(
@@ -136,6 +143,7 @@ const invocationFaultsArb: fc.Arbitrary<InvocationFaults> = fc.record({
 export const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   randomSeed: fc.noShrink(fc.integer()),
   startOffsetMs: fc.integer({ min: 0, max: 59_999 }),
+  sweeperOffsetMs: fc.integer({ min: 0, max: 59_999 }),
   actions: fc.array(fc.oneof({ weight: 2, arbitrary: submitArb }, { weight: 1, arbitrary: scheduleArb }), {
     minLength: 1,
     maxLength: 4,

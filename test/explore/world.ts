@@ -74,6 +74,8 @@ export interface Faults {
   /** This call takes `slowMs` of true time before it lands. */
   readonly slowAt?: number;
   readonly slowMs: number;
+  /** Every call of the invocation takes this long to land (a round trip), so others can act between two of its calls. */
+  readonly callMs?: number;
 }
 
 /** How a receiver answers one call: a status after `afterMs`, or never. */
@@ -135,6 +137,8 @@ export interface Scenario {
   /** Seeds the core's random ids, so a run replays exactly. */
   readonly randomSeed: number;
   readonly startOffsetMs: number;
+  /** When in each minute the sweeper runs, so its passes overlap the scans of different seconds. */
+  readonly sweeperOffsetMs: number;
   readonly actions: readonly Action[];
   readonly invocationFaults: readonly InvocationFaults[];
   /** Receives (counted over the run) that SQS hands out twice at once. */
@@ -243,7 +247,8 @@ export class Actor {
     if (this.crashed) return never();
     const index = this.calls++;
     const faults = this.faults;
-    if (faults?.slowAt === index) await this.world.sleep(faults.slowMs);
+    const delayMs = (faults?.slowAt === index ? faults.slowMs : 0) + (faults?.callMs ?? 0);
+    if (delayMs > 0) await this.world.sleep(delayMs);
     await this.world.scheduler.schedule(Promise.resolve(), `${clockTime(this.world.nowMs)} ${this.label} ${name}`);
     if (this.crashed) return never();
     if (faults?.crashAt === index) {
@@ -313,13 +318,13 @@ export class World {
       this.at(atMs, () => (action.kind === 'submit' ? this.submit(action, index) : this.createSchedule(action, index)));
     }
     this.lastActionMs = last;
-    // EventBridge rules: the ticker at each minute, the sweeper half a minute later. The ticker has
+    // EventBridge rules: the ticker at each minute, the sweeper once a minute too. The ticker has
     // been running all along: its run for this minute (which plans this and the next) comes first.
     this.at(this.nowMs, () => this.invokeTicker());
     const firstMinute = Math.ceil(this.nowMs / 60_000) * 60_000;
     for (let minute = firstMinute; minute <= this.horizonMs(); minute += 60_000) {
       this.at(minute, () => this.invokeTicker());
-      this.at(minute + 30_000, () => this.invokeSweeper());
+      this.at(minute + scenario.sweeperOffsetMs, () => this.invokeSweeper());
     }
   }
 

@@ -34,18 +34,22 @@ export function check(history: readonly HistoryEvent[], final: FinalState): stri
   const callsOf = (taskId: string) => calls.filter((call) => call.taskId === taskId);
   const fireAtOf = (taskId: string) => parseTaskId(taskId, 1)?.fireAtMs ?? Number.NaN;
   // A crash or a lost response may make a task late (a message back after its visibility timeout,
-  // a tick lost with the answer that said the second was new), never lose it: those of the ticker,
-  // scanner and sweeper count for every task, those of the api and the callback only for theirs.
-  const disturbances = history.flatMap((event) =>
-    event.type === 'crash' || event.type === 'lost-response' ? [event.actor] : [],
+  // a tick lost with the answer that said its second was new: docs/architecture.md, invariant 3),
+  // never lose it. Those of the ticker, scanner and sweeper count for every task; those of the api
+  // for tasks in a second it occupied (a retry finds the second taken and sends no tick); those of
+  // the callback for its own task.
+  const disturbed = new Set(
+    history.flatMap((event) => (event.type === 'crash' || event.type === 'lost-response' ? [event.actor] : [])),
   );
-  const disturbed = (taskId: string, submittedBy: string) =>
-    disturbances.some(
-      (actor) =>
-        actor === submittedBy ||
-        actor.endsWith(`(${taskId})`) ||
-        !(actor.startsWith('api') || actor.startsWith('callback')),
-    );
+  const occupiedBy = new Map<number, string[]>();
+  for (const event of history) {
+    if (event.type !== 'occupied') continue;
+    for (const second of event.seconds) occupiedBy.set(second, [...(occupiedBy.get(second) ?? []), event.actor]);
+  }
+  const lateForCause = (taskId: string) =>
+    [...disturbed].some((actor) => !(actor.startsWith('api') || actor.startsWith('callback'))) ||
+    [...disturbed].some((actor) => actor.endsWith(`(${taskId})`)) ||
+    (occupiedBy.get(Math.floor(fireAtOf(taskId) / 1000)) ?? []).some((actor) => disturbed.has(actor));
 
   // Never early (invariant 2), by a receiver's clock that keeps the true time: the callback's own
   // may run ahead of it by up to half the skew bound.
@@ -98,7 +102,7 @@ export function check(history: readonly HistoryEvent[], final: FinalState): stri
     // On time (invariant 3) in an undisturbed run: a 409 to a cancel says the task is delivered on time.
     const first = callsOf(taskId)[0];
     const dueBy = Math.max(fireAtOf(taskId), accepted.atMs) + ON_TIME_BOUND_MS;
-    if (!disturbed(taskId, accepted.actor) && status !== 'CANCELLED' && (first === undefined || first.atMs > dueBy)) {
+    if (!lateForCause(taskId) && status !== 'CANCELLED' && (first === undefined || first.atMs > dueBy)) {
       violations.push(
         `accepted task ${taskId} was first called ${first ? `at ${iso(first.atMs)}` : 'never'}, later than ${iso(dueBy)}`,
       );

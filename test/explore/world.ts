@@ -182,6 +182,8 @@ export type HistoryEvent =
     }
   /** A cancel's write landed (the task became CANCELLED); a revert may undo it later. */
   | { readonly type: 'cancel-landed'; readonly atMs: number; readonly taskId: string }
+  /** An api invocation recorded these seconds in the occupancy index (a crash after it may lose their tick). */
+  | { readonly type: 'occupied'; readonly atMs: number; readonly actor: string; readonly seconds: readonly number[] }
   | { readonly type: 'dead-letter'; readonly atMs: number; readonly taskId: string }
   | { readonly type: 'sqs-dead-letter'; readonly atMs: number; readonly taskId: string }
   /** A schedule write that landed: the chain (or a change) reached `next`, under `revision`. */
@@ -273,7 +275,7 @@ export class Actor {
         return (...args: unknown[]) =>
           this.call(`${name}.${String(property)}`, async () => {
             const result: unknown = await value.apply(object, args);
-            this.world.observe(name, String(property), args, result);
+            this.world.observe(this.label, name, String(property), args, result);
             return result;
           });
       },
@@ -388,8 +390,11 @@ export class World {
     return new Actor(this, `${kind}#${nth}${about === undefined ? '' : `(${about})`}`, skew, planned, onCrash);
   }
 
-  /** Called after a port call applied: the schedule writes that landed go into the history. */
-  observe(port: string, method: string, args: unknown[], result: unknown): void {
+  /** Called after a port call applied: what the checker needs of it goes into the history. */
+  observe(actor: string, port: string, method: string, args: unknown[], result: unknown): void {
+    if (port === 'occupancy' && method === 'occupy') {
+      this.record({ type: 'occupied', atMs: this.nowMs, actor, seconds: args[0] as number[] });
+    }
     if (port === 'taskStore' && method === 'cancel' && (result as { cancelled?: boolean }).cancelled === true) {
       const task = [...this.taskStore.tasks.values()].find(
         (candidate) => candidate.status === 'CANCELLED' && (args[0] as { sk: string }).sk.endsWith(candidate.id),

@@ -1,0 +1,230 @@
+/**
+ * Reads a finished run's history and final state and says which promises broke
+ * (docs/architecture.md; ../shared/DESIGN.md invariants 1, 2 and 11-13). A run ends quiescent:
+ * queues drained and the sweeper's passes run past their grace, so "by the end" means for good.
+ */
+import { parseTaskId } from '../../functions/core/ids.js';
+import type { Task } from '../../functions/core/task.js';
+import { type CallRecord, type HistoryEvent, SKEW_BOUND_MS } from './world.js';
+
+export interface FinalState {
+  readonly tasks: ReadonlyMap<string, Task>;
+  readonly schedules: ReadonlyMap<string, { readonly id: string; readonly paused: boolean; readonly next?: unknown }>;
+}
+
+/**
+ * How late a task's first call may come when nothing crashed or lost an answer: the first attempt goes at
+ * the fire time, so this only leaves room for the tick, the scan, the callback's wait and slow calls.
+ */
+export const ON_TIME_BOUND_MS = 15_000;
+
+/**
+ * How long after a schedule change an occurrence of the old revision may still be on its way
+ * (a crashed callback's message comes back after the visibility timeout): one due earlier than
+ * this before the change was certainly reached, and must fire.
+ */
+const CHANGE_ALLOWANCE_MS = 200_000;
+
+const isSuccess = (call: CallRecord) =>
+  call.answer !== undefined && call.answer.status >= 200 && call.answer.status < 300;
+
+export function check(history: readonly HistoryEvent[], final: FinalState): string[] {
+  const violations: string[] = [];
+  const calls = history.filter((event): event is CallRecord => event.type === 'call');
+  const callsOf = (taskId: string) => calls.filter((call) => call.taskId === taskId);
+  const fireAtOf = (taskId: string) => parseTaskId(taskId, 1)?.fireAtMs ?? Number.NaN;
+  // A crash or a lost response may make a task late (a message back after its visibility timeout,
+  // a tick lost with the answer that said its second was new: docs/architecture.md, invariant 3),
+  // never lose it. Those of the ticker, scanner and sweeper count for every task; those of the api
+  // for tasks in a second it occupied (a retry finds the second taken and sends no tick); those of
+  // the callback for its own task.
+  const disturbed = new Set(
+    history.flatMap((event) => (event.type === 'crash' || event.type === 'lost-response' ? [event.actor] : [])),
+  );
+  const occupiedBy = new Map<number, string[]>();
+  for (const event of history) {
+    if (event.type !== 'occupied') continue;
+    for (const second of event.seconds) occupiedBy.set(second, [...(occupiedBy.get(second) ?? []), event.actor]);
+  }
+  const lateForCause = (taskId: string) =>
+    [...disturbed].some((actor) => !(actor.startsWith('api') || actor.startsWith('callback'))) ||
+    [...disturbed].some((actor) => actor.endsWith(`(${taskId})`)) ||
+    (occupiedBy.get(Math.floor(fireAtOf(taskId) / 1000)) ?? []).some((actor) => disturbed.has(actor));
+
+  // Never early (invariant 2), by a receiver's clock that keeps the true time: the callback's own
+  // may run ahead of it by up to half the skew bound.
+  for (const call of calls) {
+    if (call.atMs < fireAtOf(call.taskId) - SKEW_BOUND_MS / 2) {
+      violations.push(
+        `task ${call.taskId} was called at ${iso(call.atMs)}, before its fire time ${iso(fireAtOf(call.taskId))}`,
+      );
+    }
+  }
+
+  const cancels = history.filter((event) => event.type === 'cancel');
+  const cancelledWith200 = new Set(cancels.filter((cancel) => cancel.status === 200).map((cancel) => cancel.taskId));
+  // A cancel that got no answer (its invocation crashed) may have landed: the task may end CANCELLED.
+  const maybeCancelled = new Set(
+    cancels.filter((cancel) => cancel.status === undefined).map((cancel) => cancel.taskId),
+  );
+  const deadLettered = new Set(history.flatMap((event) => (event.type === 'dead-letter' ? [event.taskId] : [])));
+
+  // A cancel that answered 200 means the target is never called for that task (invariant 11): no
+  // call starts once the cancel landed, and no call was answered 2xx (the task was delivered). A
+  // call that started before it landed and failed is an attempt whose retries the cancel stops.
+  for (const [index, cancel] of history.entries()) {
+    if (cancel.type !== 'cancel' || cancel.status !== 200) continue;
+    const landed = history
+      .slice(0, index)
+      .findLast((event) => event.type === 'cancel-landed' && event.taskId === cancel.taskId);
+    const landedAtMs = landed?.atMs ?? cancel.startedAtMs;
+    for (const call of callsOf(cancel.taskId)) {
+      if (call.atMs >= landedAtMs || isSuccess(call)) {
+        violations.push(
+          `task ${cancel.taskId} was cancelled with a 200 (landed at ${iso(landedAtMs)}) yet called at ${iso(call.atMs)} (attempt ${call.attempt}${isSuccess(call) ? ', answered 2xx' : ''})`,
+        );
+      }
+    }
+  }
+
+  // Every accepted task not cancelled with a 200 ends DELIVERED or FAILED in the DLQ (invariant 1).
+  for (const accepted of history.filter((event) => event.type === 'accepted')) {
+    const { taskId } = accepted;
+    if (cancelledWith200.has(taskId)) continue;
+    const task = final.tasks.get(taskId);
+    const status = task?.status;
+    if (status === 'CANCELLED' && maybeCancelled.has(taskId)) continue;
+    if (status !== 'DELIVERED' && !(status === 'FAILED' && deadLettered.has(taskId))) {
+      violations.push(
+        `accepted task ${taskId} ended ${status ?? 'missing'}${status === 'FAILED' ? ' but not in the DLQ' : ''}`,
+      );
+    }
+    // On time (invariant 3) in an undisturbed run: a 409 to a cancel says the task is delivered on time.
+    const first = callsOf(taskId)[0];
+    const dueBy = Math.max(fireAtOf(taskId), accepted.atMs) + ON_TIME_BOUND_MS;
+    if (!lateForCause(taskId) && status !== 'CANCELLED' && (first === undefined || first.atMs > dueBy)) {
+      violations.push(
+        `accepted task ${taskId} was first called ${first ? `at ${iso(first.atMs)}` : 'never'}, later than ${iso(dueBy)}`,
+      );
+    }
+  }
+
+  // GET tells the truth (invariant 12).
+  for (const task of final.tasks.values()) {
+    const succeeded = callsOf(task.id).some(isSuccess);
+    if (task.status === 'DELIVERED' && !succeeded) {
+      violations.push(`task ${task.id} is DELIVERED but no call of it was answered 2xx`);
+    }
+    if (task.status === 'FAILED') {
+      if (succeeded) violations.push(`task ${task.id} is FAILED although its receiver answered 2xx`);
+      const maxAttempts = task.policy?.maxAttempts;
+      // More is possible: a callback that crashed between the dead letter and the FAILED write is
+      // redelivered (DLQ first, so a crash repeats an attempt rather than losing the task).
+      if (maxAttempts !== undefined && task.attempts < maxAttempts) {
+        violations.push(
+          `task ${task.id} is FAILED after ${task.attempts} attempts, fewer than its maxAttempts ${maxAttempts}`,
+        );
+      }
+    }
+  }
+
+  violations.push(...checkSchedules(history, final, calls, cancelledWith200));
+  return violations;
+}
+
+/** Invariant 13: each occurrence the chain reaches fires exactly one task id; nothing fires while paused or after delete. */
+function checkSchedules(
+  history: readonly HistoryEvent[],
+  final: FinalState,
+  calls: readonly CallRecord[],
+  cancelledWith200: ReadonlySet<string>,
+): string[] {
+  const violations: string[] = [];
+  const occurrenceCalls = calls.filter((call) => call.scheduleId !== undefined);
+
+  // No doubles: one task id per occurrence time.
+  const idsByOccurrence = new Map<string, Set<string>>();
+  for (const call of occurrenceCalls) {
+    const key = `${call.scheduleId} at ${iso(call.occurrenceAtMs ?? 0)}`;
+    idsByOccurrence.set(key, (idsByOccurrence.get(key) ?? new Set()).add(call.taskId));
+  }
+  for (const [occurrence, ids] of idsByOccurrence) {
+    if (ids.size > 1) {
+      const payloads = [...ids].map((id) => occurrenceCalls.find((call) => call.taskId === id)?.payloadJson);
+      violations.push(
+        `schedule ${occurrence} fired ${ids.size} task ids (${[...ids].join(', ')}) with payloads ${payloads.join(' and ')}`,
+      );
+    }
+  }
+
+  // Every occurrence the chain reached fires, unless the schedule changed soon after, or its task was cancelled with a 200.
+  for (const [index, reached] of history.entries()) {
+    if (reached.type !== 'chain') continue;
+    const next = reached.next;
+    if (!next || reached.paused || cancelledWith200.has(next.taskId)) continue;
+    const change = history
+      .slice(index + 1)
+      .find(
+        (event) =>
+          (event.type === 'schedule-deleted' || (event.type === 'chain' && event.op === 'replace')) &&
+          event.scheduleId === reached.scheduleId,
+      );
+    const changedAt = change?.atMs;
+    const fireAtMs = parseTaskId(next.taskId, 1)?.fireAtMs ?? next.atMs;
+    if (changedAt !== undefined && changedAt < fireAtMs + CHANGE_ALLOWANCE_MS) continue;
+    const fired = calls.some((call) => call.taskId === next.taskId);
+    if (!fired) {
+      violations.push(
+        `schedule ${reached.scheduleId} reached its occurrence at ${iso(next.atMs)} (task ${next.taskId}, revision ${reached.revision}) on ${reached.op}, and it never fired`,
+      );
+    }
+    const payloads = new Set(calls.filter((call) => call.taskId === next.taskId).map((call) => call.payloadJson));
+    for (const payload of payloads) {
+      if (payload !== reached.payloadJson) {
+        violations.push(
+          `occurrence task ${next.taskId} fired with ${payload}, not its revision's payload ${reached.payloadJson}`,
+        );
+      }
+    }
+  }
+
+  // No gaps: a schedule left running has run its chain to its end.
+  for (const schedule of final.schedules.values()) {
+    if (!schedule.paused && schedule.next !== undefined) {
+      violations.push(`schedule ${schedule.id} is stuck: its chain never moved past ${JSON.stringify(schedule.next)}`);
+    }
+  }
+
+  // Nothing fires after a delete or while paused: no occurrence that became due after the api
+  // answered, until a later change (a resume, or a PATCH that landed after the pause) took effect.
+  for (const [index, answer] of history.entries()) {
+    if (answer.type !== 'schedule-answer' || !answer.ok || (answer.op !== 'delete' && answer.op !== 'pause')) continue;
+    const landed = history
+      .slice(0, index)
+      .findLastIndex(
+        (event) =>
+          ((event.type === 'chain' && event.op === 'replace' && event.paused) || event.type === 'schedule-deleted') &&
+          event.scheduleId === answer.scheduleId,
+      );
+    const undone = history
+      .slice(landed + 1)
+      .find((event) => event.type === 'chain' && event.op === 'replace' && event.scheduleId === answer.scheduleId);
+    const until = undone?.atMs ?? Number.POSITIVE_INFINITY;
+    for (const call of occurrenceCalls) {
+      const fireAtMs = parseTaskId(call.taskId, 1)?.fireAtMs ?? 0;
+      if (
+        call.scheduleId === answer.scheduleId &&
+        fireAtMs >= answer.atMs &&
+        call.atMs >= answer.atMs &&
+        call.atMs < until
+      ) {
+        violations.push(
+          `schedule ${answer.scheduleId} fired task ${call.taskId} at ${iso(call.atMs)}, after its ${answer.op} answered at ${iso(answer.atMs)}`,
+        );
+      }
+    }
+  }
+  return violations;
+}
+
+const iso = (ms: number) => (Number.isFinite(ms) ? new Date(ms).toISOString().slice(11, 23) : String(ms));

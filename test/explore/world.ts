@@ -29,6 +29,7 @@ import {
   SWEEPER_BUDGET_MS,
   SWEEPER_CATCH_UP_GRACE_SECONDS,
 } from '../../functions/contract/topology.js';
+import { CLOCK_SKEW_MS } from '../../functions/core/clock.js';
 import type { Notification, TargetDispatcher, TargetResult } from '../../functions/core/deliver.js';
 import { runScanner } from '../../functions/core/scan.js';
 import { cancelTask, getTask, type SchedulePorts, scheduleTasks } from '../../functions/core/schedule.js';
@@ -41,7 +42,7 @@ import {
 } from '../../functions/core/schedules.js';
 import type { NewTask } from '../../functions/core/schemas.js';
 import { sweep } from '../../functions/core/sweep.js';
-import { type Clock, CLOCK_SKEW_MS, type DeliveryMessage } from '../../functions/core/task.js';
+import type { Clock, DeliveryMessage } from '../../functions/core/task.js';
 import { planTicks, type Tick } from '../../functions/core/tick.js';
 import {
   FakeClockStore,

@@ -475,7 +475,6 @@ export const systemClock: Clock = {
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))),
 };
 
-
 /** When a task or marker that ended now should disappear (DynamoDB TTL, in epoch seconds). */
 export function expiryAfter(nowMs: number, retentionDays: number): number {
   return Math.floor(nowMs / 1000) + retentionDays * DAY_SECONDS;

@@ -1,7 +1,7 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
 import type { ChainPosition, NextOccurrence, Schedule, SchedulePage, ScheduleStore } from '../../core/schedules.js';
-import { partitionItems, type TableOptions, unlessConditionFails } from './dynamo-helpers.js';
+import { type TableOptions, unlessConditionFails } from './dynamo-helpers.js';
 import {
   KEY_EXPRESSIONS,
   scheduleFromItem,

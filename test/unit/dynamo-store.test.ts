@@ -457,11 +457,17 @@ describe('Class: DynamoOccupancyIndex', () => {
     ddbMock.on(UpdateCommand).resolves({ Attributes: { ...minuteKey, planned: true, seconds: new Set([SECOND]) } });
     const minuteStart = minute * 60;
 
-    // Act
+    // Act: on fake timers, so a busy machine cannot stretch the 10 ms steps into fewer, larger batches.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'Date'] });
     const occupying: Array<Promise<number[]>> = [];
-    for (let n = 0; n < 20; n++) {
-      occupying.push(index.occupy([minuteStart + 1 + n]));
-      await new Promise((resolve) => setTimeout(resolve, 10));
+    try {
+      for (let n = 0; n < 20; n++) {
+        occupying.push(index.occupy([minuteStart + 1 + n]));
+        await vi.advanceTimersByTimeAsync(10);
+      }
+      await vi.advanceTimersByTimeAsync(100);
+    } finally {
+      vi.useRealTimers();
     }
     const unticked = await Promise.all(occupying);
 

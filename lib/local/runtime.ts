@@ -7,12 +7,11 @@
 import { join } from 'node:path';
 
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 
 import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
-import { allItems } from '../../functions/adapters/dynamo/dynamo-helpers.js';
-import { fireAtOf, firesBefore, type TaskItem } from '../../functions/adapters/dynamo/table-schema.js';
+import { scanTasks } from '../../functions/adapters/dynamo/task-store.js';
 import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
 import {
   redriveByCopy,
@@ -46,7 +45,7 @@ import {
   type TimerSettings,
 } from '../../functions/contract/topology.js';
 import { minuteOf, secondOf } from '../../functions/core/clock.js';
-import type { DeliveryMessage } from '../../functions/core/task.js';
+import type { DeliveryMessage, Task } from '../../functions/core/task.js';
 import { decodeDeliveryBody, deliveryMessageFor } from '../../functions/core/task-kernel.js';
 import { activeSigningSecrets } from '../../functions/core/tenants.js';
 import { type Tick, tickFor } from '../../functions/core/tick.js';
@@ -221,53 +220,54 @@ interface RestoredMessages {
 
 /**
  * fauxqs keeps messages in memory, so a restart loses what was queued; the table holds every
- * fact a task is owed, and the queues are rebuilt from it. Anything still PENDING (or leased
- * by a delivery that died with the process) whose second was already claimed is sent again,
- * never earlier than its retry time or the end of a lease still running. Every FAILED task
- * goes back to the DLQ: a redrive revives FAILED tasks only, so a letter whose task was
- * already revived or has expired would be skipped anyway, and one per FAILED task is exactly
- * what the DLQ listed before the restart, less the letters redriven since.
+ * fact a task is owed, and the queues are rebuilt from it. Every task whose message may have been
+ * queued is sent again (see hadQueuedMessage), never earlier than its retry time or the end of a
+ * lease still running, which claimDelivery would refuse. Every FAILED task goes back to the DLQ: a
+ * redrive revives FAILED tasks only, so a letter whose task was already revived or has expired
+ * would be skipped anyway, and one per FAILED task is exactly what the DLQ listed before the
+ * restart, less the letters redriven since.
  */
 async function restoreLostMessages(
   dynamo: DynamoDBDocumentClient,
   sqs: SQSClient,
   queueUrls: { delivery: string; deliveryDlq: string },
 ): Promise<RestoredMessages> {
-  const clock = await new DynamoClockStore({ client: dynamo, tableName: LOCAL_TABLE_NAME }).read();
+  const table = { client: dynamo, tableName: LOCAL_TABLE_NAME };
+  const clock = await new DynamoClockStore(table).read();
   if (!clock) return { tasks: 0, deadLetters: 0 };
   const nowMs = Date.now();
-  const items = await allItems<TaskItem>((startKey) =>
-    dynamo.send(
-      new ScanCommand({
-        TableName: LOCAL_TABLE_NAME,
-        FilterExpression: `(#status IN (:pending, :delivering) AND ${firesBefore(':claimedBefore')}) OR #status = :failed`,
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: {
-          ':pending': 'PENDING',
-          ':delivering': 'DELIVERING',
-          ':failed': 'FAILED',
-          ':claimedBefore': clock.cursor * 1000,
-        },
-        ConsistentRead: true,
-        ExclusiveStartKey: startKey,
-      }),
-    ),
-  );
-  const failed = items.filter((item) => item.status === 'FAILED');
-  const lost = items.filter((item) => item.status !== 'FAILED').map((item) => lostTaskMessage(item, nowMs));
+  const { tasks } = await scanTasks(table, Number.POSITIVE_INFINITY);
+  const failed = tasks.filter((task) => task.status === 'FAILED');
+  const lost = tasks.filter((task) => hadQueuedMessage(task, clock.cursor)).map((task) => lostTaskMessage(task, nowMs));
   if (lost.length > 0) await sqsDeliveryQueue(sqs, queueUrls.delivery).send(lost);
   if (failed.length > 0) {
     await new SqsDeadLetterQueue(sqs, queueUrls.deliveryDlq).sendMany(
-      failed.map((item) => ({ id: item.id, attempt: item.attempts, error: item.lastError ?? '' })),
+      failed.map((task) => ({ id: task.id, attempt: task.attempts, error: task.lastError ?? '' })),
     );
   }
   return { tasks: lost.length, deadLetters: failed.length };
 }
 
+/**
+ * Whether a task not yet finished had a message in the queue, or would have had one by now: it
+ * is leased by a delivery that died with the process; or it is PENDING in a second a scanner has
+ * claimed, or enqueued directly as a late arrival (whose second the scanner, lagging behind, may
+ * not have claimed yet), or waiting for a retry. The scanner, which reads PENDING tasks alone,
+ * would find only some of these, and only once it caught up; a lapsed lease nothing would find
+ * before the sweeper's overdue pass. A PENDING task never attempted in a second not yet claimed
+ * is left to the scan that claims it: its first attempt may take no lease, so a second message
+ * could call its target twice.
+ */
+function hadQueuedMessage(task: Task, cursor: number): boolean {
+  if (task.status === 'DELIVERING') return true;
+  if (task.status !== 'PENDING') return false;
+  return secondOf(task.fireAtMs) < cursor || task.lateArrival === true || task.attempts > 0;
+}
+
 /** A lost task's message: due at the latest of its fire time, its retry time and its lease's end. */
-function lostTaskMessage(item: TaskItem, nowMs: number): DeliveryMessage {
-  const notBeforeMs = Math.max(item.retryAtMs ?? 0, (item.leaseUntilMs ?? 0) + 1000);
-  return deliveryMessageFor({ id: item.id, fireAtMs: fireAtOf(item) }, nowMs, notBeforeMs);
+function lostTaskMessage(task: Task, nowMs: number): DeliveryMessage {
+  const notBeforeMs = Math.max(task.retryAtMs ?? 0, (task.leaseUntilMs ?? 0) + 1000);
+  return deliveryMessageFor(task, nowMs, notBeforeMs);
 }
 
 /**

@@ -264,10 +264,11 @@ export interface TaskStore {
    */
   revertCancel(key: TaskKey, cancelId: string): Promise<boolean>;
   /**
-   * All PENDING tasks of one shard of one second (consistent reads, every page); with
-   * `neverAttempted`, only those no callback has ever claimed.
+   * All PENDING tasks of one shard of one second (consistent reads, every page). With
+   * `strandedBeforeMs`, instead, those no live message may still bring: PENDING and never
+   * attempted, PENDING with a `retryAtMs` before it, or DELIVERING with a lease lapsed before it.
    */
-  listDue(second: number, shard: number, options?: { neverAttempted?: boolean }): Promise<DueTask[]>;
+  listDue(second: number, shard: number, options?: { strandedBeforeMs?: number }): Promise<DueTask[]>;
   /**
    * Takes the delivery lease for the attempt `attemptId`: PENDING, or DELIVERING with a lapsed
    * lease, becomes DELIVERING with attempts + 1. Undefined when the task is gone, final or leased

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import { CLOCK_SKEW_MS } from '../../functions/core/clock.js';
 import { parseTaskId, type TaskKey, taskKey } from '../../functions/core/ids.js';
-import type { DeliveryRecord, Task, TaskStore } from '../../functions/core/task.js';
+import type { DeliveryRecord, FirstAttemptRecord, Task, TaskStore } from '../../functions/core/task.js';
 import { aTask, cancelRequest, TENANT_ID } from '../unit/fakes.js';
 
 /** Buckets the store under test is made with; the keys below are built with the same count. */
@@ -62,25 +62,44 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       expect(await store.get(keyOf(task))).toEqual(task);
     });
 
-    it('lists the PENDING tasks of exactly one second and shard, or only those never attempted', async () => {
+    it('lists the PENDING tasks of exactly one second and shard, or only those no message may still bring', async () => {
       // Prepare
       const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const staleMs = DUE_MS + 300_000;
       const due = aTask(DUE_MS, 2);
       const retried = aTask(DUE_MS + 400, 2, { attempts: 1 });
+      const retryWaiting = aTask(DUE_MS + 450, 2);
+      const retryStranded = aTask(DUE_MS + 480, 2);
+      const leaseLive = aTask(DUE_MS + 500, 2, { rescheduledFrom: 'x' });
+      const leaseStranded = aTask(DUE_MS + 520, 2, { rescheduledFrom: 'y' });
       const cancelled = aTask(DUE_MS + 10, 2, { status: 'CANCELLED' });
       const otherShard = aTask(DUE_MS, 3);
       const nextSecond = aTask(DUE_MS + 1000, 2);
       const nextRound = aTask(DUE_MS + CONTRACT_BUCKET_COUNT * 1000, 2);
-      await stored(store, due, retried, cancelled, otherShard, nextSecond, nextRound);
+      await stored(store, due, retried, retryWaiting, retryStranded, leaseLive, leaseStranded);
+      await stored(store, cancelled, otherShard, nextSecond, nextRound);
+      const retryAt = (retryAtMs: number): FirstAttemptRecord => ({
+        status: 'PENDING',
+        lastError: 'HTTP 503',
+        history: [],
+        retryAtMs,
+      });
+      await store.finishFirstAttempt(keyOf(retryWaiting), retryAt(staleMs), DUE_MS, 'waiting');
+      await store.finishFirstAttempt(keyOf(retryStranded), retryAt(staleMs - 1), DUE_MS, 'stranded');
+      await store.claimDelivery(keyOf(leaseLive), DUE_MS, staleMs, 'live');
+      await store.claimDelivery(keyOf(leaseStranded), DUE_MS, staleMs - 1, 'lapsed');
 
       // Act
       const listed = await store.listDue(SECOND, 2);
-      const fresh = await store.listDue(SECOND, 2, { neverAttempted: true });
+      const stranded = await store.listDue(SECOND, 2, { strandedBeforeMs: staleMs });
 
       // Assess
-      const byId = (a: { id: string }, b: { id: string }) => a.id.localeCompare(b.id);
-      expect([...listed].sort(byId)).toEqual([due, retried].map(({ id, fireAtMs }) => ({ id, fireAtMs })).sort(byId));
-      expect(fresh).toEqual([{ id: due.id, fireAtMs: due.fireAtMs }]);
+      const refs = (...tasks: Task[]) =>
+        tasks.map(({ id, fireAtMs }) => ({ id, fireAtMs })).sort((a, b) => a.id.localeCompare(b.id));
+      const sorted = (listing: Array<{ id: string; fireAtMs: number }>) =>
+        [...listing].sort((a, b) => a.id.localeCompare(b.id));
+      expect(sorted(listed)).toEqual(refs(due, retried, retryWaiting, retryStranded));
+      expect(sorted(stranded)).toEqual(refs(due, retryStranded, leaseStranded));
     });
 
     it('keeps a task with a window where it fires: read back as it was, listed in its fire second, not its due second', async () => {

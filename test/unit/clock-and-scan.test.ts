@@ -769,6 +769,32 @@ describe('Function: sweep', () => {
       expect(clockStore.watermarks.overdueChecked).toBe(NOW_SECOND - 60);
     });
 
+    it('enqueues again a task stranded in a lapsed lease or past its retry time, which no message will bring back', async () => {
+      // Prepare: a claim and a retry record whose answers were lost left these with no message.
+      const second = NOW_SECOND - 120;
+      const nowMs = NOW_SECOND * 1000;
+      const staleMs = nowMs - QUEUES.delivery.visibilityTimeoutSeconds * 1000;
+      const leaseLapsed = aTask(second * 1000 + 10, 1, {
+        status: 'DELIVERING',
+        attempts: 1,
+        leaseUntilMs: staleMs - 1,
+      });
+      const retryPassed = aTask(second * 1000 + 20, 2, { attempts: 1, retryAtMs: staleMs - 1 });
+      const leaseLive = aTask(second * 1000 + 30, 3, { status: 'DELIVERING', attempts: 1, leaseUntilMs: staleMs });
+      const retryComing = aTask(second * 1000 + 40, 0, { attempts: 1, retryAtMs: staleMs });
+      const clockStore = healthyClock({ [second]: 4 });
+      const ports = scanPorts({ tasks: [leaseLapsed, retryPassed, leaseLive, retryComing], clockStore });
+
+      // Act
+      const report = await sweep(ports, overdueSettings);
+
+      // Assess
+      expect(report.overdue).toBe(2);
+      expect(ports.deliveryQueue.sent.map((message) => message.id).sort()).toEqual(
+        [leaseLapsed.id, retryPassed.id].sort(),
+      );
+    });
+
     it('queries only seconds with tasks in the occupancy index, and those the api flagged', async () => {
       // Prepare: a late arrival due before the clock even started, whose enqueue failed (the api
       // flagged it at the second it was submitted); a second whose scan sent its task; and a

@@ -227,10 +227,17 @@ export class FakeTaskStore implements TaskStore {
     return true;
   }
 
-  async listDue(second: number, shard: number, options: { neverAttempted?: boolean } = {}): Promise<DueTask[]> {
+  async listDue(second: number, shard: number, options: { strandedBeforeMs?: number } = {}): Promise<DueTask[]> {
+    const stale = options.strandedBeforeMs;
+    const before = (atMs: number | undefined) => stale !== undefined && atMs !== undefined && atMs < stale;
     return [...this.tasks.values()]
-      .filter((task) => task.status === 'PENDING' && Math.floor(task.fireAtMs / 1000) === second)
-      .filter((task) => !options.neverAttempted || task.attempts === 0)
+      .filter((task) => Math.floor(task.fireAtMs / 1000) === second)
+      .filter((task) =>
+        stale === undefined
+          ? task.status === 'PENDING'
+          : (task.status === 'PENDING' && (task.attempts === 0 || before(task.retryAtMs))) ||
+            (task.status === 'DELIVERING' && before(task.leaseUntilMs)),
+      )
       .filter((task) => parseTaskId(task.id, MAX_SHARDS)?.shard === shard)
       .map(({ id, fireAtMs }) => ({ id, fireAtMs }));
   }

@@ -208,7 +208,8 @@ export class DynamoTaskStore implements TaskStore {
     );
   }
 
-  async listDue(second: number, shard: number, options: { neverAttempted?: boolean } = {}): Promise<DueTask[]> {
+  async listDue(second: number, shard: number, options: { strandedBeforeMs?: number } = {}): Promise<DueTask[]> {
+    const stranded = options.strandedBeforeMs;
     const { client, tableName, bucketCount, queryPageSize } = this.options;
     const range = secondRange(second);
     const items = await allItems<TaskItem>((startKey) =>
@@ -216,7 +217,12 @@ export class DynamoTaskStore implements TaskStore {
         new QueryCommand({
           TableName: tableName,
           KeyConditionExpression: KEY_EXPRESSIONS.partitionSortBetween,
-          FilterExpression: options.neverAttempted ? '#status = :pending AND attempts = :zero' : '#status = :pending',
+          // A filter: the Query reads, and is billed for, every item of the second's range either way.
+          FilterExpression:
+            stranded === undefined
+              ? '#status = :pending'
+              : '(#status = :pending AND (attempts = :zero OR retryAtMs < :stale)) OR ' +
+                '(#status = :delivering AND leaseUntilMs < :stale)',
           ProjectionExpression: DUE_TASK_PROJECTION.join(', '),
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: {
@@ -224,7 +230,7 @@ export class DynamoTaskStore implements TaskStore {
             ':from': range.from,
             ':to': range.to,
             ':pending': 'PENDING',
-            ...(options.neverAttempted && { ':zero': 0 }),
+            ...(stranded !== undefined && { ':zero': 0, ':stale': stranded, ':delivering': 'DELIVERING' }),
           },
           ConsistentRead: true,
           ExclusiveStartKey: startKey,

@@ -34,14 +34,25 @@ export async function readClock(clockStore: ClockStore, clock: Clock): Promise<C
 export const CLOCK_SKEW_MS = 500;
 
 /**
- * The last second any claimant can have claimed by `nowMs` on the caller's clock: scanners
- * claim at most `lookaheadSeconds` past the second their own now is in, and their clocks run at
- * most CLOCK_SKEW_MS ahead of ours. Seconds after it are certainly unclaimed, so a task due in
- * them is found by the scan that claims its second, without a read of the cursor (one item that
- * every submit would read: invariant 8).
+ * The last second a scanner claims at `nowMs` on its own clock. A tick surfaces `lookaheadSeconds`
+ * before its second by the clock of the function that sent it (see tickFor); the scanner's clock
+ * may run up to CLOCK_SKEW_MS behind that one, so it reaches that far ahead too. Otherwise a
+ * scanner a millisecond behind would claim one second short, and the tick's second would wait for
+ * the sweeper's catch-up. Claiming early is harmless: the callback waits out the rest (invariant 2).
+ */
+export function scanThrough(nowMs: number, lookaheadSeconds: number): number {
+  return secondOf(nowMs + CLOCK_SKEW_MS) + lookaheadSeconds;
+}
+
+/**
+ * The last second any claimant can have claimed by `nowMs` on the caller's clock: a scanner's
+ * clock runs at most CLOCK_SKEW_MS ahead of ours, and it claims through scanThrough of its own
+ * now. Seconds after it are certainly unclaimed, so a task due in them is found by the scan that
+ * claims its second, without a read of the cursor (one item that every submit would read:
+ * invariant 8).
  */
 export function claimableThrough(nowMs: number, lookaheadSeconds: number): number {
-  return secondOf(nowMs + CLOCK_SKEW_MS) + lookaheadSeconds;
+  return scanThrough(nowMs + CLOCK_SKEW_MS, lookaheadSeconds);
 }
 
 /** Clock stores whose clock this instance has seen running, or is starting. */

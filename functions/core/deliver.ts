@@ -1,6 +1,6 @@
 import type { WebhookNotification } from '../contract/wire.js';
 import { secondOf } from './clock.js';
-import { parseTaskId, type TaskKey, taskKey } from './ids.js';
+import { newAttemptId, parseTaskId, type TaskKey, taskKey } from './ids.js';
 import { handoverTo } from './reschedule.js';
 import { advanceSchedule, type OccurrencePorts } from './schedules.js';
 import type { Clock, DeliveryAttempt, FirstAttemptRecord, Target, Task, TaskStore } from './task.js';
@@ -228,7 +228,7 @@ export async function deliverTask(ports: DeliveryPorts, id: string, notBeforeMs 
     return attempt(ports, task, goesAtMs, 1, {
       // A copy of this attempt that read the task before the record lands is done calling within
       // two invocations of now (the lease's length): it read before this one ended, and calls within its own.
-      record: (outcome) => taskStore.finishFirstAttempt(key, outcome, clock.now() + ports.leaseMs),
+      record: (outcome) => taskStore.finishFirstAttempt(key, outcome, clock.now() + ports.leaseMs, newAttemptId()),
       // Nothing was written before the call, so there is nothing to give back.
       giveBack: () => Promise.resolve(),
     });
@@ -251,7 +251,7 @@ interface AttemptWrites {
 async function leasedAttempt(ports: DeliveryPorts, key: TaskKey, goesAtMs: number): Promise<DeliveryOutcome> {
   const { taskStore, clock } = ports;
   const claimedAtMs = clock.now();
-  const task = await taskStore.claimDelivery(key, claimedAtMs, claimedAtMs + ports.leaseMs);
+  const task = await taskStore.claimDelivery(key, claimedAtMs, claimedAtMs + ports.leaseMs, newAttemptId());
   if (!task) return { kind: 'skipped', reason: 'not-claimable' };
   const number = task.attempts;
   const release = async () => {

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomInt } from 'node:crypto';
+import { createHash, randomBytes, randomInt, randomUUID } from 'node:crypto';
 
 /**
  * Task ids say where the task lives, so GET and DELETE are single-item reads with no
@@ -130,4 +130,9 @@ export function taskKey(id: string, location: TaskLocation, bucketCount: number)
  */
 export function secondRange(second: number): { from: string; to: string } {
   return { from: sortTime(second * 1000), to: `${sortTime(second * 1000 + 999)}#~` };
+}
+
+/** A new delivery lease's name: unique per claim, and the same in every send of that claim. */
+export function newAttemptId(): string {
+  return randomUUID();
 }

@@ -1,4 +1,4 @@
-import { claimSeconds, MARKER_RETENTION_SECONDS, secondOf } from './clock.js';
+import { claimSeconds, MARKER_RETENTION_SECONDS, scanThrough } from './clock.js';
 import type { Clock, ClockStore, DeliveryQueue, DueTask, OccupancyIndex, SecondRange, TaskStore } from './task.js';
 import { deliveryMessageFor } from './task-kernel.js';
 
@@ -150,10 +150,14 @@ export async function claimAndScan(ports: ScanPorts, throughAt: () => number, de
   return { claimed, enqueuedBySecond, enqueued };
 }
 
-/** What one tick starts: claims and scans every second due within the lookahead, within the time budget. */
+/** What one tick starts: claims and scans every second due within the lookahead (and the skew bound), within the time budget. */
 export function runScanner(
   ports: ScanPorts & { readonly lookaheadSeconds: number },
   budgetMs: number,
 ): Promise<ScannerRun> {
-  return claimAndScan(ports, () => secondOf(ports.clock.now()) + ports.lookaheadSeconds, ports.clock.now() + budgetMs);
+  return claimAndScan(
+    ports,
+    () => scanThrough(ports.clock.now(), ports.lookaheadSeconds),
+    ports.clock.now() + budgetMs,
+  );
 }

@@ -451,7 +451,8 @@ const CHANGE_ROUNDS = 3;
  * apply, and an occurrence that advanced the chain meanwhile keeps the successor it chose and
  * fires under the revision that reached it. Then the change is made again over the chain as it
  * now stands, under a fresh revision: the first try's occurrence, under a revision that never
- * became the schedule's, is cancelled. Once the change is in, the old pending occurrence is
+ * became the schedule's, is cancelled. A try whose write failed but whose revision the schedule
+ * shows landed (its answer was lost). Once the change is in, the old pending occurrence is
  * cancelled.
  */
 export async function changeSchedule(
@@ -468,12 +469,16 @@ export async function changeSchedule(
     const { next } = planned.schedule;
     if (next) await storeOccurrence(ports, planned.schedule, next);
     const readAt = { revision: current.revision, ...(current.next && { nextTaskId: current.next.taskId }) };
-    if (await ports.scheduleStore.replace(planned.schedule, readAt)) {
+    const replaced = await ports.scheduleStore.replace(planned.schedule, readAt);
+    // A failed replace may be the SDK's resend of one that landed with its answer lost: the new
+    // revision, unique to this try, says so. Taken for lost, its occurrence would be cancelled
+    // under the schedule that names it, and the chain would stop.
+    const now = replaced ? planned.schedule : await ports.scheduleStore.get(tenantId, id);
+    if (now?.revision === planned.schedule.revision) {
       await cancelOccurrence(ports, tenantId, current.next);
       return { kind: 'changed', schedule: planned.schedule };
     }
     await cancelOccurrence(ports, tenantId, next);
-    const now = await ports.scheduleStore.get(tenantId, id);
     if (!now) return { kind: 'not-found' };
     // Another change won: this one was made over what that one replaced.
     if (now.revision !== current.revision) return { kind: 'contended' };

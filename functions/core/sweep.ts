@@ -1,3 +1,4 @@
+import { QUEUES } from '../contract/topology.js';
 import { MARKER_RETENTION_SECONDS, secondOf } from './clock.js';
 import type { ScanPorts } from './scan.js';
 import { claimAndScan, scanRange } from './scan.js';
@@ -15,7 +16,8 @@ export interface SweepSettings {
   readonly graceSeconds: number;
   /**
    * A task that no callback has claimed this long after its due time has lost its message
-   * (or its message keeps crashing the callback) and is enqueued again.
+   * (or its message keeps crashing the callback) and is enqueued again, as is one stranded
+   * by then in a retry or a lease that no message will bring back.
    */
   readonly overdueGraceSeconds: number;
   /**
@@ -34,7 +36,7 @@ export interface SweepReport {
   readonly rescanned: number[];
   /** Tasks enqueued by those re-scans. */
   readonly enqueued: number;
-  /** Tasks never attempted long after their due time, enqueued again. */
+  /** Tasks never attempted long after their due time, or stranded in a retry or a lapsed lease, enqueued again. */
   readonly overdue: number;
   /**
    * How far the scanners are behind: now minus the oldest second with tasks that the catch-up
@@ -101,8 +103,10 @@ async function raised(ports: ScanPorts, mark: Watermark, after: number, through:
  * here, late but not lost. Then it re-scans claimed seconds that have tasks and were never
  * recorded as finished (a scanner that crashed, timed out or failed to enqueue). Then, over
  * seconds that had work, it looks for tasks no callback has ever claimed long after their due
- * time, whose message was lost, dead-lettered by SQS or keeps crashing the callback, and
- * enqueues them again. All of it only ever sends duplicates of work that may already be in
+ * time, whose message was lost, dead-lettered by SQS or keeps crashing the callback, and for
+ * tasks whose retry time or lease ran out with no message left to bring them back, and enqueues
+ * them again. It looks at each second once, `overdueGraceSeconds` after it: a retry stranded
+ * later than that is not found here. All of it only ever sends duplicates of work that may already be in
  * flight, which the callback's lease turns into no-ops.
  */
 export async function sweep(ports: ScanPorts, settings: SweepSettings): Promise<SweepReport> {
@@ -204,11 +208,14 @@ export async function sweep(ports: ScanPorts, settings: SweepSettings): Promise<
       if (overdueChecked.has(second)) return;
       overdueChecked.add(second);
       const shards = Array.from({ length: ports.shardCount }, (_, shard) => shard);
+      const nowMs = ports.clock.now();
+      // A task whose retry or lease ran out a visibility timeout ago has no message left coming:
+      // one that is merely slow comes back within that, and a duplicate is absorbed by the lease.
+      const strandedBeforeMs = nowMs - QUEUES.delivery.visibilityTimeoutSeconds * 1000;
       const lost = (
-        await Promise.all(shards.map((shard) => ports.taskStore.listDue(second, shard, { neverAttempted: true })))
+        await Promise.all(shards.map((shard) => ports.taskStore.listDue(second, shard, { strandedBeforeMs })))
       ).flat();
       if (lost.length === 0) return;
-      const nowMs = ports.clock.now();
       await ports.deliveryQueue.send(lost.map((task) => deliveryMessageFor(task, nowMs)));
       overdue += lost.length;
     },

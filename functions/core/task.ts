@@ -43,6 +43,12 @@ export interface Task {
   readonly attempts: number;
   readonly leaseUntilMs?: number;
   /**
+   * Names the attempt that holds the lease, or that recorded the task's unleased first attempt: a
+   * write whose answer was lost is sent again by the SDK and then fails its condition on its own
+   * effect, and this is how it knows that effect for its own.
+   */
+  readonly attemptId?: string;
+  /**
    * When the next attempt of a task whose last attempt failed may run. The table, not a hidden
    * queue message, owns the backoff, so a lost message or a restart never shortens it.
    */
@@ -258,16 +264,23 @@ export interface TaskStore {
    */
   revertCancel(key: TaskKey, cancelId: string): Promise<boolean>;
   /**
-   * All PENDING tasks of one shard of one second (consistent reads, every page); with
-   * `neverAttempted`, only those no callback has ever claimed.
+   * All PENDING tasks of one shard of one second (consistent reads, every page). With
+   * `strandedBeforeMs`, instead, those no live message may still bring: PENDING and never
+   * attempted, PENDING with a `retryAtMs` before it, or DELIVERING with a lease lapsed before it.
    */
-  listDue(second: number, shard: number, options?: { neverAttempted?: boolean }): Promise<DueTask[]>;
+  listDue(second: number, shard: number, options?: { strandedBeforeMs?: number }): Promise<DueTask[]>;
   /**
-   * Takes the delivery lease: PENDING, or DELIVERING with a lapsed lease, becomes
-   * DELIVERING with attempts + 1. Undefined when the task is gone, final or leased.
+   * Takes the delivery lease for the attempt `attemptId`: PENDING, or DELIVERING with a lapsed
+   * lease, becomes DELIVERING with attempts + 1. Undefined when the task is gone, final or leased
+   * by another attempt; a task already leased to `attemptId` is returned (this claim landed, its
+   * answer was lost and it was sent again), or nobody would ever finish that lease.
    */
-  claimDelivery(key: TaskKey, nowMs: number, leaseUntilMs: number): Promise<Task | undefined>;
-  /** Records the outcome of the attempt that holds the lease; false if the lease was lost. */
+  claimDelivery(key: TaskKey, nowMs: number, leaseUntilMs: number, attemptId: string): Promise<Task | undefined>;
+  /**
+   * Records the outcome of the attempt that holds the lease; false if the lease was lost. True, too,
+   * when the task already shows this very record (see showsRecord): the write landed, its answer
+   * was lost, and the SDK's retry failed its condition.
+   */
   finishDelivery(key: TaskKey, attempt: number, outcome: DeliveryRecord): Promise<boolean>;
   /**
    * Records the outcome of an unleased first attempt, making it attempt 1, in the one write the
@@ -280,8 +293,15 @@ export interface TaskStore {
    * Never over a delivery already recorded, nor over a reschedule that took effect. A failure is
    * recorded with `copiesCallUntilMs`: every copy that read the task before this record lands is
    * done calling by then (the caller's clock), and until then the task cannot be cancelled.
+   * The record names its attempt `attemptId`; true, too, when the task already shows this
+   * attempt's record (its write landed, its answer was lost, and the SDK's retry failed).
    */
-  finishFirstAttempt(key: TaskKey, outcome: FirstAttemptRecord, copiesCallUntilMs: number): Promise<boolean>;
+  finishFirstAttempt(
+    key: TaskKey,
+    outcome: FirstAttemptRecord,
+    copiesCallUntilMs: number,
+    attemptId: string,
+  ): Promise<boolean>;
   /** FAILED → PENDING with a fresh attempt budget and no backoff to wait out; false if the task is not FAILED. */
   reviveFailed(key: TaskKey): Promise<boolean>;
   /**
@@ -365,6 +385,22 @@ export type DeliveryRecord =
 
 /** What an unleased first attempt can end in. */
 export type FirstAttemptRecord = Extract<DeliveryRecord, { status: 'DELIVERED' | 'PENDING' | 'FAILED' }>;
+
+/**
+ * Whether a task shows the record of the leased attempt `attempt` written: how a store tells that
+ * a record whose conditional write failed had in fact landed before (its answer was lost, and the
+ * SDK sent it again). Only that attempt's lease holder writes a record with its attempt count.
+ * Taken for lost, a retry record would strand the task: the callback sends the reminder message
+ * only for a record it knows landed.
+ */
+export function showsRecord(task: Task, attempt: number, outcome: DeliveryRecord): boolean {
+  if (outcome.status === 'RELEASED') return task.status === 'PENDING' && task.attempts === attempt - 1;
+  return (
+    task.status === outcome.status &&
+    task.attempts === attempt &&
+    (outcome.status !== 'PENDING' || task.retryAtMs === outcome.retryAtMs)
+  );
+}
 
 /** Seconds `from` to `through`, both included. */
 export interface SecondRange {

@@ -15,8 +15,9 @@ export interface TickQueue {
 const MAX_TICK_DELAY_SECONDS = 900;
 
 /**
- * The tick for an occupied second. It surfaces `lookaheadSeconds` before the second, never
- * earlier, so the scanner it starts, which claims up to now + lookahead, takes the second in.
+ * The tick for an occupied second. It surfaces `lookaheadSeconds` before the second by this
+ * clock, never earlier, so the scanner it starts takes the second in: that scanner claims through
+ * scanThrough of its own now, which reaches CLOCK_SKEW_MS further for a clock behind this one.
  * SQS delays are whole seconds, so this rounds up: a tick rounded down could surface just
  * under a second too early, claim up to the second before, and leave this one to the sweeper.
  */

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import { CLOCK_SKEW_MS } from '../../functions/core/clock.js';
 import { parseTaskId, type TaskKey, taskKey } from '../../functions/core/ids.js';
-import type { DeliveryRecord, Task, TaskStore } from '../../functions/core/task.js';
+import type { DeliveryRecord, FirstAttemptRecord, Task, TaskStore } from '../../functions/core/task.js';
 import { aTask, cancelRequest, TENANT_ID } from '../unit/fakes.js';
 
 /** Buckets the store under test is made with; the keys below are built with the same count. */
@@ -62,25 +62,44 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       expect(await store.get(keyOf(task))).toEqual(task);
     });
 
-    it('lists the PENDING tasks of exactly one second and shard, or only those never attempted', async () => {
+    it('lists the PENDING tasks of exactly one second and shard, or only those no message may still bring', async () => {
       // Prepare
       const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const staleMs = DUE_MS + 300_000;
       const due = aTask(DUE_MS, 2);
       const retried = aTask(DUE_MS + 400, 2, { attempts: 1 });
+      const retryWaiting = aTask(DUE_MS + 450, 2);
+      const retryStranded = aTask(DUE_MS + 480, 2);
+      const leaseLive = aTask(DUE_MS + 500, 2, { rescheduledFrom: 'x' });
+      const leaseStranded = aTask(DUE_MS + 520, 2, { rescheduledFrom: 'y' });
       const cancelled = aTask(DUE_MS + 10, 2, { status: 'CANCELLED' });
       const otherShard = aTask(DUE_MS, 3);
       const nextSecond = aTask(DUE_MS + 1000, 2);
       const nextRound = aTask(DUE_MS + CONTRACT_BUCKET_COUNT * 1000, 2);
-      await stored(store, due, retried, cancelled, otherShard, nextSecond, nextRound);
+      await stored(store, due, retried, retryWaiting, retryStranded, leaseLive, leaseStranded);
+      await stored(store, cancelled, otherShard, nextSecond, nextRound);
+      const retryAt = (retryAtMs: number): FirstAttemptRecord => ({
+        status: 'PENDING',
+        lastError: 'HTTP 503',
+        history: [],
+        retryAtMs,
+      });
+      await store.finishFirstAttempt(keyOf(retryWaiting), retryAt(staleMs), DUE_MS, 'waiting');
+      await store.finishFirstAttempt(keyOf(retryStranded), retryAt(staleMs - 1), DUE_MS, 'stranded');
+      await store.claimDelivery(keyOf(leaseLive), DUE_MS, staleMs, 'live');
+      await store.claimDelivery(keyOf(leaseStranded), DUE_MS, staleMs - 1, 'lapsed');
 
       // Act
       const listed = await store.listDue(SECOND, 2);
-      const fresh = await store.listDue(SECOND, 2, { neverAttempted: true });
+      const stranded = await store.listDue(SECOND, 2, { strandedBeforeMs: staleMs });
 
       // Assess
-      const byId = (a: { id: string }, b: { id: string }) => a.id.localeCompare(b.id);
-      expect([...listed].sort(byId)).toEqual([due, retried].map(({ id, fireAtMs }) => ({ id, fireAtMs })).sort(byId));
-      expect(fresh).toEqual([{ id: due.id, fireAtMs: due.fireAtMs }]);
+      const refs = (...tasks: Task[]) =>
+        tasks.map(({ id, fireAtMs }) => ({ id, fireAtMs })).sort((a, b) => a.id.localeCompare(b.id));
+      const sorted = (listing: Array<{ id: string; fireAtMs: number }>) =>
+        [...listing].sort((a, b) => a.id.localeCompare(b.id));
+      expect(sorted(listed)).toEqual(refs(due, retried, retryWaiting, retryStranded));
+      expect(sorted(stranded)).toEqual(refs(due, retryStranded, leaseStranded));
     });
 
     it('keeps a task with a window where it fires: read back as it was, listed in its fire second, not its due second', async () => {
@@ -106,7 +125,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       const pending = aTask(DUE_MS, 0);
       const delivering = aTask(DUE_MS, 0);
       const [pendingKey, deliveringKey] = await stored(store, pending, delivering);
-      await store.claimDelivery(deliveringKey as TaskKey, DUE_MS, DUE_MS + LEASE_MS);
+      await store.claimDelivery(deliveringKey as TaskKey, DUE_MS, DUE_MS + LEASE_MS, 'lease-1');
 
       // Act
       const stranger = await store.cancel(pendingKey as TaskKey, cancelRequest('rival', DUE_MS, EXPIRES_AT));
@@ -257,6 +276,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
           history: [{ attempt: 1, atMs: DUE_MS + 20, latencyMs: 30, statusCode: 200 }],
         },
         COPIES_CALL_UNTIL_MS,
+        'attempt-1',
       );
 
       // Act
@@ -292,10 +312,20 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       };
 
       // Act
-      const first = await store.finishFirstAttempt(key as TaskKey, delivered, COPIES_CALL_UNTIL_MS);
-      const duplicate = await store.finishFirstAttempt(key as TaskKey, failed, COPIES_CALL_UNTIL_MS);
-      const overCancel = await store.finishFirstAttempt(lateKey as TaskKey, delivered, COPIES_CALL_UNTIL_MS);
-      const ofSuccessor = await store.finishFirstAttempt(successorKey as TaskKey, delivered, COPIES_CALL_UNTIL_MS);
+      const first = await store.finishFirstAttempt(key as TaskKey, delivered, COPIES_CALL_UNTIL_MS, 'attempt-2');
+      const duplicate = await store.finishFirstAttempt(key as TaskKey, failed, COPIES_CALL_UNTIL_MS, 'attempt-3');
+      const overCancel = await store.finishFirstAttempt(
+        lateKey as TaskKey,
+        delivered,
+        COPIES_CALL_UNTIL_MS,
+        'attempt-4',
+      );
+      const ofSuccessor = await store.finishFirstAttempt(
+        successorKey as TaskKey,
+        delivered,
+        COPIES_CALL_UNTIL_MS,
+        'attempt-5',
+      );
 
       // Assess
       expect([first, duplicate, overCancel, ofSuccessor]).toEqual([true, false, true, false]);
@@ -322,7 +352,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
         history: [failure],
       };
       for (const key of [retryingKey, inRetryKey, cancelledKey])
-        await store.finishFirstAttempt(key, retry, COPIES_CALL_UNTIL_MS);
+        await store.finishFirstAttempt(key, retry, COPIES_CALL_UNTIL_MS, 'attempt-6');
       await store.finishFirstAttempt(
         failedKey,
         {
@@ -332,8 +362,9 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
           history: [failure],
         },
         COPIES_CALL_UNTIL_MS,
+        'attempt-7',
       );
-      await store.claimDelivery(inRetryKey, RETRY_AT_MS, RETRY_AT_MS + LEASE_MS);
+      await store.claimDelivery(inRetryKey, RETRY_AT_MS, RETRY_AT_MS + LEASE_MS, 'lease-2');
       await store.cancel(cancelledKey, cancelRequest(TENANT_ID, COPIES_CALL_UNTIL_MS + 1000, EXPIRES_AT));
       const delivered: DeliveryRecord = {
         status: 'DELIVERED',
@@ -345,9 +376,14 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
 
       // Act
       const recorded = await Promise.all(
-        keys.map((key) => store.finishFirstAttempt(key, delivered, COPIES_CALL_UNTIL_MS)),
+        keys.map((key) => store.finishFirstAttempt(key, delivered, COPIES_CALL_UNTIL_MS, 'attempt-8')),
       );
-      const again = await store.finishFirstAttempt(retryingKey, { ...delivered, latenessMs: 99 }, COPIES_CALL_UNTIL_MS);
+      const again = await store.finishFirstAttempt(
+        retryingKey,
+        { ...delivered, latenessMs: 99 },
+        COPIES_CALL_UNTIL_MS,
+        'attempt-9',
+      );
 
       // Assess
       expect(recorded).toEqual([true, true, true, true]);
@@ -358,6 +394,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
         latenessMs: 5,
         history: [failure, success],
         copiesCallUntilMs: COPIES_CALL_UNTIL_MS,
+        attemptId: 'attempt-8',
       };
       expect(await store.get(retryingKey)).toEqual({
         ...retrying,
@@ -392,11 +429,12 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
           history: [],
         },
         COPIES_CALL_UNTIL_MS,
+        'attempt-10',
       );
       const intent = { taskId: 'NEXT-1', fingerprint: 'f-1' };
       await store.recordRescheduleIntent(rescheduledKey, TENANT_ID, intent);
       await store.commitReschedule(rescheduledKey, intent.taskId, DUE_MS + 1000, EXPIRES_AT);
-      await store.claimDelivery(lateKey, DUE_MS, DUE_MS + LEASE_MS);
+      await store.claimDelivery(lateKey, DUE_MS, DUE_MS + LEASE_MS, 'lease-3');
       const delivered: DeliveryRecord = {
         status: 'DELIVERED',
         deliveredAtMs: DUE_MS + 5,
@@ -406,8 +444,13 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       };
 
       // Act
-      const overReschedule = await store.finishFirstAttempt(rescheduledKey, delivered, COPIES_CALL_UNTIL_MS);
-      const overLease = await store.finishFirstAttempt(lateKey, delivered, COPIES_CALL_UNTIL_MS);
+      const overReschedule = await store.finishFirstAttempt(
+        rescheduledKey,
+        delivered,
+        COPIES_CALL_UNTIL_MS,
+        'attempt-11',
+      );
+      const overLease = await store.finishFirstAttempt(lateKey, delivered, COPIES_CALL_UNTIL_MS, 'attempt-12');
 
       // Assess
       expect([overReschedule, overLease]).toEqual([false, false]);
@@ -425,6 +468,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
         key,
         { status: 'PENDING', lastError: 'HTTP 503', retryAtMs: RETRY_AT_MS, history: [failure] },
         COPIES_CALL_UNTIL_MS,
+        'attempt-13',
       );
 
       // Act: the api's clock may be CLOCK_SKEW_MS behind the callback's that set the time.
@@ -459,6 +503,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
           history: [],
         },
         COPIES_CALL_UNTIL_MS,
+        'attempt-14',
       );
 
       // Assess
@@ -473,22 +518,69 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       const [key] = (await stored(store, task)) as [TaskKey];
 
       // Act
-      const first = await store.claimDelivery(key, DUE_MS, DUE_MS + LEASE_MS);
-      const whileLeased = await store.claimDelivery(key, DUE_MS + 1, DUE_MS + 1 + LEASE_MS);
-      const afterLapse = await store.claimDelivery(key, DUE_MS + LEASE_MS + 1, DUE_MS + 2 * LEASE_MS);
+      const first = await store.claimDelivery(key, DUE_MS, DUE_MS + LEASE_MS, 'lease-4');
+      const whileLeased = await store.claimDelivery(key, DUE_MS + 1, DUE_MS + 1 + LEASE_MS, 'lease-5');
+      const afterLapse = await store.claimDelivery(key, DUE_MS + LEASE_MS + 1, DUE_MS + 2 * LEASE_MS, 'lease-6');
 
       // Assess
-      expect(first).toEqual({ ...task, status: 'DELIVERING', attempts: 1, leaseUntilMs: DUE_MS + LEASE_MS });
+      expect(first).toEqual({
+        ...task,
+        status: 'DELIVERING',
+        attempts: 1,
+        leaseUntilMs: DUE_MS + LEASE_MS,
+        attemptId: 'lease-4',
+      });
       expect(whileLeased).toBeUndefined();
-      expect(afterLapse).toEqual({ ...task, status: 'DELIVERING', attempts: 2, leaseUntilMs: DUE_MS + 2 * LEASE_MS });
+      expect(afterLapse).toEqual({
+        ...task,
+        status: 'DELIVERING',
+        attempts: 2,
+        leaseUntilMs: DUE_MS + 2 * LEASE_MS,
+        attemptId: 'lease-6',
+      });
     });
 
-    it('records an outcome only from the attempt holding the lease, and drops the lease with it', async () => {
+    it('knows its own claim and its own first-attempt record when sent again after their answers were lost, and no other attempt’s', async () => {
+      // Prepare
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const leased = aTask(DUE_MS, 0);
+      const firstAttempt = aTask(DUE_MS, 1);
+      const [leasedKey, firstKey] = (await stored(store, leased, firstAttempt)) as [TaskKey, TaskKey];
+      const retry: DeliveryRecord = {
+        status: 'PENDING',
+        lastError: 'HTTP 503',
+        retryAtMs: RETRY_AT_MS,
+        history: [{ attempt: 1, atMs: DUE_MS, latencyMs: 9, statusCode: 503, error: 'HTTP 503' }],
+      };
+
+      // Act: each write lands, then the SDK sends it again; a rival sends its own.
+      const claimed = await store.claimDelivery(leasedKey, DUE_MS, DUE_MS + LEASE_MS, 'mine');
+      const claimedAgain = await store.claimDelivery(leasedKey, DUE_MS, DUE_MS + LEASE_MS, 'mine');
+      const rivalClaim = await store.claimDelivery(leasedKey, DUE_MS, DUE_MS + LEASE_MS, 'rival');
+      const recorded = await store.finishFirstAttempt(firstKey, retry, COPIES_CALL_UNTIL_MS, 'mine');
+      const recordedAgain = await store.finishFirstAttempt(firstKey, retry, COPIES_CALL_UNTIL_MS, 'mine');
+      const rivalCopy = await store.finishFirstAttempt(firstKey, retry, COPIES_CALL_UNTIL_MS, 'rival');
+
+      // Assess
+      expect(claimed).toEqual({
+        ...leased,
+        status: 'DELIVERING',
+        attempts: 1,
+        leaseUntilMs: DUE_MS + LEASE_MS,
+        attemptId: 'mine',
+      });
+      expect(claimedAgain).toEqual(claimed);
+      expect(rivalClaim).toBeUndefined();
+      expect([recorded, recordedAgain, rivalCopy]).toEqual([true, true, false]);
+      expect(await store.get(firstKey)).toMatchObject({ status: 'PENDING', attempts: 1, attemptId: 'mine' });
+    });
+
+    it('records an outcome only from the attempt holding the lease, drops the lease with it, and knows its own record sent again', async () => {
       // Prepare
       const store = await makeStore(CONTRACT_BUCKET_COUNT);
       const task = aTask(DUE_MS, 0);
       const [key] = (await stored(store, task)) as [TaskKey];
-      await store.claimDelivery(key, DUE_MS, DUE_MS + LEASE_MS);
+      await store.claimDelivery(key, DUE_MS, DUE_MS + LEASE_MS, 'lease-7');
       const history = [{ attempt: 1, atMs: DUE_MS + 5, latencyMs: 20, statusCode: 200 }];
       const outcome: DeliveryRecord = {
         status: 'DELIVERED',
@@ -501,10 +593,12 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       // Act
       const stale = await store.finishDelivery(key, 2, outcome);
       const recorded = await store.finishDelivery(key, 1, outcome);
-      const twice = await store.finishDelivery(key, 1, outcome);
+      // The SDK sending the same write again after its answer was lost: its condition fails, and the record is this one.
+      const sentAgain = await store.finishDelivery(key, 1, outcome);
+      const otherRecord = await store.finishDelivery(key, 1, { ...outcome, status: 'FAILED', lastError: 'HTTP 500' });
 
       // Assess
-      expect([stale, recorded, twice]).toEqual([false, true, false]);
+      expect([stale, recorded, sentAgain, otherRecord]).toEqual([false, true, true, false]);
       expect(await store.get(key)).toEqual({
         ...task,
         status: 'DELIVERED',
@@ -521,8 +615,8 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       const released = aTask(DUE_MS, 0);
       const retried = aTask(DUE_MS, 1);
       const [releasedKey, retriedKey] = (await stored(store, released, retried)) as [TaskKey, TaskKey];
-      await store.claimDelivery(releasedKey, DUE_MS, DUE_MS + LEASE_MS);
-      await store.claimDelivery(retriedKey, DUE_MS, DUE_MS + LEASE_MS);
+      await store.claimDelivery(releasedKey, DUE_MS, DUE_MS + LEASE_MS, 'lease-8');
+      await store.claimDelivery(retriedKey, DUE_MS, DUE_MS + LEASE_MS, 'lease-9');
       const history = [{ attempt: 1, atMs: DUE_MS, latencyMs: 9, statusCode: 503 }];
 
       // Act
@@ -550,14 +644,14 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       const store = await makeStore(CONTRACT_BUCKET_COUNT);
       const task = aTask(DUE_MS, 0);
       const [key] = (await stored(store, task)) as [TaskKey];
-      await store.claimDelivery(key, DUE_MS, DUE_MS + LEASE_MS);
+      await store.claimDelivery(key, DUE_MS, DUE_MS + LEASE_MS, 'lease-10');
       await store.finishDelivery(key, 1, {
         status: 'PENDING',
         lastError: 'HTTP 503',
         history: [],
         retryAtMs: RETRY_AT_MS,
       });
-      await store.claimDelivery(key, RETRY_AT_MS, RETRY_AT_MS + LEASE_MS);
+      await store.claimDelivery(key, RETRY_AT_MS, RETRY_AT_MS + LEASE_MS, 'lease-11');
       await store.finishDelivery(key, 2, {
         status: 'FAILED',
         lastError: 'HTTP 410',

@@ -15,6 +15,7 @@ import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
 import { DEFAULT_SETTINGS } from '../../functions/contract/topology.js';
 import { secondOf } from '../../functions/core/clock.js';
+import { newAttemptId } from '../../functions/core/ids.js';
 import { freshTaskId, newPendingTask } from '../../functions/core/task-kernel.js';
 import { ensureDevTenant } from '../../lib/local/dev-tenant.js';
 import { DEV_TENANT_ID } from '../../lib/local/dev-tenant.js';
@@ -72,12 +73,12 @@ describe('Faults: the messages a restart of local mode restores', () => {
     const retryAtMs = nowMs + 4000;
     // A late arrival whose attempt the kill cut short: DELIVERING under a lease that is still running.
     const leased = await stage(nowMs - 5000, nowMs - 6000);
-    await store.claimDelivery(leased.key, nowMs, leaseUntilMs);
+    await store.claimDelivery(leased.key, nowMs, leaseUntilMs, newAttemptId());
     // A late arrival enqueued directly and not yet attempted.
     const late = await stage(nowMs - 3000, nowMs - 4000);
     // A late arrival whose first attempt failed, waiting out its backoff.
     const retrying = await stage(nowMs - 4000, nowMs - 5000);
-    await store.claimDelivery(retrying.key, nowMs - 3500, nowMs + 60_000);
+    await store.claimDelivery(retrying.key, nowMs - 3500, nowMs + 60_000, newAttemptId());
     await store.finishDelivery(retrying.key, 1, { status: 'PENDING', lastError: 'HTTP 503', history: [], retryAtMs });
     // A task in a second the scanner claimed before the kill.
     const claimed = await stage(nowMs - 25_000, nowMs - 600_000);

@@ -107,7 +107,7 @@ describe('Function: rescheduleTask on dynalite', () => {
     const { schedule, delivered, taskStore } = pipeline();
     const old = await storedTask(taskStore);
     const oldKey = taskKey(old.id, { fireAtMs: old.fireAtMs, shard: 1 }, BUCKETS);
-    const claimed = await taskStore.claimDelivery(oldKey, Date.now(), Date.now() + 60_000);
+    const claimed = await taskStore.claimDelivery(oldKey, Date.now(), Date.now() + 60_000, 'lease-1');
     if (!claimed) throw new Error('could not claim');
 
     // Act

@@ -77,7 +77,7 @@ describe('Store: DynamoTaskStore on dynalite', () => {
       rounds.map(async ({ key }) => {
         const [cancel, claim] = await Promise.all([
           taskStore.cancel(key, cancelRequest('acme', now, 0)),
-          taskStore.claimDelivery(key, now, now + 60_000),
+          taskStore.claimDelivery(key, now, now + 60_000, 'lease-1'),
         ]);
         return { cancelled: cancel.cancelled, claimed: claim !== undefined };
       }),
@@ -95,9 +95,9 @@ describe('Store: DynamoTaskStore on dynalite', () => {
     const t0 = 1_000_000;
 
     // Act
-    const first = await taskStore.claimDelivery(entry.key, t0, t0 + 60_000);
-    const whileLive = await taskStore.claimDelivery(entry.key, t0 + 59_999, t0 + 120_000);
-    const afterLapse = await taskStore.claimDelivery(entry.key, t0 + 60_001, t0 + 120_000);
+    const first = await taskStore.claimDelivery(entry.key, t0, t0 + 60_000, 'lease-2');
+    const whileLive = await taskStore.claimDelivery(entry.key, t0 + 59_999, t0 + 120_000, 'lease-3');
+    const afterLapse = await taskStore.claimDelivery(entry.key, t0 + 60_001, t0 + 120_000, 'lease-4');
     const staleFinish = await taskStore.finishDelivery(entry.key, 1, {
       status: 'PENDING',
       history: [],
@@ -118,11 +118,11 @@ describe('Store: DynamoTaskStore on dynalite', () => {
     const entry = task(1_700_300_000_000, 2);
     await taskStore.create(entry.task, entry.key);
     const t0 = 2_000_000;
-    await taskStore.claimDelivery(entry.key, t0, t0 + 60_000);
+    await taskStore.claimDelivery(entry.key, t0, t0 + 60_000, 'lease-5');
 
     // Act
     const whileUnknown = await taskStore.cancel(entry.key, cancelRequest('acme', t0 + 90_000, 0));
-    const retry = await taskStore.claimDelivery(entry.key, t0 + 180_000, t0 + 240_000);
+    const retry = await taskStore.claimDelivery(entry.key, t0 + 180_000, t0 + 240_000, 'lease-6');
     await taskStore.finishDelivery(entry.key, retry?.attempts ?? 0, {
       status: 'PENDING',
       history: [],

@@ -3,7 +3,13 @@ import { describe, expect, it, vi } from 'vitest';
 
 import { EverySecondOccupancy } from '../../functions/adapters/dynamo/occupancy-index.js';
 import { QUEUES } from '../../functions/contract/topology.js';
-import { claimSeconds, MAX_CLAIM_SECONDS } from '../../functions/core/clock.js';
+import {
+  claimableThrough,
+  claimSeconds,
+  CLOCK_SKEW_MS,
+  MAX_CLAIM_SECONDS,
+  scanThrough,
+} from '../../functions/core/clock.js';
 import {
   enqueueSecond,
   runScanner,
@@ -12,6 +18,7 @@ import {
   SHARD_QUERIES_IN_FLIGHT,
 } from '../../functions/core/scan.js';
 import { sweep } from '../../functions/core/sweep.js';
+import { tickFor } from '../../functions/core/tick.js';
 import { aTask, FakeClockStore, FakeDeliveryQueue, FakeOccupancyIndex, FakeTaskStore, ManualClock } from './fakes.js';
 
 const NOW_SECOND = 1_780_000_000;
@@ -394,6 +401,44 @@ describe('Function: runScanner', () => {
     expect(ports.clockStore.state?.cursor).toBe(NOW_SECOND + 3);
   });
 
+  it("claims its tick's second when its clock runs up to CLOCK_SKEW_MS behind the clock that sent the tick", async () => {
+    // Prepare: the ticker plans a second ahead; its tick surfaces, by the ticker's clock, exactly
+    // the lookahead before that second, and the scanner's clock reads CLOCK_SKEW_MS less.
+    const lookaheadSeconds = 2;
+    const second = NOW_SECOND + 10;
+    const task = aTask(second * 1000 + 100, 1);
+    const tickerNowMs = NOW_SECOND * 1000 + 300;
+    const tick = tickFor(second, tickerNowMs, lookaheadSeconds);
+    const ports = {
+      ...scanPorts({
+        tasks: [task],
+        nowMs: tickerNowMs + tick.delaySeconds * 1000 - CLOCK_SKEW_MS,
+        clockStore: new FakeClockStore({ cursor: second - 1, startedAt: 0 }),
+      }),
+      lookaheadSeconds,
+    };
+
+    // Act
+    const run = await runScanner(ports, 40_000);
+
+    // Assess: the second is sent now, not left to the sweeper's catch-up.
+    expect(run.enqueuedBySecond).toEqual(new Map([[second, 1]]));
+    expect(ports.deliveryQueue.sent.map((message) => message.id)).toEqual([task.id]);
+  });
+
+  it("keeps every scanner's claim within the api's claimableThrough, its clock up to CLOCK_SKEW_MS ahead", () => {
+    for (const apiNowMs of [
+      NOW_SECOND * 1000,
+      NOW_SECOND * 1000 + 1,
+      NOW_SECOND * 1000 + 499,
+      NOW_SECOND * 1000 + 999,
+    ]) {
+      for (const skewMs of [-CLOCK_SKEW_MS, 0, CLOCK_SKEW_MS]) {
+        expect(scanThrough(apiNowMs + skewMs, 2)).toBeLessThanOrEqual(claimableThrough(apiNowMs, 2));
+      }
+    }
+  });
+
   it('reads the clock once per caught-up tick, not again to learn it is caught up', async () => {
     // Prepare: the usual steady state, one second to claim per tick.
     const ports = {
@@ -722,6 +767,32 @@ describe('Function: sweep', () => {
       expect(report.overdue).toBe(1);
       expect(ports.deliveryQueue.sent).toEqual([{ id: lost.id, delaySeconds: 0 }]);
       expect(clockStore.watermarks.overdueChecked).toBe(NOW_SECOND - 60);
+    });
+
+    it('enqueues again a task stranded in a lapsed lease or past its retry time, which no message will bring back', async () => {
+      // Prepare: a claim and a retry record whose answers were lost left these with no message.
+      const second = NOW_SECOND - 120;
+      const nowMs = NOW_SECOND * 1000;
+      const staleMs = nowMs - QUEUES.delivery.visibilityTimeoutSeconds * 1000;
+      const leaseLapsed = aTask(second * 1000 + 10, 1, {
+        status: 'DELIVERING',
+        attempts: 1,
+        leaseUntilMs: staleMs - 1,
+      });
+      const retryPassed = aTask(second * 1000 + 20, 2, { attempts: 1, retryAtMs: staleMs - 1 });
+      const leaseLive = aTask(second * 1000 + 30, 3, { status: 'DELIVERING', attempts: 1, leaseUntilMs: staleMs });
+      const retryComing = aTask(second * 1000 + 40, 0, { attempts: 1, retryAtMs: staleMs });
+      const clockStore = healthyClock({ [second]: 4 });
+      const ports = scanPorts({ tasks: [leaseLapsed, retryPassed, leaseLive, retryComing], clockStore });
+
+      // Act
+      const report = await sweep(ports, overdueSettings);
+
+      // Assess
+      expect(report.overdue).toBe(2);
+      expect(ports.deliveryQueue.sent.map((message) => message.id).sort()).toEqual(
+        [leaseLapsed.id, retryPassed.id].sort(),
+      );
     });
 
     it('queries only seconds with tasks in the occupancy index, and those the api flagged', async () => {

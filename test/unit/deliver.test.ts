@@ -533,6 +533,72 @@ describe('Function: redeliverDeadLetter', () => {
   });
 });
 
+/**
+ * Makes the store's `method` lose its first answer: the write lands, and the caller gets the answer
+ * of the same call sent again, as the SDK's retry of a call whose response never came.
+ */
+function loseFirstAnswer(store: FakeTaskStore, method: 'claimDelivery' | 'finishDelivery' | 'finishFirstAttempt') {
+  const original = store[method].bind(store) as (...args: unknown[]) => Promise<unknown>;
+  let lost = false;
+  vi.spyOn(store, method).mockImplementation((async (...args: unknown[]) => {
+    if (lost) return original(...args);
+    lost = true;
+    await original(...args);
+    return original(...args);
+  }) as never);
+}
+
+describe('Function: deliverTask (a write whose answer is lost and sent again)', () => {
+  it('delivers a task whose claim landed though its answer was lost, instead of leaving it DELIVERING', async () => {
+    // Prepare: a retry, which takes the lease.
+    const task = aTask(DUE_AT_MS, 0, { attempts: 1 });
+    const { ports, calls, stored } = deliveryPorts(task, { nowMs: DUE_AT_MS + 40_000 });
+    loseFirstAnswer(ports.taskStore, 'claimDelivery');
+
+    // Act
+    const outcome = await deliverTask(ports, task.id);
+
+    // Assess
+    expect(outcome).toMatchObject({ kind: 'delivered', attempt: 2 });
+    expect(calls).toHaveLength(1);
+    expect(stored()).toMatchObject({ status: 'DELIVERED', attempts: 2 });
+  });
+
+  it('asks for its retry when the record of a failed retry landed though its answer was lost', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 0, { attempts: 1 });
+    const { ports, stored } = deliveryPorts(task, {
+      nowMs: DUE_AT_MS + 40_000,
+      result: { ok: false, error: 'HTTP 503 from hooks.example.com' },
+    });
+    loseFirstAnswer(ports.taskStore, 'finishDelivery');
+
+    // Act
+    const outcome = await deliverTask(ports, task.id);
+
+    // Assess: a "lease-lost" skip would send no message, and nothing would bring the task back.
+    expect(outcome).toMatchObject({ kind: 'retry', attempt: 2 });
+    expect(stored()).toMatchObject({ status: 'PENDING', attempts: 2 });
+  });
+
+  it('asks for its retry when the record of a failed first attempt landed though its answer was lost', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 0);
+    const { ports, stored } = deliveryPorts(task, {
+      nowMs: DUE_AT_MS,
+      result: { ok: false, error: 'HTTP 503 from hooks.example.com' },
+    });
+    loseFirstAnswer(ports.taskStore, 'finishFirstAttempt');
+
+    // Act
+    const outcome = await deliverTask(ports, task.id);
+
+    // Assess
+    expect(outcome).toMatchObject({ kind: 'retry', attempt: 1 });
+    expect(stored()).toMatchObject({ status: 'PENDING', attempts: 1 });
+  });
+});
+
 describe('Function: backoffSeconds', () => {
   it('doubles from the base with each attempt', () => {
     // Act & Assess

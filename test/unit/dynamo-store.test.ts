@@ -60,7 +60,7 @@ describe('Class: DynamoTaskStore', () => {
         .resolves({ Attributes: taskToItem({ ...task, status: 'DELIVERING', attempts: 1 }, keyOf(task)) });
 
       // Act
-      const claimed = await taskStore.claimDelivery(keyOf(task), NOW_MS, NOW_MS + 60_000);
+      const claimed = await taskStore.claimDelivery(keyOf(task), NOW_MS, NOW_MS + 60_000, 'lease-1');
 
       // Assess
       expect(claimed).toEqual({ ...task, status: 'DELIVERING', attempts: 1 });
@@ -77,13 +77,21 @@ describe('Class: DynamoTaskStore', () => {
       expect(input?.UpdateExpression).toContain('ADD attempts :one');
     });
 
-    it('returns nothing when the condition fails', async () => {
+    it("returns nothing when the condition fails on another attempt's lease", async () => {
       // Prepare
       const task = aTask(SECOND * 1000, 2);
       ddbMock.on(UpdateCommand).rejects(conditionFailed());
+      ddbMock.on(GetCommand).resolves({
+        Item: {
+          ...taskToItem(task, keyOf(task)),
+          status: 'DELIVERING',
+          leaseUntilMs: NOW_MS + 30_000,
+          attemptId: 'other',
+        },
+      });
 
       // Act
-      const claimed = await taskStore.claimDelivery(keyOf(task), NOW_MS, NOW_MS + 60_000);
+      const claimed = await taskStore.claimDelivery(keyOf(task), NOW_MS, NOW_MS + 60_000, 'lease-2');
 
       // Assess
       expect(claimed).toBeUndefined();
@@ -95,7 +103,7 @@ describe('Class: DynamoTaskStore', () => {
       ddbMock.on(UpdateCommand).rejects(Object.assign(new Error('slow down'), { name: 'ThrottlingException' }));
 
       // Act
-      const claiming = taskStore.claimDelivery(keyOf(task), NOW_MS, NOW_MS + 60_000);
+      const claiming = taskStore.claimDelivery(keyOf(task), NOW_MS, NOW_MS + 60_000, 'lease-3');
 
       // Assess
       await expect(claiming).rejects.toThrow('slow down');
@@ -297,9 +305,12 @@ describe('Class: DynamoTaskStore', () => {
 
   describe('Method: finishDelivery', () => {
     it('records the outcome only while this attempt still holds the lease', async () => {
-      // Prepare
+      // Prepare: a later attempt has taken the lease over.
       const task = aTask(SECOND * 1000, 2);
       ddbMock.on(UpdateCommand).rejects(conditionFailed());
+      ddbMock.on(GetCommand).resolves({
+        Item: { ...taskToItem(task, keyOf(task)), status: 'DELIVERING', attempts: 4, leaseUntilMs: NOW_MS + 30_000 },
+      });
 
       // Act
       const finished = await taskStore.finishDelivery(keyOf(task), 3, {

@@ -34,7 +34,7 @@ import type {
   TaskStore,
   Watermark,
 } from '../../functions/core/task.js';
-import { copiesMayCall, firstAttemptUnleased, unconfirmedCancelOf } from '../../functions/core/task.js';
+import { copiesMayCall, firstAttemptUnleased, showsRecord, unconfirmedCancelOf } from '../../functions/core/task.js';
 import {
   newKeyring,
   newTenant,
@@ -227,27 +227,37 @@ export class FakeTaskStore implements TaskStore {
     return true;
   }
 
-  async listDue(second: number, shard: number, options: { neverAttempted?: boolean } = {}): Promise<DueTask[]> {
+  async listDue(second: number, shard: number, options: { strandedBeforeMs?: number } = {}): Promise<DueTask[]> {
+    const stale = options.strandedBeforeMs;
+    const before = (atMs: number | undefined) => stale !== undefined && atMs !== undefined && atMs < stale;
     return [...this.tasks.values()]
-      .filter((task) => task.status === 'PENDING' && Math.floor(task.fireAtMs / 1000) === second)
-      .filter((task) => !options.neverAttempted || task.attempts === 0)
+      .filter((task) => Math.floor(task.fireAtMs / 1000) === second)
+      .filter((task) =>
+        stale === undefined
+          ? task.status === 'PENDING'
+          : (task.status === 'PENDING' && (task.attempts === 0 || before(task.retryAtMs))) ||
+            (task.status === 'DELIVERING' && before(task.leaseUntilMs)),
+      )
       .filter((task) => parseTaskId(task.id, MAX_SHARDS)?.shard === shard)
       .map(({ id, fireAtMs }) => ({ id, fireAtMs }));
   }
 
-  async claimDelivery(key: TaskKey, nowMs: number, leaseUntilMs: number): Promise<Task | undefined> {
+  async claimDelivery(key: TaskKey, nowMs: number, leaseUntilMs: number, attemptId: string): Promise<Task | undefined> {
     const task = this.tasks.get(idOf(key));
-    if (!task || !this.leasable(task, nowMs)) return undefined;
-    const claimed: Task = { ...task, status: 'DELIVERING', leaseUntilMs, attempts: task.attempts + 1 };
+    if (!task) return undefined;
+    if (!this.leasable(task, nowMs))
+      return task.status === 'DELIVERING' && task.attemptId === attemptId ? task : undefined;
+    const claimed: Task = { ...task, status: 'DELIVERING', leaseUntilMs, attemptId, attempts: task.attempts + 1 };
     this.tasks.set(task.id, claimed);
     return claimed;
   }
 
   async finishDelivery(key: TaskKey, attempt: number, outcome: DeliveryRecord): Promise<boolean> {
     const task = this.tasks.get(idOf(key));
-    if (task?.status !== 'DELIVERING' || task.attempts !== attempt) return false;
+    if (!task) return false;
+    if (task.status !== 'DELIVERING' || task.attempts !== attempt) return showsRecord(task, attempt, outcome);
     // The TTL (expiresAtSeconds) is stored beside the task, never part of it.
-    const { leaseUntilMs: _lease, ...unleased } = task;
+    const { leaseUntilMs: _lease, attemptId: _attemptId, ...unleased } = task;
     const finished: Task =
       outcome.status === 'RELEASED'
         ? { ...unleased, status: 'PENDING', attempts: attempt - 1 }
@@ -256,16 +266,34 @@ export class FakeTaskStore implements TaskStore {
     return true;
   }
 
-  async finishFirstAttempt(key: TaskKey, outcome: FirstAttemptRecord, copiesCallUntilMs: number): Promise<boolean> {
+  async finishFirstAttempt(
+    key: TaskKey,
+    outcome: FirstAttemptRecord,
+    copiesCallUntilMs: number,
+    attemptId: string,
+  ): Promise<boolean> {
     const task = this.tasks.get(idOf(key));
-    if (!task || !firstAttemptUnleased({ ...task, attempts: 0 })) return false;
+    if (!task) return false;
+    return (
+      this.recordFirstAttempt(task, outcome, copiesCallUntilMs, attemptId) ||
+      (task.attemptId === attemptId && task.status === outcome.status)
+    );
+  }
+
+  private recordFirstAttempt(
+    task: Task,
+    outcome: FirstAttemptRecord,
+    copiesCallUntilMs: number,
+    attemptId: string,
+  ): boolean {
+    if (!firstAttemptUnleased({ ...task, attempts: 0 })) return false;
     const delivered = outcome.status === 'DELIVERED';
     if (task.attempts > 0) {
       // A copy's 2xx after another copy recorded first: kept, with the attempts counted so far.
       if (!delivered || task.status === 'DELIVERED' || task.rescheduledTo !== undefined) return false;
       const { leaseUntilMs: _lease, ...unleased } = task;
       const history = [...(task.history ?? []), ...outcome.history.slice(-1)];
-      this.tasks.set(task.id, { ...unleased, ...withoutExpiry(outcome), history, attempts: task.attempts });
+      this.tasks.set(task.id, { ...unleased, ...withoutExpiry(outcome), history, attempts: task.attempts, attemptId });
       return true;
     }
     const overCancel = delivered && task.status === 'CANCELLED' && task.rescheduledTo === undefined;
@@ -274,6 +302,7 @@ export class FakeTaskStore implements TaskStore {
       ...task,
       ...withoutExpiry(outcome),
       attempts: 1,
+      attemptId,
       ...(!delivered && { copiesCallUntilMs }),
     });
     return true;

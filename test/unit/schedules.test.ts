@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 import { deliverTask, type Notification } from '../../functions/core/deliver.js';
 import { parseTaskId } from '../../functions/core/ids.js';
@@ -299,6 +299,28 @@ describe('Occurrence chain: deliverTask of an occurrence', () => {
     const changed = await changeSchedule(w.admin, TENANT_ID, schedule.id, { rate: '1 minute', payload: { v: 2 } });
 
     // Assess
+    expect(changed.kind).toBe('changed');
+    expect(w.taskStore.tasks.get(old)?.status).toBe('CANCELLED');
+    expect((await w.fireNext(schedule.id)).kind).toBe('delivered');
+    expect(w.calls.map((c) => [c.atMs - START, c.notification.payload])).toEqual([[61_000, { v: 2 }]]);
+  });
+
+  it('keeps the new chain of a change whose write landed though its answer was lost', async () => {
+    // Prepare: the replace lands, its answer is lost, and the SDK's resend fails on the new revision.
+    const w = world();
+    const schedule = await w.create();
+    const old = w.stored(schedule.id)?.next?.taskId ?? '';
+    w.clock.advance(1000);
+    const replace = w.scheduleStore.replace.bind(w.scheduleStore);
+    vi.spyOn(w.scheduleStore, 'replace').mockImplementationOnce(async (...args) => {
+      await replace(...args);
+      return replace(...args);
+    });
+
+    // Act
+    const changed = await changeSchedule(w.admin, TENANT_ID, schedule.id, { rate: '1 minute', payload: { v: 2 } });
+
+    // Assess: answered as made, the old occurrence cancelled and the new one left to fire.
     expect(changed.kind).toBe('changed');
     expect(w.taskStore.tasks.get(old)?.status).toBe('CANCELLED');
     expect((await w.fireNext(schedule.id)).kind).toBe('delivered');

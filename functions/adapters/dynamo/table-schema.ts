@@ -75,6 +75,7 @@ export interface TaskItem extends TaskKey {
   readonly idempotencyKey?: string;
   readonly policy?: DeliveryPolicy;
   readonly leaseUntilMs?: number;
+  readonly attemptId?: string;
   readonly retryAtMs?: number;
   readonly deliveredAtMs?: number;
   readonly latenessMs?: number;
@@ -175,6 +176,7 @@ export function taskFromItem(item: TaskItem): Task {
     ...optional('idempotencyKey', item.idempotencyKey),
     ...optional('policy', item.policy),
     ...optional('leaseUntilMs', item.leaseUntilMs),
+    ...optional('attemptId', item.attemptId),
     ...optional('retryAtMs', item.retryAtMs),
     ...optional('deliveredAtMs', item.deliveredAtMs),
     ...optional('latenessMs', item.latenessMs),

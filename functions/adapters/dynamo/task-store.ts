@@ -12,6 +12,7 @@ import {
   type FirstAttemptRecord,
   firstAttemptUnleased,
   type RescheduleIntent,
+  showsRecord,
   StoreBusyError,
   type Task,
   type TaskStore,
@@ -207,7 +208,8 @@ export class DynamoTaskStore implements TaskStore {
     );
   }
 
-  async listDue(second: number, shard: number, options: { neverAttempted?: boolean } = {}): Promise<DueTask[]> {
+  async listDue(second: number, shard: number, options: { strandedBeforeMs?: number } = {}): Promise<DueTask[]> {
+    const stranded = options.strandedBeforeMs;
     const { client, tableName, bucketCount, queryPageSize } = this.options;
     const range = secondRange(second);
     const items = await allItems<TaskItem>((startKey) =>
@@ -215,7 +217,12 @@ export class DynamoTaskStore implements TaskStore {
         new QueryCommand({
           TableName: tableName,
           KeyConditionExpression: KEY_EXPRESSIONS.partitionSortBetween,
-          FilterExpression: options.neverAttempted ? '#status = :pending AND attempts = :zero' : '#status = :pending',
+          // A filter: the Query reads, and is billed for, every item of the second's range either way.
+          FilterExpression:
+            stranded === undefined
+              ? '#status = :pending'
+              : '(#status = :pending AND (attempts = :zero OR retryAtMs < :stale)) OR ' +
+                '(#status = :delivering AND leaseUntilMs < :stale)',
           ProjectionExpression: DUE_TASK_PROJECTION.join(', '),
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: {
@@ -223,7 +230,7 @@ export class DynamoTaskStore implements TaskStore {
             ':from': range.from,
             ':to': range.to,
             ':pending': 'PENDING',
-            ...(options.neverAttempted && { ':zero': 0 }),
+            ...(stranded !== undefined && { ':zero': 0, ':stale': stranded, ':delivering': 'DELIVERING' }),
           },
           ConsistentRead: true,
           ExclusiveStartKey: startKey,
@@ -234,13 +241,14 @@ export class DynamoTaskStore implements TaskStore {
     return items.map(dueTaskFromItem);
   }
 
-  async claimDelivery(key: TaskKey, nowMs: number, leaseUntilMs: number): Promise<Task | undefined> {
+  async claimDelivery(key: TaskKey, nowMs: number, leaseUntilMs: number, attemptId: string): Promise<Task | undefined> {
     try {
       const result = await this.options.client.send(
         new UpdateCommand({
           TableName: this.options.tableName,
           Key: key,
-          UpdateExpression: 'SET #status = :delivering, leaseUntilMs = :lease ADD attempts :one',
+          UpdateExpression:
+            'SET #status = :delivering, leaseUntilMs = :lease, attemptId = :attemptId ADD attempts :one',
           ConditionExpression: LEASABLE,
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: {
@@ -248,6 +256,7 @@ export class DynamoTaskStore implements TaskStore {
             ':delivering': 'DELIVERING',
             ':now': nowMs,
             ':lease': leaseUntilMs,
+            ':attemptId': attemptId,
             ':one': 1,
           },
           ReturnValues: 'ALL_NEW',
@@ -255,20 +264,28 @@ export class DynamoTaskStore implements TaskStore {
       );
       return result.Attributes ? taskFromItem(result.Attributes as TaskItem) : undefined;
     } catch (error) {
-      if (isConditionalCheckFailed(error)) return undefined;
-      throw error;
+      if (!isConditionalCheckFailed(error)) throw error;
+      // Only a failed claim pays this read (dynalite has no ReturnValuesOnConditionCheckFailure).
+      const held = await this.get(key);
+      return held?.status === 'DELIVERING' && held.attemptId === attemptId ? held : undefined;
     }
+  }
+
+  /** Whether the task shows `outcome` recorded as attempt `attempt`, read after its write's condition failed. */
+  private async recordShown(key: TaskKey, attempt: number, outcome: DeliveryRecord): Promise<boolean> {
+    const task = await this.get(key);
+    return task !== undefined && showsRecord(task, attempt, outcome);
   }
 
   async finishDelivery(key: TaskKey, attempt: number, outcome: DeliveryRecord): Promise<boolean> {
     const assignments = Object.entries(finishAssignments(attempt, outcome));
     const names = assignments.map(([name]) => name);
-    return unlessConditionFails(
+    const landed = await unlessConditionFails(
       this.options.client.send(
         new UpdateCommand({
           TableName: this.options.tableName,
           Key: key,
-          UpdateExpression: `SET ${names.map((name) => `#${name} = :${name}`).join(', ')} REMOVE leaseUntilMs`,
+          UpdateExpression: `SET ${names.map((name) => `#${name} = :${name}`).join(', ')} REMOVE leaseUntilMs, attemptId`,
           ConditionExpression: '#status = :delivering AND #attempts = :attempt',
           ExpressionAttributeNames: Object.fromEntries(['attempts', ...names].map((name) => [`#${name}`, name])),
           ExpressionAttributeValues: {
@@ -279,17 +296,32 @@ export class DynamoTaskStore implements TaskStore {
         }),
       ),
     );
+    return landed || this.recordShown(key, attempt, outcome);
   }
 
-  async finishFirstAttempt(key: TaskKey, outcome: FirstAttemptRecord, copiesCallUntilMs: number): Promise<boolean> {
-    if (await this.recordFirstAttempt(key, outcome, copiesCallUntilMs)) return true;
-    return outcome.status === 'DELIVERED' && this.recordDeliveryOverCopy(key, outcome);
+  async finishFirstAttempt(
+    key: TaskKey,
+    outcome: FirstAttemptRecord,
+    copiesCallUntilMs: number,
+    attemptId: string,
+  ): Promise<boolean> {
+    if (await this.recordFirstAttempt(key, outcome, copiesCallUntilMs, attemptId)) return true;
+    if (outcome.status === 'DELIVERED' && (await this.recordDeliveryOverCopy(key, outcome, attemptId))) return true;
+    // Copies of one first attempt write the same attempt count, so only the id tells this record apart.
+    const task = await this.get(key);
+    return task?.attemptId === attemptId && task.status === outcome.status;
   }
 
-  private recordFirstAttempt(key: TaskKey, outcome: FirstAttemptRecord, copiesCallUntilMs: number): Promise<boolean> {
+  private recordFirstAttempt(
+    key: TaskKey,
+    outcome: FirstAttemptRecord,
+    copiesCallUntilMs: number,
+    attemptId: string,
+  ): Promise<boolean> {
     const assignments = Object.entries({
       ...finishAssignments(1, outcome),
       attempts: 1,
+      attemptId,
       // A delivery ends the task: no copy's call can matter to a cancel any more.
       ...(outcome.status !== 'DELIVERED' && { copiesCallUntilMs }),
     });
@@ -322,7 +354,11 @@ export class DynamoTaskStore implements TaskStore {
    * or a cancel followed that): DELIVERED, keeping the attempts counted and adding this attempt
    * to the history. Never over a delivery already recorded nor a reschedule that took effect.
    */
-  private recordDeliveryOverCopy(key: TaskKey, outcome: Extract<FirstAttemptRecord, { status: 'DELIVERED' }>) {
+  private recordDeliveryOverCopy(
+    key: TaskKey,
+    outcome: Extract<FirstAttemptRecord, { status: 'DELIVERED' }>,
+    attemptId: string,
+  ) {
     return unlessConditionFails(
       this.options.client.send(
         new UpdateCommand({
@@ -330,7 +366,7 @@ export class DynamoTaskStore implements TaskStore {
           Key: key,
           UpdateExpression:
             'SET #status = :delivered, deliveredAtMs = :deliveredAt, latenessMs = :lateness, expiresAt = :expiresAt, ' +
-            'history = list_append(if_not_exists(history, :none), :attempt) REMOVE leaseUntilMs',
+            'history = list_append(if_not_exists(history, :none), :attempt), attemptId = :attemptId REMOVE leaseUntilMs',
           ConditionExpression: `attempts > :zero AND #status <> :delivered AND attribute_not_exists(rescheduledTo) AND NOT (${ALWAYS_LEASED})`,
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: {
@@ -340,6 +376,7 @@ export class DynamoTaskStore implements TaskStore {
             ':expiresAt': outcome.expiresAtSeconds,
             ':none': [],
             ':attempt': outcome.history.slice(-1),
+            ':attemptId': attemptId,
             ':zero': 0,
           },
         }),

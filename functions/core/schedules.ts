@@ -468,12 +468,15 @@ export async function changeSchedule(
     const { next } = planned.schedule;
     if (next) await storeOccurrence(ports, planned.schedule, next);
     const readAt = { revision: current.revision, ...(current.next && { nextTaskId: current.next.taskId }) };
-    if (await ports.scheduleStore.replace(planned.schedule, readAt)) {
+    const replaced = await ports.scheduleStore.replace(planned.schedule, readAt);
+    const now = replaced ? planned.schedule : await ports.scheduleStore.get(tenantId, id);
+    // A write whose answer was lost, retried by the SDK, is refused by its own landing: the
+    // schedule under this change's revision says it landed, so its chain is the one to keep.
+    if (now?.revision === planned.schedule.revision) {
       await cancelOccurrence(ports, tenantId, current.next);
       return { kind: 'changed', schedule: planned.schedule };
     }
     await cancelOccurrence(ports, tenantId, next);
-    const now = await ports.scheduleStore.get(tenantId, id);
     if (!now) return { kind: 'not-found' };
     // Another change won: this one was made over what that one replaced.
     if (now.revision !== current.revision) return { kind: 'contended' };

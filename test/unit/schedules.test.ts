@@ -305,6 +305,30 @@ describe('Occurrence chain: deliverTask of an occurrence', () => {
     expect(w.calls.map((c) => [c.atMs - START, c.notification.payload])).toEqual([[61_000, { v: 2 }]]);
   });
 
+  it('keeps the chain of a change whose write landed but whose answer was lost, the SDK retry refused', async () => {
+    // Prepare: the replace lands, its answer is lost, and the SDK's retry fails its condition.
+    const w = world();
+    const schedule = await w.create({ payload: { v: 1 } });
+    const old = w.stored(schedule.id)?.next?.taskId ?? '';
+    const replace = w.scheduleStore.replace.bind(w.scheduleStore);
+    w.scheduleStore.replace = async (changedSchedule, readAt) => {
+      await replace(changedSchedule, readAt);
+      return replace(changedSchedule, readAt);
+    };
+    w.clock.advance(1000);
+
+    // Act
+    const changed = await changeSchedule(w.admin, TENANT_ID, schedule.id, { payload: { v: 2 } });
+
+    // Assess: the occurrence the stored schedule names is pending, the old one cancelled, and the schedule goes on.
+    const next = w.stored(schedule.id)?.next?.taskId ?? '';
+    expect(changed.kind).toBe('changed');
+    expect(w.taskStore.tasks.get(next)?.status).toBe('PENDING');
+    expect(w.taskStore.tasks.get(old)?.status).toBe('CANCELLED');
+    expect((await w.fireNext(schedule.id)).kind).toBe('delivered');
+    expect(w.calls.map((c) => c.notification.payload)).toEqual([{ v: 2 }]);
+  });
+
   it('after an outage fires one late occurrence and resumes on time (catchUp fire-once, the default)', async () => {
     // Prepare
     const w = world();

@@ -32,8 +32,9 @@ import {
 import { CLOCK_SKEW_MS } from '../../functions/core/clock.js';
 import type { Notification, TargetDispatcher, TargetResult } from '../../functions/core/deliver.js';
 import { runScanner } from '../../functions/core/scan.js';
-import { cancelTask, getTask, type SchedulePorts, scheduleTasks } from '../../functions/core/schedule.js';
+import { getTask, type SchedulePorts, scheduleTasks } from '../../functions/core/schedule.js';
 import {
+  cancelTaskKeepingSchedule,
   changeSchedule,
   createSchedule,
   deleteSchedule,
@@ -42,6 +43,7 @@ import {
 } from '../../functions/core/schedules.js';
 import type { NewTask } from '../../functions/core/schemas.js';
 import { sweep } from '../../functions/core/sweep.js';
+import { encodeDeliveryBody } from '../../functions/core/task-kernel.js';
 import type { Clock, DeliveryMessage } from '../../functions/core/task.js';
 import { planTicks, type Tick } from '../../functions/core/tick.js';
 import {
@@ -683,10 +685,10 @@ class Wiring {
     );
   }
 
-  /** DELETE /v1/tasks/{id}: the HTTP status, as the route maps the core's outcome. */
+  /** DELETE /v1/tasks/{id}: the HTTP status, as the route maps the core's outcome (an occurrence moves its chain first). */
   async cancel(actor: Actor, taskId: string): Promise<{ status: number; reason?: string }> {
     const ports = this.submitPorts(actor);
-    const outcome = await cancelTask(ports, TENANT_ID, taskId);
+    const outcome = await cancelTaskKeepingSchedule(ports, TENANT_ID, taskId);
     if (outcome.cancelled) {
       await getTask(ports, TENANT_ID, taskId);
       return { status: 200 };
@@ -739,10 +741,7 @@ class Wiring {
     const { message } = queued;
     const record = {
       messageId: `m-${message.id}`,
-      body: JSON.stringify({
-        id: message.id,
-        ...(message.notBeforeMs !== undefined && { notBeforeMs: message.notBeforeMs }),
-      }),
+      body: encodeDeliveryBody(message),
       attributes: { ApproximateReceiveCount: String(queued.receives) },
     } as unknown as SQSRecord;
     const response = await deliverRecords(

@@ -168,7 +168,15 @@ export async function runScenario(scheduler: fc.Scheduler, scenario: Scenario): 
   });
   if (violations.length > 0) {
     throw new Counterexample(
-      [...violations.map((violation) => `broken: ${violation}`), 'history:', ...world.history.map(describe)].join('\n'),
+      [
+        ...violations.map((violation) => `broken: ${violation}`),
+        'history:',
+        ...world.history.map(describe),
+        'final state of the tasks not DELIVERED:',
+        ...[...world.taskStore.tasks.values()]
+          .filter((task) => task.status !== 'DELIVERED')
+          .map((task) => `  ${JSON.stringify(task)}`),
+      ].join('\n'),
     );
   }
 }

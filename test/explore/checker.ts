@@ -63,9 +63,10 @@ export function check(history: readonly HistoryEvent[], final: FinalState): stri
 
   const cancels = history.filter((event) => event.type === 'cancel');
   const cancelledWith200 = new Set(cancels.filter((cancel) => cancel.status === 200).map((cancel) => cancel.taskId));
-  // A cancel that got no answer (its invocation crashed) may have landed: the task may end CANCELLED.
+  // A cancel that got no answer (its invocation crashed, perhaps between its write and its
+  // confirm) or a 5xx was never answered 200 and may have landed: the task may end CANCELLED.
   const maybeCancelled = new Set(
-    cancels.filter((cancel) => cancel.status === undefined).map((cancel) => cancel.taskId),
+    cancels.filter((cancel) => cancel.status === undefined || cancel.status >= 500).map((cancel) => cancel.taskId),
   );
   const deadLettered = new Set(history.flatMap((event) => (event.type === 'dead-letter' ? [event.taskId] : [])));
 
@@ -128,7 +129,7 @@ export function check(history: readonly HistoryEvent[], final: FinalState): stri
     }
   }
 
-  violations.push(...checkSchedules(history, final, calls, cancelledWith200));
+  violations.push(...checkSchedules(history, final, calls, new Set([...cancelledWith200, ...maybeCancelled])));
   return violations;
 }
 
@@ -137,7 +138,8 @@ function checkSchedules(
   history: readonly HistoryEvent[],
   final: FinalState,
   calls: readonly CallRecord[],
-  cancelledWith200: ReadonlySet<string>,
+  /** Occurrences a DELETE answered 200, or may have cancelled without an answer. */
+  cancelled: ReadonlySet<string>,
 ): string[] {
   const violations: string[] = [];
   const occurrenceCalls = calls.filter((call) => call.scheduleId !== undefined);
@@ -157,11 +159,11 @@ function checkSchedules(
     }
   }
 
-  // Every occurrence the chain reached fires, unless the schedule changed soon after, or its task was cancelled with a 200.
+  // Every occurrence the chain reached fires, unless the schedule changed soon after, or a DELETE of its task answered 200 (or no answer).
   for (const [index, reached] of history.entries()) {
     if (reached.type !== 'chain') continue;
     const next = reached.next;
-    if (!next || reached.paused || cancelledWith200.has(next.taskId)) continue;
+    if (!next || reached.paused || cancelled.has(next.taskId)) continue;
     const change = history
       .slice(index + 1)
       .find(

@@ -115,6 +115,15 @@ const submitArb: fc.Arbitrary<Action> = fc.record({
   idempotent: fc.boolean(),
   faults: faultsArb,
   cancel: rarely(fc.oneof(fc.record({ leadMs: leadArb, faults: faultsArb }), lateCancelArb), 3),
+  // A PATCH moving the task near (a late arrival) or further out, racing its first attempt around the margin.
+  reschedule: rarely(
+    fc.record({
+      leadMs: leadArb,
+      moveToMs: fc.oneof(fc.integer({ min: 0, max: 5000 }), fc.integer({ min: 20_000, max: 45_000 })),
+      faults: fc.oneof(faultsArb, lateLandingArb(fc.integer({ min: 0, max: 4 }))),
+    }),
+    2,
+  ),
 });
 
 const followUpArb: fc.Arbitrary<FollowUp> = fc.record({

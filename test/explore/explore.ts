@@ -63,8 +63,11 @@ const lateLandingArb = (calls: fc.Arbitrary<number>): fc.Arbitrary<Faults> =>
     })
     .map(({ at, lost, slowMs }) => ({ slowAt: at, slowMs, ...(lost && { loseAt: at }) }));
 
+/** The call of a DELETE that writes the cancel: the route reads the task first, to move a schedule's chain past an occurrence. */
+const CANCEL_WRITE_CALL = 1;
+
 /**
- * A cancel asked just outside the margin whose write (its first call) lands around the fire time,
+ * A cancel asked just outside the margin whose write lands around the fire time,
  * its answer lost half the time, each of its calls a round trip of up to 300 ms: where it races the
  * first attempt's read and record, and where an undo comes after the read.
  */
@@ -78,10 +81,10 @@ const lateCancelArb = fc
   .map(({ leadMs, landsAfterFireMs, lost, callMs }) => ({
     leadMs,
     faults: {
-      slowAt: 0,
-      slowMs: Math.max(0, leadMs + landsAfterFireMs - callMs),
+      slowAt: CANCEL_WRITE_CALL,
+      slowMs: Math.max(0, leadMs + landsAfterFireMs - (CANCEL_WRITE_CALL + 1) * callMs),
       callMs,
-      ...(lost && { loseAt: 0 }),
+      ...(lost && { loseAt: CANCEL_WRITE_CALL }),
     },
   }));
 

@@ -269,8 +269,11 @@ export class Actor {
     this.clock = { now: () => world.nowMs + this.skewMs, sleep: (ms) => world.sleep(ms) };
   }
 
-  /** A port call: slow if so planned, then resolved when the scheduler picks it, then applied. */
-  async call<T>(name: string, apply: () => Promise<T>): Promise<T> {
+  /**
+   * A port call: slow if so planned, then resolved when the scheduler picks it, then applied.
+   * `sdkRetried` false for a webhook call, which no SDK repeats: a receiver's lost answer is its 'none'.
+   */
+  async call<T>(name: string, apply: () => Promise<T>, sdkRetried = true): Promise<T> {
     if (this.crashed) return never();
     const index = this.calls++;
     const faults = this.faults;
@@ -285,7 +288,7 @@ export class Actor {
       return never();
     }
     const result = await apply();
-    if (faults?.loseAt !== index) return result;
+    if (faults?.loseAt !== index || !sdkRetried) return result;
     this.world.record({ type: 'lost-response', atMs: this.world.nowMs, actor: this.label, call: name });
     await this.world.scheduler.schedule(Promise.resolve(), `${this.label} ${name} (SDK retry)`);
     return apply();
@@ -506,7 +509,7 @@ export class World {
   dispatcher(actor: Actor): TargetDispatcher {
     return {
       dispatch: (_target, notification: Notification) =>
-        actor.call('target.dispatch', () => this.callReceiver(notification)),
+        actor.call('target.dispatch', () => this.callReceiver(notification), false),
     };
   }
 

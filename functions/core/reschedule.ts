@@ -20,7 +20,7 @@ import { parseTaskId, type TaskKey, taskKey } from './ids.js';
 import { getTask, type SchedulePorts, storedBeforeFirstAttempt, type TaskLookupPorts } from './schedule.js';
 import type { Reschedule } from './schemas.js';
 import type { Task, TaskStatus } from './task.js';
-import { expiryAfter, firstAttemptUnleased, UNLEASED_CANCEL_MARGIN_MS } from './task.js';
+import { copiesMayCall, expiryAfter, firstAttemptUnleased, UNLEASED_CANCEL_MARGIN_MS } from './task.js';
 import { freshTaskId, newPendingTask, storeNewTask } from './task-kernel.js';
 
 export type RescheduleOutcome =
@@ -178,7 +178,14 @@ export async function rescheduleTask(
       if (successor) return { kind: 'rescheduled', task: successor };
       return { kind: 'refused', reason: 'already-final', status: current.status, rescheduledTo: current.rescheduledTo };
     }
-    if (current.status === 'DELIVERING') return { kind: 'refused', reason: 'in-delivery', status: current.status };
+    // A copy of a failed first attempt may still be calling, as for a cancel (see copiesMayCall):
+    // handed over now, the task could be delivered by that copy and by its successor.
+    if (
+      current.status === 'DELIVERING' ||
+      (current.status === 'PENDING' && copiesMayCall(current, ports.clock.now()))
+    ) {
+      return { kind: 'refused', reason: 'in-delivery', status: current.status };
+    }
     if (current.status !== 'PENDING') return { kind: 'refused', reason: 'already-final', status: current.status };
     if (current.occurrence !== undefined) {
       return {

@@ -25,6 +25,12 @@ export const ON_TIME_BOUND_MS = 15_000;
  */
 const CHANGE_ALLOWANCE_MS = 200_000;
 
+/** The task that stands for `taskId` at the end: itself, or the successor its reschedules handed it to. */
+const successorOf = (final: FinalState, taskId: string): string => {
+  const to = final.tasks.get(taskId)?.rescheduledTo;
+  return to === undefined ? taskId : successorOf(final, to);
+};
+
 const isSuccess = (call: CallRecord) =>
   call.answer !== undefined && call.answer.status >= 200 && call.answer.status < 300;
 
@@ -63,34 +69,71 @@ export function check(history: readonly HistoryEvent[], final: FinalState): stri
 
   const cancels = history.filter((event) => event.type === 'cancel');
   const cancelledWith200 = new Set(cancels.filter((cancel) => cancel.status === 200).map((cancel) => cancel.taskId));
-  // A cancel that got no answer (its invocation crashed) may have landed: the task may end CANCELLED.
+  // A cancel that got no answer (its invocation crashed, perhaps between its write and its
+  // confirm) or a 5xx was never answered 200 and may have landed: the task may end CANCELLED.
   const maybeCancelled = new Set(
-    cancels.filter((cancel) => cancel.status === undefined).map((cancel) => cancel.taskId),
+    cancels.filter((cancel) => cancel.status === undefined || cancel.status >= 500).map((cancel) => cancel.taskId),
   );
   const deadLettered = new Set(history.flatMap((event) => (event.type === 'dead-letter' ? [event.taskId] : [])));
 
   // A cancel that answered 200 means the target is never called for that task (invariant 11): no
   // call starts once the cancel landed, and no call was answered 2xx (the task was delivered). A
   // call that started before it landed and failed is an attempt whose retries the cancel stops.
-  for (const [index, cancel] of history.entries()) {
-    if (cancel.type !== 'cancel' || cancel.status !== 200) continue;
+  // A reschedule that answered 200 cancels the task it moved by the same rule, from its commit
+  // (before it, the task's attempts take the lease, which the commit excludes: one that failed
+  // came before the reschedule, as a failed attempt may come before a cancel).
+  for (const [index, answer] of history.entries()) {
+    if ((answer.type !== 'cancel' && answer.type !== 'reschedule') || answer.status !== 200) continue;
+    // A DELETE of a task a reschedule already handed over finds it CANCELLED: that landed with the commit.
     const landed = history
       .slice(0, index)
-      .findLast((event) => event.type === 'cancel-landed' && event.taskId === cancel.taskId);
-    const landedAtMs = landed?.atMs ?? cancel.startedAtMs;
-    for (const call of callsOf(cancel.taskId)) {
+      .findLast(
+        (event) =>
+          (event.type === 'reschedule-landed' || (answer.type === 'cancel' && event.type === 'cancel-landed')) &&
+          event.taskId === answer.taskId,
+      );
+    const landedAtMs = landed?.atMs ?? answer.startedAtMs;
+    for (const call of callsOf(answer.taskId)) {
       if (call.atMs >= landedAtMs || isSuccess(call)) {
         violations.push(
-          `task ${cancel.taskId} was cancelled with a 200 (landed at ${iso(landedAtMs)}) yet called at ${iso(call.atMs)} (attempt ${call.attempt}${isSuccess(call) ? ', answered 2xx' : ''})`,
+          `task ${answer.taskId} was ${answer.type === 'cancel' ? 'cancelled' : 'rescheduled'} with a 200 (landed at ${iso(landedAtMs)}) yet called at ${iso(call.atMs)} (attempt ${call.attempt}${isSuccess(call) ? ', answered 2xx' : ''})`,
         );
       }
     }
   }
 
+  // A reschedule hands the task over to its successor: exactly one of the two is ever delivered,
+  // and the successor is called only once the handover took effect, after which the task's own
+  // attempts start no more.
+  for (const successor of final.tasks.values()) {
+    const fromId = successor.rescheduledFrom;
+    if (fromId === undefined) continue;
+    const successorCalls = callsOf(successor.id);
+    const [firstCall] = successorCalls;
+    if (!firstCall) continue;
+    const from = final.tasks.get(fromId);
+    if (from?.rescheduledTo !== successor.id) {
+      violations.push(`successor ${successor.id} was called though its reschedule from ${fromId} never took effect`);
+    }
+    if (callsOf(fromId).some(isSuccess) && successorCalls.some(isSuccess)) {
+      violations.push(`task ${fromId} and its successor ${successor.id} were both delivered`);
+    }
+    const handedAtMs = history.findLast(
+      (event) => event.type === 'reschedule-landed' && event.taskId === fromId && event.atMs <= firstCall.atMs,
+    )?.atMs;
+    const late = callsOf(fromId).find((call) => handedAtMs !== undefined && call.atMs >= handedAtMs);
+    if (late) {
+      violations.push(
+        `task ${fromId} was called at ${iso(late.atMs)}, after the reschedule that handed it to ${successor.id} took effect at ${iso(handedAtMs ?? 0)}`,
+      );
+    }
+  }
+
   // Every accepted task not cancelled with a 200 ends DELIVERED or FAILED in the DLQ (invariant 1).
   for (const accepted of history.filter((event) => event.type === 'accepted')) {
-    const { taskId } = accepted;
-    if (cancelledWith200.has(taskId)) continue;
+    if (cancelledWith200.has(accepted.taskId)) continue;
+    // A task handed over by a reschedule is judged by the successor that stands for it.
+    const taskId = successorOf(final, accepted.taskId);
     const task = final.tasks.get(taskId);
     const status = task?.status;
     if (status === 'CANCELLED' && maybeCancelled.has(taskId)) continue;
@@ -101,7 +144,9 @@ export function check(history: readonly HistoryEvent[], final: FinalState): stri
     }
     // On time (invariant 3) in an undisturbed run: a 409 to a cancel says the task is delivered on time.
     const first = callsOf(taskId)[0];
-    const dueBy = Math.max(fireAtOf(taskId), accepted.atMs) + ON_TIME_BOUND_MS;
+    const handedOverAtMs = final.tasks.get(accepted.taskId)?.cancelledAtMs ?? 0;
+    const dueBy =
+      Math.max(fireAtOf(taskId), accepted.atMs, taskId === accepted.taskId ? 0 : handedOverAtMs) + ON_TIME_BOUND_MS;
     if (!lateForCause(taskId) && status !== 'CANCELLED' && (first === undefined || first.atMs > dueBy)) {
       violations.push(
         `accepted task ${taskId} was first called ${first ? `at ${iso(first.atMs)}` : 'never'}, later than ${iso(dueBy)}`,
@@ -128,7 +173,7 @@ export function check(history: readonly HistoryEvent[], final: FinalState): stri
     }
   }
 
-  violations.push(...checkSchedules(history, final, calls, cancelledWith200));
+  violations.push(...checkSchedules(history, final, calls, new Set([...cancelledWith200, ...maybeCancelled])));
   return violations;
 }
 
@@ -137,7 +182,8 @@ function checkSchedules(
   history: readonly HistoryEvent[],
   final: FinalState,
   calls: readonly CallRecord[],
-  cancelledWith200: ReadonlySet<string>,
+  /** Occurrences a DELETE answered 200, or may have cancelled without an answer. */
+  cancelled: ReadonlySet<string>,
 ): string[] {
   const violations: string[] = [];
   const occurrenceCalls = calls.filter((call) => call.scheduleId !== undefined);
@@ -157,11 +203,11 @@ function checkSchedules(
     }
   }
 
-  // Every occurrence the chain reached fires, unless the schedule changed soon after, or its task was cancelled with a 200.
+  // Every occurrence the chain reached fires, unless the schedule changed soon after, or a DELETE of its task answered 200 (or no answer).
   for (const [index, reached] of history.entries()) {
     if (reached.type !== 'chain') continue;
     const next = reached.next;
-    if (!next || reached.paused || cancelledWith200.has(next.taskId)) continue;
+    if (!next || reached.paused || cancelled.has(next.taskId)) continue;
     const change = history
       .slice(index + 1)
       .find(

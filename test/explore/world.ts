@@ -31,18 +31,21 @@ import {
 } from '../../functions/contract/topology.js';
 import { CLOCK_SKEW_MS } from '../../functions/core/clock.js';
 import type { Notification, TargetDispatcher, TargetResult } from '../../functions/core/deliver.js';
+import { rescheduleTask } from '../../functions/core/reschedule.js';
 import { runScanner } from '../../functions/core/scan.js';
-import { cancelTask, getTask, type SchedulePorts, scheduleTasks } from '../../functions/core/schedule.js';
+import { getTask, type SchedulePorts, scheduleTasks } from '../../functions/core/schedule.js';
 import {
+  cancelTaskKeepingSchedule,
   changeSchedule,
   createSchedule,
   deleteSchedule,
   type Schedule,
   type ScheduleAdminPorts,
 } from '../../functions/core/schedules.js';
-import type { NewTask } from '../../functions/core/schemas.js';
+import { type NewTask, parseRescheduleRequest } from '../../functions/core/schemas.js';
 import { sweep } from '../../functions/core/sweep.js';
 import type { Clock, DeliveryMessage } from '../../functions/core/task.js';
+import { encodeDeliveryBody } from '../../functions/core/task-kernel.js';
 import { planTicks, type Tick } from '../../functions/core/tick.js';
 import {
   FakeClockStore,
@@ -91,6 +94,13 @@ export interface CancelPlan {
   readonly faults: Faults;
 }
 
+/** A PATCH /v1/tasks/{id} sent `leadMs` before the task's fire time, moving its due time to `moveToMs` after the api's now. */
+export interface ReschedulePlan {
+  readonly leadMs: number;
+  readonly moveToMs: number;
+  readonly faults: Faults;
+}
+
 export interface SubmitAction {
   readonly kind: 'submit';
   readonly atMs: number;
@@ -102,6 +112,7 @@ export interface SubmitAction {
   readonly idempotent: boolean;
   readonly faults: Faults;
   readonly cancel?: CancelPlan;
+  readonly reschedule?: ReschedulePlan;
 }
 
 export type ScheduleTiming = 'cron-10s' | 'rate-10s' | 'rate-1m-window-30s';
@@ -181,6 +192,19 @@ export type HistoryEvent =
       readonly status?: number;
       readonly reason?: string;
     }
+  | {
+      readonly type: 'reschedule';
+      readonly startedAtMs: number;
+      readonly atMs: number;
+      readonly taskId: string;
+      /** The HTTP status the client got; undefined when the invocation crashed. */
+      readonly status?: number;
+      /** The successor a 200 named. */
+      readonly successorId?: string;
+      readonly reason?: string;
+    }
+  /** A reschedule took effect (its commit landed: the task CANCELLED, handed to its successor), by the PATCH or the successor's delivery. */
+  | { readonly type: 'reschedule-landed'; readonly atMs: number; readonly taskId: string }
   /** A cancel's write landed (the task became CANCELLED); a revert may undo it later. */
   | { readonly type: 'cancel-landed'; readonly atMs: number; readonly taskId: string }
   /** An api invocation recorded these seconds in the occupancy index (a crash after it may lose their tick). */
@@ -245,8 +269,11 @@ export class Actor {
     this.clock = { now: () => world.nowMs + this.skewMs, sleep: (ms) => world.sleep(ms) };
   }
 
-  /** A port call: slow if so planned, then resolved when the scheduler picks it, then applied. */
-  async call<T>(name: string, apply: () => Promise<T>): Promise<T> {
+  /**
+   * A port call: slow if so planned, then resolved when the scheduler picks it, then applied.
+   * `sdkRetried` false for a webhook call, which no SDK repeats: a receiver's lost answer is its 'none'.
+   */
+  async call<T>(name: string, apply: () => Promise<T>, sdkRetried = true): Promise<T> {
     if (this.crashed) return never();
     const index = this.calls++;
     const faults = this.faults;
@@ -261,7 +288,7 @@ export class Actor {
       return never();
     }
     const result = await apply();
-    if (faults?.loseAt !== index) return result;
+    if (faults?.loseAt !== index || !sdkRetried) return result;
     this.world.record({ type: 'lost-response', atMs: this.world.nowMs, actor: this.label, call: name });
     await this.world.scheduler.schedule(Promise.resolve(), `${this.label} ${name} (SDK retry)`);
     return apply();
@@ -396,11 +423,15 @@ export class World {
     if (port === 'occupancy' && method === 'occupy') {
       this.record({ type: 'occupied', atMs: this.nowMs, actor, seconds: args[0] as number[] });
     }
+    const keyed = () =>
+      [...this.taskStore.tasks.values()].find((candidate) => (args[0] as { sk: string }).sk.endsWith(candidate.id));
     if (port === 'taskStore' && method === 'cancel' && (result as { cancelled?: boolean }).cancelled === true) {
-      const task = [...this.taskStore.tasks.values()].find(
-        (candidate) => candidate.status === 'CANCELLED' && (args[0] as { sk: string }).sk.endsWith(candidate.id),
-      );
-      if (task) this.record({ type: 'cancel-landed', atMs: this.nowMs, taskId: task.id });
+      const task = keyed();
+      if (task?.status === 'CANCELLED') this.record({ type: 'cancel-landed', atMs: this.nowMs, taskId: task.id });
+    }
+    if (port === 'taskStore' && method === 'commitReschedule' && result === true) {
+      const task = keyed();
+      if (task) this.record({ type: 'reschedule-landed', atMs: this.nowMs, taskId: task.id });
     }
     if (port !== 'scheduleStore') return;
     if ((method === 'create' || method === 'replace' || method === 'advance') && result === true) {
@@ -478,13 +509,19 @@ export class World {
   dispatcher(actor: Actor): TargetDispatcher {
     return {
       dispatch: (_target, notification: Notification) =>
-        actor.call('target.dispatch', () => this.callReceiver(notification)),
+        actor.call('target.dispatch', () => this.callReceiver(notification), false),
     };
+  }
+
+  /** The submitted task a reschedule successor stands for (its receiver answers as planned for that one). */
+  private plannedTaskOf(taskId: string): string {
+    const from = this.taskStore.tasks.get(taskId)?.rescheduledFrom;
+    return from === undefined ? taskId : this.plannedTaskOf(from);
   }
 
   private async callReceiver(notification: Notification): Promise<TargetResult> {
     const stored = this.taskStore.tasks.get(notification.id);
-    const key = stored?.occurrence?.scheduleId ?? notification.id;
+    const key = stored?.occurrence?.scheduleId ?? this.plannedTaskOf(notification.id);
     const calls = this.callsBy.get(notification.id) ?? 0;
     this.callsBy.set(notification.id, calls + 1);
     const plan = this.answers.get(key) ?? [];
@@ -538,6 +575,10 @@ export class World {
           const cancel = action.cancel;
           const fireAtMs = this.taskStore.tasks.get(taskId)?.fireAtMs;
           if (cancel && fireAtMs !== undefined) this.at(fireAtMs - cancel.leadMs, () => this.cancel(taskId, cancel));
+          const reschedule = action.reschedule;
+          if (reschedule && fireAtMs !== undefined) {
+            this.at(fireAtMs - reschedule.leadMs, () => this.reschedule(taskId, reschedule));
+          }
         }
       },
       () => this.clientRetry(retry, () => this.submit(action, index, 1)),
@@ -571,6 +612,24 @@ export class World {
         this.clientRetry(retry, () => this.cancel(taskId, { ...plan, faults: NO_FAULTS }, 1));
       },
     );
+  }
+
+  /** A client's retry sends the same body (the same `dueAtMs`), so the core knows it by its fingerprint. */
+  private reschedule(taskId: string, plan: ReschedulePlan, retry = 0, sameDueAtMs?: number): void {
+    const startedAtMs = this.nowMs;
+    const answered = (answer?: { status: number; successorId?: string; reason?: string }) =>
+      this.record({ type: 'reschedule', startedAtMs, atMs: this.nowMs, taskId, ...answer });
+    const actor = this.actor('api', plan.faults, () => {
+      answered();
+      again();
+    });
+    const dueAtMs = sameDueAtMs ?? actor.clock.now() + plan.moveToMs;
+    const again = () =>
+      this.clientRetry(retry, () => this.reschedule(taskId, { ...plan, faults: NO_FAULTS }, 1, dueAtMs));
+    this.wiring.reschedule(actor, taskId, dueAtMs).then(answered, () => {
+      answered({ status: 500 });
+      again();
+    });
   }
 
   private createSchedule(action: ScheduleAction, index: number): void {
@@ -683,15 +742,32 @@ class Wiring {
     );
   }
 
-  /** DELETE /v1/tasks/{id}: the HTTP status, as the route maps the core's outcome. */
+  /** DELETE /v1/tasks/{id}: the HTTP status, as the route maps the core's outcome (an occurrence moves its chain first). */
   async cancel(actor: Actor, taskId: string): Promise<{ status: number; reason?: string }> {
     const ports = this.submitPorts(actor);
-    const outcome = await cancelTask(ports, TENANT_ID, taskId);
+    const outcome = await cancelTaskKeepingSchedule(ports, TENANT_ID, taskId);
     if (outcome.cancelled) {
       await getTask(ports, TENANT_ID, taskId);
       return { status: 200 };
     }
     return { status: outcome.reason === 'not-found' ? 404 : 409, reason: outcome.reason };
+  }
+
+  /** PATCH /v1/tasks/{id} with a new dueAt: the HTTP status, as the route maps the core's outcome. */
+  async reschedule(
+    actor: Actor,
+    taskId: string,
+    dueAtMs: number,
+  ): Promise<{ status: number; successorId?: string; reason?: string }> {
+    const ports = this.submitPorts(actor);
+    const parsed = parseRescheduleRequest(
+      { dueAt: new Date(dueAtMs).toISOString() },
+      { nowMs: ports.clock.now(), horizonDays: ports.horizonDays },
+    );
+    if (!parsed.ok) return { status: 400 };
+    const outcome = await rescheduleTask(ports, TENANT_ID, taskId, parsed.value);
+    if (outcome.kind === 'rescheduled') return { status: 200, successorId: outcome.task.id };
+    return outcome.kind === 'not-found' ? { status: 404 } : { status: 409, reason: outcome.reason };
   }
 
   async createSchedule(actor: Actor, timing: ScheduleTiming, index: number, endAtMs: number) {
@@ -739,10 +815,7 @@ class Wiring {
     const { message } = queued;
     const record = {
       messageId: `m-${message.id}`,
-      body: JSON.stringify({
-        id: message.id,
-        ...(message.notBeforeMs !== undefined && { notBeforeMs: message.notBeforeMs }),
-      }),
+      body: encodeDeliveryBody(message),
       attributes: { ApproximateReceiveCount: String(queued.receives) },
     } as unknown as SQSRecord;
     const response = await deliverRecords(

@@ -579,6 +579,26 @@ describe('Function: rescheduleTask (a task never attempted)', () => {
   });
 });
 
+describe('Function: rescheduleTask (a task whose first attempt failed)', () => {
+  it('refuses in-delivery while a copy of the failed first attempt may still call, and hands over once none can', async () => {
+    // Prepare: one copy of the first attempt recorded a failure; another may still be calling.
+    const ports = schedulePorts();
+    const task = aTask(NOW_MS - 1000, 1, { attempts: 1, copiesCallUntilMs: NOW_MS + 20_000 });
+    ports.taskStore.tasks.set(task.id, task);
+    const move = { dueAtMs: NOW_MS + 3_600_000, fingerprint: 'f1' };
+
+    // Act
+    const refused = await rescheduleTask(ports, TENANT_ID, task.id, move);
+    ports.clock.advance(20_000 + CLOCK_SKEW_MS + 1);
+    const later = await rescheduleTask(ports, TENANT_ID, task.id, move);
+
+    // Assess: no successor while a copy could deliver the task; a handover once none can.
+    expect(refused).toMatchObject({ kind: 'refused', reason: 'in-delivery' });
+    expect(later.kind).toBe('rescheduled');
+    expect(ports.taskStore.tasks.size).toBe(2);
+  });
+});
+
 describe('Function: rescheduleTask (a task with a window)', () => {
   it('keeps the window on the successor, which fires at a time planned within it from the new dueAt', async () => {
     // Prepare

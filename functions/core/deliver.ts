@@ -283,6 +283,10 @@ async function leasedAttempt(ports: DeliveryPorts, key: TaskKey, goesAtMs: numbe
   if (task.occurrence !== undefined) {
     // Before the call, under the lease: a crash after it brings the message back to this step.
     const verdict = await advanceSchedule(ports.occurrences, task);
+    if (verdict === 'schedule-not-yet-stored') {
+      await release();
+      return { kind: 'deferred', retryAfterSeconds: ports.backoffBaseSeconds };
+    }
     if (verdict !== 'fire') {
       const nowMs = clock.now();
       await taskStore.finishDelivery(key, number, {

@@ -25,8 +25,9 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 
+import { FUNCTIONS } from '../contract/topology.js';
 import type { FieldError, ScheduleChange, ScheduleRequest } from '../contract/wire.js';
-import { DAY_SECONDS } from './clock.js';
+import { CLOCK_SKEW_MS, DAY_SECONDS } from './clock.js';
 import { derivedTaskId, parseTaskId, taskKey } from './ids.js';
 import {
   type CatchUp,
@@ -180,8 +181,21 @@ async function storeOccurrence(ports: OccurrencePorts, schedule: Schedule, next:
   await storeNewTask(ports, entry);
 }
 
-/** Whether an occurrence may fire: `fire`, or why not. */
-export type OccurrenceVerdict = 'fire' | 'schedule-changed' | 'occurrence-missed';
+/**
+ * Whether an occurrence may fire: `fire`, or why not. `schedule-not-yet-stored`: no schedule, but
+ * the create that stored this occurrence (before its schedule, step 1) may still be writing it, so
+ * the occurrence must wait, not be cancelled as if its schedule were deleted.
+ */
+export type OccurrenceVerdict = 'fire' | 'schedule-changed' | 'occurrence-missed' | 'schedule-not-yet-stored';
+
+/**
+ * Whether a create that stored `task` as its first occurrence can still be running and about to
+ * write its schedule: an api call lasts at most its function's timeout, on a clock at most
+ * CLOCK_SKEW_MS from ours.
+ */
+function createMayStillStore(task: Task, nowMs: number): boolean {
+  return nowMs < task.createdAtMs + FUNCTIONS.api.timeoutSeconds * 1000 + CLOCK_SKEW_MS;
+}
 
 const ADVANCE_ROUNDS = 3;
 
@@ -196,6 +210,7 @@ export async function advanceSchedule(ports: OccurrencePorts, task: Task): Promi
   if (!occurrence) return 'fire';
   for (let round = 0; round < ADVANCE_ROUNDS; round++) {
     let schedule = await ports.scheduleStore.get(task.tenantId, occurrence.scheduleId);
+    if (!schedule && createMayStillStore(task, ports.clock.now())) return 'schedule-not-yet-stored';
     if (!schedule || schedule.paused || schedule.revision !== occurrence.revision) return 'schedule-changed';
     const nowMs = ports.clock.now();
     if (schedule.next?.taskId === task.id) {

@@ -327,6 +327,46 @@ describe('Occurrence chain: deliverTask of an occurrence', () => {
     expect(w.calls.map((c) => [c.atMs - START, c.notification.payload])).toEqual([[61_000, { v: 2 }]]);
   });
 
+  it('waits, rather than cancels, an occurrence due before the create that stored it has written its schedule', async () => {
+    // Prepare: the create stores its first occurrence (due in 1 s), and its schedule write lands
+    // only after that occurrence's message has come and gone.
+    const w = world();
+    const storeSchedule = w.scheduleStore.create.bind(w.scheduleStore);
+    let early: Awaited<ReturnType<typeof deliverTask>> | undefined;
+    w.scheduleStore.create = async (schedule) => {
+      const first = schedule.next?.taskId ?? '';
+      w.clock.set(schedule.next?.atMs ?? START);
+      early = await deliverTask(w.delivery, first);
+      return storeSchedule(schedule);
+    };
+
+    // Act
+    const schedule = await w.create({ rate: '1 second' });
+    const later = await w.fireNext(schedule.id);
+
+    // Assess: the early message was sent back, and the occurrence fired once its schedule was there.
+    expect(early).toEqual({ kind: 'deferred', retryAfterSeconds: DELIVERY_SETTINGS.backoffBaseSeconds });
+    expect(later.kind).toBe('delivered');
+    expect(w.calls).toHaveLength(1);
+  });
+
+  it('cancels an occurrence whose schedule is gone once no create that stored it can still be running', async () => {
+    // Prepare
+    const w = world();
+    const schedule = await w.create({ rate: '1 minute' });
+    const first = w.stored(schedule.id)?.next?.taskId ?? '';
+    w.scheduleStore.schedules.delete(`${TENANT_ID}#${schedule.id}`);
+
+    // Act: at its fire time, a minute after the create.
+    w.clock.set(parseTaskId(first, DELIVERY_SETTINGS.shardCount)?.fireAtMs ?? START);
+    const outcome = await deliverTask(w.delivery, first);
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'skipped', reason: 'schedule-changed' });
+    expect(w.taskStore.tasks.get(first)?.status).toBe('CANCELLED');
+    expect(w.calls).toHaveLength(0);
+  });
+
   it('after an outage fires one late occurrence and resumes on time (catchUp fire-once, the default)', async () => {
     // Prepare
     const w = world();

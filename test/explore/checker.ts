@@ -243,6 +243,12 @@ function checkSchedules(
 
   // Nothing fires after a delete or while paused: no occurrence that became due after the api
   // answered, until a later change (a resume, or a PATCH that landed after the pause) took effect.
+  // An occurrence whose attempt had moved the chain on before the delete or pause landed is in
+  // its attempt already, and may complete (docs/architecture.md).
+  const advancedAt = new Map<string, number>();
+  for (const [index, event] of history.entries()) {
+    if (event.type === 'chain' && event.advancedFrom !== undefined) advancedAt.set(event.advancedFrom, index);
+  }
   for (const [index, answer] of history.entries()) {
     if (answer.type !== 'schedule-answer' || !answer.ok || (answer.op !== 'delete' && answer.op !== 'pause')) continue;
     const landed = history
@@ -260,6 +266,7 @@ function checkSchedules(
       const fireAtMs = parseTaskId(call.taskId, 1)?.fireAtMs ?? 0;
       if (
         call.scheduleId === answer.scheduleId &&
+        !((advancedAt.get(call.taskId) ?? Number.POSITIVE_INFINITY) < landed) &&
         fireAtMs >= answer.atMs &&
         call.atMs >= answer.atMs &&
         call.atMs < until

@@ -235,7 +235,7 @@ export async function explore(options: ExploreOptions): Promise<ExploreResult> {
     seed: details.seed,
     counterexample: [
       `counterexample after ${details.numRuns} runs (${details.numShrinks} shrinks): seed ${details.seed}, path ${details.counterexamplePath}`,
-      `replay: npm run explore -- --seed ${details.seed} --path ${details.counterexamplePath}`,
+      `replay: npm run explore -- --seed=${details.seed} --path=${details.counterexamplePath}`,
       message,
       `scenario: ${JSON.stringify(scenario)}`,
       `interleaving (the last ${REPORTED_STEPS} steps): ${String(scheduler).split('\n').slice(-REPORTED_STEPS).join('\n')}`,

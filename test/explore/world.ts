@@ -221,6 +221,8 @@ export type HistoryEvent =
       readonly paused: boolean;
       readonly payloadJson: string;
       readonly next?: { readonly taskId: string; readonly atMs: number };
+      /** For an advance: the occurrence, in its attempt, that moved the chain on. */
+      readonly advancedFrom?: string;
     }
   | { readonly type: 'schedule-deleted'; readonly atMs: number; readonly scheduleId: string }
   | {
@@ -449,6 +451,7 @@ export class World {
         paused: schedule.paused,
         payloadJson: schedule.payloadJson,
         ...(schedule.next && { next: { taskId: schedule.next.taskId, atMs: schedule.next.atMs } }),
+        ...(method === 'advance' && { advancedFrom: String(args[3]) }),
       });
     }
     if (method === 'delete' && result !== undefined) {

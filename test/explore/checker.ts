@@ -161,7 +161,17 @@ export function check(history: readonly HistoryEvent[], final: FinalState): stri
       violations.push(`task ${task.id} is DELIVERED but no call of it was answered 2xx`);
     }
     if (task.status === 'FAILED') {
-      if (succeeded) violations.push(`task ${task.id} is FAILED although its receiver answered 2xx`);
+      // A 2xx whose callback crashed before recording it never reached the table: the task's next
+      // attempt is all the service can go by (at least once), so only that excuses the FAILED.
+      const successAtMs = callsOf(task.id).find(isSuccess)?.atMs;
+      const unrecorded =
+        successAtMs !== undefined &&
+        history.some(
+          (event) => event.type === 'crash' && event.actor.endsWith(`(${task.id})`) && event.atMs >= successAtMs,
+        );
+      if (succeeded && !unrecorded) {
+        violations.push(`task ${task.id} is FAILED although its receiver answered 2xx`);
+      }
       const maxAttempts = task.policy?.maxAttempts;
       // More is possible: a callback that crashed between the dead letter and the FAILED write is
       // redelivered (DLQ first, so a crash repeats an attempt rather than losing the task).

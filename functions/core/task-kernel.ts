@@ -210,10 +210,10 @@ async function handOffLateArrivals(
       task.attempts === 0 &&
       secondOf(task.fireAtMs) <= enqueueThrough,
   );
-  // Those seconds need no tick: their tasks are enqueued here.
-  const ticks = [...unticked]
-    .filter((second) => second > enqueueThrough)
-    .map((second) => tickFor(second, nowMs, ports.lookaheadSeconds));
+  // Every second new to its planned minute is ticked, even one whose tasks this call enqueues
+  // itself: another call that found the second occupied already may have stored a task there that
+  // its own, earlier, hand-off left to the scan.
+  const ticks = [...unticked].map((second) => tickFor(second, nowMs, ports.lookaheadSeconds));
   const [enqueued, ticked] = await Promise.allSettled([
     late.length > 0 ? deliveryQueue.send(late.map((task) => deliveryMessageFor(task, nowMs))) : Promise.resolve(),
     ticks.length > 0 ? ports.tickQueue.send(ticks) : Promise.resolve(),

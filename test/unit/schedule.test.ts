@@ -101,6 +101,37 @@ describe('Function: scheduleTasks', () => {
     expect(ports.taskStore.tasks.size).toBe(1);
   });
 
+  it("ticks a second it was first to occupy even when it enqueues its own task there: another submit's task in that second waits for the scan", async () => {
+    // Prepare: the minute is planned; submit A occupies second T first, and its task write takes a second.
+    const ports = schedulePorts();
+    const dueSecond = NOW_SECOND + 4;
+    await ports.occupancy.plan(minuteOf(dueSecond));
+    const create = ports.taskStore.create.bind(ports.taskStore);
+    let writing!: () => void;
+    const aWrites = new Promise<void>((resolve) => (writing = resolve));
+    let finishWrite!: () => void;
+    const slowWrite = new Promise<void>((resolve) => (finishWrite = resolve));
+    vi.spyOn(ports.taskStore, 'create').mockImplementationOnce(async (...args) => {
+      writing();
+      await slowWrite;
+      return create(...args);
+    });
+    const submitA = scheduleTasks(ports, TENANT_ID, [request({ dueAt: dueSecond * 1000 })]);
+    await aWrites;
+
+    // Act: B comes while A writes: T is no longer new to its minute, and B hands off too early to
+    // enqueue a task due at T. A then hands off a second later, late enough to enqueue its own.
+    const b = await scheduleTasks(ports, TENANT_ID, [request({ dueAt: dueSecond * 1000 })]);
+    ports.clock.advance(1000);
+    finishWrite();
+    await submitA;
+
+    // Assess: B's task is not enqueued, so its second must still be ticked for the scan to find it.
+    const bId = idOf(b.outcomes[0]);
+    expect(ports.deliveryQueue.sent.map((message) => message.id)).not.toContain(bId);
+    expect(ports.tickQueue.sent.map((tick) => tick.second)).toContain(dueSecond);
+  });
+
   it('stores the task on retry when the first submit died after claiming the key', async () => {
     // Prepare: the first submit's task write never happens.
     const ports = schedulePorts();
@@ -308,7 +339,7 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     expect(ports.tickQueue.sent).toEqual([]);
   });
 
-  it('enqueues a late arrival without ticking its second, which is already claimed', async () => {
+  it('enqueues a late arrival and still ticks the second it added to a planned minute', async () => {
     // Prepare
     const ports = schedulePorts();
     ports.occupancy.planned.add(minuteOf(NOW_SECOND - 2));
@@ -316,12 +347,13 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     // Act
     const result = await scheduleTasks(ports, TENANT_ID, [request({ dueAt: NOW_MS - 2000 })]);
 
-    // Assess
+    // Assess: a tick of a second already claimed finds nothing to claim; one that is not saves
+    // another submit's task in that second (see the next tests).
     expect(result.enqueuedDirect).toBe(1);
-    expect(ports.tickQueue.sent).toEqual([]);
+    expect(ports.tickQueue.sent.map((tick) => tick.second)).toEqual([NOW_SECOND - 2]);
   });
 
-  it('enqueues a task due within the lookahead itself, without a tick, though its second is not claimed yet', async () => {
+  it('enqueues a task due within the lookahead itself, and ticks its second, not claimed yet, too', async () => {
     // Prepare: the cursor trails now, as an idle clock's does; the minute is planned.
     const ports = schedulePorts({ cursor: NOW_SECOND - 30 });
     ports.occupancy.planned.add(minuteOf(NOW_SECOND));
@@ -332,10 +364,10 @@ describe('Function: scheduleTasks and the occupancy index', () => {
       request({ delaySeconds: 20 }),
     ]);
 
-    // Assess: the first is enqueued here; the second gets a tick.
+    // Assess: the first is enqueued here; both seconds get a tick.
     expect(result.enqueuedDirect).toBe(1);
     expect(ports.deliveryQueue.sent).toEqual([{ id: idOf(result.outcomes[0]), delaySeconds: 0 }]);
-    expect(ports.tickQueue.sent.map((tick) => tick.second)).toEqual([NOW_SECOND + 20]);
+    expect(ports.tickQueue.sent.map((tick) => tick.second).sort()).toEqual([NOW_SECOND + 1, NOW_SECOND + 20]);
   });
 
   it('enqueues itself every task due up to the lookahead past the one clock-skew bound, and no later one', async () => {

@@ -199,18 +199,13 @@ export function fireAtOf(item: Pick<TaskItem, 'dueAtMs' | 'fireAtMs'>): number {
 }
 
 /**
- * A condition on when the task fires, against the time in `placeholder` (one value, used twice):
- * `fireAtMs` if the item has one, `dueAtMs` if it has no window. For the writes that depend on
- * it (a cancel of a task whose first attempt takes no lease) and the filters that select by it.
+ * The task fires after the time in `placeholder` (one value, used twice): `fireAtMs` if the item
+ * has one, `dueAtMs` if it has no window. For the write that depends on it: a cancel of a task
+ * whose first attempt takes no lease.
  */
-function firesComparedTo(operator: '<' | '>', placeholder: `:${string}`): string {
-  return `(fireAtMs ${operator} ${placeholder} OR (attribute_not_exists(fireAtMs) AND dueAtMs ${operator} ${placeholder}))`;
+export function firesAfter(placeholder: `:${string}`): string {
+  return `(fireAtMs > ${placeholder} OR (attribute_not_exists(fireAtMs) AND dueAtMs > ${placeholder}))`;
 }
-
-/** The task fires after the time in `placeholder` (see firesComparedTo). */
-export const firesAfter = (placeholder: `:${string}`) => firesComparedTo('>', placeholder);
-/** The task fires before the time in `placeholder` (see firesComparedTo). */
-export const firesBefore = (placeholder: `:${string}`) => firesComparedTo('<', placeholder);
 
 /** What a due-task Query projects, and the scanner needs. */
 export const DUE_TASK_PROJECTION = ['id', 'dueAtMs', 'fireAtMs'] as const satisfies readonly TaskAttribute[];

@@ -182,18 +182,19 @@ async function storeOccurrence(ports: OccurrencePorts, schedule: Schedule, next:
 }
 
 /**
- * Whether an occurrence may fire: `fire`, or why not. `schedule-not-yet-stored`: no schedule, but
- * the create that stored this occurrence (before its schedule, step 1) may still be writing it, so
- * the occurrence must wait, not be cancelled as if its schedule were deleted.
+ * Whether an occurrence may fire: `fire`, or why not. `schedule-not-yet-stored`: no schedule, or
+ * one of another revision, but the create or change that stored this occurrence (before it writes
+ * the schedule naming it, step 1) may still be writing it, so the occurrence must wait, not be
+ * cancelled as if its schedule were deleted or changed: the chain would stop at a cancelled task.
  */
 export type OccurrenceVerdict = 'fire' | 'schedule-changed' | 'occurrence-missed' | 'schedule-not-yet-stored';
 
 /**
- * Whether a create that stored `task` as its first occurrence can still be running and about to
- * write its schedule: an api call lasts at most its function's timeout, on a clock at most
- * CLOCK_SKEW_MS from ours.
+ * Whether the create or change that stored `task` as its schedule's next occurrence can still be
+ * running and about to write the schedule: an api call lasts at most its function's timeout, on a
+ * clock at most CLOCK_SKEW_MS from ours.
  */
-function createMayStillStore(task: Task, nowMs: number): boolean {
+function scheduleWriteMayStillLand(task: Task, nowMs: number): boolean {
   return nowMs < task.createdAtMs + FUNCTIONS.api.timeoutSeconds * 1000 + CLOCK_SKEW_MS;
 }
 
@@ -210,7 +211,16 @@ export async function advanceSchedule(ports: OccurrencePorts, task: Task): Promi
   if (!occurrence) return 'fire';
   for (let round = 0; round < ADVANCE_ROUNDS; round++) {
     let schedule = await ports.scheduleStore.get(task.tenantId, occurrence.scheduleId);
-    if (!schedule && createMayStillStore(task, ports.clock.now())) return 'schedule-not-yet-stored';
+    // A schedule of another revision written after this occurrence was stored superseded it; one
+    // written before may be about to be replaced by the change that stored it.
+    const superseded =
+      schedule !== undefined &&
+      schedule.revision !== occurrence.revision &&
+      schedule.updatedAtMs > task.createdAtMs + CLOCK_SKEW_MS;
+    const written = schedule !== undefined && schedule.revision === occurrence.revision;
+    if (!written && !superseded && scheduleWriteMayStillLand(task, ports.clock.now())) {
+      return 'schedule-not-yet-stored';
+    }
     if (!schedule || schedule.paused || schedule.revision !== occurrence.revision) return 'schedule-changed';
     const nowMs = ports.clock.now();
     if (schedule.next?.taskId === task.id) {

@@ -198,6 +198,8 @@ describe('Occurrence chain: deliverTask of an occurrence', () => {
     const w = world();
     const schedule = await w.create();
     const first = w.stored(schedule.id)?.next?.taskId ?? '';
+    // A second on: a pause in the same instant as the create could be the create still landing.
+    w.clock.advance(1000);
     const paused = await changeSchedule(w.admin, TENANT_ID, schedule.id, { paused: true });
     expect(paused.kind).toBe('changed');
     // The change cancels the pending occurrence; put it back as if the cancel had been lost.
@@ -345,6 +347,33 @@ describe('Occurrence chain: deliverTask of an occurrence', () => {
     const later = await w.fireNext(schedule.id);
 
     // Assess: the early message was sent back, and the occurrence fired once its schedule was there.
+    expect(early).toEqual({ kind: 'deferred', retryAfterSeconds: DELIVERY_SETTINGS.backoffBaseSeconds });
+    expect(later.kind).toBe('delivered');
+    expect(w.calls).toHaveLength(1);
+  });
+
+  it('waits, rather than cancels, an occurrence due before the change that stored it has written its schedule', async () => {
+    // Prepare: a paused schedule is resumed; the resume stores its first occurrence (due in under
+    // a second), and its schedule write lands only after that occurrence's message came.
+    const w = world();
+    const schedule = await w.create({ rate: '1 second' });
+    w.clock.advance(1000);
+    await changeSchedule(w.admin, TENANT_ID, schedule.id, { paused: true });
+    const replace = w.scheduleStore.replace.bind(w.scheduleStore);
+    let early: Awaited<ReturnType<typeof deliverTask>> | undefined;
+    w.scheduleStore.replace = async (changed, readAt) => {
+      const first = changed.next?.taskId ?? '';
+      w.clock.set(changed.next?.atMs ?? START);
+      early = await deliverTask(w.delivery, first);
+      return replace(changed, readAt);
+    };
+
+    // Act
+    const resumed = await changeSchedule(w.admin, TENANT_ID, schedule.id, { paused: false });
+    const later = await w.fireNext(schedule.id);
+
+    // Assess
+    expect(resumed.kind).toBe('changed');
     expect(early).toEqual({ kind: 'deferred', retryAfterSeconds: DELIVERY_SETTINGS.backoffBaseSeconds });
     expect(later.kind).toBe('delivered');
     expect(w.calls).toHaveLength(1);

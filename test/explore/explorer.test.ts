@@ -7,7 +7,7 @@ import { explore } from './explore.js';
  * message names both); `npm run explore -- --runs N` soaks with fresh seeds.
  */
 const SEEDS = [1, 2, 3];
-const RUNS_PER_SEED = 150;
+const RUNS_PER_SEED = 200;
 
 describe('Interleaving explorer', () => {
   it.each(SEEDS)(

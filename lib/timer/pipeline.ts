@@ -257,11 +257,26 @@ export class TimerPipeline {
         },
       }),
     );
-    onTable(scanner, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query');
+    // BatchGetItem reads a claimed range's occupancy slots, all of a minute's at once.
+    onTable(
+      scanner,
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:Query',
+      'dynamodb:BatchGetItem',
+    );
     // GetItem reads the tenant (signing secrets), a rescheduled task's predecessor and an occurrence's
     // schedule; PutItem stores an occurrence's successor (and starts the clock or flags a recheck, as the api does).
     onTable(callback, 'dynamodb:UpdateItem', 'dynamodb:GetItem', 'dynamodb:PutItem');
-    onTable(sweeper, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query');
+    onTable(
+      sweeper,
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:Query',
+      'dynamodb:BatchGetItem',
+    );
     this.queues.delivery.grantSendMessages(api);
     this.queues.delivery.grantSendMessages(scanner);
     this.queues.delivery.grantSendMessages(sweeper);

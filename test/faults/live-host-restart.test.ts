@@ -11,6 +11,7 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { DELIVERY_LEASE_MS } from '../../functions/contract/topology.js';
 import { DEFAULT_HOST_BREAKER } from '../../functions/core/host-breaker.js';
 import { DEV_API_KEY_FILE } from '../../lib/local/dev-tenant.js';
 import { eventually, quantile, startWebhookReceiver } from '../support/webhook-receiver.js';
@@ -120,7 +121,12 @@ describe('Faults: a live host answering 503 to some tasks, with local mode SIGKI
     const early = receiver.receipts.filter((receipt) => receipt.receivedAtMs < Date.parse(receipt.body.dueAt));
     const undelivered = [...healthy, ...twice].filter((id) => recorded.get(id)?.status !== 'DELIVERED');
     const notOnThirdCall = twice.filter((id) => receiptsOf(id).findIndex((receipt) => receipt.status === 200) !== 2);
-    const attemptsNotCalls = ids.filter((id) => recorded.get(id)?.attempts !== receiptsOf(id).length);
+    // A kill between an attempt's lease and its call leaves one attempt with no call: the service
+    // cannot know whether the call went out. Anything more is an attempt spent on a call not made.
+    const attemptsNotCalls = ids.filter((id) => {
+      const surplus = (recorded.get(id)?.attempts ?? 0) - receiptsOf(id).length;
+      return surplus !== 0 && surplus !== 1;
+    });
     const alwaysNotFailed = always.filter(
       (id) => recorded.get(id)?.status !== 'FAILED' || recorded.get(id)?.attempts !== POLICY.maxAttempts,
     );
@@ -137,7 +143,12 @@ describe('Faults: a live host answering 503 to some tasks, with local mode SIGKI
     // the call that follows its lease is an attempt of its own.
     expect(attemptsNotCalls).toEqual([]);
     expect(alwaysNotFailed).toEqual([]);
-    // A task held back by its host's breaker waits out the breaker's open time at least.
-    expect(lateness.at(-1)).toBeLessThan(DEFAULT_HOST_BREAKER.openMs);
+    // Only a task whose attempt the kill cut short between its lease and its call may be later than
+    // the breaker's open time: the restart sends it again once its lease lapses (measured 61 s).
+    // Any other held back that long was rested: none may be.
+    const pastOpenTime = lateness.filter((ms) => ms >= DEFAULT_HOST_BREAKER.openMs);
+    expect(
+      pastOpenTime.every((ms) => ms >= DELIVERY_LEASE_MS && ms < DELIVERY_LEASE_MS + DEFAULT_HOST_BREAKER.openMs),
+    ).toBe(true);
   }, 200_000);
 });

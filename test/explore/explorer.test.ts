@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { explore } from './explore.js';
 
 /**
- * Fixed seeds, so a failure here replays with `npm run explore -- --seed S --path P` (the
+ * Fixed seeds, so a failure here replays with `npm run explore -- --seed=S --path=P` (the
  * message names both); `npm run explore -- --runs N` soaks with fresh seeds.
  */
 const SEEDS = [1, 2, 3];

@@ -179,30 +179,36 @@ export class DynamoTaskStore implements TaskStore {
   }
 
   confirmCancel(key: TaskKey, cancelId: string): Promise<boolean> {
-    return unlessConditionFails(
-      this.options.client.send(
-        new UpdateCommand({
-          TableName: this.options.tableName,
-          Key: key,
-          UpdateExpression: 'REMOVE unconfirmedCancel',
-          ConditionExpression: '#status = :cancelled AND unconfirmedCancel = :cancelId',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':cancelled': 'CANCELLED', ':cancelId': cancelId },
-        }),
-      ),
-    );
+    return this.settleCancel(key, cancelId, 'REMOVE unconfirmedCancel');
   }
 
   revertCancel(key: TaskKey, cancelId: string): Promise<boolean> {
+    return this.settleCancel(
+      key,
+      cancelId,
+      'SET #status = :pending REMOVE cancelledAtMs, expiresAt, unconfirmedCancel',
+      {
+        ':pending': 'PENDING',
+      },
+    );
+  }
+
+  /** Confirms or undoes the cancel `cancelId`, only while it is still the task's unconfirmed cancel. */
+  private settleCancel(
+    key: TaskKey,
+    cancelId: string,
+    updateExpression: string,
+    values: Record<string, string> = {},
+  ): Promise<boolean> {
     return unlessConditionFails(
       this.options.client.send(
         new UpdateCommand({
           TableName: this.options.tableName,
           Key: key,
-          UpdateExpression: 'SET #status = :pending REMOVE cancelledAtMs, expiresAt, unconfirmedCancel',
+          UpdateExpression: updateExpression,
           ConditionExpression: '#status = :cancelled AND unconfirmedCancel = :cancelId',
           ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':pending': 'PENDING', ':cancelled': 'CANCELLED', ':cancelId': cancelId },
+          ExpressionAttributeValues: { ...values, ':cancelled': 'CANCELLED', ':cancelId': cancelId },
         }),
       ),
     );

@@ -211,17 +211,15 @@ export async function advanceSchedule(ports: OccurrencePorts, task: Task): Promi
   if (!occurrence) return 'fire';
   for (let round = 0; round < ADVANCE_ROUNDS; round++) {
     let schedule = await ports.scheduleStore.get(task.tenantId, occurrence.scheduleId);
-    // A schedule of another revision written after this occurrence was stored superseded it; one
-    // written before may be about to be replaced by the change that stored it.
-    const superseded =
-      schedule !== undefined &&
-      schedule.revision !== occurrence.revision &&
-      schedule.updatedAtMs > task.createdAtMs + CLOCK_SKEW_MS;
-    const written = schedule !== undefined && schedule.revision === occurrence.revision;
-    if (!written && !superseded && scheduleWriteMayStillLand(task, ports.clock.now())) {
-      return 'schedule-not-yet-stored';
+    if (schedule?.revision !== occurrence.revision) {
+      // A schedule of another revision written after this occurrence was stored superseded it; one
+      // written before (or none) may be about to be replaced by the call that stored it.
+      const supersededSince = schedule !== undefined && schedule.updatedAtMs > task.createdAtMs + CLOCK_SKEW_MS;
+      return !supersededSince && scheduleWriteMayStillLand(task, ports.clock.now())
+        ? 'schedule-not-yet-stored'
+        : 'schedule-changed';
     }
-    if (!schedule || schedule.paused || schedule.revision !== occurrence.revision) return 'schedule-changed';
+    if (schedule.paused) return 'schedule-changed';
     const nowMs = ports.clock.now();
     if (schedule.next?.taskId === task.id) {
       const next = nextAt(schedule, successorOf(recurrenceOf(schedule), occurrence.atMs, nowMs), ports.shardCount);

@@ -8,10 +8,10 @@
 import { parseArgs } from 'node:util';
 
 import { sqsDeliveryQueue } from '../functions/adapters/sqs-queues.js';
-import { secondOf } from '../functions/core/clock.js';
-import { newTaskId, taskKey } from '../functions/core/ids.js';
-import { enqueueSecond } from '../functions/core/scan.js';
-import { systemClock, type Task } from '../functions/core/task.js';
+import { secondOf } from '../functions/core/kernel/clock.js';
+import { newTaskId, taskKey } from '../functions/core/kernel/ids.js';
+import { systemClock, type Task } from '../functions/core/kernel/task.js';
+import { enqueueSecond } from '../functions/core/scan/scan.js';
 import { startEmulators } from '../test/support/emulators.js';
 
 const { values } = parseArgs({

@@ -10,7 +10,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 import { verifyWebhook } from '../functions/contract/webhook-signature.js';
 import type { WebhookNotification } from '../functions/contract/wire.js';
-import { issueApiKey, newTenant } from '../functions/core/tenants.js';
+import { issueApiKey, newTenant } from '../functions/core/tenants/tenants.js';
 import type { FunctionStats } from '../lib/local/lambda-service.js';
 import type { ScaleModelReport } from '../lib/local/limits/scale-model.js';
 import { startLocalTimer } from '../lib/local/runtime.js';

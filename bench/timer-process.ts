@@ -15,8 +15,8 @@ import type { SQSEvent } from 'aws-lambda';
 import { allItems } from '../functions/adapters/dynamo/dynamo-helpers.js';
 import { isTaskPartition, partitionOf, type TaskItem } from '../functions/adapters/dynamo/table-schema.js';
 import { type FunctionName, MAX_EARLY_WAIT_MS, type TimerSettings } from '../functions/contract/topology.js';
-import { MAX_SHARDS, parseTaskId } from '../functions/core/ids.js';
-import { decodeDeliveryBody } from '../functions/core/task-kernel.js';
+import { MAX_SHARDS, parseTaskId } from '../functions/core/kernel/ids.js';
+import { decodeDeliveryBody } from '../functions/core/kernel/task-kernel.js';
 import { type AwsRequest, LOCAL_TABLE_NAME, startLocalTimer } from '../lib/local/runtime.js';
 import { itemBytes, type KeyActivity, STORAGE_OVERHEAD_BYTES } from './stats.js';
 

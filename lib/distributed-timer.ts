@@ -21,8 +21,8 @@ import {
   QUEUES,
   type TimerSettings,
 } from '../functions/contract/topology.js';
-import { ALLOW_LISTS, type AllowListSpec } from '../functions/core/allowed-targets.js';
-import { MAX_SHARDS } from '../functions/core/ids.js';
+import { MAX_SHARDS } from '../functions/core/kernel/ids.js';
+import { ALLOW_LISTS, type AllowListSpec } from '../functions/core/targets/allowed-targets.js';
 import { DEFAULT_API_THROTTLE, TimerApi } from './timer/api.js';
 import { type TimerAlarmKey, TimerMonitoring } from './timer/monitoring.js';
 import { TimerPipeline } from './timer/pipeline.js';

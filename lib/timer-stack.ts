@@ -2,8 +2,8 @@ import { CfnOutput, CfnParameter, type RemovalPolicy, Stack, type StackProps } f
 import type { Construct } from 'constructs';
 
 import { DEFAULT_SETTINGS } from '../functions/contract/topology.js';
-import { ALLOW_LISTS, type AllowListSpec } from '../functions/core/allowed-targets.js';
-import { MAX_SHARDS } from '../functions/core/ids.js';
+import { MAX_SHARDS } from '../functions/core/kernel/ids.js';
+import { ALLOW_LISTS, type AllowListSpec } from '../functions/core/targets/allowed-targets.js';
 import { DistributedTimer, type DistributedTimerProps } from './distributed-timer.js';
 
 export interface TimerStackProps extends StackProps {

@@ -9,10 +9,10 @@ import {
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
 
-import type { DeadLetter, DeadLetterQueue } from '../core/deliver.js';
-import type { DeliveryMessage, DeliveryQueue } from '../core/task.js';
-import { encodeDeliveryBody } from '../core/task-kernel.js';
-import type { Tick, TickQueue } from '../core/tick.js';
+import type { DeadLetter, DeadLetterQueue } from '../core/deliver/deliver.js';
+import type { DeliveryMessage, DeliveryQueue } from '../core/kernel/task.js';
+import { encodeDeliveryBody } from '../core/kernel/task-kernel.js';
+import type { Tick, TickQueue } from '../core/kernel/tick.js';
 
 const SQS_BATCH_LIMIT = 10;
 const FAILED_ENTRY_RETRIES = 3;

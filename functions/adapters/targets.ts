@@ -2,8 +2,8 @@ import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventb
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 
 import { signWebhook } from '../contract/webhook-signature.js';
-import type { Notification, Sender, TargetDispatcher, TargetResult } from '../core/deliver.js';
-import type { Clock, Target } from '../core/task.js';
+import type { Notification, Sender, TargetDispatcher, TargetResult } from '../core/deliver/deliver.js';
+import type { Clock, Target } from '../core/kernel/task.js';
 import type { WebhookClient } from './webhook-client.js';
 
 export const USER_AGENT = 'distributed-timer/0.1 (+https://www.standardwebhooks.com)';

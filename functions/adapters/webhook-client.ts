@@ -10,7 +10,7 @@ import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 
-import { type AddressPolicy, forbiddenAddressReason, webhookUrlProblem } from '../core/egress.js';
+import { type AddressPolicy, forbiddenAddressReason, webhookUrlProblem } from '../core/targets/egress.js';
 
 /** Every address a host name resolves to. */
 export type Resolve = (hostname: string) => Promise<readonly LookupAddress[]>;

@@ -9,8 +9,8 @@ import type { ApiConfig } from '../commons/config.js';
 import { type HandlerDeps, instrumented } from '../commons/lambda-chain.js';
 import { occupancyIndex, tableStores } from '../commons/stores.js';
 import { METRICS } from '../contract/topology.js';
-import { addressPolicy } from '../core/egress.js';
-import { StoreBusyError, systemClock } from '../core/task.js';
+import { StoreBusyError, systemClock } from '../core/kernel/task.js';
+import { addressPolicy } from '../core/targets/egress.js';
 import { type HttpResult, problem, problemResponse } from './http.js';
 import { type ApiPorts, route } from './routes.js';
 

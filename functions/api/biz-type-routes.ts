@@ -6,9 +6,9 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 
 import type { ApiRouteKey } from '../contract/topology.js';
 import type { BizTypeList, BizTypeSettings as BizTypeSettingsView } from '../contract/wire.js';
-import { type BizTypeAdminPorts, type BizTypeSettings, saveBizType } from '../core/biz-types.js';
-import { bizTypeNameSchema, bizTypeSettingsSchema, issuesToErrors } from '../core/schemas.js';
-import type { Tenant } from '../core/tenants.js';
+import { type BizTypeAdminPorts, type BizTypeSettings, saveBizType } from '../core/submit/biz-types.js';
+import { bizTypeNameSchema, bizTypeSettingsSchema, issuesToErrors } from '../core/submit/schemas.js';
+import type { Tenant } from '../core/tenants/tenants.js';
 import { type HttpResult, jsonResponse, problem, problemResponse, readJsonBody, validationProblem } from './http.js';
 
 export type BizTypeRouteKey = Extract<ApiRouteKey, `${string} /v1/biz-types${string}`>;

@@ -1,7 +1,7 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 
 import type { ApiProblem, FieldError } from '../contract/wire.js';
-import { LIMITS } from '../core/schemas.js';
+import { LIMITS } from '../core/submit/schemas.js';
 
 export type HttpResult = APIGatewayProxyStructuredResultV2 & { statusCode: number; body: string };
 

@@ -19,7 +19,7 @@ import type {
   TaskDetails,
   TaskPage,
 } from '../contract/wire.js';
-import { LIST_LIMITS } from '../core/listing.js';
+import { HISTORY_LIMIT } from '../core/kernel/task.js';
 import {
   batchRequestSchema,
   bizTypeNameSchema,
@@ -34,8 +34,8 @@ import {
   scheduleRequestSchema,
   taskRequestSchema,
   taskStatusSchema as taskStatus,
-} from '../core/schemas.js';
-import { HISTORY_LIMIT } from '../core/task.js';
+} from '../core/submit/schemas.js';
+import { LIST_LIMITS } from '../core/submit/task-listing.js';
 
 const instant = z.string().meta({ format: 'date-time' });
 const requestSchema = taskRequestSchema({ allowInsecureTargets: false });

@@ -1,19 +1,11 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 
 import type { BatchItemResult, BatchResult, CreatedTask, FieldError, TaskDetails, TaskPage } from '../contract/wire.js';
-import { applyBizType, type BizTypeDirectory } from '../core/biz-types.js';
-import { secondOf } from '../core/clock.js';
-import { decodeCursor, encodeCursor, LIST_LIMITS, type ListPorts, listTasks } from '../core/listing.js';
-import { rescheduleTask } from '../core/reschedule.js';
-import {
-  getTask,
-  type ScheduleOutcome,
-  type SchedulePorts,
-  type ScheduleResult,
-  scheduleTasks,
-  type TaskLookupPorts,
-} from '../core/schedule.js';
-import { cancelTaskKeepingSchedule } from '../core/schedules.js';
+import { secondOf } from '../core/kernel/clock.js';
+import { type Task, UNLEASED_CANCEL_MARGIN_MS } from '../core/kernel/task.js';
+import { cancelTaskKeepingSchedule } from '../core/schedules/schedules.js';
+import { applyBizType, type BizTypeDirectory } from '../core/submit/biz-types.js';
+import { rescheduleTask } from '../core/submit/reschedule.js';
 import {
   batchRequestSchema,
   formatPath,
@@ -23,10 +15,18 @@ import {
   type Parsed,
   parseRescheduleRequest,
   parseTaskRequest,
-} from '../core/schemas.js';
-import { resolvingEachHostOnce, targetProblem, type TargetRules } from '../core/target-rules.js';
-import { type Task, UNLEASED_CANCEL_MARGIN_MS } from '../core/task.js';
-import { authenticate, type RateLimiter, type Tenant, type TenantDirectory } from '../core/tenants.js';
+} from '../core/submit/schemas.js';
+import {
+  getTask,
+  type ScheduleOutcome,
+  type SchedulePorts,
+  type ScheduleResult,
+  scheduleTasks,
+  type TaskLookupPorts,
+} from '../core/submit/submit.js';
+import { decodeCursor, encodeCursor, LIST_LIMITS, type ListPorts, listTasks } from '../core/submit/task-listing.js';
+import { resolvingEachHostOnce, targetProblem, type TargetRules } from '../core/targets/target-rules.js';
+import { authenticate, type RateLimiter, type Tenant, type TenantDirectory } from '../core/tenants/tenants.js';
 import { bizTypeRoute, type BizTypeRoutePorts } from './biz-type-routes.js';
 import { type HttpResult, jsonResponse, problem, problemResponse, readJsonBody, validationProblem } from './http.js';
 import { openApiDocument } from './openapi.js';

@@ -1,14 +1,13 @@
 /**
  * POST, GET, PATCH and DELETE /v1/schedules: a tenant's recurring schedules. Parsing and
- * answering live here; what a schedule does is core/schedules.ts. Another tenant's schedule is
+ * answering live here; what a schedule does is core/schedules/schedules.ts. Another tenant's schedule is
  * simply not there: every read is keyed by the caller.
  */
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 
 import type { ApiRouteKey } from '../contract/topology.js';
 import type { ScheduleList, ScheduleView } from '../contract/wire.js';
-import { LIST_LIMITS } from '../core/listing.js';
-import { decodeScheduleCursor, encodeScheduleCursor, listSchedules } from '../core/schedule-listing.js';
+import { decodeScheduleCursor, encodeScheduleCursor, listSchedules } from '../core/schedules/schedule-listing.js';
 import {
   changeSchedule,
   createSchedule,
@@ -18,15 +17,16 @@ import {
   type Schedule,
   type ScheduleAdminPorts,
   upcomingOccurrences,
-} from '../core/schedules.js';
+} from '../core/schedules/schedules.js';
 import {
   issuesToErrors,
   scheduleChangeSchema,
   scheduleListQuerySchema,
   scheduleRequestSchema,
-} from '../core/schemas.js';
-import { targetProblem, type TargetRules } from '../core/target-rules.js';
-import type { Tenant } from '../core/tenants.js';
+} from '../core/submit/schemas.js';
+import { LIST_LIMITS } from '../core/submit/task-listing.js';
+import { targetProblem, type TargetRules } from '../core/targets/target-rules.js';
+import type { Tenant } from '../core/tenants/tenants.js';
 import { type HttpResult, jsonResponse, problem, problemResponse, readJsonBody, validationProblem } from './http.js';
 
 export type ScheduleRouteKey = Extract<ApiRouteKey, `${string} /v1/schedules${string}`>;

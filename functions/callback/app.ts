@@ -7,10 +7,10 @@ import type { CallbackConfig } from '../commons/config.js';
 import { type HandlerDeps, instrumented } from '../commons/lambda-chain.js';
 import { occupancyIndex, tableStores } from '../commons/stores.js';
 import { DELIVERY_LEASE_MS, MAX_EARLY_WAIT_MS, WEBHOOK_CONNECT_TIMEOUT_MS } from '../contract/topology.js';
-import type { DeliveryPorts } from '../core/deliver.js';
-import { addressPolicy } from '../core/egress.js';
-import { guardedByHostBreaker, HostBreaker } from '../core/host-breaker.js';
-import { systemClock } from '../core/task.js';
+import type { DeliveryPorts } from '../core/deliver/deliver.js';
+import { guardedByHostBreaker, HostBreaker } from '../core/deliver/host-breaker.js';
+import { systemClock } from '../core/kernel/task.js';
+import { addressPolicy } from '../core/targets/egress.js';
 import { deliverRecords } from './records.js';
 
 /**

@@ -3,9 +3,9 @@ import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 
 import { METRICS } from '../contract/topology.js';
-import { deliverTask, type DeliveryOutcome, type DeliveryPorts, redeliverDeadLetter } from '../core/deliver.js';
-import type { DeliveryQueue } from '../core/task.js';
-import { decodeDeliveryBody, reminderMessage } from '../core/task-kernel.js';
+import { deliverTask, type DeliveryOutcome, type DeliveryPorts, redeliverDeadLetter } from '../core/deliver/deliver.js';
+import type { DeliveryQueue } from '../core/kernel/task.js';
+import { decodeDeliveryBody, reminderMessage } from '../core/kernel/task-kernel.js';
 
 export interface RecordPorts {
   readonly delivery: DeliveryPorts;

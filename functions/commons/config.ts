@@ -8,8 +8,8 @@
 import { LogLevel } from '@aws-lambda-powertools/logger';
 
 import { ENV, type EnvName } from '../contract/topology.js';
-import { type AllowList, parseAllowList } from '../core/allowed-targets.js';
-import { MAX_SHARDS } from '../core/ids.js';
+import { MAX_SHARDS } from '../core/kernel/ids.js';
+import { type AllowList, parseAllowList } from '../core/targets/allowed-targets.js';
 
 /** An environment to read: `process.env` in Lambda, a composed record in local mode and the tests. */
 export type Environment = Readonly<Record<string, string | undefined>>;

@@ -10,10 +10,10 @@ import { CALLBACK_COUNTER_PREFIX } from '../adapters/dynamo/table-schema.js';
 import { DynamoTaskIndex } from '../adapters/dynamo/task-index.js';
 import { DynamoTaskStore } from '../adapters/dynamo/task-store.js';
 import { DynamoTenantStore } from '../adapters/dynamo/tenant-store.js';
-import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../core/biz-types.js';
-import { LeasedRequestCounter } from '../core/request-leases.js';
-import { type OccupancyIndex, systemClock } from '../core/task.js';
-import { cachedTenantDirectory, TENANT_CACHE_TTL_MS } from '../core/tenants.js';
+import { type OccupancyIndex, systemClock } from '../core/kernel/task.js';
+import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../core/submit/biz-types.js';
+import { LeasedRequestCounter } from '../core/tenants/request-leases.js';
+import { cachedTenantDirectory, TENANT_CACHE_TTL_MS } from '../core/tenants/tenants.js';
 import type { OccupancyConfig, TableConfig } from './config.js';
 
 /**

@@ -1,7 +1,7 @@
 /**
  * What crosses HTTP in API v1, as plain TypeScript: the bodies the api accepts and answers
  * with, and the body each notification carries. The client takes its types from here and
- * nothing else; the api's zod schemas (functions/core/schemas.ts, functions/api/openapi.ts)
+ * nothing else; the api's zod schemas (functions/core/submit/schemas.ts, functions/api/openapi.ts)
  * are checked at compile time to accept and produce exactly these shapes, so neither side
  * can drift. Types only: importing this module costs the client nothing at run time.
  * Lists in answers are plain arrays, so a caller may sort or extend what it received.

@@ -6,8 +6,8 @@ import type { ScannerConfig } from '../commons/config.js';
 import { type HandlerDeps, instrumented } from '../commons/lambda-chain.js';
 import { occupancyIndex, tableStores } from '../commons/stores.js';
 import { METRICS, SCANNER_BUDGET_MS } from '../contract/topology.js';
-import { runScanner } from '../core/scan.js';
-import { systemClock } from '../core/task.js';
+import { systemClock } from '../core/kernel/task.js';
+import { runScanner } from '../core/scan/scan.js';
 
 /** Leaves time to finish the send chunk in hand and record what was finished before the function times out. */
 const FINISH_RESERVE_MS = 15_000;

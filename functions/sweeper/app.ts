@@ -5,8 +5,8 @@ import type { SweeperConfig } from '../commons/config.js';
 import { type HandlerDeps, instrumented } from '../commons/lambda-chain.js';
 import { occupancyIndex, tableStores } from '../commons/stores.js';
 import { METRICS, SWEEPER_BUDGET_MS, SWEEPER_CATCH_UP_GRACE_SECONDS } from '../contract/topology.js';
-import { sweep } from '../core/sweep.js';
-import { systemClock } from '../core/task.js';
+import { systemClock } from '../core/kernel/task.js';
+import { sweep } from '../core/sweep/sweep.js';
 
 /**
  * Runs every minute: re-scans seconds a scanner claimed but never finished, re-enqueues

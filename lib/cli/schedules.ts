@@ -1,5 +1,5 @@
 /** `timer schedules create|get|list|pause|resume|delete`: recurring schedules through the HTTP API. */
-import { LIST_LIMITS } from '../../functions/core/listing.js';
+import { LIST_LIMITS } from '../../functions/core/submit/task-listing.js';
 import type { ScheduleList, ScheduleRequest, ScheduleView } from '../client.js';
 import { type Command, command, CommandFailed, UsageError } from './command.js';
 import { fields, table } from './io.js';

@@ -1,6 +1,6 @@
 /** `timer schedule`, `get`, `cancel` and `list`: tasks through the HTTP API, as the calling tenant (and what `timer schedules` shares with them). */
-import { LIST_LIMITS } from '../../functions/core/listing.js';
-import { parseIsoInstant, TASK_STATUSES } from '../../functions/core/schemas.js';
+import { parseIsoInstant, TASK_STATUSES } from '../../functions/core/submit/schemas.js';
+import { LIST_LIMITS } from '../../functions/core/submit/task-listing.js';
 import {
   type ApiProblem,
   type CreatedTask,

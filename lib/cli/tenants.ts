@@ -11,7 +11,7 @@ import {
   tenantIdProblem,
   type TenantStore,
   withRotatedSecret,
-} from '../../functions/core/tenants.js';
+} from '../../functions/core/tenants/tenants.js';
 import { type Command, command, CommandFailed, COMMON_OPTIONS, UsageError } from './command.js';
 import { openTenantStore, TABLE_OPTIONS } from './connect.js';
 import { type CliIo, fields, isoTime, table } from './io.js';

@@ -6,7 +6,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
-import type { TenantStore } from '../../functions/core/tenants.js';
+import type { TenantStore } from '../../functions/core/tenants/tenants.js';
 import {
   activeSigningSecrets,
   apiKeyRecordOf,
@@ -15,7 +15,7 @@ import {
   keyringOf,
   newTenant,
   parseApiKey,
-} from '../../functions/core/tenants.js';
+} from '../../functions/core/tenants/tenants.js';
 
 export const DEV_TENANT_ID = 'dev';
 export const DEV_API_KEY_ENV = 'TIMER_DEV_API_KEY';

@@ -44,11 +44,11 @@ import {
   SCHEDULES,
   type TimerSettings,
 } from '../../functions/contract/topology.js';
-import { minuteOf, secondOf } from '../../functions/core/clock.js';
-import type { DeliveryMessage, Task } from '../../functions/core/task.js';
-import { decodeDeliveryBody, deliveryMessageFor } from '../../functions/core/task-kernel.js';
-import { activeSigningSecrets } from '../../functions/core/tenants.js';
-import { type Tick, tickFor } from '../../functions/core/tick.js';
+import { minuteOf, secondOf } from '../../functions/core/kernel/clock.js';
+import type { DeliveryMessage, Task } from '../../functions/core/kernel/task.js';
+import { decodeDeliveryBody, deliveryMessageFor } from '../../functions/core/kernel/task-kernel.js';
+import { type Tick, tickFor } from '../../functions/core/kernel/tick.js';
+import { activeSigningSecrets } from '../../functions/core/tenants/tenants.js';
 import { createScannerHandler } from '../../functions/scanner/app.js';
 import { createSweeperHandler } from '../../functions/sweeper/app.js';
 import { createTickerHandler } from '../../functions/ticker/app.js';

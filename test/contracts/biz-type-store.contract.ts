@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import type { BizTypeSettings, BizTypeStore } from '../../functions/core/biz-types.js';
+import type { BizTypeSettings, BizTypeStore } from '../../functions/core/submit/biz-types.js';
 
 const settings = (tenantId: string, bizType: string, maxAttempts = 3): BizTypeSettings => ({
   tenantId,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import type { ClockStore } from '../../functions/core/task.js';
+import type { ClockStore } from '../../functions/core/kernel/task.js';
 
 /** An hour boundary lies inside the seconds used below, so a store filing markers by hour must read both hours. */
 const SECOND = 1_700_002_798;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import type { IdempotencyRecord, IdempotencyStore } from '../../functions/core/task.js';
+import type { IdempotencyRecord, IdempotencyStore } from '../../functions/core/kernel/task.js';
 
 const EXPIRES_AT = 1_800_000_000;
 const record = (key: string, taskId: string, fingerprint = 'f-1'): IdempotencyRecord => ({

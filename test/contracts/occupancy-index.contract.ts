@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import type { OccupancyIndex } from '../../functions/core/task.js';
+import type { OccupancyIndex } from '../../functions/core/kernel/task.js';
 
 /** A minute whose seconds cross no hour boundary, and the next minute. */
 const MINUTE = 28_333_340;

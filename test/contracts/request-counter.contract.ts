@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import type { RateLimiter, RequestCounter } from '../../functions/core/tenants.js';
+import type { RateLimiter, RequestCounter } from '../../functions/core/tenants/tenants.js';
 
 const SECOND = 1_780_000_000;
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import type { Schedule, ScheduleStore } from '../../functions/core/schedules.js';
+import type { Schedule, ScheduleStore } from '../../functions/core/schedules/schedules.js';
 
 const AT = Date.parse('2026-06-01T12:00:00.000Z');
 const first = { taskId: 'OCCURRENCE-1', atMs: AT + 5000 };

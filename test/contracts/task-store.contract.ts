@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 
-import { CLOCK_SKEW_MS } from '../../functions/core/clock.js';
-import { parseTaskId, type TaskKey, taskKey } from '../../functions/core/ids.js';
-import type { DeliveryRecord, FirstAttemptRecord, Task, TaskStore } from '../../functions/core/task.js';
+import { CLOCK_SKEW_MS } from '../../functions/core/kernel/clock.js';
+import { parseTaskId, type TaskKey, taskKey } from '../../functions/core/kernel/ids.js';
+import type { DeliveryRecord, FirstAttemptRecord, Task, TaskStore } from '../../functions/core/kernel/task.js';
 import { aTask, cancelRequest, TENANT_ID } from '../unit/fakes.js';
 
 /** Buckets the store under test is made with; the keys below are built with the same count. */

@@ -10,13 +10,13 @@ import { join } from 'node:path';
 
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 
-import { systemClock } from '../../functions/core/task.js';
+import { systemClock } from '../../functions/core/kernel/task.js';
 import {
   activeSigningSecrets,
   authenticate,
   cachedTenantDirectory,
   TENANT_CACHE_TTL_MS,
-} from '../../functions/core/tenants.js';
+} from '../../functions/core/tenants/tenants.js';
 import { COMMANDS, run } from '../../lib/cli/run.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../lib/local/dynamodb.js';
 import { runningLocalEndpoints } from '../../lib/local/endpoints.js';

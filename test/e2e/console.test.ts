@@ -4,7 +4,7 @@ import { request } from 'node:http';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { issueApiKey, newTenant } from '../../functions/core/tenants.js';
+import { issueApiKey, newTenant } from '../../functions/core/tenants/tenants.js';
 import {
   LOCAL_CONSOLE_PATH,
   LOCAL_CONSOLE_TASKS_PATH,

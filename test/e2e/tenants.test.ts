@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { issueApiKey, newTenant } from '../../functions/core/tenants.js';
+import { issueApiKey, newTenant } from '../../functions/core/tenants/tenants.js';
 import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
 
 let timer: LocalTimer;

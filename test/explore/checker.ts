@@ -3,8 +3,8 @@
  * (docs/architecture.md; ../shared/DESIGN.md invariants 1, 2 and 11-13). A run ends quiescent:
  * queues drained and the sweeper's passes run past their grace, so "by the end" means for good.
  */
-import { parseTaskId } from '../../functions/core/ids.js';
-import type { Task } from '../../functions/core/task.js';
+import { parseTaskId } from '../../functions/core/kernel/ids.js';
+import type { Task } from '../../functions/core/kernel/task.js';
 import { type CallRecord, type HistoryEvent, SKEW_BOUND_MS } from './world.js';
 
 export interface FinalState {

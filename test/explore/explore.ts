@@ -9,7 +9,7 @@
  */
 import fc from 'fast-check';
 
-import { UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/task.js';
+import { UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/kernel/task.js';
 import { check } from './checker.js';
 import {
   type Action,

@@ -29,11 +29,12 @@ import {
   SWEEPER_BUDGET_MS,
   SWEEPER_CATCH_UP_GRACE_SECONDS,
 } from '../../functions/contract/topology.js';
-import { CLOCK_SKEW_MS } from '../../functions/core/clock.js';
-import type { Notification, TargetDispatcher, TargetResult } from '../../functions/core/deliver.js';
-import { rescheduleTask } from '../../functions/core/reschedule.js';
-import { runScanner } from '../../functions/core/scan.js';
-import { getTask, type SchedulePorts, scheduleTasks } from '../../functions/core/schedule.js';
+import type { Notification, TargetDispatcher, TargetResult } from '../../functions/core/deliver/deliver.js';
+import { CLOCK_SKEW_MS } from '../../functions/core/kernel/clock.js';
+import type { Clock, DeliveryMessage } from '../../functions/core/kernel/task.js';
+import { encodeDeliveryBody } from '../../functions/core/kernel/task-kernel.js';
+import { planTicks, type Tick } from '../../functions/core/kernel/tick.js';
+import { runScanner } from '../../functions/core/scan/scan.js';
 import {
   cancelTaskKeepingSchedule,
   changeSchedule,
@@ -41,12 +42,11 @@ import {
   deleteSchedule,
   type Schedule,
   type ScheduleAdminPorts,
-} from '../../functions/core/schedules.js';
-import { type NewTask, parseRescheduleRequest } from '../../functions/core/schemas.js';
-import { sweep } from '../../functions/core/sweep.js';
-import type { Clock, DeliveryMessage } from '../../functions/core/task.js';
-import { encodeDeliveryBody } from '../../functions/core/task-kernel.js';
-import { planTicks, type Tick } from '../../functions/core/tick.js';
+} from '../../functions/core/schedules/schedules.js';
+import { rescheduleTask } from '../../functions/core/submit/reschedule.js';
+import { type NewTask, parseRescheduleRequest } from '../../functions/core/submit/schemas.js';
+import { getTask, type SchedulePorts, scheduleTasks } from '../../functions/core/submit/submit.js';
+import { sweep } from '../../functions/core/sweep/sweep.js';
 import {
   FakeClockStore,
   FakeIdempotencyStore,

@@ -36,13 +36,18 @@ import { createLogger } from '../../functions/commons/logger.js';
 import { createMetrics } from '../../functions/commons/metrics.js';
 import { DEFAULT_SETTINGS, WEBHOOK_CONNECT_TIMEOUT_MS } from '../../functions/contract/topology.js';
 import { generateSigningSecret } from '../../functions/contract/webhook-signature.js';
-import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../../functions/core/biz-types.js';
-import type { DeliveryPorts } from '../../functions/core/deliver.js';
-import { addressPolicy } from '../../functions/core/egress.js';
-import { runScanner, type ScanPorts } from '../../functions/core/scan.js';
-import { sweep } from '../../functions/core/sweep.js';
-import type { Clock } from '../../functions/core/task.js';
-import { cachedTenantDirectory, issueApiKey, newTenant, TENANT_CACHE_TTL_MS } from '../../functions/core/tenants.js';
+import type { DeliveryPorts } from '../../functions/core/deliver/deliver.js';
+import type { Clock } from '../../functions/core/kernel/task.js';
+import { runScanner, type ScanPorts } from '../../functions/core/scan/scan.js';
+import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../../functions/core/submit/biz-types.js';
+import { sweep } from '../../functions/core/sweep/sweep.js';
+import { addressPolicy } from '../../functions/core/targets/egress.js';
+import {
+  cachedTenantDirectory,
+  issueApiKey,
+  newTenant,
+  TENANT_CACHE_TTL_MS,
+} from '../../functions/core/tenants/tenants.js';
 import { createLambdaService, sharedEnvironments } from '../../lib/local/lambda-service.js';
 import { type SqsEventSource, startSqsEventSource } from '../../lib/local/queue-poller.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';

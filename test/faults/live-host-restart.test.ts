@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { DELIVERY_LEASE_MS } from '../../functions/contract/topology.js';
-import { DEFAULT_HOST_BREAKER } from '../../functions/core/host-breaker.js';
+import { DEFAULT_HOST_BREAKER } from '../../functions/core/deliver/host-breaker.js';
 import { DEV_API_KEY_FILE } from '../../lib/local/dev-tenant.js';
 import { eventually, quantile, startWebhookReceiver } from '../support/webhook-receiver.js';
 import { freePort, startLocalMode } from './local-process.js';

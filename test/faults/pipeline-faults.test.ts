@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 
-import type { DeliveryMessage } from '../../functions/core/task.js';
+import type { DeliveryMessage } from '../../functions/core/kernel/task.js';
 import { eventually } from '../support/webhook-receiver.js';
 import {
   failShare,

@@ -14,9 +14,9 @@ import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js
 import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
 import { DEFAULT_SETTINGS } from '../../functions/contract/topology.js';
-import { secondOf } from '../../functions/core/clock.js';
-import { newAttemptId } from '../../functions/core/ids.js';
-import { freshTaskId, newPendingTask } from '../../functions/core/task-kernel.js';
+import { secondOf } from '../../functions/core/kernel/clock.js';
+import { newAttemptId } from '../../functions/core/kernel/ids.js';
+import { freshTaskId, newPendingTask } from '../../functions/core/kernel/task-kernel.js';
 import { ensureDevTenant } from '../../lib/local/dev-tenant.js';
 import { DEV_TENANT_ID } from '../../lib/local/dev-tenant.js';
 import {

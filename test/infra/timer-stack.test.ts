@@ -18,7 +18,7 @@ import {
   QUEUES,
   TABLE,
 } from '../../functions/contract/topology.js';
-import { ALLOW_LISTS } from '../../functions/core/allowed-targets.js';
+import { ALLOW_LISTS } from '../../functions/core/targets/allowed-targets.js';
 import { DEFAULT_API_THROTTLE } from '../../lib/distributed-timer.js';
 import { TimerStack } from '../../lib/timer-stack.js';
 import { actionsOf as statementActions, allStatements, statementsOfRole } from '../support/iam-template.js';

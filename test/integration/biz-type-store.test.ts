@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import type { BizTypeSettings } from '../../functions/core/biz-types.js';
+import type { BizTypeSettings } from '../../functions/core/submit/biz-types.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 
 let emulators: Emulators;

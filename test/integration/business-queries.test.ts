@@ -7,10 +7,10 @@ import { DynamoTaskIndex } from '../../functions/adapters/dynamo/task-index.js';
 import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
 import { type ApiPorts, route } from '../../functions/api/routes.js';
 import { DEFAULT_SETTINGS } from '../../functions/contract/topology.js';
-import { cachedBizTypeDirectory } from '../../functions/core/biz-types.js';
-import { encodeCursor } from '../../functions/core/listing.js';
-import { systemClock } from '../../functions/core/task.js';
-import { issueApiKey, keyringOf, newTenant } from '../../functions/core/tenants.js';
+import { systemClock } from '../../functions/core/kernel/task.js';
+import { cachedBizTypeDirectory } from '../../functions/core/submit/biz-types.js';
+import { encodeCursor } from '../../functions/core/submit/task-listing.js';
+import { issueApiKey, keyringOf, newTenant } from '../../functions/core/tenants/tenants.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 import { testTargetRules } from '../support/target-rules.js';
 

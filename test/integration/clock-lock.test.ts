@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
-import { claimSeconds, MAX_CLAIM_SECONDS } from '../../functions/core/clock.js';
-import { runScanner } from '../../functions/core/scan.js';
-import type { DeliveryMessage } from '../../functions/core/task.js';
+import { claimSeconds, MAX_CLAIM_SECONDS } from '../../functions/core/kernel/clock.js';
+import type { DeliveryMessage } from '../../functions/core/kernel/task.js';
+import { runScanner } from '../../functions/core/scan/scan.js';
 import { ManualClock } from '../support/clock.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 

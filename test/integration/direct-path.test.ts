@@ -2,11 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
 import { sqsDeliveryQueue } from '../../functions/adapters/sqs-queues.js';
-import { claimableThrough, claimSeconds, CLOCK_SKEW_MS } from '../../functions/core/clock.js';
-import { scanRange } from '../../functions/core/scan.js';
-import { type ScheduleResult, scheduleTasks } from '../../functions/core/schedule.js';
-import type { NewTask } from '../../functions/core/schemas.js';
-import type { Tick } from '../../functions/core/tick.js';
+import { claimableThrough, claimSeconds, CLOCK_SKEW_MS } from '../../functions/core/kernel/clock.js';
+import type { Tick } from '../../functions/core/kernel/tick.js';
+import { scanRange } from '../../functions/core/scan/scan.js';
+import type { NewTask } from '../../functions/core/submit/schemas.js';
+import { type ScheduleResult, scheduleTasks } from '../../functions/core/submit/submit.js';
 import { ManualClock } from '../support/clock.js';
 import { drainBodies, type Emulators, startEmulators } from '../support/emulators.js';
 

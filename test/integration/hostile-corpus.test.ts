@@ -16,11 +16,11 @@ import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.
 import { sqsDeliveryQueue } from '../../functions/adapters/sqs-queues.js';
 import { type ApiPorts, route } from '../../functions/api/routes.js';
 import { DEFAULT_SETTINGS, TABLE } from '../../functions/contract/topology.js';
-import { cachedBizTypeDirectory } from '../../functions/core/biz-types.js';
-import { newTaskId } from '../../functions/core/ids.js';
-import { LIMITS } from '../../functions/core/schemas.js';
-import { systemClock } from '../../functions/core/task.js';
-import { cachedTenantDirectory, issueApiKey, newTenant } from '../../functions/core/tenants.js';
+import { newTaskId } from '../../functions/core/kernel/ids.js';
+import { systemClock } from '../../functions/core/kernel/task.js';
+import { cachedBizTypeDirectory } from '../../functions/core/submit/biz-types.js';
+import { LIMITS } from '../../functions/core/submit/schemas.js';
+import { cachedTenantDirectory, issueApiKey, newTenant } from '../../functions/core/tenants/tenants.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 import { testTargetRules } from '../support/target-rules.js';
 

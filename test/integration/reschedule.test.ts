@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
-import { deliverTask, type DeliveryPorts } from '../../functions/core/deliver.js';
-import { newTaskId, taskKey } from '../../functions/core/ids.js';
-import { rescheduleTask } from '../../functions/core/reschedule.js';
-import type { SchedulePorts } from '../../functions/core/schedule.js';
-import { systemClock, type Task } from '../../functions/core/task.js';
+import { deliverTask, type DeliveryPorts } from '../../functions/core/deliver/deliver.js';
+import { newTaskId, taskKey } from '../../functions/core/kernel/ids.js';
+import { systemClock, type Task } from '../../functions/core/kernel/task.js';
+import { rescheduleTask } from '../../functions/core/submit/reschedule.js';
+import type { SchedulePorts } from '../../functions/core/submit/submit.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 import { fakeTenantDirectory, TENANT_ID } from '../unit/fakes.js';
 

@@ -8,7 +8,7 @@ import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-
 import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
 import { DynamoScheduleStore } from '../../functions/adapters/dynamo/schedule-store.js';
 import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
-import { LeasedRequestCounter } from '../../functions/core/request-leases.js';
+import { LeasedRequestCounter } from '../../functions/core/tenants/request-leases.js';
 import { bizTypeStoreContract } from '../contracts/biz-type-store.contract.js';
 import { clockStoreContract } from '../contracts/clock-store.contract.js';
 import { idempotencyStoreContract } from '../contracts/idempotency-store.contract.js';

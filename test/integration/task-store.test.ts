@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { newTaskId, taskKey } from '../../functions/core/ids.js';
-import type { Task } from '../../functions/core/task.js';
+import { newTaskId, taskKey } from '../../functions/core/kernel/ids.js';
+import type { Task } from '../../functions/core/kernel/task.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 import { cancelRequest } from '../unit/fakes.js';
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
 import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
-import { newApiKey, newKeyring, newTenant, withRotatedSecret } from '../../functions/core/tenants.js';
+import { newApiKey, newKeyring, newTenant, withRotatedSecret } from '../../functions/core/tenants/tenants.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 
 let emulators: Emulators;

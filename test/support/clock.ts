@@ -1,4 +1,4 @@
-import type { Clock } from '../../functions/core/task.js';
+import type { Clock } from '../../functions/core/kernel/task.js';
 
 /** A clock that moves only when told to; `sleep` moves it, so waits end at once and exactly on time. */
 export class ManualClock implements Clock {

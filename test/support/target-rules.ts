@@ -1,6 +1,6 @@
-import type { TargetAllowLists } from '../../functions/core/allowed-targets.js';
-import { addressPolicy } from '../../functions/core/egress.js';
-import type { ResolveHost, TargetRules } from '../../functions/core/target-rules.js';
+import type { TargetAllowLists } from '../../functions/core/targets/allowed-targets.js';
+import { addressPolicy } from '../../functions/core/targets/egress.js';
+import type { ResolveHost, TargetRules } from '../../functions/core/targets/target-rules.js';
 
 /** Public addresses stand in for real hosts; nothing in a test ever connects to them. */
 export const TEST_HOSTS: Record<string, readonly string[]> = {

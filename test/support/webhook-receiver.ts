@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-import type { Notification } from '../../functions/core/deliver.js';
+import type { Notification } from '../../functions/core/deliver/deliver.js';
 
 export interface Receipt {
   readonly path: string;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
+import type { Target } from '../../functions/core/kernel/task.js';
 import {
   ALLOW_LISTS,
   eventBusArnOf,
@@ -7,8 +8,7 @@ import {
   queueArnOf,
   targetAllowed,
   type TargetAllowLists,
-} from '../../functions/core/allowed-targets.js';
-import type { Target } from '../../functions/core/task.js';
+} from '../../functions/core/targets/allowed-targets.js';
 
 const HOME = { partition: 'aws', region: 'eu-west-1', account: '123456789012' };
 const ORDERS_URL = 'https://sqs.eu-west-1.amazonaws.com/123456789012/orders';

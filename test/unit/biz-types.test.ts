@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 
+import { deliverTask, type DeliveryPorts, type Notification } from '../../functions/core/deliver/deliver.js';
+import type { Task } from '../../functions/core/kernel/task.js';
 import {
   applyBizType,
   type BizTypeSettings,
   cachedBizTypeDirectory,
   saveBizType,
-} from '../../functions/core/biz-types.js';
-import { deliverTask, type DeliveryPorts, type Notification } from '../../functions/core/deliver.js';
-import { bizTypeSettingsSchema, parseTaskRequest, type TaskDraft } from '../../functions/core/schemas.js';
-import type { Task } from '../../functions/core/task.js';
+} from '../../functions/core/submit/biz-types.js';
+import { bizTypeSettingsSchema, parseTaskRequest, type TaskDraft } from '../../functions/core/submit/schemas.js';
 import { testTargetRules } from '../support/target-rules.js';
 import {
   aTask,

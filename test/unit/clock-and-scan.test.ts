@@ -9,16 +9,16 @@ import {
   CLOCK_SKEW_MS,
   MAX_CLAIM_SECONDS,
   scanThrough,
-} from '../../functions/core/clock.js';
+} from '../../functions/core/kernel/clock.js';
+import { tickFor } from '../../functions/core/kernel/tick.js';
 import {
   enqueueSecond,
   runScanner,
   scanRange,
   SEND_CHUNK_MESSAGES,
   SHARD_QUERIES_IN_FLIGHT,
-} from '../../functions/core/scan.js';
-import { sweep } from '../../functions/core/sweep.js';
-import { tickFor } from '../../functions/core/tick.js';
+} from '../../functions/core/scan/scan.js';
+import { sweep } from '../../functions/core/sweep/sweep.js';
 import { aTask, FakeClockStore, FakeDeliveryQueue, FakeOccupancyIndex, FakeTaskStore, ManualClock } from './fakes.js';
 
 const NOW_SECOND = 1_780_000_000;

@@ -15,7 +15,7 @@ import {
   type FunctionName,
   FUNCTIONS,
 } from '../../functions/contract/topology.js';
-import { MAX_SHARDS } from '../../functions/core/ids.js';
+import { MAX_SHARDS } from '../../functions/core/kernel/ids.js';
 
 const LOADERS: Record<FunctionName, (env: Environment) => object> = {
   api: loadApiConfig,

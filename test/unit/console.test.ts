@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import type { Schedule } from '../../functions/core/schedules.js';
+import type { Schedule } from '../../functions/core/schedules/schedules.js';
 import { sparingly } from '../../lib/local/console/routes.js';
 import {
   LATENESS_WINDOW_MS,

@@ -9,10 +9,10 @@ import {
   redeliverDeadLetter,
   type Sender,
   type TargetResult,
-} from '../../functions/core/deliver.js';
-import type { TaskKey } from '../../functions/core/ids.js';
-import { HISTORY_LIMIT, type Task } from '../../functions/core/task.js';
-import type { Tenant } from '../../functions/core/tenants.js';
+} from '../../functions/core/deliver/deliver.js';
+import type { TaskKey } from '../../functions/core/kernel/ids.js';
+import { HISTORY_LIMIT, type Task } from '../../functions/core/kernel/task.js';
+import type { Tenant } from '../../functions/core/tenants/tenants.js';
 import {
   aTask,
   aTenant,

@@ -26,8 +26,8 @@ import {
 } from '../../functions/adapters/dynamo/table-schema.js';
 import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { FUNCTIONS } from '../../functions/contract/topology.js';
-import { partitionKey, secondRange, taskKey } from '../../functions/core/ids.js';
-import { StoreBusyError } from '../../functions/core/task.js';
+import { partitionKey, secondRange, taskKey } from '../../functions/core/kernel/ids.js';
+import { StoreBusyError } from '../../functions/core/kernel/task.js';
 import { aTask, cancelRequest } from './fakes.js';
 
 const TABLE = 'timer-table';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { type EgressPolicy, forbiddenAddressReason, webhookUrlProblem } from '../../functions/core/egress.js';
+import { type EgressPolicy, forbiddenAddressReason, webhookUrlProblem } from '../../functions/core/targets/egress.js';
 
 const CLOUD: EgressPolicy = { allowHttp: false, allowPrivateAddresses: false };
 const LOCAL: EgressPolicy = { allowHttp: true, allowPrivateAddresses: true };

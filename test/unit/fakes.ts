@@ -4,17 +4,8 @@
  * set up a situation in one line and read the outcome back without any AWS client.
  */
 export { ManualClock } from '../support/clock.js';
-import type { BizTypeSettings, BizTypeStore } from '../../functions/core/biz-types.js';
-import { minuteOf } from '../../functions/core/clock.js';
-import { MAX_SHARDS, newTaskId, parseTaskId, type TaskKey } from '../../functions/core/ids.js';
-import type {
-  ChainPosition,
-  NextOccurrence,
-  OccurrencePorts,
-  Schedule,
-  SchedulePage,
-  ScheduleStore,
-} from '../../functions/core/schedules.js';
+import { minuteOf } from '../../functions/core/kernel/clock.js';
+import { MAX_SHARDS, newTaskId, parseTaskId, type TaskKey } from '../../functions/core/kernel/ids.js';
 import type {
   CancelOutcome,
   CancelRequest,
@@ -33,16 +24,30 @@ import type {
   Task,
   TaskStore,
   Watermark,
-} from '../../functions/core/task.js';
-import { copiesMayCall, firstAttemptUnleased, showsRecord, unconfirmedCancelOf } from '../../functions/core/task.js';
+} from '../../functions/core/kernel/task.js';
+import {
+  copiesMayCall,
+  firstAttemptUnleased,
+  showsRecord,
+  unconfirmedCancelOf,
+} from '../../functions/core/kernel/task.js';
+import type { Tick, TickQueue } from '../../functions/core/kernel/tick.js';
+import type {
+  ChainPosition,
+  NextOccurrence,
+  OccurrencePorts,
+  Schedule,
+  SchedulePage,
+  ScheduleStore,
+} from '../../functions/core/schedules/schedules.js';
+import type { BizTypeSettings, BizTypeStore } from '../../functions/core/submit/biz-types.js';
 import {
   newKeyring,
   newTenant,
   type RequestCounter,
   type Tenant,
   type TenantDirectory,
-} from '../../functions/core/tenants.js';
-import type { Tick, TickQueue } from '../../functions/core/tick.js';
+} from '../../functions/core/tenants/tenants.js';
 import type { ManualClock } from '../support/clock.js';
 
 export class FakeClockStore implements ClockStore {

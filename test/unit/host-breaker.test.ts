@@ -8,9 +8,9 @@ import {
   type DeliveryPorts,
   type TargetDispatcher,
   type TargetResult,
-} from '../../functions/core/deliver.js';
-import { circuitOf, guardedByHostBreaker, HostBreaker } from '../../functions/core/host-breaker.js';
-import type { Task } from '../../functions/core/task.js';
+} from '../../functions/core/deliver/deliver.js';
+import { circuitOf, guardedByHostBreaker, HostBreaker } from '../../functions/core/deliver/host-breaker.js';
+import type { Task } from '../../functions/core/kernel/task.js';
 import {
   aTask,
   aTenant,

@@ -8,7 +8,7 @@ import {
   partitionKey,
   secondRange,
   taskKey,
-} from '../../functions/core/ids.js';
+} from '../../functions/core/kernel/ids.js';
 
 const DUE_AT_MS = Date.UTC(2026, 2, 1, 9, 30, 15, 250);
 const SHARD_COUNT = 16;

@@ -6,8 +6,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
-import { MAX_ENCODABLE_MS, MAX_SHARDS, newTaskId, parseTaskId } from '../../functions/core/ids.js';
-import { LIMITS, parseTaskRequest } from '../../functions/core/schemas.js';
+import { MAX_ENCODABLE_MS, MAX_SHARDS, newTaskId, parseTaskId } from '../../functions/core/kernel/ids.js';
+import { LIMITS, parseTaskRequest } from '../../functions/core/submit/schemas.js';
 
 const NOW_MS = Date.UTC(2026, 10, 21, 12);
 const DAY_MS = 86_400_000;

@@ -3,8 +3,8 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { deliverRecords, type RecordPorts } from '../../functions/callback/records.js';
-import type { DeliveryPorts, TargetResult } from '../../functions/core/deliver.js';
-import type { DeliveryMessage, Task } from '../../functions/core/task.js';
+import type { DeliveryPorts, TargetResult } from '../../functions/core/deliver/deliver.js';
+import type { DeliveryMessage, Task } from '../../functions/core/kernel/task.js';
 import {
   aTask,
   FakeDeliveryQueue,

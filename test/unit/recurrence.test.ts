@@ -9,7 +9,7 @@ import {
   type Recurrence,
   type RecurrenceSpec,
   successorOf,
-} from '../../functions/core/recurrence.js';
+} from '../../functions/core/schedules/recurrence.js';
 
 const at = (iso: string) => Date.parse(iso);
 const iso = (ms: number) => new Date(ms).toISOString();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { COUNTER_SHARES, LeasedRequestCounter, shareOf } from '../../functions/core/request-leases.js';
+import { COUNTER_SHARES, LeasedRequestCounter, shareOf } from '../../functions/core/tenants/request-leases.js';
 import { FakeRequestCounter } from './fakes.js';
 
 const SECOND = 1_780_000_000;

@@ -5,8 +5,8 @@ import {
   encodeScheduleCursor,
   listSchedules,
   type SchedulePageQuery,
-} from '../../functions/core/schedule-listing.js';
-import type { Schedule } from '../../functions/core/schedules.js';
+} from '../../functions/core/schedules/schedule-listing.js';
+import type { Schedule } from '../../functions/core/schedules/schedules.js';
 import { FakeScheduleStore, TENANT_ID } from './fakes.js';
 
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';

@@ -6,12 +6,12 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 
 import { type ApiPorts, route } from '../../functions/api/routes.js';
 import type { ScheduleRequest } from '../../functions/contract/wire.js';
-import { cachedBizTypeDirectory } from '../../functions/core/biz-types.js';
-import { deliverTask, type DeliveryPorts, type Notification } from '../../functions/core/deliver.js';
-import { parseTaskId } from '../../functions/core/ids.js';
-import { runScanner } from '../../functions/core/scan.js';
-import { createSchedule, type Schedule, type ScheduleAdminPorts } from '../../functions/core/schedules.js';
-import { newApiKey, newKeyring } from '../../functions/core/tenants.js';
+import { deliverTask, type DeliveryPorts, type Notification } from '../../functions/core/deliver/deliver.js';
+import { parseTaskId } from '../../functions/core/kernel/ids.js';
+import { runScanner } from '../../functions/core/scan/scan.js';
+import { createSchedule, type Schedule, type ScheduleAdminPorts } from '../../functions/core/schedules/schedules.js';
+import { cachedBizTypeDirectory } from '../../functions/core/submit/biz-types.js';
+import { newApiKey, newKeyring } from '../../functions/core/tenants/tenants.js';
 import { testTargetRules } from '../support/target-rules.js';
 import {
   aTenant,

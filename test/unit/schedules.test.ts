@@ -1,16 +1,16 @@
 import { describe, expect, it, vi } from 'vitest';
 
-import { deliverTask, type Notification } from '../../functions/core/deliver.js';
-import { parseTaskId } from '../../functions/core/ids.js';
-import { MISSED_AFTER_MS } from '../../functions/core/recurrence.js';
+import { deliverTask, type Notification } from '../../functions/core/deliver/deliver.js';
+import { parseTaskId } from '../../functions/core/kernel/ids.js';
+import type { Task } from '../../functions/core/kernel/task.js';
+import { MISSED_AFTER_MS } from '../../functions/core/schedules/recurrence.js';
 import {
   changeSchedule,
   createSchedule,
   deleteSchedule,
   occurrenceTaskId,
   upcomingOccurrences,
-} from '../../functions/core/schedules.js';
-import type { Task } from '../../functions/core/task.js';
+} from '../../functions/core/schedules/schedules.js';
 import { DELIVERY_SETTINGS, TENANT_ID } from './fakes.js';
 import { scheduleWorld as world, START, TARGET } from './schedule-world.js';
 

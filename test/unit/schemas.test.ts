@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { parseIsoInstant, parseTaskRequest } from '../../functions/core/schemas.js';
+import { parseIsoInstant, parseTaskRequest } from '../../functions/core/submit/schemas.js';
 
 const NOW_MS = Date.UTC(2026, 0, 15, 12, 0, 0);
 const DAY_MS = 24 * 3600 * 1000;

@@ -1,5 +1,5 @@
 /** The fakes the unit tests lean on, held to the same contracts as the Dynamo adapters (test/integration/store-contracts.test.ts). */
-import { LeasedRequestCounter } from '../../functions/core/request-leases.js';
+import { LeasedRequestCounter } from '../../functions/core/tenants/request-leases.js';
 import { bizTypeStoreContract } from '../contracts/biz-type-store.contract.js';
 import { clockStoreContract } from '../contracts/clock-store.contract.js';
 import { idempotencyStoreContract } from '../contracts/idempotency-store.contract.js';

@@ -22,7 +22,7 @@ import {
   taskToItem,
   tenantKey,
 } from '../../functions/adapters/dynamo/table-schema.js';
-import { taskKey } from '../../functions/core/ids.js';
+import { taskKey } from '../../functions/core/kernel/ids.js';
 import { aTask } from './fakes.js';
 
 const SECOND = 1_780_000_000;

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 
-import { resolvingEachHostOnce, targetProblem } from '../../functions/core/target-rules.js';
-import { newTenant } from '../../functions/core/tenants.js';
+import { resolvingEachHostOnce, targetProblem } from '../../functions/core/targets/target-rules.js';
+import { newTenant } from '../../functions/core/tenants/tenants.js';
 import { testTargetRules } from '../support/target-rules.js';
 
 describe('Function: resolvingEachHostOnce', () => {

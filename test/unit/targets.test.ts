@@ -6,9 +6,9 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { AwsTargetDispatcher, retryAfterSeconds, USER_AGENT } from '../../functions/adapters/targets.js';
 import { WebhookClient } from '../../functions/adapters/webhook-client.js';
 import { generateSigningSecret, verifyWebhook } from '../../functions/contract/webhook-signature.js';
-import type { Notification, Sender } from '../../functions/core/deliver.js';
-import { addressPolicy } from '../../functions/core/egress.js';
-import type { Target } from '../../functions/core/task.js';
+import type { Notification, Sender } from '../../functions/core/deliver/deliver.js';
+import type { Target } from '../../functions/core/kernel/task.js';
+import { addressPolicy } from '../../functions/core/targets/egress.js';
 import { allowLoopbackConnectsOnly } from '../support/loopback-guard.js';
 import { startWebhookReceiver } from '../support/webhook-receiver.js';
 import { ManualClock } from './fakes.js';

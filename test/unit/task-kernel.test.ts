@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 
-import { secondOf } from '../../functions/core/clock.js';
-import { newTaskId } from '../../functions/core/ids.js';
+import { secondOf } from '../../functions/core/kernel/clock.js';
+import { newTaskId } from '../../functions/core/kernel/ids.js';
 import {
   decodeDeliveryBody,
   deliveryMessageFor,
   encodeDeliveryBody,
   newPendingTask,
-} from '../../functions/core/task-kernel.js';
+} from '../../functions/core/kernel/task-kernel.js';
 import { DELIVERY_SETTINGS, TENANT_ID } from './fakes.js';
 import { scheduleWorld, START, TARGET } from './schedule-world.js';
 

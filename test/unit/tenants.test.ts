@@ -19,7 +19,7 @@ import {
   tenantIdProblem,
   type TenantStore,
   withRotatedSecret,
-} from '../../functions/core/tenants.js';
+} from '../../functions/core/tenants/tenants.js';
 import { ManualClock } from './fakes.js';
 
 const NOW_MS = Date.UTC(2026, 10, 21, 12, 0, 0);

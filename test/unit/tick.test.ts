@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 
-import { minuteOf } from '../../functions/core/clock.js';
-import { planTicks } from '../../functions/core/tick.js';
+import { minuteOf } from '../../functions/core/kernel/clock.js';
+import { planTicks } from '../../functions/core/kernel/tick.js';
 import { FakeOccupancyIndex, FakeTickQueue, ManualClock } from './fakes.js';
 
 // 20 s into a minute.

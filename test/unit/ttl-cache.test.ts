@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { MAX_MISSING_ENTRIES, ttlCache } from '../../functions/core/ttl-cache.js';
+import { MAX_MISSING_ENTRIES, ttlCache } from '../../functions/core/kernel/ttl-cache.js';
 import { ManualClock } from './fakes.js';
 
 describe('Function: ttlCache', () => {

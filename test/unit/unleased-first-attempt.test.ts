@@ -7,7 +7,6 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 
-import { CLOCK_SKEW_MS } from '../../functions/core/clock.js';
 import {
   type DeadLetter,
   deliverTask,
@@ -15,10 +14,11 @@ import {
   type DeliveryPorts,
   redeliverDeadLetter,
   type TargetResult,
-} from '../../functions/core/deliver.js';
-import { parseTaskId, taskKey } from '../../functions/core/ids.js';
-import { cancelTask } from '../../functions/core/schedule.js';
-import { type CancelOutcome, type Task, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/task.js';
+} from '../../functions/core/deliver/deliver.js';
+import { CLOCK_SKEW_MS } from '../../functions/core/kernel/clock.js';
+import { parseTaskId, taskKey } from '../../functions/core/kernel/ids.js';
+import { type CancelOutcome, type Task, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/kernel/task.js';
+import { cancelTask } from '../../functions/core/submit/submit.js';
 import {
   aTask,
   cancelRequest,

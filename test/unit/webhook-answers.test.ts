@@ -8,9 +8,9 @@ import { AwsTargetDispatcher } from '../../functions/adapters/targets.js';
 import { WebhookClient } from '../../functions/adapters/webhook-client.js';
 import { deliverRecords, type RecordPorts } from '../../functions/callback/records.js';
 import { DEFAULT_SETTINGS, WEBHOOK_CONNECT_TIMEOUT_MS } from '../../functions/contract/topology.js';
-import { addressPolicy } from '../../functions/core/egress.js';
-import { guardedByHostBreaker, HostBreaker } from '../../functions/core/host-breaker.js';
-import type { Task } from '../../functions/core/task.js';
+import { guardedByHostBreaker, HostBreaker } from '../../functions/core/deliver/host-breaker.js';
+import type { Task } from '../../functions/core/kernel/task.js';
+import { addressPolicy } from '../../functions/core/targets/egress.js';
 import { allowLoopbackConnectsOnly } from '../support/loopback-guard.js';
 import { startWebhookReceiver } from '../support/webhook-receiver.js';
 import {

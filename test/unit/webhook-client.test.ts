@@ -6,7 +6,7 @@ import { type AddressInfo, createServer as createTcpServer, type Socket } from '
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import { type Resolve, WebhookClient, type WebhookClientOptions } from '../../functions/adapters/webhook-client.js';
-import { type AddressPolicy, forbiddenAddressReason, webhookUrlProblem } from '../../functions/core/egress.js';
+import { type AddressPolicy, forbiddenAddressReason, webhookUrlProblem } from '../../functions/core/targets/egress.js';
 import { allowLoopbackConnectsOnly } from '../support/loopback-guard.js';
 import { eventually, startWebhookReceiver } from '../support/webhook-receiver.js';
 

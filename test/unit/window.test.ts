@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 
-import { dealWindowPosition, dueAtForFireTime, MAX_WINDOW_SECONDS, planFireAt } from '../../functions/core/window.js';
+import {
+  dealWindowPosition,
+  dueAtForFireTime,
+  MAX_WINDOW_SECONDS,
+  planFireAt,
+} from '../../functions/core/kernel/window.js';
 
 const DUE_AT_MS = 1_790_000_000_000;
 

@@ -1,6 +1,6 @@
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 
-import type { BizTypeSettings, BizTypeStore } from '../../core/biz-types.js';
+import type { BizTypeSettings, BizTypeStore } from '../../core/submit/biz-types.js';
 import { partitionItems, type TableOptions, unlessConditionFails } from './dynamo-helpers.js';
 import {
   bizTypeFromItem,

@@ -1,7 +1,7 @@
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
-import { MAX_CLAIM_SECONDS } from '../../core/clock.js';
-import type { ClockState, ClockStore, SecondRange, Watermark } from '../../core/task.js';
+import { MAX_CLAIM_SECONDS } from '../../core/kernel/clock.js';
+import type { ClockState, ClockStore, SecondRange, Watermark } from '../../core/kernel/task.js';
 import { markersBetween, type TableOptions, unlessConditionFails } from './dynamo-helpers.js';
 import {
   CLOCK_KEY,

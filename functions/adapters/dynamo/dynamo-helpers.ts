@@ -1,6 +1,6 @@
 import { BatchGetCommand, type DynamoDBDocumentClient, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 
-import { StoreBusyError } from '../../core/task.js';
+import { StoreBusyError } from '../../core/kernel/task.js';
 import type { MarkerKind } from './table-schema.js';
 import { KEY_EXPRESSIONS, markerPartition, markerSortRange, nextMarkerPartitionStart } from './table-schema.js';
 

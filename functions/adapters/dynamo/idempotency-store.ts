@@ -1,6 +1,6 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 
-import type { IdempotencyRecord, IdempotencyStore } from '../../core/task.js';
+import type { IdempotencyRecord, IdempotencyStore } from '../../core/kernel/task.js';
 import { type TableOptions, unlessConditionFails } from './dynamo-helpers.js';
 import {
   idempotencyFromItem,

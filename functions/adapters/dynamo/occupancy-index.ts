@@ -2,9 +2,9 @@ import { randomInt } from 'node:crypto';
 
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
-import { minuteOf } from '../../core/clock.js';
-import { MARKER_RETENTION_SECONDS } from '../../core/clock.js';
-import type { OccupancyIndex } from '../../core/task.js';
+import { minuteOf } from '../../core/kernel/clock.js';
+import { MARKER_RETENTION_SECONDS } from '../../core/kernel/clock.js';
+import type { OccupancyIndex } from '../../core/kernel/task.js';
 import { batchGetAll, type TableOptions } from './dynamo-helpers.js';
 import { minutePlanKey, OCCUPANCY_SLOTS, type OccupancyItem, occupancyKey } from './table-schema.js';
 

@@ -1,6 +1,6 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
-import type { RequestCounter } from '../../core/tenants.js';
+import type { RequestCounter } from '../../core/tenants/tenants.js';
 import { type TableOptions, unlessConditionFails } from './dynamo-helpers.js';
 import { counterKey, RATE_COUNTER_PREFIX } from './table-schema.js';
 

@@ -1,6 +1,12 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
-import type { ChainPosition, NextOccurrence, Schedule, SchedulePage, ScheduleStore } from '../../core/schedules.js';
+import type {
+  ChainPosition,
+  NextOccurrence,
+  Schedule,
+  SchedulePage,
+  ScheduleStore,
+} from '../../core/schedules/schedules.js';
 import { type TableOptions, unlessConditionFails } from './dynamo-helpers.js';
 import {
   KEY_EXPRESSIONS,

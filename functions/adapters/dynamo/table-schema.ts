@@ -6,10 +6,7 @@
  * deployed tables: attribute names and values are a wire format.
  */
 import { TABLE } from '../../contract/topology.js';
-import type { BizTypeSettings } from '../../core/biz-types.js';
-import { MAX_SHARDS, parseTaskId, TASK_PARTITION_PREFIX, type TaskKey } from '../../core/ids.js';
-import { bizIdPartition, bizTypePartition } from '../../core/listing.js';
-import type { Schedule } from '../../core/schedules.js';
+import { MAX_SHARDS, parseTaskId, TASK_PARTITION_PREFIX, type TaskKey } from '../../core/kernel/ids.js';
 import type {
   ClockState,
   DeliveryAttempt,
@@ -23,8 +20,11 @@ import type {
   Task,
   TaskStatus,
   Watermark,
-} from '../../core/task.js';
-import type { ApiKeyRecord, Keyring, Tenant } from '../../core/tenants.js';
+} from '../../core/kernel/task.js';
+import type { Schedule } from '../../core/schedules/schedules.js';
+import type { BizTypeSettings } from '../../core/submit/biz-types.js';
+import { bizIdPartition, bizTypePartition } from '../../core/submit/task-listing.js';
+import type { ApiKeyRecord, Keyring, Tenant } from '../../core/tenants/tenants.js';
 
 const PK = TABLE.partitionKey;
 const SK = TABLE.sortKey;

@@ -1,8 +1,8 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 
 import { TABLE } from '../../contract/topology.js';
-import { MAX_SHARDS, parseTaskId, type TaskKey, taskKey } from '../../core/ids.js';
-import type { Task, TaskIndex, TaskIndexName } from '../../core/task.js';
+import { MAX_SHARDS, parseTaskId, type TaskKey, taskKey } from '../../core/kernel/ids.js';
+import type { Task, TaskIndex, TaskIndexName } from '../../core/kernel/task.js';
 import { batchGetAll } from './dynamo-helpers.js';
 import { taskFromItem, taskIdOfSortKey, type TaskItem } from './table-schema.js';
 import type { DynamoStoreOptions } from './task-store.js';

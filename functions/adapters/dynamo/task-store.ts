@@ -1,8 +1,8 @@
 import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
-import { CLOCK_SKEW_MS } from '../../core/clock.js';
-import type { TaskKey } from '../../core/ids.js';
-import { partitionKey, secondRange } from '../../core/ids.js';
+import { CLOCK_SKEW_MS } from '../../core/kernel/clock.js';
+import type { TaskKey } from '../../core/kernel/ids.js';
+import { partitionKey, secondRange } from '../../core/kernel/ids.js';
 import {
   type CancelOutcome,
   type CancelRequest,
@@ -17,7 +17,7 @@ import {
   type Task,
   type TaskStore,
   unconfirmedCancelOf,
-} from '../../core/task.js';
+} from '../../core/kernel/task.js';
 import {
   allItems,
   backOff,

@@ -1,6 +1,6 @@
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
-import type { ApiKeyRecord, Keyring, ReadOptions, Tenant, TenantStore } from '../../core/tenants.js';
+import type { ApiKeyRecord, Keyring, ReadOptions, Tenant, TenantStore } from '../../core/tenants/tenants.js';
 import { partitionItems, type TableOptions, unlessConditionFails } from './dynamo-helpers.js';
 import {
   apiKeyFromItem,

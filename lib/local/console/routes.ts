@@ -14,8 +14,8 @@ import { scheduleFromItem, type ScheduleItem } from '../../../functions/adapters
 import { DynamoTaskStore, scanTasks } from '../../../functions/adapters/dynamo/task-store.js';
 import { peekMessages, queueDepth } from '../../../functions/adapters/sqs-queues.js';
 import { TABLE, type TimerSettings } from '../../../functions/contract/topology.js';
-import { parseTaskId, taskKey } from '../../../functions/core/ids.js';
-import { decodeDeliveryBody } from '../../../functions/core/task-kernel.js';
+import { parseTaskId, taskKey } from '../../../functions/core/kernel/ids.js';
+import { decodeDeliveryBody } from '../../../functions/core/kernel/task-kernel.js';
 import type { LocalResponse, LocalRoute } from '../http-gateway.js';
 import {
   LOCAL_CONSOLE_DLQ_PATH,

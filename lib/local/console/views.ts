@@ -2,8 +2,8 @@
  * What the console shows, worked out from tasks as read: pure functions of the tasks and
  * the time, so they are tested without a table.
  */
-import { type Schedule, upcomingOccurrences } from '../../../functions/core/schedules.js';
-import type { Target, Task, TaskStatus } from '../../../functions/core/task.js';
+import type { Target, Task, TaskStatus } from '../../../functions/core/kernel/task.js';
+import { type Schedule, upcomingOccurrences } from '../../../functions/core/schedules/schedules.js';
 import type { ConsoleDelivery, ConsoleSchedulesView, ConsoleTask, ConsoleTasksView, DueCounts } from './wire.js';
 
 /** In the order a task goes through them. */

@@ -5,7 +5,7 @@
  */
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 
-import type { Clock } from '../../../functions/core/task.js';
+import type { Clock } from '../../../functions/core/kernel/task.js';
 import { AWS_LIMITS, scaledRate } from './aws-limits.js';
 
 /** What API Gateway answers a request over the throttle. */

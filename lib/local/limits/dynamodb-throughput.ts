@@ -20,7 +20,7 @@
  * catching up five seconds would throttle a model table that AWS would not. Item and batch size limits are dynalite's own (400 KB, 25 writes, 100 keys).
  */
 import { TABLE } from '../../../functions/contract/topology.js';
-import type { Clock } from '../../../functions/core/task.js';
+import type { Clock } from '../../../functions/core/kernel/task.js';
 import { AWS_LIMITS, scaledRate } from './aws-limits.js';
 import {
   itemKeyText,

@@ -11,7 +11,7 @@ import {
   FUNCTIONS,
   type FunctionSpec,
 } from '../../../functions/contract/topology.js';
-import { type Clock, systemClock } from '../../../functions/core/task.js';
+import { type Clock, systemClock } from '../../../functions/core/kernel/task.js';
 import type { Quotas } from '../../quotas.js';
 import { startLocalProcess } from '../local-process.js';
 import { ApiStageThrottle, type ApiThrottleReport } from './api-throttle.js';

@@ -14,7 +14,7 @@
  * A receive whose WaitTimeSeconds is absent counts as a short poll (the queue's own
  * ReceiveMessageWaitTimeSeconds is not consulted).
  */
-import type { Clock } from '../../../functions/core/task.js';
+import type { Clock } from '../../../functions/core/kernel/task.js';
 import { AWS_LIMITS, scaledRate } from './aws-limits.js';
 import {
   jsonError,

@@ -18,8 +18,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { keyringToItem } from '../../../functions/adapters/dynamo/table-schema.js';
 import { createApiHandler } from '../../../functions/api/app.js';
 import { loadApiConfig } from '../../../functions/commons/config.js';
-import { newTaskId, parseTaskId } from '../../../functions/core/ids.js';
-import { newApiKey, newKeyring, newTenant } from '../../../functions/core/tenants.js';
+import { newTaskId, parseTaskId } from '../../../functions/core/kernel/ids.js';
+import { newApiKey, newKeyring, newTenant } from '../../../functions/core/tenants/tenants.js';
 import { DELIVERY_QUEUE_URL, handlerEnv, lambdaContext, SHARD_COUNT, TABLE_NAME, unitHandler } from './setup.js';
 
 // The api resolves webhook hosts at submit; this machine has no DNS, so hooks.example.com gets a public address here.

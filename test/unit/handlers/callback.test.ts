@@ -16,8 +16,8 @@ import { createCallbackHandler } from '../../../functions/callback/app.js';
 import { loadCallbackConfig } from '../../../functions/commons/config.js';
 import { ENV } from '../../../functions/contract/topology.js';
 import { verifyWebhook } from '../../../functions/contract/webhook-signature.js';
-import { newTaskId, taskKey } from '../../../functions/core/ids.js';
-import { newTenant } from '../../../functions/core/tenants.js';
+import { newTaskId, taskKey } from '../../../functions/core/kernel/ids.js';
+import { newTenant } from '../../../functions/core/tenants/tenants.js';
 import {
   BACKOFF_BASE_SECONDS,
   BUCKET_COUNT,

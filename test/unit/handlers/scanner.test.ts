@@ -12,7 +12,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 
 import { occupancyKey } from '../../../functions/adapters/dynamo/table-schema.js';
 import { loadScannerConfig } from '../../../functions/commons/config.js';
-import { newTaskId, partitionKey, secondRange } from '../../../functions/core/ids.js';
+import { newTaskId, partitionKey, secondRange } from '../../../functions/core/kernel/ids.js';
 import { createScannerHandler } from '../../../functions/scanner/app.js';
 import {
   BUCKET_COUNT,

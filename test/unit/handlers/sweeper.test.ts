@@ -12,7 +12,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 
 import { occupancyKey } from '../../../functions/adapters/dynamo/table-schema.js';
 import { loadSweeperConfig } from '../../../functions/commons/config.js';
-import { newTaskId, partitionKey, secondRange } from '../../../functions/core/ids.js';
+import { newTaskId, partitionKey, secondRange } from '../../../functions/core/kernel/ids.js';
 import { createSweeperHandler } from '../../../functions/sweeper/app.js';
 import { BUCKET_COUNT, DELIVERY_QUEUE_URL, handlerEnv, lambdaContext, TABLE_NAME, unitHandler } from './setup.js';
 

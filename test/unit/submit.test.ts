@@ -1,13 +1,18 @@
 import { describe, expect, it, vi } from 'vitest';
 
-import { applyBizType } from '../../functions/core/biz-types.js';
-import { claimableThrough, CLOCK_SKEW_MS, minuteOf, secondOf } from '../../functions/core/clock.js';
-import { parseTaskId } from '../../functions/core/ids.js';
-import { rescheduleTask } from '../../functions/core/reschedule.js';
-import { cancelTask, type ScheduleOutcome, type SchedulePorts, scheduleTasks } from '../../functions/core/schedule.js';
-import { parseTaskRequest } from '../../functions/core/schemas.js';
-import { type Task, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/task.js';
-import { isLateArrival } from '../../functions/core/task-kernel.js';
+import { claimableThrough, CLOCK_SKEW_MS, minuteOf, secondOf } from '../../functions/core/kernel/clock.js';
+import { parseTaskId } from '../../functions/core/kernel/ids.js';
+import { type Task, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/kernel/task.js';
+import { isLateArrival } from '../../functions/core/kernel/task-kernel.js';
+import { applyBizType } from '../../functions/core/submit/biz-types.js';
+import { rescheduleTask } from '../../functions/core/submit/reschedule.js';
+import { parseTaskRequest } from '../../functions/core/submit/schemas.js';
+import {
+  cancelTask,
+  type ScheduleOutcome,
+  type SchedulePorts,
+  scheduleTasks,
+} from '../../functions/core/submit/submit.js';
 import {
   aTask,
   FakeClockStore,

@@ -25,10 +25,16 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 
-import { FUNCTIONS } from '../contract/topology.js';
-import type { FieldError, ScheduleChange, ScheduleRequest } from '../contract/wire.js';
-import { CLOCK_SKEW_MS, DAY_SECONDS } from './clock.js';
-import { derivedTaskId, parseTaskId, taskKey } from './ids.js';
+import { FUNCTIONS } from '../../contract/topology.js';
+import type { FieldError, ScheduleChange, ScheduleRequest } from '../../contract/wire.js';
+import { CLOCK_SKEW_MS, DAY_SECONDS } from '../kernel/clock.js';
+import { derivedTaskId, parseTaskId, taskKey } from '../kernel/ids.js';
+import type { CancelOutcome, Target, Task, TaskWindow } from '../kernel/task.js';
+import { expiryAfter } from '../kernel/task.js';
+import { newPendingTask, storeNewTask, type TaskBirthPorts } from '../kernel/task-kernel.js';
+import { planFireAt } from '../kernel/window.js';
+import { instantOf, payloadJsonOf, scheduleFingerprint } from '../submit/schemas.js';
+import { cancelTask, getTask, type SchedulePorts, type TaskLookupPorts } from '../submit/submit.js';
 import {
   type CatchUp,
   isMissed,
@@ -39,12 +45,6 @@ import {
   type RecurrenceSpec,
   successorOf,
 } from './recurrence.js';
-import { cancelTask, getTask, type SchedulePorts, type TaskLookupPorts } from './schedule.js';
-import { instantOf, payloadJsonOf, scheduleFingerprint } from './schemas.js';
-import type { CancelOutcome, Target, Task, TaskWindow } from './task.js';
-import { expiryAfter } from './task.js';
-import { newPendingTask, storeNewTask, type TaskBirthPorts } from './task-kernel.js';
-import { planFireAt } from './window.js';
 
 /** How many schedules one tenant may keep: their items share one partition, which stays small and cool. */
 export const MAX_SCHEDULES_PER_TENANT = 1000;

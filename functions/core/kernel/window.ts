@@ -8,7 +8,7 @@
  */
 import { randomInt } from 'node:crypto';
 
-import type { TaskWindow } from '../contract/wire.js';
+import type { TaskWindow } from '../../contract/wire.js';
 
 /**
  * The widest window: 15 minutes. Wide enough to flatten any hot second (20,000 tasks over 900 s

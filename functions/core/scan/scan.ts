@@ -1,6 +1,14 @@
-import { claimSeconds, MARKER_RETENTION_SECONDS, scanThrough } from './clock.js';
-import type { Clock, ClockStore, DeliveryQueue, DueTask, OccupancyIndex, SecondRange, TaskStore } from './task.js';
-import { deliveryMessageFor } from './task-kernel.js';
+import { claimSeconds, MARKER_RETENTION_SECONDS, scanThrough } from '../kernel/clock.js';
+import type {
+  Clock,
+  ClockStore,
+  DeliveryQueue,
+  DueTask,
+  OccupancyIndex,
+  SecondRange,
+  TaskStore,
+} from '../kernel/task.js';
+import { deliveryMessageFor } from '../kernel/task-kernel.js';
 
 export interface ScanPorts {
   readonly taskStore: TaskStore;

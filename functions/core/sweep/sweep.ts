@@ -1,9 +1,9 @@
-import { QUEUES } from '../contract/topology.js';
-import { MARKER_RETENTION_SECONDS, secondOf } from './clock.js';
-import type { ScanPorts } from './scan.js';
-import { claimAndScan, scanRange } from './scan.js';
-import type { Watermark } from './task.js';
-import { deliveryMessageFor } from './task-kernel.js';
+import { QUEUES } from '../../contract/topology.js';
+import { MARKER_RETENTION_SECONDS, secondOf } from '../kernel/clock.js';
+import type { Watermark } from '../kernel/task.js';
+import { deliveryMessageFor } from '../kernel/task-kernel.js';
+import type { ScanPorts } from '../scan/scan.js';
+import { claimAndScan, scanRange } from '../scan/scan.js';
 
 export interface SweepSettings {
   /** The most seconds one pass examines, so a long outage is caught up over several runs. */

@@ -7,11 +7,11 @@
  */
 import { isIP } from 'node:net';
 
-import type { FieldError } from '../contract/wire.js';
+import type { FieldError } from '../../contract/wire.js';
+import type { Target } from '../kernel/task.js';
+import type { Tenant } from '../tenants/tenants.js';
 import { type AwsHome, targetAllowed, type TargetAllowLists } from './allowed-targets.js';
 import { type AddressPolicy, forbiddenAddressReason, webhookUrlProblem } from './egress.js';
-import type { Target } from './task.js';
-import type { Tenant } from './tenants.js';
 
 /** Resolves a host name to its addresses, as dns.lookup with `all: true` does. */
 export type ResolveHost = (hostname: string) => Promise<ReadonlyArray<{ readonly address: string }>>;

@@ -5,7 +5,7 @@
  * learns at submit time, not at delivery, that a target is out of reach. Entries are ARNs and
  * may use IAM's wildcards (`*`, `?`) within a segment, matched here as IAM matches them.
  */
-import type { Target } from './task.js';
+import type { Target } from '../kernel/task.js';
 
 /** The partition, region and account the service runs in: where a bare event bus name lives. */
 export interface AwsHome {

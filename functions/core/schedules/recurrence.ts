@@ -13,7 +13,7 @@
  */
 import { Cron } from 'croner';
 
-import type { FieldError } from '../contract/wire.js';
+import type { FieldError } from '../../contract/wire.js';
 
 /** No schedule fires more often than this: a rate below it, or of zero, is refused. */
 export const MIN_INTERVAL_MS = 1000;

@@ -18,13 +18,13 @@ import type {
   ScheduleRequest,
   TaskListQuery,
   TaskRequest,
-} from '../contract/wire.js';
-import { ABSOLUTE_URL_PROBLEM, addressPolicy, webhookUrlProblem } from './egress.js';
-import { MAX_ENCODABLE_MS } from './ids.js';
-import { LIST_LIMITS } from './listing.js';
-import { CATCH_UP_POLICIES } from './recurrence.js';
-import type { DeliveryPolicy, Target, TaskStatus, TaskWindow } from './task.js';
-import { MAX_WINDOW_SECONDS } from './window.js';
+} from '../../contract/wire.js';
+import { MAX_ENCODABLE_MS } from '../kernel/ids.js';
+import type { DeliveryPolicy, Target, TaskStatus, TaskWindow } from '../kernel/task.js';
+import { MAX_WINDOW_SECONDS } from '../kernel/window.js';
+import { CATCH_UP_POLICIES } from '../schedules/recurrence.js';
+import { ABSOLUTE_URL_PROBLEM, addressPolicy, webhookUrlProblem } from '../targets/egress.js';
+import { LIST_LIMITS } from './task-listing.js';
 
 /** Drops readonly at every depth and flattens intersections, so only the shapes are compared. */
 type Shape<T> = T extends object ? { -readonly [K in keyof T]: Shape<T[K]> } : T;

@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 
+import type { Clock, Target } from '../kernel/task.js';
 import type { Notification, Sender, TargetDispatcher, TargetResult } from './deliver.js';
-import type { Clock, Target } from './task.js';
 
 /** When a tenant's webhook host is taken for down, and for how long no call is made to it. */
 export interface HostBreakerSettings {

@@ -8,9 +8,9 @@
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
-import { generateSigningSecret } from '../contract/webhook-signature.js';
-import type { Clock } from './task.js';
-import { ttlCache } from './ttl-cache.js';
+import { generateSigningSecret } from '../../contract/webhook-signature.js';
+import type { Clock } from '../kernel/task.js';
+import { ttlCache } from '../kernel/ttl-cache.js';
 
 export interface SigningSecret {
   /** `whsec_<base64>`, the Standard Webhooks form. */

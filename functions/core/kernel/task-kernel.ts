@@ -9,7 +9,7 @@
  * The delivery message is built here too, and written and read as a message body here only, so
  * the api, the scanner, the sweeper, the callback and local mode cannot drift apart on it.
  */
-import { FUNCTIONS, QUEUES } from '../contract/topology.js';
+import { FUNCTIONS, QUEUES } from '../../contract/topology.js';
 import { claimableThrough, ensureClockStarted, MARKER_RETENTION_SECONDS, secondOf } from './clock.js';
 import { dealShard, newTaskId, parseTaskId, type TaskKey, taskKey } from './ids.js';
 import type {

@@ -16,12 +16,12 @@
  * request finds its intent and finishes under the same successor id.
  */
 
-import { parseTaskId, type TaskKey, taskKey } from './ids.js';
-import { getTask, type SchedulePorts, storedBeforeFirstAttempt, type TaskLookupPorts } from './schedule.js';
+import { parseTaskId, type TaskKey, taskKey } from '../kernel/ids.js';
+import type { Task, TaskStatus } from '../kernel/task.js';
+import { copiesMayCall, expiryAfter, firstAttemptUnleased, UNLEASED_CANCEL_MARGIN_MS } from '../kernel/task.js';
+import { freshTaskId, newPendingTask, storeNewTask } from '../kernel/task-kernel.js';
 import type { Reschedule } from './schemas.js';
-import type { Task, TaskStatus } from './task.js';
-import { copiesMayCall, expiryAfter, firstAttemptUnleased, UNLEASED_CANCEL_MARGIN_MS } from './task.js';
-import { freshTaskId, newPendingTask, storeNewTask } from './task-kernel.js';
+import { getTask, type SchedulePorts, storedBeforeFirstAttempt, type TaskLookupPorts } from './submit.js';
 
 export type RescheduleOutcome =
   | { readonly kind: 'rescheduled'; readonly task: Task }

@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 
-import { CLOCK_SKEW_MS, DAY_SECONDS } from './clock.js';
-import { parseTaskId, type TaskKey, taskKey } from './ids.js';
-import type { NewTask } from './schemas.js';
-import type { CancelOutcome, Clock, DueTask, IdempotencyStore, Task, TaskStore } from './task.js';
-import { expiryAfter, UNLEASED_CANCEL_MARGIN_MS } from './task.js';
+import { CLOCK_SKEW_MS, DAY_SECONDS } from '../kernel/clock.js';
+import { parseTaskId, type TaskKey, taskKey } from '../kernel/ids.js';
+import type { CancelOutcome, Clock, DueTask, IdempotencyStore, Task, TaskStore } from '../kernel/task.js';
+import { expiryAfter, UNLEASED_CANCEL_MARGIN_MS } from '../kernel/task.js';
 import {
   createOrAdopt,
   deliveryMessageFor,
@@ -15,7 +14,8 @@ import {
   newPendingTask,
   storeNewTasks,
   type TaskBirthPorts,
-} from './task-kernel.js';
+} from '../kernel/task-kernel.js';
+import type { NewTask } from './schemas.js';
 
 export interface SchedulePorts extends TaskBirthPorts {
   readonly idempotencyStore: IdempotencyStore;

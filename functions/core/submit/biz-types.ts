@@ -4,12 +4,12 @@
  * per biz_type). The settings are applied when a task is submitted and copied onto it, so
  * a change applies to tasks submitted after it and delivery needs no read of the settings.
  */
-import type { BizTypeSettingsRequest } from '../contract/wire.js';
+import type { BizTypeSettingsRequest } from '../../contract/wire.js';
+import type { Clock, DeliveryPolicy, Target } from '../kernel/task.js';
+import { ttlCache } from '../kernel/ttl-cache.js';
+import { targetProblem, type TargetRules } from '../targets/target-rules.js';
+import type { Tenant } from '../tenants/tenants.js';
 import { formatPath, type NewTask, type Parsed, type TaskDraft } from './schemas.js';
-import { targetProblem, type TargetRules } from './target-rules.js';
-import type { Clock, DeliveryPolicy, Target } from './task.js';
-import type { Tenant } from './tenants.js';
-import { ttlCache } from './ttl-cache.js';
 
 export interface BizTypeSettings extends DeliveryPolicy {
   readonly tenantId: string;

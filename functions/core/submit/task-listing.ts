@@ -7,8 +7,8 @@
  * page therefore holds at most `limit` tasks, possibly fewer and even none, with a cursor
  * for the rest whenever the index may hold more.
  */
-import { parseTaskId, taskKey } from './ids.js';
-import type { ListPosition, Task, TaskIndex, TaskIndexName, TaskStatus } from './task.js';
+import { parseTaskId, taskKey } from '../kernel/ids.js';
+import type { ListPosition, Task, TaskIndex, TaskIndexName, TaskStatus } from '../kernel/task.js';
 
 export const LIST_LIMITS = { defaultLimit: 50, maxLimit: 100 } as const;
 

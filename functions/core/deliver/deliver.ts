@@ -1,11 +1,11 @@
-import type { WebhookNotification } from '../contract/wire.js';
-import { secondOf } from './clock.js';
-import { newAttemptId, parseTaskId, type TaskKey, taskKey } from './ids.js';
-import { handoverTo } from './reschedule.js';
-import { advanceSchedule, type OccurrencePorts } from './schedules.js';
-import type { Clock, DeliveryAttempt, FirstAttemptRecord, Target, Task, TaskStore } from './task.js';
-import { expiryAfter, HISTORY_ERROR_CHARS, HISTORY_LIMIT, takesUnleasedFirstAttempt } from './task.js';
-import { activeSigningSecrets, type RateLimiter, type TenantDirectory } from './tenants.js';
+import type { WebhookNotification } from '../../contract/wire.js';
+import { secondOf } from '../kernel/clock.js';
+import { newAttemptId, parseTaskId, type TaskKey, taskKey } from '../kernel/ids.js';
+import type { Clock, DeliveryAttempt, FirstAttemptRecord, Target, Task, TaskStore } from '../kernel/task.js';
+import { expiryAfter, HISTORY_ERROR_CHARS, HISTORY_LIMIT, takesUnleasedFirstAttempt } from '../kernel/task.js';
+import { advanceSchedule, type OccurrencePorts } from '../schedules/schedules.js';
+import { handoverTo } from '../submit/reschedule.js';
+import { activeSigningSecrets, type RateLimiter, type TenantDirectory } from '../tenants/tenants.js';
 
 /** What a business system receives: the same fields for a webhook body, an SQS message or an event's detail. */
 export type Notification = WebhookNotification;

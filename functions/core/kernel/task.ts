@@ -2,7 +2,7 @@
  * The task record and the ports the core talks through. Adapters implement the ports
  * against DynamoDB and SQS; tests implement them against dynalite and fauxqs or fakes.
  */
-import type { Target, TaskStatus, TaskWindow } from '../contract/wire.js';
+import type { Target, TaskStatus, TaskWindow } from '../../contract/wire.js';
 import { CLOCK_SKEW_MS, DAY_SECONDS } from './clock.js';
 import type { TaskKey } from './ids.js';
 

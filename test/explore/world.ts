@@ -564,7 +564,9 @@ export class World {
    */
   dispatcher(actor: Actor): TargetDispatcher {
     return {
-      dispatch: async (target, notification, sender) => {
+      // Everything the callback passes goes on to the breaker as it is.
+      dispatch: async (...args: Parameters<TargetDispatcher['dispatch']>) => {
+        const [target, notification] = args;
         const dispatch: DispatchRecord = {
           type: 'dispatch',
           atMs: this.nowMs,
@@ -581,7 +583,7 @@ export class World {
             return result;
           },
         };
-        return guardedByHostBreaker(receiver, this.breaker).dispatch(target, notification, sender);
+        return guardedByHostBreaker(receiver, this.breaker).dispatch(...args);
       },
     };
   }

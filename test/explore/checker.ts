@@ -3,13 +3,16 @@
  * (docs/architecture.md; ../shared/DESIGN.md invariants 1, 2 and 11-13). A run ends quiescent:
  * queues drained and the sweeper's passes run past their grace, so "by the end" means for good.
  */
+import { DEFAULT_HOST_BREAKER } from '../../functions/core/deliver/host-breaker.js';
 import { parseTaskId } from '../../functions/core/kernel/ids.js';
 import type { Task } from '../../functions/core/kernel/task.js';
-import { type CallRecord, type HistoryEvent, SKEW_BOUND_MS } from './world.js';
+import { type CallRecord, type DispatchRecord, type HistoryEvent, SKEW_BOUND_MS } from './world.js';
 
 export interface FinalState {
   readonly tasks: ReadonlyMap<string, Task>;
   readonly schedules: ReadonlyMap<string, { readonly id: string; readonly paused: boolean; readonly next?: unknown }>;
+  /** Whether a delivery message for the task is still on its way when the run ends. */
+  readonly messageOnItsWay: (taskId: string) => boolean;
 }
 
 /**
@@ -52,10 +55,40 @@ export function check(history: readonly HistoryEvent[], final: FinalState): stri
     if (event.type !== 'occupied') continue;
     for (const second of event.seconds) occupiedBy.set(second, [...(occupiedBy.get(second) ?? []), event.actor]);
   }
+  const callbackDisturbed = (taskId: string) => [...disturbed].some((actor) => actor.endsWith(`(${taskId})`));
+  const dispatches = history.filter((event): event is DispatchRecord => event.type === 'dispatch');
+  const notCalled = dispatches.filter((dispatch) => !dispatch.called);
+  // A task whose host was rested waits for the circuit to half-open; that rest is judged below.
+  const rested = new Set(notCalled.map((dispatch) => dispatch.taskId));
+  // A host that does not answer gets one probe per open period, so tasks to it may still be
+  // waiting at the end: held back, not lost, while PENDING with a message on its way.
+  const heldBack = (taskId: string) =>
+    rested.has(taskId) && final.tasks.get(taskId)?.status === 'PENDING' && final.messageOnItsWay(taskId);
   const lateForCause = (taskId: string) =>
     [...disturbed].some((actor) => !(actor.startsWith('api') || actor.startsWith('callback'))) ||
-    [...disturbed].some((actor) => actor.endsWith(`(${taskId})`)) ||
+    callbackDisturbed(taskId) ||
+    rested.has(taskId) ||
     (occupiedBy.get(Math.floor(fireAtOf(taskId) / 1000)) ?? []).some((actor) => disturbed.has(actor));
+
+  // A host is rested only for what shows it down, a call it left unanswered (invariant 9 and
+  // docs/architecture.md): a call the breaker did not make follows a call to that host that had
+  // no answer `slowCallMs` after it went out. A host that answers, even 503 to every call of one
+  // task, is up for its other tasks, and for that task's next attempt.
+  const { slowCallMs } = DEFAULT_HOST_BREAKER;
+  for (const refused of notCalled) {
+    const unansweredBefore = dispatches.some(
+      (dispatch) =>
+        dispatch.called &&
+        dispatch.host === refused.host &&
+        dispatch.atMs + slowCallMs <= refused.atMs &&
+        (dispatch.answeredAtMs === undefined || dispatch.answeredAtMs - dispatch.atMs >= slowCallMs),
+    );
+    if (!unansweredBefore) {
+      violations.push(
+        `task ${refused.taskId} was not called at ${iso(refused.atMs)}: its host ${refused.host} was rested though no call to it had gone ${slowCallMs} ms unanswered`,
+      );
+    }
+  }
 
   // Never early (invariant 2), by a receiver's clock that keeps the true time: the callback's own
   // may run ahead of it by up to half the skew bound.
@@ -137,6 +170,7 @@ export function check(history: readonly HistoryEvent[], final: FinalState): stri
     const task = final.tasks.get(taskId);
     const status = task?.status;
     if (status === 'CANCELLED' && maybeCancelled.has(taskId)) continue;
+    if (heldBack(taskId)) continue;
     if (status !== 'DELIVERED' && !(status === 'FAILED' && deadLettered.has(taskId))) {
       violations.push(
         `accepted task ${taskId} ended ${status ?? 'missing'}${status === 'FAILED' ? ' but not in the DLQ' : ''}`,
@@ -180,10 +214,20 @@ export function check(history: readonly HistoryEvent[], final: FinalState): stri
           `task ${task.id} is FAILED after ${task.attempts} attempts, fewer than its maxAttempts ${maxAttempts}`,
         );
       }
+      // A call not made is not an attempt: each attempt spent is a call its receiver got. Only a
+      // callback that died after taking an attempt's lease and before its call spends one without.
+      const attemptsCalled = new Set(callsOf(task.id).map((call) => call.attempt)).size;
+      if (maxAttempts !== undefined && attemptsCalled < maxAttempts && !callbackDisturbed(task.id)) {
+        violations.push(
+          `task ${task.id} is FAILED after its receiver got calls of ${attemptsCalled} attempts, fewer than its maxAttempts ${maxAttempts}`,
+        );
+      }
     }
   }
 
-  violations.push(...checkSchedules(history, final, calls, new Set([...cancelledWith200, ...maybeCancelled])));
+  violations.push(
+    ...checkSchedules(history, final, calls, new Set([...cancelledWith200, ...maybeCancelled]), heldBack),
+  );
   return violations;
 }
 
@@ -194,6 +238,8 @@ function checkSchedules(
   calls: readonly CallRecord[],
   /** Occurrences a DELETE answered 200, or may have cancelled without an answer. */
   cancelled: ReadonlySet<string>,
+  /** Whether an occurrence is still waiting for its rested host at the end. */
+  heldBack: (taskId: string) => boolean,
 ): string[] {
   const violations: string[] = [];
   const occurrenceCalls = calls.filter((call) => call.scheduleId !== undefined);
@@ -217,7 +263,7 @@ function checkSchedules(
   for (const [index, reached] of history.entries()) {
     if (reached.type !== 'chain') continue;
     const next = reached.next;
-    if (!next || reached.paused || cancelled.has(next.taskId)) continue;
+    if (!next || reached.paused || cancelled.has(next.taskId) || heldBack(next.taskId)) continue;
     const change = history
       .slice(index + 1)
       .find(

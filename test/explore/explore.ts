@@ -9,6 +9,7 @@
  */
 import fc from 'fast-check';
 
+import { DEFAULT_HOST_BREAKER } from '../../functions/core/deliver/host-breaker.js';
 import { UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/kernel/task.js';
 import { check } from './checker.js';
 import {
@@ -170,6 +171,12 @@ export const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
     ),
     { minLength: 1, maxLength: 4 },
   ),
+  // Mostly one: a run has a few tasks, and a circuit that opens on a single unanswered call is
+  // where a refused call meets the attempts it must not spend. The deployment's five, sometimes.
+  breakerThreshold: fc.oneof(
+    { weight: 3, arbitrary: fc.constant(1) },
+    { weight: 1, arbitrary: fc.integer({ min: 2, max: DEFAULT_HOST_BREAKER.failureThreshold }) },
+  ),
 });
 
 /** What a run broke, with the history that led there, as the failure's message. */
@@ -184,6 +191,7 @@ export async function runScenario(scheduler: fc.Scheduler, scenario: Scenario): 
   const violations = check(world.history, {
     tasks: world.taskStore.tasks,
     schedules: world.scheduleStore.schedules,
+    messageOnItsWay: (taskId) => world.messageOnItsWay(taskId),
   });
   if (violations.length > 0) {
     throw new Counterexample(

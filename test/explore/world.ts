@@ -6,7 +6,8 @@
  * own clock, offset by a skew within the documented bound, and may crash at any await, lose a
  * response (the write lands, the SDK retries it) or wait on a slow call. SQS is modelled with
  * its delays, visibility timeout, redelivery and duplicates; receivers answer as the scenario
- * says. Everything the checker needs goes into `history`.
+ * says, through the callback's real host breaker, which runs on the virtual time. Everything the
+ * checker needs goes into `history`.
  *
  * How the api, the ticker, the scanner, the sweeper and the callback call the core is wired in
  * `Wiring` at the bottom of this file only: a change of a core signature is an edit there.
@@ -30,6 +31,7 @@ import {
   SWEEPER_CATCH_UP_GRACE_SECONDS,
 } from '../../functions/contract/topology.js';
 import type { Notification, TargetDispatcher, TargetResult } from '../../functions/core/deliver/deliver.js';
+import { DEFAULT_HOST_BREAKER, guardedByHostBreaker, HostBreaker } from '../../functions/core/deliver/host-breaker.js';
 import { CLOCK_SKEW_MS } from '../../functions/core/kernel/clock.js';
 import type { Clock, DeliveryMessage } from '../../functions/core/kernel/task.js';
 import { encodeDeliveryBody } from '../../functions/core/kernel/task-kernel.js';
@@ -157,6 +159,11 @@ export interface Scenario {
   readonly duplicates: readonly number[];
   /** Clock offsets, dealt to invocations in turn, each within ±SKEW_BOUND_MS / 2. */
   readonly skewsMs: readonly number[];
+  /**
+   * Unanswered calls in a row that open a host's circuit in the callback's breaker. The promises
+   * hold for any threshold; a low one opens circuits with the few tasks a run has.
+   */
+  readonly breakerThreshold: number;
 }
 
 // ---- The history: what the checker reads ------------------------------------------------------
@@ -173,8 +180,22 @@ export interface CallRecord {
   answer?: { readonly status: number; readonly atMs: number };
 }
 
+/**
+ * The callback asked its breaker-guarded dispatcher to call a task's webhook host: whether the
+ * call went out (the breaker admitted it) and, if it did, when an HTTP answer (any status) came back.
+ */
+export interface DispatchRecord {
+  readonly type: 'dispatch';
+  readonly atMs: number;
+  readonly taskId: string;
+  readonly host: string;
+  called: boolean;
+  answeredAtMs?: number;
+}
+
 export type HistoryEvent =
   | CallRecord
+  | DispatchRecord
   | {
       readonly type: 'accepted';
       readonly atMs: number;
@@ -323,6 +344,12 @@ export class World {
   readonly idempotencyStore = new FakeIdempotencyStore();
   readonly callbackCounter = new FakeRequestCounter();
   readonly tenants = fakeTenantDirectory();
+  /**
+   * The breaker of one warm callback instance, shared by its invocations as in production. It
+   * compares only its own readings of its clock, so the true time serves; its slow-call watch
+   * runs on the virtual timers.
+   */
+  readonly breaker: HostBreaker;
   /** The receivers' answers by task id or schedule id. */
   private readonly answers = new Map<string, readonly Answer[]>();
   private readonly callsBy = new Map<string, number>();
@@ -330,6 +357,8 @@ export class World {
   private seq = 0;
   private readonly invocations = new Map<string, number>();
   private receives = 0;
+  /** Delivery messages on their way (sent or to come back) by task id, to tell a task held back from a lost one. */
+  private readonly messagesOnTheirWay = new Map<string, number>();
   private skewsDealt = 0;
   private readonly duplicates: Set<number>;
   private readonly wiring = new Wiring(this);
@@ -342,6 +371,17 @@ export class World {
   ) {
     seedRandomness(scenario.randomSeed);
     this.nowMs = EPOCH_MS + scenario.startOffsetMs;
+    this.breaker = new HostBreaker(
+      { now: () => this.nowMs, sleep: (ms) => this.sleep(ms) },
+      { ...DEFAULT_HOST_BREAKER, failureThreshold: scenario.breakerThreshold },
+      (ms, fire) => {
+        let stopped = false;
+        this.at(this.nowMs + ms, () => stopped || fire());
+        return () => {
+          stopped = true;
+        };
+      },
+    );
     this.duplicates = new Set(scenario.duplicates);
     let last = this.nowMs;
     for (const [index, action] of scenario.actions.entries()) {
@@ -462,10 +502,21 @@ export class World {
   // ---- SQS ---------------------------------------------------------------------------------
 
   sendDelivery(messages: readonly DeliveryMessage[]): void {
-    for (const message of messages) {
-      const queued: QueuedMessage = { message, receives: 0 };
-      this.at(this.nowMs + message.delaySeconds * 1000, () => this.receive(queued));
-    }
+    for (const message of messages) this.receiveAt(this.nowMs + message.delaySeconds * 1000, { message, receives: 0 });
+  }
+
+  /** Whether a delivery message for the task is still on its way at the end of the run. */
+  messageOnItsWay(taskId: string): boolean {
+    return (this.messagesOnTheirWay.get(taskId) ?? 0) > 0;
+  }
+
+  private receiveAt(atMs: number, queued: QueuedMessage): void {
+    const { id } = queued.message;
+    this.messagesOnTheirWay.set(id, (this.messagesOnTheirWay.get(id) ?? 0) + 1);
+    this.at(atMs, () => {
+      this.messagesOnTheirWay.set(id, (this.messagesOnTheirWay.get(id) ?? 0) - 1);
+      this.receive(queued);
+    });
   }
 
   private receive(queued: QueuedMessage): void {
@@ -479,8 +530,7 @@ export class World {
   }
 
   private invokeCallback(queued: QueuedMessage): void {
-    const comeBack = () =>
-      this.at(this.nowMs + QUEUES.delivery.visibilityTimeoutSeconds * 1000, () => this.receive(queued));
+    const comeBack = () => this.receiveAt(this.nowMs + QUEUES.delivery.visibilityTimeoutSeconds * 1000, queued);
     const actor = this.actor('callback', undefined, comeBack, queued.message.id);
     this.wiring.deliver(actor, queued).then((failed) => {
       if (failed) comeBack();
@@ -508,11 +558,33 @@ export class World {
 
   // ---- Receivers ---------------------------------------------------------------------------
 
-  /** A target dispatcher for one invocation: records each call with the true time and answers as planned. */
+  /**
+   * A target dispatcher for one invocation, behind the instance's host breaker: records what the
+   * callback asked for, each call with the true time, and answers as planned.
+   */
   dispatcher(actor: Actor): TargetDispatcher {
     return {
-      dispatch: (_target, notification: Notification) =>
-        actor.call('target.dispatch', () => this.callReceiver(notification), false),
+      // Everything the callback passes goes on to the breaker as it is.
+      dispatch: async (...args: Parameters<TargetDispatcher['dispatch']>) => {
+        const [target, notification] = args;
+        const dispatch: DispatchRecord = {
+          type: 'dispatch',
+          atMs: this.nowMs,
+          taskId: notification.id,
+          host: target.type === 'http' ? new URL(target.url).host : target.type,
+          called: false,
+        };
+        this.record(dispatch);
+        const receiver: TargetDispatcher = {
+          dispatch: async () => {
+            dispatch.called = true;
+            const result = await actor.call('target.dispatch', () => this.callReceiver(notification), false);
+            if (result.statusCode !== undefined) dispatch.answeredAtMs = this.nowMs;
+            return result;
+          },
+        };
+        return guardedByHostBreaker(receiver, this.breaker).dispatch(...args);
+      },
     };
   }
 

@@ -118,6 +118,30 @@ describe('Class: HostBreaker', () => {
     // Assess
     expect(breaker.admit('dead.example')).toEqual({ admitted: false, retryAfterSeconds: 10 });
   });
+
+  it('watches slow calls on the timers it is given, so a virtual clock drives the whole breaker', () => {
+    // Prepare: timers that fire only when the test says, none of the process's.
+    const started: Array<{ ms: number; fire: () => void; stopped: boolean }> = [];
+    const breaker = new HostBreaker(new ManualClock(NOW_MS), { ...SETTINGS, failureThreshold: 1 }, (ms, fire) => {
+      const timer = { ms, fire, stopped: false };
+      started.push(timer);
+      return () => {
+        timer.stopped = true;
+      };
+    });
+
+    // Act: one call is still out when its timer fires; another ends before.
+    const endSlow = breaker.watchSlowCall('slow.example');
+    const endQuick = breaker.watchSlowCall('quick.example');
+    endQuick();
+    for (const timer of started) if (!timer.stopped) timer.fire();
+
+    // Assess
+    expect(started.map((timer) => timer.ms)).toEqual([SETTINGS.slowCallMs, SETTINGS.slowCallMs]);
+    expect(endSlow()).toBe(true);
+    expect(breaker.state('slow.example')).toBe('open');
+    expect(breaker.state('quick.example')).toBe('closed');
+  });
 });
 
 describe('Function: guardedByHostBreaker', () => {

@@ -36,6 +36,19 @@ export const DEFAULT_HOST_BREAKER: HostBreakerSettings = {
   slowCallMs: 2_000,
 };
 
+/**
+ * Starts a timer: `fire` runs after `ms` unless the returned function is called first. The
+ * breaker's slow-call watch is its only use of time besides its clock, so whoever drives the clock
+ * (the interleaving explorer, on its virtual time) drives this too.
+ */
+export type StartTimer = (ms: number, fire: () => void) => () => void;
+
+/** The process's timers, looked up at each start so that a test's fake timers apply. */
+export const systemTimer: StartTimer = (ms, fire) => {
+  const timer = setTimeout(fire, ms);
+  return () => clearTimeout(timer);
+};
+
 /** A host's circuit: closed (calls go through), open until a time, or half-open with one probe in flight. */
 type Circuit =
   | { readonly state: 'closed'; readonly failures: number }
@@ -74,6 +87,7 @@ export class HostBreaker {
   constructor(
     private readonly clock: Clock,
     readonly settings: HostBreakerSettings = DEFAULT_HOST_BREAKER,
+    private readonly startTimer: StartTimer = systemTimer,
   ) {}
 
   /** Whether the circuit's host answered a call within the last `openMs`. */
@@ -130,13 +144,13 @@ export class HostBreaker {
    */
   watchSlowCall(key: string): () => boolean {
     let countedSlow = false;
-    const timer = setTimeout(() => {
+    const stop = this.startTimer(this.settings.slowCallMs, () => {
       if (this.answeredRecently(key)) return;
       countedSlow = true;
       this.record(key, true);
-    }, this.settings.slowCallMs);
+    });
     return () => {
-      clearTimeout(timer);
+      stop();
       return countedSlow;
     };
   }

@@ -30,6 +30,7 @@ import type { BenchJob, WorkerMessage, WorkerRequest } from './bullmq-worker.js'
 import { type BenchRedis, ensureRedisInstalled, startRedis } from './redis.js';
 import {
   type BenchReport,
+  headline,
   type LongHorizon,
   renderMarkdown,
   renderReportChart,
@@ -177,7 +178,11 @@ async function startTimer(): Promise<TimerSystem> {
       const snapshot = await timer.snapshot();
       return {
         requests: snapshot.requests,
-        cpuMs: { ...(snapshot.cpuMs as Record<string, number>), 'whole process': snapshot.processCpuMs },
+        cpuMs: {
+          ...(snapshot.cpuMs as Record<string, number>),
+          'whole process': snapshot.processCpuMs,
+          ...snapshot.emulatorCpuMs,
+        },
         invocations: snapshot.invocations,
         writeUnits: snapshot.writeUnits,
         readUnits: snapshot.readUnits,
@@ -587,7 +592,9 @@ async function writeReport(report: BenchReport, publish: boolean): Promise<void>
       ),
     );
   }
-  process.stdout.write(`${markdown}\nReport: reports/bench-${stamp}.json, chart: reports/bench-${stamp}.svg\n`);
+  process.stdout.write(
+    `${markdown}\nReport: reports/bench-${stamp}.json, chart: reports/bench-${stamp}.svg\n${headline(report)}\n`,
+  );
 }
 
 // `--from <report.json>` renders a saved run again (after a price or model change) without running anything.

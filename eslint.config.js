@@ -73,7 +73,7 @@ export default defineConfig(
     languageOptions: {
       parserOptions: {
         // Each file is checked by the tsconfig that owns it (the console page has its own).
-        projectService: { allowDefaultProject: ['*.js', 'bin/*.mjs', 'test/support/*.mjs'] },
+        projectService: { allowDefaultProject: ['*.js', 'bin/*.mjs', 'bench/*.mjs', 'test/support/*.mjs'] },
         tsconfigRootDir: import.meta.dirname,
       },
     },

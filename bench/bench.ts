@@ -27,9 +27,12 @@ import { DEFAULT_SETTINGS, FUNCTIONS } from '../functions/contract/topology.js';
 import { idleMonth } from '../lib/cost-model.js';
 import { timerStackInventory } from '../lib/stack-inventory.js';
 import type { BenchJob, WorkerMessage, WorkerRequest } from './bullmq-worker.js';
+import { monotonicUsAt, profilingEnv, readProfiles, renderProfile, summarizeProfiles } from './profile.js';
 import { type BenchRedis, ensureRedisInstalled, startRedis } from './redis.js';
 import {
   type BenchReport,
+  emulatorCpuPerTask,
+  headline,
   type LongHorizon,
   renderMarkdown,
   renderReportChart,
@@ -51,12 +54,21 @@ const { values: flags } = parseArgs({
     publish: { type: 'boolean', default: false },
     'webhook-ms': { type: 'string', default: '100' },
     from: { type: 'string' },
+    profile: { type: 'boolean', default: false },
     help: { type: 'boolean' },
   },
 });
 exitWithUsageIfAsked(
   flags.help,
-  'Usage: npm run bench -- [--quick] [--rates 100,500] [--bursts 10000] [--idle-minutes N] [--no-peer] [--webhook-ms N] [--publish] [--from reports/latest.json]',
+  [
+    'Usage: npm run bench -- [--quick] [--rates 100,500] [--bursts 10000] [--idle-minutes N] [--no-peer] [--webhook-ms N] [--publish] [--from reports/latest.json]',
+    '       npm run bench -- --profile [--quick] [--rates 500]',
+    '',
+    '--profile  runs only the timer at the highest steady rate, with every process of it (handlers and',
+    '           emulators) sampling its CPU; writes reports/profile-<time>/<pid>.cpuprofile (open them in',
+    '           Chrome DevTools) and prints the top ten frames by self time over the seconds the tasks fall',
+    '           due, grouped as SDK, HTTP, emulator, GC, project code, other libraries and Node and V8.',
+  ].join('\n'),
 );
 const quick = flags.quick ?? false;
 const RATES = (flags.rates ?? (quick ? '100,200,500' : '100,200,500,1000,2000')).split(',').map(Number);
@@ -151,14 +163,18 @@ async function callTimerApi(
 }
 
 interface TimerSystem extends System {
+  /** The handlers' process. */
+  readonly pid: number;
   storage(): Promise<TimerStorage>;
   resetKeys(): void;
 }
 
-async function startTimer(): Promise<TimerSystem> {
-  const timer = await forkTimer();
+/** The timer in local mode; given `profileDir`, its processes write their CPU profiles there. */
+async function startTimer(profileDir?: string): Promise<TimerSystem> {
+  const timer = await forkTimer({}, profileDir ? profilingEnv(profileDir) : {});
   return {
     name: 'timer',
+    pid: timer.pid,
     async submit(tasks) {
       await callTimerApi(
         timer.apiUrl,
@@ -177,7 +193,11 @@ async function startTimer(): Promise<TimerSystem> {
       const snapshot = await timer.snapshot();
       return {
         requests: snapshot.requests,
-        cpuMs: { ...(snapshot.cpuMs as Record<string, number>), 'whole process': snapshot.processCpuMs },
+        cpuMs: {
+          ...(snapshot.cpuMs as Record<string, number>),
+          'whole process': snapshot.processCpuMs,
+          ...snapshot.emulatorCpuMs,
+        },
         invocations: snapshot.invocations,
         writeUnits: snapshot.writeUnits,
         readUnits: snapshot.readUnits,
@@ -587,12 +607,55 @@ async function writeReport(report: BenchReport, publish: boolean): Promise<void>
       ),
     );
   }
-  process.stdout.write(`${markdown}\nReport: reports/bench-${stamp}.json, chart: reports/bench-${stamp}.svg\n`);
+  process.stdout.write(
+    `${markdown}\nReport: reports/bench-${stamp}.json, chart: reports/bench-${stamp}.svg\n${headline(report)}\n`,
+  );
 }
 
 // `--from <report.json>` renders a saved run again (after a price or model change) without running anything.
 if (flags.from) {
   await writeReport(JSON.parse(await readFile(flags.from, 'utf8')) as BenchReport, flags.publish ?? false);
+  process.exit(0);
+}
+
+/**
+ * `--profile`: the timer alone at the highest steady rate, every process of it profiled; the
+ * summary covers the seconds its tasks fall due, when submits and deliveries both run.
+ */
+async function profileHottestRate(): Promise<void> {
+  const rate = Math.max(...RATES);
+  const dir = join('reports', `profile-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+  await mkdir(dir, { recursive: true });
+  const system = await startTimer(dir);
+  const scenario = `steady ${rate}/s`;
+  const tasks = steadyTasks(`timer:${scenario}`, rate, STEADY_SECONDS);
+  const firstDue = tasks[0]?.dueAtMs ?? Date.now();
+  const lastDue = tasks[tasks.length - 1]?.dueAtMs ?? Date.now();
+  const result = await runScenario(system, scenario, tasks, {
+    leadMs: LEAD_MS,
+    drainMs: DRAIN_MS,
+    submitDeadlineMs: lastDue,
+  });
+  const window = { fromUs: monotonicUsAt(firstDue), toUs: monotonicUsAt(lastDue) };
+  await system.stop();
+  const summary = summarizeProfiles(await readProfiles(dir, system.pid), window, process.cwd());
+  const cpu = result.cpuMsPerTask;
+  process.stdout.write(
+    [
+      `timer ${scenario}: ${fmt(result.tasks)} tasks, delivered ${fmt(result.deliveredPerSecond.mean)}/s, p99 ${fmt(result.lateness.p99)} ms, ${result.early} early, ${result.lost} lost, ${result.backlog} backlog`,
+      `CPU ms per task (profiling on): handlers' process ${fmt(cpu['whole process'], 3)}, emulators ${fmt(emulatorCpuPerTask(result), 3)} (dynalite ${fmt(cpu.dynalite, 3)}, fauxqs ${fmt(cpu.fauxqs, 3)})`,
+      '',
+      renderProfile(summary),
+      '',
+      `Profiles: ${dir}/`,
+      '',
+    ].join('\n'),
+  );
+}
+
+if (flags.profile) {
+  await profileHottestRate();
+  receiver.close();
   process.exit(0);
 }
 
@@ -602,7 +665,7 @@ log(
 );
 const horizon = await longHorizon();
 submitCapacity.timer = horizon.submitPerSecond;
-await steadyAndBurst(startTimer, 'timer');
+await steadyAndBurst(() => startTimer(), 'timer');
 const idling = idle();
 if (!flags['no-peer']) {
   ensureRedisInstalled(log);

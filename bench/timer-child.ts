@@ -32,6 +32,8 @@ export const childOptions = {
 };
 
 export interface TimerChild {
+  /** The handlers' process: its emulators are its children. */
+  readonly pid: number;
   readonly apiUrl: string;
   readonly apiKey: string;
   /** The child's counters, and the bytes its functions have logged so far. */
@@ -41,11 +43,14 @@ export interface TimerChild {
   stop(): Promise<void>;
 }
 
-/** Local mode with `settings`, in a process of its own, once it is serving. */
-export async function forkTimer(settings: Partial<TimerSettings> = {}): Promise<TimerChild> {
+/** Local mode with `settings`, in a process of its own (with `env` added to this one's), once it is serving. */
+export async function forkTimer(
+  settings: Partial<TimerSettings> = {},
+  env: Record<string, string> = {},
+): Promise<TimerChild> {
   const child = fork('bench/timer-process.ts', [], {
     ...childOptions,
-    env: { ...process.env, BENCH_TIMER_SETTINGS: JSON.stringify(settings) },
+    env: { ...process.env, ...env, BENCH_TIMER_SETTINGS: JSON.stringify(settings) },
   });
   let logBytes = 0;
   child.stdout?.on('data', (chunk: Buffer) => {
@@ -56,6 +61,7 @@ export async function forkTimer(settings: Partial<TimerSettings> = {}): Promise<
     child.on('message', (message: TimerMessage) => message.type === 'ready' && resolve(message)),
   );
   return {
+    pid: child.pid ?? 0,
     apiUrl: ready.apiUrl,
     apiKey: ready.apiKey,
     async snapshot() {

@@ -1,10 +1,10 @@
 /**
  * Local mode as a process of its own, for `npm run bench`: the timer gets its own event loop
  * (and so a core of its own), apart from the load generator and the webhook receiver. It
- * attributes on-CPU time to each function by async context, counts AWS requests by type and
- * by partition key, and answers the bench over IPC. The functions log at INFO and print their
- * metrics (EMF) to stdout, as in Lambda, so the bench can count the bytes CloudWatch Logs would
- * ingest.
+ * attributes on-CPU time to each function by async context, measures the emulators' processes
+ * apart, counts AWS requests by type and by partition key, and answers the bench over IPC. The
+ * functions log at INFO and print their metrics (EMF) to stdout, as in Lambda, so the bench can
+ * count the bytes CloudWatch Logs would ingest.
  */
 import { AsyncLocalStorage, createHook } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
@@ -36,8 +36,10 @@ export interface TimerSnapshot {
   readonly writeUnits: number;
   readonly readUnits: number;
   readonly peakRssBytes: number;
-  /** The whole process's CPU time: the functions plus the emulators and the local runtime. */
+  /** The whole process's CPU time: the functions and the local runtime that drives them. */
   readonly processCpuMs: number;
+  /** The emulators' processes' CPU time, apart: what stands in for DynamoDB and SQS. */
+  readonly emulatorCpuMs: { readonly dynalite: number; readonly fauxqs: number };
 }
 
 export interface TimerStorage {
@@ -215,6 +217,7 @@ async function answer(message: TimerRequest) {
           readUnits,
           peakRssBytes,
           processCpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000,
+          emulatorCpuMs: await timer.emulatorCpuMs(),
         },
       });
     case 'reset':

@@ -9,11 +9,13 @@ export type EmulatorKind = 'dynamodb' | 'sqs';
 
 export interface EmulatorProcess {
   readonly endpoint: string;
+  /** The emulator process's CPU time so far, in ms: what a benchmark sets apart from the handlers'. */
+  cpuMs(): Promise<number>;
   stop(): Promise<void>;
 }
 
 /** Starts dynalite (keeping its data in `<dataDir>/dynamodb` when given) or fauxqs in a child process. */
 export async function startEmulatorProcess(kind: EmulatorKind, dataDir?: string): Promise<EmulatorProcess> {
   const child = await startLocalProcess<string>(import.meta.url, 'emulator-process', [kind, dataDir ?? '']);
-  return { endpoint: child.ready, stop: () => child.stop() };
+  return { endpoint: child.ready, cpuMs: () => child.ask<number>(), stop: () => child.stop() };
 }

@@ -180,6 +180,11 @@ export interface LocalTimer {
   };
   /** The scale model the handlers run against, when `scaleModel` was given: its report shows what it throttled. */
   readonly scaleModel: RunningScaleModel | undefined;
+  /**
+   * CPU time (ms) the emulators' processes have used so far: the cost of standing in for
+   * DynamoDB and SQS on this machine, which no function pays in the cloud.
+   */
+  emulatorCpuMs(): Promise<{ dynalite: number; fauxqs: number }>;
   stop(): Promise<void>;
 }
 
@@ -614,6 +619,10 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     recovered: restored.tasks,
     restoredDeadLetters: restored.deadLetters,
     scaleModel,
+    async emulatorCpuMs() {
+      const [dynalite, fauxqs] = await Promise.all([localDynamo.cpuMs(), sqsServer.cpuMs()]);
+      return { dynalite, fauxqs };
+    },
     lambdaStats: () => ({
       functions: lambda.stats(),
       eventSourceMappings: Object.fromEntries(eventSources.map(([name, eventSource]) => [name, eventSource.stats()])),

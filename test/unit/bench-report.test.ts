@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { niceCeiling, renderChart } from '../../bench/chart.js';
+import { type BenchReport, emulatorCpuPerTask, headline, type ScenarioResult } from '../../bench/render.js';
 import { invocationSeconds, markdownTable, perTaskUsage, progressLine } from '../../bench/report.js';
 import { type RequestsReport, type SubmitPhase, usageOfPhase } from '../../bench/requests-report.js';
 import { attributeBytes, histogram, itemBytes, peakPerKey, perSecond, quantile, summarize } from '../../bench/stats.js';
@@ -193,5 +194,58 @@ describe('Function: usageOfPhase', () => {
     expect(gateway.apiRequests).toBe(1);
     expect(batched.apiRequests).toBe(0.01);
     expect(url.lambdaInvocations).toBeCloseTo(1.015, 9);
+  });
+});
+
+describe('Function: headline', () => {
+  /** A scenario's result with only the figures the headline reads. */
+  const result = (
+    system: ScenarioResult['system'],
+    scenario: string,
+    figures: { cpu: Record<string, number>; delivered?: number; p99?: number; doneAfterS?: number },
+  ) =>
+    ({
+      system,
+      scenario,
+      cpuMsPerTask: figures.cpu,
+      deliveredPerSecond: { mean: figures.delivered ?? 0, peak: 0 },
+      lateness: { p50: 0, p95: 0, p99: figures.p99 ?? 0, max: 0 },
+      deliveredWithinSeconds: figures.doneAfterS ?? 0,
+    }) as ScenarioResult;
+  const report = (results: ScenarioResult[]) =>
+    ({ settings: { rates: [100, 200, 500], bursts: [2000] }, results }) as unknown as BenchReport;
+
+  it("compares the timer's handlers' process with all of BullMQ's, the emulators set apart", () => {
+    // Prepare: the emulators' 9 ms would make it 6× if they counted.
+    const results = [
+      result('timer', 'steady 100/s', { cpu: { callback: 1, 'whole process': 3, dynalite: 8, fauxqs: 1 } }),
+      result('bullmq', 'steady 100/s', { cpu: { worker: 1, redis: 1 } }),
+      result('timer', 'steady 200/s', { cpu: { 'whole process': 2 }, p99: 30 }),
+      result('bullmq', 'steady 200/s', { cpu: { worker: 0.5, redis: 0.5 }, p99: 20 }),
+      result('timer', 'steady 500/s', { cpu: { 'whole process': 1.5 }, delivered: 475, p99: 30 }),
+      result('bullmq', 'steady 500/s', { cpu: { worker: 0.5, redis: 0.25 }, delivered: 500, p99: 20 }),
+      result('timer', 'burst 2000', { cpu: {}, doneAfterS: 5 }),
+      result('bullmq', 'burst 2000', { cpu: {}, doneAfterS: 2 }),
+    ];
+
+    // Act
+    const line = headline(report(results));
+
+    // Assess
+    expect(line).toBe(
+      'timer ÷ BullMQ: CPU per task 1.50×, 2.00×, 2.00× at 100, 200, 500/s; 500/s delivered 0.95×; 200/s p99 1.50×; burst done 2.50×',
+    );
+    expect(emulatorCpuPerTask(results[0] as ScenarioResult)).toBe(9);
+    expect(emulatorCpuPerTask(results[2] as ScenarioResult)).toBeUndefined();
+  });
+
+  it('reads – for a figure whose scenario one system did not run', () => {
+    // Act: a run without the peer (--no-peer).
+    const line = headline(report([result('timer', 'steady 100/s', { cpu: { 'whole process': 3 } })]));
+
+    // Assess
+    expect(line).toBe(
+      'timer ÷ BullMQ: CPU per task –, –, – at 100, 200, 500/s; 500/s delivered –; 200/s p99 –; burst done –',
+    );
   });
 });

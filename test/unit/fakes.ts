@@ -27,7 +27,7 @@ import type {
 } from '../../functions/core/kernel/task.js';
 import {
   copiesMayCall,
-  firstAttemptUnleased,
+  awaitsUnleasedFirstAttempt,
   showsRecord,
   unconfirmedCancelOf,
 } from '../../functions/core/kernel/task.js';
@@ -203,7 +203,7 @@ export class FakeTaskStore implements TaskStore {
       const unconfirmed = unconfirmedCancelOf(task);
       return { cancelled: false, reason, status: task.status, ...(unconfirmed && { unconfirmed }) };
     }
-    const unleased = firstAttemptUnleased(task);
+    const unleased = awaitsUnleasedFirstAttempt(task);
     if (unleased && task.fireAtMs <= request.unleasedDueAfterMs)
       return { cancelled: false, reason: 'too-late', status: task.status };
     if (copiesMayCall(task, request.nowMs)) return { cancelled: false, reason: 'in-delivery', status: task.status };
@@ -291,7 +291,7 @@ export class FakeTaskStore implements TaskStore {
     copiesCallUntilMs: number,
     attemptId: string,
   ): boolean {
-    if (!firstAttemptUnleased({ ...task, attempts: 0 })) return false;
+    if (!awaitsUnleasedFirstAttempt({ ...task, attempts: 0 })) return false;
     const delivered = outcome.status === 'DELIVERED';
     if (task.attempts > 0) {
       // A copy's 2xx after another copy recorded first: kept, with the attempts counted so far.

@@ -2,7 +2,7 @@ import type { WebhookNotification } from '../../contract/wire.js';
 import { secondOf } from '../kernel/clock.js';
 import { newAttemptId, parseTaskId, type TaskKey, taskKey } from '../kernel/ids.js';
 import type { Clock, DeliveryAttempt, FirstAttemptRecord, Target, Task, TaskStore } from '../kernel/task.js';
-import { expiryAfter, HISTORY_ERROR_CHARS, HISTORY_LIMIT, takesUnleasedFirstAttempt } from '../kernel/task.js';
+import { expiryAfter, HISTORY_ERROR_CHARS, HISTORY_LIMIT, nextAttemptUnleased } from '../kernel/task.js';
 import { advanceSchedule, type OccurrencePorts } from '../schedules/schedules.js';
 import { handoverTo } from '../submit/reschedule.js';
 import { activeSigningSecrets, type RateLimiter, type TenantDirectory } from '../tenants/tenants.js';
@@ -224,7 +224,7 @@ export async function deliverTask(ports: DeliveryPorts, id: string, notBeforeMs 
   const key = taskKey(id, location, ports.bucketCount);
   const task = await taskStore.get(key);
   if (!task || FINAL_STATUSES.has(task.status)) return { kind: 'skipped', reason: 'not-claimable' };
-  if (takesUnleasedFirstAttempt(task)) {
+  if (nextAttemptUnleased(task)) {
     return attempt(ports, task, goesAtMs, 1, {
       // A copy of this attempt that read the task before the record lands is done calling within
       // two invocations of now (the lease's length): it read before this one ended, and calls within its own.

@@ -9,7 +9,7 @@ import type { TaskKey } from './ids.js';
 /**
  * A task's status and target are the ones the HTTP contract shows. PENDING until a callback
  * records an attempt's outcome (a first attempt is made without a lease, see
- * `takesUnleasedFirstAttempt`); DELIVERING while a later attempt holds the delivery lease; then
+ * `nextAttemptUnleased`); DELIVERING while a later attempt holds the delivery lease; then
  * DELIVERED, FAILED (attempts exhausted) or CANCELLED. QUEUED is not stored: a write per task per hop is the dominant
  * cost at a billion tasks a day, and a task's presence in the delivery queue is implied by
  * its second having been scanned.
@@ -145,22 +145,22 @@ export interface DueTask {
 export const UNLEASED_CANCEL_MARGIN_MS = CLOCK_SKEW_MS + 500;
 
 /**
- * Whether the task's next attempt is made without a lease: its first one, unless it is a
- * reschedule's successor (whose delivery must check its predecessor first), has a reschedule
- * begun (which must be able to stop it), is a late arrival (whose two messages may come at once) or
- * is a schedule's occurrence (which advances its schedule's chain before the call). Retries hold a lease, so a cancel between them is safe
- * at any time; these do not, so cancels of them follow UNLEASED_CANCEL_MARGIN_MS.
+ * Whether the callback makes the task's next attempt without a lease: the task awaits its unleased
+ * first attempt (`awaitsUnleasedFirstAttempt`), is PENDING, and no reschedule has begun (an intent
+ * must be able to stop the attempt, so the attempt takes the lease and checks it).
  */
-export function takesUnleasedFirstAttempt(task: Task): boolean {
-  return task.status === 'PENDING' && task.rescheduleIntent === undefined && firstAttemptUnleased(task);
+export function nextAttemptUnleased(task: Task): boolean {
+  return task.status === 'PENDING' && task.rescheduleIntent === undefined && awaitsUnleasedFirstAttempt(task);
 }
 
 /**
- * Whether a PENDING task's next attempt goes without a lease, a reschedule intent aside: the
- * tasks a cancel or an intent must reach before their due time (an intent of the request at
- * hand may already be on the task, and one stored too late would not have stopped the attempt).
+ * Whether the task has not been attempted and is of the kind whose first attempt takes no lease:
+ * not a reschedule's successor (its delivery checks its predecessor first), not a late arrival
+ * (whose two messages may come at once), not a schedule's occurrence (which advances its chain
+ * before the call). A cancel or a reschedule intent of such a task must be stored before that
+ * attempt can read it, whatever the task's status now.
  */
-export function firstAttemptUnleased(
+export function awaitsUnleasedFirstAttempt(
   task: Pick<Task, 'attempts' | 'rescheduledFrom' | 'lateArrival' | 'occurrence'>,
 ): boolean {
   return (
@@ -206,7 +206,7 @@ export function copiesMayCall(task: Pick<Task, 'copiesCallUntilMs'>, nowMs: numb
 export function unconfirmedCancelOf(
   task: Pick<Task, 'status' | 'unconfirmedCancel' | 'attempts' | 'rescheduledFrom' | 'lateArrival' | 'occurrence'>,
 ): string | undefined {
-  return task.status === 'CANCELLED' && firstAttemptUnleased(task) ? task.unconfirmedCancel : undefined;
+  return task.status === 'CANCELLED' && awaitsUnleasedFirstAttempt(task) ? task.unconfirmedCancel : undefined;
 }
 
 export type CancelOutcome =

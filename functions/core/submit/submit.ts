@@ -17,12 +17,12 @@ import {
 } from '../kernel/task-kernel.js';
 import type { NewTask } from './schemas.js';
 
-export interface SchedulePorts extends TaskBirthPorts {
+export interface SubmitPorts extends TaskBirthPorts {
   readonly idempotencyStore: IdempotencyStore;
   readonly retentionDays: number;
 }
 
-export type ScheduleOutcome =
+export type SubmitOutcome =
   | { readonly kind: 'created'; readonly task: Task }
   /** A retry of a submit that already made this task (same idempotency key, same request). */
   | { readonly kind: 'replayed'; readonly task: Task }
@@ -31,9 +31,9 @@ export type ScheduleOutcome =
   /** The key's task finished and has expired; the key cannot be used again. */
   | { readonly kind: 'expired'; readonly taskId: string };
 
-export type ScheduleResult = LateHandOff & {
+export type SubmitResult = LateHandOff & {
   /** One per request, in order. */
-  readonly outcomes: ScheduleOutcome[];
+  readonly outcomes: SubmitOutcome[];
 };
 
 /**
@@ -42,7 +42,7 @@ export type ScheduleResult = LateHandOff & {
  * it takes instead.
  */
 function newEntry(
-  ports: SchedulePorts,
+  ports: SubmitPorts,
   tenantId: string,
   request: NewTask,
   createdAtMs: number,
@@ -61,12 +61,12 @@ function newEntry(
  * days of the claim a missing task was never written. After it, the key is spent.
  */
 async function scheduleWithKey(
-  ports: SchedulePorts,
+  ports: SubmitPorts,
   tenantId: string,
   request: NewTask & { idempotencyKey: string },
   entry: Entry,
   index: IndexTasks,
-): Promise<ScheduleOutcome> {
+): Promise<SubmitOutcome> {
   const { createdAtMs } = entry.task;
   const expiresAtSeconds = expiryAfter(Math.max(entry.task.fireAtMs, createdAtMs), ports.retentionDays);
   const { claimed, holder } = await ports.idempotencyStore.claim(
@@ -99,14 +99,14 @@ async function scheduleWithKey(
  * writes left unawaited. Tasks without an idempotency key are written together (one BatchWrite
  * for a batch); each keyed one claims its key first.
  */
-export async function scheduleTasks(
-  ports: SchedulePorts,
+export async function submitTasks(
+  ports: SubmitPorts,
   tenantId: string,
   requests: readonly NewTask[],
-): Promise<ScheduleResult> {
+): Promise<SubmitResult> {
   const { taskStore, clock } = ports;
   const createdAtMs = clock.now();
-  const outcomes: ScheduleOutcome[] = new Array(requests.length);
+  const outcomes: SubmitOutcome[] = new Array(requests.length);
   const entries = requests.map((request) => newEntry(ports, tenantId, request, createdAtMs));
   const { stored: _stored, ...handOff } = await storeNewTasks(ports, entries, async (written, index) => {
     const plain = written.flatMap((entry, position) =>
@@ -157,7 +157,7 @@ export async function getTask(ports: TaskLookupPorts, tenantId: string, id: stri
 }
 
 /** What a cancel needs: the task, and the delivery queue to give a task whose cancel it undoes its message back. */
-export type CancelPorts = TaskLookupPorts & Pick<SchedulePorts, 'deliveryQueue'>;
+export type CancelPorts = TaskLookupPorts & Pick<SubmitPorts, 'deliveryQueue'>;
 
 /** Rounds of a cancel whose settling another request keeps getting to first. */
 const CANCEL_ROUNDS = 3;

@@ -4,6 +4,7 @@
  * set up a situation in one line and read the outcome back without any AWS client.
  */
 export { ManualClock } from '../support/clock.js';
+import { idempotencyKey } from '../../functions/adapters/dynamo/table-schema.js';
 import { minuteOf } from '../../functions/core/kernel/clock.js';
 import { MAX_SHARDS, newTaskId, parseTaskId, type TaskKey } from '../../functions/core/kernel/ids.js';
 import type {
@@ -158,9 +159,10 @@ export class FakeIdempotencyStore implements IdempotencyStore {
   readonly records = new Map<string, IdempotencyRecord>();
 
   async claim(record: IdempotencyRecord): Promise<{ claimed: boolean; holder: IdempotencyRecord }> {
-    const holder = this.records.get(record.key);
+    const key = idempotencyKey(record.scope, record.tenantId, record.key).pk;
+    const holder = this.records.get(key);
     if (holder) return { claimed: false, holder };
-    this.records.set(record.key, record);
+    this.records.set(key, record);
     return { claimed: true, holder: record };
   }
 }

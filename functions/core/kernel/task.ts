@@ -329,20 +329,21 @@ export interface ListPosition {
   readonly afterId?: string;
 }
 
-/** The business-query indexes: by bizId (one partition per business object) and by bizType (one per write shard). */
-export type TaskIndexName = 'byBizId' | 'byBizType';
+/**
+ * One partition of a business-query index: a tenant's tasks of one bizId (one partition per
+ * business object), or of one bizType in one write shard. The store builds its key
+ * (table-schema.ts), so the core never spells one.
+ */
+export type IndexPartition =
+  | { readonly index: 'byBizId'; readonly tenantId: string; readonly bizId: string }
+  | { readonly index: 'byBizType'; readonly tenantId: string; readonly bizType: string; readonly shard: number };
 
 export interface TaskIndex {
   /**
    * Task ids of one index partition in due order, at most `limit`, after `afterId` if given;
    * `more` says whether the partition may hold further ids.
    */
-  page(
-    index: TaskIndexName,
-    partition: string,
-    limit: number,
-    afterId?: string,
-  ): Promise<{ ids: string[]; more: boolean }>;
+  page(partition: IndexPartition, limit: number, afterId?: string): Promise<{ ids: string[]; more: boolean }>;
   /** The tasks with these keys, in the keys' order; tasks gone since (TTL) are left out. */
   getMany(keys: readonly TaskKey[]): Promise<Task[]>;
 }
@@ -473,9 +474,16 @@ export interface ClockStore {
 export type Watermark = 'swept' | 'overdueChecked';
 
 /** An idempotency key's claim on a task: the request it was first used with, and the task that request made. */
+/** What an idempotency key is claimed for: each tenant has a key space for submits and one for schedules. */
+export type IdempotencyScope = 'task' | 'schedule';
+
 export interface IdempotencyRecord {
+  readonly scope: IdempotencyScope;
+  readonly tenantId: string;
+  /** The caller's key, as given; the store keys it by tenant and scope (table-schema.ts). */
   readonly key: string;
   readonly fingerprint: string;
+  /** The task, or the schedule, the key made. */
   readonly taskId: string;
   readonly claimedAtMs: number;
 }

@@ -320,8 +320,9 @@ export async function createSchedule(
     const fingerprint = scheduleFingerprint(request);
     const { claimed, holder } = await ports.idempotencyStore.claim(
       {
-        // '/' is in no tenant id, so these never meet a task's keys (`<tenant>#<key>`).
-        key: `${tenantId}/schedules#${request.idempotencyKey}`,
+        scope: 'schedule',
+        tenantId,
+        key: request.idempotencyKey,
         fingerprint,
         taskId: schedule.id,
         claimedAtMs: nowMs,

@@ -71,8 +71,9 @@ async function scheduleWithKey(
   const expiresAtSeconds = expiryAfter(Math.max(entry.task.fireAtMs, createdAtMs), ports.retentionDays);
   const { claimed, holder } = await ports.idempotencyStore.claim(
     {
-      // Keys are the tenant's own: two tenants using the same key never meet.
-      key: `${tenantId}#${request.idempotencyKey}`,
+      scope: 'task',
+      tenantId,
+      key: request.idempotencyKey,
       fingerprint: request.fingerprint,
       taskId: entry.task.id,
       claimedAtMs: createdAtMs,

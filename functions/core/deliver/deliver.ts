@@ -193,13 +193,11 @@ const FINAL_STATUSES: ReadonlySet<Task['status']> = new Set(['DELIVERED', 'FAILE
  * that knew nothing of the backoff). Then it reads the task (a consistent read, cheaper than a
  * write) and makes the attempt one of two ways:
  *
- * - **A first attempt takes no lease.** It calls the target and records the outcome in one
- *   write, conditional on the task never having been attempted. That is one write per delivered
- *   task instead of two (a lease, then the outcome): a third of a task's writes at a billion a
- *   day. A cancel is kept from racing it by time instead (see `cancelTask`): one that the api
- *   confirmed was stored before this read, which happens at the due time. Two copies of one
- *   message running at once may both call the target (at-least-once, same id and attempt); a
- *   2xx either sees is recorded, even after the other recorded a failure (see finishFirstAttempt).
+ * - **A first attempt takes no lease** (the rule: UNLEASED_CANCEL_MARGIN_MS). It calls the
+ *   target and records the outcome in one write, conditional on the task never having been
+ *   attempted. Two copies of one message running at once may both call the target
+ *   (at-least-once, same id and attempt); a 2xx either sees is recorded, even after the other
+ *   recorded a failure (see finishFirstAttempt).
  * - **Later attempts take the lease** (a conditional write before the call), as do a
  *   reschedule's successor, a task with a reschedule begun and a schedule's occurrence, so a
  *   cancel or a reschedule may come at any time between retries and is never followed by a

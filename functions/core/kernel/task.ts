@@ -8,11 +8,11 @@ import type { TaskKey } from './ids.js';
 
 /**
  * A task's status and target are the ones the HTTP contract shows. PENDING until a callback
- * records an attempt's outcome (a first attempt is made without a lease, see
- * `nextAttemptUnleased`); DELIVERING while a later attempt holds the delivery lease; then
- * DELIVERED, FAILED (attempts exhausted) or CANCELLED. QUEUED is not stored: a write per task per hop is the dominant
- * cost at a billion tasks a day, and a task's presence in the delivery queue is implied by
- * its second having been scanned.
+ * records an attempt's outcome (a first attempt is made without a lease: see
+ * UNLEASED_CANCEL_MARGIN_MS); DELIVERING while a later attempt holds the delivery lease; then
+ * DELIVERED, FAILED (attempts exhausted) or CANCELLED. QUEUED is not stored: a write per task
+ * per hop is the dominant cost at a billion tasks a day, and a task's presence in the delivery
+ * queue is implied by its second having been scanned.
  */
 export type { Target, TaskStatus, TaskWindow };
 
@@ -134,13 +134,15 @@ export interface DueTask {
 }
 
 /**
- * How close to its fire time (`fireAtMs`: its due time, or the time planned within its window) a
- * task whose first attempt goes without a lease may still be cancelled or rescheduled. Such an
- * attempt reads the task at its fire time and calls the target with no write before the call, so a
- * cancel is safe only if it is stored before any callback can read the task: the api refuses one
- * asked for later than this before the fire time. It must exceed CLOCK_SKEW_MS, the most the api's
- * clock can be behind the callback's; the rest is the time the cancel's write has to be stored and
- * seen by the api (a DynamoDB write takes milliseconds), else the cancel is undone (see cancelTask).
+ * The unleased-first-attempt rule, which the callback, cancel and reschedule all follow. A task's
+ * first attempt takes no lease (`nextAttemptUnleased`): it reads the task at its fire time
+ * (`fireAtMs`) and calls the target with no write before the call, which saves a write per
+ * delivered task. So a cancel or a reschedule intent of such a task must be stored before that
+ * read: the api refuses one (409 too-late) from this long before the fire time, and confirms one
+ * only while `storedBeforeFirstAttempt` holds, else undoes it. The margin is CLOCK_SKEW_MS (the
+ * most the api's clock can be behind the callback's) plus time for the write to be stored and
+ * seen. Why this keeps every answered cancel final in every interleaving: docs/architecture.md,
+ * "The first attempt takes no lease".
  */
 export const UNLEASED_CANCEL_MARGIN_MS = CLOCK_SKEW_MS + 500;
 
@@ -248,8 +250,8 @@ export interface TaskStore {
    * one), else says why not (a DELIVERING task is in an attempt, or its outcome is not known
    * yet, as is a task whose failed first attempt may have a copy still calling, until its
    * `copiesCallUntilMs` is CLOCK_SKEW_MS past; a task never attempted is refused once due by
-   * `unleasedDueAfterMs`; a CANCELLED task is
-   * `already-final`, naming its cancel if that is unconfirmed). Another tenant's task is `not-found`.
+   * `unleasedDueAfterMs`; a CANCELLED task is `already-final`, naming its cancel if that is
+   * unconfirmed). Another tenant's task is `not-found`.
    */
   cancel(key: TaskKey, request: CancelRequest): Promise<CancelOutcome>;
   /**

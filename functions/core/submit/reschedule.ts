@@ -124,7 +124,8 @@ async function handOver(
     if (!(await taskStore.recordRescheduleIntent(key, current.tenantId, intent, current.rescheduleIntent?.taskId)))
       return undefined;
     // An intent sends the task's attempt through the lease, which the commit then excludes; but an
-    // unleased first attempt that read the task before the intent was stored would not see it.
+    // unleased first attempt that read the task before the intent was stored would not see it
+    // (the rule: UNLEASED_CANCEL_MARGIN_MS).
     if (awaitsUnleasedFirstAttempt(current) && !storedBeforeFirstAttempt(clock, current.fireAtMs)) {
       await taskStore.withdrawRescheduleIntent(key, id);
       return { kind: 'refused', reason: 'too-late', status: current.status };
@@ -195,7 +196,7 @@ export async function rescheduleTask(
         scheduleId: current.occurrence.scheduleId,
       };
     }
-    // Refused before any write, like a cancel: its first attempt takes no lease (see cancelTask).
+    // Refused before any write, like a cancel (the rule: UNLEASED_CANCEL_MARGIN_MS).
     if (awaitsUnleasedFirstAttempt(current) && current.fireAtMs <= ports.clock.now() + UNLEASED_CANCEL_MARGIN_MS) {
       return { kind: 'refused', reason: 'too-late', status: current.status };
     }

@@ -27,8 +27,8 @@ import type {
   Watermark,
 } from '../../functions/core/kernel/task.js';
 import {
-  copiesMayCall,
   awaitsUnleasedFirstAttempt,
+  copiesMayCall,
   showsRecord,
   unconfirmedCancelOf,
 } from '../../functions/core/kernel/task.js';

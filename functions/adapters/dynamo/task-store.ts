@@ -4,13 +4,13 @@ import { CLOCK_SKEW_MS } from '../../core/kernel/clock.js';
 import type { TaskKey } from '../../core/kernel/ids.js';
 import { partitionKey, secondRange } from '../../core/kernel/ids.js';
 import {
+  awaitsUnleasedFirstAttempt,
   type CancelOutcome,
   type CancelRequest,
   copiesMayCall,
   type DeliveryRecord,
   type DueTask,
   type FirstAttemptRecord,
-  awaitsUnleasedFirstAttempt,
   type RescheduleIntent,
   showsRecord,
   StoreBusyError,

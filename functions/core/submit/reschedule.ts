@@ -18,10 +18,10 @@
 
 import { parseTaskId, type TaskKey, taskKey } from '../kernel/ids.js';
 import type { Task, TaskStatus } from '../kernel/task.js';
-import { copiesMayCall, expiryAfter, awaitsUnleasedFirstAttempt, UNLEASED_CANCEL_MARGIN_MS } from '../kernel/task.js';
+import { awaitsUnleasedFirstAttempt, copiesMayCall, expiryAfter, UNLEASED_CANCEL_MARGIN_MS } from '../kernel/task.js';
 import { freshTaskId, newPendingTask, storeNewTask } from '../kernel/task-kernel.js';
 import type { Reschedule } from './schemas.js';
-import { getTask, type SubmitPorts, storedBeforeFirstAttempt, type TaskLookupPorts } from './submit.js';
+import { getTask, storedBeforeFirstAttempt, type SubmitPorts, type TaskLookupPorts } from './submit.js';
 
 export type RescheduleOutcome =
   | { readonly kind: 'rescheduled'; readonly task: Task }

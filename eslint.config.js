@@ -34,6 +34,35 @@ const coreStaysPure = [
   ),
 ];
 
+// functions/core/ is grouped by the pipeline, bottom first: the task kernel (the record, its
+// ports, ids, the clock, how a task is born), tenants and targets beside the stages, then the
+// stages in the order a task meets them. A folder imports only folders before it in this list,
+// so no stage reaches into a later one for a fact: a fact two stages share moves down.
+const CORE_ORDER = ['kernel', 'tenants', 'targets', 'submit', 'schedules', 'scan', 'deliver', 'sweep'];
+const laterThan = (folder) => CORE_ORDER.slice(CORE_ORDER.indexOf(folder) + 1);
+const pipelineText = CORE_ORDER.join(' → ');
+
+/** What a file in core folder `folder` may not import: any folder later in the pipeline. */
+const stageDirection = (folder) =>
+  folder === 'sweep'
+    ? []
+    : [
+        refuse(
+          String.raw`^\.\./(${laterThan(folder).join('|')})(/|$)`,
+          `functions/core/${folder}/ comes before ${laterThan(folder).join(', ')} in the pipeline (${pipelineText}), and imports only what comes before it. Move the shared fact down (to functions/core/kernel/ when every stage needs it).`,
+        ),
+      ];
+
+// The handler of a stage stands at that stage: the api at submit and schedules, the ticker and
+// the scanner at scan, the callback at deliver. It reaches no later stage's core either.
+const HANDLER_STAGE = { api: 'schedules', ticker: 'scan', scanner: 'scan', callback: 'deliver' };
+const handlerDirection = (handler) => [
+  refuse(
+    String.raw`^\.\./core/(${laterThan(HANDLER_STAGE[handler]).join('|')})(/|$)`,
+    `functions/${handler}/ is the ${HANDLER_STAGE[handler]} stage's handler and imports no later stage of the pipeline (${pipelineText}). Move the shared fact down.`,
+  ),
+];
+
 const contractIsTheBottom = [
   refuse(
     String.raw`^(?!\./|node:)`,
@@ -127,6 +156,21 @@ export default defineConfig(
     files: ['functions/core/**/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: [...functionsStayBelowLib, ...coreStaysPure] }] },
   },
+  ...CORE_ORDER.map((folder) => ({
+    files: [`functions/core/${folder}/**/*.ts`],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [...functionsStayBelowLib, ...coreStaysPure, ...stageDirection(folder)] },
+      ],
+    },
+  })),
+  ...Object.keys(HANDLER_STAGE).map((handler) => ({
+    files: [`functions/${handler}/**/*.ts`],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [...functionsStayBelowLib, ...handlerDirection(handler)] }],
+    },
+  })),
   {
     files: ['functions/contract/**/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: contractIsTheBottom }] },

@@ -18,10 +18,10 @@ import {
 } from '../core/submit/schemas.js';
 import {
   getTask,
-  type ScheduleOutcome,
-  type SchedulePorts,
-  type ScheduleResult,
-  scheduleTasks,
+  type SubmitOutcome,
+  type SubmitPorts,
+  type SubmitResult,
+  submitTasks,
   type TaskLookupPorts,
 } from '../core/submit/submit.js';
 import { decodeCursor, encodeCursor, LIST_LIMITS, type ListPorts, listTasks } from '../core/submit/task-listing.js';
@@ -33,7 +33,7 @@ import { openApiDocument } from './openapi.js';
 import { routeOf } from './route-match.js';
 import { scheduleRoute, type ScheduleRoutePorts } from './schedule-routes.js';
 
-export type ApiPorts = SchedulePorts &
+export type ApiPorts = SubmitPorts &
   TaskLookupPorts &
   ListPorts &
   BizTypeRoutePorts &
@@ -47,7 +47,7 @@ export type ApiPorts = SchedulePorts &
     readonly bizTypes: BizTypeDirectory;
     readonly requestCounter: RateLimiter;
     /** Told what each schedule call did, for metrics and logs. */
-    readonly onScheduled?: (result: ScheduleResult) => void;
+    readonly onScheduled?: (result: SubmitResult) => void;
   };
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -89,7 +89,7 @@ export function taskView(task: Task): TaskDetails {
 const notFound = (id: string) => problemResponse(problem(404, 'not-found', `No task has the id "${id}".`));
 
 /** The status and body of one schedule outcome, as both the single and the batch route report it. */
-function outcomeResult(outcome: ScheduleOutcome, path: string) {
+function outcomeResult(outcome: SubmitOutcome, path: string) {
   switch (outcome.kind) {
     case 'created':
       return { status: 201 as const, task: createdView(outcome.task) };
@@ -118,8 +118,8 @@ function outcomeResult(outcome: ScheduleOutcome, path: string) {
   }
 }
 
-async function schedule(ports: ApiPorts, tenant: Tenant, requests: readonly NewTask[]): Promise<ScheduleOutcome[]> {
-  const result = await scheduleTasks(ports, tenant.id, requests);
+async function submit(ports: ApiPorts, tenant: Tenant, requests: readonly NewTask[]): Promise<SubmitOutcome[]> {
+  const result = await submitTasks(ports, tenant.id, requests);
   ports.onScheduled?.(result);
   return result.outcomes;
 }
@@ -163,8 +163,8 @@ async function createTask(ports: ApiPorts, tenant: Tenant, event: APIGatewayProx
   if (!body.ok) return problemResponse(body.problem);
   const parsed = await validTask(ports, tenant, body.value, ports.clock.now(), ports.targetRules);
   if (!parsed.ok) return problemResponse(validationProblem(parsed.errors));
-  const [outcome] = await schedule(ports, tenant, [parsed.value]);
-  if (!outcome) throw new Error('scheduleTasks returned no outcome for one request');
+  const [outcome] = await submit(ports, tenant, [parsed.value]);
+  if (!outcome) throw new Error('submitTasks returned no outcome for one request');
   const result = outcomeResult(outcome, 'idempotencyKey');
   if (result.status === 409) return problemResponse(result.problem);
   return jsonResponse(result.status, result.task);
@@ -193,7 +193,7 @@ async function createTaskBatch(ports: ApiPorts, tenant: Tenant, event: APIGatewa
   });
   const outcomes =
     valid.length > 0
-      ? await schedule(
+      ? await submit(
           ports,
           tenant,
           valid.map((item) => item.request),
@@ -202,7 +202,7 @@ async function createTaskBatch(ports: ApiPorts, tenant: Tenant, event: APIGatewa
   const results: BatchItemResult[] = [
     ...valid.map((item, position) => ({
       index: item.index,
-      ...outcomeResult(outcomes[position] as ScheduleOutcome, `tasks[${item.index}].idempotencyKey`),
+      ...outcomeResult(outcomes[position] as SubmitOutcome, `tasks[${item.index}].idempotencyKey`),
     })),
     ...invalid.map((item) => ({ index: item.index, status: 400 as const, problem: validationProblem(item.errors) })),
   ].sort((a, b) => a.index - b.index);

@@ -47,7 +47,7 @@ import {
 } from '../../functions/core/schedules/schedules.js';
 import { rescheduleTask } from '../../functions/core/submit/reschedule.js';
 import { type NewTask, parseRescheduleRequest } from '../../functions/core/submit/schemas.js';
-import { getTask, type SchedulePorts, scheduleTasks } from '../../functions/core/submit/submit.js';
+import { getTask, type SubmitPorts, submitTasks } from '../../functions/core/submit/submit.js';
 import { sweep } from '../../functions/core/sweep/sweep.js';
 import {
   FakeClockStore,
@@ -793,7 +793,7 @@ class Wiring {
     };
   }
 
-  private submitPorts(actor: Actor): SchedulePorts & ScheduleAdminPorts {
+  private submitPorts(actor: Actor): SubmitPorts & ScheduleAdminPorts {
     const world = this.world;
     return {
       ...this.settings(),
@@ -811,7 +811,7 @@ class Wiring {
 
   /** POST /v1/tasks (or /batch): the ids answered 201. */
   async submit(actor: Actor, requests: readonly NewTask[]): Promise<string[]> {
-    const result = await scheduleTasks(this.submitPorts(actor), TENANT_ID, requests);
+    const result = await submitTasks(this.submitPorts(actor), TENANT_ID, requests);
     return result.outcomes.flatMap((outcome) =>
       outcome.kind === 'created' || outcome.kind === 'replayed' ? [outcome.task.id] : [],
     );

@@ -6,7 +6,7 @@ import { claimableThrough, claimSeconds, CLOCK_SKEW_MS } from '../../functions/c
 import type { Tick } from '../../functions/core/kernel/tick.js';
 import { scanRange } from '../../functions/core/scan/scan.js';
 import type { NewTask } from '../../functions/core/submit/schemas.js';
-import { type ScheduleResult, scheduleTasks } from '../../functions/core/submit/submit.js';
+import { type SubmitResult, submitTasks } from '../../functions/core/submit/submit.js';
 import { ManualClock } from '../support/clock.js';
 import { drainBodies, type Emulators, startEmulators } from '../support/emulators.js';
 
@@ -20,7 +20,7 @@ afterAll(async () => {
   await emulators.stop();
 });
 
-const createdIds = (result: ScheduleResult) =>
+const createdIds = (result: SubmitResult) =>
   result.outcomes.flatMap((outcome) => (outcome.kind === 'created' ? [outcome.task.id] : []));
 
 /** An api instance's occupancy index: each call its own, as separate Lambda instances would be. */
@@ -78,7 +78,7 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
       // the api's, reaches it.
       clock.set(second * 1000 - CLOCK_SKEW_MS);
       const submits = Array.from({ length: 8 }, (_, index) =>
-        scheduleTasks({ ...ports, occupancy: apiOccupancy() }, 'acme', [request(second * 1000 + index * 100)]).then(
+        submitTasks({ ...ports, occupancy: apiOccupancy() }, 'acme', [request(second * 1000 + index * 100)]).then(
           createdIds,
         ),
       );
@@ -150,7 +150,7 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
           },
         }),
       };
-      const [id] = createdIds(await scheduleTasks(api, 'acme', [request(second * 1000 + 500)]));
+      const [id] = createdIds(await submitTasks(api, 'acme', [request(second * 1000 + 500)]));
       await scannerActsAt();
       expect(claim).toEqual({ claimed: true, from: second, through: second });
       submitted.push(id ?? '');
@@ -185,7 +185,7 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
     // second once it is due, scanning with the index it read before the submit.
     const due = claimableThrough(second * 1000, 0) + 5;
     const occupiedTooEarly = await scanner.occupancy.occupied(second, due);
-    const [id] = createdIds(await scheduleTasks(api, 'acme', [request(due * 1000 + 500)]));
+    const [id] = createdIds(await submitTasks(api, 'acme', [request(due * 1000 + 500)]));
     clock.set(due * 1000);
     const claim = await claimSeconds({ ...scanner, through: due });
     if (claim.claimed) await scanRange(scanner, claim, { occupied: occupiedTooEarly });
@@ -214,7 +214,7 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
     const { cursor } = (await stores.clockStore.read()) ?? { cursor: 0 };
 
     // Act
-    await scheduleTasks(ports, 'acme', [request((cursor + 30) * 1000)]);
+    await submitTasks(ports, 'acme', [request((cursor + 30) * 1000)]);
 
     // Assess
     expect(await drainBodies(emulators.sqs, queue.url)).toEqual([]);

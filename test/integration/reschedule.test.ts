@@ -5,7 +5,7 @@ import { deliverTask, type DeliveryPorts } from '../../functions/core/deliver/de
 import { newTaskId, taskKey } from '../../functions/core/kernel/ids.js';
 import { systemClock, type Task } from '../../functions/core/kernel/task.js';
 import { rescheduleTask } from '../../functions/core/submit/reschedule.js';
-import type { SchedulePorts } from '../../functions/core/submit/submit.js';
+import type { SubmitPorts } from '../../functions/core/submit/submit.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 import { fakeTenantDirectory, TENANT_ID } from '../unit/fakes.js';
 
@@ -27,7 +27,7 @@ function pipeline(taskStore: DynamoTaskStore = emulators.stores({ bucketCount: B
   const stores = { ...emulators.stores({ bucketCount: BUCKETS }), taskStore };
   const delivered: string[] = [];
   const common = { taskStore, clock: systemClock, bucketCount: BUCKETS, shardCount: SHARDS, retentionDays: 30 };
-  const schedule: SchedulePorts = {
+  const schedule: SubmitPorts = {
     ...stores,
     ...common,
     deliveryQueue: { send: async () => undefined },

@@ -4,6 +4,7 @@
  * set up a situation in one line and read the outcome back without any AWS client.
  */
 export { ManualClock } from '../support/clock.js';
+import { idempotencyKey } from '../../functions/adapters/dynamo/table-schema.js';
 import { minuteOf } from '../../functions/core/kernel/clock.js';
 import { MAX_SHARDS, newTaskId, parseTaskId, type TaskKey } from '../../functions/core/kernel/ids.js';
 import type {
@@ -26,8 +27,8 @@ import type {
   Watermark,
 } from '../../functions/core/kernel/task.js';
 import {
+  awaitsUnleasedFirstAttempt,
   copiesMayCall,
-  firstAttemptUnleased,
   showsRecord,
   unconfirmedCancelOf,
 } from '../../functions/core/kernel/task.js';
@@ -158,9 +159,10 @@ export class FakeIdempotencyStore implements IdempotencyStore {
   readonly records = new Map<string, IdempotencyRecord>();
 
   async claim(record: IdempotencyRecord): Promise<{ claimed: boolean; holder: IdempotencyRecord }> {
-    const holder = this.records.get(record.key);
+    const key = idempotencyKey(record.scope, record.tenantId, record.key).pk;
+    const holder = this.records.get(key);
     if (holder) return { claimed: false, holder };
-    this.records.set(record.key, record);
+    this.records.set(key, record);
     return { claimed: true, holder: record };
   }
 }
@@ -203,7 +205,7 @@ export class FakeTaskStore implements TaskStore {
       const unconfirmed = unconfirmedCancelOf(task);
       return { cancelled: false, reason, status: task.status, ...(unconfirmed && { unconfirmed }) };
     }
-    const unleased = firstAttemptUnleased(task);
+    const unleased = awaitsUnleasedFirstAttempt(task);
     if (unleased && task.fireAtMs <= request.unleasedDueAfterMs)
       return { cancelled: false, reason: 'too-late', status: task.status };
     if (copiesMayCall(task, request.nowMs)) return { cancelled: false, reason: 'in-delivery', status: task.status };
@@ -291,7 +293,7 @@ export class FakeTaskStore implements TaskStore {
     copiesCallUntilMs: number,
     attemptId: string,
   ): boolean {
-    if (!firstAttemptUnleased({ ...task, attempts: 0 })) return false;
+    if (!awaitsUnleasedFirstAttempt({ ...task, attempts: 0 })) return false;
     const delivered = outcome.status === 'DELIVERED';
     if (task.attempts > 0) {
       // A copy's 2xx after another copy recorded first: kept, with the attempts counted so far.

@@ -7,12 +7,7 @@ import { isLateArrival } from '../../functions/core/kernel/task-kernel.js';
 import { applyBizType } from '../../functions/core/submit/biz-types.js';
 import { rescheduleTask } from '../../functions/core/submit/reschedule.js';
 import { parseTaskRequest } from '../../functions/core/submit/schemas.js';
-import {
-  cancelTask,
-  type ScheduleOutcome,
-  type SchedulePorts,
-  scheduleTasks,
-} from '../../functions/core/submit/submit.js';
+import { cancelTask, type SubmitOutcome, type SubmitPorts, submitTasks } from '../../functions/core/submit/submit.js';
 import {
   aTask,
   FakeClockStore,
@@ -41,7 +36,7 @@ function schedulePorts(options: { cursor?: number } = {}) {
     shardCount: 4,
     retentionDays: 30,
     lookaheadSeconds: 2,
-  } satisfies SchedulePorts;
+  } satisfies SubmitPorts;
 }
 
 /** A validated request as the api would pass it on. */
@@ -55,19 +50,19 @@ function request(body: Record<string, unknown>) {
   return task.value;
 }
 
-const idOf = (outcome: ScheduleOutcome | undefined) =>
+const idOf = (outcome: SubmitOutcome | undefined) =>
   outcome && (outcome.kind === 'created' || outcome.kind === 'replayed') ? outcome.task.id : outcome?.taskId;
 
-describe('Function: scheduleTasks', () => {
+describe('Function: submitTasks', () => {
   it('gives a retry with the same idempotency key and request the original task, and stores one task', async () => {
     // Prepare
     const ports = schedulePorts();
     const first = request({ delaySeconds: 60, idempotencyKey: 'order-1' });
 
     // Act: the retry comes 5 s later, so delaySeconds resolves to a different instant.
-    const created = await scheduleTasks(ports, TENANT_ID, [first]);
+    const created = await submitTasks(ports, TENANT_ID, [first]);
     ports.clock.advance(5000);
-    const retried = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'order-1' })]);
+    const retried = await submitTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'order-1' })]);
 
     // Assess
     expect(created.outcomes[0]?.kind).toBe('created');
@@ -82,8 +77,8 @@ describe('Function: scheduleTasks', () => {
     const body = { delaySeconds: 60, idempotencyKey: 'order-1' };
 
     // Act
-    const ours = await scheduleTasks(ports, TENANT_ID, [request(body)]);
-    const theirs = await scheduleTasks(ports, 'globex', [request(body)]);
+    const ours = await submitTasks(ports, TENANT_ID, [request(body)]);
+    const theirs = await submitTasks(ports, 'globex', [request(body)]);
 
     // Assess
     expect(theirs.outcomes[0]?.kind).toBe('created');
@@ -94,10 +89,10 @@ describe('Function: scheduleTasks', () => {
   it('refuses an idempotency key reused for a different request, naming the task it made', async () => {
     // Prepare
     const ports = schedulePorts();
-    const created = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'order-1' })]);
+    const created = await submitTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'order-1' })]);
 
     // Act
-    const reused = await scheduleTasks(ports, TENANT_ID, [
+    const reused = await submitTasks(ports, TENANT_ID, [
       request({ delaySeconds: 60, idempotencyKey: 'order-1', payload: { n: 2 } }),
     ]);
 
@@ -121,12 +116,12 @@ describe('Function: scheduleTasks', () => {
       await slowWrite;
       return create(...args);
     });
-    const submitA = scheduleTasks(ports, TENANT_ID, [request({ dueAt: dueSecond * 1000 })]);
+    const submitA = submitTasks(ports, TENANT_ID, [request({ dueAt: dueSecond * 1000 })]);
     await aWrites;
 
     // Act: B comes while A writes: T is no longer new to its minute, and B hands off too early to
     // enqueue a task due at T. A then hands off a second later, late enough to enqueue its own.
-    const b = await scheduleTasks(ports, TENANT_ID, [request({ dueAt: dueSecond * 1000 })]);
+    const b = await submitTasks(ports, TENANT_ID, [request({ dueAt: dueSecond * 1000 })]);
     ports.clock.advance(1000);
     finishWrite();
     await submitA;
@@ -141,14 +136,12 @@ describe('Function: scheduleTasks', () => {
     // Prepare: the first submit's task write never happens.
     const ports = schedulePorts();
     const create = vi.spyOn(ports.taskStore, 'create').mockRejectedValueOnce(new Error('Lambda timed out'));
-    await expect(
-      scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'k' })]),
-    ).rejects.toThrow();
+    await expect(submitTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'k' })])).rejects.toThrow();
     const claimedId = [...ports.idempotencyStore.records.values()][0]?.taskId;
     create.mockRestore();
 
     // Act
-    const retried = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'k' })]);
+    const retried = await submitTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'k' })]);
 
     // Assess
     expect(retried.outcomes[0]).toMatchObject({ kind: 'replayed', task: { id: claimedId, status: 'PENDING' } });
@@ -158,14 +151,12 @@ describe('Function: scheduleTasks', () => {
   it('refuses to recreate a task whose key outlived it: a finished task may have expired', async () => {
     // Prepare: a task cancelled right away, then removed by TTL; the client retries 31 days later.
     const ports = schedulePorts();
-    const first = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'late-retry' })]);
+    const first = await submitTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'late-retry' })]);
     ports.taskStore.tasks.clear();
     ports.clock.advance(31 * 24 * 3600 * 1000);
 
     // Act
-    const retried = await scheduleTasks(ports, TENANT_ID, [
-      request({ delaySeconds: 60, idempotencyKey: 'late-retry' }),
-    ]);
+    const retried = await submitTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'late-retry' })]);
 
     // Assess
     expect(retried.outcomes[0]).toEqual({ kind: 'expired', taskId: idOf(first.outcomes[0]) });
@@ -182,7 +173,7 @@ describe('Function: scheduleTasks', () => {
     });
 
     // Act
-    const result = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'slow' })]);
+    const result = await submitTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'slow' })]);
 
     // Assess
     expect(result.outcomes[0]).toMatchObject({ kind: 'created' });
@@ -194,7 +185,7 @@ describe('Function: scheduleTasks', () => {
     const ports = schedulePorts();
 
     // Act
-    const result = await scheduleTasks(ports, TENANT_ID, [request({ dueAt: NOW_MS - 2000 })]);
+    const result = await submitTasks(ports, TENANT_ID, [request({ dueAt: NOW_MS - 2000 })]);
 
     // Assess: the message is in the queue; a flag per submit would make one more hot item.
     expect(result.enqueuedDirect).toBe(1);
@@ -205,10 +196,10 @@ describe('Function: scheduleTasks', () => {
     // Prepare: the task is due in a second the scanner has already claimed.
     const ports = schedulePorts();
     const late = request({ dueAt: NOW_MS - 2000, idempotencyKey: 'late' });
-    await scheduleTasks(ports, TENANT_ID, [late]);
+    await submitTasks(ports, TENANT_ID, [late]);
 
     // Act
-    const retried = await scheduleTasks(ports, TENANT_ID, [late]);
+    const retried = await submitTasks(ports, TENANT_ID, [late]);
 
     // Assess
     expect(retried.enqueuedDirect).toBe(1);
@@ -221,7 +212,7 @@ describe('Function: scheduleTasks', () => {
     ports.deliveryQueue.failure = new Error('SQS unavailable');
 
     // Act
-    const result = await scheduleTasks(ports, TENANT_ID, [request({ dueAt: NOW_MS - 2000 })]);
+    const result = await submitTasks(ports, TENANT_ID, [request({ dueAt: NOW_MS - 2000 })]);
 
     // Assess
     expect(result).toMatchObject({ enqueuedDirect: 0, deferred: 1 });
@@ -235,7 +226,7 @@ describe('Function: scheduleTasks', () => {
     vi.spyOn(ports.clockStore, 'markForRecheck').mockRejectedValue(new Error('DynamoDB unavailable'));
 
     // Act
-    const scheduling = scheduleTasks(ports, TENANT_ID, [request({ dueAt: NOW_MS - 2000 })]);
+    const scheduling = submitTasks(ports, TENANT_ID, [request({ dueAt: NOW_MS - 2000 })]);
 
     // Assess
     await expect(scheduling).rejects.toThrow('SQS unavailable');
@@ -246,10 +237,7 @@ describe('Function: scheduleTasks', () => {
     const ports = schedulePorts();
 
     // Act
-    const result = await scheduleTasks(ports, TENANT_ID, [
-      request({ delaySeconds: 30 }),
-      request({ delaySeconds: 40 }),
-    ]);
+    const result = await submitTasks(ports, TENANT_ID, [request({ delaySeconds: 30 }), request({ delaySeconds: 40 })]);
 
     // Assess
     expect(result).toMatchObject({ enqueuedDirect: 0, deferred: 0 });
@@ -258,7 +246,7 @@ describe('Function: scheduleTasks', () => {
   });
 });
 
-describe('Function: scheduleTasks and the occupancy index', () => {
+describe('Function: submitTasks and the occupancy index', () => {
   it('records every second in the index before it writes a task, and reads the clock only once per instance', async () => {
     // Prepare
     const ports = schedulePorts();
@@ -268,9 +256,9 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     const readClock = vi.spyOn(ports.clockStore, 'read');
 
     // Act
-    await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 30 }), request({ delaySeconds: 90 })]);
-    await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 45, idempotencyKey: 'k' })]);
-    await scheduleTasks(ports, TENANT_ID, [request({ dueAt: NOW_MS - 2000 })]);
+    await submitTasks(ports, TENANT_ID, [request({ delaySeconds: 30 }), request({ delaySeconds: 90 })]);
+    await submitTasks(ports, TENANT_ID, [request({ delaySeconds: 45, idempotencyKey: 'k' })]);
+    await submitTasks(ports, TENANT_ID, [request({ dueAt: NOW_MS - 2000 })]);
 
     // Assess: the CLOCK item is no item every submit reads (invariant 8).
     expect(ports.occupancy.seconds).toEqual(
@@ -289,7 +277,7 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     const start = vi.spyOn(ports.clockStore, 'start');
 
     // Act
-    await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 30 })]);
+    await submitTasks(ports, TENANT_ID, [request({ delaySeconds: 30 })]);
 
     // Assess
     expect(ports.clockStore.state).toEqual({ cursor: NOW_SECOND, startedAt: NOW_SECOND });
@@ -302,7 +290,7 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     vi.spyOn(ports.occupancy, 'occupy').mockRejectedValue(new Error('DynamoDB unavailable'));
 
     // Act
-    const scheduling = scheduleTasks(ports, TENANT_ID, [
+    const scheduling = submitTasks(ports, TENANT_ID, [
       request({ delaySeconds: 30 }),
       request({ delaySeconds: 31, idempotencyKey: 'k' }),
     ]);
@@ -318,7 +306,7 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     ports.occupancy.planned.add(minuteOf(NOW_SECOND)).add(minuteOf(NOW_SECOND) + 1);
 
     // Act
-    await scheduleTasks(ports, TENANT_ID, [
+    await submitTasks(ports, TENANT_ID, [
       request({ delaySeconds: 20 }),
       request({ delaySeconds: 20 }),
       request({ delaySeconds: 70 }),
@@ -338,7 +326,7 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     ports.occupancy.seconds.add(NOW_SECOND + 20);
 
     // Act
-    await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 20 }), request({ delaySeconds: 70 })]);
+    await submitTasks(ports, TENANT_ID, [request({ delaySeconds: 20 }), request({ delaySeconds: 70 })]);
 
     // Assess: the ticker will tick +70 when it plans its minute.
     expect(ports.tickQueue.sent).toEqual([]);
@@ -350,7 +338,7 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     ports.occupancy.planned.add(minuteOf(NOW_SECOND - 2));
 
     // Act
-    const result = await scheduleTasks(ports, TENANT_ID, [request({ dueAt: NOW_MS - 2000 })]);
+    const result = await submitTasks(ports, TENANT_ID, [request({ dueAt: NOW_MS - 2000 })]);
 
     // Assess: a tick of a second already claimed finds nothing to claim; one that is not saves
     // another submit's task in that second (see the next tests).
@@ -364,7 +352,7 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     ports.occupancy.planned.add(minuteOf(NOW_SECOND));
 
     // Act
-    const result = await scheduleTasks(ports, TENANT_ID, [
+    const result = await submitTasks(ports, TENANT_ID, [
       request({ dueAt: NOW_MS + 1500 }),
       request({ delaySeconds: 20 }),
     ]);
@@ -384,7 +372,7 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     const lastClaimable = NOW_SECOND + 1 + ports.lookaheadSeconds;
 
     // Act
-    const result = await scheduleTasks(ports, TENANT_ID, [
+    const result = await submitTasks(ports, TENANT_ID, [
       request({ dueAt: lastClaimable * 1000 + 999 }),
       request({ dueAt: (lastClaimable + 1) * 1000 }),
     ]);
@@ -401,7 +389,7 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     ports.tickQueue.failure = new Error('SQS unavailable');
 
     // Act
-    const result = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 20 })]);
+    const result = await submitTasks(ports, TENANT_ID, [request({ delaySeconds: 20 })]);
 
     // Assess
     expect(result).toMatchObject({ untickedSeconds: 1, enqueuedDirect: 0 });
@@ -409,8 +397,8 @@ describe('Function: scheduleTasks and the occupancy index', () => {
   });
 });
 
-describe('Function: scheduleTasks with a flexible window', () => {
-  const taskOf = (outcome: ScheduleOutcome | undefined) =>
+describe('Function: submitTasks with a flexible window', () => {
+  const taskOf = (outcome: SubmitOutcome | undefined) =>
     outcome && (outcome.kind === 'created' || outcome.kind === 'replayed') ? outcome.task : undefined;
 
   it("keeps the caller's dueAt and files the task under its planned fire time: id, key and index", async () => {
@@ -419,7 +407,7 @@ describe('Function: scheduleTasks with a flexible window', () => {
     const dueAtMs = NOW_MS + 60_000;
 
     // Act
-    const result = await scheduleTasks(ports, TENANT_ID, [request({ dueAt: dueAtMs, window: { seconds: 600 } })]);
+    const result = await submitTasks(ports, TENANT_ID, [request({ dueAt: dueAtMs, window: { seconds: 600 } })]);
 
     // Assess
     const task = taskOf(result.outcomes[0]);
@@ -437,7 +425,7 @@ describe('Function: scheduleTasks with a flexible window', () => {
     const requests = Array.from({ length: 40 }, () => request({ dueAt: NOW_MS - 450_000, window: { seconds: 900 } }));
 
     // Act
-    const result = await scheduleTasks(ports, TENANT_ID, requests);
+    const result = await submitTasks(ports, TENANT_ID, requests);
 
     // Assess
     const tasks = result.outcomes.map(taskOf).filter((task) => task !== undefined);
@@ -457,13 +445,13 @@ describe('Function: scheduleTasks with a flexible window', () => {
     const ports = schedulePorts();
     const body = { delaySeconds: 60, window: { seconds: 30 }, idempotencyKey: 'k' };
     const create = vi.spyOn(ports.taskStore, 'create').mockRejectedValueOnce(new Error('Lambda timed out'));
-    await expect(scheduleTasks(ports, TENANT_ID, [request(body)])).rejects.toThrow();
+    await expect(submitTasks(ports, TENANT_ID, [request(body)])).rejects.toThrow();
     const claimedId = [...ports.idempotencyStore.records.values()][0]?.taskId;
     create.mockRestore();
 
     // Act: 20 s later, so delaySeconds now resolves 20 s later than the plan was made for.
     ports.clock.advance(20_000);
-    const retried = await scheduleTasks(ports, TENANT_ID, [request(body)]);
+    const retried = await submitTasks(ports, TENANT_ID, [request(body)]);
 
     // Assess
     const task = taskOf(retried.outcomes[0]);
@@ -477,15 +465,15 @@ describe('Function: scheduleTasks with a flexible window', () => {
   it('refuses an idempotency key reused with another window: the window is part of the request', async () => {
     // Prepare
     const ports = schedulePorts();
-    const created = await scheduleTasks(ports, TENANT_ID, [
+    const created = await submitTasks(ports, TENANT_ID, [
       request({ delaySeconds: 60, window: { seconds: 30 }, idempotencyKey: 'k' }),
     ]);
 
     // Act
-    const wider = await scheduleTasks(ports, TENANT_ID, [
+    const wider = await submitTasks(ports, TENANT_ID, [
       request({ delaySeconds: 60, window: { seconds: 60 }, idempotencyKey: 'k' }),
     ]);
-    const none = await scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'k' })]);
+    const none = await submitTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'k' })]);
 
     // Assess
     expect(wider.outcomes[0]).toEqual({ kind: 'conflict', taskId: idOf(created.outcomes[0]) });

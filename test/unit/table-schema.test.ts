@@ -12,6 +12,7 @@ import {
   CLOCK_KEY,
   clockToItem,
   counterKey,
+  idempotencyKey,
   idempotencyToItem,
   occupancyKey,
   RATE_COUNTER_PREFIX,
@@ -113,7 +114,11 @@ describe('Module: table-schema', () => {
 
   it('keys idempotency claims, tenants, API keys, bizType settings and counters by their prefixes', () => {
     // Act
-    const claim = idempotencyToItem({ key: 'acme#k-1', taskId: 'T', fingerprint: 'f', claimedAtMs: 5 }, 99);
+    const claim = idempotencyToItem(
+      { scope: 'task', tenantId: 'acme', key: 'k-1', taskId: 'T', fingerprint: 'f', claimedAtMs: 5 },
+      99,
+    );
+    const scheduleClaim = idempotencyKey('schedule', 'acme', 'k-1');
 
     // Assess
     expect(claim).toEqual({
@@ -124,6 +129,7 @@ describe('Module: table-schema', () => {
       claimedAtMs: 5,
       expiresAt: 99,
     });
+    expect(scheduleClaim).toEqual({ pk: 'IDEM#acme/schedules#k-1', sk: 'IDEM' });
     expect(tenantKey('acme')).toEqual({ pk: 'TENANTS', sk: 'acme' });
     expect(apiKeyKey('acme', 'key-1')).toEqual({ pk: 'APIKEYS#acme', sk: 'key-1' });
     expect(bizTypeKey('acme', 'order')).toEqual({ pk: 'BIZTYPES#acme', sk: 'order' });

@@ -21,7 +21,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     record: IdempotencyRecord,
     expiresAtSeconds: number,
   ): Promise<{ claimed: boolean; holder: IdempotencyRecord }> {
-    const key = idempotencyKey(record.key);
+    const key = idempotencyKey(record.scope, record.tenantId, record.key);
     const claimed = await unlessConditionFails(
       this.options.client.send(
         new PutCommand({
@@ -36,6 +36,6 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
       new GetCommand({ TableName: this.options.tableName, Key: key, ConsistentRead: true }),
     );
     if (!held.Item) throw new Error(`idempotency key ${record.key} is taken but its record could not be read`);
-    return { claimed, holder: idempotencyFromItem(record.key, held.Item as IdempotencyItem) };
+    return { claimed, holder: idempotencyFromItem(record, held.Item as IdempotencyItem) };
   }
 }

@@ -10,6 +10,7 @@ import type {
 import { type TableOptions, unlessConditionFails } from './dynamo-helpers.js';
 import {
   KEY_EXPRESSIONS,
+  nextOccurrenceToItem,
   scheduleFromItem,
   type ScheduleItem,
   scheduleKey,
@@ -103,7 +104,11 @@ export class DynamoScheduleStore implements ScheduleStore {
           UpdateExpression: next ? 'SET #next = :next, advancedFrom = :from' : 'SET advancedFrom = :from REMOVE #next',
           ConditionExpression: `${KEY_EXPRESSIONS.itemPresent} AND revision = :revision AND #next.taskId = :from`,
           ExpressionAttributeNames: { '#next': 'next' },
-          ExpressionAttributeValues: { ':revision': revision, ':from': fromTaskId, ...(next && { ':next': next }) },
+          ExpressionAttributeValues: {
+            ':revision': revision,
+            ':from': fromTaskId,
+            ...(next && { ':next': nextOccurrenceToItem(next) }),
+          },
         }),
       ),
     );

@@ -14,17 +14,20 @@ import type {
   DeliveryRecord,
   DueTask,
   IdempotencyRecord,
+  IdempotencyScope,
+  IndexPartition,
   OccurrenceRef,
   RescheduleIntent,
   Target,
   Task,
   TaskStatus,
+  TaskWindow,
   Watermark,
 } from '../../core/kernel/task.js';
-import type { Schedule } from '../../core/schedules/schedules.js';
+import type { CatchUp } from '../../core/schedules/recurrence.js';
+import type { NextOccurrence, Schedule } from '../../core/schedules/schedules.js';
 import type { BizTypeSettings } from '../../core/submit/biz-types.js';
-import { bizIdPartition, bizTypePartition } from '../../core/submit/task-listing.js';
-import type { ApiKeyRecord, Keyring, Tenant } from '../../core/tenants/tenants.js';
+import type { ApiKeyRecord, Keyring, SigningSecret, Tenant } from '../../core/tenants/tenants.js';
 
 const PK = TABLE.partitionKey;
 const SK = TABLE.sortKey;
@@ -46,6 +49,15 @@ export const KEY_EXPRESSIONS = {
   /** Items of every partition whose key starts with `:prefix` (a Scan's filter: local mode's console only). */
   partitionPrefix: `begins_with(${PK}, :prefix)`,
 } as const;
+
+/**
+ * A key value scoped to one tenant: the tenant id, then `parts`, joined by '#'. Tenant ids hold no
+ * '#' (`tenantIdProblem` admits letters, digits and hyphens only), so no two tenants' values meet,
+ * whatever the parts hold. Every key that names a tenant is built with this.
+ */
+export function tenantScoped(prefix: string, tenantId: string, ...parts: ReadonlyArray<string | number>): string {
+  return `${prefix}${[tenantId, ...parts].join('#')}`;
+}
 
 // ---- Tasks ----------------------------------------------------------------------------
 
@@ -114,15 +126,26 @@ export function taskIdOfSortKey(sk: string): string {
   return sk.slice(sk.indexOf('#') + 1);
 }
 
+/**
+ * An index partition's key: `<tenant>#<bizId>` (one per business object), or
+ * `<tenant>#<bizType>#<shard>` (one per bizType and write shard; the shard is last).
+ */
+export function indexPartitionKey(partition: IndexPartition): string {
+  return partition.index === 'byBizId'
+    ? tenantScoped('', partition.tenantId, partition.bizId)
+    : tenantScoped('', partition.tenantId, partition.bizType, partition.shard);
+}
+
 /** The business-query index keys: written with the task and never again, as nothing they hold can change. */
 function indexKeys(task: Task): Pick<TaskItem, 'bizIdKey' | 'bizTypeKey'> {
+  const { tenantId, bizId, bizType } = task;
   const shard = parseTaskId(task.id, MAX_SHARDS)?.shard ?? 0;
   return {
-    ...(task.bizId !== undefined && {
-      [TABLE.indexes.byBizId.partitionKey]: bizIdPartition(task.tenantId, task.bizId),
+    ...(bizId !== undefined && {
+      [TABLE.indexes.byBizId.partitionKey]: indexPartitionKey({ index: 'byBizId', tenantId, bizId }),
     }),
-    ...(task.bizType !== undefined && {
-      [TABLE.indexes.byBizType.partitionKey]: bizTypePartition(task.tenantId, task.bizType, shard),
+    ...(bizType !== undefined && {
+      [TABLE.indexes.byBizType.partitionKey]: indexPartitionKey({ index: 'byBizType', tenantId, bizType, shard }),
     }),
   };
 }
@@ -388,13 +411,20 @@ export interface IdempotencyItem extends TableKey {
   readonly expiresAt: number;
 }
 
-export function idempotencyKey(key: string): TableKey {
-  return { [PK]: `IDEM#${key}`, [SK]: 'IDEM' };
+/**
+ * A claim's key: `IDEM#<tenant>#<key>` for a submit's, `IDEM#<tenant>/schedules#<key>` for a
+ * schedule's ('/' is in no tenant id, so the two spaces never meet). Kept as deployed tables hold
+ * them: a key built another way would miss its live claim, and a retry inside the retention would
+ * make a second task or schedule.
+ */
+export function idempotencyKey(scope: IdempotencyScope, tenantId: string, key: string): TableKey {
+  const space = scope === 'task' ? tenantId : `${tenantId}/schedules`;
+  return { [PK]: tenantScoped('IDEM#', space, key), [SK]: 'IDEM' };
 }
 
 export function idempotencyToItem(record: IdempotencyRecord, expiresAtSeconds: number): IdempotencyItem {
   return {
-    ...idempotencyKey(record.key),
+    ...idempotencyKey(record.scope, record.tenantId, record.key),
     taskId: record.taskId,
     fingerprint: record.fingerprint,
     claimedAtMs: record.claimedAtMs,
@@ -402,8 +432,19 @@ export function idempotencyToItem(record: IdempotencyRecord, expiresAtSeconds: n
   };
 }
 
-export function idempotencyFromItem(key: string, item: IdempotencyItem): IdempotencyRecord {
-  return { key, taskId: item.taskId, fingerprint: item.fingerprint, claimedAtMs: item.claimedAtMs };
+/** The record that holds a claim's key, read back for a claim that found the key taken. */
+export function idempotencyFromItem(
+  claim: Pick<IdempotencyRecord, 'scope' | 'tenantId' | 'key'>,
+  item: IdempotencyItem,
+): IdempotencyRecord {
+  return {
+    scope: claim.scope,
+    tenantId: claim.tenantId,
+    key: claim.key,
+    taskId: item.taskId,
+    fingerprint: item.fingerprint,
+    claimedAtMs: item.claimedAtMs,
+  };
 }
 
 // ---- Tenants, API keys, counters and bizType settings: the record beside its key -----
@@ -414,13 +455,49 @@ export function idempotencyFromItem(key: string, item: IdempotencyItem): Idempot
  */
 export const TENANTS_PARTITION = 'TENANTS';
 /** A tenant's API keys share a partition of their own. */
-export const apiKeysPartition = (tenantId: string) => `APIKEYS#${tenantId}`;
+export const apiKeysPartition = (tenantId: string) => tenantScoped('APIKEYS#', tenantId);
 /** A tenant's bizType settings share one partition: they are few, and listing them is one Query. */
-export const bizTypesPartition = (tenantId: string) => `${TABLE.bizTypePartitionPrefix}${tenantId}`;
+export const bizTypesPartition = (tenantId: string) => tenantScoped(TABLE.bizTypePartitionPrefix, tenantId);
 
-export type TenantItem = TableKey & Tenant;
-export type ApiKeyItem = TableKey & ApiKeyRecord;
-export type BizTypeItem = TableKey & BizTypeSettings;
+/** A tenant as stored. Each attribute is mapped by name below, so renaming a field of `Tenant` cannot rename a stored attribute. */
+export interface TenantItem extends TableKey {
+  readonly id: string;
+  readonly name: string;
+  readonly createdAtMs: number;
+  readonly signingSecrets: readonly SigningSecretItem[];
+  readonly allowedHosts?: readonly string[];
+  readonly rateLimitPerSecond: number;
+  /** The optimistic lock a tenant's replacing put is conditional on. */
+  readonly version: number;
+}
+
+export interface SigningSecretItem {
+  readonly secret: string;
+  readonly createdAtMs: number;
+  readonly retiresAtMs?: number;
+}
+
+/** An API key as stored: the digest of its secret, never the secret. */
+export interface ApiKeyItem extends TableKey {
+  readonly tenantId: string;
+  readonly keyId: string;
+  readonly secretHash: string;
+  readonly createdAtMs: number;
+  readonly label?: string;
+  readonly revokedAtMs?: number;
+}
+
+/** A bizType's settings as stored. */
+export interface BizTypeItem extends TableKey {
+  readonly tenantId: string;
+  readonly bizType: string;
+  readonly defaultTarget?: Target;
+  readonly maxAttempts?: number;
+  readonly backoffBaseSeconds?: number;
+  readonly backoffMaxSeconds?: number;
+  readonly callbackRateLimitPerSecond?: number;
+  readonly updatedAtMs: number;
+}
 
 export const tenantKey = (tenantId: string): TableKey => ({ [PK]: TENANTS_PARTITION, [SK]: tenantId });
 export const apiKeyKey = (tenantId: string, keyId: string): TableKey => ({
@@ -432,25 +509,76 @@ export const bizTypeKey = (tenantId: string, bizType: string): TableKey => ({
   [SK]: bizType,
 });
 
-export const tenantToItem = (tenant: Tenant): TenantItem => ({ ...tenantKey(tenant.id), ...tenant });
+const signingSecretToItem = (secret: SigningSecret): SigningSecretItem => ({
+  secret: secret.secret,
+  createdAtMs: secret.createdAtMs,
+  ...optional('retiresAtMs', secret.retiresAtMs),
+});
+const signingSecretFromItem = (item: SigningSecretItem): SigningSecret => ({
+  secret: item.secret,
+  createdAtMs: item.createdAtMs,
+  ...optional('retiresAtMs', item.retiresAtMs),
+});
+
+export const tenantToItem = (tenant: Tenant): TenantItem => ({
+  ...tenantKey(tenant.id),
+  id: tenant.id,
+  name: tenant.name,
+  createdAtMs: tenant.createdAtMs,
+  signingSecrets: tenant.signingSecrets.map(signingSecretToItem),
+  ...optional('allowedHosts', tenant.allowedHosts),
+  rateLimitPerSecond: tenant.rateLimitPerSecond,
+  version: tenant.version,
+});
+export const tenantFromItem = (item: TenantItem): Tenant => ({
+  id: item.id,
+  name: item.name,
+  createdAtMs: item.createdAtMs,
+  signingSecrets: item.signingSecrets.map(signingSecretFromItem),
+  ...optional('allowedHosts', item.allowedHosts),
+  rateLimitPerSecond: item.rateLimitPerSecond,
+  version: item.version,
+});
+
 export const apiKeyToItem = (record: ApiKeyRecord): ApiKeyItem => ({
   ...apiKeyKey(record.tenantId, record.keyId),
-  ...record,
+  tenantId: record.tenantId,
+  keyId: record.keyId,
+  secretHash: record.secretHash,
+  createdAtMs: record.createdAtMs,
+  ...optional('label', record.label),
+  ...optional('revokedAtMs', record.revokedAtMs),
 });
+export const apiKeyFromItem = (item: ApiKeyItem): ApiKeyRecord => ({
+  tenantId: item.tenantId,
+  keyId: item.keyId,
+  secretHash: item.secretHash,
+  createdAtMs: item.createdAtMs,
+  ...optional('label', item.label),
+  ...optional('revokedAtMs', item.revokedAtMs),
+});
+
 export const bizTypeToItem = (settings: BizTypeSettings): BizTypeItem => ({
   ...bizTypeKey(settings.tenantId, settings.bizType),
-  ...settings,
+  tenantId: settings.tenantId,
+  bizType: settings.bizType,
+  ...optional('defaultTarget', settings.defaultTarget),
+  ...optional('maxAttempts', settings.maxAttempts),
+  ...optional('backoffBaseSeconds', settings.backoffBaseSeconds),
+  ...optional('backoffMaxSeconds', settings.backoffMaxSeconds),
+  ...optional('callbackRateLimitPerSecond', settings.callbackRateLimitPerSecond),
+  updatedAtMs: settings.updatedAtMs,
 });
-
-/** An item without its table keys: the record that was stored beside them. */
-function withoutKeys<T>(item: TableKey & T): T {
-  const { [PK]: _pk, [SK]: _sk, ...record } = item;
-  return record as unknown as T;
-}
-
-export const tenantFromItem = (item: TenantItem): Tenant => withoutKeys<Tenant>(item);
-export const apiKeyFromItem = (item: ApiKeyItem): ApiKeyRecord => withoutKeys<ApiKeyRecord>(item);
-export const bizTypeFromItem = (item: BizTypeItem): BizTypeSettings => withoutKeys<BizTypeSettings>(item);
+export const bizTypeFromItem = (item: BizTypeItem): BizTypeSettings => ({
+  tenantId: item.tenantId,
+  bizType: item.bizType,
+  ...optional('defaultTarget', item.defaultTarget),
+  ...optional('maxAttempts', item.maxAttempts),
+  ...optional('backoffBaseSeconds', item.backoffBaseSeconds),
+  ...optional('backoffMaxSeconds', item.backoffMaxSeconds),
+  ...optional('callbackRateLimitPerSecond', item.callbackRateLimitPerSecond),
+  updatedAtMs: item.updatedAtMs,
+});
 
 /**
  * The deployment's keyring: one item in a partition of its own (not `TENANTS`, whose Query lists
@@ -495,19 +623,95 @@ export function counterKey(prefix: string, subject: string, second: number): Tab
  * thousand schedules firing every second would be about 2,000 writes a second on the partition,
  * so such a tenant is throttled before any other is touched.
  */
-export const schedulesPartition = (tenantId: string) => `${TABLE.schedulePartitionPrefix}${tenantId}`;
+export const schedulesPartition = (tenantId: string) => tenantScoped(TABLE.schedulePartitionPrefix, tenantId);
 
-export type ScheduleItem = TableKey & Schedule;
+/** A schedule as stored; `next` and `advancedFrom` are what the chain's conditional updates set (schedule-store.ts). */
+export interface ScheduleItem extends TableKey {
+  readonly id: string;
+  readonly tenantId: string;
+  readonly cron?: string;
+  readonly rate?: string;
+  readonly timezone: string;
+  readonly startAtMs?: number;
+  readonly endAtMs?: number;
+  readonly anchorMs: number;
+  readonly target: Target;
+  readonly payloadJson: string;
+  readonly bizType?: string;
+  readonly bizId?: string;
+  readonly idempotencyKey?: string;
+  readonly catchUp: CatchUp;
+  readonly paused: boolean;
+  readonly window?: TaskWindow;
+  readonly revision: string;
+  readonly createdAtMs: number;
+  readonly updatedAtMs: number;
+  readonly next?: NextOccurrenceItem;
+  readonly advancedFrom?: string;
+}
+
+export interface NextOccurrenceItem {
+  readonly taskId: string;
+  readonly atMs: number;
+}
 
 export const scheduleKey = (tenantId: string, id: string): TableKey => ({
   [PK]: schedulesPartition(tenantId),
   [SK]: id,
 });
 
-export const scheduleToItem = (schedule: Schedule): ScheduleItem => ({
-  ...scheduleKey(schedule.tenantId, schedule.id),
-  // A field set to undefined (`next` of a schedule that has ended) is left out, not written.
-  ...(Object.fromEntries(Object.entries(schedule).filter(([, value]) => value !== undefined)) as Schedule),
+/** The pending occurrence as stored, and as the chain's conditional update writes it. */
+export const nextOccurrenceToItem = (next: NextOccurrence): NextOccurrenceItem => ({
+  taskId: next.taskId,
+  atMs: next.atMs,
 });
 
-export const scheduleFromItem = (item: ScheduleItem): Schedule => withoutKeys<Schedule>(item);
+/** A field that is undefined (`next` of a schedule that has ended) is left out, not written. */
+export const scheduleToItem = (schedule: Schedule): ScheduleItem => ({
+  ...scheduleKey(schedule.tenantId, schedule.id),
+  id: schedule.id,
+  tenantId: schedule.tenantId,
+  ...optional('cron', schedule.cron),
+  ...optional('rate', schedule.rate),
+  timezone: schedule.timezone,
+  ...optional('startAtMs', schedule.startAtMs),
+  ...optional('endAtMs', schedule.endAtMs),
+  anchorMs: schedule.anchorMs,
+  target: schedule.target,
+  payloadJson: schedule.payloadJson,
+  ...optional('bizType', schedule.bizType),
+  ...optional('bizId', schedule.bizId),
+  ...optional('idempotencyKey', schedule.idempotencyKey),
+  catchUp: schedule.catchUp,
+  paused: schedule.paused,
+  ...optional('window', schedule.window),
+  revision: schedule.revision,
+  createdAtMs: schedule.createdAtMs,
+  updatedAtMs: schedule.updatedAtMs,
+  ...optional('next', schedule.next && nextOccurrenceToItem(schedule.next)),
+  ...optional('advancedFrom', schedule.advancedFrom),
+});
+
+export const scheduleFromItem = (item: ScheduleItem): Schedule => ({
+  id: item.id,
+  tenantId: item.tenantId,
+  ...optional('cron', item.cron),
+  ...optional('rate', item.rate),
+  timezone: item.timezone,
+  ...optional('startAtMs', item.startAtMs),
+  ...optional('endAtMs', item.endAtMs),
+  anchorMs: item.anchorMs,
+  target: item.target,
+  payloadJson: item.payloadJson,
+  ...optional('bizType', item.bizType),
+  ...optional('bizId', item.bizId),
+  ...optional('idempotencyKey', item.idempotencyKey),
+  catchUp: item.catchUp,
+  paused: item.paused,
+  ...optional('window', item.window),
+  revision: item.revision,
+  createdAtMs: item.createdAtMs,
+  updatedAtMs: item.updatedAtMs,
+  ...optional('next', item.next && { taskId: item.next.taskId, atMs: item.next.atMs }),
+  ...optional('advancedFrom', item.advancedFrom),
+});

@@ -2,22 +2,18 @@ import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 
 import { TABLE } from '../../contract/topology.js';
 import { MAX_SHARDS, parseTaskId, type TaskKey, taskKey } from '../../core/kernel/ids.js';
-import type { Task, TaskIndex, TaskIndexName } from '../../core/kernel/task.js';
+import type { IndexPartition, Task, TaskIndex } from '../../core/kernel/task.js';
 import { batchGetAll } from './dynamo-helpers.js';
-import { taskFromItem, taskIdOfSortKey, type TaskItem } from './table-schema.js';
+import { indexPartitionKey, taskFromItem, taskIdOfSortKey, type TaskItem } from './table-schema.js';
 import type { DynamoStoreOptions } from './task-store.js';
 
 /** The business-query indexes (keys only) and the task reads that turn their keys into tasks. */
 export class DynamoTaskIndex implements TaskIndex {
   constructor(private readonly options: DynamoStoreOptions) {}
 
-  async page(
-    index: TaskIndexName,
-    partition: string,
-    limit: number,
-    afterId?: string,
-  ): Promise<{ ids: string[]; more: boolean }> {
-    const spec = TABLE.indexes[index];
+  async page(at: IndexPartition, limit: number, afterId?: string): Promise<{ ids: string[]; more: boolean }> {
+    const spec = TABLE.indexes[at.index];
+    const partition = indexPartitionKey(at);
     const after = afterId === undefined ? undefined : parseTaskId(afterId, MAX_SHARDS);
     const result = await this.options.client.send(
       new QueryCommand({

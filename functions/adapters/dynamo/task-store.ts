@@ -4,13 +4,13 @@ import { CLOCK_SKEW_MS } from '../../core/kernel/clock.js';
 import type { TaskKey } from '../../core/kernel/ids.js';
 import { partitionKey, secondRange } from '../../core/kernel/ids.js';
 import {
+  awaitsUnleasedFirstAttempt,
   type CancelOutcome,
   type CancelRequest,
   copiesMayCall,
   type DeliveryRecord,
   type DueTask,
   type FirstAttemptRecord,
-  firstAttemptUnleased,
   type RescheduleIntent,
   showsRecord,
   StoreBusyError,
@@ -43,7 +43,7 @@ const LEASABLE = '#status = :pending OR (#status = :delivering AND leaseUntilMs 
 /** A task every attempt of which holds a lease, the first one included. */
 const ALWAYS_LEASED =
   'attribute_exists(rescheduledFrom) OR attribute_exists(lateArrival) OR attribute_exists(occurrence)';
-/** A PENDING task whose next attempt will hold a lease: the negation of firstAttemptUnleased, as a condition. */
+/** A PENDING task whose next attempt will hold a lease: the negation of awaitsUnleasedFirstAttempt, as a condition. */
 const LEASED_NEXT = `attempts > :zero OR ${ALWAYS_LEASED}`;
 const BATCH_WRITE_LIMIT = 25;
 const CANCEL_ATTEMPTS = 3;
@@ -118,7 +118,7 @@ export class DynamoTaskStore implements TaskStore {
       if (before)
         return {
           cancelled: true,
-          unleased: firstAttemptUnleased({ ...before, attempts: before.attempts ?? 0 }),
+          unleased: awaitsUnleasedFirstAttempt({ ...before, attempts: before.attempts ?? 0 }),
         };
       const current = await this.get(key);
       if (!current || current.tenantId !== request.tenantId) return { cancelled: false, reason: 'not-found' };
@@ -132,7 +132,7 @@ export class DynamoTaskStore implements TaskStore {
           ...(unconfirmed && { unconfirmed }),
         };
       }
-      if (firstAttemptUnleased(current) && current.fireAtMs <= request.unleasedDueAfterMs)
+      if (awaitsUnleasedFirstAttempt(current) && current.fireAtMs <= request.unleasedDueAfterMs)
         return { cancelled: false, reason: 'too-late', status: current.status };
       if (copiesMayCall(current, request.nowMs))
         return { cancelled: false, reason: 'in-delivery', status: current.status };

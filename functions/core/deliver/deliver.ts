@@ -2,7 +2,7 @@ import type { WebhookNotification } from '../../contract/wire.js';
 import { secondOf } from '../kernel/clock.js';
 import { newAttemptId, parseTaskId, type TaskKey, taskKey } from '../kernel/ids.js';
 import type { Clock, DeliveryAttempt, FirstAttemptRecord, Target, Task, TaskStore } from '../kernel/task.js';
-import { expiryAfter, HISTORY_ERROR_CHARS, HISTORY_LIMIT, takesUnleasedFirstAttempt } from '../kernel/task.js';
+import { expiryAfter, HISTORY_ERROR_CHARS, HISTORY_LIMIT, nextAttemptUnleased } from '../kernel/task.js';
 import { advanceSchedule, type OccurrencePorts } from '../schedules/schedules.js';
 import { handoverTo } from '../submit/reschedule.js';
 import { activeSigningSecrets, type RateLimiter, type TenantDirectory } from '../tenants/tenants.js';
@@ -193,13 +193,11 @@ const FINAL_STATUSES: ReadonlySet<Task['status']> = new Set(['DELIVERED', 'FAILE
  * that knew nothing of the backoff). Then it reads the task (a consistent read, cheaper than a
  * write) and makes the attempt one of two ways:
  *
- * - **A first attempt takes no lease.** It calls the target and records the outcome in one
- *   write, conditional on the task never having been attempted. That is one write per delivered
- *   task instead of two (a lease, then the outcome): a third of a task's writes at a billion a
- *   day. A cancel is kept from racing it by time instead (see `cancelTask`): one that the api
- *   confirmed was stored before this read, which happens at the due time. Two copies of one
- *   message running at once may both call the target (at-least-once, same id and attempt); a
- *   2xx either sees is recorded, even after the other recorded a failure (see finishFirstAttempt).
+ * - **A first attempt takes no lease** (the rule: UNLEASED_CANCEL_MARGIN_MS). It calls the
+ *   target and records the outcome in one write, conditional on the task never having been
+ *   attempted. Two copies of one message running at once may both call the target
+ *   (at-least-once, same id and attempt); a 2xx either sees is recorded, even after the other
+ *   recorded a failure (see finishFirstAttempt).
  * - **Later attempts take the lease** (a conditional write before the call), as do a
  *   reschedule's successor, a task with a reschedule begun and a schedule's occurrence, so a
  *   cancel or a reschedule may come at any time between retries and is never followed by a
@@ -224,7 +222,7 @@ export async function deliverTask(ports: DeliveryPorts, id: string, notBeforeMs 
   const key = taskKey(id, location, ports.bucketCount);
   const task = await taskStore.get(key);
   if (!task || FINAL_STATUSES.has(task.status)) return { kind: 'skipped', reason: 'not-claimable' };
-  if (takesUnleasedFirstAttempt(task)) {
+  if (nextAttemptUnleased(task)) {
     return attempt(ports, task, goesAtMs, 1, {
       // A copy of this attempt that read the task before the record lands is done calling within
       // two invocations of now (the lease's length): it read before this one ended, and calls within its own.

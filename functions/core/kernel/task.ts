@@ -8,11 +8,11 @@ import type { TaskKey } from './ids.js';
 
 /**
  * A task's status and target are the ones the HTTP contract shows. PENDING until a callback
- * records an attempt's outcome (a first attempt is made without a lease, see
- * `takesUnleasedFirstAttempt`); DELIVERING while a later attempt holds the delivery lease; then
- * DELIVERED, FAILED (attempts exhausted) or CANCELLED. QUEUED is not stored: a write per task per hop is the dominant
- * cost at a billion tasks a day, and a task's presence in the delivery queue is implied by
- * its second having been scanned.
+ * records an attempt's outcome (a first attempt is made without a lease: see
+ * UNLEASED_CANCEL_MARGIN_MS); DELIVERING while a later attempt holds the delivery lease; then
+ * DELIVERED, FAILED (attempts exhausted) or CANCELLED. QUEUED is not stored: a write per task
+ * per hop is the dominant cost at a billion tasks a day, and a task's presence in the delivery
+ * queue is implied by its second having been scanned.
  */
 export type { Target, TaskStatus, TaskWindow };
 
@@ -134,33 +134,35 @@ export interface DueTask {
 }
 
 /**
- * How close to its fire time (`fireAtMs`: its due time, or the time planned within its window) a
- * task whose first attempt goes without a lease may still be cancelled or rescheduled. Such an
- * attempt reads the task at its fire time and calls the target with no write before the call, so a
- * cancel is safe only if it is stored before any callback can read the task: the api refuses one
- * asked for later than this before the fire time. It must exceed CLOCK_SKEW_MS, the most the api's
- * clock can be behind the callback's; the rest is the time the cancel's write has to be stored and
- * seen by the api (a DynamoDB write takes milliseconds), else the cancel is undone (see cancelTask).
+ * The unleased-first-attempt rule, which the callback, cancel and reschedule all follow. A task's
+ * first attempt takes no lease (`nextAttemptUnleased`): it reads the task at its fire time
+ * (`fireAtMs`) and calls the target with no write before the call, which saves a write per
+ * delivered task. So a cancel or a reschedule intent of such a task must be stored before that
+ * read: the api refuses one (409 too-late) from this long before the fire time, and confirms one
+ * only while `storedBeforeFirstAttempt` holds, else undoes it. The margin is CLOCK_SKEW_MS (the
+ * most the api's clock can be behind the callback's) plus time for the write to be stored and
+ * seen. Why this keeps every answered cancel final in every interleaving: docs/architecture.md,
+ * "The first attempt takes no lease".
  */
 export const UNLEASED_CANCEL_MARGIN_MS = CLOCK_SKEW_MS + 500;
 
 /**
- * Whether the task's next attempt is made without a lease: its first one, unless it is a
- * reschedule's successor (whose delivery must check its predecessor first), has a reschedule
- * begun (which must be able to stop it), is a late arrival (whose two messages may come at once) or
- * is a schedule's occurrence (which advances its schedule's chain before the call). Retries hold a lease, so a cancel between them is safe
- * at any time; these do not, so cancels of them follow UNLEASED_CANCEL_MARGIN_MS.
+ * Whether the callback makes the task's next attempt without a lease: the task awaits its unleased
+ * first attempt (`awaitsUnleasedFirstAttempt`), is PENDING, and no reschedule has begun (an intent
+ * must be able to stop the attempt, so the attempt takes the lease and checks it).
  */
-export function takesUnleasedFirstAttempt(task: Task): boolean {
-  return task.status === 'PENDING' && task.rescheduleIntent === undefined && firstAttemptUnleased(task);
+export function nextAttemptUnleased(task: Task): boolean {
+  return task.status === 'PENDING' && task.rescheduleIntent === undefined && awaitsUnleasedFirstAttempt(task);
 }
 
 /**
- * Whether a PENDING task's next attempt goes without a lease, a reschedule intent aside: the
- * tasks a cancel or an intent must reach before their due time (an intent of the request at
- * hand may already be on the task, and one stored too late would not have stopped the attempt).
+ * Whether the task has not been attempted and is of the kind whose first attempt takes no lease:
+ * not a reschedule's successor (its delivery checks its predecessor first), not a late arrival
+ * (whose two messages may come at once), not a schedule's occurrence (which advances its chain
+ * before the call). A cancel or a reschedule intent of such a task must be stored before that
+ * attempt can read it, whatever the task's status now.
  */
-export function firstAttemptUnleased(
+export function awaitsUnleasedFirstAttempt(
   task: Pick<Task, 'attempts' | 'rescheduledFrom' | 'lateArrival' | 'occurrence'>,
 ): boolean {
   return (
@@ -206,7 +208,7 @@ export function copiesMayCall(task: Pick<Task, 'copiesCallUntilMs'>, nowMs: numb
 export function unconfirmedCancelOf(
   task: Pick<Task, 'status' | 'unconfirmedCancel' | 'attempts' | 'rescheduledFrom' | 'lateArrival' | 'occurrence'>,
 ): string | undefined {
-  return task.status === 'CANCELLED' && firstAttemptUnleased(task) ? task.unconfirmedCancel : undefined;
+  return task.status === 'CANCELLED' && awaitsUnleasedFirstAttempt(task) ? task.unconfirmedCancel : undefined;
 }
 
 export type CancelOutcome =
@@ -248,8 +250,8 @@ export interface TaskStore {
    * one), else says why not (a DELIVERING task is in an attempt, or its outcome is not known
    * yet, as is a task whose failed first attempt may have a copy still calling, until its
    * `copiesCallUntilMs` is CLOCK_SKEW_MS past; a task never attempted is refused once due by
-   * `unleasedDueAfterMs`; a CANCELLED task is
-   * `already-final`, naming its cancel if that is unconfirmed). Another tenant's task is `not-found`.
+   * `unleasedDueAfterMs`; a CANCELLED task is `already-final`, naming its cancel if that is
+   * unconfirmed). Another tenant's task is `not-found`.
    */
   cancel(key: TaskKey, request: CancelRequest): Promise<CancelOutcome>;
   /**
@@ -329,20 +331,21 @@ export interface ListPosition {
   readonly afterId?: string;
 }
 
-/** The business-query indexes: by bizId (one partition per business object) and by bizType (one per write shard). */
-export type TaskIndexName = 'byBizId' | 'byBizType';
+/**
+ * One partition of a business-query index: a tenant's tasks of one bizId (one partition per
+ * business object), or of one bizType in one write shard. The store builds its key
+ * (table-schema.ts), so the core never spells one.
+ */
+export type IndexPartition =
+  | { readonly index: 'byBizId'; readonly tenantId: string; readonly bizId: string }
+  | { readonly index: 'byBizType'; readonly tenantId: string; readonly bizType: string; readonly shard: number };
 
 export interface TaskIndex {
   /**
    * Task ids of one index partition in due order, at most `limit`, after `afterId` if given;
    * `more` says whether the partition may hold further ids.
    */
-  page(
-    index: TaskIndexName,
-    partition: string,
-    limit: number,
-    afterId?: string,
-  ): Promise<{ ids: string[]; more: boolean }>;
+  page(partition: IndexPartition, limit: number, afterId?: string): Promise<{ ids: string[]; more: boolean }>;
   /** The tasks with these keys, in the keys' order; tasks gone since (TTL) are left out. */
   getMany(keys: readonly TaskKey[]): Promise<Task[]>;
 }
@@ -473,9 +476,16 @@ export interface ClockStore {
 export type Watermark = 'swept' | 'overdueChecked';
 
 /** An idempotency key's claim on a task: the request it was first used with, and the task that request made. */
+/** What an idempotency key is claimed for: each tenant has a key space for submits and one for schedules. */
+export type IdempotencyScope = 'task' | 'schedule';
+
 export interface IdempotencyRecord {
+  readonly scope: IdempotencyScope;
+  readonly tenantId: string;
+  /** The caller's key, as given; the store keys it by tenant and scope (table-schema.ts). */
   readonly key: string;
   readonly fingerprint: string;
+  /** The task, or the schedule, the key made. */
   readonly taskId: string;
   readonly claimedAtMs: number;
 }

@@ -44,7 +44,7 @@ export function dealWindowPosition(): number {
  * When a task due at `dueAtMs` fires: at `dueAtMs` without a window, else at `position` (0 ≤ p
  * < 1) of the window, to the millisecond, in [dueAtMs, dueAtMs + seconds × 1000]. Never before
  * dueAtMs. The position defaults to the next one this instance deals; the schedules that create
- * occurrence tasks plan through here as well (by way of `scheduleTasks`).
+ * occurrence tasks plan through here as well (by way of `submitTasks`).
  */
 export function planFireAt(dueAtMs: number, window: TaskWindow | undefined, position = dealWindowPosition()): number {
   if (window === undefined) return dueAtMs;

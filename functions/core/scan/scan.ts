@@ -55,9 +55,8 @@ async function listDueByShard(ports: ScanPorts, second: number): Promise<DueTask
 /**
  * Enqueues the PENDING tasks of one second, reading its shards SHARD_QUERIES_IN_FLIGHT at a
  * time, earliest due first: sorted, each callback batch spans the least time, and the callback
- * waits out less of it.
- * A very busy second is sent a chunk at a time, and past `deadlineMs` the rest is left (the
- * first chunk always goes, so a scan that starts late still moves).
+ * waits out less of it. A very busy second is sent a chunk at a time, and past `deadlineMs` the
+ * rest is left (the first chunk always goes, so a scan that starts late still moves).
  */
 export async function enqueueSecond(ports: ScanPorts, second: number, deadlineMs = Infinity): Promise<SecondScan> {
   const due = (await listDueByShard(ports, second)).sort((a, b) => a.fireAtMs - b.fireAtMs);

@@ -13,7 +13,7 @@
  */
 import { Cron } from 'croner';
 
-import type { FieldError } from '../../contract/wire.js';
+import type { FieldError, ScheduleRequest } from '../../contract/wire.js';
 
 /** No schedule fires more often than this: a rate below it, or of zero, is refused. */
 export const MIN_INTERVAL_MS = 1000;
@@ -28,8 +28,7 @@ const MAX_RATE_MS = 366 * 24 * 3600 * 1000;
 export const MISSED_AFTER_MS = 15 * 60 * 1000;
 
 /** What a caller does with occurrences missed during an outage: fire the first one late, or none. */
-export type CatchUp = 'fire-once' | 'skip';
-export const CATCH_UP_POLICIES = ['fire-once', 'skip'] as const satisfies readonly CatchUp[];
+export type CatchUp = NonNullable<ScheduleRequest['catchUp']>;
 
 /** A schedule's timing, as stored. */
 export interface RecurrenceSpec {

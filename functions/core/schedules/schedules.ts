@@ -34,7 +34,7 @@ import { expiryAfter } from '../kernel/task.js';
 import { newPendingTask, storeNewTask, type TaskBirthPorts } from '../kernel/task-kernel.js';
 import { planFireAt } from '../kernel/window.js';
 import { instantOf, payloadJsonOf, scheduleFingerprint } from '../submit/schemas.js';
-import { cancelTask, getTask, type SchedulePorts, type TaskLookupPorts } from '../submit/submit.js';
+import { cancelTask, getTask, type SubmitPorts, type TaskLookupPorts } from '../submit/submit.js';
 import {
   type CatchUp,
   isMissed,
@@ -119,7 +119,7 @@ export interface ScheduleStore {
 export type OccurrencePorts = TaskBirthPorts & { readonly scheduleStore: ScheduleStore };
 
 export type ScheduleAdminPorts = OccurrencePorts &
-  Pick<SchedulePorts, 'idempotencyStore' | 'retentionDays'> & { readonly horizonDays: number };
+  Pick<SubmitPorts, 'idempotencyStore' | 'retentionDays'> & { readonly horizonDays: number };
 
 function specOf(
   schedule: Pick<Schedule, 'cron' | 'rate' | 'timezone' | 'startAtMs' | 'endAtMs' | 'anchorMs'>,
@@ -259,7 +259,7 @@ export async function cancelTaskKeepingSchedule(
 
 // ---- The API's operations ---------------------------------------------------------------
 
-export type ScheduleOutcome =
+export type CreateScheduleOutcome =
   | { readonly kind: 'created' | 'replayed'; readonly schedule: Schedule }
   | { readonly kind: 'invalid'; readonly errors: FieldError[] }
   | { readonly kind: 'conflict'; readonly scheduleId: string }
@@ -310,7 +310,7 @@ export async function createSchedule(
   ports: ScheduleAdminPorts,
   tenantId: string,
   request: ScheduleRequest,
-): Promise<ScheduleOutcome> {
+): Promise<CreateScheduleOutcome> {
   const nowMs = ports.clock.now();
   // Checked before anything is written (an idempotency claim included): bad input writes nothing.
   const checked = newSchedule(ports, tenantId, request, newScheduleId(), nowMs);
@@ -320,8 +320,9 @@ export async function createSchedule(
     const fingerprint = scheduleFingerprint(request);
     const { claimed, holder } = await ports.idempotencyStore.claim(
       {
-        // '/' is in no tenant id, so these never meet a task's keys (`<tenant>#<key>`).
-        key: `${tenantId}/schedules#${request.idempotencyKey}`,
+        scope: 'schedule',
+        tenantId,
+        key: request.idempotencyKey,
         fingerprint,
         taskId: schedule.id,
         claimedAtMs: nowMs,
@@ -434,7 +435,7 @@ export function isScheduleId(text: string): boolean {
   return /^sch_[0-9a-hjkmnp-tv-z]{20}$/.test(text);
 }
 
-export type ChangeOutcome =
+export type ChangeScheduleOutcome =
   | { readonly kind: 'changed'; readonly schedule: Schedule }
   | { readonly kind: 'not-found' }
   | { readonly kind: 'invalid'; readonly errors: FieldError[] }
@@ -446,7 +447,7 @@ export type ChangeOutcome =
  * never became the schedule's.
  */
 async function cancelOccurrence(
-  ports: OccurrencePorts & Pick<SchedulePorts, 'retentionDays'>,
+  ports: OccurrencePorts & Pick<SubmitPorts, 'retentionDays'>,
   tenantId: string,
   next: NextOccurrence | undefined,
 ): Promise<void> {
@@ -483,7 +484,7 @@ export async function changeSchedule(
   tenantId: string,
   id: string,
   change: ScheduleChange,
-): Promise<ChangeOutcome> {
+): Promise<ChangeScheduleOutcome> {
   let current = isScheduleId(id) ? await ports.scheduleStore.get(tenantId, id) : undefined;
   if (!current) return { kind: 'not-found' };
   for (let round = 0; round < CHANGE_ROUNDS; round++) {
@@ -569,7 +570,7 @@ function changed(
 
 /** Deletes a schedule; its pending occurrence never fires (its delivery finds no schedule) and is cancelled. */
 export async function deleteSchedule(
-  ports: OccurrencePorts & Pick<SchedulePorts, 'retentionDays'>,
+  ports: OccurrencePorts & Pick<SubmitPorts, 'retentionDays'>,
   tenantId: string,
   id: string,
 ): Promise<Schedule | undefined> {

@@ -18,10 +18,10 @@
 
 import { parseTaskId, type TaskKey, taskKey } from '../kernel/ids.js';
 import type { Task, TaskStatus } from '../kernel/task.js';
-import { copiesMayCall, expiryAfter, firstAttemptUnleased, UNLEASED_CANCEL_MARGIN_MS } from '../kernel/task.js';
+import { awaitsUnleasedFirstAttempt, copiesMayCall, expiryAfter, UNLEASED_CANCEL_MARGIN_MS } from '../kernel/task.js';
 import { freshTaskId, newPendingTask, storeNewTask } from '../kernel/task-kernel.js';
 import type { Reschedule } from './schemas.js';
-import { getTask, type SchedulePorts, storedBeforeFirstAttempt, type TaskLookupPorts } from './submit.js';
+import { getTask, storedBeforeFirstAttempt, type SubmitPorts, type TaskLookupPorts } from './submit.js';
 
 export type RescheduleOutcome =
   | { readonly kind: 'rescheduled'; readonly task: Task }
@@ -82,7 +82,7 @@ export async function handoverTo(ports: TaskLookupPorts, task: Task): Promise<Ha
  * The successor's id: a retry of the same request reuses the one its intent recorded while
  * that successor can still take over (not yet written, or still PENDING); otherwise a new id.
  */
-async function successorId(ports: SchedulePorts, current: Task, request: Reschedule): Promise<string> {
+async function successorId(ports: SubmitPorts, current: Task, request: Reschedule): Promise<string> {
   const prior = current.rescheduleIntent;
   if (prior?.fingerprint === request.fingerprint) {
     const written = await getTask(ports, current.tenantId, prior.taskId);
@@ -95,7 +95,7 @@ async function successorId(ports: SchedulePorts, current: Task, request: Resched
 
 /** Steps 1 to 3 on a PENDING task; undefined when the task changed underneath and must be looked at again. */
 async function handOver(
-  ports: SchedulePorts,
+  ports: SubmitPorts,
   current: Task,
   key: TaskKey,
   request: Reschedule,
@@ -124,8 +124,9 @@ async function handOver(
     if (!(await taskStore.recordRescheduleIntent(key, current.tenantId, intent, current.rescheduleIntent?.taskId)))
       return undefined;
     // An intent sends the task's attempt through the lease, which the commit then excludes; but an
-    // unleased first attempt that read the task before the intent was stored would not see it.
-    if (firstAttemptUnleased(current) && !storedBeforeFirstAttempt(clock, current.fireAtMs)) {
+    // unleased first attempt that read the task before the intent was stored would not see it
+    // (the rule: UNLEASED_CANCEL_MARGIN_MS).
+    if (awaitsUnleasedFirstAttempt(current) && !storedBeforeFirstAttempt(clock, current.fireAtMs)) {
       await taskStore.withdrawRescheduleIntent(key, id);
       return { kind: 'refused', reason: 'too-late', status: current.status };
     }
@@ -160,7 +161,7 @@ async function handOver(
  * Idempotent: repeating a request that took effect answers with the same successor.
  */
 export async function rescheduleTask(
-  ports: SchedulePorts,
+  ports: SubmitPorts,
   tenantId: string,
   id: string,
   request: Reschedule,
@@ -195,8 +196,8 @@ export async function rescheduleTask(
         scheduleId: current.occurrence.scheduleId,
       };
     }
-    // Refused before any write, like a cancel: its first attempt takes no lease (see cancelTask).
-    if (firstAttemptUnleased(current) && current.fireAtMs <= ports.clock.now() + UNLEASED_CANCEL_MARGIN_MS) {
+    // Refused before any write, like a cancel (the rule: UNLEASED_CANCEL_MARGIN_MS).
+    if (awaitsUnleasedFirstAttempt(current) && current.fireAtMs <= ports.clock.now() + UNLEASED_CANCEL_MARGIN_MS) {
       return { kind: 'refused', reason: 'too-late', status: current.status };
     }
     // A successor whose own reschedule is not in effect could be delivered beside its predecessor if moved on.

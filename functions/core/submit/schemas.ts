@@ -22,7 +22,6 @@ import type {
 import { MAX_ENCODABLE_MS } from '../kernel/ids.js';
 import type { DeliveryPolicy, Target, TaskStatus, TaskWindow } from '../kernel/task.js';
 import { MAX_WINDOW_SECONDS } from '../kernel/window.js';
-import { CATCH_UP_POLICIES } from '../schedules/recurrence.js';
 import { ABSOLUTE_URL_PROBLEM, addressPolicy, webhookUrlProblem } from '../targets/egress.js';
 import { LIST_LIMITS } from './task-listing.js';
 
@@ -515,6 +514,8 @@ type BizTypeSettingsRequestMatchesWire = Holds<
 const instantField = z.union([z.string(), z.number()], {
   error: 'must be an ISO-8601 date-time string or epoch milliseconds',
 });
+/** The catch-up policies a schedule request may name: the request contract's list, as TASK_STATUSES is. */
+const CATCH_UP_POLICIES = ['fire-once', 'skip'] as const satisfies readonly NonNullable<ScheduleRequest['catchUp']>[];
 const catchUpField = z.enum(CATCH_UP_POLICIES, { error: `must be one of ${CATCH_UP_POLICIES.join(', ')}` }).optional();
 const expressionText = (max: number) => text(max).optional();
 

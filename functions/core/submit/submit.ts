@@ -17,12 +17,12 @@ import {
 } from '../kernel/task-kernel.js';
 import type { NewTask } from './schemas.js';
 
-export interface SchedulePorts extends TaskBirthPorts {
+export interface SubmitPorts extends TaskBirthPorts {
   readonly idempotencyStore: IdempotencyStore;
   readonly retentionDays: number;
 }
 
-export type ScheduleOutcome =
+export type SubmitOutcome =
   | { readonly kind: 'created'; readonly task: Task }
   /** A retry of a submit that already made this task (same idempotency key, same request). */
   | { readonly kind: 'replayed'; readonly task: Task }
@@ -31,9 +31,9 @@ export type ScheduleOutcome =
   /** The key's task finished and has expired; the key cannot be used again. */
   | { readonly kind: 'expired'; readonly taskId: string };
 
-export type ScheduleResult = LateHandOff & {
+export type SubmitResult = LateHandOff & {
   /** One per request, in order. */
-  readonly outcomes: ScheduleOutcome[];
+  readonly outcomes: SubmitOutcome[];
 };
 
 /**
@@ -42,7 +42,7 @@ export type ScheduleResult = LateHandOff & {
  * it takes instead.
  */
 function newEntry(
-  ports: SchedulePorts,
+  ports: SubmitPorts,
   tenantId: string,
   request: NewTask,
   createdAtMs: number,
@@ -61,18 +61,19 @@ function newEntry(
  * days of the claim a missing task was never written. After it, the key is spent.
  */
 async function scheduleWithKey(
-  ports: SchedulePorts,
+  ports: SubmitPorts,
   tenantId: string,
   request: NewTask & { idempotencyKey: string },
   entry: Entry,
   index: IndexTasks,
-): Promise<ScheduleOutcome> {
+): Promise<SubmitOutcome> {
   const { createdAtMs } = entry.task;
   const expiresAtSeconds = expiryAfter(Math.max(entry.task.fireAtMs, createdAtMs), ports.retentionDays);
   const { claimed, holder } = await ports.idempotencyStore.claim(
     {
-      // Keys are the tenant's own: two tenants using the same key never meet.
-      key: `${tenantId}#${request.idempotencyKey}`,
+      scope: 'task',
+      tenantId,
+      key: request.idempotencyKey,
       fingerprint: request.fingerprint,
       taskId: entry.task.id,
       claimedAtMs: createdAtMs,
@@ -99,14 +100,14 @@ async function scheduleWithKey(
  * writes left unawaited. Tasks without an idempotency key are written together (one BatchWrite
  * for a batch); each keyed one claims its key first.
  */
-export async function scheduleTasks(
-  ports: SchedulePorts,
+export async function submitTasks(
+  ports: SubmitPorts,
   tenantId: string,
   requests: readonly NewTask[],
-): Promise<ScheduleResult> {
+): Promise<SubmitResult> {
   const { taskStore, clock } = ports;
   const createdAtMs = clock.now();
-  const outcomes: ScheduleOutcome[] = new Array(requests.length);
+  const outcomes: SubmitOutcome[] = new Array(requests.length);
   const entries = requests.map((request) => newEntry(ports, tenantId, request, createdAtMs));
   const { stored: _stored, ...handOff } = await storeNewTasks(ports, entries, async (written, index) => {
     const plain = written.flatMap((entry, position) =>
@@ -157,7 +158,7 @@ export async function getTask(ports: TaskLookupPorts, tenantId: string, id: stri
 }
 
 /** What a cancel needs: the task, and the delivery queue to give a task whose cancel it undoes its message back. */
-export type CancelPorts = TaskLookupPorts & Pick<SchedulePorts, 'deliveryQueue'>;
+export type CancelPorts = TaskLookupPorts & Pick<SubmitPorts, 'deliveryQueue'>;
 
 /** Rounds of a cancel whose settling another request keeps getting to first. */
 const CANCEL_ROUNDS = 3;
@@ -166,35 +167,21 @@ const CANCEL_ROUNDS = 3;
  * Cancels a task that has not been delivered. Once this returns `cancelled: true` the task can
  * never be delivered, whatever happens to the request or its retries.
  *
- * A retry takes a lease before calling the target and only a PENDING task can be cancelled, so
- * such a cancel is final the moment it is stored. A first attempt takes no lease (one write per
- * delivery instead of two): it reads the task at its fire time (the id's; with a window, later
- * than dueAt) by the callback's clock and calls the target with no further check. A cancel of a
- * task waiting for that attempt is refused from UNLEASED_CANCEL_MARGIN_MS before the fire time,
- * and otherwise made in two phases:
+ * A task whose next attempt holds a lease is cancelled by one conditional write, final once
+ * stored. A task awaiting its unleased first attempt (the rule: UNLEASED_CANCEL_MARGIN_MS) is
+ * refused from that margin before it fires, and otherwise cancelled in two phases:
  *
  * 1. The write makes the task CANCELLED, with `unconfirmedCancel` naming this request's cancel.
- * 2. Having seen it stored, the api looks at its own clock: if it still reads more than
- *    CLOCK_SKEW_MS before the fire time, the cancel was stored before any callback's read (their
- *    clocks are at most that far ahead), so it confirms the cancel (removes the mark) and only then
- *    answers 200. Otherwise it undoes it (CANCELLED → PENDING), sends the task's delivery message
- *    again (an attempt that read the task after the cancel let its message go) and answers
- *    `too-late`: an attempt may have read the task before the cancel and be calling the target.
+ * 2. Having seen it stored, the api confirms it (removes the mark) and answers 200 if
+ *    `storedBeforeFirstAttempt` still holds by its clock; otherwise it undoes it (CANCELLED →
+ *    PENDING), sends the task's delivery message again and answers `too-late`.
  *
  * Both writes of phase 2 are conditional on the mark still naming this cancel, so of a confirm and
- * an undo racing for one cancel exactly one lands. A DELETE that finds the task already CANCELLED
- * answers 200 only if that cancel is final. An unconfirmed one (its request is between the phases,
- * crashed there, lost the write's response and retried, or is about to undo it) has never been
- * answered 200, so this request settles it by the same rule: it saw the cancel stored just now, so
- * it confirms it if its clock is still in time, and undoes it if not. A request whose confirm or
- * undo finds the mark gone (another request settled the cancel, or the attempt recorded a delivery
- * over it) reads the task again and answers by what it finds. So:
- * - a cancel is answered 200 only by a request that saw it stored in time, or that found it final;
- * - a lost response never turns into a 200: the retry finds the cancel unconfirmed and judges it
- *   by its own clock, as does a second DELETE that comes while a late first one is undoing it;
- * - a DELETE of a cancel already answered 200 answers 200 again, at any time.
- * A request that dies between the phases leaves the task CANCELLED: no callback reading it calls
- * the target, and a retry of the DELETE settles it.
+ * an undo racing for one cancel exactly one lands. A DELETE that finds the task CANCELLED answers
+ * 200 if that cancel is final, and settles an unconfirmed one by the same rule and its own clock.
+ * A request whose confirm or undo finds the mark gone reads the task again and answers by what it
+ * finds. Why no lost response, retry, second DELETE or crash between the phases turns a late
+ * cancel into a 200: docs/architecture.md, "The first attempt takes no lease".
  */
 export async function cancelTask(ports: CancelPorts, tenantId: string, id: string): Promise<CancelOutcome> {
   const location = parseTaskId(id, ports.shardCount);

@@ -8,7 +8,7 @@
  * for the rest whenever the index may hold more.
  */
 import { parseTaskId, taskKey } from '../kernel/ids.js';
-import type { ListPosition, Task, TaskIndex, TaskIndexName, TaskStatus } from '../kernel/task.js';
+import type { IndexPartition, ListPosition, Task, TaskIndex, TaskStatus } from '../kernel/task.js';
 
 export const LIST_LIMITS = { defaultLimit: 50, maxLimit: 100 } as const;
 
@@ -26,29 +26,18 @@ export interface ListPorts {
   readonly shardCount: number;
 }
 
-/** The byBizId partition of a task: one per tenant and business object. */
-export function bizIdPartition(tenantId: string, bizId: string): string {
-  return `${tenantId}#${bizId}`;
-}
-
-/** The byBizType partition of a task: one per tenant, bizType and write shard (tenant ids hold no '#', and the shard is last). */
-export function bizTypePartition(tenantId: string, bizType: string, shard: number): string {
-  return `${tenantId}#${bizType}#${shard}`;
-}
-
 interface ListingPlan {
-  readonly index: TaskIndexName;
   /** How many partitions the listing walks, one after the other. */
   readonly shards: number;
-  partition(shard: number): string;
+  partition(shard: number): IndexPartition;
 }
 
 /** A bizId names few tasks, so it is one partition; a bizType is spread over the write shards. */
 function planFor(tenantId: string, query: Pick<TaskListQuery, 'bizId' | 'bizType'>, shardCount: number): ListingPlan {
   const { bizId, bizType } = query;
-  if (bizId !== undefined) return { index: 'byBizId', shards: 1, partition: () => bizIdPartition(tenantId, bizId) };
+  if (bizId !== undefined) return { shards: 1, partition: () => ({ index: 'byBizId', tenantId, bizId }) };
   if (bizType !== undefined) {
-    return { index: 'byBizType', shards: shardCount, partition: (shard) => bizTypePartition(tenantId, bizType, shard) };
+    return { shards: shardCount, partition: (shard) => ({ index: 'byBizType', tenantId, bizType, shard }) };
   }
   throw new Error('a task listing needs a bizId or a bizType');
 }
@@ -97,7 +86,7 @@ export async function listTasks(
   while (next && ids.length < query.limit) {
     const shard: number = next.shard;
     const afterId: string | undefined = next.afterId;
-    const page = await ports.taskIndex.page(plan.index, plan.partition(shard), query.limit - ids.length, afterId);
+    const page = await ports.taskIndex.page(plan.partition(shard), query.limit - ids.length, afterId);
     ids.push(...page.ids);
     const last: string | undefined = page.ids.at(-1) ?? afterId;
     if (page.more) next = { shard, ...(last !== undefined && { afterId: last }) };

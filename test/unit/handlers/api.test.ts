@@ -15,7 +15,7 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
-import { keyringToItem } from '../../../functions/adapters/dynamo/table-schema.js';
+import { keyringToItem, RATE_COUNTER_PREFIX } from '../../../functions/adapters/dynamo/table-schema.js';
 import { createApiHandler } from '../../../functions/api/app.js';
 import { loadApiConfig } from '../../../functions/commons/config.js';
 import { newTaskId, parseTaskId } from '../../../functions/core/kernel/ids.js';
@@ -110,6 +110,17 @@ const clockAt = (cursor: number) => ({ Item: { pk: 'CLOCK', sk: 'CLOCK', cursor,
 const conditionFailed = () => Object.assign(new Error('x'), { name: 'ConditionalCheckFailedException' });
 const isTenancyKey = (key: unknown) => /^(KEYRING|TENANTS|APIKEYS#|RATE#)/.test(String((key as { pk?: string }).pk));
 const taskReads = () => ddbMock.commandCalls(GetCommand).filter((call) => !isTenancyKey(call.args[0].input.Key));
+
+/**
+ * Every conditional update is refused but the rate counter's, whose key (`RATE#<tenant>#<share>`)
+ * no fixed Key stub can name: the request is admitted whatever leases earlier tests left.
+ */
+const refuseUpdatesButTheRateCounter = () =>
+  ddbMock
+    .on(UpdateCommand)
+    .callsFake((input: { Key: { pk: string } }) =>
+      input.Key.pk.startsWith(RATE_COUNTER_PREFIX) ? {} : Promise.reject(conditionFailed()),
+    );
 
 describe('Function: api handler', () => {
   afterEach(() => {
@@ -348,9 +359,7 @@ describe('Function: api handler', () => {
     // Prepare
     const dueAtMs = Date.now() - 5000;
     const id = newTaskId({ fireAtMs: dueAtMs, shard: 0 });
-    ddbMock.on(UpdateCommand).rejects(conditionFailed());
-    // The catch-all above would also refuse the rate counter's update; the later, narrower stub wins.
-    ddbMock.on(UpdateCommand, { Key: { pk: `RATE#${TENANT.id}` } }).resolves({});
+    refuseUpdatesButTheRateCounter();
     ddbMock.on(GetCommand, { Key: { sk: `${String(dueAtMs).padStart(15, '0')}#${id}` } }).resolves({
       Item: {
         id,
@@ -630,8 +639,7 @@ describe('Function: api handler', () => {
     it('serves DELETE /v1/tasks/{id} as the cancel of that task', async () => {
       // Prepare
       const id = storedTask('DELIVERED');
-      ddbMock.on(UpdateCommand).rejects(conditionFailed());
-      ddbMock.on(UpdateCommand, { Key: { pk: `RATE#${TENANT.id}` } }).resolves({});
+      refuseUpdatesButTheRateCounter();
 
       // Act
       const response = await callFunctionUrl('DELETE', `/v1/tasks/${id}`);

@@ -134,15 +134,26 @@ export interface DueTask {
 }
 
 /**
+ * How long before a task goes its callback may read it. A callback reads the tasks of its batch
+ * together, in one BatchGetItem, once the latest of them is within this of going, rather than
+ * each at its own millisecond (a batch holds tasks spread over a second or two). The read is then
+ * that much older when a first attempt, which takes no lease, calls the target; so every rule
+ * that must land a write before such an attempt reads its task (a cancel, a reschedule's intent:
+ * UNLEASED_CANCEL_MARGIN_MS and storedBeforeFirstAttempt) keeps this much further from the fire time.
+ */
+export const FIRST_ATTEMPT_READ_AHEAD_MS = 1000;
+
+/**
  * How close to its fire time (`fireAtMs`: its due time, or the time planned within its window) a
  * task whose first attempt goes without a lease may still be cancelled or rescheduled. Such an
  * attempt reads the task at its fire time and calls the target with no write before the call, so a
  * cancel is safe only if it is stored before any callback can read the task: the api refuses one
  * asked for later than this before the fire time. It must exceed CLOCK_SKEW_MS, the most the api's
  * clock can be behind the callback's; the rest is the time the cancel's write has to be stored and
- * seen by the api (a DynamoDB write takes milliseconds), else the cancel is undone (see cancelTask).
+ * seen by the api (a DynamoDB write takes milliseconds), else the cancel is undone (see cancelTask),
+ * and the callback's read-ahead (FIRST_ATTEMPT_READ_AHEAD_MS).
  */
-export const UNLEASED_CANCEL_MARGIN_MS = CLOCK_SKEW_MS + 500;
+export const UNLEASED_CANCEL_MARGIN_MS = CLOCK_SKEW_MS + 500 + FIRST_ATTEMPT_READ_AHEAD_MS;
 
 /**
  * Whether the task's next attempt is made without a lease: its first one, unless it is a
@@ -243,6 +254,12 @@ export interface TaskStore {
    */
   createMany(entries: ReadonlyArray<{ task: Task; key: TaskKey }>): Promise<void>;
   get(key: TaskKey): Promise<Task | undefined>;
+  /**
+   * The tasks at `keys`, in the keys' order (undefined where there is none), read as consistently
+   * as `get` but together: a callback reads its batch's tasks in one request, not one per task.
+   * Throws StoreBusyError when some keys stay unprocessed.
+   */
+  getMany(keys: readonly TaskKey[]): Promise<Array<Task | undefined>>;
   /**
    * PENDING → CANCELLED (with `unconfirmedCancel` set to the request's `cancelId`, if it has
    * one), else says why not (a DELIVERING task is in an attempt, or its outcome is not known

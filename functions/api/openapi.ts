@@ -309,7 +309,7 @@ const operations: Record<(typeof API_ROUTES)[number], object> = {
     operationId: 'cancelTask',
     summary: 'Cancel a task that has not been delivered',
     description:
-      "A task never attempted can be cancelled until 1 s before its due time (its first attempt takes no lease, so a later cancel could race it: 409 too-late). A task waiting for a retry can be cancelled at any time between attempts (409 in-delivery while an attempt is in flight, and for a minute after a failed first attempt, while a copy of it may still be). Cancelling a schedule's occurrence cancels that occurrence only: the schedule goes on with its next one.",
+      "A task never attempted can be cancelled until 2 s before its due time (its first attempt takes no lease, so a later cancel could race it: 409 too-late). A task waiting for a retry can be cancelled at any time between attempts (409 in-delivery while an attempt is in flight, and for a minute after a failed first attempt, while a copy of it may still be). Cancelling a schedule's occurrence cancels that occurrence only: the schedule goes on with its next one.",
     parameters: [idParameter],
     responses: {
       200: { description: 'Cancelled (also when a cancel already answered 200)', content: json(taskDetailsSchema) },

@@ -3,9 +3,16 @@ import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 
 import { METRICS } from '../contract/topology.js';
-import { deliverTask, type DeliveryOutcome, type DeliveryPorts, redeliverDeadLetter } from '../core/deliver/deliver.js';
+import {
+  deliverTask,
+  type DeliveryOutcome,
+  type DeliveryPorts,
+  readTogether,
+  redeliverDeadLetter,
+  type TaskReads,
+} from '../core/deliver/deliver.js';
 import type { DeliveryQueue } from '../core/kernel/task.js';
-import { decodeDeliveryBody, reminderMessage } from '../core/kernel/task-kernel.js';
+import { decodeDeliveryBody, type ReceivedMessage, reminderMessage } from '../core/kernel/task-kernel.js';
 
 export interface RecordPorts {
   readonly delivery: DeliveryPorts;
@@ -30,9 +37,13 @@ function comeBackAt(ports: RecordPorts, id: string, atMs: number): Promise<void>
 }
 
 /** Delivers one record; once it resolves the message is done with (a task that must come back has a new one). */
-async function deliverRecord(ports: RecordPorts, record: SQSRecord): Promise<void> {
+async function deliverRecord(
+  ports: RecordPorts,
+  record: SQSRecord,
+  message: ReceivedMessage | undefined,
+  reads: TaskReads,
+): Promise<void> {
   const { metrics } = ports;
-  const message = decodeDeliveryBody(record.body);
   if (message === undefined) {
     ports.logger.error('delivery message without a task id dropped', {
       messageId: record.messageId,
@@ -47,7 +58,7 @@ async function deliverRecord(ports: RecordPorts, record: SQSRecord): Promise<voi
   logger.setCorrelationId(id);
   const outcome: DeliveryOutcome = message.redriven
     ? await redeliverDeadLetter(ports.delivery, id)
-    : await deliverTask(ports.delivery, id, message.notBeforeMs);
+    : await deliverTask(ports.delivery, id, message.notBeforeMs, reads);
   const facts = { taskId: id, messageId: record.messageId, receiveCount: record.attributes.ApproximateReceiveCount };
   switch (outcome.kind) {
     case 'delivered':
@@ -100,7 +111,15 @@ async function deliverRecord(ports: RecordPorts, record: SQSRecord): Promise<voi
  */
 export async function deliverRecords(ports: RecordPorts, records: readonly SQSRecord[]): Promise<SQSBatchResponse> {
   ports.metrics.addMetric(METRICS.deliveryBatchSize, MetricUnit.Count, records.length);
-  const settled = await Promise.allSettled(records.map((record) => deliverRecord(ports, record)));
+  const messages = records.map((record) => decodeDeliveryBody(record.body));
+  // A redriven dead letter is revived before it is read, so it reads alone, after its revive.
+  const reads = readTogether(
+    ports.delivery,
+    messages.flatMap((message) => (message && !message.redriven ? [message] : [])),
+  );
+  const settled = await Promise.allSettled(
+    records.map((record, index) => deliverRecord(ports, record, messages[index], reads)),
+  );
   const batchItemFailures = settled.flatMap((result, index) => {
     if (result.status === 'fulfilled') return [];
     ports.logger.error('delivery crashed; SQS will redeliver', { error: result.reason as Error });

@@ -266,9 +266,10 @@ export class TimerPipeline {
       'dynamodb:Query',
       'dynamodb:BatchGetItem',
     );
-    // GetItem reads the tenant (signing secrets), a rescheduled task's predecessor and an occurrence's
-    // schedule; PutItem stores an occurrence's successor (and starts the clock or flags a recheck, as the api does).
-    onTable(callback, 'dynamodb:UpdateItem', 'dynamodb:GetItem', 'dynamodb:PutItem');
+    // BatchGetItem reads a batch's tasks; GetItem reads the tenant (signing secrets), a rescheduled task's
+    // predecessor and an occurrence's schedule; PutItem stores an occurrence's successor (and starts the
+    // clock or flags a recheck, as the api does).
+    onTable(callback, 'dynamodb:UpdateItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:BatchGetItem');
     onTable(
       sweeper,
       'dynamodb:GetItem',

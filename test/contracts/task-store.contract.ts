@@ -48,6 +48,24 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       expect(await store.get(keyOf(aTask(DUE_MS, 1)))).toBeUndefined();
     });
 
+    it('reads many tasks in one call, in the keys’ order, with nothing where no task is and the latest write seen', async () => {
+      // Prepare
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const first = aTask(DUE_MS, 1);
+      const second = aTask(DUE_MS + 2500, 3, { bizId: 'o-9' });
+      const [firstKey, secondKey] = await stored(store, first, second);
+      const nowhere = keyOf(aTask(DUE_MS, 2));
+      await store.cancel(firstKey as TaskKey, cancelRequest(TENANT_ID, DUE_MS - 60_000));
+
+      // Act
+      const read = await store.getMany([secondKey as TaskKey, nowhere, firstKey as TaskKey]);
+
+      // Assess
+      expect(read).toEqual([second, undefined, await store.get(firstKey as TaskKey)]);
+      expect(read[2]?.status).toBe('CANCELLED');
+      expect(await store.getMany([])).toEqual([]);
+    });
+
     it('never overwrites a task with a create', async () => {
       // Prepare
       const store = await makeStore(CONTRACT_BUCKET_COUNT);

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { QUEUES } from '../../functions/contract/topology.js';
 import { verifyWebhook } from '../../functions/contract/webhook-signature.js';
+import { UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/kernel/task.js';
 import { LOCAL_REDRIVE_PATH } from '../../lib/local/paths.js';
 import { LOCAL_TABLE_NAME, type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
 import { eventually, quantile, startWebhookReceiver } from '../support/webhook-receiver.js';
@@ -72,7 +73,14 @@ describe('End to end: local mode over HTTP', () => {
       plan.push({ kind: 'future', dueAtMs: start + 3000 + Math.floor((i * 17_000) / 200), target: http('/ok') });
     for (let i = 0; i < 20; i++) plan.push({ kind: 'lookahead', dueAtMs: start + 300 + i * 50, target: http('/ok') });
     for (let i = 0; i < 20; i++) plan.push({ kind: 'past', dueAtMs: start - 5000 - i * 1000, target: http('/ok') });
-    for (let i = 0; i < 20; i++) plan.push({ kind: 'cancelled', dueAtMs: start + 8000 + i * 400, target: http('/ok') });
+    // Due far enough past the cancel margin that the cancels, sent after every submit, come in time.
+    for (let i = 0; i < 20; i++) {
+      plan.push({
+        kind: 'cancelled',
+        dueAtMs: start + 7000 + UNLEASED_CANCEL_MARGIN_MS + i * 400,
+        target: http('/ok'),
+      });
+    }
     for (let i = 0; i < 20; i++) plan.push({ kind: 'flaky', dueAtMs: start + 4000 + i * 300, target: http('/flaky') });
     for (let i = 0; i < 20; i++) plan.push({ kind: 'down', dueAtMs: start + 4000 + i * 300, target: http('/down') });
     for (let i = 0; i < 5; i++)

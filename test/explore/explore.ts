@@ -10,7 +10,7 @@
 import fc from 'fast-check';
 
 import { DEFAULT_HOST_BREAKER } from '../../functions/core/deliver/host-breaker.js';
-import { UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/kernel/task.js';
+import { FIRST_ATTEMPT_READ_AHEAD_MS, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/kernel/task.js';
 import { check } from './checker.js';
 import {
   type Action,
@@ -68,14 +68,15 @@ const lateLandingArb = (calls: fc.Arbitrary<number>): fc.Arbitrary<Faults> =>
 const CANCEL_WRITE_CALL = 1;
 
 /**
- * A cancel asked just outside the margin whose write lands around the fire time,
- * its answer lost half the time, each of its calls a round trip of up to 300 ms: where it races the
- * first attempt's read and record, and where an undo comes after the read.
+ * A cancel asked just outside the margin whose write lands around the time the first attempt reads
+ * (up to FIRST_ATTEMPT_READ_AHEAD_MS before the fire time) or calls, its answer lost half the time,
+ * each of its calls a round trip of up to 300 ms: where it races the first attempt's read and record,
+ * and where an undo comes after the read.
  */
 const lateCancelArb = fc
   .record({
     leadMs: fc.integer({ min: UNLEASED_CANCEL_MARGIN_MS, max: UNLEASED_CANCEL_MARGIN_MS + 600 }),
-    landsAfterFireMs: fc.integer({ min: -400, max: 600 }),
+    landsAfterFireMs: fc.integer({ min: -FIRST_ATTEMPT_READ_AHEAD_MS - 400, max: 600 }),
     lost: fc.boolean(),
     callMs: fc.integer({ min: 0, max: 300 }),
   })

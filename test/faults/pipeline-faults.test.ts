@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 
-import type { DeliveryMessage } from '../../functions/core/kernel/task.js';
+import { type DeliveryMessage, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/kernel/task.js';
 import { eventually } from '../support/webhook-receiver.js';
 import {
   failShare,
@@ -235,7 +235,8 @@ describe('Faults: the callback', () => {
   });
 
   it('never delivers a task once its cancel returned 200, even with its message already queued', async () => {
-    // Prepare: tasks due in one to three seconds, so most are already in the delivery queue when cancelled.
+    // Prepare: tasks due, when they are cancelled 1.2 s from now, just past the cancel margin: within
+    // the scanner's lookahead, so most are already in the delivery queue, yet still cancellable.
     const h = await start();
     const queued = new Set<string>();
     const queue = h.scanner.deliveryQueue;
@@ -244,7 +245,7 @@ describe('Faults: the callback', () => {
       await send(messages);
       for (const message of messages) queued.add(message.id);
     };
-    const tasks = webhookTasks(h, 40, 1500, 3500);
+    const tasks = webhookTasks(h, 40, UNLEASED_CANCEL_MARGIN_MS + 1300, UNLEASED_CANCEL_MARGIN_MS + 2000);
     const ids = await h.submit(tasks);
     h.run();
     await new Promise((resolve) => setTimeout(resolve, 1200));
@@ -400,7 +401,8 @@ describe('Faults: unleased first attempts', () => {
   }, 120_000);
 
   it('never delivers a task whose cancel answered 200, with cancels racing its due time', async () => {
-    // Prepare: 30 tasks, each cancelled at its own moment from 2.5 s before its due time to 0.5 s after.
+    // Prepare: 30 tasks, each cancelled at its own moment from 1.5 s before the cancel margin to 0.5 s
+    // after its due time.
     const h = await start();
     const tasks = webhookTasks(h, 30, FAR_MS, FAR_MS + 3000);
     const ids = await h.submit(tasks);
@@ -410,7 +412,9 @@ describe('Faults: unleased first attempts', () => {
     const cancels = await Promise.all(
       ids.map(async (id, index) => {
         const dueAt = Number((tasks[index] as { dueAt: number }).dueAt);
-        const offsetMs = -2500 + Math.floor((3000 * index) / (ids.length - 1));
+        const offsetMs =
+          -(UNLEASED_CANCEL_MARGIN_MS + 1500) +
+          Math.floor(((UNLEASED_CANCEL_MARGIN_MS + 2000) * index) / (ids.length - 1));
         await new Promise((resolve) => setTimeout(resolve, Math.max(0, dueAt + offsetMs - Date.now())));
         const response = await h.call('DELETE /v1/tasks/{id}', { pathParameters: { id } });
         return {
@@ -439,7 +443,11 @@ describe('Faults: unleased first attempts', () => {
       expect(cancel.status).toBe(409);
       expect(['/problems/too-late', '/problems/already-final']).toContain(cancel.type);
     }
-    expect(cancels.filter((cancel) => cancel.offsetMs < -1500).every((cancel) => cancel.status === 200)).toBe(true);
+    expect(
+      cancels
+        .filter((cancel) => cancel.offsetMs < -(UNLEASED_CANCEL_MARGIN_MS + 500))
+        .every((cancel) => cancel.status === 200),
+    ).toBe(true);
     expect(deliveredCancelled).toEqual([]);
     expect(result.lost).toEqual([]);
     expect(result.early).toEqual([]);

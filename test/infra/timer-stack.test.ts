@@ -203,12 +203,14 @@ describe('Stack: TimerStack', () => {
   it('grants each function only the table actions its code performs', () => {
     // The ticker only marks minutes planned in the occupancy index (UpdateItem, returning the old item).
     expect(actionsOf('ticker').filter((action) => action.startsWith('dynamodb:'))).toEqual(['dynamodb:UpdateItem']);
-    // GetItem: a rescheduled task's predecessor, or an occurrence's schedule, is read before the task is
-    // delivered; PutItem: an occurrence stores its schedule's next occurrence.
+    // BatchGetItem: a batch's tasks are read together; GetItem: a rescheduled task's predecessor, or an
+    // occurrence's schedule, is read before the task is delivered; PutItem: an occurrence stores its
+    // schedule's next occurrence.
     expect(actionsOf('callback').filter((action) => action.startsWith('dynamodb:'))).toEqual([
       'dynamodb:UpdateItem',
       'dynamodb:GetItem',
       'dynamodb:PutItem',
+      'dynamodb:BatchGetItem',
     ]);
     expect(actionsOf('api')).toEqual(
       expect.arrayContaining([

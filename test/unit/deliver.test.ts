@@ -6,12 +6,13 @@ import {
   deliverTask,
   type DeliveryPorts,
   type Notification,
+  readTogether,
   redeliverDeadLetter,
   type Sender,
   type TargetResult,
 } from '../../functions/core/deliver/deliver.js';
 import type { TaskKey } from '../../functions/core/kernel/ids.js';
-import { HISTORY_LIMIT, type Task } from '../../functions/core/kernel/task.js';
+import { FIRST_ATTEMPT_READ_AHEAD_MS, HISTORY_LIMIT, type Task } from '../../functions/core/kernel/task.js';
 import type { Tenant } from '../../functions/core/tenants/tenants.js';
 import {
   aTask,
@@ -610,5 +611,56 @@ describe('Function: backoffSeconds', () => {
     expect(backoffSeconds(8, 5, 900)).toBe(640);
     expect(backoffSeconds(9, 5, 900)).toBe(900);
     expect(backoffSeconds(60, 5, 900)).toBe(900);
+  });
+});
+
+describe('Function: readTogether', () => {
+  it('reads the tasks of a batch that go within the read-ahead of each other in one request, never earlier than the read-ahead before the last of them goes', async () => {
+    // Prepare: two tasks 600 ms apart and a third 2.5 s after the first, all surfaced 2 s before the first goes.
+    const first = aTask(DUE_AT_MS, 1);
+    const second = aTask(DUE_AT_MS + 600, 2);
+    const third = aTask(DUE_AT_MS + 2500, 3);
+    const { ports, calls } = deliveryPorts(first, { nowMs: DUE_AT_MS - 2000 });
+    ports.taskStore.tasks.set(second.id, second);
+    ports.taskStore.tasks.set(third.id, third);
+    const getMany = ports.taskStore.getMany.bind(ports.taskStore);
+    const reads: Array<{ atMs: number; ids: string[] }> = [];
+    vi.spyOn(ports.taskStore, 'getMany').mockImplementation(async (keys) => {
+      const tasks = await getMany(keys);
+      reads.push({ atMs: ports.clock.now(), ids: tasks.map((task) => task?.id ?? '') });
+      return tasks;
+    });
+    const get = vi.spyOn(ports.taskStore, 'get');
+    const batch = [third, first, second].map((task) => ({ id: task.id }));
+
+    // Act
+    const together = readTogether(ports, batch);
+    const outcomes = await Promise.all(batch.map(({ id }) => deliverTask(ports, id, 0, together)));
+
+    // Assess
+    expect(outcomes.map((outcome) => outcome.kind)).toEqual(['delivered', 'delivered', 'delivered']);
+    expect(reads.map((read) => read.ids)).toEqual([[first.id, second.id], [third.id]]);
+    expect(reads[0]?.atMs).toBeGreaterThanOrEqual(second.fireAtMs - FIRST_ATTEMPT_READ_AHEAD_MS);
+    expect(reads[1]?.atMs).toBeGreaterThanOrEqual(third.fireAtMs - FIRST_ATTEMPT_READ_AHEAD_MS);
+    expect(get).not.toHaveBeenCalled();
+    for (const task of [first, second, third]) {
+      const call = calls.find((made) => made.notification.id === task.id);
+      expect(call?.atMs).toBeGreaterThanOrEqual(task.fireAtMs);
+    }
+  });
+
+  it('reads a key it was not told of on its own, when its task goes', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 1);
+    const { ports, calls } = deliveryPorts(task, { nowMs: DUE_AT_MS - 500 });
+    const getMany = vi.spyOn(ports.taskStore, 'getMany');
+
+    // Act
+    const outcome = await deliverTask(ports, task.id, 0, readTogether(ports, []));
+
+    // Assess
+    expect(outcome.kind).toBe('delivered');
+    expect(getMany).not.toHaveBeenCalled();
+    expect(calls[0]?.atMs).toBeGreaterThanOrEqual(task.fireAtMs);
   });
 });

@@ -197,6 +197,10 @@ export class FakeTaskStore implements TaskStore {
     return this.tasks.get(idOf(key));
   }
 
+  async getMany(keys: readonly TaskKey[]): Promise<Array<Task | undefined>> {
+    return keys.map((key) => this.tasks.get(idOf(key)));
+  }
+
   async cancel(key: TaskKey, request: CancelRequest): Promise<CancelOutcome> {
     const task = this.tasks.get(idOf(key));
     if (task?.tenantId !== request.tenantId) return { cancelled: false, reason: 'not-found' };

@@ -17,7 +17,12 @@ import {
 } from '../../functions/core/deliver/deliver.js';
 import { CLOCK_SKEW_MS } from '../../functions/core/kernel/clock.js';
 import { parseTaskId, taskKey } from '../../functions/core/kernel/ids.js';
-import { type CancelOutcome, type Task, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/kernel/task.js';
+import {
+  type CancelOutcome,
+  FIRST_ATTEMPT_READ_AHEAD_MS,
+  type Task,
+  UNLEASED_CANCEL_MARGIN_MS,
+} from '../../functions/core/kernel/task.js';
 import { cancelTask } from '../../functions/core/submit/submit.js';
 import {
   aTask,
@@ -195,8 +200,9 @@ describe('Function: cancelTask, against a first attempt that takes no lease', ()
       cancelId: 'died',
     });
 
-    // Act: the client retries while the api's clock is still more than the skew bound before the fire time.
-    clock.set(task.fireAtMs - CLOCK_SKEW_MS - 1);
+    // Act: the client retries while the api's clock is still more than the skew bound and the callback's
+    // read-ahead before the fire time.
+    clock.set(task.fireAtMs - CLOCK_SKEW_MS - FIRST_ATTEMPT_READ_AHEAD_MS - 1);
     const retried = await cancelTask(api, TENANT_ID, task.id);
     clock.set(task.fireAtMs);
     const delivery = await deliverTask(callback, task.id);
@@ -217,7 +223,7 @@ describe('Function: cancelTask, against a first attempt that takes no lease', ()
     });
 
     // Act
-    clock.set(task.fireAtMs - CLOCK_SKEW_MS);
+    clock.set(task.fireAtMs - CLOCK_SKEW_MS - FIRST_ATTEMPT_READ_AHEAD_MS);
     const retried = await cancelTask(api, TENANT_ID, task.id);
 
     // Assess

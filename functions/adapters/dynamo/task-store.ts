@@ -21,6 +21,7 @@ import {
 import {
   allItems,
   backOff,
+  batchGetAll,
   isConditionalCheckFailed,
   scanPartitions,
   type TableOptions,
@@ -107,6 +108,14 @@ export class DynamoTaskStore implements TaskStore {
       new GetCommand({ TableName: this.options.tableName, Key: key, ConsistentRead: true }),
     );
     return result.Item ? taskFromItem(result.Item as TaskItem) : undefined;
+  }
+
+  async getMany(keys: readonly TaskKey[]): Promise<Array<Task | undefined>> {
+    const found = new Map<string, Task>();
+    for (const item of await batchGetAll<TaskItem>(this.options, keys, true)) {
+      found.set(`${item.pk}|${item.sk}`, taskFromItem(item));
+    }
+    return keys.map((key) => found.get(`${key.pk}|${key.sk}`));
   }
 
   async cancel(key: TaskKey, request: CancelRequest): Promise<CancelOutcome> {

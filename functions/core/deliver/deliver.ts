@@ -2,7 +2,13 @@ import type { WebhookNotification } from '../../contract/wire.js';
 import { secondOf } from '../kernel/clock.js';
 import { newAttemptId, parseTaskId, type TaskKey, taskKey } from '../kernel/ids.js';
 import type { Clock, DeliveryAttempt, FirstAttemptRecord, Target, Task, TaskStore } from '../kernel/task.js';
-import { expiryAfter, HISTORY_ERROR_CHARS, HISTORY_LIMIT, nextAttemptUnleased } from '../kernel/task.js';
+import {
+  expiryAfter,
+  FIRST_ATTEMPT_READ_AHEAD_MS,
+  HISTORY_ERROR_CHARS,
+  HISTORY_LIMIT,
+  nextAttemptUnleased,
+} from '../kernel/task.js';
 import { advanceSchedule, type OccurrencePorts } from '../schedules/schedules.js';
 import { handoverTo } from '../submit/reschedule.js';
 import { activeSigningSecrets, type RateLimiter, type TenantDirectory } from '../tenants/tenants.js';
@@ -211,16 +217,21 @@ const FINAL_STATUSES: ReadonlySet<Task['status']> = new Set(['DELIVERED', 'FAILE
  * outcome's write or, when attempts run out, dead-letters the task (DLQ first, then FAILED, so a
  * crash in between re-delivers rather than loses it).
  */
-export async function deliverTask(ports: DeliveryPorts, id: string, notBeforeMs = 0): Promise<DeliveryOutcome> {
+export async function deliverTask(
+  ports: DeliveryPorts,
+  id: string,
+  notBeforeMs = 0,
+  reads: TaskReads = readAlone(ports),
+): Promise<DeliveryOutcome> {
   const { taskStore, clock } = ports;
   const location = parseTaskId(id, ports.shardCount);
   if (!location) return { kind: 'skipped', reason: 'malformed-id' };
   const goesAtMs = Math.max(location.fireAtMs, notBeforeMs);
   if (goesAtMs - clock.now() > ports.maxEarlyWaitMs) return { kind: 'early', notBeforeMs: goesAtMs };
-  await waitUntil(clock, goesAtMs);
 
   const key = taskKey(id, location, ports.bucketCount);
-  const task = await taskStore.get(key);
+  const task = await reads.read(key, goesAtMs);
+  await waitUntil(clock, goesAtMs);
   if (!task || FINAL_STATUSES.has(task.status)) return { kind: 'skipped', reason: 'not-claimable' };
   if (nextAttemptUnleased(task)) {
     return attempt(ports, task, goesAtMs, 1, {
@@ -232,6 +243,73 @@ export async function deliverTask(ports: DeliveryPorts, id: string, notBeforeMs 
     });
   }
   return leasedAttempt(ports, key, goesAtMs);
+}
+
+/** How a delivery reads its task: not before FIRST_ATTEMPT_READ_AHEAD_MS ahead of `goesAtMs`, by the callback's clock. */
+export interface TaskReads {
+  read(key: TaskKey, goesAtMs: number): Promise<Task | undefined>;
+}
+
+/** Reads each task on its own, when it goes: a delivery outside a batch (a redriven dead letter, a test). */
+function readAlone(ports: Pick<DeliveryPorts, 'taskStore' | 'clock'>): TaskReads {
+  return {
+    read: async (key, goesAtMs) => {
+      await waitUntil(ports.clock, goesAtMs);
+      return ports.taskStore.get(key);
+    },
+  };
+}
+
+/** A delivery message as the callback's batch read plans for it. */
+export interface PlannedDelivery {
+  readonly id: string;
+  readonly notBeforeMs?: number;
+}
+
+/**
+ * Reads the tasks of a callback's batch in as few requests as the read-ahead allows: in time
+ * order, each group takes every task that goes within FIRST_ATTEMPT_READ_AHEAD_MS of its first,
+ * and is read in one `getMany` once the last of them is that close to going. A batch gathered
+ * over a second (the delivery queue's batching window) is one or two reads, and no task's call
+ * waits for a read that another task held back. Messages that will not read (a malformed id, one
+ * that surfaced too early and goes back) are left out; a key not planned is read alone.
+ */
+export function readTogether(ports: DeliveryPorts, deliveries: readonly PlannedDelivery[]): TaskReads {
+  const nowMs = ports.clock.now();
+  const planned = deliveries.flatMap(({ id, notBeforeMs = 0 }) => {
+    const location = parseTaskId(id, ports.shardCount);
+    if (!location) return [];
+    const goesAtMs = Math.max(location.fireAtMs, notBeforeMs);
+    if (goesAtMs - nowMs > ports.maxEarlyWaitMs) return [];
+    return [{ key: taskKey(id, location, ports.bucketCount), goesAtMs }];
+  });
+  planned.sort((a, b) => a.goesAtMs - b.goesAtMs);
+  const readerOf = new Map<string, () => Promise<Map<string, Task | undefined>>>();
+  for (let start = 0; start < planned.length;) {
+    const firstGoesAtMs = planned[start]?.goesAtMs ?? nowMs;
+    let end = start + 1;
+    while (end < planned.length && (planned[end]?.goesAtMs ?? nowMs) - firstGoesAtMs <= FIRST_ATTEMPT_READ_AHEAD_MS)
+      end++;
+    const group = planned.slice(start, end);
+    const readAtMs = (group.at(-1)?.goesAtMs ?? nowMs) - FIRST_ATTEMPT_READ_AHEAD_MS;
+    let read: Promise<Map<string, Task | undefined>> | undefined;
+    const readGroup = async () => {
+      await waitUntil(ports.clock, readAtMs);
+      // BatchGetItem refuses a key twice, and two copies of one message can share a batch.
+      const keys = [...new Map(group.map(({ key }) => [key.sk, key])).values()];
+      const tasks = await ports.taskStore.getMany(keys);
+      return new Map(keys.map((key, index) => [key.sk, tasks[index]]));
+    };
+    for (const { key } of group) readerOf.set(key.sk, () => (read ??= readGroup()));
+    start = end;
+  }
+  const alone = readAlone(ports);
+  return {
+    read: async (key, goesAtMs) => {
+      const reader = readerOf.get(key.sk);
+      return reader ? (await reader()).get(key.sk) : alone.read(key, goesAtMs);
+    },
+  };
 }
 
 const OCCURRENCE_SKIPS = {

@@ -29,7 +29,7 @@ export async function readClock(clockStore: ClockStore, clock: Clock): Promise<C
  * could read its task (storedBeforeFirstAttempt, UNLEASED_CANCEL_MARGIN_MS). Lambda hosts keep time
  * with the Amazon Time Sync Service, whose error bound is about a millisecond, and local mode runs
  * on one clock: half a second is hundreds of times the error, yet short enough that a task can be
- * cancelled until a second before it fires.
+ * cancelled until two seconds before it fires (with the callback's read-ahead, FIRST_ATTEMPT_READ_AHEAD_MS).
  */
 export const CLOCK_SKEW_MS = 500;
 

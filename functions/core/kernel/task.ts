@@ -134,17 +134,26 @@ export interface DueTask {
 }
 
 /**
- * The unleased-first-attempt rule, which the callback, cancel and reschedule all follow. A task's
- * first attempt takes no lease (`nextAttemptUnleased`): it reads the task at its fire time
- * (`fireAtMs`) and calls the target with no write before the call, which saves a write per
- * delivered task. So a cancel or a reschedule intent of such a task must be stored before that
- * read: the api refuses one (409 too-late) from this long before the fire time, and confirms one
- * only while `storedBeforeFirstAttempt` holds, else undoes it. The margin is CLOCK_SKEW_MS (the
- * most the api's clock can be behind the callback's) plus time for the write to be stored and
- * seen. Why this keeps every answered cancel final in every interleaving: docs/architecture.md,
- * "The first attempt takes no lease".
+ * How long before a task goes its callback may read it. A callback reads the tasks of its batch
+ * together, in one BatchGetItem, once the latest of them is within this of going, rather than
+ * each at its own millisecond (a batch holds tasks spread over a second or two). The read is then
+ * that much older when an unleased first attempt calls the target, so the cancel margin below
+ * keeps this much further from the fire time.
  */
-export const UNLEASED_CANCEL_MARGIN_MS = CLOCK_SKEW_MS + 500;
+export const FIRST_ATTEMPT_READ_AHEAD_MS = 1000;
+
+/**
+ * The unleased-first-attempt rule, which the callback, cancel and reschedule all follow. A task's
+ * first attempt takes no lease (`nextAttemptUnleased`): its callback reads the task up to
+ * FIRST_ATTEMPT_READ_AHEAD_MS before its fire time (`fireAtMs`) and calls the target with no write
+ * before the call, which saves a write per delivered task. So a cancel or a reschedule intent of
+ * such a task must be stored before that read: the api refuses one (409 too-late) from this long
+ * before the fire time, and confirms one only while `storedBeforeFirstAttempt` holds, else undoes
+ * it. The margin is CLOCK_SKEW_MS (the most the api's clock can be behind the callback's), plus
+ * time for the write to be stored and seen, plus the read-ahead. Why this keeps every answered
+ * cancel final in every interleaving: docs/architecture.md, "The first attempt takes no lease".
+ */
+export const UNLEASED_CANCEL_MARGIN_MS = CLOCK_SKEW_MS + 500 + FIRST_ATTEMPT_READ_AHEAD_MS;
 
 /**
  * Whether the callback makes the task's next attempt without a lease: the task awaits its unleased
@@ -245,6 +254,12 @@ export interface TaskStore {
    */
   createMany(entries: ReadonlyArray<{ task: Task; key: TaskKey }>): Promise<void>;
   get(key: TaskKey): Promise<Task | undefined>;
+  /**
+   * The tasks at `keys`, in the keys' order (undefined where there is none), read as consistently
+   * as `get` but together: a callback reads its batch's tasks in one request, not one per task.
+   * Throws StoreBusyError when some keys stay unprocessed.
+   */
+  getMany(keys: readonly TaskKey[]): Promise<Array<Task | undefined>>;
   /**
    * PENDING → CANCELLED (with `unconfirmedCancel` set to the request's `cancelId`, if it has
    * one), else says why not (a DELIVERING task is in an attempt, or its outcome is not known

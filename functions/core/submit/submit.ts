@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { CLOCK_SKEW_MS, DAY_SECONDS } from '../kernel/clock.js';
 import { parseTaskId, type TaskKey, taskKey } from '../kernel/ids.js';
 import type { CancelOutcome, Clock, DueTask, IdempotencyStore, Task, TaskStore } from '../kernel/task.js';
-import { expiryAfter, UNLEASED_CANCEL_MARGIN_MS } from '../kernel/task.js';
+import { expiryAfter, FIRST_ATTEMPT_READ_AHEAD_MS, UNLEASED_CANCEL_MARGIN_MS } from '../kernel/task.js';
 import {
   createOrAdopt,
   deliveryMessageFor,
@@ -236,8 +236,9 @@ async function settleCancel(
 
 /**
  * Whether a write the api has just seen stored came before any unleased first attempt of a task
- * firing at `fireAtMs` could read it: that attempt reads at the fire time by its own clock.
+ * firing at `fireAtMs` could read it: that attempt reads FIRST_ATTEMPT_READ_AHEAD_MS before the
+ * fire time at the earliest, by its own clock.
  */
 export function storedBeforeFirstAttempt(clock: Clock, fireAtMs: number): boolean {
-  return clock.now() + CLOCK_SKEW_MS < fireAtMs;
+  return clock.now() + CLOCK_SKEW_MS + FIRST_ATTEMPT_READ_AHEAD_MS < fireAtMs;
 }

@@ -8,7 +8,7 @@ import {
   SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
@@ -62,6 +62,9 @@ afterAll(async () => {
   await once(receiver, 'close');
 });
 
+/** The task items the mocked table holds, by sort key: what its consistent BatchGetItem returns. */
+const taskItems = new Map<string, Record<string, unknown>>();
+
 /**
  * A due webhook task, never attempted and submitted a minute before it was due, as the mocked
  * table's consistent read returns it: its first attempt takes no lease. Returns its delivery message.
@@ -70,18 +73,16 @@ function dueTask(path: string, messageId: string) {
   const dueAtMs = Date.now() - 1500;
   const id = newTaskId({ fireAtMs: dueAtMs, shard: 1 });
   const key = taskKey(id, { fireAtMs: dueAtMs, shard: 1 }, BUCKET_COUNT);
-  ddbMock.on(GetCommand, { Key: key, ConsistentRead: true }).resolves({
-    Item: {
-      ...key,
-      id,
-      tenantId: TENANT.id,
-      status: 'PENDING',
-      dueAtMs,
-      createdAtMs: dueAtMs - 60_000,
-      target: { type: 'http', url: `${receiverUrl}${path}` },
-      payload: '{"orderId":"o-1"}',
-      attempts: 0,
-    },
+  taskItems.set(key.sk, {
+    ...key,
+    id,
+    tenantId: TENANT.id,
+    status: 'PENDING',
+    dueAtMs,
+    createdAtMs: dueAtMs - 60_000,
+    target: { type: 'http', url: `${receiverUrl}${path}` },
+    payload: '{"orderId":"o-1"}',
+    attempts: 0,
   });
   return { id, key, record: sqsRecord(JSON.stringify({ id }), messageId) };
 }
@@ -96,6 +97,17 @@ const outcomeUpdates = () =>
 describe('Function: callback handler', () => {
   beforeEach(() => {
     ddbMock.reset();
+    taskItems.clear();
+    ddbMock
+      .on(BatchGetCommand)
+      .callsFake((input: { RequestItems: Record<string, { Keys: Array<{ sk: string }> }> }) => ({
+        Responses: Object.fromEntries(
+          Object.entries(input.RequestItems).map(([table, { Keys }]) => [
+            table,
+            Keys.flatMap((key) => taskItems.get(key.sk) ?? []),
+          ]),
+        ),
+      }));
     ddbMock
       .on(GetCommand, { Key: { pk: 'TENANTS', sk: TENANT.id } })
       .resolves({ Item: { pk: 'TENANTS', sk: TENANT.id, ...TENANT } });
@@ -171,7 +183,7 @@ describe('Function: callback handler', () => {
     expect(sqsMock.calls()).toHaveLength(0);
   });
 
-  it('settles every record of a batch that mixes outcomes, the failing one with a new message', async () => {
+  it('settles every record of a batch that mixes outcomes, the failing one with a new message, reading their tasks in one request', async () => {
     // Prepare
     const delivered = dueTask('/ok', 'm-1');
     const failing = dueTask('/fail', 'm-2');
@@ -186,5 +198,10 @@ describe('Function: callback handler', () => {
     expect(result).toEqual({ batchItemFailures: [] });
     expect(received.map((request) => request.path).sort()).toEqual(['/fail', '/ok']);
     expect(sqsMock.commandCalls(SendMessageBatchCommand)).toHaveLength(1);
+    const reads = ddbMock
+      .commandCalls(BatchGetCommand)
+      .map((call) => Object.values(call.args[0].input.RequestItems ?? {}));
+    expect(reads).toEqual([[{ Keys: [delivered.key, failing.key], ConsistentRead: true }]]);
+    expect(ddbMock.commandCalls(GetCommand).filter((call) => call.args[0].input.Key?.pk !== 'TENANTS')).toEqual([]);
   });
 });

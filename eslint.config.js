@@ -43,8 +43,8 @@ const contractIsTheBottom = [
 
 const clientIsServerFree = [
   refuse(
-    String.raw`^(?!node:|\.\./functions/contract/)`,
-    "lib/client.ts ships to the service's callers with no runtime dependency: it may import only functions/contract/** and node built-ins, never server code, zod (not even its types, which would leak into the client's .d.ts), CDK or adapters.",
+    String.raw`^(?!node:|\./|(\.\./){2}functions/contract/)`,
+    "lib/client/ ships to the service's callers with no runtime dependency: it may import only functions/contract/** and node built-ins, never server code, zod (not even its types, which would leak into the client's .d.ts), CDK or adapters.",
   ),
 ];
 
@@ -132,7 +132,7 @@ export default defineConfig(
     rules: { 'no-restricted-imports': ['error', { patterns: contractIsTheBottom }] },
   },
   {
-    files: ['lib/client.ts'],
+    files: ['lib/client/**/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: clientIsServerFree }] },
   },
 );

@@ -24,8 +24,8 @@ import * as esbuild from 'esbuild';
 
 import { isTaskPartition, TASK_PARTITION_PREFIX } from '../functions/adapters/dynamo/table-schema.js';
 import { DEFAULT_SETTINGS, FUNCTIONS } from '../functions/contract/topology.js';
-import { idleMonth } from '../lib/cost-model.js';
-import { timerStackInventory } from '../lib/stack-inventory.js';
+import { idleMonth } from '../lib/construct/plan/cost-model.js';
+import { timerStackInventory } from '../lib/construct/plan/stack-inventory.js';
 import type { BenchJob, WorkerMessage, WorkerRequest } from './bullmq-worker.js';
 import { type BenchRedis, ensureRedisInstalled, startRedis } from './redis.js';
 import {

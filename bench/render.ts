@@ -4,8 +4,14 @@
  * cost model change, and `npm run plan` prices a deployment from the same numbers.
  */
 import { DEFAULT_SETTINGS, type FunctionName } from '../functions/contract/topology.js';
-import { costPerTask, type IdleMonth, perMillion, type PerTaskUsage, PRICES } from '../lib/cost-model.js';
-import { type Quotas, quotasFor } from '../lib/quotas.js';
+import {
+  costPerTask,
+  type IdleMonth,
+  perMillion,
+  type PerTaskUsage,
+  PRICES,
+} from '../lib/construct/plan/cost-model.js';
+import { type Quotas, quotasFor } from '../lib/construct/plan/quotas.js';
 import { renderChart } from './chart.js';
 import { costRows, fmt, invocationSeconds, markdownTable, type MeasuredRun, perTaskUsage } from './report.js';
 import type { Bin, KeyPeak, LatenessSummary } from './stats.js';

@@ -6,7 +6,7 @@ import {
   type IdleUsage,
   type PerTaskUsage,
   total,
-} from '../lib/cost-model.js';
+} from '../lib/construct/plan/cost-model.js';
 
 /** One line of progress, redrawn in place: a bar, a percentage and what the numbers are. */
 export function progressLine(label: string, done: number, totalCount: number, detail: string, width = 24): string {

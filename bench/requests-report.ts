@@ -1,6 +1,6 @@
 /** What `npm run bench:requests -- --publish` saves and `npm run plan` prices. */
 import type { TimerSettings } from '../functions/contract/topology.js';
-import type { PerTaskUsage } from '../lib/cost-model.js';
+import type { PerTaskUsage } from '../lib/construct/plan/cost-model.js';
 import { type MeasuredRun, perTaskUsage } from './report.js';
 
 export const REQUESTS_REPORT = 'docs/requests.json';

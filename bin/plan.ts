@@ -24,10 +24,10 @@ import {
   PRICES,
   total,
   TRACED_SHARE_UNDER_LOAD,
-} from '../lib/cost-model.js';
+} from '../lib/construct/plan/cost-model.js';
+import { timerStackInventory } from '../lib/construct/plan/stack-inventory.js';
+import { DEFAULT_API_THROTTLE } from '../lib/construct/timer/api.js';
 import { AWS_LIMITS } from '../lib/local/limits/aws-limits.js';
-import { timerStackInventory } from '../lib/stack-inventory.js';
-import { DEFAULT_API_THROTTLE } from '../lib/timer/api.js';
 
 const { values } = parseArgs({
   options: {

@@ -52,7 +52,7 @@ import { type Tick, tickFor } from '../../functions/core/tick.js';
 import { createScannerHandler } from '../../functions/scanner/app.js';
 import { createSweeperHandler } from '../../functions/sweeper/app.js';
 import { createTickerHandler } from '../../functions/ticker/app.js';
-import type { Quotas } from '../quotas.js';
+import type { Quotas } from '../construct/plan/quotas.js';
 import { consoleRoutes } from './console/routes.js';
 import type { RedriveResult } from './console/wire.js';
 import { type DevTenant, ensureDevTenant } from './dev-tenant.js';

@@ -12,7 +12,7 @@ import {
   type FunctionSpec,
 } from '../../../functions/contract/topology.js';
 import { type Clock, systemClock } from '../../../functions/core/task.js';
-import type { Quotas } from '../../quotas.js';
+import type { Quotas } from '../../construct/plan/quotas.js';
 import { startLocalProcess } from '../local-process.js';
 import { ApiStageThrottle, type ApiThrottleReport } from './api-throttle.js';
 import { scaledRate } from './aws-limits.js';

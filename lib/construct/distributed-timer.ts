@@ -20,9 +20,9 @@ import {
   FUNCTIONS,
   QUEUES,
   type TimerSettings,
-} from '../functions/contract/topology.js';
-import { ALLOW_LISTS, type AllowListSpec } from '../functions/core/allowed-targets.js';
-import { MAX_SHARDS } from '../functions/core/ids.js';
+} from '../../functions/contract/topology.js';
+import { ALLOW_LISTS, type AllowListSpec } from '../../functions/core/allowed-targets.js';
+import { MAX_SHARDS } from '../../functions/core/ids.js';
 import { DEFAULT_API_THROTTLE, TimerApi } from './timer/api.js';
 import { type TimerAlarmKey, TimerMonitoring } from './timer/monitoring.js';
 import { TimerPipeline } from './timer/pipeline.js';

@@ -5,8 +5,8 @@
  * deployment the plan describes, not one on AWS's default quotas, which a billion single
  * submits a day outgrow.
  */
-import { ACCOUNT_CONCURRENCY, FUNCTIONS, QUEUES } from '../functions/contract/topology.js';
-import { AWS_LIMITS } from './local/limits/aws-limits.js';
+import { ACCOUNT_CONCURRENCY, FUNCTIONS, QUEUES } from '../../../functions/contract/topology.js';
+import { AWS_LIMITS } from '../../local/limits/aws-limits.js';
 
 /** Submits come in a daily wave: the busiest second of submits is taken as this many times the average. */
 export const SUBMIT_PEAK_TO_AVERAGE = 2;

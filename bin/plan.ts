@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util';
 import { type BenchReport, defaultCostOptions, measuredQuotas, secondsPerInvocation } from '../bench/render.js';
 import { fmt, idleUsage, markdownTable } from '../bench/report.js';
 import { REQUESTS_REPORT, type RequestsReport, usageOfPhase } from '../bench/requests-report.js';
+import { AWS_LIMITS } from '../functions/contract/aws-limits.js';
 import { ACCOUNT_CONCURRENCY, FUNCTIONS, QUEUES } from '../functions/contract/topology.js';
 import {
   type CapacityMode,
@@ -27,7 +28,6 @@ import {
 } from '../lib/construct/plan/cost-model.js';
 import { timerStackInventory } from '../lib/construct/plan/stack-inventory.js';
 import { DEFAULT_API_THROTTLE } from '../lib/construct/timer/api.js';
-import { AWS_LIMITS } from '../lib/local/limits/aws-limits.js';
 
 const { values } = parseArgs({
   options: {

@@ -4,6 +4,7 @@
  * queues, pollers and timers, and the handlers' config loader into typed settings.
  * Nothing here imports aws-cdk-lib or an AWS SDK, so the Lambda bundles stay small.
  */
+import { AWS_LIMITS } from './aws-limits.js';
 
 /** Environment variable names shared by the stack (which sets them) and the handlers (which read them). */
 export const ENV = {
@@ -126,7 +127,7 @@ export interface FunctionSpec {
  * The account's concurrent executions (Lambda's default quota), which the reservations and the
  * event source mappings' caps are planned against. AWS keeps at least 100 of it unreserved.
  */
-export const ACCOUNT_CONCURRENCY = 1000;
+export const ACCOUNT_CONCURRENCY = AWS_LIMITS.lambda.accountConcurrency;
 
 const coreEnv = [ENV.tableName, ENV.bucketCount, ENV.shardCount] as const;
 const allowListEnv = [ENV.allowedQueueArns, ENV.allowedEventBusArns] as const;

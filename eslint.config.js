@@ -41,6 +41,21 @@ const contractIsTheBottom = [
   ),
 ];
 
+const shippedCodeSkipsTheBench = [
+  refuse(
+    String.raw`^(\.\./)+bench(/|$)`,
+    'bench/ is a development tool, outside the package: bin/ and lib/ never import it. What both need (the measured-usage reader, the table format) lives in lib/construct/plan/, and the bench imports it from there.',
+  ),
+];
+
+const planAndConstructSkipLocalMode = [
+  ...shippedCodeSkipsTheBench,
+  refuse(
+    String.raw`^(\.\./)+(lib/)?local(/|$)`,
+    'The construct and the planner its users run (lib/construct/, bin/plan.ts) need no emulator: local mode imports them, never the reverse. AWS limits are in functions/contract/aws-limits.ts.',
+  ),
+];
+
 const clientIsServerFree = [
   refuse(
     String.raw`^(?!node:|\./|(\.\./){2}functions/contract/)`,
@@ -130,6 +145,14 @@ export default defineConfig(
   {
     files: ['functions/contract/**/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: contractIsTheBottom }] },
+  },
+  {
+    files: ['bin/**/*.ts', 'lib/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: shippedCodeSkipsTheBench }] },
+  },
+  {
+    files: ['bin/plan.ts', 'lib/index.ts', 'lib/construct/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: planAndConstructSkipLocalMode }] },
   },
   {
     files: ['lib/client/**/*.ts'],

@@ -22,15 +22,7 @@ import {
 import { createApiHandler } from '../../functions/api/app.js';
 import { createCallbackHandler } from '../../functions/callback/app.js';
 import { type AwsClients, awsClients } from '../../functions/commons/clients.js';
-import {
-  type Environment,
-  type FunctionConfig,
-  loadApiConfig,
-  loadCallbackConfig,
-  loadScannerConfig,
-  loadSweeperConfig,
-  loadTickerConfig,
-} from '../../functions/commons/config.js';
+import { type ConfigOf, type Environment, loadConfig } from '../../functions/commons/config.js';
 import { assembleHandler, type HandlerDeps } from '../../functions/commons/lambda-chain.js';
 import { occupancyIndex } from '../../functions/commons/stores.js';
 import {
@@ -357,21 +349,20 @@ function environmentFactories(
   envFor: (fn: FunctionName) => Environment,
   clientsFor: (fn: FunctionName) => AwsClients,
 ): Record<FunctionName, EnvironmentFactory> {
-  const factory = <TConfig extends FunctionConfig>(
-    fn: FunctionName,
-    load: (env: Environment) => TConfig,
-    create: (config: TConfig, deps: HandlerDeps) => unknown,
+  const factory = <F extends FunctionName>(
+    fn: F,
+    create: (config: ConfigOf<F>, deps: HandlerDeps) => unknown,
   ): EnvironmentFactory => {
-    const config = load(envFor(fn));
+    const config = loadConfig(fn, envFor(fn));
     const clients = clientsFor(fn);
     return async () => (await assembleHandler(create, config, clients)) as AnyHandler;
   };
   return {
-    api: factory('api', loadApiConfig, createApiHandler),
-    ticker: factory('ticker', loadTickerConfig, createTickerHandler),
-    scanner: factory('scanner', loadScannerConfig, createScannerHandler),
-    callback: factory('callback', loadCallbackConfig, createCallbackHandler),
-    sweeper: factory('sweeper', loadSweeperConfig, createSweeperHandler),
+    api: factory('api', createApiHandler),
+    ticker: factory('ticker', createTickerHandler),
+    scanner: factory('scanner', createScannerHandler),
+    callback: factory('callback', createCallbackHandler),
+    sweeper: factory('sweeper', createSweeperHandler),
   };
 }
 

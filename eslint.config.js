@@ -70,10 +70,25 @@ const contractIsTheBottom = [
   ),
 ];
 
+const shippedCodeSkipsTheBench = [
+  refuse(
+    String.raw`^(\.\./)+bench(/|$)`,
+    'bench/ is a development tool, outside the package: bin/ and lib/ never import it. What both need (the measured-usage reader, the table format) lives in lib/construct/plan/, and the bench imports it from there.',
+  ),
+];
+
+const planAndConstructSkipLocalMode = [
+  ...shippedCodeSkipsTheBench,
+  refuse(
+    String.raw`^(\.\./)+(lib/)?local(/|$)`,
+    'The construct and the planner its users run (lib/construct/, bin/plan.ts) need no emulator: local mode imports them, never the reverse. AWS limits are in functions/contract/aws-limits.ts.',
+  ),
+];
+
 const clientIsServerFree = [
   refuse(
-    String.raw`^(?!node:|\.\./functions/contract/)`,
-    "lib/client.ts ships to the service's callers with no runtime dependency: it may import only functions/contract/** and node built-ins, never server code, zod (not even its types, which would leak into the client's .d.ts), CDK or adapters.",
+    String.raw`^(?!node:|\./|(\.\./){2}functions/contract/)`,
+    "lib/client/ ships to the service's callers with no runtime dependency: it may import only functions/contract/** and node built-ins, never server code, zod (not even its types, which would leak into the client's .d.ts), CDK or adapters.",
   ),
 ];
 
@@ -176,7 +191,15 @@ export default defineConfig(
     rules: { 'no-restricted-imports': ['error', { patterns: contractIsTheBottom }] },
   },
   {
-    files: ['lib/client.ts'],
+    files: ['bin/**/*.ts', 'lib/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: shippedCodeSkipsTheBench }] },
+  },
+  {
+    files: ['bin/plan.ts', 'lib/index.ts', 'lib/construct/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: planAndConstructSkipLocalMode }] },
+  },
+  {
+    files: ['lib/client/**/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: clientIsServerFree }] },
   },
 );

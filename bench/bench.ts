@@ -24,8 +24,10 @@ import * as esbuild from 'esbuild';
 
 import { isTaskPartition, TASK_PARTITION_PREFIX } from '../functions/adapters/dynamo/table-schema.js';
 import { DEFAULT_SETTINGS, FUNCTIONS } from '../functions/contract/topology.js';
-import { idleMonth } from '../lib/cost-model.js';
-import { timerStackInventory } from '../lib/stack-inventory.js';
+import { idleMonth } from '../lib/construct/plan/cost-model.js';
+import { idleUsage, type MeasuredRun } from '../lib/construct/plan/measured-usage.js';
+import { timerStackInventory } from '../lib/construct/plan/stack-inventory.js';
+import { fmt } from '../lib/construct/plan/table-format.js';
 import type { BenchJob, WorkerMessage, WorkerRequest } from './bullmq-worker.js';
 import { monotonicUsAt, profilingEnv, readProfiles, renderProfile, summarizeProfiles } from './profile.js';
 import { type BenchRedis, ensureRedisInstalled, startRedis } from './redis.js';
@@ -38,7 +40,7 @@ import {
   renderReportChart,
   type ScenarioResult,
 } from './render.js';
-import { fmt, idleUsage, type MeasuredRun, progress } from './report.js';
+import { progress } from './report.js';
 import { histogram, type KeyActivity, peakPerKey, perSecond, summarize } from './stats.js';
 import { ask, childOptions, forkTimer } from './timer-child.js';
 import type { TimerStorage } from './timer-process.js';

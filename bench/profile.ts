@@ -8,7 +8,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { markdownTable } from './report.js';
+import { markdownTable } from '../lib/construct/plan/table-format.js';
 
 /** The slice of V8's `.cpuprofile` format the summary reads. */
 export interface CpuProfile {

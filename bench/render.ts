@@ -3,15 +3,22 @@
  * a run can be rendered again (`npm run bench -- --from <report.json>`) after the prices or the
  * cost model change, and `npm run plan` prices a deployment from the same numbers.
  */
-import { DEFAULT_SETTINGS, type FunctionName } from '../functions/contract/topology.js';
-import { costPerTask, type IdleMonth, perMillion, type PerTaskUsage, PRICES } from '../lib/cost-model.js';
-import { type Quotas, quotasFor } from '../lib/quotas.js';
+import { costPerTask, type IdleMonth, perMillion, PRICES } from '../lib/construct/plan/cost-model.js';
+import {
+  defaultCostOptions,
+  type MeasuredBenchReport,
+  type MeasuredScenario,
+  referenceRun,
+  usageOf,
+} from '../lib/construct/plan/measured-quotas.js';
+import type { MeasuredRun } from '../lib/construct/plan/measured-usage.js';
+import { fmt, markdownTable } from '../lib/construct/plan/table-format.js';
 import { renderChart } from './chart.js';
-import { costRows, fmt, invocationSeconds, markdownTable, type MeasuredRun, perTaskUsage } from './report.js';
+import { costRows } from './report.js';
 import type { Bin, KeyPeak, LatenessSummary } from './stats.js';
 import type { TimerStorage } from './timer-process.js';
 
-export interface ScenarioResult {
+export interface ScenarioResult extends MeasuredScenario {
   readonly system: 'timer' | 'bullmq';
   readonly scenario: string;
   readonly tasks: number;
@@ -48,7 +55,7 @@ export interface LongHorizon {
   readonly early: number;
 }
 
-export interface BenchReport {
+export interface BenchReport extends MeasuredBenchReport<ScenarioResult> {
   readonly startedAt: string;
   readonly machine: { readonly cpus: number; readonly node: string };
   readonly settings: {
@@ -66,64 +73,6 @@ export interface BenchReport {
   readonly bundleBytes: Record<string, number>;
   /** Priced when the run was made: an idle deployment's month. */
   readonly cost: { readonly idleMonth: IdleMonth };
-}
-
-/** The timer's steady run nearest 1,000 tasks/s that delivered everything: what the cost model prices. */
-export function referenceRun(report: BenchReport): ScenarioResult | undefined {
-  const complete = report.results.filter(
-    (result) =>
-      result.system === 'timer' && result.scenario.startsWith('steady') && result.lost === 0 && result.backlog === 0,
-  );
-  const rate = (result: ScenarioResult) => result.tasks / report.settings.steadySeconds;
-  return [...complete].sort((a, b) => Math.abs(rate(a) - 1000) - Math.abs(rate(b) - 1000))[0];
-}
-
-export interface CostOptions {
-  readonly webhookMs: number;
-  readonly tasksPerApiRequest: number;
-  /** Average days from submit to due, and days a finished task is kept. */
-  readonly averageDelayDays: number;
-  readonly retentionDays: number;
-}
-
-export const defaultCostOptions = (report: BenchReport): CostOptions => ({
-  webhookMs: report.settings.webhookMs,
-  tasksPerApiRequest: report.settings.batch,
-  averageDelayDays: 1,
-  retentionDays: DEFAULT_SETTINGS.retentionDays,
-});
-
-/** What one task costs, from the reference run less what idling costs over its length. */
-export function usageOf(report: BenchReport, reference: ScenarioResult, options: CostOptions): PerTaskUsage {
-  const { run } = reference;
-  const idlePerSecond = (name: string) => (report.idle.requestsPerHour[name] ?? 0) / 3600;
-  const busy: MeasuredRun = {
-    ...run,
-    requests: Object.fromEntries(
-      Object.entries(run.requests).map(([name, count]) => [
-        name,
-        Math.max(0, count - idlePerSecond(name) * run.seconds),
-      ]),
-    ),
-  };
-  const tasks = report.longHorizon.storage.byKind.B;
-  return perTaskUsage(busy, {
-    webhookMs: options.webhookMs,
-    tasksPerApiRequest: options.tasksPerApiRequest,
-    storedBytes: tasks ? tasks.bytes / tasks.items : 0,
-    storedDays: options.averageDelayDays + options.retentionDays,
-  });
-}
-
-/**
- * Billed seconds per invocation of a function in a measured run, for concurrency planning and
- * pricing: its work, plus, for the callback, the time it waited for its records' due times.
- */
-export function secondsPerInvocation(run: MeasuredRun, fn: FunctionName, webhookMs: number): number {
-  const invocations = run.invocations[fn] ?? 0;
-  if (invocations === 0) return 0;
-  const waitedSeconds = fn === 'callback' ? (run.callbackWaitMs ?? 0) / invocations / 1000 : 0;
-  return invocationSeconds(fn, (run.cpuMs[fn] ?? 0) / invocations, webhookMs) + waitedSeconds;
 }
 
 const sum = (values: Record<string, number>) => Object.values(values).reduce((total, value) => total + value, 0);
@@ -173,27 +122,6 @@ export function headline(report: BenchReport): string {
     `200/s p99 ${ratioOf(at200.ours?.lateness.p99, at200.peer?.lateness.p99)}`,
     `burst done ${ratioOf(burst.ours?.deliveredWithinSeconds, burst.peer?.deliveredWithinSeconds)}`,
   ].join('; ');
-}
-
-/**
- * What a deployment of `perDay` timers with `peakPerSecond` due in its busiest second needs of
- * the stack's limits and of AWS's quotas, from the per-task usage the bench measured.
- */
-export function measuredQuotas(
-  report: BenchReport,
-  options: { perDay: number; peakPerSecond: number; tasksPerApiRequest: number },
-): Quotas {
-  const reference = referenceRun(report);
-  if (!reference) throw new Error('the bench report has no steady run that delivered everything; run npm run bench');
-  const costOptions = { ...defaultCostOptions(report), tasksPerApiRequest: options.tasksPerApiRequest };
-  const usage = usageOf(report, reference, costOptions);
-  return quotasFor({
-    ...options,
-    apiSecondsPerRequest: secondsPerInvocation(reference.run, 'api', costOptions.webhookMs),
-    writeUnitsPerTask: usage.dynamoWriteUnits,
-    // The updates a task's own item takes in the second it is delivered, as the full bench's run measured them.
-    deliveryWriteUnitsPerTask: Math.round((reference.run.requests['DynamoDB.UpdateItem'] ?? 0) / reference.tasks),
-  });
 }
 
 export function renderMarkdown(report: BenchReport): string {

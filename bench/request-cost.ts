@@ -19,7 +19,7 @@ import { type AttributeValue, DynamoDBClient, GetItemCommand, UpdateItemCommand 
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
 import { awsClients } from '../functions/commons/clients.js';
-import { markdownTable } from './report.js';
+import { markdownTable } from '../lib/construct/plan/table-format.js';
 import { quantile } from './stats.js';
 import { exitWithUsageIfAsked } from './usage.js';
 

@@ -21,8 +21,12 @@ import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 
 import { DEFAULT_SETTINGS, type FunctionName, type TimerSettings } from '../functions/contract/topology.js';
-import type { MeasuredRun } from './report.js';
-import { REQUESTS_REPORT, type RequestsReport, type SubmitPhase } from './requests-report.js';
+import {
+  type MeasuredRun,
+  REQUESTS_REPORT,
+  type RequestsReport,
+  type SubmitPhase,
+} from '../lib/construct/plan/measured-usage.js';
 import { forkTimer } from './timer-child.js';
 import type { TimerSnapshot } from './timer-process.js';
 import { exitWithUsageIfAsked } from './usage.js';

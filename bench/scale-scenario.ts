@@ -11,10 +11,10 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { verifyWebhook } from '../functions/contract/webhook-signature.js';
 import type { WebhookNotification } from '../functions/contract/wire.js';
 import { issueApiKey, newTenant } from '../functions/core/tenants/tenants.js';
+import type { Quotas } from '../lib/construct/plan/quotas.js';
 import type { FunctionStats } from '../lib/local/lambda-service.js';
 import type { ScaleModelReport } from '../lib/local/limits/scale-model.js';
 import { startLocalTimer } from '../lib/local/runtime.js';
-import type { Quotas } from '../lib/quotas.js';
 import { summarize } from './stats.js';
 
 /** How a tenant's webhook answers: at once with 204, or never (the delivery times out). */
@@ -85,7 +85,7 @@ export interface ScenarioResult {
 
 interface RunOptions {
   readonly k: number;
-  /** The deployment's limits and raised quotas the model applies (see lib/quotas.ts). */
+  /** The deployment's limits and raised quotas the model applies (see lib/construct/plan/quotas.ts). */
   readonly quotas?: Quotas;
   /** Shows a progress bar that reads `status` (bench/report.ts's `progress`); returns what ends it. */
   readonly showProgress?: (status: () => { done: number; total: number; detail: string }) => () => void;

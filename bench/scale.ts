@@ -16,8 +16,10 @@ import { parseArgs } from 'node:util';
 import { format, resolveConfig } from 'prettier';
 
 import { DEFAULT_SETTINGS } from '../functions/contract/topology.js';
-import { type BenchReport, measuredQuotas } from './render.js';
-import { fmt, markdownTable, progress } from './report.js';
+import { measuredQuotas } from '../lib/construct/plan/measured-quotas.js';
+import { fmt, markdownTable } from '../lib/construct/plan/table-format.js';
+import type { BenchReport } from './render.js';
+import { progress } from './report.js';
 import {
   type PlannedTask,
   rampedAtMs,

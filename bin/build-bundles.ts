@@ -7,7 +7,7 @@ import { cpSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { type FunctionName, FUNCTIONS } from '../functions/contract/topology.js';
-import { buildBundle } from '../lib/bundles.js';
+import { buildBundle } from '../lib/construct/bundles.js';
 
 const dist = 'dist';
 

@@ -10,9 +10,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 
-import { type BenchReport, defaultCostOptions, measuredQuotas, secondsPerInvocation } from '../bench/render.js';
-import { fmt, idleUsage, markdownTable } from '../bench/report.js';
-import { REQUESTS_REPORT, type RequestsReport, usageOfPhase } from '../bench/requests-report.js';
+import { AWS_LIMITS } from '../functions/contract/aws-limits.js';
 import { ACCOUNT_CONCURRENCY, FUNCTIONS, QUEUES } from '../functions/contract/topology.js';
 import {
   type CapacityMode,
@@ -24,10 +22,18 @@ import {
   PRICES,
   total,
   TRACED_SHARE_UNDER_LOAD,
-} from '../lib/cost-model.js';
-import { AWS_LIMITS } from '../lib/local/limits/aws-limits.js';
-import { timerStackInventory } from '../lib/stack-inventory.js';
-import { DEFAULT_API_THROTTLE } from '../lib/timer/api.js';
+} from '../lib/construct/plan/cost-model.js';
+import { defaultCostOptions, type MeasuredBenchReport, measuredQuotas } from '../lib/construct/plan/measured-quotas.js';
+import {
+  idleUsage,
+  REQUESTS_REPORT,
+  type RequestsReport,
+  secondsPerInvocation,
+  usageOfPhase,
+} from '../lib/construct/plan/measured-usage.js';
+import { timerStackInventory } from '../lib/construct/plan/stack-inventory.js';
+import { fmt, markdownTable } from '../lib/construct/plan/table-format.js';
+import { DEFAULT_API_THROTTLE } from '../lib/construct/timer/api.js';
 
 const { values } = parseArgs({
   options: {
@@ -43,7 +49,7 @@ const { values } = parseArgs({
   },
 });
 
-const report = JSON.parse(await readFile(values.report ?? 'docs/benchmarks.json', 'utf8')) as BenchReport;
+const report = JSON.parse(await readFile(values.report ?? 'docs/benchmarks.json', 'utf8')) as MeasuredBenchReport;
 const requests = JSON.parse(await readFile(values.requests ?? REQUESTS_REPORT, 'utf8')) as RequestsReport;
 const defaults = defaultCostOptions(report);
 const webhookMs = Number(values['webhook-ms'] ?? defaults.webhookMs);

@@ -6,7 +6,7 @@
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 
-import { TimerStack } from '../lib/timer-stack.js';
+import { TimerStack } from '../lib/construct/timer-stack.js';
 
 const app = new App();
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));

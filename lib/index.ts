@@ -5,5 +5,5 @@ export {
   DistributedTimer,
   type DistributedTimerProps,
   type TimerAlarmKey,
-} from './distributed-timer.js';
-export { TimerStack, type TimerStackProps } from './timer-stack.js';
+} from './construct/distributed-timer.js';
+export { TimerStack, type TimerStackProps } from './construct/timer-stack.js';

@@ -9,12 +9,13 @@ import {
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
 
+import { AWS_LIMITS } from '../contract/aws-limits.js';
 import type { DeadLetter, DeadLetterQueue } from '../core/deliver/deliver.js';
 import type { DeliveryMessage, DeliveryQueue } from '../core/kernel/task.js';
 import { encodeDeliveryBody } from '../core/kernel/task-kernel.js';
 import type { Tick, TickQueue } from '../core/kernel/tick.js';
 
-const SQS_BATCH_LIMIT = 10;
+const SQS_BATCH_LIMIT = AWS_LIMITS.sqs.batchEntries;
 const FAILED_ENTRY_RETRIES = 3;
 /**
  * Batches in flight at once: 2,000 batches (a 20,000-task second) at 15-25 ms each leave in 1-1.6 s,

@@ -70,7 +70,7 @@ export function createApiHandler(config: ApiConfig, { clients, observability }: 
     targetRules: {
       policy: addressPolicy(config.allowInsecureTargets),
       allowLists: { queueArns: config.allowedQueueArns, eventBusArns: config.allowedEventBusArns },
-      home: { partition: config.partition, region: config.aws.region, account: config.account },
+      home: { partition: config.awsPartition, region: config.aws.region, account: config.awsAccount },
       resolveHost: systemResolve,
     },
     onScheduled: function recordScheduled(result) {

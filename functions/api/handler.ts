@@ -1,6 +1,6 @@
-import { loadApiConfig } from '../commons/config.js';
+import { loadConfig } from '../commons/config.js';
 import { assembleHandler } from '../commons/lambda-chain.js';
 import { createApiHandler } from './app.js';
 
 /** The Lambda entry: config, clients and instrumentation are built once per cold start and reused by every invocation. */
-export const handler = await assembleHandler(createApiHandler, loadApiConfig(process.env));
+export const handler = await assembleHandler(createApiHandler, loadConfig('api', process.env));

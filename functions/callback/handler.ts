@@ -1,6 +1,6 @@
-import { loadCallbackConfig } from '../commons/config.js';
+import { loadConfig } from '../commons/config.js';
 import { assembleHandler } from '../commons/lambda-chain.js';
 import { createCallbackHandler } from './app.js';
 
 /** The Lambda entry: config, clients and instrumentation are built once per cold start and reused by every invocation. */
-export const handler = await assembleHandler(createCallbackHandler, loadCallbackConfig(process.env));
+export const handler = await assembleHandler(createCallbackHandler, loadConfig('callback', process.env));

@@ -7,7 +7,7 @@
  */
 import { LogLevel } from '@aws-lambda-powertools/logger';
 
-import { ENV, type EnvName } from '../contract/topology.js';
+import { ENV, type EnvName, type FunctionEnvName, type FunctionName, FUNCTIONS } from '../contract/topology.js';
 import { MAX_SHARDS } from '../core/kernel/ids.js';
 import { type AllowList, parseAllowList } from '../core/targets/allowed-targets.js';
 
@@ -46,63 +46,18 @@ export interface TableConfig {
 
 export type LogLevelName = keyof typeof LogLevel;
 
-/** What every function is configured with. */
-export interface FunctionConfig {
-  readonly aws: AwsConfig;
-  readonly observability: ObservabilityConfig;
-  readonly table: TableConfig;
-}
-
-/** How a function that records, plans or reads occupied seconds knows them: the api, ticker, scanner, sweeper and callback. */
+/** What a function that records, plans or reads occupied seconds is given: the api, ticker, scanner, sweeper and callback. */
 export interface OccupancyConfig {
   readonly table: TableConfig;
   /** Dense mode: every second is taken as occupied and no index is kept (TimerSettings.tickEverySecond). */
   readonly tickEverySecond: boolean;
 }
 
-export interface ApiConfig extends FunctionConfig, OccupancyConfig {
-  readonly deliveryQueueUrl: string;
-  readonly tickQueueUrl: string;
-  readonly lookaheadSeconds: number;
-  readonly allowInsecureTargets: boolean;
-  readonly retentionDays: number;
-  readonly maxHorizonDays: number;
-  /** The deployment's account and partition, to turn a bare event bus name into an ARN. */
-  readonly account: string;
-  readonly partition: string;
-  readonly allowedQueueArns: AllowList;
-  readonly allowedEventBusArns: AllowList;
-}
-
-export interface TickerConfig extends FunctionConfig, OccupancyConfig {
-  readonly tickQueueUrl: string;
-  readonly lookaheadSeconds: number;
-}
-
-export interface ScannerConfig extends FunctionConfig, OccupancyConfig {
-  readonly deliveryQueueUrl: string;
-  readonly lookaheadSeconds: number;
-}
-
-export interface CallbackConfig extends FunctionConfig, OccupancyConfig {
-  readonly deliveryQueueUrl: string;
-  /** Where a schedule's occurrence ticks the second of the successor it stores, when the ticker has planned it already. */
-  readonly tickQueueUrl: string;
-  readonly lookaheadSeconds: number;
-  readonly deliveryDlqUrl: string;
-  readonly maxAttempts: number;
-  readonly backoffBaseSeconds: number;
-  readonly backoffMaxSeconds: number;
-  readonly webhookTimeoutMs: number;
-  readonly allowInsecureTargets: boolean;
-  readonly retentionDays: number;
-}
-
-export interface SweeperConfig extends FunctionConfig, OccupancyConfig {
-  readonly deliveryQueueUrl: string;
-  readonly sweepMaxSecondsPerRun: number;
-  readonly sweepGraceSeconds: number;
-  readonly overdueGraceSeconds: number;
+/** What every function is configured with. */
+export interface FunctionConfig {
+  readonly aws: AwsConfig;
+  readonly observability: ObservabilityConfig;
+  readonly table: TableConfig;
 }
 
 /** The variables a function reads besides ENV's: Lambda's own and the Powertools ones. */
@@ -160,16 +115,83 @@ function logLevel(env: Environment): LogLevelName | undefined {
   return level as LogLevelName;
 }
 
-function tableConfig(env: Environment): TableConfig {
-  const bucketCount = integer(env, ENV.bucketCount);
-  const shardCount = integer(env, ENV.shardCount);
-  if (bucketCount < 1) throw new Error(`Environment variable ${ENV.bucketCount} must be at least 1`);
-  if (shardCount < 1 || shardCount > MAX_SHARDS) {
+function bucketCount(env: Environment, name: EnvName): number {
+  const value = integer(env, name);
+  if (value < 1) throw new Error(`Environment variable ${name} must be at least 1`);
+  return value;
+}
+
+function shardCount(env: Environment, name: EnvName): number {
+  const value = integer(env, name);
+  if (value < 1 || value > MAX_SHARDS) {
     throw new Error(
-      `Environment variable ${ENV.shardCount} must be between 1 and ${MAX_SHARDS} (task ids hold the shard in two characters)`,
+      `Environment variable ${name} must be between 1 and ${MAX_SHARDS} (task ids hold the shard in two characters)`,
     );
   }
-  return { tableName: required(env, ENV.tableName), bucketCount, shardCount };
+  return value;
+}
+
+/** Unset means any target (local mode), so an allow-list is read as it is, not required. */
+const allowList = (env: Environment, name: EnvName): AllowList => parseAllowList(env[name]);
+
+/**
+ * How each variable ENV names is read, by its ENV key: the one place a setting's type and check
+ * live. A function's config holds each variable FUNCTIONS[fn].env lists under that key.
+ */
+const READERS = {
+  tableName: required,
+  bucketCount,
+  shardCount,
+  tickQueueUrl: required,
+  deliveryQueueUrl: required,
+  deliveryDlqUrl: required,
+  lookaheadSeconds: integer,
+  maxAttempts: integer,
+  backoffBaseSeconds: integer,
+  backoffMaxSeconds: integer,
+  webhookTimeoutMs: integer,
+  allowInsecureTargets: boolean,
+  retentionDays: integer,
+  sweepMaxSecondsPerRun: integer,
+  sweepGraceSeconds: integer,
+  overdueGraceSeconds: integer,
+  maxHorizonDays: integer,
+  tickEverySecond: boolean,
+  awsAccount: required,
+  awsPartition: required,
+  allowedQueueArns: allowList,
+  allowedEventBusArns: allowList,
+} as const satisfies { readonly [K in EnvKey]: (env: Environment, name: EnvName) => unknown };
+
+type EnvKey = keyof typeof ENV;
+/** The ENV key of a variable name: `TIMER_TICK_EVERY_SECOND` is `tickEverySecond`. */
+type KeyOf<Name extends EnvName> = { [K in EnvKey]: (typeof ENV)[K] extends Name ? K : never }[EnvKey];
+const KEY_OF = Object.fromEntries(Object.entries(ENV).map(([key, name]) => [name, key])) as Record<EnvName, EnvKey>;
+
+/** Every function reads the table's variables; they are grouped as `table`, the rest lie flat. */
+type TableKey = keyof TableConfig;
+const TABLE_KEYS: readonly TableKey[] = ['tableName', 'bucketCount', 'shardCount'];
+
+/** What a function reads besides the table and runtime: each variable FUNCTIONS[fn].env lists, typed by its reader. */
+export type SettingsOf<F extends FunctionName> = {
+  readonly [K in Exclude<KeyOf<FunctionEnvName<F>>, TableKey>]: ReturnType<(typeof READERS)[K]>;
+};
+
+/** A function's config: the runtime's, the table's, and the settings its topology entry lists. */
+export type ConfigOf<F extends FunctionName> = FunctionConfig & SettingsOf<F>;
+
+export type ApiConfig = ConfigOf<'api'>;
+export type TickerConfig = ConfigOf<'ticker'>;
+export type ScannerConfig = ConfigOf<'scanner'>;
+export type CallbackConfig = ConfigOf<'callback'>;
+export type SweeperConfig = ConfigOf<'sweeper'>;
+
+function tableConfig(env: Environment): TableConfig {
+  return {
+    tableName: READERS.tableName(env, ENV.tableName),
+    bucketCount: READERS.bucketCount(env, ENV.bucketCount),
+    shardCount: READERS.shardCount(env, ENV.shardCount),
+  };
 }
 
 function functionConfig(env: Environment): FunctionConfig {
@@ -200,66 +222,15 @@ function frozen<T extends object>(config: T): T {
   return Object.freeze(config);
 }
 
-export function loadApiConfig(env: Environment): ApiConfig {
-  return frozen({
-    ...functionConfig(env),
-    deliveryQueueUrl: required(env, ENV.deliveryQueueUrl),
-    tickQueueUrl: required(env, ENV.tickQueueUrl),
-    lookaheadSeconds: integer(env, ENV.lookaheadSeconds),
-    allowInsecureTargets: boolean(env, ENV.allowInsecureTargets),
-    retentionDays: integer(env, ENV.retentionDays),
-    maxHorizonDays: integer(env, ENV.maxHorizonDays),
-    tickEverySecond: boolean(env, ENV.tickEverySecond),
-    account: required(env, ENV.awsAccount),
-    partition: required(env, ENV.awsPartition),
-    // Unset means any target (local mode), so these are read as they are, not required.
-    allowedQueueArns: parseAllowList(env[ENV.allowedQueueArns]),
-    allowedEventBusArns: parseAllowList(env[ENV.allowedEventBusArns]),
-  });
-}
-
-export function loadTickerConfig(env: Environment): TickerConfig {
-  return frozen({
-    ...functionConfig(env),
-    tickQueueUrl: required(env, ENV.tickQueueUrl),
-    lookaheadSeconds: integer(env, ENV.lookaheadSeconds),
-    tickEverySecond: boolean(env, ENV.tickEverySecond),
-  });
-}
-
-export function loadScannerConfig(env: Environment): ScannerConfig {
-  return frozen({
-    ...functionConfig(env),
-    deliveryQueueUrl: required(env, ENV.deliveryQueueUrl),
-    lookaheadSeconds: integer(env, ENV.lookaheadSeconds),
-    tickEverySecond: boolean(env, ENV.tickEverySecond),
-  });
-}
-
-export function loadCallbackConfig(env: Environment): CallbackConfig {
-  return frozen({
-    ...functionConfig(env),
-    deliveryQueueUrl: required(env, ENV.deliveryQueueUrl),
-    deliveryDlqUrl: required(env, ENV.deliveryDlqUrl),
-    tickQueueUrl: required(env, ENV.tickQueueUrl),
-    lookaheadSeconds: integer(env, ENV.lookaheadSeconds),
-    tickEverySecond: boolean(env, ENV.tickEverySecond),
-    maxAttempts: integer(env, ENV.maxAttempts),
-    backoffBaseSeconds: integer(env, ENV.backoffBaseSeconds),
-    backoffMaxSeconds: integer(env, ENV.backoffMaxSeconds),
-    webhookTimeoutMs: integer(env, ENV.webhookTimeoutMs),
-    allowInsecureTargets: boolean(env, ENV.allowInsecureTargets),
-    retentionDays: integer(env, ENV.retentionDays),
-  });
-}
-
-export function loadSweeperConfig(env: Environment): SweeperConfig {
-  return frozen({
-    ...functionConfig(env),
-    deliveryQueueUrl: required(env, ENV.deliveryQueueUrl),
-    sweepMaxSecondsPerRun: integer(env, ENV.sweepMaxSecondsPerRun),
-    sweepGraceSeconds: integer(env, ENV.sweepGraceSeconds),
-    overdueGraceSeconds: integer(env, ENV.overdueGraceSeconds),
-    tickEverySecond: boolean(env, ENV.tickEverySecond),
-  });
+/**
+ * Reads function `fn`'s config: exactly the variables FUNCTIONS[fn].env lists, each by its reader,
+ * plus the runtime's. Throws naming the first variable that is missing or malformed.
+ */
+export function loadConfig<F extends FunctionName>(fn: F, env: Environment): ConfigOf<F> {
+  const settings: Record<string, unknown> = {};
+  for (const name of FUNCTIONS[fn].env) {
+    const key = KEY_OF[name];
+    if (!(TABLE_KEYS as readonly string[]).includes(key)) settings[key] = READERS[key](env, name);
+  }
+  return frozen({ ...functionConfig(env), ...settings }) as ConfigOf<F>;
 }

@@ -4,6 +4,7 @@
  * queues, pollers and timers, and the handlers' config loader into typed settings.
  * Nothing here imports aws-cdk-lib or an AWS SDK, so the Lambda bundles stay small.
  */
+import { AWS_LIMITS } from './aws-limits.js';
 
 /** Environment variable names shared by the stack (which sets them) and the handlers (which read them). */
 export const ENV = {
@@ -126,12 +127,12 @@ export interface FunctionSpec {
  * The account's concurrent executions (Lambda's default quota), which the reservations and the
  * event source mappings' caps are planned against. AWS keeps at least 100 of it unreserved.
  */
-export const ACCOUNT_CONCURRENCY = 1000;
+export const ACCOUNT_CONCURRENCY = AWS_LIMITS.lambda.accountConcurrency;
 
 const coreEnv = [ENV.tableName, ENV.bucketCount, ENV.shardCount] as const;
 const allowListEnv = [ENV.allowedQueueArns, ENV.allowedEventBusArns] as const;
 
-export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
+const FUNCTION_SPECS = {
   api: {
     entry: 'functions/api/handler.ts',
     timeoutSeconds: 10,
@@ -204,7 +205,18 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
       ENV.tickEverySecond,
     ],
   },
-};
+} as const satisfies Record<FunctionName, FunctionSpec>;
+
+/**
+ * Each function's code, sizing and environment. `env` keeps each function's own list as a type,
+ * so its config (functions/commons/config.ts) is derived from the list: adding a variable to a
+ * function is one edit, here.
+ */
+export const FUNCTIONS: { readonly [F in FunctionName]: FunctionSpec & Pick<(typeof FUNCTION_SPECS)[F], 'env'> } =
+  FUNCTION_SPECS;
+
+/** The variables a function reads from its environment, as FUNCTIONS lists them. */
+export type FunctionEnvName<F extends FunctionName> = (typeof FUNCTIONS)[F]['env'][number];
 
 /**
  * The function URL, when a deployment asks for one, runs the api's code as a function of its own,
@@ -384,23 +396,12 @@ export function environmentFor(
   settings: TimerSettings,
   resources: Partial<Record<EnvName, string>>,
 ): Record<string, string> {
-  const values: Partial<Record<EnvName, string>> = {
-    [ENV.bucketCount]: String(settings.bucketCount),
-    [ENV.shardCount]: String(settings.shardCount),
-    [ENV.lookaheadSeconds]: String(settings.lookaheadSeconds),
-    [ENV.maxAttempts]: String(settings.maxAttempts),
-    [ENV.backoffBaseSeconds]: String(settings.backoffBaseSeconds),
-    [ENV.backoffMaxSeconds]: String(settings.backoffMaxSeconds),
-    [ENV.webhookTimeoutMs]: String(settings.webhookTimeoutMs),
-    [ENV.allowInsecureTargets]: String(settings.allowInsecureTargets),
-    [ENV.retentionDays]: String(settings.retentionDays),
-    [ENV.sweepMaxSecondsPerRun]: String(settings.sweepMaxSecondsPerRun),
-    [ENV.sweepGraceSeconds]: String(settings.sweepGraceSeconds),
-    [ENV.overdueGraceSeconds]: String(settings.overdueGraceSeconds),
-    [ENV.maxHorizonDays]: String(settings.maxHorizonDays),
-    [ENV.tickEverySecond]: String(settings.tickEverySecond),
-    ...resources,
-  };
+  // Every setting is named by its ENV key, so each one's variable is ENV[key].
+  const values: Partial<Record<EnvName, string>> = {};
+  for (const key of Object.keys(DEFAULT_SETTINGS) as Array<keyof TimerSettings>) {
+    values[ENV[key]] = String(settings[key]);
+  }
+  Object.assign(values, resources);
   const env: Record<string, string> = {};
   for (const name of FUNCTIONS[fn].env) {
     const value = values[name];

@@ -1,6 +1,6 @@
-import { loadTickerConfig } from '../commons/config.js';
+import { loadConfig } from '../commons/config.js';
 import { assembleHandler } from '../commons/lambda-chain.js';
 import { createTickerHandler } from './app.js';
 
 /** The Lambda entry: config, clients and instrumentation are built once per cold start and reused by every invocation. */
-export const handler = await assembleHandler(createTickerHandler, loadTickerConfig(process.env));
+export const handler = await assembleHandler(createTickerHandler, loadConfig('ticker', process.env));

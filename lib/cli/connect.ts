@@ -9,7 +9,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
 import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
 import { parseApiKey, type TenantStore } from '../../functions/core/tenants/tenants.js';
-import { TimerClient } from '../client.js';
+import { TimerClient } from '../client/client.js';
 import { DEV_API_KEY_FILE, readKeyFile } from '../local/dev-tenant.js';
 import { ensureLocalTaskTable, LOCAL_TABLE_NAME, localDynamoClients, startLocalDynamo } from '../local/dynamodb.js';
 import { runningLocalEndpoints } from '../local/endpoints.js';

@@ -1,6 +1,6 @@
 /** `timer schedules create|get|list|pause|resume|delete`: recurring schedules through the HTTP API. */
 import { LIST_LIMITS } from '../../functions/core/submit/task-listing.js';
-import type { ScheduleList, ScheduleRequest, ScheduleView } from '../client.js';
+import type { ScheduleList, ScheduleRequest, ScheduleView } from '../client/client.js';
 import { type Command, command, CommandFailed, UsageError } from './command.js';
 import { fields, table } from './io.js';
 import { callApi, CLIENT_OPTIONS, pagingOf, payloadOf, targetOf, targetText, windowOf } from './tasks.js';

@@ -9,7 +9,7 @@ import {
   type TaskRequest,
   TimerApiError,
   type TimerClient,
-} from '../client.js';
+} from '../client/client.js';
 import { type Command, command, CommandFailed, COMMON_OPTIONS, UsageError } from './command.js';
 import { API_OPTIONS, type ApiConnection, connectToApi } from './connect.js';
 import { type CliIo, fields, table } from './io.js';

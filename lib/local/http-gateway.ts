@@ -6,10 +6,11 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from '
 
 import { problem, problemResponse } from '../../functions/api/http.js';
 import { isDecodablePath, malformedPath, matchRoute } from '../../functions/api/route-match.js';
+import { AWS_LIMITS } from '../../functions/contract/aws-limits.js';
 import { type InvokeResult, SYNC_PAYLOAD_LIMIT_BYTES } from './lambda-service.js';
 
 /** API Gateway HTTP APIs refuse bodies over 10 MB; the local gateway does the same. */
-const MAX_BODY_BYTES = 10 * 1024 * 1024;
+const MAX_BODY_BYTES = AWS_LIMITS.apiGateway.payloadBytes;
 
 /**
  * What an HTTP API answers when its Lambda integration fails: throttled, timed out, thrown, or a

@@ -9,6 +9,7 @@
  * a burst meets as many cold caches as it would in the cloud. An environment whose invocation
  * timed out is thrown away, as Lambda does.
  */
+import { AWS_LIMITS } from '../../functions/contract/aws-limits.js';
 import {
   ACCOUNT_CONCURRENCY,
   type FunctionName,
@@ -18,7 +19,7 @@ import {
 import { lambdaContext, type LambdaHandler } from './lambda-context.js';
 
 /** Lambda refuses a synchronous invocation whose request or response is over 6 MB. */
-export const SYNC_PAYLOAD_LIMIT_BYTES = 6 * 1024 * 1024;
+export const SYNC_PAYLOAD_LIMIT_BYTES = AWS_LIMITS.lambda.syncPayloadBytes;
 
 /** The limits Lambda holds one function to; the topology gives the defaults. */
 export type FunctionLimits = Pick<FunctionSpec, 'timeoutSeconds' | 'reservedConcurrency'>;

@@ -1,6 +1,7 @@
 import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 
+import { AWS_LIMITS } from '../../functions/contract/aws-limits.js';
 import type { InvokeResult } from './lambda-service.js';
 
 /**
@@ -65,7 +66,7 @@ const RECEIVERS = 2;
 /** The mapping reconsiders its concurrency this often; the per-minute rate is spread over the ticks. */
 const SCALE_INTERVAL_MS = 1000;
 /** SQS hands out, and deletes, at most this many messages a request; a larger batch takes several. */
-const MAX_MESSAGES_PER_RECEIVE = 10;
+const MAX_MESSAGES_PER_RECEIVE = AWS_LIMITS.sqs.batchEntries;
 /** Inside a batching window, a receive that found nothing waits this long before the next. */
 const GATHER_PAUSE_MS = 20;
 

@@ -10,29 +10,10 @@ import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-s
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 
-import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
-import { scanTasks } from '../../functions/adapters/dynamo/task-store.js';
 import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
-import {
-  redriveByCopy,
-  SqsDeadLetterQueue,
-  sqsDeliveryQueue,
-  sqsTickQueue,
-} from '../../functions/adapters/sqs-queues.js';
-import { createApiHandler } from '../../functions/api/app.js';
-import { createCallbackHandler } from '../../functions/callback/app.js';
-import { type AwsClients, awsClients } from '../../functions/commons/clients.js';
-import {
-  type Environment,
-  type FunctionConfig,
-  loadApiConfig,
-  loadCallbackConfig,
-  loadScannerConfig,
-  loadSweeperConfig,
-  loadTickerConfig,
-} from '../../functions/commons/config.js';
-import { assembleHandler, type HandlerDeps } from '../../functions/commons/lambda-chain.js';
-import { occupancyIndex } from '../../functions/commons/stores.js';
+import { redriveByCopy } from '../../functions/adapters/sqs-queues.js';
+import { awsClients } from '../../functions/commons/clients.js';
+import type { Environment } from '../../functions/commons/config.js';
 import {
   DEFAULT_SETTINGS,
   DELIVERY_MAX_RECEIVE_COUNT,
@@ -44,15 +25,9 @@ import {
   SCHEDULES,
   type TimerSettings,
 } from '../../functions/contract/topology.js';
-import { minuteOf, secondOf } from '../../functions/core/kernel/clock.js';
-import type { DeliveryMessage, Task } from '../../functions/core/kernel/task.js';
-import { decodeDeliveryBody, deliveryMessageFor } from '../../functions/core/kernel/task-kernel.js';
-import { type Tick, tickFor } from '../../functions/core/kernel/tick.js';
+import { decodeDeliveryBody } from '../../functions/core/kernel/task-kernel.js';
 import { activeSigningSecrets } from '../../functions/core/tenants/tenants.js';
-import { createScannerHandler } from '../../functions/scanner/app.js';
-import { createSweeperHandler } from '../../functions/sweeper/app.js';
-import { createTickerHandler } from '../../functions/ticker/app.js';
-import type { Quotas } from '../quotas.js';
+import type { Quotas } from '../construct/plan/quotas.js';
 import { consoleRoutes } from './console/routes.js';
 import type { RedriveResult } from './console/wire.js';
 import { type DevTenant, ensureDevTenant } from './dev-tenant.js';
@@ -66,8 +41,14 @@ import {
 import { startEmulatorProcess } from './emulators.js';
 import { removeLocalEndpoints, writeLocalEndpoints } from './endpoints.js';
 import { startEventBridgeSink, type SunkEvent } from './eventbridge-sink.js';
-import { startHttpGateway } from './http-gateway.js';
-import type { LambdaHandler } from './lambda-context.js';
+import {
+  type AnyHandler,
+  type AwsRequest,
+  countRequests,
+  environmentFactories,
+  mapFunctions,
+} from './function-wiring.js';
+import { type LocalRoute, startHttpGateway } from './http-gateway.js';
 import {
   createLambdaService,
   type EnvironmentFactory,
@@ -77,9 +58,14 @@ import {
 import { type RunningScaleModel, scaledLambdaLimits, startScaleModelProcess } from './limits/scale-model.js';
 import { LOCAL_INBOX_PATH, LOCAL_REDRIVE_PATH } from './paths.js';
 import { type SqsEventSourceStats, startSqsEventSource } from './queue-poller.js';
+import { requeueLostTicks, type RestoredMessages, restoreLostMessages } from './restart-recovery.js';
 import { createWebhookInbox } from './webhook-inbox.js';
 
 export { LOCAL_TABLE_NAME } from './dynamodb.js';
+export type { AwsRequest } from './function-wiring.js';
+
+/** The gateway's routes served by local mode itself rather than the api function. */
+type LocalRoutes = Record<string, LocalRoute>;
 
 export interface LocalTimerOptions {
   /** Where dynalite keeps its data and the development API key; omit for a throw-away in-memory run. */
@@ -127,16 +113,6 @@ export interface LocalResources {
   readonly endpoints: { readonly dynamodb: string; readonly sqs: string; readonly eventBridge: string };
   readonly tableName: string;
   readonly queues: Record<keyof typeof QUEUES, LocalQueue>;
-}
-
-/** One AWS request: what was asked and, if it succeeded, the answer. */
-export interface AwsRequest {
-  /** `Client.Command`, e.g. `DynamoDB.Query`, or `EventSourceMapping.SQS.ReceiveMessage` for the pollers. */
-  readonly name: string;
-  /** The function whose clients made it; absent for the pollers' and local mode's own requests. */
-  readonly fn?: FunctionName;
-  readonly input: Record<string, unknown>;
-  readonly output?: Record<string, unknown>;
 }
 
 export interface LocalQueue {
@@ -215,171 +191,6 @@ async function createQueue(
   return { url, arn: attributes.Attributes?.QueueArn ?? '' };
 }
 
-/** What a restart put back into the queues that fauxqs lost. */
-interface RestoredMessages {
-  /** Tasks re-enqueued: PENDING, or leased by a delivery that died with the process. */
-  readonly tasks: number;
-  /** Dead letters rebuilt: one per FAILED task still in the table. */
-  readonly deadLetters: number;
-}
-
-/**
- * fauxqs keeps messages in memory, so a restart loses what was queued; the table holds every
- * fact a task is owed, and the queues are rebuilt from it. Every task whose message may have been
- * queued is sent again (see hadQueuedMessage), never earlier than its retry time or the end of a
- * lease still running, which claimDelivery would refuse. Every FAILED task goes back to the DLQ: a
- * redrive revives FAILED tasks only, so a letter whose task was already revived or has expired
- * would be skipped anyway, and one per FAILED task is exactly what the DLQ listed before the
- * restart, less the letters redriven since.
- */
-async function restoreLostMessages(
-  dynamo: DynamoDBDocumentClient,
-  sqs: SQSClient,
-  queueUrls: { delivery: string; deliveryDlq: string },
-): Promise<RestoredMessages> {
-  const table = { client: dynamo, tableName: LOCAL_TABLE_NAME };
-  const clock = await new DynamoClockStore(table).read();
-  if (!clock) return { tasks: 0, deadLetters: 0 };
-  const nowMs = Date.now();
-  const { tasks } = await scanTasks(table, Number.POSITIVE_INFINITY);
-  const failed = tasks.filter((task) => task.status === 'FAILED');
-  const lost = tasks.filter((task) => hadQueuedMessage(task, clock.cursor)).map((task) => lostTaskMessage(task, nowMs));
-  if (lost.length > 0) await sqsDeliveryQueue(sqs, queueUrls.delivery).send(lost);
-  if (failed.length > 0) {
-    await new SqsDeadLetterQueue(sqs, queueUrls.deliveryDlq).sendMany(
-      failed.map((task) => ({ id: task.id, attempt: task.attempts, error: task.lastError ?? '' })),
-    );
-  }
-  return { tasks: lost.length, deadLetters: failed.length };
-}
-
-/**
- * Whether a task not yet finished had a message in the queue, or would have had one by now: it
- * is leased by a delivery that died with the process; or it is PENDING in a second a scanner has
- * claimed, or enqueued directly as a late arrival (whose second the scanner, lagging behind, may
- * not have claimed yet), or waiting for a retry. The scanner, which reads PENDING tasks alone,
- * would find only some of these, and only once it caught up; a lapsed lease nothing would find
- * before the sweeper's overdue pass. A PENDING task never attempted in a second not yet claimed
- * is left to the scan that claims it: its first attempt may take no lease, so a second message
- * could call its target twice.
- */
-function hadQueuedMessage(task: Task, cursor: number): boolean {
-  if (task.status === 'DELIVERING') return true;
-  if (task.status !== 'PENDING') return false;
-  return secondOf(task.fireAtMs) < cursor || task.lateArrival === true || task.attempts > 0;
-}
-
-/** A lost task's message: due at the latest of its fire time, its retry time and its lease's end. */
-function lostTaskMessage(task: Task, nowMs: number): DeliveryMessage {
-  const notBeforeMs = Math.max(task.retryAtMs ?? 0, (task.leaseUntilMs ?? 0) + 1000);
-  return deliveryMessageFor(task, nowMs, notBeforeMs);
-}
-
-/**
- * Ticks were in fauxqs's memory too, and the ticker plans each minute only once, so it will
- * not send them again. Ticks go out anew for the seconds with tasks that no scanner has
- * claimed, through the end of the next minute (the last one a ticker can have planned);
- * seconds more than an hour overdue are left to the sweeper's catch-up. Of the seconds already
- * due, one a minute is ticked: a claim takes in up to a minute, so that many scanners share the
- * backlog, and in dense mode, where every second counts as occupied, an hour's downtime is 60
- * ticks, not 3,600.
- */
-async function requeueLostTicks(
-  dynamo: DynamoDBDocumentClient,
-  tickQueueUrl: string,
-  sqs: SQSClient,
-  settings: TimerSettings,
-): Promise<void> {
-  const clock = await new DynamoClockStore({ client: dynamo, tableName: LOCAL_TABLE_NAME }).read();
-  if (!clock) return;
-  const nowMs = Date.now();
-  const from = Math.max(clock.cursor, secondOf(nowMs) - 3600);
-  const through = (Math.floor(secondOf(nowMs) / 60) + 2) * 60 - 1;
-  const occupancy = occupancyIndex(
-    { table: { tableName: LOCAL_TABLE_NAME }, tickEverySecond: settings.tickEverySecond },
-    dynamo,
-  );
-  const dueByMinute = new Map<number, Tick>();
-  const later: Tick[] = [];
-  for (const second of [...(await occupancy.occupied(from, through))].sort((a, b) => a - b)) {
-    const tick = tickFor(second, nowMs, settings.lookaheadSeconds);
-    if (tick.delaySeconds > 0) later.push(tick);
-    else if (!dueByMinute.has(minuteOf(second))) dueByMinute.set(minuteOf(second), tick);
-  }
-  const ticks = [...dueByMinute.values(), ...later];
-  if (ticks.length === 0) return;
-  await sqsTickQueue(sqs, tickQueueUrl).send(ticks);
-}
-
-export type AnyHandler = LambdaHandler<unknown, unknown>;
-
-/**
- * Counts each request a client sends, so local runs can report AWS requests per task, and
- * tells `onRequest` of it. `prefix` sets apart the requests Lambda's event source mappings
- * make in the cloud (the local pollers' receives and deletes) from the functions' own.
- */
-function countRequests(
-  client: { middlewareStack: unknown },
-  counts: Map<string, number>,
-  onRequest: ((request: AwsRequest) => void) | undefined,
-  { prefix = '', fn }: { prefix?: string; fn?: FunctionName } = {},
-): void {
-  // Every SDK v3 client has the same middleware stack; SQS's type stands for all of them.
-  (client.middlewareStack as SQSClient['middlewareStack']).add(
-    (next, context) => async (args) => {
-      const name = `${prefix}${(context.clientName ?? 'Unknown').replace(/Client$/, '')}.${(context.commandName ?? 'Unknown').replace(/Command$/, '')}`;
-      counts.set(name, (counts.get(name) ?? 0) + 1);
-      const input = args.input as Record<string, unknown>;
-      try {
-        const result = await next(args);
-        onRequest?.({ name, fn, input, output: result.output as unknown as Record<string, unknown> });
-        return result;
-      } catch (error) {
-        onRequest?.({ name, fn, input });
-        throw error;
-      }
-    },
-    { step: 'initialize', name: 'countRequests' },
-  );
-}
-
-function mapFunctions<A, B>(
-  byFunction: Record<FunctionName, A>,
-  map: (value: A, fn: FunctionName) => B,
-): Record<FunctionName, B> {
-  return Object.fromEntries(
-    (Object.keys(byFunction) as FunctionName[]).map((fn) => [fn, map(byFunction[fn], fn)]),
-  ) as Record<FunctionName, B>;
-}
-
-/**
- * Starts execution environments of the five functions through their factories, as each Lambda
- * entry does at cold start, but from an environment composed here instead of `process.env`.
- * Each function's environments share a set of clients of its own, so every request is known by
- * the function (and so the role) that made it.
- */
-function environmentFactories(
-  envFor: (fn: FunctionName) => Environment,
-  clientsFor: (fn: FunctionName) => AwsClients,
-): Record<FunctionName, EnvironmentFactory> {
-  const factory = <TConfig extends FunctionConfig>(
-    fn: FunctionName,
-    load: (env: Environment) => TConfig,
-    create: (config: TConfig, deps: HandlerDeps) => unknown,
-  ): EnvironmentFactory => {
-    const config = load(envFor(fn));
-    const clients = clientsFor(fn);
-    return async () => (await assembleHandler(create, config, clients)) as AnyHandler;
-  };
-  return {
-    api: factory('api', loadApiConfig, createApiHandler),
-    ticker: factory('ticker', loadTickerConfig, createTickerHandler),
-    scanner: factory('scanner', loadScannerConfig, createScannerHandler),
-    callback: factory('callback', loadCallbackConfig, createCallbackHandler),
-    sweeper: factory('sweeper', loadSweeperConfig, createSweeperHandler),
-  };
-}
-
 function logLine(level: string, message: string, fields: Record<string, unknown> = {}) {
   process.stderr.write(
     `${JSON.stringify({ level, message, service: 'timer-local', timestamp: new Date().toISOString(), ...fields })}\n`,
@@ -389,39 +200,36 @@ function logLine(level: string, message: string, fields: Record<string, unknown>
 const describeError = (error: unknown) =>
   error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : { error: String(error) };
 
-/**
- * Starts local mode. Powertools' metrics and dev-mode switches are process-wide settings, so
- * one process hosts one local timer at a time.
- */
-export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<LocalTimer> {
-  if (running) throw new Error('a local timer is already running in this process; stop it first');
-  running = true;
-  // The SDK's notice that it will need Node.js 22 concerns this workstation, not Lambda's runtime.
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
-  const settings: TimerSettings = { ...DEFAULT_SETTINGS, allowInsecureTargets: true, ...options.settings };
+/** The emulators, the clients local mode itself uses, and the table and queues it made in them. */
+interface Backends {
+  readonly localDynamo: Awaited<ReturnType<typeof startEmulatorProcess>>;
+  readonly sqsServer: Awaited<ReturnType<typeof startEmulatorProcess>>;
+  readonly sink: Awaited<ReturnType<typeof startEventBridgeSink>>;
+  readonly scaleModel: RunningScaleModel | undefined;
+  /** Where the handlers and pollers send their requests: through the scale model's proxies when there is one. */
+  readonly limited: { readonly dynamodb: string; readonly sqs: string };
+  readonly dynamo: DynamoDBDocumentClient;
+  readonly sqs: SQSClient;
+  readonly queues: Record<keyof typeof QUEUES, LocalQueue>;
+}
+
+/** Starts dynalite, fauxqs, the EventBridge sink and the scale model, and makes the table and the queues. */
+async function startBackends(options: LocalTimerOptions): Promise<Backends> {
   const [localDynamo, sqsServer] = await Promise.all([
     startEmulatorProcess('dynamodb', options.dataDir),
     startEmulatorProcess('sqs'),
   ]);
-  const dynamoEndpoint = localDynamo.endpoint;
   const sink = await startEventBridgeSink(
     options.dataDir ? { logFile: join(options.dataDir, 'eventbridge-events.jsonl') } : {},
   );
-
   // Only the handlers and the event source mappings meet the model; local mode's own setup and console do not.
   const scaleModel =
     options.scaleModel &&
     (await startScaleModelProcess(options.scaleModel, {
-      dynamodbEndpoint: dynamoEndpoint,
+      dynamodbEndpoint: localDynamo.endpoint,
       sqsEndpoint: sqsServer.endpoint,
     }));
-  const limited = {
-    dynamodb: scaleModel?.dynamodbEndpoint ?? dynamoEndpoint,
-    sqs: scaleModel?.sqsEndpoint ?? sqsServer.endpoint,
-  };
-  const lambdaLimits = scaleModel && scaledLambdaLimits(options.scaleModel?.k ?? 1, options.scaleModel?.quotas);
-
-  const { raw: rawDynamo, dynamo } = localDynamoClients(dynamoEndpoint);
+  const { raw: rawDynamo, dynamo } = localDynamoClients(localDynamo.endpoint);
   const sqs = new SQSClient({
     region: LOCAL_REGION,
     endpoint: sqsServer.endpoint,
@@ -438,9 +246,27 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     }),
     deliveryDlq,
   };
-  const tenantStore = new DynamoTenantStore({ client: dynamo, tableName: LOCAL_TABLE_NAME });
-  const devTenant = await ensureDevTenant(tenantStore, options.dataDir, Date.now());
+  return {
+    localDynamo,
+    sqsServer,
+    sink,
+    scaleModel,
+    limited: {
+      dynamodb: scaleModel?.dynamodbEndpoint ?? localDynamo.endpoint,
+      sqs: scaleModel?.sqsEndpoint ?? sqsServer.endpoint,
+    },
+    dynamo,
+    sqs,
+    queues,
+  };
+}
 
+/** The environment the stack would give function `fn`, with the local resources in place of the cloud's. */
+function localEnvironment(
+  settings: TimerSettings,
+  queues: Backends['queues'],
+  logLevel: string | undefined,
+): (fn: FunctionName) => Environment {
   // The target allow-lists (ENV.allowedQueueArns, ENV.allowedEventBusArns) stay unset, which means
   // any queue or event bus: local targets are fauxqs queues, whose URLs name no ARN, and the sink.
   const resources = {
@@ -453,52 +279,18 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     [ENV.awsPartition]: 'aws',
   };
   // The handlers are handed clients pointed at the emulators, so their environment names no endpoints.
-  const envFor = (fn: FunctionName): Environment => ({
+  return (fn) => ({
     AWS_REGION: LOCAL_REGION,
-    POWERTOOLS_LOG_LEVEL: options.logLevel ?? 'INFO',
+    POWERTOOLS_LOG_LEVEL: logLevel ?? 'INFO',
     // No X-Ray daemon locally; the tracer's segments would only fail to send.
     POWERTOOLS_TRACE_ENABLED: 'false',
     ...environmentFor(fn, settings, resources),
   });
-  // Powertools reads these two from the process environment only: neither Metrics nor Logger takes them as options.
-  process.env.POWERTOOLS_METRICS_DISABLED = String(!(options.publishMetrics ?? false));
-  process.env.POWERTOOLS_DEV = String(options.prettyLogs ?? false);
-  const local: LocalResources = {
-    region: LOCAL_REGION,
-    endpoints: { dynamodb: limited.dynamodb, sqs: limited.sqs, eventBridge: sink.endpoint },
-    credentials: LOCAL_CREDENTIALS,
-    tableName: LOCAL_TABLE_NAME,
-    queues,
-  };
-  const counts = new Map<string, number>();
-  countRequests(sqs, counts, options.onRequest);
-  const clientsFor = (fn: FunctionName) => {
-    const clients = awsClients({ region: local.region, endpoints: local.endpoints, credentials: local.credentials });
-    for (const client of [clients.dynamo, clients.sqs, clients.eventBridge])
-      countRequests(client, counts, options.onRequest, { fn });
-    return clients;
-  };
-  const factories: Record<FunctionName, EnvironmentFactory> = options.loadHandlers
-    ? (sharedEnvironments(await options.loadHandlers(local)) as Record<FunctionName, EnvironmentFactory>)
-    : environmentFactories(envFor, clientsFor);
-  const wrap = options.wrapHandler ?? ((_fn: FunctionName, handler: AnyHandler) => handler);
-  const handlers = mapFunctions(factories, (start, fn) => async () => wrap(fn, await start()));
-  // The pollers get a client of their own, so their requests are told apart from the functions'.
-  const pollerSqs = new SQSClient({
-    region: LOCAL_REGION,
-    endpoint: limited.sqs,
-    credentials: LOCAL_CREDENTIALS,
-    useQueueUrlAsEndpoint: false,
-  });
-  countRequests(pollerSqs, counts, options.onRequest, { prefix: 'EventSourceMapping.' });
-  const onError = (source: string) => (error: unknown) => logLine('ERROR', `${source} failed`, describeError(error));
+}
 
-  if (settings.allowInsecureTargets) {
-    logLine(
-      'WARN',
-      'local mode accepts http:// webhooks and delivers to loopback and private addresses; the cloud stack allows only https:// to public hosts',
-    );
-  }
+/** Re-sends what the last run's queues held and logs what it restored (restart-recovery.ts). */
+async function recoverQueues(backends: Backends, settings: TimerSettings): Promise<RestoredMessages> {
+  const { dynamo, sqs, queues } = backends;
   const restored = await restoreLostMessages(dynamo, sqs, {
     delivery: queues.delivery.url,
     deliveryDlq: queues.deliveryDlq.url,
@@ -512,7 +304,21 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     logLine('INFO', 'rebuilt the delivery DLQ from the FAILED tasks in the table', {
       deadLetters: restored.deadLetters,
     });
+  return restored;
+}
 
+/**
+ * What drives the functions as AWS would: a Lambda service (with the scale model's concurrency
+ * limits, if any), an SQS event source mapping per consumed queue, and EventBridge Scheduler's
+ * schedules.
+ */
+function startInvokers(
+  handlers: Record<FunctionName, EnvironmentFactory>,
+  pollerSqs: SQSClient,
+  queues: Backends['queues'],
+  lambdaLimits: ReturnType<typeof scaledLambdaLimits> | undefined,
+  onError: (source: string) => (error: unknown) => void,
+) {
   const lambda = createLambdaService({
     handlers,
     onError: (fn, error) => onError(fn)(error),
@@ -551,13 +357,101 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     invokeScheduled(fn)();
     return setInterval(invokeScheduled(fn), everySeconds * 1000);
   });
+  return { lambda, eventSources, timers };
+}
 
+/** The gateway's local-only routes: the webhook inbox, the DLQ redrive and the console. */
+async function localRoutes(
+  backends: Backends,
+  tenantStore: DynamoTenantStore,
+  settings: TimerSettings,
+): Promise<{ inbox: ReturnType<typeof createWebhookInbox>; routes: LocalRoutes }> {
+  const { dynamo, sqs, queues } = backends;
   // Any local tenant may send to the inbox (tenants made with `timer tenants create` too), so it knows all their secrets.
   const localSigningSecrets = async () => {
     const nowMs = Date.now();
     return (await tenantStore.listTenants()).flatMap((tenant) => activeSigningSecrets(tenant, nowMs));
   };
   const inbox = createWebhookInbox(localSigningSecrets, (message, fields) => logLine('INFO', message, fields));
+  const routes: LocalRoutes = {
+    [LOCAL_INBOX_PATH]: async (method, headers, body) =>
+      method === 'POST' ? inbox.receive(headers, body) : { status: 200, body: { webhooks: inbox.entries } },
+    [LOCAL_REDRIVE_PATH]: async (method) => {
+      if (method !== 'POST') return { status: 405, body: { message: 'POST to redrive the delivery DLQ' } };
+      const moved = await redriveByCopy(sqs, queues.deliveryDlq.url, queues.delivery.url);
+      const taskIds = moved.flatMap((body) => decodeDeliveryBody(body)?.id ?? []);
+      logLine('INFO', 'delivery DLQ redriven', { moved: moved.length });
+      return { status: 200, body: { moved: moved.length, taskIds } satisfies RedriveResult };
+    },
+    ...(await consoleRoutes({
+      dynamo,
+      sqs,
+      tableName: LOCAL_TABLE_NAME,
+      deliveryDlqUrl: queues.deliveryDlq.url,
+      settings,
+    })),
+  };
+  return { inbox, routes };
+}
+
+/**
+ * Starts local mode. Powertools' metrics and dev-mode switches are process-wide settings, so
+ * one process hosts one local timer at a time.
+ */
+export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<LocalTimer> {
+  if (running) throw new Error('a local timer is already running in this process; stop it first');
+  running = true;
+  // The SDK's notice that it will need Node.js 22 concerns this workstation, not Lambda's runtime.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+  const settings: TimerSettings = { ...DEFAULT_SETTINGS, allowInsecureTargets: true, ...options.settings };
+  const backends = await startBackends(options);
+  const { localDynamo, sqsServer, sink, scaleModel, limited, dynamo, sqs, queues } = backends;
+  const lambdaLimits = scaleModel && scaledLambdaLimits(options.scaleModel?.k ?? 1, options.scaleModel?.quotas);
+  const tenantStore = new DynamoTenantStore({ client: dynamo, tableName: LOCAL_TABLE_NAME });
+  const devTenant = await ensureDevTenant(tenantStore, options.dataDir, Date.now());
+
+  // Powertools reads these two from the process environment only: neither Metrics nor Logger takes them as options.
+  process.env.POWERTOOLS_METRICS_DISABLED = String(!(options.publishMetrics ?? false));
+  process.env.POWERTOOLS_DEV = String(options.prettyLogs ?? false);
+  const local: LocalResources = {
+    region: LOCAL_REGION,
+    endpoints: { dynamodb: limited.dynamodb, sqs: limited.sqs, eventBridge: sink.endpoint },
+    credentials: LOCAL_CREDENTIALS,
+    tableName: LOCAL_TABLE_NAME,
+    queues,
+  };
+  const counts = new Map<string, number>();
+  countRequests(sqs, counts, options.onRequest);
+  const clientsFor = (fn: FunctionName) => {
+    const clients = awsClients({ region: local.region, endpoints: local.endpoints, credentials: local.credentials });
+    for (const client of [clients.dynamo, clients.sqs, clients.eventBridge])
+      countRequests(client, counts, options.onRequest, { fn });
+    return clients;
+  };
+  const factories: Record<FunctionName, EnvironmentFactory> = options.loadHandlers
+    ? (sharedEnvironments(await options.loadHandlers(local)) as Record<FunctionName, EnvironmentFactory>)
+    : environmentFactories(localEnvironment(settings, queues, options.logLevel), clientsFor);
+  const wrap = options.wrapHandler ?? ((_fn: FunctionName, handler: AnyHandler) => handler);
+  const handlers = mapFunctions(factories, (start, fn) => async () => wrap(fn, await start()));
+  // The pollers get a client of their own, so their requests are told apart from the functions'.
+  const pollerSqs = new SQSClient({
+    region: LOCAL_REGION,
+    endpoint: limited.sqs,
+    credentials: LOCAL_CREDENTIALS,
+    useQueueUrlAsEndpoint: false,
+  });
+  countRequests(pollerSqs, counts, options.onRequest, { prefix: 'EventSourceMapping.' });
+  const onError = (source: string) => (error: unknown) => logLine('ERROR', `${source} failed`, describeError(error));
+
+  if (settings.allowInsecureTargets) {
+    logLine(
+      'WARN',
+      'local mode accepts http:// webhooks and delivers to loopback and private addresses; the cloud stack allows only https:// to public hosts',
+    );
+  }
+  const restored = await recoverQueues(backends, settings);
+  const { lambda, eventSources, timers } = startInvokers(handlers, pollerSqs, queues, lambdaLimits, onError);
+  const { inbox, routes } = await localRoutes(backends, tenantStore, settings);
   const stopBehindGateway = async () => {
     for (const timer of timers) clearInterval(timer);
     await Promise.all(eventSources.map(([, eventSource]) => eventSource.stop()));
@@ -569,24 +463,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   const gateway = await startHttpGateway({
     port: options.port ?? 0,
     invoke: (event) => lambda.invoke<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>('api', event),
-    localRoutes: {
-      [LOCAL_INBOX_PATH]: async (method, headers, body) =>
-        method === 'POST' ? inbox.receive(headers, body) : { status: 200, body: { webhooks: inbox.entries } },
-      [LOCAL_REDRIVE_PATH]: async (method) => {
-        if (method !== 'POST') return { status: 405, body: { message: 'POST to redrive the delivery DLQ' } };
-        const moved = await redriveByCopy(sqs, queues.deliveryDlq.url, queues.delivery.url);
-        const taskIds = moved.flatMap((body) => decodeDeliveryBody(body)?.id ?? []);
-        logLine('INFO', 'delivery DLQ redriven', { moved: moved.length });
-        return { status: 200, body: { moved: moved.length, taskIds } satisfies RedriveResult };
-      },
-      ...(await consoleRoutes({
-        dynamo,
-        sqs,
-        tableName: LOCAL_TABLE_NAME,
-        deliveryDlqUrl: queues.deliveryDlq.url,
-        settings,
-      })),
-    },
+    localRoutes: routes,
     ...(scaleModel && { admit: () => scaleModel.apiThrottle.admit() }),
     onError: onError('api gateway'),
   }).catch(async (error: unknown) => {
@@ -598,7 +475,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     await writeLocalEndpoints(options.dataDir, {
       pid: process.pid,
       apiUrl: gateway.url,
-      dynamodbEndpoint: dynamoEndpoint,
+      dynamodbEndpoint: localDynamo.endpoint,
       tableName: LOCAL_TABLE_NAME,
     });
   }

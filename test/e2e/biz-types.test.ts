@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { issueApiKey, newTenant } from '../../functions/core/tenants/tenants.js';
-import { TimerApiError, TimerClient } from '../../lib/client.js';
+import { TimerApiError, TimerClient } from '../../lib/client/client.js';
 import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
 import { eventually, startWebhookReceiver } from '../support/webhook-receiver.js';
 

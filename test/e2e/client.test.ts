@@ -1,7 +1,7 @@
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { TimerApiError, TimerClient, verifyWebhook } from '../../lib/client.js';
+import { TimerApiError, TimerClient, verifyWebhook } from '../../lib/client/client.js';
 import { LOCAL_TABLE_NAME, type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
 import { eventually, startWebhookReceiver } from '../support/webhook-receiver.js';
 

@@ -12,10 +12,10 @@ import { App } from 'aws-cdk-lib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { type FunctionName, FUNCTIONS } from '../../functions/contract/topology.js';
-import { TimerClient } from '../../lib/client.js';
+import { TimerClient } from '../../lib/client/client.js';
+import { TimerStack } from '../../lib/construct/timer-stack.js';
 import { LOCAL_INBOX_PATH, LOCAL_REDRIVE_PATH } from '../../lib/local/paths.js';
 import { type AwsRequest, startLocalTimer } from '../../lib/local/runtime.js';
-import { TimerStack } from '../../lib/timer-stack.js';
 import {
   type CloudTemplate,
   LOCAL_ACCOUNT,

@@ -4,7 +4,7 @@ import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 import { API_ROUTES } from '../../functions/contract/topology.js';
-import { TimerStack, type TimerStackProps } from '../../lib/timer-stack.js';
+import { TimerStack, type TimerStackProps } from '../../lib/construct/timer-stack.js';
 
 /** The stack as `bin/timer.ts` builds it, bundling skipped (the synth test in timer-stack.test.ts proves it). */
 function timerApp(props: TimerStackProps = {}): App {

@@ -19,8 +19,8 @@ import {
   TABLE,
 } from '../../functions/contract/topology.js';
 import { ALLOW_LISTS } from '../../functions/core/targets/allowed-targets.js';
-import { DEFAULT_API_THROTTLE } from '../../lib/distributed-timer.js';
-import { TimerStack } from '../../lib/timer-stack.js';
+import { DEFAULT_API_THROTTLE } from '../../lib/construct/distributed-timer.js';
+import { TimerStack } from '../../lib/construct/timer-stack.js';
 import { actionsOf as statementActions, allStatements, statementsOfRole } from '../support/iam-template.js';
 
 type Resource = { Type: string; Properties: Record<string, unknown> };

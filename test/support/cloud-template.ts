@@ -3,8 +3,8 @@
  * function's environment and its role's policies resolve to the names and ARNs the local run uses.
  */
 import { type FunctionName, QUEUES } from '../../functions/contract/topology.js';
+import { capitalized } from '../../lib/construct/timer/construct-helpers.js';
 import { LOCAL_REGION, LOCAL_TABLE_NAME } from '../../lib/local/dynamodb.js';
-import { capitalized } from '../../lib/timer/construct-helpers.js';
 
 /** The account local mode's emulators name in their ARNs (fauxqs's queues, the EventBridge sink). */
 export const LOCAL_ACCOUNT = '000000000000';

@@ -16,7 +16,8 @@ import { fileURLToPath } from 'node:url';
 import type { Context } from 'aws-lambda';
 
 import { ENV, type FunctionName, FUNCTIONS } from '../../functions/contract/topology.js';
-import type { AnyHandler, LocalResources } from '../../lib/local/runtime.js';
+import type { AnyHandler } from '../../lib/local/function-wiring.js';
+import type { LocalResources } from '../../lib/local/runtime.js';
 import { type CloudTemplate, functionResource, templateResolver } from './cloud-template.js';
 
 const HOST = fileURLToPath(new URL('./bundle-host.mjs', import.meta.url));

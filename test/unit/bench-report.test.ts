@@ -2,9 +2,16 @@ import { describe, expect, it } from 'vitest';
 
 import { niceCeiling, renderChart } from '../../bench/chart.js';
 import { type BenchReport, emulatorCpuPerTask, headline, type ScenarioResult } from '../../bench/render.js';
-import { invocationSeconds, markdownTable, perTaskUsage, progressLine } from '../../bench/report.js';
-import { type RequestsReport, type SubmitPhase, usageOfPhase } from '../../bench/requests-report.js';
+import { progressLine } from '../../bench/report.js';
 import { attributeBytes, histogram, itemBytes, peakPerKey, perSecond, quantile, summarize } from '../../bench/stats.js';
+import {
+  invocationSeconds,
+  perTaskUsage,
+  type RequestsReport,
+  type SubmitPhase,
+  usageOfPhase,
+} from '../../lib/construct/plan/measured-usage.js';
+import { markdownTable } from '../../lib/construct/plan/table-format.js';
 
 describe('Function: quantile and summarize', () => {
   it('takes the nearest rank', () => {

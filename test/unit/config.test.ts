@@ -1,13 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import {
-  type Environment,
-  loadApiConfig,
-  loadCallbackConfig,
-  loadScannerConfig,
-  loadSweeperConfig,
-  loadTickerConfig,
-} from '../../functions/commons/config.js';
+import { type Environment, loadConfig } from '../../functions/commons/config.js';
 import {
   DEFAULT_SETTINGS,
   ENV,
@@ -16,14 +9,6 @@ import {
   FUNCTIONS,
 } from '../../functions/contract/topology.js';
 import { MAX_SHARDS } from '../../functions/core/kernel/ids.js';
-
-const LOADERS: Record<FunctionName, (env: Environment) => object> = {
-  api: loadApiConfig,
-  ticker: loadTickerConfig,
-  scanner: loadScannerConfig,
-  callback: loadCallbackConfig,
-  sweeper: loadSweeperConfig,
-};
 
 const RESOURCES = {
   [ENV.tableName]: 'timer-tasks',
@@ -45,7 +30,7 @@ describe('Function: config loaders', () => {
     'loads %s from exactly the variables the topology says the stack sets for it',
     (fn) => {
       // Act
-      const config = LOADERS[fn](deployedEnv(fn));
+      const config = loadConfig(fn, deployedEnv(fn));
 
       // Assess
       expect(config).toMatchObject({
@@ -60,9 +45,25 @@ describe('Function: config loaders', () => {
     },
   );
 
+  it.each(Object.keys(FUNCTIONS) as FunctionName[])(
+    'gives %s a setting for each variable its topology entry lists, named by its ENV key, and no other',
+    (fn) => {
+      // Prepare
+      const keyOf = Object.fromEntries(Object.entries(ENV).map(([key, name]) => [name, key]));
+      const tableKeys = ['tableName', 'bucketCount', 'shardCount'];
+      const listed = FUNCTIONS[fn].env.map((name) => keyOf[name]).filter((key) => !tableKeys.includes(key!));
+
+      // Act
+      const { aws: _aws, observability: _observability, table: _table, ...settings } = loadConfig(fn, deployedEnv(fn));
+
+      // Assess
+      expect(Object.keys(settings).sort()).toEqual(listed.sort());
+    },
+  );
+
   it('types each setting and reads unset allow-lists as any target', () => {
     // Act
-    const config = loadApiConfig(deployedEnv('api'));
+    const config = loadConfig('api', deployedEnv('api'));
 
     // Assess
     expect(config).toMatchObject({
@@ -72,8 +73,8 @@ describe('Function: config loaders', () => {
       allowInsecureTargets: false,
       retentionDays: DEFAULT_SETTINGS.retentionDays,
       maxHorizonDays: DEFAULT_SETTINGS.maxHorizonDays,
-      account: '123456789012',
-      partition: 'aws',
+      awsAccount: '123456789012',
+      awsPartition: 'aws',
       allowedQueueArns: 'any',
       allowedEventBusArns: 'any',
     });
@@ -83,8 +84,8 @@ describe('Function: config loaders', () => {
     'tells %s whether the deployment ticks every second, off unless it is set to "true"',
     (fn) => {
       // Act
-      const sparse = LOADERS[fn](deployedEnv(fn));
-      const dense = LOADERS[fn](deployedEnv(fn, { ...DEFAULT_SETTINGS, tickEverySecond: true }));
+      const sparse = loadConfig(fn, deployedEnv(fn));
+      const dense = loadConfig(fn, deployedEnv(fn, { ...DEFAULT_SETTINGS, tickEverySecond: true }));
 
       // Assess
       expect(sparse).toMatchObject({ tickEverySecond: false });
@@ -94,7 +95,7 @@ describe('Function: config loaders', () => {
 
   it('returns a frozen config, so no invocation can change what the next one sees', () => {
     // Act
-    const config = loadCallbackConfig(deployedEnv('callback'));
+    const config = loadConfig('callback', deployedEnv('callback'));
 
     // Assess
     expect(Object.isFrozen(config)).toBe(true);
@@ -104,7 +105,7 @@ describe('Function: config loaders', () => {
 
   it('takes the region, emulator endpoints and Powertools switches from the environment it is given', () => {
     // Act
-    const config = loadTickerConfig({
+    const config = loadConfig('ticker', {
       ...deployedEnv('ticker'),
       AWS_ENDPOINT_URL_DYNAMODB: 'http://127.0.0.1:4567',
       AWS_ENDPOINT_URL_SQS: 'http://127.0.0.1:4568',
@@ -130,6 +131,6 @@ describe('Function: config loaders', () => {
     ['an unknown log level', { POWERTOOLS_LOG_LEVEL: 'LOUD' }, /POWERTOOLS_LOG_LEVEL must be one of .* got "LOUD"/],
   ])('fails fast naming the variable on %s', (_case, change, message) => {
     // Act & Assess
-    expect(() => loadApiConfig({ ...deployedEnv('api'), ...change })).toThrow(message);
+    expect(() => loadConfig('api', { ...deployedEnv('api'), ...change })).toThrow(message);
   });
 });

@@ -11,7 +11,7 @@ import {
   resourceInventory,
   SECONDS_PER_MONTH,
   total,
-} from '../../lib/cost-model.js';
+} from '../../lib/construct/plan/cost-model.js';
 
 /** A task as the bench measures one: three writes, a fraction of a read, SQS in batches of ten. */
 const usage: PerTaskUsage = {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 
+import { AWS_LIMITS } from '../../functions/contract/aws-limits.js';
 import { ACCOUNT_CONCURRENCY, FUNCTIONS, QUEUES } from '../../functions/contract/topology.js';
-import { AWS_LIMITS } from '../../lib/local/limits/aws-limits.js';
-import { type QuotaInput, quotasFor, SUBMIT_PEAK_TO_AVERAGE } from '../../lib/quotas.js';
+import { type QuotaInput, quotasFor, SUBMIT_PEAK_TO_AVERAGE } from '../../lib/construct/plan/quotas.js';
 
 /** A billion timers a day as the bench measures a task: three write units, two of them when it is delivered. */
 const billionADay: QuotaInput = {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { matchRoute } from '../../functions/api/route-match.js';
-import { TimerClient } from '../../lib/client.js';
+import { TimerClient } from '../../lib/client/client.js';
 
 const TASK = {
   id: '01TASK',

@@ -1,5 +1,6 @@
 import { BatchGetCommand, type DynamoDBDocumentClient, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 
+import { AWS_LIMITS } from '../../contract/aws-limits.js';
 import { StoreBusyError } from '../../core/kernel/task.js';
 import type { MarkerKind } from './table-schema.js';
 import { KEY_EXPRESSIONS, markerPartition, markerSortRange, nextMarkerPartitionStart } from './table-schema.js';
@@ -97,7 +98,7 @@ export const UNPROCESSED_RETRIES = 6;
 
 export const backOff = (retry: number) => new Promise((resolve) => setTimeout(resolve, 25 * 2 ** retry));
 
-const BATCH_GET_LIMIT = 100;
+const BATCH_GET_LIMIT = AWS_LIMITS.dynamodb.batchGetKeys;
 
 /**
  * The items at `keys` that exist, read in BatchGetItems of 100 keys, resending what DynamoDB

@@ -1,5 +1,6 @@
 import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
+import { AWS_LIMITS } from '../../contract/aws-limits.js';
 import { CLOCK_SKEW_MS } from '../../core/kernel/clock.js';
 import type { TaskKey } from '../../core/kernel/ids.js';
 import { partitionKey, secondRange } from '../../core/kernel/ids.js';
@@ -46,7 +47,7 @@ const ALWAYS_LEASED =
   'attribute_exists(rescheduledFrom) OR attribute_exists(lateArrival) OR attribute_exists(occurrence)';
 /** A PENDING task whose next attempt will hold a lease: the negation of awaitsUnleasedFirstAttempt, as a condition. */
 const LEASED_NEXT = `attempts > :zero OR ${ALWAYS_LEASED}`;
-const BATCH_WRITE_LIMIT = 25;
+const BATCH_WRITE_LIMIT = AWS_LIMITS.dynamodb.batchWriteItems;
 const CANCEL_ATTEMPTS = 3;
 
 /**

@@ -9,6 +9,7 @@
  * The delivery message is built here too, and written and read as a message body here only, so
  * the api, the scanner, the sweeper, the callback and local mode cannot drift apart on it.
  */
+import { AWS_LIMITS } from '../../contract/aws-limits.js';
 import { FUNCTIONS, QUEUES } from '../../contract/topology.js';
 import { claimableThrough, ensureClockStarted, MARKER_RETENTION_SECONDS, secondOf } from './clock.js';
 import { dealShard, newTaskId, parseTaskId, type TaskKey, taskKey } from './ids.js';
@@ -235,7 +236,7 @@ async function handOffLateArrivals(
 }
 
 /** Seconds the SQS DelaySeconds attribute can hold. */
-export const MAX_DELAY_SECONDS = 900;
+export const MAX_DELAY_SECONDS = AWS_LIMITS.sqs.maxDelaySeconds;
 
 /**
  * The delivery mapping may gather a surfaced message for up to its batching window before it

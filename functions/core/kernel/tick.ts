@@ -1,3 +1,4 @@
+import { AWS_LIMITS } from '../../contract/aws-limits.js';
 import { minuteOf, secondOf } from './clock.js';
 import type { Clock, OccupancyIndex } from './task.js';
 
@@ -12,7 +13,7 @@ export interface TickQueue {
 }
 
 /** Seconds the SQS DelaySeconds attribute can hold. */
-const MAX_TICK_DELAY_SECONDS = 900;
+const MAX_TICK_DELAY_SECONDS = AWS_LIMITS.sqs.maxDelaySeconds;
 
 /**
  * The tick for an occupied second. It surfaces `lookaheadSeconds` before the second by this

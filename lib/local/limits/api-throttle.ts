@@ -5,8 +5,9 @@
  */
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 
+import { AWS_LIMITS } from '../../../functions/contract/aws-limits.js';
 import type { Clock } from '../../../functions/core/kernel/task.js';
-import { AWS_LIMITS, scaledRate } from './aws-limits.js';
+import { scaledRate } from './scaled-rate.js';
 
 /** What API Gateway answers a request over the throttle. */
 export const TOO_MANY_REQUESTS: APIGatewayProxyStructuredResultV2 = {

@@ -2,7 +2,7 @@
  * DynamoDB's capacity-unit arithmetic, on items in the wire format (`{ name: { S: '…' } }`),
  * so the throughput model charges what AWS would bill. Pure: no I/O, no clock.
  */
-import { AWS_LIMITS } from './aws-limits.js';
+import { AWS_LIMITS } from '../../../functions/contract/aws-limits.js';
 
 /** An attribute value as DynamoDB's JSON protocol writes it. */
 export type WireValue = {

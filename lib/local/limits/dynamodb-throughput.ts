@@ -19,9 +19,9 @@
  * 0.2% of the 40,000-unit quota; divided by k they would be a fifth of it, and a scanner
  * catching up five seconds would throttle a model table that AWS would not. Item and batch size limits are dynalite's own (400 KB, 25 writes, 100 keys).
  */
+import { AWS_LIMITS } from '../../../functions/contract/aws-limits.js';
 import { TABLE } from '../../../functions/contract/topology.js';
 import type { Clock } from '../../../functions/core/kernel/task.js';
-import { AWS_LIMITS, scaledRate } from './aws-limits.js';
 import {
   itemKeyText,
   keyClass,
@@ -31,6 +31,7 @@ import {
   partitionRef,
   type WireItem,
 } from './dynamodb-capacity.js';
+import { scaledRate } from './scaled-rate.js';
 import { WindowMeter } from './window-meter.js';
 
 /** The task table's keys, as the stack and the local runtime create it. */

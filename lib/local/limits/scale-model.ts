@@ -5,6 +5,7 @@
  * (the SQS client with `useQueueUrlAsEndpoint: false`, or it would talk to fauxqs directly)
  * and have the HTTP gateway call `apiThrottle.admit()` per request.
  */
+import { AWS_LIMITS } from '../../../functions/contract/aws-limits.js';
 import {
   ACCOUNT_CONCURRENCY,
   type FunctionName,
@@ -12,13 +13,13 @@ import {
   type FunctionSpec,
 } from '../../../functions/contract/topology.js';
 import { type Clock, systemClock } from '../../../functions/core/kernel/task.js';
-import type { Quotas } from '../../quotas.js';
+import type { Quotas } from '../../construct/plan/quotas.js';
 import { startLocalProcess } from '../local-process.js';
 import { ApiStageThrottle, type ApiThrottleReport } from './api-throttle.js';
-import { scaledRate } from './aws-limits.js';
 import type { KeySchema } from './dynamodb-capacity.js';
 import { startDynamoThroughputProxy } from './dynamodb-proxy.js';
 import { DynamoThroughputModel, type DynamoThroughputReport } from './dynamodb-throughput.js';
+import { scaledRate } from './scaled-rate.js';
 import { SqsInFlightModel, type SqsInFlightReport, startSqsInFlightProxy } from './sqs-in-flight.js';
 
 export interface ScaleModel {
@@ -145,9 +146,6 @@ interface ScaledLambdaLimits {
   readonly maxConcurrency: (unscaled: number) => number;
 }
 
-/** Lambda keeps at least this much of the account's concurrency unreserved. */
-const UNRESERVED_MINIMUM = 100;
-
 /**
  * Concurrency is a rate in disguise (invocations a second times their duration), so a 1/k load
  * gets 1/k of it, rounded down so the model never has more than its share, and at least one.
@@ -168,7 +166,7 @@ export function scaledLambdaLimits(k: number, quotas?: Quotas): ScaledLambdaLimi
   return {
     accountConcurrency: Math.max(
       scale(quotas?.lambdaConcurrency ?? ACCOUNT_CONCURRENCY),
-      reserved + scale(UNRESERVED_MINIMUM),
+      reserved + scale(AWS_LIMITS.lambda.unreservedConcurrencyMinimum),
     ),
     reservedConcurrency,
     maxConcurrency: scale,

@@ -14,8 +14,8 @@
  * A receive whose WaitTimeSeconds is absent counts as a short poll (the queue's own
  * ReceiveMessageWaitTimeSeconds is not consulted).
  */
+import { AWS_LIMITS } from '../../../functions/contract/aws-limits.js';
 import type { Clock } from '../../../functions/core/kernel/task.js';
-import { AWS_LIMITS, scaledRate } from './aws-limits.js';
 import {
   jsonError,
   jsonResponse,
@@ -25,6 +25,7 @@ import {
   type WireRequest,
   type WireResponse,
 } from './json-proxy.js';
+import { scaledRate } from './scaled-rate.js';
 
 const NAMESPACE = 'com.amazonaws.sqs';
 const MAX_VISIBILITY_MS = AWS_LIMITS.sqs.maxVisibilitySeconds * 1000;

@@ -17,7 +17,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { keyringToItem, RATE_COUNTER_PREFIX } from '../../../functions/adapters/dynamo/table-schema.js';
 import { createApiHandler } from '../../../functions/api/app.js';
-import { loadApiConfig } from '../../../functions/commons/config.js';
+import { loadConfig } from '../../../functions/commons/config.js';
 import { newTaskId, parseTaskId } from '../../../functions/core/kernel/ids.js';
 import { newApiKey, newKeyring, newTenant } from '../../../functions/core/tenants/tenants.js';
 import { DELIVERY_QUEUE_URL, handlerEnv, lambdaContext, SHARD_COUNT, TABLE_NAME, unitHandler } from './setup.js';
@@ -27,7 +27,7 @@ vi.spyOn(dns, 'lookup').mockImplementation((async () => [{ address: '93.184.215.
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
-const handler = await unitHandler(createApiHandler, loadApiConfig(handlerEnv()));
+const handler = await unitHandler(createApiHandler, loadConfig('api', handlerEnv()));
 
 const TARGET = { type: 'http', url: 'https://hooks.example.com/timer' };
 const TENANT = newTenant('acme', Date.now());

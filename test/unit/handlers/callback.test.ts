@@ -13,7 +13,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { createCallbackHandler } from '../../../functions/callback/app.js';
-import { loadCallbackConfig } from '../../../functions/commons/config.js';
+import { loadConfig } from '../../../functions/commons/config.js';
 import { ENV } from '../../../functions/contract/topology.js';
 import { verifyWebhook } from '../../../functions/contract/webhook-signature.js';
 import { newTaskId, taskKey } from '../../../functions/core/kernel/ids.js';
@@ -33,7 +33,7 @@ const sqsMock = mockClient(SQSClient);
 // The receiver below listens on loopback over http, which only local mode's webhook policy reaches.
 const handler = await unitHandler(
   createCallbackHandler,
-  loadCallbackConfig({ ...handlerEnv(), [ENV.allowInsecureTargets]: 'true' }),
+  loadConfig('callback', { ...handlerEnv(), [ENV.allowInsecureTargets]: 'true' }),
 );
 
 const TENANT = newTenant('acme', Date.now());

@@ -11,7 +11,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 
 import { occupancyKey } from '../../../functions/adapters/dynamo/table-schema.js';
-import { loadScannerConfig } from '../../../functions/commons/config.js';
+import { loadConfig } from '../../../functions/commons/config.js';
 import { newTaskId, partitionKey, secondRange } from '../../../functions/core/kernel/ids.js';
 import { createScannerHandler } from '../../../functions/scanner/app.js';
 import {
@@ -28,7 +28,7 @@ import {
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
-const handler = await unitHandler(createScannerHandler, loadScannerConfig(handlerEnv()));
+const handler = await unitHandler(createScannerHandler, loadConfig('scanner', handlerEnv()));
 
 const CLOCK_KEY = { pk: 'CLOCK', sk: 'CLOCK' };
 const conditionFailed = () => Object.assign(new Error('x'), { name: 'ConditionalCheckFailedException' });

@@ -11,14 +11,14 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 
 import { occupancyKey } from '../../../functions/adapters/dynamo/table-schema.js';
-import { loadSweeperConfig } from '../../../functions/commons/config.js';
+import { loadConfig } from '../../../functions/commons/config.js';
 import { newTaskId, partitionKey, secondRange } from '../../../functions/core/kernel/ids.js';
 import { createSweeperHandler } from '../../../functions/sweeper/app.js';
 import { BUCKET_COUNT, DELIVERY_QUEUE_URL, handlerEnv, lambdaContext, TABLE_NAME, unitHandler } from './setup.js';
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
-const handler = await unitHandler(createSweeperHandler, loadSweeperConfig(handlerEnv()));
+const handler = await unitHandler(createSweeperHandler, loadConfig('sweeper', handlerEnv()));
 
 const markerSk = (second: number) => String(second).padStart(12, '0');
 

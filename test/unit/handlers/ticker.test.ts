@@ -4,17 +4,17 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 
 import { minutePlanKey, OCCUPANCY_SLOTS } from '../../../functions/adapters/dynamo/table-schema.js';
-import { loadTickerConfig } from '../../../functions/commons/config.js';
+import { loadConfig } from '../../../functions/commons/config.js';
 import { ENV } from '../../../functions/contract/topology.js';
 import { createTickerHandler } from '../../../functions/ticker/app.js';
 import { handlerEnv, lambdaContext, LOOKAHEAD_SECONDS, TICK_QUEUE_URL, unitHandler } from './setup.js';
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
-const handler = await unitHandler(createTickerHandler, loadTickerConfig(handlerEnv()));
+const handler = await unitHandler(createTickerHandler, loadConfig('ticker', handlerEnv()));
 const denseHandler = await unitHandler(
   createTickerHandler,
-  loadTickerConfig({ ...handlerEnv(), [ENV.tickEverySecond]: 'true' }),
+  loadConfig('ticker', { ...handlerEnv(), [ENV.tickEverySecond]: 'true' }),
 );
 
 describe('Function: ticker handler', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { ApiStageThrottle, TOO_MANY_REQUESTS } from '../../../lib/local/limits/api-throttle.js';
-import { scaledRate } from '../../../lib/local/limits/aws-limits.js';
+import { scaledRate } from '../../../lib/local/limits/scaled-rate.js';
 import { ManualClock } from '../../support/clock.js';
 
 describe('Class: ApiStageThrottle', () => {

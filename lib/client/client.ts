@@ -25,9 +25,9 @@ import type {
   TaskListQuery,
   TaskPage,
   TaskRequest,
-} from '../functions/contract/wire.js';
+} from '../../functions/contract/wire.js';
 
-export { verifyWebhook } from '../functions/contract/webhook-signature.js';
+export { verifyWebhook } from '../../functions/contract/webhook-signature.js';
 export type {
   ApiProblem,
   BatchItemResult,
@@ -46,7 +46,7 @@ export type {
   TaskPage,
   TaskRequest,
   WebhookNotification,
-} from '../functions/contract/wire.js';
+} from '../../functions/contract/wire.js';
 
 /** An answer the API gave that is not a success; `problem` says which field and why. */
 /** A listing's query string: API Gateway hands every parameter over as text, and an absent one is left out. */

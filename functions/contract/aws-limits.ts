@@ -1,7 +1,8 @@
 /**
- * AWS's own limits, as published, before a scale model divides them. Rates are divided by
- * the model's k; sizes and durations are not, since a 1/k model runs 1/k of the load with
- * the same items, messages and timeouts.
+ * AWS's own limits and default quotas, as published: the one place the core (SQS's delay cap,
+ * batch sizes), the adapters, the planner and the local scale model read them. The scale model
+ * divides the rates by its k; sizes and durations it keeps, since a 1/k model runs 1/k of the
+ * load with the same items, messages and timeouts.
  */
 export const AWS_LIMITS = {
   dynamodb: {
@@ -24,16 +25,24 @@ export const AWS_LIMITS = {
     inFlightPerStandardQueue: 120_000,
     /** A message stays invisible at most 12 hours after the receive that took it, however often it is extended. */
     maxVisibilitySeconds: 43_200,
+    /** The longest DelaySeconds a message (or a queue) can be given: 15 minutes. */
+    maxDelaySeconds: 900,
+    /** Entries in one SendMessageBatch / DeleteMessageBatch, and messages one ReceiveMessage returns. */
+    batchEntries: 10,
+  },
+  lambda: {
+    /** The account's concurrent executions: the default quota. */
+    accountConcurrency: 1_000,
+    /** Concurrency Lambda keeps unreserved: reservations may take the rest of the account's pool. */
+    unreservedConcurrencyMinimum: 100,
+    /** Request and response payload of a synchronous invocation. */
+    syncPayloadBytes: 6 * 1024 * 1024,
   },
   apiGateway: {
     /** HTTP API account-level (and so default stage) throttle: steady rate and burst. */
     requestsPerSecond: 10_000,
     burst: 5_000,
+    /** The largest request body an HTTP API accepts. */
+    payloadBytes: 10 * 1024 * 1024,
   },
 } as const;
-
-/** A rate limit divided by the model's k; never below one unit, so a model always admits something. */
-export function scaledRate(limit: number, k: number): number {
-  if (!(k >= 1)) throw new Error(`the scale factor k must be at least 1, got ${k}`);
-  return Math.max(1, limit / k);
-}

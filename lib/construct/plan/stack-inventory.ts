@@ -1,7 +1,7 @@
 import { App } from 'aws-cdk-lib';
 
+import { TimerStack } from '../timer-stack.js';
 import { type ResourceInventory, resourceInventory } from './cost-model.js';
-import { TimerStack } from './timer-stack.js';
 
 /**
  * The resources `bin/timer.ts` would deploy, counted by CloudFormation type from a synthesis in

@@ -4,7 +4,7 @@ import { HttpApi, HttpMethod, LogGroupLogDestination, type ThrottleSettings } fr
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import type { Construct } from 'constructs';
 
-import { API_ROUTES } from '../../functions/contract/topology.js';
+import { API_ROUTES } from '../../../functions/contract/topology.js';
 import { acknowledgeNagRule, timerLogGroup } from './construct-helpers.js';
 
 /**

@@ -20,9 +20,9 @@ import {
   FUNCTIONS,
   QUEUES,
   type TimerSettings,
-} from '../functions/contract/topology.js';
-import { MAX_SHARDS } from '../functions/core/kernel/ids.js';
-import { ALLOW_LISTS, type AllowListSpec } from '../functions/core/targets/allowed-targets.js';
+} from '../../functions/contract/topology.js';
+import { MAX_SHARDS } from '../../functions/core/kernel/ids.js';
+import { ALLOW_LISTS, type AllowListSpec } from '../../functions/core/targets/allowed-targets.js';
 import { DEFAULT_API_THROTTLE, TimerApi } from './timer/api.js';
 import { type TimerAlarmKey, TimerMonitoring } from './timer/monitoring.js';
 import { TimerPipeline } from './timer/pipeline.js';

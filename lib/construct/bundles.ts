@@ -12,10 +12,10 @@ import { fileURLToPath } from 'node:url';
 import { AssetHashType, aws_lambda as lambda } from 'aws-cdk-lib';
 import type { BuildOptions } from 'esbuild';
 
-import { type FunctionName, FUNCTIONS } from '../functions/contract/topology.js';
+import { type FunctionName, FUNCTIONS } from '../../functions/contract/topology.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const projectRoot = join(here, '..');
+const projectRoot = join(here, '..', '..');
 
 /** The file each bundle is written to, and the Lambda handler that names its `handler` export. */
 const BUNDLE_FILE = 'index.mjs';
@@ -52,7 +52,7 @@ export function buildBundle(name: FunctionName, outdir: string): void {
 }
 
 /** Where the package's build put a function's bundle: dist/bundles/<name>, beside dist/lib. */
-const prebuiltBundleDir = (name: FunctionName) => join(here, '..', 'bundles', name);
+const prebuiltBundleDir = (name: FunctionName) => join(projectRoot, 'bundles', name);
 
 /**
  * A function's code: its prebuilt bundle when there is one, otherwise a bundle built at synth

@@ -28,7 +28,7 @@ import {
   SCHEDULES,
   TABLE,
   type TimerSettings,
-} from '../../functions/contract/topology.js';
+} from '../../../functions/contract/topology.js';
 import { BUNDLE_HANDLER, functionCode } from '../bundles.js';
 import { acknowledgeNagRule, capitalized, timerLogGroup } from './construct-helpers.js';
 

@@ -16,7 +16,7 @@ import {
 import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import type { Construct } from 'constructs';
 
-import { ALARM_THRESHOLDS, type FunctionName, FUNCTIONS, METRICS } from '../../functions/contract/topology.js';
+import { ALARM_THRESHOLDS, type FunctionName, FUNCTIONS, METRICS } from '../../../functions/contract/topology.js';
 import { capitalized } from './construct-helpers.js';
 
 /** Every alarm description ends with a link to its section here; the infra tests check each anchor exists. */

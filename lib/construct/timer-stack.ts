@@ -1,9 +1,9 @@
 import { CfnOutput, CfnParameter, type RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 
-import { DEFAULT_SETTINGS } from '../functions/contract/topology.js';
-import { MAX_SHARDS } from '../functions/core/kernel/ids.js';
-import { ALLOW_LISTS, type AllowListSpec } from '../functions/core/targets/allowed-targets.js';
+import { DEFAULT_SETTINGS } from '../../functions/contract/topology.js';
+import { MAX_SHARDS } from '../../functions/core/kernel/ids.js';
+import { ALLOW_LISTS, type AllowListSpec } from '../../functions/core/targets/allowed-targets.js';
 import { DistributedTimer, type DistributedTimerProps } from './distributed-timer.js';
 
 export interface TimerStackProps extends StackProps {

@@ -5,17 +5,14 @@
  * deployment the plan describes, not one on AWS's default quotas, which a billion single
  * submits a day outgrow.
  */
-import { ACCOUNT_CONCURRENCY, FUNCTIONS, QUEUES } from '../functions/contract/topology.js';
-import { AWS_LIMITS } from './local/limits/aws-limits.js';
+import { AWS_LIMITS } from '../../../functions/contract/aws-limits.js';
+import { ACCOUNT_CONCURRENCY, FUNCTIONS, QUEUES } from '../../../functions/contract/topology.js';
 
 /** Submits come in a daily wave: the busiest second of submits is taken as this many times the average. */
 export const SUBMIT_PEAK_TO_AVERAGE = 2;
 
 /** Room left on every rate and pool the plan sizes, for the bursts inside a busy second. */
 const HEADROOM = 1.5;
-
-/** Lambda keeps this much of the account's concurrency unreserved. */
-const UNRESERVED_MINIMUM = 100;
 
 export interface QuotaInput {
   readonly perDay: number;
@@ -56,7 +53,7 @@ export function quotasFor(input: QuotaInput): Quotas {
   );
   const reserved = apiReservedConcurrency + (FUNCTIONS.scanner.reservedConcurrency ?? 0);
   const lambdaConcurrency = Math.max(
-    roundUp(reserved + QUEUES.delivery.consumer.maxConcurrency + UNRESERVED_MINIMUM, 500),
+    roundUp(reserved + QUEUES.delivery.consumer.maxConcurrency + AWS_LIMITS.lambda.unreservedConcurrencyMinimum, 500),
     ACCOUNT_CONCURRENCY,
   );
   // The busiest second takes its deliveries' writes and a wave of creates at once.

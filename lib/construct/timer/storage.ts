@@ -2,7 +2,7 @@ import type { RemovalPolicy } from 'aws-cdk-lib';
 import { AttributeType, type Billing, ProjectionType, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import type { Construct } from 'constructs';
 
-import { TABLE } from '../../functions/contract/topology.js';
+import { TABLE } from '../../../functions/contract/topology.js';
 
 export interface TimerStorageProps {
   /** What happens to the task table when the construct is removed. */

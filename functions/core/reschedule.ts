@@ -20,7 +20,13 @@ import { parseTaskId, type TaskKey, taskKey } from './ids.js';
 import { getTask, type SchedulePorts, storedBeforeFirstAttempt, type TaskLookupPorts } from './schedule.js';
 import type { Reschedule } from './schemas.js';
 import type { Task, TaskStatus } from './task.js';
-import { copiesMayCall, expiryAfter, firstAttemptUnleased, UNLEASED_CANCEL_MARGIN_MS } from './task.js';
+import {
+  copiesMayCall,
+  endedTaskExpiry,
+  expiryAfter,
+  firstAttemptUnleased,
+  UNLEASED_CANCEL_MARGIN_MS,
+} from './task.js';
 import { freshTaskId, newPendingTask, storeNewTask } from './task-kernel.js';
 
 export type RescheduleOutcome =
@@ -71,7 +77,8 @@ export async function handoverTo(ports: TaskLookupPorts, task: Task): Promise<Ha
     if (predecessor.status === 'DELIVERING') return 'waiting';
     if (predecessor.status !== 'PENDING') return 'abandoned';
     const nowMs = ports.clock.now();
-    if (await ports.taskStore.commitReschedule(key, task.id, nowMs, expiryAfter(nowMs, ports.retentionDays))) {
+    const expiresAtSeconds = endedTaskExpiry(predecessor.fireAtMs, nowMs, ports.retentionDays);
+    if (await ports.taskStore.commitReschedule(key, task.id, nowMs, expiresAtSeconds)) {
       return 'in-effect';
     }
   }
@@ -136,7 +143,7 @@ async function handOver(
   const successor = await storeNewTask(ports, successorEntry);
 
   const nowMs = clock.now();
-  if (await taskStore.commitReschedule(key, id, nowMs, expiryAfter(nowMs, ports.retentionDays))) {
+  if (await taskStore.commitReschedule(key, id, nowMs, endedTaskExpiry(current.fireAtMs, nowMs, ports.retentionDays))) {
     return { kind: 'rescheduled', task: successor };
   }
   // Not committed by this call: the successor's own delivery may have committed it, else it must be given up.

@@ -135,7 +135,7 @@ describe('Function: scheduleTasks', () => {
   it('stores the task on retry when the first submit died after claiming the key', async () => {
     // Prepare: the first submit's task write never happens.
     const ports = schedulePorts();
-    const create = vi.spyOn(ports.taskStore, 'create').mockRejectedValueOnce(new Error('Lambda timed out'));
+    const create = vi.spyOn(ports.taskStore, 'createUnlessStored').mockRejectedValueOnce(new Error('Lambda timed out'));
     await expect(
       scheduleTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'k' })]),
     ).rejects.toThrow();
@@ -170,10 +170,10 @@ describe('Function: scheduleTasks', () => {
   it('takes the task a concurrent retry stored when its own write then fails', async () => {
     // Prepare: this submit claims the key, but a retry stores the task before its own write lands.
     const ports = schedulePorts();
-    const create = ports.taskStore.create.bind(ports.taskStore);
-    vi.spyOn(ports.taskStore, 'create').mockImplementationOnce(async (task) => {
+    const create = ports.taskStore.createUnlessStored.bind(ports.taskStore);
+    vi.spyOn(ports.taskStore, 'createUnlessStored').mockImplementationOnce(async (task) => {
       await create(task);
-      throw Object.assign(new Error('condition failed'), { name: 'ConditionalCheckFailedException' });
+      return { created: false, stored: task };
     });
 
     // Act
@@ -259,7 +259,7 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     const ports = schedulePorts();
     const occupy = vi.spyOn(ports.occupancy, 'occupy');
     const createMany = vi.spyOn(ports.taskStore, 'createMany');
-    const create = vi.spyOn(ports.taskStore, 'create');
+    const createKeyed = vi.spyOn(ports.taskStore, 'createUnlessStored');
     const readClock = vi.spyOn(ports.clockStore, 'read');
 
     // Act
@@ -273,7 +273,7 @@ describe('Function: scheduleTasks and the occupancy index', () => {
     );
     const [firstOccupy, secondOccupy] = occupy.mock.invocationCallOrder;
     expect(firstOccupy).toBeLessThan(createMany.mock.invocationCallOrder[0] ?? 0);
-    expect(secondOccupy).toBeLessThan(create.mock.invocationCallOrder[0] ?? 0);
+    expect(secondOccupy).toBeLessThan(createKeyed.mock.invocationCallOrder[0] ?? 0);
     expect(readClock).toHaveBeenCalledTimes(1);
   });
 
@@ -451,7 +451,7 @@ describe('Function: scheduleTasks with a flexible window', () => {
     // Prepare: the first submit claims the key and dies before its task write.
     const ports = schedulePorts();
     const body = { delaySeconds: 60, window: { seconds: 30 }, idempotencyKey: 'k' };
-    const create = vi.spyOn(ports.taskStore, 'create').mockRejectedValueOnce(new Error('Lambda timed out'));
+    const create = vi.spyOn(ports.taskStore, 'createUnlessStored').mockRejectedValueOnce(new Error('Lambda timed out'));
     await expect(scheduleTasks(ports, TENANT_ID, [request(body)])).rejects.toThrow();
     const claimedId = [...ports.idempotencyStore.records.values()][0]?.taskId;
     create.mockRestore();

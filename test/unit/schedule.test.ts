@@ -503,6 +503,93 @@ describe('Function: parseTaskRequest fingerprint', () => {
   });
 });
 
+describe('Function: scheduleTasks with a key and a dueAt of its own', () => {
+  const DUE_AT = NOW_MS + 60_000;
+  const keyed = (key: string, extra: Record<string, unknown> = {}) =>
+    request({ dueAt: DUE_AT, idempotencyKey: key, ...extra });
+
+  it('writes a keyed submit with one conditional put and no key item, and gives a retry the same task', async () => {
+    // Prepare
+    const ports = schedulePorts();
+    const put = vi.spyOn(ports.taskStore, 'createUnlessStored');
+    const claim = vi.spyOn(ports.idempotencyStore, 'claim');
+
+    // Act
+    const first = await scheduleTasks(ports, TENANT_ID, [keyed('order-1')]);
+    ports.clock.advance(5000);
+    const retried = await scheduleTasks(ports, TENANT_ID, [keyed('order-1')]);
+
+    // Assess
+    expect(first.outcomes[0]?.kind).toBe('created');
+    expect(retried.outcomes[0]).toEqual({
+      kind: 'replayed',
+      task: ports.taskStore.tasks.get(idOf(first.outcomes[0]) ?? ''),
+    });
+    expect(put).toHaveBeenCalledTimes(2);
+    expect(claim).not.toHaveBeenCalled();
+    expect(ports.taskStore.tasks.size).toBe(1);
+  });
+
+  it('answers the same key with a different body at the same due time with a conflict naming the first task', async () => {
+    // Prepare
+    const ports = schedulePorts();
+    const created = await scheduleTasks(ports, TENANT_ID, [keyed('order-1')]);
+
+    // Act
+    const reused = await scheduleTasks(ports, TENANT_ID, [keyed('order-1', { payload: { n: 2 } })]);
+
+    // Assess
+    expect(reused.outcomes[0]).toEqual({ kind: 'conflict', taskId: idOf(created.outcomes[0]) });
+    expect(ports.taskStore.tasks.size).toBe(1);
+    expect(ports.idempotencyStore.records.size).toBe(0);
+  });
+
+  it('dedupes keyed items of a batch against each other and an earlier single, writing none in a BatchWrite', async () => {
+    // Prepare
+    const ports = schedulePorts();
+    const single = await scheduleTasks(ports, TENANT_ID, [keyed('a')]);
+    const createMany = vi.spyOn(ports.taskStore, 'createMany');
+
+    // Act
+    const batch = await scheduleTasks(ports, TENANT_ID, [
+      keyed('a'),
+      keyed('b'),
+      keyed('b'),
+      keyed('b', { bizId: 'x' }),
+    ]);
+
+    // Assess
+    const [a, b, bAgain, bOther] = batch.outcomes;
+    expect(a).toMatchObject({ kind: 'replayed', task: { id: idOf(single.outcomes[0]) } });
+    expect([b?.kind, bAgain?.kind].sort()).toEqual(['created', 'replayed']);
+    expect(idOf(bAgain)).toBe(idOf(b));
+    expect(bOther).toEqual({ kind: 'conflict', taskId: idOf(b) });
+    expect(ports.taskStore.tasks.size).toBe(2);
+    expect(createMany).not.toHaveBeenCalled();
+    expect(ports.idempotencyStore.records.size).toBe(0);
+  });
+
+  it('replays a keyed submit whose answer was lost after its put landed', async () => {
+    // Prepare: the put lands, and the api dies before it answers.
+    const ports = schedulePorts();
+    const put = ports.taskStore.createUnlessStored.bind(ports.taskStore);
+    vi.spyOn(ports.taskStore, 'createUnlessStored').mockImplementationOnce(async (task) => {
+      await put(task);
+      throw new Error('Lambda timed out');
+    });
+    await expect(scheduleTasks(ports, TENANT_ID, [keyed('lost')])).rejects.toThrow();
+    const [storedId] = ports.taskStore.tasks.keys();
+
+    // Act: the client sends the same body again a few seconds later.
+    ports.clock.advance(3000);
+    const retried = await scheduleTasks(ports, TENANT_ID, [keyed('lost')]);
+
+    // Assess
+    expect(retried.outcomes[0]).toMatchObject({ kind: 'replayed', task: { id: storedId, createdAtMs: NOW_MS } });
+    expect(ports.taskStore.tasks.size).toBe(1);
+  });
+});
+
 describe('Function: cancelTask', () => {
   /** A task never attempted, due `inMs` after NOW_MS, stored in the ports' store. */
   function storedTask(ports: ReturnType<typeof schedulePorts>, inMs: number, overrides: Partial<Task> = {}): Task {
@@ -522,6 +609,19 @@ describe('Function: cancelTask', () => {
     // Assess
     expect(outcome).toMatchObject({ cancelled: true });
     expect(ports.taskStore.tasks.get(task.id)?.status).toBe('CANCELLED');
+  });
+
+  it('keeps a task cancelled ahead of its fire time until retention after that time, so a keyed retry finds it', async () => {
+    // Prepare
+    const ports = schedulePorts();
+    const task = storedTask(ports, 10 * 24 * 3600 * 1000);
+    const cancel = vi.spyOn(ports.taskStore, 'cancel');
+
+    // Act
+    await cancelTask(ports, TENANT_ID, task.id);
+
+    // Assess
+    expect(cancel.mock.calls[0]?.[1].expiresAtSeconds).toBe(Math.floor(task.fireAtMs / 1000) + 30 * 24 * 3600);
   });
 
   it('refuses, writing nothing, a cancel of a task never attempted that is due within the margin: its first attempt takes no lease', async () => {

@@ -94,7 +94,8 @@ function outcomeResult(outcome: SubmitOutcome, path: string) {
     case 'created':
       return { status: 201 as const, task: createdView(outcome.task) };
     case 'replayed':
-      return { status: 200 as const, task: createdView(outcome.task) };
+      // The answer the create gave, whatever became of the task since (delivered, cancelled).
+      return { status: 200 as const, task: createdView({ ...outcome.task, status: 'PENDING' }) };
     case 'conflict':
       return {
         status: 409 as const,

@@ -90,6 +90,25 @@ export interface TimerClientOptions {
   readonly fetch?: typeof fetch;
 }
 
+/**
+ * A submit's body, sent the same by every retry: with an idempotency key (made up when the caller
+ * gives none), and a valid `delaySeconds` turned into the `dueAt` it means now. The api names a
+ * keyed task by its due time and writes it with one conditional put; a `delaySeconds` it would
+ * resolve anew on each retry, so for that it keeps an extra item per key.
+ */
+function submitBody(request: TaskRequest): TaskRequest {
+  const { delaySeconds, ...rest } = request;
+  const resolvable =
+    request.dueAt === undefined &&
+    typeof delaySeconds === 'number' &&
+    Number.isInteger(delaySeconds) &&
+    delaySeconds >= 0;
+  return {
+    ...(resolvable ? { ...rest, dueAt: Date.now() + delaySeconds * 1000 } : request),
+    idempotencyKey: request.idempotencyKey ?? randomUUID(),
+  };
+}
+
 const retryable = (status: number) => status === 429 || status >= 500;
 
 const bizTypePath = (bizType: string) => `/v1/biz-types/${encodeURIComponent(bizType)}`;
@@ -104,13 +123,12 @@ export class TimerClient {
 
   /** Schedules one task. A retried call returns the same task, never a second one. */
   async schedule(request: TaskRequest): Promise<CreatedTask> {
-    const body = { ...request, idempotencyKey: request.idempotencyKey ?? randomUUID() };
-    return (await this.request('POST', '/v1/tasks', body, [200, 201])) as CreatedTask;
+    return (await this.request('POST', '/v1/tasks', submitBody(request), [200, 201])) as CreatedTask;
   }
 
   /** Schedules up to 100 tasks; each result says whether its task was created or why not. */
   async scheduleBatch(requests: readonly TaskRequest[]): Promise<BatchResult> {
-    const tasks = requests.map((request) => ({ ...request, idempotencyKey: request.idempotencyKey ?? randomUUID() }));
+    const tasks = requests.map(submitBody);
     return (await this.request('POST', '/v1/tasks/batch', { tasks }, [201, 207])) as BatchResult;
   }
 

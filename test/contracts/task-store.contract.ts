@@ -80,6 +80,26 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       expect(await store.get(keyOf(task))).toEqual(task);
     });
 
+    it('creates a task unless its key is taken, and otherwise hands back the stored task, fingerprint included', async () => {
+      // Prepare
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const task = aTask(DUE_MS, 1, { idempotencyKey: 'k-1', fingerprint: 'f-1' });
+
+      // Act
+      const first = await store.createUnlessStored(task, keyOf(task));
+      const concurrent = await Promise.all(
+        [2, 3].map((n) => store.createUnlessStored({ ...task, fingerprint: `f-${n}` }, keyOf(task))),
+      );
+
+      // Assess
+      expect(first).toEqual({ created: true });
+      expect(concurrent).toEqual([
+        { created: false, stored: task },
+        { created: false, stored: task },
+      ]);
+      expect(await store.get(keyOf(task))).toEqual(task);
+    });
+
     it('lists the PENDING tasks of exactly one second and shard, or only those no message may still bring', async () => {
       // Prepare
       const store = await makeStore(CONTRACT_BUCKET_COUNT);

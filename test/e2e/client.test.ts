@@ -72,6 +72,28 @@ describe('Class: TimerClient (against local mode)', () => {
     expect((await client.get(task.id))?.id).toBe(task.id);
   });
 
+  it('answers a keyed retry with what the create answered, though the task was cancelled since', async () => {
+    // Prepare
+    const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey });
+    const request = {
+      dueAt: Date.now() + 600_000,
+      target: { type: 'http' as const, url: receiver.url('/hook') },
+      idempotencyKey: `cancelled-${Date.now()}`,
+    };
+    const created = await client.schedule(request);
+    await client.cancel(created.id);
+
+    // Act
+    const replayed = await client.schedule(request);
+    const reused = await client.schedule({ ...request, payload: { other: true } }).catch((error: unknown) => error);
+
+    // Assess
+    expect(replayed).toEqual(created);
+    expect((await client.get(created.id))?.status).toBe('CANCELLED');
+    expect((reused as TimerApiError).status).toBe(409);
+    expect((reused as TimerApiError).problem?.errors?.[0]?.path).toBe('idempotencyKey');
+  });
+
   it('surfaces the problem details of a refused request, naming the field', async () => {
     // Prepare
     const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey });

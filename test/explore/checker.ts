@@ -162,6 +162,26 @@ export function check(history: readonly HistoryEvent[], final: FinalState): stri
     }
   }
 
+  // A submit with an idempotency key makes one task however often it is retried, whichever attempt
+  // crashed or lost its answer: every answer names that task, and no other task has the key.
+  const taskOfKey = new Map<string, string>();
+  for (const task of final.tasks.values()) {
+    if (task.idempotencyKey === undefined) continue;
+    const other = taskOfKey.get(task.idempotencyKey);
+    if (other !== undefined)
+      violations.push(`idempotency key ${task.idempotencyKey} made tasks ${other} and ${task.id}`);
+    taskOfKey.set(task.idempotencyKey, task.id);
+  }
+  for (const accepted of history) {
+    if (accepted.type !== 'accepted' || accepted.idempotencyKey === undefined) continue;
+    const made = taskOfKey.get(accepted.idempotencyKey);
+    if (made !== accepted.taskId) {
+      violations.push(
+        `idempotency key ${accepted.idempotencyKey} was answered with task ${accepted.taskId}, not ${made}`,
+      );
+    }
+  }
+
   // Every accepted task not cancelled with a 200 ends DELIVERED or FAILED in the DLQ (invariant 1).
   for (const accepted of history.filter((event) => event.type === 'accepted')) {
     if (cancelledWith200.has(accepted.taskId)) continue;

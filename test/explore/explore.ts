@@ -118,6 +118,7 @@ const submitArb: fc.Arbitrary<Action> = fc.record({
   maxAttempts: fc.integer({ min: 1, max: 3 }),
   answers: fc.array(answerArb, { minLength: 1, maxLength: 3 }),
   idempotent: fc.boolean(),
+  dueAtGiven: fc.boolean(),
   faults: faultsArb,
   cancel: rarely(fc.oneof(fc.record({ leadMs: leadArb, faults: faultsArb }), lateCancelArb), 3),
   // A PATCH moving the task near (a late arrival) or further out, racing its first attempt around the margin.

@@ -112,6 +112,11 @@ export interface SubmitAction {
   /** The receiver's answers to the task's calls in turn; the last one repeats. */
   readonly answers: readonly Answer[];
   readonly idempotent: boolean;
+  /**
+   * The request gives its due time as `dueAt`, which a retry sends again, so a keyed task is named
+   * by its key; otherwise as `delaySeconds`, which each attempt resolves anew.
+   */
+  readonly dueAtGiven: boolean;
   readonly faults: Faults;
   readonly cancel?: CancelPlan;
   readonly reschedule?: ReschedulePlan;
@@ -203,6 +208,8 @@ export type HistoryEvent =
       readonly maxAttempts: number;
       /** The api invocation that answered 201. */
       readonly actor: string;
+      /** The submit's idempotency key: every answer to it names one task. */
+      readonly idempotencyKey?: string;
     }
   | {
       readonly type: 'cancel';
@@ -625,20 +632,25 @@ export class World {
 
   // ---- The api's callers -------------------------------------------------------------------
 
-  private submit(action: SubmitAction, index: number, retry = 0): void {
-    const actor = this.actor('api', action.faults, () => this.clientRetry(retry, () => this.submit(action, index, 1)));
+  private submit(action: SubmitAction, index: number, retry = 0, sentAtMs?: number): void {
+    const actor = this.actor('api', action.faults, () => again());
     const nowMs = actor.clock.now();
+    // A retry of a request that gave dueAt sends the same due time; a delaySeconds resolves anew.
+    const fromMs = action.dueAtGiven ? (sentAtMs ?? nowMs) : nowMs;
+    const again = () => this.clientRetry(retry, () => this.submit(action, index, 1, fromMs));
+    const keyOf = (entry: number) => `key-${index}-${entry}`;
     const requests: NewTask[] = action.dueInMs.map((dueInMs, entry) => ({
-      dueAtMs: nowMs + dueInMs,
+      dueAtMs: fromMs + dueInMs,
+      ...(!action.dueAtGiven && { dueFromDelay: true }),
       fingerprint: `action-${index}-${entry}`,
       target: WEBHOOK,
       payloadJson: JSON.stringify({ action: index, entry }),
       policy: { maxAttempts: action.maxAttempts },
-      ...(action.idempotent && { idempotencyKey: `key-${index}-${entry}` }),
+      ...(action.idempotent && { idempotencyKey: keyOf(entry) }),
     }));
     this.wiring.submit(actor, requests).then(
       (taskIds) => {
-        for (const taskId of taskIds) {
+        taskIds.forEach((taskId, entry) => {
           this.answers.set(taskId, action.answers);
           this.record({
             type: 'accepted',
@@ -646,6 +658,7 @@ export class World {
             taskId,
             maxAttempts: action.maxAttempts,
             actor: actor.label,
+            ...(action.idempotent && { idempotencyKey: keyOf(entry) }),
           });
           const cancel = action.cancel;
           const fireAtMs = this.taskStore.tasks.get(taskId)?.fireAtMs;
@@ -654,9 +667,9 @@ export class World {
           if (reschedule && fireAtMs !== undefined) {
             this.at(fireAtMs - reschedule.leadMs, () => this.reschedule(taskId, reschedule));
           }
-        }
+        });
       },
-      () => this.clientRetry(retry, () => this.submit(action, index, 1)),
+      () => again(),
     );
   }
 

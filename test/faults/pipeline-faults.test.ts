@@ -327,14 +327,14 @@ describe('Faults: the AWS services', () => {
     );
   }, 180_000);
 
-  it('keeps one task per idempotency key when the api dies between claiming the key and storing the task', async () => {
+  it('keeps one task per idempotency key when the api dies at its keyed task write and the submit is retried', async () => {
     // Prepare
     const h = await start();
     const crash = crashOnce(h.api.taskStore, 'create');
     const tasks = webhookTasks(h, 1, 2000, 2000);
 
     // Act: the harness retries the failed submit with the same key.
-    const { ids, result } = await runCase('api crash between idempotency claim and task write', h, tasks);
+    const { ids, result } = await runCase('api crash at a keyed task write', h, tasks);
     const again = await h.submit(tasks);
 
     // Assess

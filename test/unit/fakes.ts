@@ -189,6 +189,13 @@ export class FakeTaskStore implements TaskStore {
     this.tasks.set(task.id, task);
   }
 
+  async createUnlessStored(task: Task): Promise<{ created: true } | { created: false; stored: Task }> {
+    const stored = this.tasks.get(task.id);
+    if (stored) return { created: false, stored };
+    this.tasks.set(task.id, task);
+    return { created: true };
+  }
+
   async createMany(entries: ReadonlyArray<{ task: Task }>): Promise<void> {
     for (const { task } of entries) this.tasks.set(task.id, task);
   }

@@ -127,9 +127,9 @@ describe('Occurrence chain: deliverTask of an occurrence', () => {
     const w = world();
     const schedule = await w.create();
     const first = w.stored(schedule.id)?.next?.taskId ?? '';
-    const create = w.taskStore.create.bind(w.taskStore);
+    const create = w.taskStore.createUnlessStored.bind(w.taskStore);
     let failures = 1;
-    w.taskStore.create = async (task) => {
+    w.taskStore.createUnlessStored = async (task) => {
       if (failures-- > 0) throw new Error('crash');
       return create(task);
     };

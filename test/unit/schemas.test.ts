@@ -61,6 +61,7 @@ describe('Function: parseTaskRequest', () => {
       ok: true,
       value: {
         dueAtMs: NOW_MS + 1000,
+        dueFromDelay: true,
         fingerprint: expect.any(String),
         target: TARGET,
         payloadJson: '{"orderId":"o-1","amount":12.5}',

@@ -135,7 +135,7 @@ describe('Function: submitTasks', () => {
   it('stores the task on retry when the first submit died after claiming the key', async () => {
     // Prepare: the first submit's task write never happens.
     const ports = schedulePorts();
-    const create = vi.spyOn(ports.taskStore, 'create').mockRejectedValueOnce(new Error('Lambda timed out'));
+    const create = vi.spyOn(ports.taskStore, 'createUnlessStored').mockRejectedValueOnce(new Error('Lambda timed out'));
     await expect(submitTasks(ports, TENANT_ID, [request({ delaySeconds: 60, idempotencyKey: 'k' })])).rejects.toThrow();
     const claimedId = [...ports.idempotencyStore.records.values()][0]?.taskId;
     create.mockRestore();
@@ -166,10 +166,10 @@ describe('Function: submitTasks', () => {
   it('takes the task a concurrent retry stored when its own write then fails', async () => {
     // Prepare: this submit claims the key, but a retry stores the task before its own write lands.
     const ports = schedulePorts();
-    const create = ports.taskStore.create.bind(ports.taskStore);
-    vi.spyOn(ports.taskStore, 'create').mockImplementationOnce(async (task) => {
+    const create = ports.taskStore.createUnlessStored.bind(ports.taskStore);
+    vi.spyOn(ports.taskStore, 'createUnlessStored').mockImplementationOnce(async (task) => {
       await create(task);
-      throw Object.assign(new Error('condition failed'), { name: 'ConditionalCheckFailedException' });
+      return { created: false, stored: task };
     });
 
     // Act
@@ -252,7 +252,7 @@ describe('Function: submitTasks and the occupancy index', () => {
     const ports = schedulePorts();
     const occupy = vi.spyOn(ports.occupancy, 'occupy');
     const createMany = vi.spyOn(ports.taskStore, 'createMany');
-    const create = vi.spyOn(ports.taskStore, 'create');
+    const createKeyed = vi.spyOn(ports.taskStore, 'createUnlessStored');
     const readClock = vi.spyOn(ports.clockStore, 'read');
 
     // Act
@@ -266,7 +266,7 @@ describe('Function: submitTasks and the occupancy index', () => {
     );
     const [firstOccupy, secondOccupy] = occupy.mock.invocationCallOrder;
     expect(firstOccupy).toBeLessThan(createMany.mock.invocationCallOrder[0] ?? 0);
-    expect(secondOccupy).toBeLessThan(create.mock.invocationCallOrder[0] ?? 0);
+    expect(secondOccupy).toBeLessThan(createKeyed.mock.invocationCallOrder[0] ?? 0);
     expect(readClock).toHaveBeenCalledTimes(1);
   });
 
@@ -444,7 +444,7 @@ describe('Function: submitTasks with a flexible window', () => {
     // Prepare: the first submit claims the key and dies before its task write.
     const ports = schedulePorts();
     const body = { delaySeconds: 60, window: { seconds: 30 }, idempotencyKey: 'k' };
-    const create = vi.spyOn(ports.taskStore, 'create').mockRejectedValueOnce(new Error('Lambda timed out'));
+    const create = vi.spyOn(ports.taskStore, 'createUnlessStored').mockRejectedValueOnce(new Error('Lambda timed out'));
     await expect(submitTasks(ports, TENANT_ID, [request(body)])).rejects.toThrow();
     const claimedId = [...ports.idempotencyStore.records.values()][0]?.taskId;
     create.mockRestore();
@@ -496,6 +496,88 @@ describe('Function: parseTaskRequest fingerprint', () => {
   });
 });
 
+describe('Function: submitTasks with a key and a dueAt of its own', () => {
+  const DUE_AT = NOW_MS + 60_000;
+  const keyed = (key: string, extra: Record<string, unknown> = {}) =>
+    request({ dueAt: DUE_AT, idempotencyKey: key, ...extra });
+
+  it('writes a keyed submit with one conditional put and no key item, and gives a retry the same task', async () => {
+    // Prepare
+    const ports = schedulePorts();
+    const put = vi.spyOn(ports.taskStore, 'createUnlessStored');
+    const claim = vi.spyOn(ports.idempotencyStore, 'claim');
+
+    // Act
+    const first = await submitTasks(ports, TENANT_ID, [keyed('order-1')]);
+    ports.clock.advance(5000);
+    const retried = await submitTasks(ports, TENANT_ID, [keyed('order-1')]);
+
+    // Assess
+    expect(first.outcomes[0]?.kind).toBe('created');
+    expect(retried.outcomes[0]).toEqual({
+      kind: 'replayed',
+      task: ports.taskStore.tasks.get(idOf(first.outcomes[0]) ?? ''),
+    });
+    expect(put).toHaveBeenCalledTimes(2);
+    expect(claim).not.toHaveBeenCalled();
+    expect(ports.taskStore.tasks.size).toBe(1);
+  });
+
+  it('answers the same key with a different body at the same due time with a conflict naming the first task', async () => {
+    // Prepare
+    const ports = schedulePorts();
+    const created = await submitTasks(ports, TENANT_ID, [keyed('order-1')]);
+
+    // Act
+    const reused = await submitTasks(ports, TENANT_ID, [keyed('order-1', { payload: { n: 2 } })]);
+
+    // Assess
+    expect(reused.outcomes[0]).toEqual({ kind: 'conflict', taskId: idOf(created.outcomes[0]) });
+    expect(ports.taskStore.tasks.size).toBe(1);
+    expect(ports.idempotencyStore.records.size).toBe(0);
+  });
+
+  it('dedupes keyed items of a batch against each other and an earlier single, writing none in a BatchWrite', async () => {
+    // Prepare
+    const ports = schedulePorts();
+    const single = await submitTasks(ports, TENANT_ID, [keyed('a')]);
+    const createMany = vi.spyOn(ports.taskStore, 'createMany');
+
+    // Act
+    const batch = await submitTasks(ports, TENANT_ID, [keyed('a'), keyed('b'), keyed('b'), keyed('b', { bizId: 'x' })]);
+
+    // Assess
+    const [a, b, bAgain, bOther] = batch.outcomes;
+    expect(a).toMatchObject({ kind: 'replayed', task: { id: idOf(single.outcomes[0]) } });
+    expect([b?.kind, bAgain?.kind].sort()).toEqual(['created', 'replayed']);
+    expect(idOf(bAgain)).toBe(idOf(b));
+    expect(bOther).toEqual({ kind: 'conflict', taskId: idOf(b) });
+    expect(ports.taskStore.tasks.size).toBe(2);
+    expect(createMany).not.toHaveBeenCalled();
+    expect(ports.idempotencyStore.records.size).toBe(0);
+  });
+
+  it('replays a keyed submit whose answer was lost after its put landed', async () => {
+    // Prepare: the put lands, and the api dies before it answers.
+    const ports = schedulePorts();
+    const put = ports.taskStore.createUnlessStored.bind(ports.taskStore);
+    vi.spyOn(ports.taskStore, 'createUnlessStored').mockImplementationOnce(async (task) => {
+      await put(task);
+      throw new Error('Lambda timed out');
+    });
+    await expect(submitTasks(ports, TENANT_ID, [keyed('lost')])).rejects.toThrow();
+    const [storedId] = ports.taskStore.tasks.keys();
+
+    // Act: the client sends the same body again a few seconds later.
+    ports.clock.advance(3000);
+    const retried = await submitTasks(ports, TENANT_ID, [keyed('lost')]);
+
+    // Assess
+    expect(retried.outcomes[0]).toMatchObject({ kind: 'replayed', task: { id: storedId, createdAtMs: NOW_MS } });
+    expect(ports.taskStore.tasks.size).toBe(1);
+  });
+});
+
 describe('Function: cancelTask', () => {
   /** A task never attempted, due `inMs` after NOW_MS, stored in the ports' store. */
   function storedTask(ports: ReturnType<typeof schedulePorts>, inMs: number, overrides: Partial<Task> = {}): Task {
@@ -515,6 +597,19 @@ describe('Function: cancelTask', () => {
     // Assess
     expect(outcome).toMatchObject({ cancelled: true });
     expect(ports.taskStore.tasks.get(task.id)?.status).toBe('CANCELLED');
+  });
+
+  it('keeps a task cancelled ahead of its fire time until retention after that time, so a keyed retry finds it', async () => {
+    // Prepare
+    const ports = schedulePorts();
+    const task = storedTask(ports, 10 * 24 * 3600 * 1000);
+    const cancel = vi.spyOn(ports.taskStore, 'cancel');
+
+    // Act
+    await cancelTask(ports, TENANT_ID, task.id);
+
+    // Assess
+    expect(cancel.mock.calls[0]?.[1].expiresAtSeconds).toBe(Math.floor(task.fireAtMs / 1000) + 30 * 24 * 3600);
   });
 
   it('refuses, writing nothing, a cancel of a task never attempted that is due within the margin: its first attempt takes no lease', async () => {

@@ -85,6 +85,8 @@ export interface TaskItem extends TaskKey {
   readonly bizType?: string;
   readonly bizId?: string;
   readonly idempotencyKey?: string;
+  /** The request's digest, on a task whose id its idempotency key derived. */
+  readonly fingerprint?: string;
   readonly policy?: DeliveryPolicy;
   readonly leaseUntilMs?: number;
   readonly attemptId?: string;
@@ -170,6 +172,7 @@ export function taskToItem(task: Task, key: TaskKey): TaskItem {
     ...(task.bizType !== undefined && { bizType: task.bizType }),
     ...(task.bizId !== undefined && { bizId: task.bizId }),
     ...(task.idempotencyKey !== undefined && { idempotencyKey: task.idempotencyKey }),
+    ...(task.fingerprint !== undefined && { fingerprint: task.fingerprint }),
     ...(task.policy !== undefined && { policy: task.policy }),
     ...(task.rescheduledFrom !== undefined && { rescheduledFrom: task.rescheduledFrom }),
     ...(task.lateArrival && { lateArrival: true }),
@@ -197,6 +200,7 @@ export function taskFromItem(item: TaskItem): Task {
     ...optional('bizType', item.bizType),
     ...optional('bizId', item.bizId),
     ...optional('idempotencyKey', item.idempotencyKey),
+    ...optional('fingerprint', item.fingerprint),
     ...optional('policy', item.policy),
     ...optional('leaseUntilMs', item.leaseUntilMs),
     ...optional('attemptId', item.attemptId),

@@ -83,6 +83,21 @@ export class DynamoTaskStore implements TaskStore {
     );
   }
 
+  /**
+   * On a failed condition the stored item is read with a consistent GetItem. PutItem could return
+   * it with the failure (ReturnValuesOnConditionCheckFailure), but dynalite 4 ignores that option
+   * and the document client leaves such an item in DynamoDB's marshalled form; the read happens
+   * only on this path, a retry's, never on a first submit's.
+   */
+  async createUnlessStored(task: Task, key: TaskKey): Promise<{ created: true } | { created: false; stored: Task }> {
+    const created = await unlessConditionFails(this.create(task, key));
+    if (created) return { created };
+    const stored = await this.get(key);
+    // Task items are only ever removed by TTL, long after anything could write the same id again.
+    if (!stored) throw new Error(`task ${task.id} is stored but could not be read`);
+    return { created, stored };
+  }
+
   /** Writes chunks of 25 (BatchWriteItem's limit) all at once: a batch of 100 costs one round trip, not four. */
   async createMany(entries: ReadonlyArray<{ task: Task; key: TaskKey }>): Promise<void> {
     const { client, tableName } = this.options;

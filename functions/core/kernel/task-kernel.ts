@@ -9,10 +9,12 @@
  * The delivery message is built here too, and written and read as a message body here only, so
  * the api, the scanner, the sweeper, the callback and local mode cannot drift apart on it.
  */
+import { createHash } from 'node:crypto';
+
 import { AWS_LIMITS } from '../../contract/aws-limits.js';
 import { FUNCTIONS, QUEUES } from '../../contract/topology.js';
 import { claimableThrough, ensureClockStarted, MARKER_RETENTION_SECONDS, secondOf } from './clock.js';
-import { dealShard, newTaskId, parseTaskId, type TaskKey, taskKey } from './ids.js';
+import { dealShard, derivedTaskId, newTaskId, parseTaskId, type TaskKey, taskKey } from './ids.js';
 import type {
   Clock,
   ClockStore,
@@ -57,6 +59,8 @@ export interface TaskContent {
   readonly bizType?: string;
   readonly bizId?: string;
   readonly idempotencyKey?: string;
+  /** The request's digest, kept on a task whose id its idempotency key derived (see submitTasks). */
+  readonly fingerprint?: string;
   readonly policy?: DeliveryPolicy;
   readonly rescheduledFrom?: string;
   readonly occurrence?: OccurrenceRef;
@@ -68,9 +72,24 @@ export function freshTaskId(ports: Pick<TaskBirthPorts, 'shardCount'>, dueAtMs: 
 }
 
 /**
+ * The id `name` stands for, for a task due at `dueAtMs`: the same every time it is asked. With a
+ * window, the fire time is planned at a place in it that a hash of the name picks, which spreads
+ * many names over the window as evenly as dealing would.
+ */
+export function namedTaskId(
+  ports: Pick<TaskBirthPorts, 'shardCount'>,
+  name: string,
+  dueAtMs: number,
+  window?: TaskWindow,
+): string {
+  const position = createHash('sha256').update(`${name}#window`).digest().readUInt32BE(0) / 2 ** 32;
+  return derivedTaskId(planFireAt(dueAtMs, window, position), name, ports.shardCount);
+}
+
+/**
  * The one constructor of a new PENDING task. The id says where it lives and when it fires: a
  * fresh id (`freshTaskId`), or one an earlier attempt of the same request recorded, or one
- * derived from a name (an occurrence's). dueAt is kept within [fire time - window, fire time]: a
+ * derived from a name (`namedTaskId`: an occurrence's, or a keyed submit's). dueAt is kept within [fire time - window, fire time]: a
  * retry given as delaySeconds resolves later than the request that chose the id. Whether it is a
  * late arrival is decided here, before the write, so the item says so from the start.
  */
@@ -95,6 +114,7 @@ export function newPendingTask(
     ...(content.bizType !== undefined && { bizType: content.bizType }),
     ...(content.bizId !== undefined && { bizId: content.bizId }),
     ...(content.idempotencyKey !== undefined && { idempotencyKey: content.idempotencyKey }),
+    ...(content.fingerprint !== undefined && { fingerprint: content.fingerprint }),
     ...(content.policy !== undefined && { policy: content.policy }),
     attempts: 0,
     ...(isLateArrival(location.fireAtMs, createdAtMs, ports.lookaheadSeconds) && { lateArrival: true }),
@@ -115,14 +135,8 @@ export function isLateArrival(fireAtMs: number, createdAtMs: number, lookaheadSe
 
 /** Stores the task, or, if a request that chose the same id stored it first, takes that one. */
 export async function createOrAdopt(ports: Pick<TaskBirthPorts, 'taskStore'>, entry: Entry): Promise<Task> {
-  try {
-    await ports.taskStore.create(entry.task, entry.key);
-    return entry.task;
-  } catch (error) {
-    const stored = await ports.taskStore.get(entry.key);
-    if (!stored) throw error;
-    return stored;
-  }
+  const written = await ports.taskStore.createUnlessStored(entry.task, entry.key);
+  return written.created ? entry.task : written.stored;
 }
 
 /** Records tasks' fire seconds in the occupancy index; a write step calls it for a task it stores other than those it was given. */

@@ -38,6 +38,11 @@ export interface Task {
   readonly bizType?: string;
   readonly bizId?: string;
   readonly idempotencyKey?: string;
+  /**
+   * On a task whose id was derived from its idempotency key (see submitTasks): the digest of
+   * the request that made it, which a retry with the same key is compared with.
+   */
+  readonly fingerprint?: string;
   /** Its bizType's delivery settings as they were at submit, so delivering it needs no extra read. */
   readonly policy?: DeliveryPolicy;
   readonly attempts: number;
@@ -248,6 +253,12 @@ export class StoreBusyError extends Error {
 export interface TaskStore {
   /** Writes a new task; ids are fresh, so an existing item means a bug and must not be overwritten. */
   create(task: Task, key: TaskKey): Promise<void>;
+  /**
+   * Writes a new task unless an item has its key (one conditional put): a task whose id is derived
+   * from a name, so that another request may have written it already. Otherwise returns the task
+   * stored there, read consistently after the failed condition.
+   */
+  createUnlessStored(task: Task, key: TaskKey): Promise<{ created: true } | { created: false; stored: Task }>;
   /**
    * Writes many new tasks (up to any count; the adapter chunks and retries unprocessed items).
    * Throws StoreBusyError when items stay unprocessed; some tasks may have been written.
@@ -539,4 +550,14 @@ export const systemClock: Clock = {
 /** When a task or marker that ended now should disappear (DynamoDB TTL, in epoch seconds). */
 export function expiryAfter(nowMs: number, retentionDays: number): number {
   return Math.floor(nowMs / 1000) + retentionDays * DAY_SECONDS;
+}
+
+/**
+ * When a task that ended at `endedAtMs` should disappear: `retentionDays` after that, or after its
+ * fire time if it ended before it (a cancel, a reschedule). A keyed submit's id is named by its due
+ * time, which a request may give up to a day past (LIMITS.pastDays), so its retries find the task
+ * for as long as they can be sent, and never write it anew.
+ */
+export function endedTaskExpiry(fireAtMs: number, endedAtMs: number, retentionDays: number): number {
+  return expiryAfter(Math.max(fireAtMs, endedAtMs), retentionDays);
 }

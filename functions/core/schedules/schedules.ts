@@ -23,16 +23,15 @@
  * read (which would fire that occurrence time twice, under both revisions); its new chain starts
  * after the occurrence that last moved the chain.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 
 import { FUNCTIONS } from '../../contract/topology.js';
 import type { FieldError, ScheduleChange, ScheduleRequest } from '../../contract/wire.js';
 import { CLOCK_SKEW_MS, DAY_SECONDS } from '../kernel/clock.js';
-import { derivedTaskId, parseTaskId, taskKey } from '../kernel/ids.js';
+import { parseTaskId, taskKey } from '../kernel/ids.js';
 import type { CancelOutcome, Target, Task, TaskWindow } from '../kernel/task.js';
 import { expiryAfter } from '../kernel/task.js';
-import { newPendingTask, storeNewTask, type TaskBirthPorts } from '../kernel/task-kernel.js';
-import { planFireAt } from '../kernel/window.js';
+import { namedTaskId, newPendingTask, storeNewTask, type TaskBirthPorts } from '../kernel/task-kernel.js';
 import { instantOf, payloadJsonOf, scheduleFingerprint } from '../submit/schemas.js';
 import { cancelTask, getTask, type SubmitPorts, type TaskLookupPorts } from '../submit/submit.js';
 import {
@@ -143,18 +142,14 @@ export function recurrenceOf(schedule: Schedule): Recurrence {
 
 /**
  * The occurrence's task id: the same for the same schedule, revision and time, so a repeat is a
- * no-op. The id carries the fire time, so with a window that time is planned from the same name:
- * its place in the window comes from a hash, spread evenly over many occurrences and schedules,
- * and the same every time the occurrence is named.
+ * no-op. The id carries the fire time, so with a window that time is planned from the same name.
  */
 export function occurrenceTaskId(
   schedule: Pick<Schedule, 'id' | 'revision' | 'window'>,
   atMs: number,
   shardCount: number,
 ): string {
-  const name = `${schedule.id}#${schedule.revision}#${atMs}`;
-  const position = createHash('sha256').update(`${name}#window`).digest().readUInt32BE(0) / 2 ** 32;
-  return derivedTaskId(planFireAt(atMs, schedule.window, position), name, shardCount);
+  return namedTaskId({ shardCount }, `${schedule.id}#${schedule.revision}#${atMs}`, atMs, schedule.window);
 }
 
 function nextAt(schedule: Pick<Schedule, 'id' | 'revision' | 'window'>, atMs: number | undefined, shardCount: number) {

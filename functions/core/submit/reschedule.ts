@@ -18,7 +18,13 @@
 
 import { parseTaskId, type TaskKey, taskKey } from '../kernel/ids.js';
 import type { Task, TaskStatus } from '../kernel/task.js';
-import { awaitsUnleasedFirstAttempt, copiesMayCall, expiryAfter, UNLEASED_CANCEL_MARGIN_MS } from '../kernel/task.js';
+import {
+  awaitsUnleasedFirstAttempt,
+  copiesMayCall,
+  endedTaskExpiry,
+  expiryAfter,
+  UNLEASED_CANCEL_MARGIN_MS,
+} from '../kernel/task.js';
 import { freshTaskId, newPendingTask, storeNewTask } from '../kernel/task-kernel.js';
 import type { Reschedule } from './schemas.js';
 import { getTask, storedBeforeFirstAttempt, type SubmitPorts, type TaskLookupPorts } from './submit.js';
@@ -71,7 +77,8 @@ export async function handoverTo(ports: TaskLookupPorts, task: Task): Promise<Ha
     if (predecessor.status === 'DELIVERING') return 'waiting';
     if (predecessor.status !== 'PENDING') return 'abandoned';
     const nowMs = ports.clock.now();
-    if (await ports.taskStore.commitReschedule(key, task.id, nowMs, expiryAfter(nowMs, ports.retentionDays))) {
+    const expiresAtSeconds = endedTaskExpiry(predecessor.fireAtMs, nowMs, ports.retentionDays);
+    if (await ports.taskStore.commitReschedule(key, task.id, nowMs, expiresAtSeconds)) {
       return 'in-effect';
     }
   }
@@ -137,7 +144,7 @@ async function handOver(
   const successor = await storeNewTask(ports, successorEntry);
 
   const nowMs = clock.now();
-  if (await taskStore.commitReschedule(key, id, nowMs, expiryAfter(nowMs, ports.retentionDays))) {
+  if (await taskStore.commitReschedule(key, id, nowMs, endedTaskExpiry(current.fireAtMs, nowMs, ports.retentionDays))) {
     return { kind: 'rescheduled', task: successor };
   }
   // Not committed by this call: the successor's own delivery may have committed it, else it must be given up.

@@ -250,6 +250,11 @@ type TaskRequestMatchesWire = Holds<SameShape<z.input<ReturnType<typeof taskRequ
 /** A validated request, with dueAt resolved against the clock. */
 export interface NewTask {
   readonly dueAtMs: number;
+  /**
+   * Set when dueAtMs was resolved from delaySeconds against this request's clock: a retry of the
+   * same request resolves it to a later time, so the due time does not name the task.
+   */
+  readonly dueFromDelay?: true;
   /** The task fires at a time planned within [dueAtMs, dueAtMs + window.seconds] (see window.ts). */
   readonly window?: TaskWindow;
   /**
@@ -376,6 +381,7 @@ export function parseTaskRequest(
     ok: true,
     value: {
       dueAtMs,
+      ...(request.delaySeconds !== undefined && { dueFromDelay: true }),
       ...(request.window !== undefined && { window: request.window }),
       fingerprint: fingerprintOf(request),
       ...(request.target !== undefined && { target: request.target }),

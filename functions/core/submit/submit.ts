@@ -3,7 +3,12 @@ import { randomUUID } from 'node:crypto';
 import { CLOCK_SKEW_MS, DAY_SECONDS } from '../kernel/clock.js';
 import { parseTaskId, type TaskKey, taskKey } from '../kernel/ids.js';
 import type { CancelOutcome, Clock, DueTask, IdempotencyStore, Task, TaskStore } from '../kernel/task.js';
-import { expiryAfter, FIRST_ATTEMPT_READ_AHEAD_MS, UNLEASED_CANCEL_MARGIN_MS } from '../kernel/task.js';
+import {
+  endedTaskExpiry,
+  expiryAfter,
+  FIRST_ATTEMPT_READ_AHEAD_MS,
+  UNLEASED_CANCEL_MARGIN_MS,
+} from '../kernel/task.js';
 import {
   createOrAdopt,
   deliveryMessageFor,
@@ -11,6 +16,7 @@ import {
   freshTaskId,
   type IndexTasks,
   type LateHandOff,
+  namedTaskId,
   newPendingTask,
   storeNewTasks,
   type TaskBirthPorts,
@@ -37,28 +43,65 @@ export type SubmitResult = LateHandOff & {
 };
 
 /**
- * A submitted task's item and key: a fresh id, its fire time planned (window.ts) once, here, or,
- * given `id`, the id an earlier attempt of the same request recorded, whose place and fire time
- * it takes instead.
+ * The name a submit's task id is derived from, if it has one. A request with an idempotency key and
+ * a due time of its own (`dueAt`) is named by the two: the same request always writes the same
+ * item, so one conditional put both creates it and, failing, finds the one an earlier attempt made.
+ * A request due `delaySeconds` from now resolves to another time on every retry, and an id must
+ * carry the time its task fires, so such a keyed request has no name: it records its id under its
+ * key instead (`scheduleWithKey`). Keys are the tenant's own: two tenants using one key never meet.
  */
-function newEntry(
-  ports: SubmitPorts,
-  tenantId: string,
-  request: NewTask,
-  createdAtMs: number,
-  id = freshTaskId(ports, request.dueAtMs, request.window),
-): Entry {
-  return newPendingTask(ports, id, { ...request, tenantId }, createdAtMs);
+function nameOf(tenantId: string, request: NewTask): string | undefined {
+  if (request.idempotencyKey === undefined || request.dueFromDelay) return undefined;
+  return `key#${tenantId}#${request.idempotencyKey}`;
 }
 
 /**
- * A submit with an idempotency key claims the key first (a conditional put recording the
- * new task's id, the request's fingerprint and when), then stores the task. A retry finds
- * the key taken: the same request gets the task back; a different one is a conflict. If
- * the first submit died between its two writes, the retry stores the task under the
- * recorded id. That repair is only safe while the task, had it been written, could not yet
- * have expired: a finished task lives `retentionDays` after it ends, so within that many
- * days of the claim a missing task was never written. After it, the key is spent.
+ * A submitted task's item and key: a fresh id, its fire time planned (window.ts) once, here, or
+ * the id its name derives, or, given `id`, the id an earlier attempt of the same request recorded,
+ * whose place and fire time it takes instead. A named task keeps the request's fingerprint.
+ */
+function newEntry(ports: SubmitPorts, tenantId: string, request: NewTask, createdAtMs: number, id?: string): Entry {
+  const { fingerprint, ...content } = request;
+  const name = nameOf(tenantId, request);
+  const taskId =
+    id ??
+    (name === undefined
+      ? freshTaskId(ports, request.dueAtMs, request.window)
+      : namedTaskId(ports, name, request.dueAtMs, request.window));
+  return newPendingTask(
+    ports,
+    taskId,
+    { ...content, tenantId, ...(name !== undefined && { fingerprint }) },
+    createdAtMs,
+  );
+}
+
+/**
+ * A named submit's one write: the task is created, or the item already under its id is an earlier
+ * attempt's (the same request: its answer again) or another request's with the same key and due
+ * time (a conflict). A replay finds the task as it stands now, perhaps delivered or cancelled.
+ */
+async function scheduleNamed(
+  ports: SubmitPorts,
+  tenantId: string,
+  request: NewTask,
+  entry: Entry,
+): Promise<SubmitOutcome> {
+  const written = await ports.taskStore.createUnlessStored(entry.task, entry.key);
+  if (written.created) return { kind: 'created', task: entry.task };
+  const { stored } = written;
+  const same = stored.tenantId === tenantId && stored.fingerprint === request.fingerprint;
+  return same ? { kind: 'replayed', task: stored } : { kind: 'conflict', taskId: stored.id };
+}
+
+/**
+ * A keyed submit due `delaySeconds` from now claims its key first (a conditional put recording the
+ * new task's id, the request's fingerprint and when), then stores the task. A retry finds the key
+ * taken: the same request gets the task back; a different one is a conflict. If the first submit
+ * died between its two writes, the retry stores the task under the recorded id. That repair is
+ * only safe while the task, had it been written, could not yet have expired: a finished task lives
+ * `retentionDays` after it ends, so within that many days of the claim a missing task was never
+ * written. After it, the key is spent.
  */
 async function scheduleWithKey(
   ports: SubmitPorts,
@@ -98,7 +141,12 @@ async function scheduleWithKey(
  * Submits tasks (one, or a batch) through the store path of every new task (task-kernel.ts).
  * Entries are built (and fire times planned) before any write starts, so nothing can throw with
  * writes left unawaited. Tasks without an idempotency key are written together (one BatchWrite
- * for a batch); each keyed one claims its key first.
+ * for a batch). Named ones (see nameOf) are each written with a conditional PutItem, all at
+ * once: BatchWriteItem cannot be conditional, and a PutItem costs the same write units as an item
+ * of a BatchWriteItem, so a keyed batch pays what an unkeyed one does in writes, and one round
+ * trip. Two items of a batch with the same key and due time meet at one id: one is created and
+ * the other replays it (or conflicts with it). Keyed tasks due `delaySeconds` from now each claim
+ * their key first.
  */
 export async function submitTasks(
   ports: SubmitPorts,
@@ -110,18 +158,20 @@ export async function submitTasks(
   const outcomes: SubmitOutcome[] = new Array(requests.length);
   const entries = requests.map((request) => newEntry(ports, tenantId, request, createdAtMs));
   const { stored: _stored, ...handOff } = await storeNewTasks(ports, entries, async (written, index) => {
-    const plain = written.flatMap((entry, position) =>
-      requests[position]?.idempotencyKey === undefined ? [{ position, entry }] : [],
-    );
-    const keyed = requests.flatMap((request, position) => {
-      const { idempotencyKey } = request;
+    const plain: Array<{ position: number; entry: Entry }> = [];
+    const keyed: Array<Promise<void>> = [];
+    requests.forEach((request, position) => {
       const entry = written[position];
-      if (idempotencyKey === undefined || !entry) return [];
-      return [
-        scheduleWithKey(ports, tenantId, { ...request, idempotencyKey }, entry, index).then((outcome) => {
-          outcomes[position] = outcome;
-        }),
-      ];
+      if (!entry) return;
+      const { idempotencyKey } = request;
+      const settle = (outcome: SubmitOutcome) => {
+        outcomes[position] = outcome;
+      };
+      if (nameOf(tenantId, request) !== undefined)
+        keyed.push(scheduleNamed(ports, tenantId, request, entry).then(settle));
+      else if (idempotencyKey !== undefined) {
+        keyed.push(scheduleWithKey(ports, tenantId, { ...request, idempotencyKey }, entry, index).then(settle));
+      } else plain.push({ position, entry });
     });
     const writePlain = async () => {
       const [single] = plain;
@@ -131,9 +181,12 @@ export async function submitTasks(
     };
     // Awaited together: a failure on one side must not leave the other's rejection unhandled.
     await Promise.all([writePlain(), ...keyed]);
-    return outcomes.flatMap((outcome) =>
-      outcome.kind === 'created' || outcome.kind === 'replayed' ? [outcome.task] : [],
-    );
+    const stored = new Map<string, Task>();
+    for (const outcome of outcomes) {
+      if (outcome.kind === 'created' || outcome.kind === 'replayed') stored.set(outcome.task.id, outcome.task);
+    }
+    // Once each: a batch's two items with one key and due time are one task, to hand off once.
+    return [...stored.values()];
   });
   return { outcomes, ...handOff };
 }
@@ -193,7 +246,7 @@ export async function cancelTask(ports: CancelPorts, tenantId: string, id: strin
     const outcome = await ports.taskStore.cancel(key, {
       tenantId,
       nowMs,
-      expiresAtSeconds: expiryAfter(nowMs, ports.retentionDays),
+      expiresAtSeconds: endedTaskExpiry(location.fireAtMs, nowMs, ports.retentionDays),
       unleasedDueAfterMs: nowMs + UNLEASED_CANCEL_MARGIN_MS,
       cancelId,
     });

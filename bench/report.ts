@@ -51,10 +51,12 @@ export function fmt(value: number | undefined, digits = 0): string {
 export const CLOUD_LATENCY_MS = { dynamo: 6, sqs: 12 } as const;
 
 /**
- * Lambda writes START, END and REPORT lines per invocation; about this many bytes in all. The
- * functions' own lines, their metrics (EMF) among them, are measured: they are the run's logBytes.
+ * Lambda's own START, END and REPORT lines (about 350 bytes an invocation) are INFO system logs,
+ * which the functions' system log level of WARN keeps out of CloudWatch Logs (lib/timer/pipeline.ts),
+ * so none are counted. The functions' own lines, their metrics (EMF) among them, are measured:
+ * they are the run's logBytes.
  */
-const PLATFORM_LOG_BYTES_PER_INVOCATION = 350;
+const PLATFORM_LOG_BYTES_PER_INVOCATION = 0;
 
 export interface MeasuredRun {
   readonly tasks: number;
@@ -100,10 +102,29 @@ export function invocationSeconds(fn: FunctionName, cpuMsPerInvocation: number, 
   return (cpuMsPerInvocation / cpuShare + criticalPathMs[fn]) / 1000;
 }
 
+/** What a task costs beyond the pipeline a run measures: its index entries, its target's calls, its egress. */
+export type TaskExtras = Pick<PerTaskUsage, 'indexEntries' | 'eventBridgeEvents' | 'targetSqsMessages' | 'egressBytes'>;
+
+/** For the full bench's table, which prices the pipeline alone (`npm run plan` prices the rest). */
+export const PIPELINE_ONLY: TaskExtras = {
+  indexEntries: 0,
+  eventBridgeEvents: 0,
+  targetSqsMessages: 0,
+  egressBytes: 0,
+};
+
 /** What one task costs, from a run of `tasks` tasks (with the idle rate over its duration already taken off). */
 export function perTaskUsage(
   run: MeasuredRun,
-  options: { webhookMs: number; tasksPerApiRequest: number; storedBytes: number; storedDays: number },
+  options: {
+    webhookMs: number;
+    tasksPerApiRequest: number;
+    storedBytes: number;
+    storedDays: number;
+    /** Which functions run traced: by default all but the api, as the construct deploys them. */
+    traced?: (fn: FunctionName) => boolean;
+  },
+  extras: TaskExtras = PIPELINE_ONLY,
 ): PerTaskUsage {
   const perTask = (value: number) => value / run.tasks;
   const sqsRequests = Object.entries(run.requests)
@@ -111,6 +132,8 @@ export function perTaskUsage(
     .reduce((sum, [, count]) => sum + count, 0);
   const functions = Object.keys(FUNCTIONS) as FunctionName[];
   const invocations = functions.reduce((sum, fn) => sum + (run.invocations[fn] ?? 0), 0);
+  const traced = options.traced ?? ((fn: FunctionName) => fn !== 'api');
+  const tracedInvocations = functions.reduce((sum, fn) => sum + (traced(fn) ? (run.invocations[fn] ?? 0) : 0), 0);
   const gbSeconds =
     functions.reduce((sum, fn) => {
       const count = run.invocations[fn] ?? 0;
@@ -127,10 +150,12 @@ export function perTaskUsage(
     sqsRequests: perTask(sqsRequests),
     apiRequests: 1 / options.tasksPerApiRequest,
     lambdaInvocations: perTask(invocations),
+    tracedInvocations: perTask(tracedInvocations),
     lambdaGbSeconds: perTask(gbSeconds),
     logBytes: perTask(run.logBytes + invocations * PLATFORM_LOG_BYTES_PER_INVOCATION),
     storedBytes: options.storedBytes,
     storedDays: options.storedDays,
+    ...extras,
   };
 }
 

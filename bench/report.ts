@@ -103,10 +103,10 @@ export function invocationSeconds(fn: FunctionName, cpuMsPerInvocation: number, 
 }
 
 /** What a task costs beyond the pipeline a run measures: its index entries, its target's calls, its egress. */
-export type TaskExtras = Pick<PerTaskUsage, 'indexEntries' | 'eventBridgeEvents' | 'targetSqsMessages' | 'egressBytes'>;
+type TaskExtras = Pick<PerTaskUsage, 'indexEntries' | 'eventBridgeEvents' | 'targetSqsMessages' | 'egressBytes'>;
 
 /** For the full bench's table, which prices the pipeline alone (`npm run plan` prices the rest). */
-export const PIPELINE_ONLY: TaskExtras = {
+const PIPELINE_ONLY: TaskExtras = {
   indexEntries: 0,
   eventBridgeEvents: 0,
   targetSqsMessages: 0,

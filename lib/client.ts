@@ -115,7 +115,7 @@ export interface TimerClientOptions {
 const retryable = (status: number) => status === 429 || status >= 500;
 
 /** The most tasks POST /v1/tasks/batch takes in one request. */
-export const MAX_BATCH = 100;
+const MAX_BATCH = 100;
 
 /** A `schedule()` call waiting to be sent, and how to answer it. */
 interface QueuedSubmit {

@@ -6,13 +6,17 @@
  * docs/requests.json).
  *
  * 1. Idle: the timer runs with nothing due; its rate of everything is the fixed cost.
- * 2. Single: tasks submitted one POST each. 3. Batch: the same number, 100 per POST.
+ * 2. Single: tasks submitted one POST each. 3. Batch: the same number, 100 per POST. 4 and 5:
+ * the same two with an idempotencyKey on every task, as the TypeScript client sends them.
+ * 6. A dense second, on a timer of its own with few shards: as many tasks on each shard of one
+ * second as a billion a day puts there on 80 shards, so its Queries (the scan's, then the
+ * sweeper's overdue pass, brought forward to seconds after) read what they would in the cloud.
  * Each phase's tasks fall due over ten seconds, far enough out to go through the scanner and
  * the unleased first attempt as most timers do (a late arrival, due within about 22 s of its
  * submit, takes the lease). Each phase's counts less the idle rate over the phase's duration,
  * divided by its tasks, are the per-task cost. The timer runs in dense mode (tickEverySecond), as
  * a deployment of a billion a day would: the occupancy index's write per submit depends on how
- * spread out due times are, which ten seconds cannot show. Takes about three minutes.
+ * spread out due times are, which ten seconds cannot show. Takes about six minutes.
  */
 import { writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
@@ -22,11 +26,13 @@ import { parseArgs } from 'node:util';
 
 import { DEFAULT_SETTINGS, type FunctionName, type TimerSettings } from '../functions/contract/topology.js';
 import {
+  type DenseSecond,
   type MeasuredRun,
   REQUESTS_REPORT,
   type RequestsReport,
   type SubmitPhase,
 } from '../lib/construct/plan/measured-usage.js';
+import { fmt } from '../lib/construct/plan/table-format.js';
 import { forkTimer } from './timer-child.js';
 import type { TimerSnapshot } from './timer-process.js';
 import { exitWithUsageIfAsked } from './usage.js';
@@ -42,18 +48,29 @@ exitWithUsageIfAsked(values.help, 'Usage: npm run bench:requests -- [--tasks N] 
 
 const IDLE_SECONDS = 20;
 const TASKS = Number(values.tasks);
-/** How far ahead of its phase's start the first task is due: past the late-arrival bound. */
-const LEAD_MS = 35_000;
+/** How far ahead of its phase's start the first task is due: past the late-arrival bound (22 s) with room for submits on a loaded machine. */
+const LEAD_MS = 60_000;
 const SPREAD_MS = 10_000;
 const BATCH = 100;
 /** Single POSTs in flight at once, as many callers submitting at the same time. */
 const SINGLE_CONCURRENCY = 8;
 const SETTINGS: Partial<TimerSettings> = { tickEverySecond: true };
+/** A billion tasks a day over the default 80 shards: the tasks one shard holds in an average second. */
+const DENSE_TASKS_PER_SHARD = Math.round(1e9 / 86_400 / DEFAULT_SETTINGS.shardCount);
+const DENSE_SHARDS = 4;
+/** The overdue pass looks at a second this long after it; the sweeper runs once a minute. */
+const DENSE_OVERDUE_GRACE_SECONDS = 5;
 
 const delivered = new Set<string>();
+/** Bytes of the webhook calls received: request line, headers and body, as they left the callback. */
+let webhookBytes = 0;
+const headerBytes = (rawHeaders: readonly string[]) =>
+  rawHeaders.reduce((sum, part) => sum + Buffer.byteLength(part) + 2, 0) + 2;
 const receiver = createServer((request, response) => {
   let body = '';
+  webhookBytes += Buffer.byteLength(`${request.method} ${request.url} HTTP/1.1\r\n`) + headerBytes(request.rawHeaders);
   request.on('data', (chunk: Buffer) => {
+    webhookBytes += chunk.length;
     body += chunk.toString('utf8');
   });
   request.on('end', () => {
@@ -64,7 +81,7 @@ const receiver = createServer((request, response) => {
 await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
 const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
 
-const timer = await forkTimer(SETTINGS);
+let timer = await forkTimer(SETTINGS);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 type Counters = Omit<MeasuredRun, 'tasks'>;
@@ -107,41 +124,55 @@ function usageBetween(after: Counters, before: Counters, idle: Counters, seconds
   };
 }
 
+/** Bytes of the API's answers, as they would leave AWS: status line, headers and body. */
+let responseBytes = 0;
+
 async function post(path: string, body: unknown): Promise<{ id?: string; results?: Array<{ task: { id: string } }> }> {
   const response = await fetch(`${timer.apiUrl}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${timer.apiKey}` },
     body: JSON.stringify(body),
   });
-  if (response.status !== 201) throw new Error(`${path} answered ${response.status}: ${await response.text()}`);
-  return response.json() as Promise<{ id?: string; results?: Array<{ task: { id: string } }> }>;
+  const text = await response.text();
+  if (response.status !== 201) throw new Error(`${path} answered ${response.status}: ${text}`);
+  responseBytes += `HTTP/1.1 ${response.status} Created\r\n\r\n`.length + Buffer.byteLength(text);
+  for (const [name, value] of response.headers) responseBytes += `${name}: ${value}\r\n`.length;
+  return JSON.parse(text) as { id?: string; results?: Array<{ task: { id: string } }> };
 }
 
-const taskDue = (firstDueMs: number, index: number) => ({
-  dueAt: firstDueMs + Math.floor((index * SPREAD_MS) / TASKS),
+let keysMade = 0;
+const taskDue = (firstDueMs: number, index: number, keyed: boolean, spreadMs = SPREAD_MS, count = TASKS) => ({
+  dueAt: firstDueMs + Math.floor((index * spreadMs) / count),
   target: { type: 'http', url: hookUrl },
   payload: { orderId: `order-${index}`, amountCents: 1999 },
+  ...(keyed && { idempotencyKey: `bench-${keysMade++}` }),
 });
 
-async function phase(idle: Counters, tasksPerRequest: number): Promise<SubmitPhase> {
+async function submitInBatches(tasks: ReadonlyArray<ReturnType<typeof taskDue>>): Promise<string[]> {
+  const ids: string[] = [];
+  for (let offset = 0; offset < tasks.length; offset += BATCH) {
+    const results = (await post('/v1/tasks/batch', { tasks: tasks.slice(offset, offset + BATCH) })).results ?? [];
+    ids.push(...results.map((result) => result.task.id));
+  }
+  return ids;
+}
+
+async function phase(idle: Counters, tasksPerRequest: number, keyed: boolean): Promise<SubmitPhase> {
   const before = countersOf(await timer.snapshot());
   const startedAt = Date.now();
   const firstDueMs = startedAt + LEAD_MS;
-  const ids: string[] = [];
+  const responseBytesBefore = responseBytes;
+  let ids: string[] = [];
   if (tasksPerRequest === 1) {
     let next = 0;
     const worker = async () => {
-      while (next < TASKS) ids.push((await post('/v1/tasks', taskDue(firstDueMs, next++))).id ?? '');
+      while (next < TASKS) ids.push((await post('/v1/tasks', taskDue(firstDueMs, next++, keyed))).id ?? '');
     };
     await Promise.all(Array.from({ length: SINGLE_CONCURRENCY }, worker));
   } else {
-    for (let offset = 0; offset < TASKS; offset += tasksPerRequest) {
-      const tasks = Array.from({ length: Math.min(tasksPerRequest, TASKS - offset) }, (_, index) =>
-        taskDue(firstDueMs, offset + index),
-      );
-      ids.push(...((await post('/v1/tasks/batch', { tasks })).results ?? []).map((result) => result.task.id));
-    }
+    ids = await submitInBatches(Array.from({ length: TASKS }, (_, index) => taskDue(firstDueMs, index, keyed)));
   }
+  const answeredBytes = responseBytes - responseBytesBefore;
   if (Date.now() > firstDueMs - 22_000)
     throw new Error('submitting took so long that some tasks became late arrivals; run with fewer --tasks');
   for (let polls = 0; polls < 240 && !ids.every((id) => delivered.has(id)); polls++) await sleep(500);
@@ -154,6 +185,8 @@ async function phase(idle: Counters, tasksPerRequest: number): Promise<SubmitPha
     tasks: ids.length,
     seconds,
     tasksPerRequest,
+    keyed,
+    responseBytes: answeredBytes,
     ...usageBetween(countersOf(await timer.snapshot()), before, idle, seconds),
   };
 }
@@ -184,33 +217,82 @@ const idlePerSecond: Counters = {
 };
 
 process.stderr.write(`submitting ${TASKS} tasks one per POST…\n`);
-const single = await phase(idlePerSecond, 1);
+const single = await phase(idlePerSecond, 1, false);
 process.stderr.write(`submitting ${TASKS} tasks ${BATCH} per POST…\n`);
-const batch = await phase(idlePerSecond, BATCH);
+const batch = await phase(idlePerSecond, BATCH, false);
+process.stderr.write(`submitting ${TASKS} keyed tasks one per POST…\n`);
+const keyedSingle = await phase(idlePerSecond, 1, true);
+process.stderr.write(`submitting ${TASKS} keyed tasks ${BATCH} per POST…\n`);
+const keyedBatch = await phase(idlePerSecond, BATCH, true);
+const webhookRequestBytes = webhookBytes / delivered.size;
 const storage = await timer.storage();
 const taskItems = storage.byKind.B;
+const keyItems = storage.byKind.IDEM;
 await timer.stop();
+
+/**
+ * The dense second: its tasks all fall due in one second, submitted in batches; once they are
+ * delivered and the sweeper's overdue pass has looked at the second, every Query of its
+ * partitions is counted.
+ */
+async function denseSecond(): Promise<DenseSecond> {
+  timer = await forkTimer({
+    ...SETTINGS,
+    shardCount: DENSE_SHARDS,
+    overdueGraceSeconds: DENSE_OVERDUE_GRACE_SECONDS,
+  });
+  const tasks = DENSE_TASKS_PER_SHARD * DENSE_SHARDS;
+  const dueSecondMs = Math.ceil((Date.now() + LEAD_MS) / 1000) * 1000;
+  const ids = await submitInBatches(
+    Array.from({ length: tasks }, (_, index) => taskDue(dueSecondMs, index, false, 1000, tasks)),
+  );
+  for (let polls = 0; polls < 240 && !ids.every((id) => delivered.has(id)); polls++) await sleep(500);
+  if (!ids.every((id) => delivered.has(id))) throw new Error('the dense second was not delivered');
+  // The sweeper's next run after the grace: it runs once a minute.
+  await sleep(Math.max(0, dueSecondMs + (DENSE_OVERDUE_GRACE_SECONDS + 65) * 1000 - Date.now()));
+  const bucket = Math.floor(dueSecondMs / 1000) % DEFAULT_SETTINGS.bucketCount;
+  const { taskQueryReadUnits } = await timer.snapshot();
+  await timer.stop();
+  return {
+    tasks,
+    shardCount: DENSE_SHARDS,
+    tasksPerShard: DENSE_TASKS_PER_SHARD,
+    queryReadUnits: Object.entries(taskQueryReadUnits)
+      .filter(([key]) => key.startsWith(`B#${bucket}#`))
+      .reduce((sum, [, units]) => sum + units, 0),
+  };
+}
+process.stderr.write(`seeding a dense second (${DENSE_TASKS_PER_SHARD} tasks on each of ${DENSE_SHARDS} shards)…\n`);
+const dense = await denseSecond();
 receiver.close();
 
+const phases = { single, batch, keyedSingle, keyedBatch };
 const perTask = (run: SubmitPhase, value: number | undefined) => Number(((value ?? 0) / run.tasks).toFixed(4));
-const functions = [
-  ...new Set([...Object.keys(single.invocations), ...Object.keys(batch.invocations)]),
-] as FunctionName[];
+const names = (pick: (run: SubmitPhase) => object) => [
+  ...new Set(Object.values(phases).flatMap((run) => Object.keys(pick(run)))),
+];
 const rows = [
-  ...[...new Set([...Object.keys(single.requests), ...Object.keys(batch.requests)])]
+  ...names((run) => run.requests)
     .sort()
-    .map((name) => [name, single.requests[name], batch.requests[name]] as const),
-  ['DynamoDB write units', single.writeUnits, batch.writeUnits] as const,
-  ['DynamoDB read units', single.readUnits, batch.readUnits] as const,
-  ...functions.map((fn) => [`Lambda ${fn} invocations`, single.invocations[fn], batch.invocations[fn]] as const),
-  ['Lambda callback wait (ms)', single.callbackWaitMs, batch.callbackWaitMs] as const,
-  ['log bytes', single.logBytes, batch.logBytes] as const,
-].map(([name, one, hundred]) => ({
+    .map((name) => [name, (run: SubmitPhase) => run.requests[name]] as const),
+  ['DynamoDB write units', (run: SubmitPhase) => run.writeUnits] as const,
+  ['DynamoDB read units', (run: SubmitPhase) => run.readUnits] as const,
+  ...(names((run) => run.invocations) as FunctionName[]).map(
+    (fn) => [`Lambda ${fn} invocations`, (run: SubmitPhase) => run.invocations[fn]] as const,
+  ),
+  ['Lambda callback wait (ms)', (run: SubmitPhase) => run.callbackWaitMs] as const,
+  ['log bytes', (run: SubmitPhase) => run.logBytes] as const,
+  ['API answer bytes', (run: SubmitPhase) => run.responseBytes] as const,
+].map(([name, value]) => ({
   measure: name,
-  'per task (single POST)': perTask(single, one),
-  'per task (batch POST)': perTask(batch, hundred),
+  ...Object.fromEntries(Object.entries(phases).map(([phaseName, run]) => [phaseName, perTask(run, value(run))])),
 }));
 console.table(rows);
+console.log(
+  `dense second: ${fmt(dense.queryReadUnits / dense.tasks, 3)} Query read units per task ` +
+    `(${dense.tasksPerShard} tasks on each of ${dense.shardCount} shards, scan and overdue pass); ` +
+    `a webhook call is ${fmt(webhookRequestBytes)} bytes`,
+);
 console.log(
   'EventSourceMapping.* are the local pollers standing in for Lambda event source mappings; their rate ' +
     'depends on the number of pollers and their long-poll wait, not on tasks (npm run plan prices what Lambda makes).',
@@ -222,8 +304,11 @@ if (values.publish) {
     machine: { cpus: cpus().length, node: process.version },
     settings: { ...SETTINGS, shardCount: DEFAULT_SETTINGS.shardCount },
     idlePerSecond,
-    phases: { single, batch },
+    phases,
+    denseSecond: dense,
     storedBytesPerTask: taskItems ? taskItems.bytes / taskItems.items : 0,
+    storedBytesPerKey: keyItems ? keyItems.bytes / keyItems.items : 0,
+    webhookRequestBytes,
   };
   await writeFile(REQUESTS_REPORT, `${JSON.stringify(report, null, 2)}\n`);
   console.log(`saved to ${REQUESTS_REPORT}`);

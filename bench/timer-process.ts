@@ -35,6 +35,8 @@ export interface TimerSnapshot {
   readonly keys: Array<[string, Array<[number, { writes: number; reads: number }]>]>;
   readonly writeUnits: number;
   readonly readUnits: number;
+  /** Read units the Queries of task partitions spent, by partition key: what scanning a second costs. */
+  readonly taskQueryReadUnits: Record<string, number>;
   readonly peakRssBytes: number;
   /** The whole process's CPU time: the functions and the local runtime that drives them. */
   readonly processCpuMs: number;
@@ -99,6 +101,7 @@ if (attributeCpu) hook.enable();
 let keys: KeyActivity = new Map();
 let writeUnits = 0;
 let readUnits = 0;
+const taskQueryReadUnits = new Map<string, number>();
 /** Size of the task items seen written, to price the updates and queries that touch them. */
 let taskItemBytes = 400;
 
@@ -148,7 +151,9 @@ function recordRequest(request: AwsRequest): void {
     case 'DynamoDB.Query': {
       const key = String((input.ExpressionAttributeValues as Record<string, unknown>)[':pk']);
       const examined = Number(output?.ScannedCount ?? 0) * (isTaskPartition(key) ? taskItemBytes : 200);
-      return addUnits(key, 'reads', Math.max(1, Math.ceil(examined / 4096)));
+      const units = Math.max(1, Math.ceil(examined / 4096));
+      if (isTaskPartition(key)) taskQueryReadUnits.set(key, (taskQueryReadUnits.get(key) ?? 0) + units);
+      return addUnits(key, 'reads', units);
     }
   }
 }
@@ -215,6 +220,7 @@ async function answer(message: TimerRequest) {
           keys: [...keys].map(([key, seconds]) => [key, [...seconds]]),
           writeUnits,
           readUnits,
+          taskQueryReadUnits: Object.fromEntries(taskQueryReadUnits),
           peakRssBytes,
           processCpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000,
           emulatorCpuMs: await timer.emulatorCpuMs(),

@@ -1,6 +1,7 @@
 /**
  * `npm run plan -- --per-day 1e9 --peak 20000`: a capacity and cost plan for a deployment, for
- * single submits and for batches, from the per-task usage `npm run bench:requests` measured
+ * single submits and for batches, keyed or not, through either front door, from the per-task
+ * usage `npm run bench:requests` measured
  * (docs/requests.json; the quotas from the heavier full bench, docs/benchmarks.json) and the cost
  * model the bench prices with. Prints the shard count to deploy with, the writes a hot second
  * puts on one partition key, Lambda concurrency, SQS throughput and the monthly bill in both
@@ -14,12 +15,14 @@ import { AWS_LIMITS } from '../functions/contract/aws-limits.js';
 import { ACCOUNT_CONCURRENCY, FUNCTIONS, QUEUES } from '../functions/contract/topology.js';
 import {
   type CapacityMode,
+  COMPONENT_NAMES,
   type CostBreakdown,
   idleMonth,
   MONTHLY_PRICE_BY_RESOURCE_TYPE,
   type Plan,
   plan,
   PRICES,
+  tieredPerGb,
   total,
   TRACED_SHARE_UNDER_LOAD,
 } from '../lib/construct/plan/cost-model.js';
@@ -28,7 +31,10 @@ import {
   idleUsage,
   REQUESTS_REPORT,
   type RequestsReport,
+  scanReadUnitsPerTask,
   secondsPerInvocation,
+  type TargetMix,
+  unmeasured,
   usageOfPhase,
 } from '../lib/construct/plan/measured-usage.js';
 import { timerStackInventory } from '../lib/construct/plan/stack-inventory.js';
@@ -44,6 +50,8 @@ const { values } = parseArgs({
     'retention-days': { type: 'string' },
     utilization: { type: 'string', default: '0.7' },
     tracing: { type: 'string', default: 'on' },
+    'index-entries': { type: 'string', default: '2' },
+    targets: { type: 'string', default: 'http=1' },
     report: { type: 'string', default: 'docs/benchmarks.json' },
     requests: { type: 'string', default: REQUESTS_REPORT },
   },
@@ -58,8 +66,26 @@ const retentionDays = Number(values['retention-days'] ?? defaults.retentionDays)
 const perDay = Number(values['per-day']);
 const peakPerSecond = Number(values.peak);
 const utilization = Number(values.utilization);
-if (values.tracing !== 'on' && values.tracing !== 'off') throw new Error('--tracing takes on or off');
-const tracing = values.tracing === 'on';
+if (!['on', 'off', 'all'].includes(values.tracing ?? ''))
+  throw new Error('--tracing takes on (all but the api, the default), all (apiTracing: true) or off (tracing: false)');
+const tracing = values.tracing !== 'off';
+const apiTraced = values.tracing === 'all';
+const indexEntries = Number(values['index-entries']);
+if (![0, 1, 2].includes(indexEntries)) throw new Error('--index-entries takes 0, 1 or 2 (bizId, bizType or both)');
+const targets = parseTargetMix(values.targets ?? 'http=1');
+
+/** `http=0.8,sqs=0.1,eventbridge=0.1`: the share of deliveries to each target type. */
+function parseTargetMix(text: string): TargetMix {
+  const mix = { http: 0, sqs: 0, eventbridge: 0 };
+  for (const part of text.split(',')) {
+    const [type, share] = part.split('=');
+    if (!type || !(type in mix) || share === undefined || !(Number(share) >= 0))
+      throw new Error(`--targets takes shares like http=0.8,sqs=0.1,eventbridge=0.1, not ${part}`);
+    mix[type as keyof TargetMix] = Number(share);
+  }
+  if (Math.abs(mix.http + mix.sqs + mix.eventbridge - 1) > 1e-9) throw new Error('--targets shares must add up to 1');
+  return mix;
+}
 
 // The idle cost is that of the deployment measured: dense mode, which ticks and scans every second.
 const idle = idleMonth(
@@ -75,16 +101,40 @@ const idle = idleMonth(
 // The running total counts its metrics already.
 const idleMonthly = total(idle.running) + idle.fixed;
 
-/** The two ways of submitting that are planned for, each with the front door that suits it. */
+/**
+ * The ways of submitting that are planned for. The HTTP API is the front door a deployment has by
+ * default; the function URL (`functionUrl: true`) is priced beside it for single submits. The
+ * TypeScript client sends an idempotencyKey with every task unless told one, and batches what a
+ * busy caller schedules (lib/client/client.ts): at a billion a day, keyed batches are what it sends.
+ */
 const submits = [
-  { name: 'batched', phase: requests.phases.batch, frontDoor: 'api-gateway' },
-  { name: 'single', phase: requests.phases.single, frontDoor: 'function-url' },
+  { name: 'batched', label: 'batches of 100', phase: requests.phases.batch, frontDoor: 'api-gateway' },
+  { name: 'single', label: 'single', phase: requests.phases.single, frontDoor: 'api-gateway' },
+  { name: 'single-url', label: 'single, function URL', phase: requests.phases.single, frontDoor: 'function-url' },
+  {
+    name: 'keyed-batched',
+    label: 'keyed batches (our client)',
+    phase: requests.phases.keyedBatch,
+    frontDoor: 'api-gateway',
+  },
+  { name: 'keyed-single', label: 'keyed single', phase: requests.phases.keyedSingle, frontDoor: 'api-gateway' },
 ] as const;
-const plans = submits.map(({ name, phase, frontDoor }) => {
-  const usage = usageOfPhase(requests, phase, { webhookMs, averageDelayDays, retentionDays, frontDoor });
+/** The ways the report measured: an older report has no keyed phases. */
+const measured = submits.flatMap((submit) => (submit.phase ? [{ ...submit, phase: submit.phase }] : []));
+const plans = measured.map(({ name, label, phase, frontDoor }) => {
+  const usage = usageOfPhase(requests, phase, {
+    webhookMs,
+    averageDelayDays,
+    retentionDays,
+    frontDoor,
+    indexEntries,
+    targets,
+    traced: (fn) => fn !== 'api' || apiTraced,
+  });
   const perTask = (request: string) => (phase.requests[request] ?? 0) / phase.tasks;
   return {
     name,
+    label,
     frontDoor,
     phase,
     result: plan({
@@ -93,7 +143,8 @@ const plans = submits.map(({ name, phase, frontDoor }) => {
       usage,
       // The outcome: the update a task's own item takes in the second it is delivered.
       deliveryWritesPerTask: Math.round(perTask('DynamoDB.UpdateItem')),
-      scanReadUnitsPerTask: phase.readUnits / phase.tasks,
+      // Without a dense second, what the phase's own Queries read: an underestimate.
+      scanReadUnitsPerTask: requests.denseSecond ? scanReadUnitsPerTask(requests) : phase.readUnits / phase.tasks,
       callbackSecondsPerInvocation: secondsPerInvocation(phase, 'callback', webhookMs),
       callbackBatchSize: QUEUES.delivery.consumer.batchSize,
       apiSecondsPerInvocation: secondsPerInvocation(phase, 'api', webhookMs),
@@ -104,11 +155,17 @@ const plans = submits.map(({ name, phase, frontDoor }) => {
     }),
   };
 });
-const [batched, single] = plans as [(typeof plans)[number], (typeof plans)[number]];
-/** The cost table's columns: single submits first, as most callers send them. */
-const columns = [single, batched];
+type Entry = (typeof plans)[number];
+const byName = (name: Entry['name']) => plans.find((entry) => entry.name === name);
+const [batched, single, singleUrl] = [byName('batched'), byName('single'), byName('single-url')] as [
+  Entry,
+  Entry,
+  Entry,
+];
+const clientDefault = byName('keyed-batched');
+const notMeasured = unmeasured(requests);
 
-const quotasFor = (entry: (typeof plans)[number]) =>
+const quotasFor = (entry: Entry) =>
   measuredQuotas(report, { perDay, peakPerSecond, tasksPerApiRequest: entry.phase.tasksPerRequest });
 const quotas = [quotasFor(single), quotasFor(batched)];
 
@@ -120,13 +177,33 @@ const pricedResources = (counts: Record<string, number>) =>
     .map(([type, count]) => `${count} ${type}`)
     .join(', ');
 const both = (value: (result: Plan) => string) => [value(single.result), value(batched.result)];
-const perMillionTotal = (entry: (typeof plans)[number], mode: CapacityMode) =>
-  total(entry.result.byMode[mode].perMillion);
+const perMillionTotal = (entry: Entry, mode: CapacityMode) => total(entry.result.byMode[mode].perMillion);
+const costTable = (mode: CapacityMode) =>
+  markdownTable(
+    [
+      `$ per million timers, ${mode === 'provisioned' ? 'provisioned' : 'on demand'}`,
+      ...plans.map((entry) => entry.label),
+    ],
+    [
+      ...(Object.keys(COMPONENT_NAMES) as Array<keyof CostBreakdown>).map((component) => [
+        COMPONENT_NAMES[component],
+        ...plans.map((entry) => money(entry.result.byMode[mode].perMillion[component], 3)),
+      ]),
+      ['total', ...plans.map((entry) => money(perMillionTotal(entry, mode), 3))],
+    ],
+  );
+/** What a delivery adds for its target type, per million deliveries: a webhook's egress (priced as if every delivery were one), a queue's SendMessage, a bus's PutEvents. */
+const webhookBytes = requests.webhookRequestBytes ?? 0;
+const targetPrices = [
+  `webhook ${money((webhookBytes / 1e9) * tieredPerGb(PRICES.dataTransferOut, (webhookBytes * perDay * 30) / 1e9) * 1e6, 3)} of egress (${requests.webhookRequestBytes === undefined ? 'not measured' : `${fmt(webhookBytes)} bytes a call`})`,
+  `SQS ${money(PRICES.sqsRequest * 1e6)} (SendMessage)`,
+  `EventBridge ${money(PRICES.eventBridgeEvent * 1e6)} (PutEvents)`,
+].join(', ');
 const lines = [
   `Plan for ${fmt(perDay)} timers a day (${fmt(single.result.averagePerSecond)}/s on average), ${fmt(peakPerSecond)} due in the busiest second.`,
   `Per-task usage measured by npm run bench:requests on ${requests.measuredAt} (dense mode, tickEverySecond; ${fmt(single.phase.tasks)} tasks each way), ` +
     `priced with webhooks answering in ${webhookMs} ms, ${averageDelayDays} day(s) to due, ${retentionDays} days kept after. ` +
-    `Single submits come in through the api's function URL (functionUrl), batches of ${batched.phase.tasksPerRequest} through the HTTP API; X-Ray tracing ${tracing ? 'on (the default; --tracing off prices the tracing: false prop)' : 'off (the tracing: false prop)'}.`,
+    `Submits come in through the HTTP API (single ones through the function URL too, where functionUrl is set); keyed ones carry an idempotencyKey, as the TypeScript client's do by default; X-Ray tracing ${{ on: 'on for all but the api (the default; --tracing all prices apiTracing: true, --tracing off tracing: false)', all: 'on for every function (apiTracing: true)', off: 'off (tracing: false)' }[values.tracing as 'on' | 'all' | 'off']}.`,
   '',
   markdownTable(
     ['capacity', 'single submits', `batches of ${batched.phase.tasksPerRequest}`],
@@ -188,33 +265,33 @@ const lines = [
     ],
   ),
   '',
-  markdownTable(
-    ['$ per million timers', 'single, provisioned', 'single, on demand', 'batched, provisioned', 'batched, on demand'],
-    [
-      ...(Object.keys(single.result.byMode['on-demand'].perMillion) as Array<keyof CostBreakdown>).map((component) => [
-        component,
-        ...columns.flatMap((entry) =>
-          (['provisioned', 'on-demand'] as const).map((mode) =>
-            money(entry.result.byMode[mode].perMillion[component], 3),
-          ),
-        ),
-      ]),
-      [
-        'total',
-        ...columns.flatMap((entry) =>
-          (['provisioned', 'on-demand'] as const).map((mode) => money(perMillionTotal(entry, mode), 3)),
-        ),
-      ],
-    ],
-  ),
+  costTable('provisioned'),
   '',
-  ...columns.map(
+  costTable('on-demand'),
+  '',
+  `Targets: ${Object.entries(targets)
+    .map(([type, share]) => `${type} ${fmt(share * 100)}%`)
+    .join(', ')} of deliveries (--targets); each adds per million deliveries: ${targetPrices}. ` +
+    `Index entries: ${indexEntries} a task (--index-entries; a bizId and a bizType make 2). ` +
+    (requests.denseSecond
+      ? `Scan reads measured at ${requests.denseSecond.tasksPerShard} tasks per shard-second: ${fmt(scanReadUnitsPerTask(requests), 3)} read units a task.`
+      : ''),
+  ...(notMeasured.length > 0
+    ? [
+        `Not measured in ${values.requests ?? REQUESTS_REPORT} (made before they were), so priced as nothing here: ${notMeasured.join(', ')}. npm run bench:requests -- --publish measures them.`,
+      ]
+    : []),
+  ...[single, batched].map(
     (entry) =>
       `Monthly, ${entry.name}: ${money(entry.result.byMode.provisioned.monthly, 0)} provisioned, ${money(entry.result.byMode['on-demand'].monthly, 0)} on demand (each with ${money(idleMonthly)} of fixed and idle cost). Recommended: ${entry.result.recommendedMode}.`,
   ),
   `Fixed resources in the synthesized stack: ${pricedResources(timerStackInventory())}, ${money(idle.fixed)} a month.`,
   `EventBridge Scheduler for the same timers: ${money(perDay * 30 * PRICES.schedulerInvocation)} a month in scheduled invocations alone ($1.00 per million), before the targets it invokes.`,
   '',
+  `single through the function URL (functionUrl: true): ${money(perMillionTotal(singleUrl, 'provisioned'))} provisioned, ${money(perMillionTotal(singleUrl, 'on-demand'))} on demand per million timers`,
+  clientDefault
+    ? `our client by default: ${money(perMillionTotal(clientDefault, 'provisioned'))} provisioned, ${money(perMillionTotal(clientDefault, 'on-demand'))} on demand per million timers`
+    : 'our client by default: not measured (keyed submits) per million timers',
   `per million timers: batched ${money(perMillionTotal(batched, 'provisioned'))} provisioned, ${money(perMillionTotal(batched, 'on-demand'))} on demand; single ${money(perMillionTotal(single, 'provisioned'))} provisioned, ${money(perMillionTotal(single, 'on-demand'))} on demand`,
 ];
 process.stdout.write(`${lines.join('\n')}\n`);

@@ -1,5 +1,4 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type middy from '@middy/core';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 
@@ -7,6 +6,7 @@ import { sqsDeliveryQueue, sqsTickQueue } from '../adapters/sqs-queues.js';
 import { systemResolve } from '../adapters/webhook-client.js';
 import type { ApiConfig } from '../commons/config.js';
 import { type HandlerDeps, instrumented } from '../commons/lambda-chain.js';
+import { CountBatch } from '../commons/metrics.js';
 import { occupancyIndex, tableStores } from '../commons/stores.js';
 import { METRICS } from '../contract/topology.js';
 import { StoreBusyError, systemClock } from '../core/kernel/task.js';
@@ -57,6 +57,7 @@ const problemOnError = (logger: Logger): middy.MiddlewareObj<APIGatewayProxyEven
 /** The HTTP API: routes each request to its operation over the table and the queues. */
 export function createApiHandler(config: ApiConfig, { clients, observability }: HandlerDeps) {
   const { logger, metrics } = observability;
+  const counts = new CountBatch(metrics);
   const ports: ApiPorts = {
     ...tableStores(config.table, clients.dynamo),
     occupancy: occupancyIndex(config, clients.dynamo),
@@ -75,8 +76,8 @@ export function createApiHandler(config: ApiConfig, { clients, observability }: 
     },
     onScheduled: function recordScheduled(result) {
       const created = result.outcomes.filter((outcome) => outcome.kind === 'created').length;
-      metrics.addMetric(METRICS.tasksCreated, MetricUnit.Count, created);
-      metrics.addMetric(METRICS.tasksEnqueuedDirect, MetricUnit.Count, result.enqueuedDirect);
+      counts.add(METRICS.tasksCreated, created);
+      counts.add(METRICS.tasksEnqueuedDirect, result.enqueuedDirect);
       if (result.deferred > 0) {
         logger.warn('late arrivals could not be enqueued; their seconds are flagged for the sweeper', {
           deferred: result.deferred,
@@ -95,7 +96,11 @@ export function createApiHandler(config: ApiConfig, { clients, observability }: 
     async (event) => {
       // API Gateway's request id, so a caller quoting it can be found in the logs.
       logger.setCorrelationId(event.requestContext?.requestId);
-      return route(ports, event);
+      try {
+        return await route(ports, event);
+      } finally {
+        counts.endInvocation();
+      }
     },
     { middlewares: [problemOnError(logger)] },
   );

@@ -125,14 +125,20 @@ export interface DistributedTimerProps {
    */
   readonly deliveryMaxConcurrency?: number;
   /**
-   * Whether the functions run with active X-Ray tracing (a trace per sampled invocation, a
-   * subsegment per AWS call). Lambda samples one request a second and 5% of the rest, at $5.00
-   * per million traces: about $0.25 per million single submits at a billion a day, since each is an
-   * invocation of its own (`npm run plan` prices it). Turn it off to save that and keep logs and
-   * metrics only.
+   * Whether the ticker, scanner, callback and sweeper run with active X-Ray tracing (a trace per
+   * sampled invocation, a subsegment per AWS call). Lambda samples at a fixed rate, one request a
+   * second and 5% of the rest, at $5.00 per million traces; X-Ray's sampling rules do not apply to
+   * it. Turn it off to keep logs and metrics only.
    * @default true
    */
   readonly tracing?: boolean;
+  /**
+   * Whether the api runs with active X-Ray tracing too. Off by default: each single submit is an
+   * invocation of its own, so tracing it costs about $0.25 per million submits at a billion a day
+   * (`npm run plan` prices it), for traces of one PutItem each.
+   * @default false
+   */
+  readonly apiTracing?: boolean;
   /**
    * The SQS queues tasks may target, as ARNs (IAM wildcards allowed), or a list token such as
    * a CommaDelimitedList parameter's `valueAsList`. The callback may send to exactly these and
@@ -152,6 +158,12 @@ export interface DistributedTimerProps {
 }
 
 /** Rejects a literal number that is not whole or is outside its range; a token is checked by whatever supplies it. */
+/** Which functions run traced: the api only when asked, the others unless `tracing` is false. */
+function tracingOf(props: DistributedTimerProps): Record<FunctionName, boolean> {
+  const others = props.tracing ?? true;
+  return { api: props.apiTracing ?? false, ticker: others, scanner: others, callback: others, sweeper: others };
+}
+
 function checkedWholeNumber(name: string, value: number, min: number, max: number): number {
   if (!Token.isUnresolved(value) && (!Number.isInteger(value) || value < min || value > max)) {
     throw new Error(`DistributedTimer: ${name} must be a whole number from ${min} to ${max}, got ${value}`);
@@ -285,7 +297,7 @@ export class DistributedTimer extends Construct {
         2,
         1000,
       ),
-      tracing: props.tracing ?? true,
+      tracing: tracingOf(props),
     });
     this.queues = pipeline.queues;
     this.functions = pipeline.functions;

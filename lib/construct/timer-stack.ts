@@ -29,7 +29,8 @@ export interface TimerStackProps extends StackProps {
    */
   readonly functionUrl?: DistributedTimerProps['functionUrl'];
   /**
-   * Whether the functions run with active X-Ray tracing.
+   * Whether the ticker, scanner, callback and sweeper run with active X-Ray tracing (the api
+   * runs untraced: the construct's apiTracing).
    * @default true
    */
   readonly tracing?: DistributedTimerProps['tracing'];

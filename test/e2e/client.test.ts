@@ -193,6 +193,85 @@ describe('Class: TimerClient (against local mode)', () => {
     expect(result.results.map((item) => item.status)).toEqual([201, 400]);
   });
 
+  describe('schedule() batching', () => {
+    /** A client whose requests are counted by path, as they leave it. */
+    const countingClient = () => {
+      const paths: string[] = [];
+      const counting: typeof fetch = (input, init) => {
+        paths.push(new URL(String(input)).pathname);
+        return fetch(input, init);
+      };
+      return { client: new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey, fetch: counting }), paths };
+    };
+    const hookTask = () => ({ delaySeconds: 600, target: { type: 'http' as const, url: receiver.url('/hook') } });
+
+    it('sends a lone call at once, as a single submit', async () => {
+      // Prepare
+      const { client, paths } = countingClient();
+
+      // Act
+      const pending = client.schedule(hookTask());
+      const sentBeforeAnyWait = [...paths];
+      const task = await pending;
+
+      // Assess
+      expect(sentBeforeAnyWait).toEqual(['/v1/tasks']);
+      expect(task.status).toBe('PENDING');
+    });
+
+    it('sends 250 concurrent calls as at most 4 requests, each call answered with its own task', async () => {
+      // Prepare
+      const { client, paths } = countingClient();
+      const before = await countTasks();
+
+      // Act
+      const tasks = await Promise.all(Array.from({ length: 250 }, () => client.schedule(hookTask())));
+
+      // Assess: the first alone, then full batches while it is in flight, then the rest.
+      expect(paths.length).toBeLessThanOrEqual(4);
+      expect(paths.filter((path) => path === '/v1/tasks/batch').length).toBeGreaterThan(0);
+      expect(new Set(tasks.map((task) => task.id)).size).toBe(250);
+      expect(await countTasks()).toBe(before + 250);
+      // 250 writes on local mode take seconds on a busy machine.
+    }, 60_000);
+
+    it("rejects only the caller of an invalid task in a batch, naming its field; the others' tasks are made", async () => {
+      // Prepare
+      const { client, paths } = countingClient();
+      const invalid = { delaySeconds: 10, target: { type: 'http' as const, url: 'ftp://example.com' } };
+
+      // Act: the first goes alone; the three made while it is in flight go as one batch.
+      const outcomes = await Promise.allSettled([
+        client.schedule(hookTask()),
+        client.schedule(hookTask()),
+        client.schedule(invalid),
+        client.schedule(hookTask()),
+      ]);
+
+      // Assess
+      expect(paths).toEqual(['/v1/tasks', '/v1/tasks/batch']);
+      expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+      const refused = (outcomes[2] as PromiseRejectedResult).reason as TimerApiError;
+      expect(refused).toBeInstanceOf(TimerApiError);
+      expect(refused.status).toBe(400);
+      expect(refused.problem?.errors).toEqual([{ path: 'target.url', message: 'must use http:// or https://' }]);
+    });
+
+    it('rejects every caller in a batch the API refused as a whole', async () => {
+      // Prepare: a key the API does not know, so every request is refused.
+      const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: 'tk_not-a-real-key', attempts: 1 });
+
+      // Act
+      const outcomes = await Promise.allSettled(Array.from({ length: 5 }, () => client.schedule(hookTask())));
+
+      // Assess
+      expect(outcomes.every((outcome) => outcome.status === 'rejected')).toBe(true);
+      expect(outcomes.map((outcome) => ((outcome as PromiseRejectedResult).reason as TimerApiError).status)).toEqual([
+        401, 401, 401, 401, 401,
+      ]);
+    });
+  });
+
   it('gives receivers a verify helper that accepts the real signature and nothing else', async () => {
     // Prepare
     const client = new TimerClient({ baseUrl: timer.apiUrl, apiKey: timer.apiKey });

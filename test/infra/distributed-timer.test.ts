@@ -208,27 +208,56 @@ describe('Construct: DistributedTimer', () => {
     expect(reservationOfApi(provisioned, provisionedTimer)).toBe(FUNCTIONS.api.reservedConcurrency);
   });
 
-  it('traces every function with X-Ray by default, and none, with the tracer off, when tracing is false', () => {
+  it('traces every function but the api with X-Ray by default, the api when apiTracing is set, and none when tracing is false', () => {
     // Prepare
     const traced = appStack();
+    const apiTraced = appStack();
     const untraced = appStack();
 
     // Act
-    new DistributedTimer(traced, 'Timer');
+    const timer = new DistributedTimer(traced, 'Timer');
+    const withApi = new DistributedTimer(apiTraced, 'Timer', { apiTracing: true });
     new DistributedTimer(untraced, 'Timer', { tracing: false });
 
     // Assess
+    const propertiesOf = (stack: Stack, fn: lambda.Function) =>
+      Template.fromStack(stack).toJSON().Resources[logicalIdOf(stack, fn)].Properties;
+    for (const [name, fn] of Object.entries(timer.functions)) {
+      const properties = propertiesOf(traced, fn);
+      if (name === 'api') {
+        // No TracingConfig: Lambda's default, which records no trace of its own.
+        expect(properties.TracingConfig).toBeUndefined();
+        expect(properties.Environment.Variables.POWERTOOLS_TRACE_ENABLED).toBe('false');
+      } else {
+        expect(properties.TracingConfig).toEqual({ Mode: 'Active' });
+        expect(properties.Environment.Variables).not.toHaveProperty('POWERTOOLS_TRACE_ENABLED');
+      }
+    }
+    expect(propertiesOf(apiTraced, withApi.functions.api).TracingConfig).toEqual({ Mode: 'Active' });
     const functionsOf = (stack: Stack) =>
       Object.values(Template.fromStack(stack).findResources('AWS::Lambda::Function'));
-    expect(functionsOf(traced)).toHaveLength(5);
-    for (const fn of functionsOf(traced)) {
-      expect(fn.Properties.TracingConfig).toEqual({ Mode: 'Active' });
-      expect(fn.Properties.Environment.Variables).not.toHaveProperty('POWERTOOLS_TRACE_ENABLED');
-    }
     for (const fn of functionsOf(untraced)) {
-      // No TracingConfig: Lambda's default, which records no trace of its own.
       expect(fn.Properties.TracingConfig).toBeUndefined();
       expect(fn.Properties.Environment.Variables.POWERTOOLS_TRACE_ENABLED).toBe('false');
+    }
+  });
+
+  it("logs every function as JSON, with Lambda's own lines at WARN and the functions' at INFO", () => {
+    // Prepare
+    const stack = appStack();
+
+    // Act
+    new DistributedTimer(stack, 'Timer', { functionUrl: true });
+
+    // Assess
+    const functions = Object.values(Template.fromStack(stack).findResources('AWS::Lambda::Function'));
+    expect(functions).toHaveLength(6);
+    for (const fn of functions) {
+      expect(fn.Properties.LoggingConfig).toMatchObject({
+        LogFormat: 'JSON',
+        SystemLogLevel: 'WARN',
+        ApplicationLogLevel: 'INFO',
+      });
     }
   });
 

@@ -9,6 +9,7 @@ import {
   perTaskUsage,
   type RequestsReport,
   type SubmitPhase,
+  unmeasured,
   usageOfPhase,
 } from '../../lib/construct/plan/measured-usage.js';
 import { markdownTable } from '../../lib/construct/plan/table-format.js';
@@ -129,7 +130,8 @@ describe('Function: invocationSeconds and perTaskUsage', () => {
       9,
     );
     // The functions' own lines (EMF metrics among them, as measured) plus Lambda's per invocation.
-    expect(usage.logBytes).toBeCloseTo((50_000 + 110 * 350) / 1000, 6);
+    // Only the functions' own lines: Lambda's START and REPORT lines are INFO system logs, which WARN drops.
+    expect(usage.logBytes).toBeCloseTo(50_000 / 1000, 6);
   });
 });
 
@@ -160,6 +162,8 @@ describe('Function: usageOfPhase', () => {
     tasks: 1000,
     seconds: 40,
     tasksPerRequest: 1,
+    keyed: false,
+    responseBytes: 300_000,
     requests: {
       'SQS.SendMessageBatch': 100,
       'EventSourceMapping.SQS.ReceiveMessage': 600,
@@ -177,10 +181,24 @@ describe('Function: usageOfPhase', () => {
     machine: { cpus: 2, node: 'v20' },
     settings: { tickEverySecond: true, shardCount: 80 },
     idlePerSecond: { requests: {}, writeUnits: 0, readUnits: 0, invocations: {}, cpuMs: {}, logBytes: 0 },
-    phases: { single: phase, batch: { ...phase, tasksPerRequest: 100 } },
+    phases: {
+      single: phase,
+      batch: { ...phase, tasksPerRequest: 100 },
+      keyedSingle: { ...phase, keyed: true },
+      keyedBatch: { ...phase, tasksPerRequest: 100, keyed: true },
+    },
+    denseSecond: { tasks: 580, shardCount: 4, tasksPerShard: 145, queryReadUnits: 145 },
     storedBytesPerTask: 465,
+    storedBytesPerKey: 180,
+    webhookRequestBytes: 700,
   };
-  const options = { webhookMs: 100, averageDelayDays: 1, retentionDays: 30 };
+  const options = {
+    webhookMs: 100,
+    averageDelayDays: 1,
+    retentionDays: 30,
+    indexEntries: 2,
+    targets: { http: 0.5, sqs: 0.25, eventbridge: 0.25 },
+  };
 
   it("prices one receive per delete, as Lambda's mappings make them under load, not the local pollers' count", () => {
     // Act
@@ -201,6 +219,50 @@ describe('Function: usageOfPhase', () => {
     expect(gateway.apiRequests).toBe(1);
     expect(batched.apiRequests).toBe(0.01);
     expect(url.lambdaInvocations).toBeCloseTo(1.015, 9);
+    // The api runs untraced by default; the callback's invocations are traced.
+    expect(url.tracedInvocations).toBeCloseTo(0.015, 9);
+  });
+
+  it("adds the dense second's scan reads to the phase's own, which idle's Queries already paid the floor of", () => {
+    // Act
+    const usage = usageOfPhase(report, phase, { ...options, frontDoor: 'api-gateway' });
+
+    // Assess: 145 read units over 580 tasks is a quarter of a unit each.
+    expect(usage.dynamoReadUnits).toBeCloseTo(1 + 0.25, 9);
+  });
+
+  it('names what a report made before the dense second, the keyed phases and the byte counts lacks', () => {
+    // Prepare
+    const { single, batch } = report.phases;
+    const { denseSecond: _dense, webhookRequestBytes: _bytes, ...older } = report;
+    const { responseBytes: _answers, ...unkeyed } = single;
+
+    // Act
+    const missing = unmeasured({ ...older, phases: { single: unkeyed, batch } });
+
+    // Assess
+    expect(missing).toEqual([
+      'scan reads at a dense second',
+      'keyed submits',
+      'webhook egress',
+      "the API's answers' egress",
+    ]);
+    expect(unmeasured(report)).toEqual([]);
+  });
+
+  it('stores a keyed task with its key item, and prices its targets and egress by the mix', () => {
+    // Act
+    const keyed = usageOfPhase(report, { ...phase, keyed: true }, { ...options, frontDoor: 'api-gateway' });
+    const unkeyed = usageOfPhase(report, phase, { ...options, frontDoor: 'api-gateway' });
+
+    // Assess
+    expect(keyed.storedBytes).toBe(465 + 180);
+    expect(unkeyed.storedBytes).toBe(465);
+    expect(unkeyed.indexEntries).toBe(2);
+    expect(unkeyed.eventBridgeEvents).toBe(0.25);
+    expect(unkeyed.targetSqsMessages).toBe(0.25);
+    // Half the deliveries are webhooks of 700 bytes; every answer of 300 bytes leaves AWS.
+    expect(unkeyed.egressBytes).toBeCloseTo(0.5 * 700 + 300, 9);
   });
 });
 

@@ -4,26 +4,37 @@ import {
   costPerTask,
   fixedMonthly,
   idleMonth,
+  INDEX_ENTRY_BYTES,
   perMillion,
   type PerTaskUsage,
   plan,
   PRICES,
   resourceInventory,
   SECONDS_PER_MONTH,
+  tieredPerGb,
   total,
+  TRACED_SHARE_UNDER_LOAD,
 } from '../../lib/construct/plan/cost-model.js';
 
-/** A task as the bench measures one: three writes, a fraction of a read, SQS in batches of ten. */
+/**
+ * A task as the bench measures one: three writes, a fraction of a read, SQS in batches of ten;
+ * with a bizId and a bizType, a tenth of tasks for an event bus and a fifth for a queue.
+ */
 const usage: PerTaskUsage = {
   dynamoWriteUnits: 3,
   dynamoReadUnits: 0.2,
   sqsRequests: 0.3,
   apiRequests: 0.01,
   lambdaInvocations: 0.11,
+  tracedInvocations: 0.1,
   lambdaGbSeconds: 0.01,
   logBytes: 100,
   storedBytes: 431,
   storedDays: 31,
+  indexEntries: 2,
+  eventBridgeEvents: 0.1,
+  targetSqsMessages: 0.2,
+  egressBytes: 1000,
 };
 
 describe('Function: costPerTask', () => {
@@ -37,11 +48,26 @@ describe('Function: costPerTask', () => {
     expect(cost.sqs).toBeCloseTo(0.3 * 0.4, 6);
     expect(cost.apiGateway).toBeCloseTo(0.01, 6);
     expect(cost.lambda).toBeCloseTo(0.11 * 0.2 + 0.01 * 1e6 * PRICES.lambda.gbSecond, 6);
+    // With no monthly volume given, the tiered prices are their first tier's.
     expect(cost.logs).toBeCloseTo(100 * 0.5 * 1e-3, 6);
-    // Active tracing records 5% of the invocations under load, at $5.00 per million traces.
-    expect(cost.tracing).toBeCloseTo(0.11 * 0.05 * 5, 6);
-    // 431 bytes for 31 days at $0.25 per GB-month.
+    expect(cost.egress).toBeCloseTo(1000 * 0.09 * 1e-3, 6);
+    // Active tracing records 5% of the traced functions' invocations under load, at $5.00 per million traces.
+    expect(cost.tracing).toBeCloseTo(0.1 * 0.05 * 5, 6);
+    // 431 bytes for 31 days at $0.25 per GB-month, and as much again at PITR's $0.20.
     expect(cost.dynamoStorage).toBeCloseTo(431e-3 * 0.25 * (31 / 30), 6);
+    expect(cost.pitr).toBeCloseTo(431e-3 * 0.2 * (31 / 30), 6);
+    // Two index entries: a write unit each, and their keys kept as long as the task.
+    expect(cost.indexWrites).toBeCloseTo(2 * (0.625 + INDEX_ENTRY_BYTES * 1e-3 * 0.25 * (31 / 30)), 6);
+    expect(cost.eventBridgeTargets).toBeCloseTo(0.1 * 1.0, 6);
+    expect(cost.sqsTargets).toBeCloseTo(0.2 * 0.4, 6);
+  });
+
+  it("prices Lambda's logs at the tiers a month of such tasks reaches", () => {
+    // Act: 656 bytes of logs a task, a billion tasks a day: 19,680 GB a month.
+    const cost = perMillion(costPerTask({ ...usage, logBytes: 656 }, 'on-demand', 0.7, TRACED_SHARE_UNDER_LOAD, 30e9));
+
+    // Assess: 10,000 GB at $0.50 and 9,680 GB at $0.25 over 30,000 million tasks.
+    expect(cost.logs).toBeCloseTo((10_000 * 0.5 + 9_680 * 0.25) / 30_000, 6);
   });
 
   it('prices provisioned capacity per unit-second used, grossed up for the auto scaling target', () => {
@@ -51,6 +77,16 @@ describe('Function: costPerTask', () => {
     // Assess: a WCU-hour serves 3,600 writes at full use; at a 70% target, 2,520.
     expect(cost.dynamoWrites).toBeCloseTo((3 * 0.00065 * 1e6) / 3600 / 0.7, 6);
     expect(cost.dynamoReads).toBeCloseTo((0.2 * 0.00013 * 1e6) / 3600 / 0.7, 6);
+  });
+});
+
+describe('Function: tieredPerGb', () => {
+  it("averages each tier's price over the GB that fall in it", () => {
+    // Assess: 60 TB of Lambda logs cost $12,500 where the flat $0.50 made $30,000.
+    expect(tieredPerGb(PRICES.cloudWatch.lambdaLogs, 60_000) * 60_000).toBeCloseTo(12_500, 6);
+    expect(tieredPerGb(PRICES.cloudWatch.lambdaLogs, 5_000)).toBe(0.5);
+    expect(tieredPerGb(PRICES.dataTransferOut, 45_000) * 45_000).toBeCloseTo(10_000 * 0.09 + 35_000 * 0.085, 6);
+    expect(tieredPerGb(PRICES.dataTransferOut, 0)).toBe(0.09);
   });
 });
 
@@ -166,7 +202,8 @@ describe('Function: plan', () => {
     expect(result.callbackConcurrencyAtPeak).toBe(400);
     expect(result.apiConcurrencyAtPeak).toBe(10);
     expect(result.sqsRequestsPerSecondAtPeak).toBe(6000);
-    expect(result.provisionedWriteCapacity).toBe(Math.ceil((11_574.074 * 3) / 0.7));
+    // Three writes of its own and its two index entries.
+    expect(result.provisionedWriteCapacity).toBe(Math.ceil((11_574.074 * 5) / 0.7));
   });
 
   it('prices a month in both capacity modes and recommends the cheaper', () => {
@@ -176,7 +213,7 @@ describe('Function: plan', () => {
     // Assess
     const tasksPerMonth = 1e9 * 30;
     expect(result.byMode['on-demand'].monthly).toBeCloseTo(
-      total(costPerTask(usage, 'on-demand')) * tasksPerMonth + 8,
+      total(costPerTask(usage, 'on-demand', 0.7, TRACED_SHARE_UNDER_LOAD, tasksPerMonth)) * tasksPerMonth + 8,
       2,
     );
     expect(result.recommendedMode).toBe('provisioned');

@@ -5,9 +5,13 @@
  * scales this is for they are noise, and leaving them out never flatters the result.
  */
 
+/** A price that falls with monthly volume: each tier's price applies up to its `upToGb` (GB = 1e9 bytes, TB = 1,000 GB). */
+export type Tiers = ReadonlyArray<{ readonly upToGb: number; readonly perGb: number }>;
+
 /**
- * Published us-east-1 on-demand prices, in dollars, as checked on 2026-11-21. DynamoDB's
- * on-demand throughput prices are those in force since 1 November 2024 (halved that day).
+ * Published us-east-1 on-demand prices, in dollars, as checked on 2026-11-21 (PITR, Lambda's
+ * tiered logs and data transfer out checked again on 2026-11-26). DynamoDB's on-demand
+ * throughput prices are those in force since 1 November 2024 (halved that day).
  */
 export const PRICES = {
   dynamo: {
@@ -19,8 +23,10 @@ export const PRICES = {
     readCapacityUnitHour: 0.00013,
     /** Standard table class, per GB-month; DynamoDB counts 100 bytes of overhead per item. */
     storageGbMonth: 0.25,
+    /** Point-in-time recovery (the table has it on), per GB-month of table size (indexes excluded). */
+    pitrGbMonth: 0.2,
   },
-  /** SQS standard queues, per request (each 64 KB of payload counts as one). */
+  /** SQS standard queues, per request (each 64 KB of payload counts as one); an SQS target's SendMessage too. */
   sqsRequest: 0.4 / 1e6,
   lambda: {
     /** arm64, per GB-second and per invocation. */
@@ -31,15 +37,29 @@ export const PRICES = {
   xrayTraceRecorded: 5.0 / 1e6,
   /** API Gateway HTTP API, per request, for the first 300 million a month. */
   httpApiRequest: 1.0 / 1e6,
-  /** EventBridge custom events put on a bus (64 KB chunks). */
+  /** EventBridge custom events put on a bus (64 KB chunks): an EventBridge target's PutEvents. */
   eventBridgeEvent: 1.0 / 1e6,
+  /** Data transfer out to the internet (webhook calls, the API's answers), tiered by the month's volume. */
+  dataTransferOut: [
+    { upToGb: 10_000, perGb: 0.09 },
+    { upToGb: 50_000, perGb: 0.085 },
+    { upToGb: 150_000, perGb: 0.07 },
+    { upToGb: Number.POSITIVE_INFINITY, perGb: 0.05 },
+  ] satisfies Tiers,
   /** EventBridge Scheduler, per scheduled invocation (after 14 million free a month). */
   schedulerInvocation: 1.0 / 1e6,
   cloudWatch: {
     /** Custom metric (EMF-created ones too), per metric-month, prorated by the hour it is sent in. */
     metricMonth: 0.3,
-    /** Logs ingestion per GB. */
+    /** Logs ingestion per GB, for logs other than Lambda's (none of this stack's are). */
     logsGb: 0.5,
+    /** Lambda's logs (vended logs), tiered by the month's volume since 1 May 2025. */
+    lambdaLogs: [
+      { upToGb: 10_000, perGb: 0.5 },
+      { upToGb: 30_000, perGb: 0.25 },
+      { upToGb: 50_000, perGb: 0.1 },
+      { upToGb: Number.POSITIVE_INFINITY, perGb: 0.05 },
+    ] satisfies Tiers,
     /** Standard-resolution alarm per month. */
     alarmMonth: 0.1,
     /** Dashboard per month beyond an account's first three. */
@@ -62,10 +82,32 @@ export const MONTHLY_PRICE_BY_RESOURCE_TYPE: Readonly<Record<string, number>> = 
 
 export const SECONDS_PER_MONTH = 30 * 24 * 3600;
 
+/** The average price per GB of `monthlyGb` in a month; a volume of zero or less is priced at the first tier. */
+export function tieredPerGb(tiers: Tiers, monthlyGb: number): number {
+  const first = tiers[0]?.perGb ?? 0;
+  if (monthlyGb <= 0) return first;
+  let dollars = 0;
+  let from = 0;
+  for (const { upToGb, perGb } of tiers) {
+    dollars += (Math.min(monthlyGb, upToGb) - from) * perGb;
+    if (monthlyGb <= upToGb) break;
+    from = upToGb;
+  }
+  return dollars / monthlyGb;
+}
+
 /**
- * The share of invocations Lambda's active tracing records under X-Ray's default sampling rule:
- * one request a second, then 5% of the rest. At the rates the per-task price is for, the 5% is
- * what counts; an idle deployment's few invocations a second are all within the one a second.
+ * A keys-only index entry's billed size: the index's key pair (`tenant#bizId` or
+ * `tenant#bizType#shard`, and the task's sort key), the table's key pair, and DynamoDB's 100
+ * bytes of overhead. Under 1 KB, so writing one takes one write unit.
+ */
+export const INDEX_ENTRY_BYTES = 250;
+
+/**
+ * The share of invocations Lambda's active tracing records: one request a second, then 5% of the
+ * rest, a fixed rate (X-Ray's sampling rules do not apply to Lambda). At the rates the per-task
+ * price is for, the 5% is what counts; an idle deployment's few invocations a second are all
+ * within the one a second.
  */
 export const TRACED_SHARE_UNDER_LOAD = 0.05;
 
@@ -78,6 +120,8 @@ export interface PerTaskUsage {
   /** HTTP API requests: 1 for a single POST, 1/100 in full batches. */
   readonly apiRequests: number;
   readonly lambdaInvocations: number;
+  /** Of those, the invocations of functions that run traced (all but the api, by default). */
+  readonly tracedInvocations: number;
   /** Lambda GB-seconds of billed duration. */
   readonly lambdaGbSeconds: number;
   /** Log bytes ingested (the functions' JSON lines plus Lambda's own per-invocation lines). */
@@ -86,20 +130,50 @@ export interface PerTaskUsage {
   readonly storedBytes: number;
   /** How long a task's item is kept: its wait until due, plus retention after it ends. */
   readonly storedDays: number;
+  /** Entries the task puts in the bizId and bizType indexes (one each it carries), kept as long as the task. */
+  readonly indexEntries: number;
+  /** Target calls with a price of their own: EventBridge PutEvents entries and SQS SendMessage requests. */
+  readonly eventBridgeEvents: number;
+  readonly targetSqsMessages: number;
+  /** Bytes sent out of AWS to the internet: the webhook call and the API's answer. */
+  readonly egressBytes: number;
 }
 
 export type CapacityMode = 'on-demand' | 'provisioned';
 
 export interface CostBreakdown {
   readonly dynamoWrites: number;
+  /** The bizId and bizType index entries: a write unit each, and their storage. */
+  readonly indexWrites: number;
   readonly dynamoReads: number;
   readonly dynamoStorage: number;
+  readonly pitr: number;
   readonly sqs: number;
   readonly apiGateway: number;
   readonly lambda: number;
   readonly logs: number;
   readonly tracing: number;
+  readonly eventBridgeTargets: number;
+  readonly sqsTargets: number;
+  readonly egress: number;
 }
+
+/** What each component of a CostBreakdown is, as the plan names it. */
+export const COMPONENT_NAMES: Readonly<Record<keyof CostBreakdown, string>> = {
+  dynamoWrites: 'DynamoDB writes: task, outcome, clock, idempotency key',
+  indexWrites: 'bizId and bizType index entries (1 WU each, and storage)',
+  dynamoReads: 'DynamoDB reads: scan and overdue pass at a dense second, callback',
+  dynamoStorage: 'DynamoDB storage: task and key items, until due and retention ends',
+  pitr: 'point-in-time recovery ($0.20 per GB-month of table)',
+  sqs: 'SQS: tick and delivery queues',
+  apiGateway: 'HTTP API requests ($1.00 per million)',
+  lambda: 'Lambda requests and GB-seconds',
+  logs: 'Lambda logs (tiered: $0.50, $0.25, $0.10, $0.05 per GB)',
+  tracing: 'X-Ray traces',
+  eventBridgeTargets: 'EventBridge target: PutEvents ($1.00 per million)',
+  sqsTargets: 'SQS target: SendMessage ($0.40 per million)',
+  egress: 'data transfer out: webhook calls and API answers (tiered from $0.09 per GB)',
+};
 
 export const total = (breakdown: CostBreakdown): number =>
   Object.values(breakdown).reduce((sum, value) => sum + value, 0);
@@ -114,29 +188,37 @@ export function perMillion(breakdown: CostBreakdown): CostBreakdown {
 /**
  * Dollars per task, by component. Provisioned capacity is priced at the average rate divided
  * by the auto scaling target utilization: the capacity paid for but not used is the price of
- * scaling on a target rather than per request.
+ * scaling on a target rather than per request. The tiered prices (logs, data transfer out) are
+ * those of `tasksPerMonth` such tasks; left at 0 they are priced at their first, dearest tier.
  */
 export function costPerTask(
   usage: PerTaskUsage,
   mode: CapacityMode,
   targetUtilization = 0.7,
   tracedShare = TRACED_SHARE_UNDER_LOAD,
+  tasksPerMonth = 0,
 ): CostBreakdown {
   const { dynamo } = PRICES;
   const perUnitSecond = (hourPrice: number) => hourPrice / 3600 / targetUtilization;
+  const writeUnit = mode === 'on-demand' ? dynamo.writeRequestUnit : perUnitSecond(dynamo.writeCapacityUnitHour);
+  const gbMonths = (bytes: number) => (bytes / 1e9) * (usage.storedDays / 30);
+  const tiered = (tiers: Tiers, bytes: number) => (bytes / 1e9) * tieredPerGb(tiers, (bytes * tasksPerMonth) / 1e9);
   return {
-    dynamoWrites:
-      usage.dynamoWriteUnits *
-      (mode === 'on-demand' ? dynamo.writeRequestUnit : perUnitSecond(dynamo.writeCapacityUnitHour)),
+    dynamoWrites: usage.dynamoWriteUnits * writeUnit,
+    indexWrites: usage.indexEntries * (writeUnit + gbMonths(INDEX_ENTRY_BYTES) * dynamo.storageGbMonth),
     dynamoReads:
       usage.dynamoReadUnits *
       (mode === 'on-demand' ? dynamo.readRequestUnit : perUnitSecond(dynamo.readCapacityUnitHour)),
-    dynamoStorage: (usage.storedBytes / 1e9) * dynamo.storageGbMonth * (usage.storedDays / 30),
+    dynamoStorage: gbMonths(usage.storedBytes) * dynamo.storageGbMonth,
+    pitr: gbMonths(usage.storedBytes) * dynamo.pitrGbMonth,
     sqs: usage.sqsRequests * PRICES.sqsRequest,
     apiGateway: usage.apiRequests * PRICES.httpApiRequest,
     lambda: usage.lambdaInvocations * PRICES.lambda.request + usage.lambdaGbSeconds * PRICES.lambda.gbSecond,
-    logs: (usage.logBytes / 1e9) * PRICES.cloudWatch.logsGb,
-    tracing: usage.lambdaInvocations * tracedShare * PRICES.xrayTraceRecorded,
+    logs: tiered(PRICES.cloudWatch.lambdaLogs, usage.logBytes),
+    tracing: usage.tracedInvocations * tracedShare * PRICES.xrayTraceRecorded,
+    eventBridgeTargets: usage.eventBridgeEvents * PRICES.eventBridgeEvent,
+    sqsTargets: usage.targetSqsMessages * PRICES.sqsRequest,
+    egress: tiered(PRICES.dataTransferOut, usage.egressBytes),
   };
 }
 
@@ -203,10 +285,16 @@ export function idleMonth(
       sqsRequests: usage.sqsRequestsPerHour * hours,
       apiRequests: 0,
       lambdaInvocations: usage.lambdaInvocationsPerHour * hours,
+      // Idle, only the schedules' functions run, and they run traced unless tracing is off.
+      tracedInvocations: usage.lambdaInvocationsPerHour * hours,
       lambdaGbSeconds: usage.lambdaGbSecondsPerHour * hours,
       logBytes: usage.logBytesPerHour * hours,
       storedBytes: 0,
       storedDays: 0,
+      indexEntries: 0,
+      eventBridgeEvents: 0,
+      targetSqsMessages: 0,
+      egressBytes: 0,
     },
     mode,
     undefined,
@@ -299,7 +387,7 @@ export function plan(input: PlanInput): Plan {
   const modes: CapacityMode[] = ['on-demand', 'provisioned'];
   const byMode = Object.fromEntries(
     modes.map((mode) => {
-      const perTask = costPerTask(input.usage, mode, utilization, input.tracedShare);
+      const perTask = costPerTask(input.usage, mode, utilization, input.tracedShare, tasksPerMonth);
       return [mode, { perMillion: perMillion(perTask), monthly: total(perTask) * tasksPerMonth + input.idleMonthly }];
     }),
   ) as Plan['byMode'];
@@ -316,7 +404,9 @@ export function plan(input: PlanInput): Plan {
     ),
     apiConcurrencyAtPeak: Math.ceil((input.peakPerSecond / input.tasksPerApiRequest) * input.apiSecondsPerInvocation),
     sqsRequestsPerSecondAtPeak: (input.peakPerSecond / input.callbackBatchSize) * 3,
-    provisionedWriteCapacity: Math.ceil((averagePerSecond * input.usage.dynamoWriteUnits) / utilization),
+    provisionedWriteCapacity: Math.ceil(
+      (averagePerSecond * (input.usage.dynamoWriteUnits + input.usage.indexEntries)) / utilization,
+    ),
     provisionedReadCapacity: Math.ceil((averagePerSecond * input.usage.dynamoReadUnits) / utilization),
     byMode,
     recommendedMode: byMode.provisioned.monthly < byMode['on-demand'].monthly ? 'provisioned' : 'on-demand',

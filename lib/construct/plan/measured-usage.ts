@@ -11,10 +11,12 @@ import { IDLE_POLLS_PER_QUEUE_PER_HOUR, type IdleUsage, type PerTaskUsage } from
 export const CLOUD_LATENCY_MS = { dynamo: 6, sqs: 12 } as const;
 
 /**
- * Lambda writes START, END and REPORT lines per invocation; about this many bytes in all. The
- * functions' own lines, their metrics (EMF) among them, are measured: they are the run's logBytes.
+ * Lambda's own START, END and REPORT lines (about 350 bytes an invocation) are INFO system logs,
+ * which the functions' system log level of WARN keeps out of CloudWatch Logs (lib/construct/timer/pipeline.ts),
+ * so none are counted. The functions' own lines, their metrics (EMF) among them, are measured:
+ * they are the run's logBytes.
  */
-const PLATFORM_LOG_BYTES_PER_INVOCATION = 350;
+const PLATFORM_LOG_BYTES_PER_INVOCATION = 0;
 
 export interface MeasuredRun {
   readonly tasks: number;
@@ -60,10 +62,29 @@ export function invocationSeconds(fn: FunctionName, cpuMsPerInvocation: number, 
   return (cpuMsPerInvocation / cpuShare + criticalPathMs[fn]) / 1000;
 }
 
+/** What a task costs beyond the pipeline a run measures: its index entries, its target's calls, its egress. */
+type TaskExtras = Pick<PerTaskUsage, 'indexEntries' | 'eventBridgeEvents' | 'targetSqsMessages' | 'egressBytes'>;
+
+/** For the full bench's table, which prices the pipeline alone (`npm run plan` prices the rest). */
+const PIPELINE_ONLY: TaskExtras = {
+  indexEntries: 0,
+  eventBridgeEvents: 0,
+  targetSqsMessages: 0,
+  egressBytes: 0,
+};
+
 /** What one task costs, from a run of `tasks` tasks (with the idle rate over its duration already taken off). */
 export function perTaskUsage(
   run: MeasuredRun,
-  options: { webhookMs: number; tasksPerApiRequest: number; storedBytes: number; storedDays: number },
+  options: {
+    webhookMs: number;
+    tasksPerApiRequest: number;
+    storedBytes: number;
+    storedDays: number;
+    /** Which functions run traced: by default all but the api, as the construct deploys them. */
+    traced?: (fn: FunctionName) => boolean;
+  },
+  extras: TaskExtras = PIPELINE_ONLY,
 ): PerTaskUsage {
   const perTask = (value: number) => value / run.tasks;
   const sqsRequests = Object.entries(run.requests)
@@ -71,6 +92,8 @@ export function perTaskUsage(
     .reduce((sum, [, count]) => sum + count, 0);
   const functions = Object.keys(FUNCTIONS) as FunctionName[];
   const invocations = functions.reduce((sum, fn) => sum + (run.invocations[fn] ?? 0), 0);
+  const traced = options.traced ?? ((fn: FunctionName) => fn !== 'api');
+  const tracedInvocations = functions.reduce((sum, fn) => sum + (traced(fn) ? (run.invocations[fn] ?? 0) : 0), 0);
   const gbSeconds =
     functions.reduce((sum, fn) => {
       const count = run.invocations[fn] ?? 0;
@@ -87,10 +110,12 @@ export function perTaskUsage(
     sqsRequests: perTask(sqsRequests),
     apiRequests: 1 / options.tasksPerApiRequest,
     lambdaInvocations: perTask(invocations),
+    tracedInvocations: perTask(tracedInvocations),
     lambdaGbSeconds: perTask(gbSeconds),
     logBytes: perTask(run.logBytes + invocations * PLATFORM_LOG_BYTES_PER_INVOCATION),
     storedBytes: options.storedBytes,
     storedDays: options.storedDays,
+    ...extras,
   };
 }
 
@@ -141,6 +166,24 @@ export const REQUESTS_REPORT = 'docs/requests.json';
 export interface SubmitPhase extends MeasuredRun {
   readonly seconds: number;
   readonly tasksPerRequest: number;
+  /** Whether each task carried an idempotencyKey, as the TypeScript client's do by default. */
+  readonly keyed?: boolean;
+  /** Bytes of the API's answers (status line, headers, body): what leaves AWS towards the caller; absent from older reports. */
+  readonly responseBytes?: number;
+}
+
+/**
+ * One second seeded as densely as a deployment's average second: `tasksPerShard` tasks on each of
+ * `shardCount` shards. What its shard Queries read (the scan, then the sweeper's overdue pass)
+ * is the scan's read cost per task at that density; the phases above, a hundred tasks a second
+ * over 80 shards, leave every Query nearly empty and so cannot show it.
+ */
+export interface DenseSecond {
+  readonly tasks: number;
+  readonly shardCount: number;
+  readonly tasksPerShard: number;
+  /** Read units of every Query on the second's partitions. */
+  readonly queryReadUnits: number;
 }
 
 export interface RequestsReport {
@@ -149,13 +192,31 @@ export interface RequestsReport {
   readonly settings: Partial<TimerSettings> & { readonly shardCount: number };
   /** What the idle timer did in a second: the fixed cost the phases are measured above. */
   readonly idlePerSecond: Omit<MeasuredRun, 'tasks'>;
-  readonly phases: { readonly single: SubmitPhase; readonly batch: SubmitPhase };
+  /** The keyed phases, the dense second and the byte counts are absent from reports made before they were measured. */
+  readonly phases: {
+    readonly single: SubmitPhase;
+    readonly batch: SubmitPhase;
+    readonly keyedSingle?: SubmitPhase;
+    readonly keyedBatch?: SubmitPhase;
+  };
+  readonly denseSecond?: DenseSecond;
   /** A delivered task item's billed size (its bytes plus DynamoDB's 100 bytes of overhead). */
   readonly storedBytesPerTask: number;
+  /** An idempotency key item's billed size; it is kept as long as its task. */
+  readonly storedBytesPerKey?: number;
+  /** A webhook delivery's request as sent (request line, headers, body): the egress of one call. */
+  readonly webhookRequestBytes?: number;
 }
 
 /** Which way a submit comes in: through API Gateway's HTTP API, or straight to the api function's URL. */
 export type FrontDoor = 'api-gateway' | 'function-url';
+
+/** The share of deliveries going to each target type (they add up to 1). */
+export interface TargetMix {
+  readonly http: number;
+  readonly sqs: number;
+  readonly eventbridge: number;
+}
 
 export interface PhaseCostOptions {
   readonly webhookMs: number;
@@ -163,6 +224,11 @@ export interface PhaseCostOptions {
   readonly averageDelayDays: number;
   readonly retentionDays: number;
   readonly frontDoor: FrontDoor;
+  /** Index entries a task puts in the bizId and bizType indexes: 2 when it carries both. */
+  readonly indexEntries: number;
+  readonly targets: TargetMix;
+  /** Which functions run traced: by default all but the api. */
+  readonly traced?: (fn: FunctionName) => boolean;
 }
 
 /**
@@ -176,14 +242,44 @@ function withLambdaPolling(phase: SubmitPhase): SubmitPhase {
   return { ...phase, requests: { ...phase.requests, 'EventSourceMapping.SQS.ReceiveMessage': deletes } };
 }
 
+/**
+ * Read units the scan of a task's second spends on it at a realistic density, from the dense
+ * second. The phases' own Queries are taken off with the idle rate (each reads its one unit
+ * whether its shard holds a task or not), so this is added to their reads, not swapped for them.
+ */
+export const scanReadUnitsPerTask = (report: RequestsReport): number =>
+  report.denseSecond ? report.denseSecond.queryReadUnits / report.denseSecond.tasks : 0;
+
+/** What a report lacks of what the plan prices, for the plan to say so rather than price it as nothing. */
+export function unmeasured(report: RequestsReport): string[] {
+  return [
+    ...(report.denseSecond ? [] : ['scan reads at a dense second']),
+    ...(report.phases.keyedBatch && report.phases.keyedSingle ? [] : ['keyed submits']),
+    ...(report.webhookRequestBytes === undefined ? ['webhook egress'] : []),
+    ...(report.phases.single.responseBytes === undefined ? ["the API's answers' egress"] : []),
+  ];
+}
+
 /** What one task submitted as in `phase` costs, in the units the cost model prices. */
 export function usageOfPhase(report: RequestsReport, phase: SubmitPhase, options: PhaseCostOptions): PerTaskUsage {
-  const usage = perTaskUsage(withLambdaPolling(phase), {
-    webhookMs: options.webhookMs,
-    tasksPerApiRequest: phase.tasksPerRequest,
-    storedBytes: report.storedBytesPerTask,
-    storedDays: options.averageDelayDays + options.retentionDays,
-  });
+  const { targets } = options;
+  const usage = perTaskUsage(
+    withLambdaPolling({ ...phase, readUnits: phase.readUnits + scanReadUnitsPerTask(report) * phase.tasks }),
+    {
+      webhookMs: options.webhookMs,
+      tasksPerApiRequest: phase.tasksPerRequest,
+      // A keyed task's key item lives as long as the task does.
+      storedBytes: report.storedBytesPerTask + (phase.keyed ? (report.storedBytesPerKey ?? 0) : 0),
+      storedDays: options.averageDelayDays + options.retentionDays,
+      ...(options.traced && { traced: options.traced }),
+    },
+    {
+      indexEntries: options.indexEntries,
+      eventBridgeEvents: targets.eventbridge,
+      targetSqsMessages: targets.sqs,
+      egressBytes: targets.http * (report.webhookRequestBytes ?? 0) + (phase.responseBytes ?? 0) / phase.tasks,
+    },
+  );
   // A function URL has no charge of its own: the api's invocation, already counted, is the price.
   return options.frontDoor === 'function-url' ? { ...usage, apiRequests: 0 } : usage;
 }

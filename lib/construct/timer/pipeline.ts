@@ -59,8 +59,8 @@ export interface TimerPipelineProps {
   readonly functionUrlReservedConcurrency?: number;
   /** The most delivery batches the callback's event source mapping runs at once. */
   readonly deliveryMaxConcurrency: number;
-  /** Whether the functions run with active X-Ray tracing. */
-  readonly tracing: boolean;
+  /** Whether each function runs with active X-Ray tracing. */
+  readonly tracing: Readonly<Record<FunctionName, boolean>>;
 }
 
 /**
@@ -130,6 +130,7 @@ export class TimerPipeline {
       reservedConcurrentExecutions: number | undefined,
     ) => {
       const spec = FUNCTIONS[name];
+      const traced = props.tracing[name];
       return new lambda.Function(scope, id, {
         code: functionCode(name),
         handler: BUNDLE_HANDLER,
@@ -140,7 +141,7 @@ export class TimerPipeline {
         environment: {
           ...environmentFor(name, props.settings, resources),
           // Without tracing the functions do not even load the tracer (functions/commons/tracer.ts).
-          ...(!props.tracing && { POWERTOOLS_TRACE_ENABLED: 'false' }),
+          ...(!traced && { POWERTOOLS_TRACE_ENABLED: 'false' }),
         },
         role,
         logGroup: functionLogs,
@@ -148,7 +149,13 @@ export class TimerPipeline {
         // however hard a delivery surge or a tenant's hanging webhook presses on the account's pool.
         reservedConcurrentExecutions,
         // Powertools Tracer writes a segment per invocation and a subsegment per AWS call.
-        tracing: props.tracing ? lambda.Tracing.ACTIVE : lambda.Tracing.DISABLED,
+        tracing: traced ? lambda.Tracing.ACTIVE : lambda.Tracing.DISABLED,
+        // Lambda drops what is below these levels before CloudWatch Logs bills it: at WARN its own
+        // START and REPORT lines (about 350 bytes an invocation) go. The functions' EMF lines carry
+        // no level, which Lambda takes as INFO, so metrics still arrive (test/unit/api-metrics.test.ts).
+        loggingFormat: lambda.LoggingFormat.JSON,
+        systemLogLevelV2: lambda.SystemLogLevel.WARN,
+        applicationLogLevelV2: lambda.ApplicationLogLevel.INFO,
       });
     };
     const fn = (name: FunctionName) => {
@@ -184,8 +191,8 @@ export class TimerPipeline {
       );
     }
     this.callbackRole = roles.callback;
-    for (const role of Object.values(roles)) {
-      const policy = role.node.tryFindChild('DefaultPolicy');
+    for (const [name, role] of Object.entries(roles) as Array<[FunctionName, iam.Role]>) {
+      const policy = props.tracing[name] && role.node.tryFindChild('DefaultPolicy');
       if (policy) {
         acknowledgeNagRule(
           policy,

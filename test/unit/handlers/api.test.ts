@@ -105,6 +105,38 @@ async function callFunctionUrl(method: string, rawPath: string, body?: unknown) 
   return { ...response, json: JSON.parse(response.body) };
 }
 
+/**
+ * Lambda's application log-level filter as the functions are deployed (JSON format, level INFO):
+ * a line whose `level` is below the function's level is dropped, and a line without one is taken
+ * as INFO (docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs-log-level.html).
+ */
+const LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'FATAL'];
+const keptByLambda = (line: string, applicationLevel: string) =>
+  LEVELS.indexOf((JSON.parse(line) as { level?: string }).level?.toUpperCase() ?? 'INFO') >=
+  LEVELS.indexOf(applicationLevel);
+
+/** The EMF lines a fresh api instance (its logger at INFO, as deployed) writes to stdout while `work` runs. */
+async function emfLinesOf(work: (instance: typeof handler) => Promise<void>): Promise<string[]> {
+  // The test run turns metrics off (vitest.config.ts); Lambda has them on.
+  vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'false');
+  const instance = await unitHandler(
+    createApiHandler,
+    loadConfig('api', { ...handlerEnv(), POWERTOOLS_LOG_LEVEL: 'INFO' }),
+  );
+  const lines: string[] = [];
+  const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+    lines.push(...String(chunk).split('\n').filter(Boolean));
+    return true;
+  });
+  try {
+    await work(instance);
+  } finally {
+    write.mockRestore();
+    vi.unstubAllEnvs();
+  }
+  return lines.filter((line) => line.includes('"_aws"'));
+}
+
 const nowSecond = () => Math.floor(Date.now() / 1000);
 const clockAt = (cursor: number) => ({ Item: { pk: 'CLOCK', sk: 'CLOCK', cursor, startedAt: cursor - 3600 } });
 const conditionFailed = () => Object.assign(new Error('x'), { name: 'ConditionalCheckFailedException' });
@@ -217,6 +249,46 @@ describe('Function: api handler', () => {
       { path: 'window.seconds', message: 'must be a whole number of seconds from 1 to 900 (15 minutes)' },
     ]);
     expect(ddbMock.commandCalls(PutCommand)).toHaveLength(0);
+  });
+
+  it('emits its metrics as an EMF line without a level, which Lambda keeps at application level INFO', async () => {
+    // Prepare
+    ddbMock.on(PutCommand).resolves({});
+    const submit = { delaySeconds: 60, target: TARGET };
+
+    // Act
+    const emf = await emfLinesOf(async (instance) => {
+      await instance(apiEvent('POST /v1/tasks', { body: JSON.stringify(submit) }), lambdaContext(10_000));
+    });
+
+    // Assess
+    expect(emf).toHaveLength(1);
+    const line = JSON.parse(emf[0] ?? '{}') as Record<string, unknown>;
+    expect(line).toMatchObject({ TasksCreated: 1 });
+    expect(line).not.toHaveProperty('level');
+    expect(keptByLambda(emf[0] ?? '', 'INFO')).toBe(true);
+  });
+
+  it('sums the counts of the submits an instance takes within ten seconds into one EMF line', async () => {
+    // Prepare
+    ddbMock.on(PutCommand).resolves({});
+    // Set back in time, so the clock the tests after this one see still only moves forward.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() - 60_000 });
+    const submit = () => apiEvent('POST /v1/tasks', { body: JSON.stringify({ delaySeconds: 60, target: TARGET }) });
+
+    // Act: one submit, 20 more within the window, one after it.
+    const emf = await emfLinesOf(async (instance) => {
+      await instance(submit(), lambdaContext(10_000));
+      for (let index = 0; index < 20; index++) {
+        vi.advanceTimersByTime(100);
+        await instance(submit(), lambdaContext(10_000));
+      }
+      vi.advanceTimersByTime(10_000);
+      await instance(submit(), lambdaContext(10_000));
+    });
+
+    // Assess: 22 submits, two lines, every task counted.
+    expect(emf.map((line) => (JSON.parse(line) as { TasksCreated: number }).TasksCreated)).toEqual([1, 21]);
   });
 
   it('enqueues a task at once when its second was already claimed by a scanner', async () => {

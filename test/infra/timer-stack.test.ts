@@ -187,7 +187,11 @@ describe('Stack: TimerStack', () => {
         Timeout: spec.timeoutSeconds,
         MemorySize: spec.memoryMb,
       });
-      const variables = Object.keys((fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables);
+      // The topology lists the service's own settings; Powertools' switches (the tracer's off-switch
+      // on a function deployed untraced) follow the construct's tracing props instead.
+      const variables = Object.keys(
+        (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables,
+      ).filter((name) => !name.startsWith('POWERTOOLS_'));
       expect(variables.sort()).toEqual([...spec.env].sort());
     }
   });

@@ -11,6 +11,7 @@ import { occupancyIndex, tableStores } from '../commons/stores.js';
 import { METRICS } from '../contract/topology.js';
 import { addressPolicy } from '../core/egress.js';
 import { StoreBusyError, systemClock } from '../core/task.js';
+import { newPlacement } from '../core/task-kernel.js';
 import { type HttpResult, problem, problemResponse } from './http.js';
 import { type ApiPorts, route } from './routes.js';
 
@@ -63,6 +64,7 @@ export function createApiHandler(config: ApiConfig, { clients, observability }: 
     deliveryQueue: sqsDeliveryQueue(clients.sqs, config.deliveryQueueUrl),
     tickQueue: sqsTickQueue(clients.sqs, config.tickQueueUrl),
     clock: systemClock,
+    placement: newPlacement(),
     retentionDays: config.retentionDays,
     lookaheadSeconds: config.lookaheadSeconds,
     allowInsecureTargets: config.allowInsecureTargets,

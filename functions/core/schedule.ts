@@ -13,6 +13,7 @@ import {
   type IndexTasks,
   type LateHandOff,
   newPendingTask,
+  type Placement,
   storeNewTasks,
   type TaskBirthPorts,
 } from './task-kernel.js';
@@ -20,6 +21,8 @@ import {
 export interface SchedulePorts extends TaskBirthPorts {
   readonly idempotencyStore: IdempotencyStore;
   readonly retentionDays: number;
+  /** This execution environment's own dealers, for the fresh ids of submits and reschedules. */
+  readonly placement: Placement;
 }
 
 export type ScheduleOutcome =

@@ -45,7 +45,7 @@ import {
 import { type NewTask, parseRescheduleRequest } from '../../functions/core/schemas.js';
 import { sweep } from '../../functions/core/sweep.js';
 import type { Clock, DeliveryMessage } from '../../functions/core/task.js';
-import { encodeDeliveryBody } from '../../functions/core/task-kernel.js';
+import { encodeDeliveryBody, newPlacement } from '../../functions/core/task-kernel.js';
 import { planTicks, type Tick } from '../../functions/core/tick.js';
 import {
   FakeClockStore,
@@ -733,6 +733,7 @@ class Wiring {
       deliveryQueue: actor.port('deliveryQueue', { send: async (messages) => world.sendDelivery(messages) }),
       tickQueue: actor.port('tickQueue', { send: async (ticks) => world.sendTicks(ticks) }),
       clock: actor.clock,
+      placement: newPlacement(),
       horizonDays: DEFAULT_SETTINGS.maxHorizonDays,
     };
   }

@@ -42,6 +42,7 @@ import { addressPolicy } from '../../functions/core/egress.js';
 import { runScanner, type ScanPorts } from '../../functions/core/scan.js';
 import { sweep } from '../../functions/core/sweep.js';
 import type { Clock } from '../../functions/core/task.js';
+import { newPlacement } from '../../functions/core/task-kernel.js';
 import { cachedTenantDirectory, issueApiKey, newTenant, TENANT_CACHE_TTL_MS } from '../../functions/core/tenants.js';
 import { createLambdaService, sharedEnvironments } from '../../lib/local/lambda-service.js';
 import { type SqsEventSource, startSqsEventSource } from '../../lib/local/queue-poller.js';
@@ -164,6 +165,7 @@ export async function startHarness(options: HarnessOptions = {}) {
       taskIndex: new DynamoTaskIndex({ client: dynamo, tableName, bucketCount: BUCKETS }),
       clockStore: new DynamoClockStore({ client: dynamo, tableName }),
       idempotencyStore: new DynamoIdempotencyStore({ client: dynamo, tableName }),
+      placement: newPlacement(),
       occupancy: new DynamoOccupancyIndex({ client: dynamo, tableName }),
       bizTypeStore: new DynamoBizTypeStore({ client: dynamo, tableName }),
       scheduleStore: new DynamoScheduleStore({ client: dynamo, tableName }),

@@ -16,7 +16,7 @@ import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.
 import { DEFAULT_SETTINGS } from '../../functions/contract/topology.js';
 import { secondOf } from '../../functions/core/clock.js';
 import { newAttemptId } from '../../functions/core/ids.js';
-import { freshTaskId, newPendingTask } from '../../functions/core/task-kernel.js';
+import { freshTaskId, newPendingTask, newPlacement } from '../../functions/core/task-kernel.js';
 import { ensureDevTenant } from '../../lib/local/dev-tenant.js';
 import { DEV_TENANT_ID } from '../../lib/local/dev-tenant.js';
 import {
@@ -57,8 +57,9 @@ describe('Faults: the messages a restart of local mode restores', () => {
       tableName: LOCAL_TABLE_NAME,
       bucketCount: DEFAULT_SETTINGS.bucketCount,
     });
+    const placement = newPlacement();
     const stage = async (fireAtMs: number, createdAtMs: number) => {
-      const id = freshTaskId(DEFAULT_SETTINGS, fireAtMs);
+      const id = freshTaskId({ ...DEFAULT_SETTINGS, placement }, fireAtMs);
       const content = {
         tenantId: DEV_TENANT_ID,
         dueAtMs: fireAtMs,

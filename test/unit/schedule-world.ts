@@ -11,6 +11,7 @@ import { deliverTask, type DeliveryPorts, type Notification } from '../../functi
 import { parseTaskId } from '../../functions/core/ids.js';
 import { runScanner } from '../../functions/core/scan.js';
 import { createSchedule, type Schedule, type ScheduleAdminPorts } from '../../functions/core/schedules.js';
+import { newPlacement } from '../../functions/core/task-kernel.js';
 import { newApiKey, newKeyring } from '../../functions/core/tenants.js';
 import { testTargetRules } from '../support/target-rules.js';
 import {
@@ -94,6 +95,7 @@ export function scheduleWorld() {
   const { apiKey, record } = newApiKey(keyring, TENANT_ID, START);
   const api: ApiPorts = {
     ...admin,
+    placement: newPlacement(),
     tenants: {
       tenant: async (id) => (id === TENANT_ID ? aTenant() : undefined),
       apiKey: async (tenantId, keyId) => (tenantId === record.tenantId && keyId === record.keyId ? record : undefined),

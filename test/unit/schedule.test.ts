@@ -7,7 +7,7 @@ import { rescheduleTask } from '../../functions/core/reschedule.js';
 import { cancelTask, type ScheduleOutcome, type SchedulePorts, scheduleTasks } from '../../functions/core/schedule.js';
 import { parseTaskRequest } from '../../functions/core/schemas.js';
 import { type Task, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/task.js';
-import { isLateArrival } from '../../functions/core/task-kernel.js';
+import { isLateArrival, newPlacement } from '../../functions/core/task-kernel.js';
 import {
   aTask,
   FakeClockStore,
@@ -32,6 +32,7 @@ function schedulePorts(options: { cursor?: number } = {}) {
     deliveryQueue: new FakeDeliveryQueue(),
     tickQueue: new FakeTickQueue(),
     clock: new ManualClock(NOW_MS),
+    placement: newPlacement(),
     bucketCount: 1000,
     shardCount: 4,
     retentionDays: 30,

@@ -513,6 +513,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     onError: (fn, error) => onError(fn)(error),
     ...(lambdaLimits && {
       accountConcurrency: lambdaLimits.accountConcurrency,
+      newEnvironmentsPer10Seconds: lambdaLimits.newEnvironmentsPer10Seconds,
       limits: Object.fromEntries(
         Object.entries(lambdaLimits.reservedConcurrency).map(([fn, reservedConcurrency]) => [
           fn,
@@ -532,6 +533,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
       batchSize,
       maxBatchingWindowSeconds,
       maxConcurrency: lambdaLimits ? lambdaLimits.maxConcurrency(maxConcurrency) : maxConcurrency,
+      ...(lambdaLimits && { scaling: lambdaLimits.mappingScaling }),
       onError: onError(`${name} event source mapping`),
     });
     return [[name, eventSource] as const];

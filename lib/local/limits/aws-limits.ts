@@ -25,6 +25,14 @@ export const AWS_LIMITS = {
     /** A message stays invisible at most 12 hours after the receive that took it, however often it is extended. */
     maxVisibilitySeconds: 43_200,
   },
+  lambda: {
+    /** Each function adds at most this many execution environments per 10 s window, whatever its concurrency limit. */
+    newEnvironmentsPer10Seconds: 1_000,
+    /** An SQS event source mapping starts at this many concurrent batches... */
+    mappingInitialConcurrency: 5,
+    /** ...and adds at most this many a minute while messages wait. */
+    mappingScaleUpPerMinute: 300,
+  },
   apiGateway: {
     /** HTTP API account-level (and so default stage) throttle: steady rate and burst. */
     requestsPerSecond: 10_000,

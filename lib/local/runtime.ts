@@ -52,7 +52,6 @@ import { type Tick, tickFor } from '../../functions/core/tick.js';
 import { createScannerHandler } from '../../functions/scanner/app.js';
 import { createSweeperHandler } from '../../functions/sweeper/app.js';
 import { createTickerHandler } from '../../functions/ticker/app.js';
-import type { Quotas } from '../quotas.js';
 import { consoleRoutes } from './console/routes.js';
 import type { RedriveResult } from './console/wire.js';
 import { type DevTenant, ensureDevTenant } from './dev-tenant.js';
@@ -74,7 +73,12 @@ import {
   type FunctionStats,
   sharedEnvironments,
 } from './lambda-service.js';
-import { type RunningScaleModel, scaledLambdaLimits, startScaleModelProcess } from './limits/scale-model.js';
+import {
+  type RunningScaleModel,
+  scaledLambdaLimits,
+  type ScaleModel,
+  startScaleModelProcess,
+} from './limits/scale-model.js';
 import { LOCAL_INBOX_PATH, LOCAL_REDRIVE_PATH } from './paths.js';
 import { type SqsEventSourceStats, startSqsEventSource } from './queue-poller.js';
 import { createWebhookInbox } from './webhook-inbox.js';
@@ -117,7 +121,7 @@ export interface LocalTimerOptions {
    * throttle, and Lambda's concurrency limits are divided by k. Time is not scaled: divide the
    * load by k too.
    */
-  readonly scaleModel?: { readonly k: number; readonly quotas?: Quotas };
+  readonly scaleModel?: Omit<ScaleModel, 'clock' | 'schema'>;
 }
 
 /** Where local mode keeps what the stack's resources stand for: what a function's environment names locally. */

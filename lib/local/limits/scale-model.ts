@@ -34,6 +34,11 @@ export interface ScaleModel {
    * in place of AWS's defaults. @default AWS's default quotas and the topology's reservations
    */
   readonly quotas?: Quotas;
+  /**
+   * The table's partitions (`tablePartitions`), which keys hash into and share the limits of.
+   * @default every key its own partition
+   */
+  readonly partitions?: number;
 }
 
 export interface EmulatorEndpoints {
@@ -71,6 +76,7 @@ export async function startLimitProxies(model: ScaleModel, emulators: EmulatorEn
     clock,
     ...(model.schema && { schema: model.schema }),
     ...(model.quotas && { tableWriteUnitsPerSecond: model.quotas.tableWriteUnitsPerSecond }),
+    ...(model.partitions !== undefined && { partitions: model.partitions }),
   });
   const sqs = new SqsInFlightModel({ k: model.k, clock });
   const [dynamoProxy, sqsProxy] = await Promise.all([

@@ -134,6 +134,11 @@ export interface DynamoThroughputReport {
   readonly byKeyClass: Readonly<Record<string, KeyClassUsage>>;
   readonly hottestKey: HottestKey | undefined;
   readonly hottestItem: HottestItem | undefined;
+  /**
+   * By key class (as `byKeyClass`), the most requests one item of the class took in one second:
+   * what must not grow with the load for any class whose items are not one per task.
+   */
+  readonly hottestItemByClass: Readonly<Record<string, number>>;
   /** Requests refused for the table's own limit rather than one key's, by kind. */
   readonly tableThrottles: Readonly<Record<Kind, number>>;
   /** The most units the table spent in any one second, by kind, against `limits.tableRead` and `limits.tableWrite`. */
@@ -323,6 +328,12 @@ export class DynamoThroughputModel {
     const tableThrottles = { read: throttlesOf('read'), write: throttlesOf('write') };
     const tablePeakUnitsPerSecond = { read: peakOf('read'), write: peakOf('write') };
     let hottestItem: HottestItem | undefined;
+    const hottestItemByClass: Record<string, number> = {};
+    for (const [id, reading] of this.items.readings()) {
+      const [, key = ''] = JSON.parse(id) as string[];
+      const name = keyClass(key.split(' / ')[0] ?? '');
+      hottestItemByClass[name] = Math.max(hottestItemByClass[name] ?? 0, reading.peakUnitsPerSecond);
+    }
     for (const [id, reading] of this.items.readings()) {
       if (hottestItem && reading.peakUnitsPerSecond <= hottestItem.peakRequestsPerSecond) continue;
       const [table = '', key = ''] = JSON.parse(id) as string[];
@@ -338,6 +349,7 @@ export class DynamoThroughputModel {
       byKeyClass,
       hottestKey,
       hottestItem,
+      hottestItemByClass,
       tableThrottles,
       tablePeakUnitsPerSecond,
       ...(this.options.partitions !== undefined && {

@@ -189,4 +189,20 @@ describe('Class: DynamoThroughputModel', () => {
     // Assess
     expect(report.hottestItem).toEqual({ table: 't', key: 'OCCUPIED#27000 / 1', peakRequestsPerSecond: 5 });
   });
+
+  it('reports each item class’s busiest item in requests a second, to compare across loads', () => {
+    // Prepare: the clock item asked for twice in a second; two task items once each.
+    const clock = new ManualClock(0);
+    const model = new DynamoThroughputModel({ k: 100, clock });
+    model.itemRequested('t', { pk: { S: 'CLOCK' }, sk: { S: 'CLOCK' } });
+    model.itemRequested('t', { pk: { S: 'CLOCK' }, sk: { S: 'CLOCK' } });
+    model.itemRequested('t', { pk: { S: 'B#7#1' }, sk: { S: '1#a' } });
+    model.itemRequested('t', { pk: { S: 'B#7#1' }, sk: { S: '1#b' } });
+
+    // Act
+    const report = model.report();
+
+    // Assess
+    expect(report.hottestItemByClass).toEqual({ CLOCK: 2, B: 1 });
+  });
 });

@@ -439,15 +439,22 @@ async function missingAfterRun(
     while (next < tasks.length) {
       const [taskId, task] = tasks[next++] ?? ['', undefined];
       for (let attempt = 0; ; attempt += 1) {
-        const response = await fetch(`${apiUrl}/v1/tasks/${taskId}`, {
+        const status = await fetch(`${apiUrl}/v1/tasks/${taskId}`, {
           headers: { authorization: `Bearer ${apiKeys.get(task?.tenant ?? '')}` },
-        });
-        await response.arrayBuffer();
-        if ((response.status === 429 || response.status >= 500) && attempt < MAX_RETRIES) {
+        }).then(
+          async (response) => {
+            await response.arrayBuffer();
+            return response.status;
+          },
+          // A connection the overloaded local gateway dropped: asked again like a 5xx.
+          () => 503,
+        );
+        if ((status === 429 || status >= 500) && attempt < MAX_RETRIES) {
           await sleep(100 * 2 ** attempt);
           continue;
         }
-        if (response.status !== 200) missing.add(taskId);
+        // Not found, or never answered after every retry: the model cannot show the task is kept.
+        if (status !== 200) missing.add(taskId);
         break;
       }
     }

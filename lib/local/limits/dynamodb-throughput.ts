@@ -139,6 +139,8 @@ export interface DynamoThroughputReport {
    * what must not grow with the load for any class whose items are not one per task.
    */
   readonly hottestItemByClass: Readonly<Record<string, number>>;
+  /** By key class, the most units one partition key of the class spent in one second, by kind. */
+  readonly hottestKeyByClass: Readonly<Record<string, Readonly<Record<Kind, number>>>>;
   /** Requests refused for the table's own limit rather than one key's, by kind. */
   readonly tableThrottles: Readonly<Record<Kind, number>>;
   /** The most units the table spent in any one second, by kind, against `limits.tableRead` and `limits.tableWrite`. */
@@ -304,6 +306,7 @@ export class DynamoThroughputModel {
     const byKeyClass: Record<string, { -readonly [P in keyof KeyClassUsage]: number }> = {};
     const keysByClass = new Map<string, Set<string>>();
     let hottestKey: HottestKey | undefined;
+    const hottestKeyByClass: Record<string, Record<Kind, number>> = {};
     for (const kind of ['read', 'write'] as const) {
       const meter = this.keys[kind];
       for (const [id, reading] of meter.readings()) {
@@ -316,6 +319,8 @@ export class DynamoThroughputModel {
         usage.requests += reading.requests;
         usage.throttles += reading.throttles;
         usage[kind === 'read' ? 'readUnits' : 'writeUnits'] += reading.units;
+        const hottest = (hottestKeyByClass[name] ??= { read: 0, write: 0 });
+        hottest[kind] = Math.max(hottest[kind], reading.peakUnitsPerSecond);
         const fractionOfLimit = reading.peakUnitsPerSecond / meter.limit;
         if (!hottestKey || fractionOfLimit > hottestKey.fractionOfLimit) {
           hottestKey = { ...ref, kind, peakUnitsPerSecond: reading.peakUnitsPerSecond, fractionOfLimit };
@@ -350,6 +355,7 @@ export class DynamoThroughputModel {
       hottestKey,
       hottestItem,
       hottestItemByClass,
+      hottestKeyByClass,
       tableThrottles,
       tablePeakUnitsPerSecond,
       ...(this.options.partitions !== undefined && {

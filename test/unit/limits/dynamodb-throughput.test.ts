@@ -168,6 +168,7 @@ describe('Class: DynamoThroughputModel', () => {
     // Assess
     expect(report.byKeyClass.B).toEqual({ keys: 1, requests: 12, readUnits: 0, writeUnits: 10, throttles: 2 });
     expect(report.byKeyClass.CLOCK).toMatchObject({ requests: 1, readUnits: 1 });
+    expect(report.hottestKeyByClass.CLOCK).toEqual({ read: 1, write: 0 });
     expect(report.byKeyClass['index:byBizId']).toMatchObject({ writeUnits: 1 });
     expect(report.hottestKey).toMatchObject({ value: 'B#7', kind: 'write', fractionOfLimit: 1 });
   });

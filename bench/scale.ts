@@ -379,9 +379,14 @@ its webhook never answers, so every attempt waits out the ${DEFAULT_SETTINGS.web
 webhook timeout and is retried.
 
 Lost: due within the run and never reached the receiver by ${DRAIN_SECONDS} s after the last measured
-due time. Early: reached it before its \`dueAt\`. Duplicate: reached it again after it answered 2xx.
-Lateness: first arrival minus \`dueAt\`. Throttled: requests the model refused (DynamoDB, every key
-class and the table; API Gateway's 429s; and invocations Lambda throttled, listed per function).
+due time, or accepted, due after the run, and not found by GET once it ended. Early: reached it
+before its \`dueAt\`. Duplicate: reached it again after it answered 2xx. Lateness: first arrival
+minus \`dueAt\`. Throttled: requests the model refused (DynamoDB, every key class and the table;
+API Gateway's 429s; invocations Lambda throttled for concurrency or new environments, listed per
+function; SQS's OverLimit receives and visibility refusals) and submits answered 5xx or refused.
+The DynamoDB model hashes keys into the ${fmt(PARTITIONS)} partitions of a table holding a billion
+tasks a day for ${DEFAULT_SETTINGS.retentionDays} days; a key or partition at ${fmt(HOT_FRACTION * 100)}% of its limit
+or more fails the run, as does a p99 lateness of ${fmt(P99_LATENESS_LIMIT_MS)} ms or more.
 `;
 
 const startedAt = new Date();

@@ -55,8 +55,13 @@ interface TenantResult {
   readonly dueWithinRun: number;
   /** Due within the run and delivered to a webhook that answers (the lateness sample). */
   readonly delivered: number;
-  /** Due within the run and never reached the webhook (for a hanging webhook: never even attempted). */
+  /**
+   * Due within the run and never reached the webhook (for a hanging webhook: never even
+   * attempted), or due after it and not found by GET once the run ended.
+   */
   readonly lost: number;
+  /** Accepted tasks due after the run, each looked up by GET after it: those not found count as lost. */
+  readonly checkedAfterRun: number;
   readonly early: number;
   /** Tasks that reached the webhook more than once after a 2xx answer. */
   readonly duplicates: number;
@@ -87,6 +92,8 @@ interface RunOptions {
   readonly k: number;
   /** The deployment's limits and raised quotas the model applies (see lib/construct/plan/quotas.ts). */
   readonly quotas?: Quotas;
+  /** The table's partitions, for the model's partition mode. @default every key its own */
+  readonly partitions?: number;
   /** Shows a progress bar that reads `status` (bench/report.ts's `progress`); returns what ends it. */
   readonly showProgress?: (status: () => { done: number; total: number; detail: string }) => () => void;
 }
@@ -206,7 +213,11 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
   const timer = await startLocalTimer({
     port: 0,
     logLevel: 'SILENT',
-    scaleModel: { k: options.k, ...(options.quotas && { quotas: options.quotas }) },
+    scaleModel: {
+      k: options.k,
+      ...(options.quotas && { quotas: options.quotas }),
+      ...(options.partitions !== undefined && { partitions: options.partitions }),
+    },
   });
   const scaleModel = timer.scaleModel;
   if (!scaleModel) throw new Error('local mode started without its scale model');
@@ -330,12 +341,18 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
   const model = await scaleModel.report();
   const lambda = timer.lambdaStats().functions;
   await receiver.close();
+  const missing = await missingAfterRun(
+    [...sent.entries()].filter(([, task]) => !isMeasured(task)),
+    timer.apiUrl,
+    apiKeys,
+  );
 
   const tenants: Record<string, TenantResult> = {};
   const deliveries: LateDelivery[] = [];
   for (const [id, webhook] of Object.entries(spec.tenants)) {
     const mine = [...sent.entries()].filter(([, task]) => task.tenant === id);
     const due = mine.filter(([, task]) => isMeasured(task));
+    const later = mine.filter(([, task]) => !isMeasured(task));
     const lateness: number[] = [];
     let lost = 0;
     let early = 0;
@@ -350,6 +367,7 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
       const firstAnswered = arrivals.findIndex((arrival) => arrival.answered >= 200 && arrival.answered < 300);
       if (firstAnswered !== -1 && arrivals.length > firstAnswered + 1) duplicates += 1;
     }
+    lost += later.filter(([taskId]) => missing.has(taskId)).length;
     for (const [taskId, task] of due) {
       const first = receiver.arrivals.get(taskId)?.[0];
       if (!first) lost += 1;
@@ -372,6 +390,7 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
       dueWithinRun: due.length,
       delivered: lateness.length,
       lost,
+      checkedAfterRun: later.length,
       early,
       duplicates,
       badSignatures,
@@ -402,6 +421,48 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
   };
 }
 
+/** GETs the run's accepted tasks at once, at most this many. */
+const LOOKUPS_IN_FLIGHT = 16;
+
+/**
+ * The tasks due after the run that GET does not find: accepted (201) and since vanished. They
+ * are looked up after the model's report was taken, so the lookups do not count as its load.
+ */
+async function missingAfterRun(
+  tasks: ReadonlyArray<readonly [string, Sent]>,
+  apiUrl: string,
+  apiKeys: ReadonlyMap<string, string>,
+): Promise<Set<string>> {
+  const missing = new Set<string>();
+  let next = 0;
+  const lookUp = async () => {
+    while (next < tasks.length) {
+      const [taskId, task] = tasks[next++] ?? ['', undefined];
+      for (let attempt = 0; ; attempt += 1) {
+        const status = await fetch(`${apiUrl}/v1/tasks/${taskId}`, {
+          headers: { authorization: `Bearer ${apiKeys.get(task?.tenant ?? '')}` },
+        }).then(
+          async (response) => {
+            await response.arrayBuffer();
+            return response.status;
+          },
+          // A connection the overloaded local gateway dropped: asked again like a 5xx.
+          () => 503,
+        );
+        if ((status === 429 || status >= 500) && attempt < MAX_RETRIES) {
+          await sleep(100 * 2 ** attempt);
+          continue;
+        }
+        // Not found, or never answered after every retry: the model cannot show the task is kept.
+        if (status !== 200) missing.add(taskId);
+        break;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: LOOKUPS_IN_FLIGHT }, lookUp));
+  return missing;
+}
+
 /** Why a task's attempts before the one that arrived first failed, as its history (GET /v1/tasks/{id}) says. */
 async function earlierErrors(delivery: LateDelivery, apiUrl: string, apiKey = ''): Promise<string[]> {
   const response = await fetch(`${apiUrl}/v1/tasks/${delivery.taskId}`, {
@@ -413,10 +474,29 @@ async function earlierErrors(delivery: LateDelivery, apiUrl: string, apiKey = ''
     .map((attempt) => attempt.error ?? 'no error recorded');
 }
 
-/** Requests the model throttled: DynamoDB's (every key class and the table), API Gateway's 429s and Lambda's throttled invocations. */
-export function throttledRequests({ model, lambda }: Pick<ScenarioResult, 'model' | 'lambda'>): number {
+/**
+ * Requests the model refused: DynamoDB's (every key class and the table), API Gateway's 429s,
+ * Lambda's throttled invocations (concurrency and new environments), SQS's OverLimit receives
+ * and visibility refusals, and submits the API answered 5xx or refused for good.
+ */
+export function throttledRequests({
+  model,
+  lambda,
+  tenants,
+}: Pick<ScenarioResult, 'model' | 'lambda' | 'tenants'>): number {
   const dynamo = Object.values(model.dynamodb.byKeyClass).reduce((sum, usage) => sum + usage.throttles, 0);
   const { read, write } = model.dynamodb.tableThrottles;
   const invocations = Object.values(lambda).reduce((sum, stats) => sum + stats.throttles, 0);
-  return dynamo + read + write + model.api.throttled + invocations;
+  const sqs = Object.values(model.sqs.queues).reduce(
+    (sum, queue) => sum + queue.receivesAtCap + queue.visibilityRefusals,
+    0,
+  );
+  const submits = Object.values(tenants).reduce((sum, tenant) => sum + tenant.api5xx + tenant.rejected, 0);
+  return dynamo + read + write + model.api.throttled + invocations + sqs + submits;
+}
+
+/** The hottest partition key's (or, in partition mode, partition's) busiest second as a fraction of its limit. */
+export function hottestFraction({ model }: Pick<ScenarioResult, 'model'>): number {
+  const { hottestKey, collisions } = model.dynamodb;
+  return Math.max(hottestKey?.fractionOfLimit ?? 0, collisions?.hottestFractionOfLimit ?? 0);
 }

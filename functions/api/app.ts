@@ -10,6 +10,7 @@ import { CountBatch } from '../commons/metrics.js';
 import { occupancyIndex, tableStores } from '../commons/stores.js';
 import { METRICS } from '../contract/topology.js';
 import { StoreBusyError, systemClock } from '../core/kernel/task.js';
+import { newPlacement } from '../core/kernel/task-kernel.js';
 import { addressPolicy } from '../core/targets/egress.js';
 import { type HttpResult, problem, problemResponse } from './http.js';
 import { type ApiPorts, route } from './routes.js';
@@ -64,6 +65,7 @@ export function createApiHandler(config: ApiConfig, { clients, observability }: 
     deliveryQueue: sqsDeliveryQueue(clients.sqs, config.deliveryQueueUrl),
     tickQueue: sqsTickQueue(clients.sqs, config.tickQueueUrl),
     clock: systemClock,
+    placement: newPlacement(),
     retentionDays: config.retentionDays,
     lookaheadSeconds: config.lookaheadSeconds,
     allowInsecureTargets: config.allowInsecureTargets,

@@ -37,6 +37,12 @@ export const AWS_LIMITS = {
     unreservedConcurrencyMinimum: 100,
     /** Request and response payload of a synchronous invocation. */
     syncPayloadBytes: 6 * 1024 * 1024,
+    /** Each function adds at most this many execution environments per 10 s window, whatever its concurrency limit. */
+    newEnvironmentsPer10Seconds: 1_000,
+    /** An SQS event source mapping starts at this many concurrent batches... */
+    mappingInitialConcurrency: 5,
+    /** ...and adds at most this many a minute while messages wait. */
+    mappingScaleUpPerMinute: 300,
   },
   apiGateway: {
     /** HTTP API account-level (and so default stage) throttle: steady rate and burst. */

@@ -44,6 +44,8 @@ export interface FunctionStats {
   readonly errors: number;
   readonly timeouts: number;
   readonly throttles: number;
+  /** Of the throttles, those refused because the function had added its environments for the last 10 s. */
+  readonly scalingThrottles: number;
   /** Invocations running now, and the most there have been at once. */
   readonly concurrency: number;
   readonly peakConcurrency: number;
@@ -71,6 +73,12 @@ export interface LambdaServiceOptions {
   readonly limits?: Partial<Record<FunctionName, Partial<FunctionLimits>>>;
   /** The account's pool, which functions without a reservation share. */
   readonly accountConcurrency?: number;
+  /**
+   * How many execution environments each function may add per 10 s (Lambda's 1,000; a scale
+   * model's 1,000/k, a fraction it accumulates). An invocation that finds no idle environment
+   * and no room to add one is throttled. @default AWS_LIMITS.lambda.newEnvironmentsPer10Seconds
+   */
+  readonly newEnvironmentsPer10Seconds?: number;
   /** Told of each invocation that threw or timed out, as Lambda writes it to the function's log. */
   readonly onError: (fn: FunctionName, error: unknown) => void;
 }
@@ -78,6 +86,36 @@ export interface LambdaServiceOptions {
 export interface LambdaService {
   invoke<E, R>(fn: FunctionName, event: E): Promise<InvokeResult<R>>;
   stats(): Record<FunctionName, FunctionStats>;
+}
+
+/** Lambda counts the environments a function adds over windows of this length. */
+const ENVIRONMENT_WINDOW_MS = 10_000;
+
+/**
+ * A bucket refilling `perWindow` tokens per `windowMs`, fractions accumulating, and holding a
+ * window's worth (at least one, so a scale model's fraction still adds an environment now and then).
+ */
+class TokenBucket {
+  private readonly capacity: number;
+  private tokens: number;
+  private refilledAtMs: number | undefined;
+
+  constructor(
+    private readonly perWindow: number,
+    private readonly windowMs: number,
+  ) {
+    this.capacity = Math.max(1, perWindow);
+    this.tokens = this.capacity;
+  }
+
+  take(nowMs: number): boolean {
+    const elapsed = nowMs - (this.refilledAtMs ?? nowMs);
+    this.tokens = Math.min(this.capacity, this.tokens + (elapsed / this.windowMs) * this.perWindow);
+    this.refilledAtMs = nowMs;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
 }
 
 const payloadBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value) ?? '');
@@ -116,6 +154,7 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
         errors: 0,
         timeouts: 0,
         throttles: 0,
+        scalingThrottles: 0,
         concurrency: 0,
         peakConcurrency: 0,
         durationMs: 0,
@@ -124,6 +163,15 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
     ]),
   ) as Record<FunctionName, { -readonly [K in keyof FunctionStats]: FunctionStats[K] }>;
   const idle = new Map<FunctionName, AnyHandler[]>(names.map((fn) => [fn, []]));
+  const environmentRate = new Map(
+    names.map((fn) => [
+      fn,
+      new TokenBucket(
+        options.newEnvironmentsPer10Seconds ?? AWS_LIMITS.lambda.newEnvironmentsPer10Seconds,
+        ENVIRONMENT_WINDOW_MS,
+      ),
+    ]),
+  );
 
   const admit = (fn: FunctionName): boolean => {
     const limit = limits[fn].reservedConcurrency;
@@ -182,10 +230,16 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
         counter.throttles += 1;
         return { outcome: 'throttled' };
       }
+      const warm = idle.get(fn)?.pop();
+      if (!warm && !environmentRate.get(fn)?.take(performance.now())) {
+        release(fn);
+        counter.throttles += 1;
+        counter.scalingThrottles += 1;
+        return { outcome: 'throttled' };
+      }
       counter.invocations += 1;
       const startedMs = performance.now();
       try {
-        const warm = idle.get(fn)?.pop();
         if (!warm) counter.environments += 1;
         let handler: AnyHandler;
         try {

@@ -7,14 +7,19 @@ import type { InvokeResult } from './lambda-service.js';
 /**
  * How Lambda scales an SQS event source mapping on a standard queue: it starts with five
  * concurrent batches and, while messages remain, adds up to 300 a minute, up to the mapping's
- * MaximumConcurrency; when traffic falls it scales back towards five.
+ * MaximumConcurrency; when traffic falls it scales back towards five. Both may be fractions (a
+ * 1/k scale model's 5/k and 300/k): the mapping accumulates them and runs the whole batches
+ * they add up to, at least one.
  */
 export interface SqsScaling {
   readonly initialConcurrency: number;
   readonly scaleUpPerMinute: number;
 }
 
-export const SQS_SCALING: SqsScaling = { initialConcurrency: 5, scaleUpPerMinute: 300 };
+export const SQS_SCALING: SqsScaling = {
+  initialConcurrency: AWS_LIMITS.lambda.mappingInitialConcurrency,
+  scaleUpPerMinute: AWS_LIMITS.lambda.mappingScaleUpPerMinute,
+};
 
 export interface SqsEventSourceOptions {
   readonly sqs: SQSClient;
@@ -108,10 +113,12 @@ function recordsToKeep(result: InvokeResult<SQSBatchResponse | undefined>, event
 export function startSqsEventSource(options: SqsEventSourceOptions): SqsEventSource {
   const scaling = options.scaling ?? SQS_SCALING;
   const initial = Math.min(scaling.initialConcurrency, options.maxConcurrency);
-  const step = Math.max(1, Math.round((scaling.scaleUpPerMinute * SCALE_INTERVAL_MS) / 60_000));
+  const step = (scaling.scaleUpPerMinute * SCALE_INTERVAL_MS) / 60_000;
   let running = true;
-  let scaledConcurrency = initial;
-  let peakScaledConcurrency = initial;
+  /** The mapping's concurrency as scaled so far, a fraction in a scale model; `allowed` is what it runs. */
+  let scaled = initial;
+  const allowed = () => Math.max(1, Math.floor(scaled));
+  let peakScaledConcurrency = allowed();
   let batchesInFlight = 0;
   /** Batches in flight plus receives under way: a receiver takes its slot before it receives, so two cannot share one. */
   let slotsTaken = 0;
@@ -132,7 +139,7 @@ export function startSqsEventSource(options: SqsEventSourceOptions): SqsEventSou
   };
   /** Waits for a free slot and takes it in the same turn, so no other receiver can take it first. */
   const takeSlot = async (): Promise<boolean> => {
-    while (running && slotsTaken >= scaledConcurrency) {
+    while (running && slotsTaken >= allowed()) {
       if (lastReceiveFoundMessages) backlogged = true;
       await new Promise<void>((resolve) => waiters.push(resolve));
     }
@@ -141,9 +148,9 @@ export function startSqsEventSource(options: SqsEventSourceOptions): SqsEventSou
   };
 
   const scaler = setInterval(() => {
-    if (backlogged) scaledConcurrency = Math.min(options.maxConcurrency, scaledConcurrency + step);
-    else if (peakInInterval < scaledConcurrency - step) scaledConcurrency = Math.max(initial, scaledConcurrency - step);
-    peakScaledConcurrency = Math.max(peakScaledConcurrency, scaledConcurrency);
+    if (backlogged) scaled = Math.min(options.maxConcurrency, scaled + step);
+    else if (peakInInterval < scaled - step) scaled = Math.max(initial, scaled - step);
+    peakScaledConcurrency = Math.max(peakScaledConcurrency, allowed());
     backlogged = false;
     peakInInterval = batchesInFlight;
     // Receivers still waiting look again: for a slot the scale-up made, or to mark the next interval backlogged.
@@ -175,7 +182,7 @@ export function startSqsEventSource(options: SqsEventSourceOptions): SqsEventSou
       if (result.outcome === 'throttled') {
         throttledBatches += 1;
         // Lambda backs the mapping off when the function is throttled, rather than keep asking.
-        scaledConcurrency = Math.max(initial, scaledConcurrency - step);
+        scaled = Math.max(initial, scaled - step);
       }
       await deleteDone(messages, recordsToKeep(result, event));
     } catch (error) {
@@ -240,7 +247,7 @@ export function startSqsEventSource(options: SqsEventSourceOptions): SqsEventSou
 
   return {
     stats: () => ({
-      scaledConcurrency,
+      scaledConcurrency: allowed(),
       peakScaledConcurrency,
       batchesInFlight,
       peakBatchesInFlight,

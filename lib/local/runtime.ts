@@ -55,7 +55,12 @@ import {
   type FunctionStats,
   sharedEnvironments,
 } from './lambda-service.js';
-import { type RunningScaleModel, scaledLambdaLimits, startScaleModelProcess } from './limits/scale-model.js';
+import {
+  type RunningScaleModel,
+  scaledLambdaLimits,
+  type ScaleModel,
+  startScaleModelProcess,
+} from './limits/scale-model.js';
 import { LOCAL_INBOX_PATH, LOCAL_REDRIVE_PATH } from './paths.js';
 import { type SqsEventSourceStats, startSqsEventSource } from './queue-poller.js';
 import { requeueLostTicks, type RestoredMessages, restoreLostMessages } from './restart-recovery.js';
@@ -103,7 +108,7 @@ export interface LocalTimerOptions {
    * throttle, and Lambda's concurrency limits are divided by k. Time is not scaled: divide the
    * load by k too.
    */
-  readonly scaleModel?: { readonly k: number; readonly quotas?: Quotas };
+  readonly scaleModel?: Omit<ScaleModel, 'clock' | 'schema'>;
 }
 
 /** Where local mode keeps what the stack's resources stand for: what a function's environment names locally. */
@@ -324,6 +329,7 @@ function startInvokers(
     onError: (fn, error) => onError(fn)(error),
     ...(lambdaLimits && {
       accountConcurrency: lambdaLimits.accountConcurrency,
+      newEnvironmentsPer10Seconds: lambdaLimits.newEnvironmentsPer10Seconds,
       limits: Object.fromEntries(
         Object.entries(lambdaLimits.reservedConcurrency).map(([fn, reservedConcurrency]) => [
           fn,
@@ -343,6 +349,7 @@ function startInvokers(
       batchSize,
       maxBatchingWindowSeconds,
       maxConcurrency: lambdaLimits ? lambdaLimits.maxConcurrency(maxConcurrency) : maxConcurrency,
+      ...(lambdaLimits && { scaling: lambdaLimits.mappingScaling }),
       onError: onError(`${name} event source mapping`),
     });
     return [[name, eventSource] as const];

@@ -35,6 +35,7 @@ import { DEFAULT_HOST_BREAKER, guardedByHostBreaker, HostBreaker } from '../../f
 import { CLOCK_SKEW_MS } from '../../functions/core/kernel/clock.js';
 import type { Clock, DeliveryMessage } from '../../functions/core/kernel/task.js';
 import { encodeDeliveryBody } from '../../functions/core/kernel/task-kernel.js';
+import { newPlacement } from '../../functions/core/kernel/task-kernel.js';
 import { planTicks, type Tick } from '../../functions/core/kernel/tick.js';
 import { runScanner } from '../../functions/core/scan/scan.js';
 import {
@@ -818,6 +819,7 @@ class Wiring {
       deliveryQueue: actor.port('deliveryQueue', { send: async (messages) => world.sendDelivery(messages) }),
       tickQueue: actor.port('tickQueue', { send: async (ticks) => world.sendTicks(ticks) }),
       clock: actor.clock,
+      placement: newPlacement(),
       horizonDays: DEFAULT_SETTINGS.maxHorizonDays,
     };
   }

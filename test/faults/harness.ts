@@ -38,6 +38,7 @@ import { DEFAULT_SETTINGS, WEBHOOK_CONNECT_TIMEOUT_MS } from '../../functions/co
 import { generateSigningSecret } from '../../functions/contract/webhook-signature.js';
 import type { DeliveryPorts } from '../../functions/core/deliver/deliver.js';
 import type { Clock } from '../../functions/core/kernel/task.js';
+import { newPlacement } from '../../functions/core/kernel/task-kernel.js';
 import { runScanner, type ScanPorts } from '../../functions/core/scan/scan.js';
 import { BIZ_TYPE_CACHE_TTL_MS, cachedBizTypeDirectory } from '../../functions/core/submit/biz-types.js';
 import { sweep } from '../../functions/core/sweep/sweep.js';
@@ -169,6 +170,7 @@ export async function startHarness(options: HarnessOptions = {}) {
       taskIndex: new DynamoTaskIndex({ client: dynamo, tableName, bucketCount: BUCKETS }),
       clockStore: new DynamoClockStore({ client: dynamo, tableName }),
       idempotencyStore: new DynamoIdempotencyStore({ client: dynamo, tableName }),
+      placement: newPlacement(),
       occupancy: new DynamoOccupancyIndex({ client: dynamo, tableName }),
       bizTypeStore: new DynamoBizTypeStore({ client: dynamo, tableName }),
       scheduleStore: new DynamoScheduleStore({ client: dynamo, tableName }),

@@ -17,6 +17,7 @@ import { DEFAULT_SETTINGS } from '../../functions/contract/topology.js';
 import { secondOf } from '../../functions/core/kernel/clock.js';
 import { newAttemptId } from '../../functions/core/kernel/ids.js';
 import { freshTaskId, newPendingTask } from '../../functions/core/kernel/task-kernel.js';
+import { newPlacement } from '../../functions/core/kernel/task-kernel.js';
 import { ensureDevTenant } from '../../lib/local/dev-tenant.js';
 import { DEV_TENANT_ID } from '../../lib/local/dev-tenant.js';
 import {
@@ -57,8 +58,9 @@ describe('Faults: the messages a restart of local mode restores', () => {
       tableName: LOCAL_TABLE_NAME,
       bucketCount: DEFAULT_SETTINGS.bucketCount,
     });
+    const placement = newPlacement();
     const stage = async (fireAtMs: number, createdAtMs: number) => {
-      const id = freshTaskId(DEFAULT_SETTINGS, fireAtMs);
+      const id = freshTaskId({ ...DEFAULT_SETTINGS, placement }, fireAtMs);
       const content = {
         tenantId: DEV_TENANT_ID,
         dueAtMs: fireAtMs,

@@ -5,6 +5,7 @@ import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js
 import { DynamoIdempotencyStore } from '../../functions/adapters/dynamo/idempotency-store.js';
 import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
 import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
+import { newPlacement } from '../../functions/core/kernel/task-kernel.js';
 import { applyBizType } from '../../functions/core/submit/biz-types.js';
 import { parseTaskRequest } from '../../functions/core/submit/schemas.js';
 import { type SubmitOutcome, submitTasks } from '../../functions/core/submit/submit.js';
@@ -73,6 +74,7 @@ function apiPorts() {
       shardCount: 4,
       retentionDays: 30,
       lookaheadSeconds: 2,
+      placement: newPlacement(),
     },
   };
 }

@@ -133,6 +133,43 @@ describe('Event source mapping: SQS, as Lambda runs it', () => {
     expect(lambda.stats().callback.peakConcurrency).toBeLessThanOrEqual(8);
   });
 
+  it("accumulates a scale model's fractional ramp, running one batch until the fractions add up to two", async () => {
+    // Prepare: a 1/100 model's mapping, starting at 5/100 and adding 300/100 a minute (0.05 a
+    // second): at full scale the 5 to 10 batches take a minute, so here one batch runs for about 40 s.
+    const queue = await queueWith(40, 30);
+    const lambda = createLambdaService({
+      handlers: sharedEnvironments({
+        callback: async () => {
+          await sleep(200);
+          return { batchItemFailures: [] };
+        },
+      }),
+      onError: () => undefined,
+    });
+
+    // Act
+    const eventSource = startSqsEventSource({
+      sqs: emulators.sqs,
+      queueUrl: queue.url,
+      queueArn: queue.arn,
+      invoke: (event) => lambda.invoke<SQSEvent, SQSBatchResponse>('callback', event),
+      batchSize: 1,
+      maxConcurrency: 600,
+      scaling: {
+        initialConcurrency: SQS_SCALING.initialConcurrency / 100,
+        scaleUpPerMinute: SQS_SCALING.scaleUpPerMinute / 100,
+      },
+      onError: () => undefined,
+    });
+    await sleep(3500);
+    await eventSource.stop();
+
+    // Assess: a ramp rounded up to a whole batch a second would have run several at once by now.
+    expect(eventSource.stats().batches).toBeGreaterThan(3);
+    expect(eventSource.stats().peakBatchesInFlight).toBe(1);
+    expect(lambda.stats().callback.peakConcurrency).toBe(1);
+  });
+
   it('abandons a batch that outlives the function timeout; it comes back after the visibility timeout', async () => {
     // Prepare: the first invocation hangs past its 0.2 s timeout; later ones succeed.
     const queue = await queueWith(3, 1);

@@ -14,6 +14,7 @@ import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-co
 import { DynamoScheduleStore } from '../../functions/adapters/dynamo/schedule-store.js';
 import { CALLBACK_COUNTER_PREFIX, CLOCK_KEY } from '../../functions/adapters/dynamo/table-schema.js';
 import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
+import { newPlacement, type Placement } from '../../functions/core/kernel/task-kernel.js';
 import { createTaskTable, waitUntilActive } from '../../lib/local/dynamodb.js';
 
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
@@ -34,6 +35,8 @@ export interface Emulators {
     callbackCounter: DynamoRequestCounter;
     occupancy: DynamoOccupancyIndex;
     scheduleStore: DynamoScheduleStore;
+    /** A placement of the stores' own, as one execution environment has. */
+    placement: Placement;
   };
   /** Deletes the CLOCK item, so a test can start the clock where it needs it. */
   resetClock(): Promise<void>;
@@ -89,6 +92,7 @@ export async function startEmulators(): Promise<Emulators> {
         callbackCounter: new DynamoRequestCounter({ client: dynamo, tableName, keyPrefix: CALLBACK_COUNTER_PREFIX }),
         occupancy: new DynamoOccupancyIndex({ client: dynamo, tableName }),
         scheduleStore: new DynamoScheduleStore({ client: dynamo, tableName }),
+        placement: newPlacement(),
       };
     },
     async resetClock() {

@@ -2,11 +2,11 @@ import { describe, expect, it } from 'vitest';
 
 import {
   bucketOf,
-  dealShard,
   newTaskId,
   parseTaskId,
   partitionKey,
   secondRange,
+  shardDealer,
   taskKey,
 } from '../../functions/core/kernel/ids.js';
 
@@ -15,6 +15,9 @@ const SHARD_COUNT = 16;
 
 describe('Function: newTaskId and parseTaskId', () => {
   it('deals shards in turn, so a batch of 100 over 80 shards puts at most two tasks on any shard', () => {
+    // Prepare
+    const dealShard = shardDealer();
+
     // Act
     const perShard = new Map<number, number>();
     for (let task = 0; task < 100; task++) {
@@ -25,6 +28,19 @@ describe('Function: newTaskId and parseTaskId', () => {
     // Assess
     expect(perShard.size).toBe(80);
     expect(Math.max(...perShard.values())).toBe(2);
+  });
+
+  it("gives each environment a dealer of its own: one environment's dealing does not move another's", () => {
+    // Prepare: two environments whose dealers start at the same place.
+    const first = shardDealer(0);
+    const second = shardDealer(0);
+
+    // Act
+    const firstDeals = Array.from({ length: 5 }, () => first(80));
+    const secondDeals = Array.from({ length: 5 }, () => second(80));
+
+    // Assess
+    expect(secondDeals).toEqual(firstDeals);
   });
 
   it('round-trips the due time and the shard', () => {

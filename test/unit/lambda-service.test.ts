@@ -47,11 +47,36 @@ describe('Service: local Lambda', () => {
       errors: 0,
       timeouts: 0,
       throttles: 2,
+      scalingThrottles: 0,
       concurrency: 0,
       peakConcurrency: 3,
       durationMs: expect.any(Number),
       environments: 3,
     });
+  });
+
+  it("throttles a cold start past the function's new environments per 10 s, while a warm environment still runs", async () => {
+    // Prepare: a 1/100 model's 10 new environments per 10 s.
+    const api = heldHandler();
+    const lambda = createLambdaService({
+      handlers: sharedEnvironments({ api: api.handler }),
+      newEnvironmentsPer10Seconds: 10,
+      onError: noErrors,
+    });
+
+    // Act: 12 at once need 12 environments; after they finish, one more finds a warm one.
+    const burst = Array.from({ length: 12 }, () => lambda.invoke('api', {}));
+    const refused = await Promise.all(burst.slice(10));
+    api.releaseAll();
+    await Promise.all(burst.slice(0, 10));
+    const warm = lambda.invoke('api', {});
+    await Promise.resolve();
+    api.releaseAll();
+
+    // Assess
+    expect(refused.map((result) => result.outcome)).toEqual(['throttled', 'throttled']);
+    expect((await warm).outcome).toBe('ok');
+    expect(lambda.stats().api).toMatchObject({ environments: 10, throttles: 2, scalingThrottles: 2 });
   });
 
   it('runs concurrent invocations in execution environments of their own, reuses idle ones, and drops one that timed out', async () => {

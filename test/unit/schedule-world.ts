@@ -8,6 +8,7 @@ import { type ApiPorts, route } from '../../functions/api/routes.js';
 import type { ScheduleRequest } from '../../functions/contract/wire.js';
 import { deliverTask, type DeliveryPorts, type Notification } from '../../functions/core/deliver/deliver.js';
 import { parseTaskId } from '../../functions/core/kernel/ids.js';
+import { newPlacement } from '../../functions/core/kernel/task-kernel.js';
 import { runScanner } from '../../functions/core/scan/scan.js';
 import { createSchedule, type Schedule, type ScheduleAdminPorts } from '../../functions/core/schedules/schedules.js';
 import { cachedBizTypeDirectory } from '../../functions/core/submit/biz-types.js';
@@ -94,6 +95,7 @@ export function scheduleWorld() {
   const { apiKey, record } = newApiKey(keyring, TENANT_ID, START);
   const api: ApiPorts = {
     ...admin,
+    placement: newPlacement(),
     tenants: {
       tenant: async (id) => (id === TENANT_ID ? aTenant() : undefined),
       apiKey: async (tenantId, keyId) => (tenantId === record.tenantId && keyId === record.keyId ? record : undefined),

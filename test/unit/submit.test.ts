@@ -4,6 +4,7 @@ import { claimableThrough, CLOCK_SKEW_MS, minuteOf, secondOf } from '../../funct
 import { parseTaskId } from '../../functions/core/kernel/ids.js';
 import { type Task, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/kernel/task.js';
 import { isLateArrival } from '../../functions/core/kernel/task-kernel.js';
+import { newPlacement } from '../../functions/core/kernel/task-kernel.js';
 import { applyBizType } from '../../functions/core/submit/biz-types.js';
 import { rescheduleTask } from '../../functions/core/submit/reschedule.js';
 import { parseTaskRequest } from '../../functions/core/submit/schemas.js';
@@ -32,6 +33,7 @@ function schedulePorts(options: { cursor?: number } = {}) {
     deliveryQueue: new FakeDeliveryQueue(),
     tickQueue: new FakeTickQueue(),
     clock: new ManualClock(NOW_MS),
+    placement: newPlacement(),
     bucketCount: 1000,
     shardCount: 4,
     retentionDays: 30,

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 
 import {
-  dealWindowPosition,
   dueAtForFireTime,
   MAX_WINDOW_SECONDS,
   planFireAt,
+  windowPositionDealer,
 } from '../../functions/core/kernel/window.js';
 
 const DUE_AT_MS = 1_790_000_000_000;
@@ -12,7 +12,7 @@ const DUE_AT_MS = 1_790_000_000_000;
 describe('Function: planFireAt', () => {
   it('fires a task without a window at its dueAt', () => {
     // Act
-    const fireAtMs = planFireAt(DUE_AT_MS, undefined);
+    const fireAtMs = planFireAt(DUE_AT_MS, undefined, 0.5);
 
     // Assess
     expect(fireAtMs).toBe(DUE_AT_MS);
@@ -21,11 +21,12 @@ describe('Function: planFireAt', () => {
   it('plans within [dueAt, dueAt + window], reaching both ends and never before dueAt', () => {
     // Prepare
     const window = { seconds: MAX_WINDOW_SECONDS };
+    const dealWindowPosition = windowPositionDealer();
 
     // Act
     const first = planFireAt(DUE_AT_MS, window, 0);
     const last = planFireAt(DUE_AT_MS, window, 1 - Number.EPSILON);
-    const dealt = Array.from({ length: 10_000 }, () => planFireAt(DUE_AT_MS, window));
+    const dealt = Array.from({ length: 10_000 }, () => planFireAt(DUE_AT_MS, window, dealWindowPosition()));
 
     // Assess
     expect(first).toBe(DUE_AT_MS);
@@ -40,9 +41,10 @@ describe('Function: planFireAt', () => {
   it("spreads a hot second's 1,000 tasks with a 60 s window evenly over the 60 s, none early", () => {
     // Prepare: 1,000 tasks due within one second, as one instance plans them.
     const dueTimes = Array.from({ length: 1000 }, (_, index) => DUE_AT_MS + index);
+    const dealWindowPosition = windowPositionDealer();
 
     // Act
-    const offsets = dueTimes.map((dueAtMs) => planFireAt(dueAtMs, { seconds: 60 }) - dueAtMs);
+    const offsets = dueTimes.map((dueAtMs) => planFireAt(dueAtMs, { seconds: 60 }, dealWindowPosition()) - dueAtMs);
 
     // Assess: the dealt positions are evenly spread from any start, so these bounds hold every
     // run; independent random offsets would put 167 ± 12 in a slice and 17 ± 4 in a second.
@@ -62,6 +64,7 @@ describe('Function: planFireAt', () => {
 
   it('spreads the positions one instance deals over the unit interval, whatever came before', () => {
     // Prepare: positions dealt for other windows first move the sequence on.
+    const dealWindowPosition = windowPositionDealer();
     for (let index = 0; index < 137; index++) dealWindowPosition();
 
     // Act

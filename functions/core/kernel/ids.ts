@@ -50,18 +50,21 @@ function charsOf(bytes: Uint8Array, length: number): string {
   return out;
 }
 
-/** Where this instance's shard dealing stands; each instance starts at a random shard. */
-let shardsDealt = randomInt(MAX_SHARDS);
-
 /**
- * The shard for a new task: each instance deals the shards in turn, so its tasks (a batch's
- * above all) spread evenly over them. Independent random picks put a few times the average on
- * some shards (100 tasks over 80 shards: up to 4 or 5 on one), and a hot second's deliveries
- * write every task's item again in the same second, so the fullest shard is what throttles.
+ * Deals shards in turn, from a random start: one dealer per execution environment (the caller
+ * makes it at cold start), so its tasks (a batch's above all) spread evenly over the shards.
+ * Independent random picks put a few times the average on some shards (100 tasks over 80
+ * shards: up to 4 or 5 on one), and a hot second's deliveries write every task's item again in
+ * the same second, so the fullest shard is what throttles. Environments do not share a dealer,
+ * as Lambda's do not share memory: a model that ran several environments off one counter would
+ * deal a hot second more evenly than any fleet does.
  */
-export function dealShard(shardCount: number): number {
-  shardsDealt += 1;
-  return shardsDealt % shardCount;
+export function shardDealer(start = randomInt(MAX_SHARDS)): (shardCount: number) => number {
+  let dealt = start;
+  return function dealShard(shardCount) {
+    dealt += 1;
+    return dealt % shardCount;
+  };
 }
 
 /** A new id for a task firing at `fireAtMs` stored in `shard`; `seed`, when given, replaces the random part. */

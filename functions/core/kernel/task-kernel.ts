@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { AWS_LIMITS } from '../../contract/aws-limits.js';
 import { FUNCTIONS, QUEUES } from '../../contract/topology.js';
 import { claimableThrough, ensureClockStarted, MARKER_RETENTION_SECONDS, secondOf } from './clock.js';
-import { dealShard, derivedTaskId, newTaskId, parseTaskId, type TaskKey, taskKey } from './ids.js';
+import { derivedTaskId, newTaskId, parseTaskId, shardDealer, type TaskKey, taskKey } from './ids.js';
 import type {
   Clock,
   ClockStore,
@@ -30,7 +30,7 @@ import type {
   TaskWindow,
 } from './task.js';
 import { tickFor, type TickQueue } from './tick.js';
-import { dueAtForFireTime, planFireAt } from './window.js';
+import { dueAtForFireTime, planFireAt, windowPositionDealer } from './window.js';
 
 /** What storing a new task takes. */
 export interface TaskBirthPorts {
@@ -66,9 +66,32 @@ export interface TaskContent {
   readonly occurrence?: OccurrenceRef;
 }
 
+/**
+ * Where one execution environment places the tasks it makes fresh ids for: its own shard dealer
+ * and window sequence (ids.ts, window.ts). Made once per environment, at cold start, and handed
+ * to the core as a port, so no two environments share a dealer, locally as in Lambda.
+ */
+export interface Placement {
+  readonly dealShard: (shardCount: number) => number;
+  readonly dealWindowPosition: () => number;
+}
+
+/** A placement of its own, each dealer starting at a random place. */
+export function newPlacement(): Placement {
+  return { dealShard: shardDealer(), dealWindowPosition: windowPositionDealer() };
+}
+
 /** A fresh id for a task due at `dueAtMs`: its fire time planned within its window (once, here), on the next shard dealt. */
-export function freshTaskId(ports: Pick<TaskBirthPorts, 'shardCount'>, dueAtMs: number, window?: TaskWindow): string {
-  return newTaskId({ fireAtMs: planFireAt(dueAtMs, window), shard: dealShard(ports.shardCount) });
+export function freshTaskId(
+  ports: { readonly shardCount: number; readonly placement: Placement },
+  dueAtMs: number,
+  window?: TaskWindow,
+): string {
+  const { placement } = ports;
+  return newTaskId({
+    fireAtMs: planFireAt(dueAtMs, window, placement.dealWindowPosition()),
+    shard: placement.dealShard(ports.shardCount),
+  });
 }
 
 /**

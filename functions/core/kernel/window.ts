@@ -25,19 +25,17 @@ export const MAX_WINDOW_SECONDS = 900;
 const GOLDEN_STEP = (Math.sqrt(5) - 1) / 2;
 
 /**
- * Where this instance's sequence stands; each starts at a random place, so instances do not
- * plan the same offsets and their tasks together stay spread.
+ * Deals positions (0 ≤ p < 1) within a window in turn, as `shardDealer` deals shards: one dealer
+ * per execution environment, so the tasks one environment plans for a window, a batch above
+ * all, spread over it evenly, which random offsets would only do on average. Each starts at a
+ * random place, so environments do not plan the same offsets and their tasks together stay spread.
  */
-let windowPosition = randomInt(2 ** 32) / 2 ** 32;
-
-/**
- * The next position (0 ≤ p < 1) within a window. Each instance deals positions in turn, as it
- * deals shards (`dealShard`): the tasks one instance plans for a window, a batch above all,
- * spread over it evenly, which random offsets would only do on average.
- */
-export function dealWindowPosition(): number {
-  windowPosition = (windowPosition + GOLDEN_STEP) % 1;
-  return windowPosition;
+export function windowPositionDealer(start = randomInt(2 ** 32) / 2 ** 32): () => number {
+  let position = start;
+  return function dealWindowPosition() {
+    position = (position + GOLDEN_STEP) % 1;
+    return position;
+  };
 }
 
 /**
@@ -46,7 +44,7 @@ export function dealWindowPosition(): number {
  * dueAtMs. The position defaults to the next one this instance deals; the schedules that create
  * occurrence tasks plan through here as well (by way of `submitTasks`).
  */
-export function planFireAt(dueAtMs: number, window: TaskWindow | undefined, position = dealWindowPosition()): number {
+export function planFireAt(dueAtMs: number, window: TaskWindow | undefined, position: number): number {
   if (window === undefined) return dueAtMs;
   return dueAtMs + Math.floor(position * (window.seconds * 1000 + 1));
 }

@@ -18,6 +18,7 @@ import {
   type LateHandOff,
   namedTaskId,
   newPendingTask,
+  type Placement,
   storeNewTasks,
   type TaskBirthPorts,
 } from '../kernel/task-kernel.js';
@@ -26,6 +27,8 @@ import type { NewTask } from './schemas.js';
 export interface SubmitPorts extends TaskBirthPorts {
   readonly idempotencyStore: IdempotencyStore;
   readonly retentionDays: number;
+  /** This execution environment's own dealers, for the fresh ids of submits and reschedules. */
+  readonly placement: Placement;
 }
 
 export type SubmitOutcome =

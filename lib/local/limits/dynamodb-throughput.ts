@@ -4,8 +4,11 @@
  * 3,000 read units a second, and the table 40,000 of each; a request over either is
  * answered as AWS answers it, so the SDK's own retries and backoff run.
  *
- * What is modelled: every key is its own partition (the best case, reached after DynamoDB
- * splits a hot range), in fixed one-second windows with no burst or adaptive capacity. Units
+ * What is modelled: by default every key is its own partition (the best case, reached after
+ * DynamoDB splits a hot range); with `partitions` set, keys hash into that many partitions of
+ * the table (and as many of each index), and each partition, not each key, gets the per-partition
+ * limit, so two hot keys that share one throttle together, as they do in a table of that size.
+ * Both in fixed one-second windows with no burst or adaptive capacity. Units
  * follow DynamoDB's rules, with these approximations: a write is charged for the larger of
  * the item before and after it (read from dynalite around the write); a conditional write
  * that fails keeps that charge, as AWS charges for it; a Query is charged for the items it
@@ -19,6 +22,8 @@
  * 0.2% of the 40,000-unit quota; divided by k they would be a fifth of it, and a scanner
  * catching up five seconds would throttle a model table that AWS would not. Item and batch size limits are dynalite's own (400 KB, 25 writes, 100 keys).
  */
+import { createHash } from 'node:crypto';
+
 import { AWS_LIMITS } from '../../../functions/contract/aws-limits.js';
 import { TABLE } from '../../../functions/contract/topology.js';
 import type { Clock } from '../../../functions/core/kernel/task.js';
@@ -49,6 +54,45 @@ export interface DynamoThroughputOptions {
   readonly schema?: KeySchema;
   /** The table's on-demand write quota, before k divides it. @default AWS_LIMITS.dynamodb.tableWriteUnitsPerSecond */
   readonly tableWriteUnitsPerSecond?: number;
+  /**
+   * How many partitions the table has (see `tablePartitions`); keys hash into them and share
+   * each one's limit. @default every key its own partition
+   */
+  readonly partitions?: number;
+}
+
+/** DynamoDB splits a partition past 10 GB of items... */
+const PARTITION_BYTES = 10 * 1024 ** 3;
+
+/**
+ * How many partitions DynamoDB gives a table: enough for its size at 10 GB each, and enough for
+ * its throughput at 1,000 write and 3,000 read units each, whichever needs more. A table keeps
+ * the partitions it once had, so a table sized for a billion tasks a day kept 30 days has some
+ * 3,000, whatever share of its throughput one second uses.
+ */
+export function tablePartitions(table: {
+  readonly bytes: number;
+  readonly writeUnitsPerSecond: number;
+  readonly readUnitsPerSecond: number;
+}): number {
+  const { partitionWriteUnitsPerSecond, partitionReadUnitsPerSecond } = AWS_LIMITS.dynamodb;
+  const forThroughput =
+    table.writeUnitsPerSecond / partitionWriteUnitsPerSecond + table.readUnitsPerSecond / partitionReadUnitsPerSecond;
+  return Math.max(1, Math.ceil(table.bytes / PARTITION_BYTES), Math.ceil(forThroughput));
+}
+
+/** Partitions that two or more keys used in the same second, in partition mode. */
+export interface PartitionCollisions {
+  readonly partitions: number;
+  /** The busiest partition's peak second as a fraction of its limit: at or above the hottest key's. */
+  readonly hottestFractionOfLimit: number;
+  /** Partition-seconds in which two or more keys spent units. */
+  readonly sharedSeconds: number;
+  /** The most keys that spent units in one partition in one second, and the most units such a shared partition took. */
+  readonly mostKeysInOneSecond: number;
+  readonly peakSharedUnitsPerSecond: number;
+  /** The partition whose shared second was busiest, and its keys then. */
+  readonly busiestShared?: { readonly kind: Kind; readonly keys: readonly string[] };
 }
 
 type Kind = 'read' | 'write';
@@ -91,10 +135,25 @@ export interface DynamoThroughputReport {
   readonly byKeyClass: Readonly<Record<string, KeyClassUsage>>;
   readonly hottestKey: HottestKey | undefined;
   readonly hottestItem: HottestItem | undefined;
+  /**
+   * By key class (as `byKeyClass`), the most requests one item of the class took in one second:
+   * what must not grow with the load for any class whose items are not one per task.
+   */
+  readonly hottestItemByClass: Readonly<Record<string, number>>;
+  /** By key class, the most units one partition key of the class spent in one second, by kind. */
+  readonly hottestKeyByClass: Readonly<Record<string, Readonly<Record<Kind, number>>>>;
   /** Requests refused for the table's own limit rather than one key's, by kind. */
   readonly tableThrottles: Readonly<Record<Kind, number>>;
   /** The most units the table spent in any one second, by kind, against `limits.tableRead` and `limits.tableWrite`. */
   readonly tablePeakUnitsPerSecond: Readonly<Record<Kind, number>>;
+  /** In partition mode, how often keys shared a partition; undefined when every key is its own. */
+  readonly collisions?: PartitionCollisions;
+}
+
+/** One partition's keys in its current second, to find two keys sharing a partition. */
+interface PartitionSecond {
+  second: number;
+  keys: Map<string, number>;
 }
 
 type Refusal = 'partition' | 'table';
@@ -105,6 +164,15 @@ export class DynamoThroughputModel {
   private readonly tables: Record<Kind, WindowMeter>;
   /** Requests per item, unlimited: what is measured is how often one item is asked for. */
   private readonly items = new WindowMeter(Number.POSITIVE_INFINITY);
+  /** In partition mode, the partitions' meters, which hold the limit, and each one's keys this second. */
+  private readonly partitions?: Record<Kind, WindowMeter>;
+  private readonly partitionSeconds = new Map<string, PartitionSecond>();
+  private collisions = {
+    sharedSeconds: 0,
+    mostKeysInOneSecond: 0,
+    peakSharedUnitsPerSecond: 0,
+    busiestShared: undefined as PartitionCollisions['busiestShared'],
+  };
 
   constructor(private readonly options: DynamoThroughputOptions) {
     const { k } = options;
@@ -113,6 +181,12 @@ export class DynamoThroughputModel {
       read: new WindowMeter(scaledRate(limits.partitionReadUnitsPerSecond, k)),
       write: new WindowMeter(scaledRate(limits.partitionWriteUnitsPerSecond, k)),
     };
+    if (options.partitions !== undefined) {
+      this.partitions = {
+        read: new WindowMeter(this.keys.read.limit),
+        write: new WindowMeter(this.keys.write.limit),
+      };
+    }
     this.tables = {
       read: new WindowMeter(scaledRate(limits.tableReadUnitsPerSecond, k)),
       write: new WindowMeter(scaledRate(options.tableWriteUnitsPerSecond ?? limits.tableWriteUnitsPerSecond, k)),
@@ -131,7 +205,14 @@ export class DynamoThroughputModel {
     const now = this.options.clock.now();
     const keys = this.keys[kind];
     const tableUnits = unkeyedUnits + charges.reduce((sum, charge) => sum + this.tableShare(charge), 0);
-    const over = charges.find((charge) => !keys.fits(partitionId(charge.ref), charge.units, now));
+    const over = charges.find(
+      (charge) =>
+        !keys.fits(partitionId(charge.ref), charge.units, now) ||
+        !(
+          this.partitions?.[kind].fits(this.partitionOf(charge.ref), this.unitsInPartition(charges, charge), now) ??
+          true
+        ),
+    );
     if (over) {
       keys.throttled(partitionId(over.ref), now);
       return 'partition';
@@ -140,9 +221,55 @@ export class DynamoThroughputModel {
       this.tables[kind].throttled(table, now);
       return 'table';
     }
-    for (const charge of charges) keys.charge(partitionId(charge.ref), charge.units, now);
+    for (const charge of charges) this.chargeKey(kind, charge, now, 1);
     this.tables[kind].charge(table, tableUnits, now);
     return undefined;
+  }
+
+  /** The partition a key hashes into, in partition mode: the table's own and each index's partitions apart. */
+  private partitionOf(ref: PartitionKeyRef): string {
+    const count = this.options.partitions ?? 1;
+    const digest = createHash('md5').update(ref.value).digest();
+    return `${ref.table}|${ref.index ?? ''}|${digest.readUInt32BE(0) % count}`;
+  }
+
+  /** What one request's charges put on the partition `charge` falls in: its keys may share it. */
+  private unitsInPartition(charges: readonly Charge[], charge: Charge): number {
+    const partition = this.partitionOf(charge.ref);
+    return charges
+      .filter((other) => this.partitionOf(other.ref) === partition)
+      .reduce((sum, other) => sum + other.units, 0);
+  }
+
+  private chargeKey(kind: Kind, charge: Charge, now: number, requests: number): void {
+    const id = partitionId(charge.ref);
+    this.keys[kind].charge(id, charge.units, now, requests);
+    const meter = this.partitions?.[kind];
+    if (!meter) return;
+    const partition = this.partitionOf(charge.ref);
+    meter.charge(partition, charge.units, now, requests);
+    this.noteShared(kind, partition, id, charge.units, now);
+  }
+
+  /** Records which keys spent units in a partition this second, and counts a second two or more shared. */
+  private noteShared(kind: Kind, partition: string, key: string, units: number, nowMs: number): void {
+    const second = Math.floor(nowMs / 1000);
+    const id = `${kind}|${partition}`;
+    let current = this.partitionSeconds.get(id);
+    if (!current || current.second !== second) {
+      current = { second, keys: new Map() };
+      this.partitionSeconds.set(id, current);
+    }
+    const before = current.keys.size;
+    current.keys.set(key, (current.keys.get(key) ?? 0) + units);
+    if (current.keys.size < 2) return;
+    if (before < 2) this.collisions.sharedSeconds += 1;
+    const total = [...current.keys.values()].reduce((sum, spent) => sum + spent, 0);
+    this.collisions.mostKeysInOneSecond = Math.max(this.collisions.mostKeysInOneSecond, current.keys.size);
+    if (total > this.collisions.peakSharedUnitsPerSecond) {
+      this.collisions.peakSharedUnitsPerSecond = total;
+      this.collisions.busiestShared = { kind, keys: [...current.keys.keys()].map((text) => partitionRef(text).value) };
+    }
   }
 
   private tableShare(charge: Charge): number {
@@ -162,16 +289,25 @@ export class DynamoThroughputModel {
     let tableUnits = unkeyedUnits;
     for (const charge of charges) {
       if (charge.units <= 0) continue;
-      this.keys[kind].charge(partitionId(charge.ref), charge.units, now, 0);
+      this.chargeKey(kind, charge, now, 0);
       tableUnits += this.tableShare(charge);
     }
     if (tableUnits > 0) this.tables[kind].charge(table, tableUnits, now, 0);
+  }
+
+  private hottestPartitionFraction(): number {
+    const fractions = (['read', 'write'] as const).flatMap((kind) => {
+      const meter = this.partitions?.[kind];
+      return meter ? [...meter.readings().values()].map((reading) => reading.peakUnitsPerSecond / meter.limit) : [];
+    });
+    return Math.max(0, ...fractions);
   }
 
   report(): DynamoThroughputReport {
     const byKeyClass: Record<string, { -readonly [P in keyof KeyClassUsage]: number }> = {};
     const keysByClass = new Map<string, Set<string>>();
     let hottestKey: HottestKey | undefined;
+    const hottestKeyByClass: Record<string, Record<Kind, number>> = {};
     for (const kind of ['read', 'write'] as const) {
       const meter = this.keys[kind];
       for (const [id, reading] of meter.readings()) {
@@ -184,6 +320,8 @@ export class DynamoThroughputModel {
         usage.requests += reading.requests;
         usage.throttles += reading.throttles;
         usage[kind === 'read' ? 'readUnits' : 'writeUnits'] += reading.units;
+        const hottest = (hottestKeyByClass[name] ??= { read: 0, write: 0 });
+        hottest[kind] = Math.max(hottest[kind], reading.peakUnitsPerSecond);
         const fractionOfLimit = reading.peakUnitsPerSecond / meter.limit;
         if (!hottestKey || fractionOfLimit > hottestKey.fractionOfLimit) {
           hottestKey = { ...ref, kind, peakUnitsPerSecond: reading.peakUnitsPerSecond, fractionOfLimit };
@@ -196,6 +334,12 @@ export class DynamoThroughputModel {
     const tableThrottles = { read: throttlesOf('read'), write: throttlesOf('write') };
     const tablePeakUnitsPerSecond = { read: peakOf('read'), write: peakOf('write') };
     let hottestItem: HottestItem | undefined;
+    const hottestItemByClass: Record<string, number> = {};
+    for (const [id, reading] of this.items.readings()) {
+      const [, key = ''] = JSON.parse(id) as string[];
+      const name = keyClass(key.split(' / ')[0] ?? '');
+      hottestItemByClass[name] = Math.max(hottestItemByClass[name] ?? 0, reading.peakUnitsPerSecond);
+    }
     for (const [id, reading] of this.items.readings()) {
       if (hottestItem && reading.peakUnitsPerSecond <= hottestItem.peakRequestsPerSecond) continue;
       const [table = '', key = ''] = JSON.parse(id) as string[];
@@ -211,8 +355,17 @@ export class DynamoThroughputModel {
       byKeyClass,
       hottestKey,
       hottestItem,
+      hottestItemByClass,
+      hottestKeyByClass,
       tableThrottles,
       tablePeakUnitsPerSecond,
+      ...(this.options.partitions !== undefined && {
+        collisions: {
+          partitions: this.options.partitions,
+          hottestFractionOfLimit: this.hottestPartitionFraction(),
+          ...this.collisions,
+        },
+      }),
     };
   }
 }

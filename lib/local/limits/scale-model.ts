@@ -15,6 +15,7 @@ import {
 import { type Clock, systemClock } from '../../../functions/core/kernel/task.js';
 import type { Quotas } from '../../construct/plan/quotas.js';
 import { startLocalProcess } from '../local-process.js';
+import type { SqsScaling } from '../queue-poller.js';
 import { ApiStageThrottle, type ApiThrottleReport } from './api-throttle.js';
 import type { KeySchema } from './dynamodb-capacity.js';
 import { startDynamoThroughputProxy } from './dynamodb-proxy.js';
@@ -34,6 +35,11 @@ export interface ScaleModel {
    * in place of AWS's defaults. @default AWS's default quotas and the topology's reservations
    */
   readonly quotas?: Quotas;
+  /**
+   * The table's partitions (`tablePartitions`), which keys hash into and share the limits of.
+   * @default every key its own partition
+   */
+  readonly partitions?: number;
 }
 
 export interface EmulatorEndpoints {
@@ -71,6 +77,7 @@ export async function startLimitProxies(model: ScaleModel, emulators: EmulatorEn
     clock,
     ...(model.schema && { schema: model.schema }),
     ...(model.quotas && { tableWriteUnitsPerSecond: model.quotas.tableWriteUnitsPerSecond }),
+    ...(model.partitions !== undefined && { partitions: model.partitions }),
   });
   const sqs = new SqsInFlightModel({ k: model.k, clock });
   const [dynamoProxy, sqsProxy] = await Promise.all([
@@ -139,16 +146,23 @@ export async function startScaleModelProcess(
   };
 }
 
-/** Lambda's concurrency limits in a 1/k model: the account pool, each reservation and each mapping's cap. */
+/** Lambda's limits in a 1/k model: the account pool, each reservation and each mapping's cap, and its ramps. */
 interface ScaledLambdaLimits {
   readonly accountConcurrency: number;
   readonly reservedConcurrency: Partial<Record<FunctionName, number>>;
   readonly maxConcurrency: (unscaled: number) => number;
+  /** New execution environments per function per 10 s, a fraction of Lambda's 1,000. */
+  readonly newEnvironmentsPer10Seconds: number;
+  /** An SQS mapping's start and ramp (5, then 300 a minute), divided by k and left fractional for the mapping to accumulate. */
+  readonly mappingScaling: SqsScaling;
 }
 
 /**
  * Concurrency is a rate in disguise (invocations a second times their duration), so a 1/k load
  * gets 1/k of it, rounded down so the model never has more than its share, and at least one.
+ * (At k = 100 the scanner's 50 is 1, so CLOCK contention between scanners needs k ≤ 25.) The
+ * ramps are rates too, divided by k without rounding: a mapping's 5 + 300 a minute, which takes
+ * some 70 s to reach a hot second's 350 batches at any k, and 1,000 new environments per 10 s.
  * Rounding a reservation up to one must not eat the unreserved pool the other functions share,
  * so the account keeps its scaled unreserved minimum beside the reservations.
  */
@@ -163,7 +177,13 @@ export function scaledLambdaLimits(k: number, quotas?: Quotas): ScaledLambdaLimi
     }),
   );
   const reserved = Object.values(reservedConcurrency).reduce((sum, limit) => sum + limit, 0);
+  const { lambda } = AWS_LIMITS;
   return {
+    newEnvironmentsPer10Seconds: lambda.newEnvironmentsPer10Seconds / k,
+    mappingScaling: {
+      initialConcurrency: lambda.mappingInitialConcurrency / k,
+      scaleUpPerMinute: lambda.mappingScaleUpPerMinute / k,
+    },
     accountConcurrency: Math.max(
       scale(quotas?.lambdaConcurrency ?? ACCOUNT_CONCURRENCY),
       reserved + scale(AWS_LIMITS.lambda.unreservedConcurrencyMinimum),

@@ -7,7 +7,11 @@ import {
   readUnits,
   writeUnits,
 } from '../../../lib/local/limits/dynamodb-capacity.js';
-import { DynamoThroughputModel, TASK_TABLE_SCHEMA } from '../../../lib/local/limits/dynamodb-throughput.js';
+import {
+  DynamoThroughputModel,
+  tablePartitions,
+  TASK_TABLE_SCHEMA,
+} from '../../../lib/local/limits/dynamodb-throughput.js';
 import { ManualClock } from '../../support/clock.js';
 
 describe('Function: itemBytes', () => {
@@ -82,6 +86,39 @@ describe('Class: DynamoThroughputModel', () => {
     expect(nextSecond).toBeUndefined();
   });
 
+  it('throttles two keys that hash into one partition together, and reports their collision', () => {
+    // Prepare: k = 100 leaves 10 write units a second per partition; in a table of 2
+    // partitions, of three keys two share one.
+    const clock = new ManualClock(1_000_000);
+    const model = new DynamoThroughputModel({ k: 100, clock, partitions: 2 });
+    const keys = ['B#1#0', 'B#1#1', 'B#1#2'].map((value) => ({ ref: { table: 't', value }, units: 1 }));
+
+    // Act: 6 units on each key, each within its own key's 10.
+    const refusals = keys.flatMap((key) => Array.from({ length: 6 }, () => model.admit('write', 't', [key])));
+
+    // Assess: the shared partition took 10 of its keys' 12 units; the other took 6.
+    expect(refusals.filter((refusal) => refusal === 'partition')).toHaveLength(2);
+    const { collisions } = model.report();
+    expect(collisions).toMatchObject({
+      partitions: 2,
+      sharedSeconds: 1,
+      mostKeysInOneSecond: 2,
+      peakSharedUnitsPerSecond: 10,
+      hottestFractionOfLimit: 1,
+    });
+    expect(collisions?.busiestShared?.keys).toHaveLength(2);
+  });
+
+  it('sizes a table’s partitions by its bytes at 10 GB each or its throughput, whichever needs more', () => {
+    // Act
+    const billionADay = tablePartitions({ bytes: 30e12, writeUnitsPerSecond: 100_000, readUnitsPerSecond: 40_000 });
+    const busySmall = tablePartitions({ bytes: 1e9, writeUnitsPerSecond: 40_000, readUnitsPerSecond: 30_000 });
+
+    // Assess
+    expect(billionADay).toBe(Math.ceil(30e12 / 10 / 1024 ** 3));
+    expect(busySmall).toBe(50);
+  });
+
   it('refuses on the table’s limit when every key is within its own', () => {
     // Prepare: k = 4,000 leaves 10 units a second for the table and 1 per key.
     const clock = new ManualClock(0);
@@ -131,6 +168,7 @@ describe('Class: DynamoThroughputModel', () => {
     // Assess
     expect(report.byKeyClass.B).toEqual({ keys: 1, requests: 12, readUnits: 0, writeUnits: 10, throttles: 2 });
     expect(report.byKeyClass.CLOCK).toMatchObject({ requests: 1, readUnits: 1 });
+    expect(report.hottestKeyByClass.CLOCK).toEqual({ read: 1, write: 0 });
     expect(report.byKeyClass['index:byBizId']).toMatchObject({ writeUnits: 1 });
     expect(report.hottestKey).toMatchObject({ value: 'B#7', kind: 'write', fractionOfLimit: 1 });
   });
@@ -151,5 +189,21 @@ describe('Class: DynamoThroughputModel', () => {
 
     // Assess
     expect(report.hottestItem).toEqual({ table: 't', key: 'OCCUPIED#27000 / 1', peakRequestsPerSecond: 5 });
+  });
+
+  it('reports each item class’s busiest item in requests a second, to compare across loads', () => {
+    // Prepare: the clock item asked for twice in a second; two task items once each.
+    const clock = new ManualClock(0);
+    const model = new DynamoThroughputModel({ k: 100, clock });
+    model.itemRequested('t', { pk: { S: 'CLOCK' }, sk: { S: 'CLOCK' } });
+    model.itemRequested('t', { pk: { S: 'CLOCK' }, sk: { S: 'CLOCK' } });
+    model.itemRequested('t', { pk: { S: 'B#7#1' }, sk: { S: '1#a' } });
+    model.itemRequested('t', { pk: { S: 'B#7#1' }, sk: { S: '1#b' } });
+
+    // Act
+    const report = model.report();
+
+    // Assess
+    expect(report.hottestItemByClass).toEqual({ CLOCK: 2, B: 1 });
   });
 });

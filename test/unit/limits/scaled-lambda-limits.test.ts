@@ -15,6 +15,15 @@ describe('Function: scaledLambdaLimits', () => {
     expect(limits.maxConcurrency(25)).toBe(2);
   });
 
+  it("divides Lambda's ramps by k without rounding: a mapping's 5 and 300 a minute, and 1,000 new environments per 10 s", () => {
+    // Act
+    const limits = scaledLambdaLimits(100);
+
+    // Assess
+    expect(limits.mappingScaling).toEqual({ initialConcurrency: 0.05, scaleUpPerMinute: 3 });
+    expect(limits.newEnvironmentsPer10Seconds).toBe(10);
+  });
+
   it('never scales a limit below one', () => {
     // Act
     const limits = scaledLambdaLimits(100_000);

@@ -27,7 +27,6 @@ import {
 } from '../../functions/contract/topology.js';
 import { decodeDeliveryBody } from '../../functions/core/kernel/task-kernel.js';
 import { activeSigningSecrets } from '../../functions/core/tenants/tenants.js';
-import type { Quotas } from '../construct/plan/quotas.js';
 import { consoleRoutes } from './console/routes.js';
 import type { RedriveResult } from './console/wire.js';
 import { type DevTenant, ensureDevTenant } from './dev-tenant.js';

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { FunctionName } from '../../functions/contract/topology.js';
 import { type AwsRequest, type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
-import { eventually, quantile, startWebhookReceiver } from '../support/webhook-receiver.js';
+import { eventually, FIRED_BY_ITS_TICK_MS, quantile, startWebhookReceiver } from '../support/webhook-receiver.js';
 
 type Receiver = Awaited<ReturnType<typeof startWebhookReceiver>>;
 
@@ -58,7 +58,7 @@ describe('End to end: dense mode (tickEverySecond) in local mode', () => {
     const arrived = () => new Set(receiver.receipts.map((receipt) => receipt.body.id));
     await eventually('every task has arrived', () => submitted.every((task) => arrived().has(task.id)), 60);
 
-    // Assess: never early, and the scheduled ones on the second (each due second had its own tick).
+    // Assess: never early, and each came by its own second's tick, not the sweeper's catch-up.
     const firstArrival = new Map<string, number>();
     for (const receipt of receiver.receipts) {
       if (!firstArrival.has(receipt.body.id)) firstArrival.set(receipt.body.id, receipt.receivedAtMs);
@@ -67,8 +67,8 @@ describe('End to end: dense mode (tickEverySecond) in local mode', () => {
       (task) => (firstArrival.get(task.id) ?? Number.NaN) - Math.max(task.dueAtMs, task.acceptedAtMs),
     );
     expect(lateness.filter((ms) => ms < 0)).toEqual([]);
-    const scheduled = lateness.slice(0, 10);
-    expect(quantile(scheduled, 0.99)).toBeLessThan(1000);
+    console.log(`dense mode: lateness p99 ${quantile(lateness, 0.99)} ms`);
+    expect(Math.max(...lateness)).toBeLessThan(FIRED_BY_ITS_TICK_MS);
 
     // The index is kept by nobody: the ticker's once-a-minute plan writes are the only requests naming one of its items.
     const byFunction = (fn: FunctionName) => requests.filter((request) => request.fn === fn);

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { ScheduleView } from '../../functions/contract/wire.js';
 import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
-import { eventually, quantile, startWebhookReceiver } from '../support/webhook-receiver.js';
+import { eventually, FIRED_BY_ITS_TICK_MS, quantile, startWebhookReceiver } from '../support/webhook-receiver.js';
 
 type Receiver = Awaited<ReturnType<typeof startWebhookReceiver>>;
 
@@ -42,7 +42,7 @@ const receiptsAt = (path: string) => receiver.receipts.filter((receipt) => recei
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('End to end: schedules over HTTP in local mode', () => {
-  it('fires a rate(5 seconds) schedule 6 times in 30 s, on time (p99 < 1 s) and never early, each occurrence once', async () => {
+  it('fires a rate(5 seconds) schedule 6 times in 30 s, each by its own tick and never early, each occurrence once', async () => {
     // Prepare
     const created = await api('POST', '/v1/schedules', {
       rate: '5 seconds',
@@ -69,7 +69,7 @@ describe('End to end: schedules over HTTP in local mode', () => {
     expect(occurrences[0]).toBe(Date.parse(schedule.nextOccurrences[0] ?? ''));
     expect(new Set(six.map((receipt) => receipt.body.id)).size).toBe(6);
     expect(lateness.filter((ms) => ms < 0)).toEqual([]);
-    expect(quantile(lateness, 0.99)).toBeLessThan(1000);
+    expect(Math.max(...lateness)).toBeLessThan(FIRED_BY_ITS_TICK_MS);
     expect(six.at(-1)?.body.payload).toEqual({ auction: 42 });
     const listed = await api('GET', '/v1/schedules?bizId=auction-42');
     expect(listed.body.schedules).toEqual([]);

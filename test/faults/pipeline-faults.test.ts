@@ -168,12 +168,14 @@ describe('Faults: the scanner', () => {
     // Act
     const { result } = await runCase('an hour of backlog after a 10-minute outage', h, tasks);
 
-    // Assess
+    // Assess: the tasks, past due when submitted, went out by the api's own hand; the scanners
+    // work through the hour beside them, at whatever pace the machine allows.
     expect(result.delivered).toBe(60);
-    expect(new Set(claimed).size).toBe(claimed.length);
     const expected = Array.from({ length: 3600 }, (_, index) => now - 3600 + index);
-    expect(expected.filter((second) => !claimed.includes(second))).toEqual([]);
-  }, 120_000);
+    const unclaimed = () => expected.filter((second) => !claimed.includes(second));
+    await eventually('every second of the hour claimed', () => unclaimed().length === 0, 240, 500);
+    expect(new Set(claimed).size).toBe(claimed.length);
+  }, 240_000);
 });
 
 describe('Faults: the callback', () => {

@@ -259,7 +259,7 @@ export interface ExploreOptions {
 }
 
 export interface ExploreResult {
-  /** Runs made, up to and including the first that broke a promise. */
+  /** Runs made, up to and including the first that broke a promise; fewer than asked if the time limit cut them short. */
   readonly runs: number;
   readonly seed: number;
   /** The shrunk counterexample and how to replay it, when a run broke a promise. */
@@ -275,8 +275,9 @@ export async function explore(options: ExploreOptions): Promise<ExploreResult> {
     ...(options.path !== undefined && { path: options.path }),
     ...(options.timeLimitMs !== undefined && { interruptAfterTimeLimit: options.timeLimitMs }),
   });
-  if (!details.failed) return { runs: details.numRuns, seed: details.seed };
-  const [scheduler, scenario] = details.counterexample ?? [];
+  // Cut short by the time limit before any run finished, fast-check fails with no counterexample: the runs tell.
+  if (!details.failed || details.counterexample === null) return { runs: details.numRuns, seed: details.seed };
+  const [scheduler, scenario] = details.counterexample;
   const message =
     details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
   return {

@@ -9,14 +9,22 @@ import { explore } from './explore.js';
 const SEEDS = [1, 2, 3];
 const RUNS_PER_SEED = 200;
 
+/**
+ * Bounds shrinking, so a counterexample is reported before the test times out. A seed takes about
+ * 5 s of its 200 runs on 2 busy cores, so this leaves room for a CI machine several times slower;
+ * a seed that runs out of it before its runs fails: passing on fewer would claim more than was explored.
+ */
+const TIME_LIMIT_MS = 30_000;
+
 describe('Interleaving explorer', () => {
   it.each(SEEDS)(
     'keeps every promise (no loss, never early, 200 cancels, truthful status, schedules) in %i-seeded interleavings',
     async (seed) => {
-      const result = await explore({ runs: RUNS_PER_SEED, seed, timeLimitMs: 16_000 });
+      const result = await explore({ runs: RUNS_PER_SEED, seed, timeLimitMs: TIME_LIMIT_MS });
 
       expect(result.counterexample).toBeUndefined();
+      expect(result.runs, `only ${result.runs} runs within ${TIME_LIMIT_MS} ms`).toBe(RUNS_PER_SEED);
     },
-    25_000,
+    TIME_LIMIT_MS + 15_000,
   );
 });

@@ -65,21 +65,18 @@ const lateLandingArb = (calls: fc.Arbitrary<number>): fc.Arbitrary<Faults> =>
     })
     .map(({ at, lost, slowMs }) => ({ slowAt: at, slowMs, ...(lost && { loseAt: at }) }));
 
-/**
- * The call of a DELETE that writes the cancel, and of a PATCH that writes its reschedule intent:
- * each reads the task first (the DELETE to move a schedule's chain past an occurrence).
- */
-const RACING_WRITE_CALL = 1;
+/** The call of a DELETE that writes the cancel: the route reads the task first, to move a schedule's chain past an occurrence. */
+const CANCEL_WRITE_CALL = 1;
 
 /**
- * A cancel or reschedule asked just outside the margin whose write lands around the time the first
- * attempt reads (up to FIRST_ATTEMPT_READ_AHEAD_MS before the fire time) or calls, its answer lost
- * half the time, each of its calls a round trip of up to 300 ms: where it races the first attempt's
- * read and record, and where an undo comes after the read. Half the time it lands within the skew
- * bound before the earliest read, where whether the api keeps it (by its clock) or the callback
- * reads first (by its own) turns on the two clocks being at most the bound apart.
+ * A cancel asked just outside the margin whose write lands around the time the first attempt reads
+ * (up to FIRST_ATTEMPT_READ_AHEAD_MS before the fire time) or calls, its answer lost half the time,
+ * each of its calls a round trip of up to 300 ms: where it races the first attempt's read and record,
+ * and where an undo comes after the read. Half the time it lands within the skew bound before the
+ * earliest read, where whether the api confirms it (by its clock) or the callback reads first (by
+ * its own) turns on the two clocks being at most the bound apart.
  */
-const lateWriteArb = fc
+const lateCancelArb = fc
   .record({
     leadMs: fc.integer({ min: UNLEASED_CANCEL_MARGIN_MS, max: UNLEASED_CANCEL_MARGIN_MS + 600 }),
     landsAfterFireMs: fc.oneof(
@@ -92,10 +89,10 @@ const lateWriteArb = fc
   .map(({ leadMs, landsAfterFireMs, lost, callMs }) => ({
     leadMs,
     faults: {
-      slowAt: RACING_WRITE_CALL,
-      slowMs: Math.max(0, leadMs + landsAfterFireMs - (RACING_WRITE_CALL + 1) * callMs),
+      slowAt: CANCEL_WRITE_CALL,
+      slowMs: Math.max(0, leadMs + landsAfterFireMs - (CANCEL_WRITE_CALL + 1) * callMs),
       callMs,
-      ...(lost && { loseAt: RACING_WRITE_CALL }),
+      ...(lost && { loseAt: CANCEL_WRITE_CALL }),
     },
   }));
 
@@ -116,9 +113,6 @@ const leadArb = fc.oneof(
   fc.integer({ min: -1000, max: 30_000 }),
 );
 
-/** Where a PATCH moves a task: near (a late arrival) or further out. */
-const moveToArb = fc.oneof(fc.integer({ min: 0, max: 5000 }), fc.integer({ min: 20_000, max: 45_000 }));
-
 const submitArb: fc.Arbitrary<Action> = fc.record({
   kind: fc.constant('submit' as const),
   atMs: fc.integer({ min: 0, max: 30_000 }),
@@ -132,17 +126,14 @@ const submitArb: fc.Arbitrary<Action> = fc.record({
   idempotent: fc.boolean(),
   dueAtGiven: fc.boolean(),
   faults: faultsArb,
-  cancel: rarely(fc.oneof(fc.record({ leadMs: leadArb, faults: faultsArb }), lateWriteArb), 3),
+  cancel: rarely(fc.oneof(fc.record({ leadMs: leadArb, faults: faultsArb }), lateCancelArb), 3),
   // A PATCH moving the task near (a late arrival) or further out, racing its first attempt around the margin.
   reschedule: rarely(
-    fc.oneof(
-      fc.record({
-        leadMs: leadArb,
-        moveToMs: moveToArb,
-        faults: fc.oneof(faultsArb, lateLandingArb(fc.integer({ min: 0, max: 4 }))),
-      }),
-      fc.record({ late: lateWriteArb, moveToMs: moveToArb }).map(({ late, moveToMs }) => ({ ...late, moveToMs })),
-    ),
+    fc.record({
+      leadMs: leadArb,
+      moveToMs: fc.oneof(fc.integer({ min: 0, max: 5000 }), fc.integer({ min: 20_000, max: 45_000 })),
+      faults: fc.oneof(faultsArb, lateLandingArb(fc.integer({ min: 0, max: 4 }))),
+    }),
     2,
   ),
 });

@@ -10,8 +10,8 @@ const SEEDS = [1, 2, 3];
 const RUNS_PER_SEED = 200;
 
 /**
- * Bounds shrinking, so a counterexample is reported before the test times out. A seed takes about
- * 5 s of its 200 runs on 2 busy cores, so this leaves room for a CI machine several times slower;
+ * Bounds shrinking, so a counterexample is reported before the test times out. A seed's 200 runs
+ * took 5 to 10 s on 2 cores under a load of 2 to 10, so this leaves room for a slower CI machine;
  * a seed that runs out of it before its runs fails: passing on fewer would claim more than was explored.
  */
 const TIME_LIMIT_MS = 30_000;

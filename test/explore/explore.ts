@@ -14,6 +14,7 @@ import { FIRST_ATTEMPT_READ_AHEAD_MS, UNLEASED_CANCEL_MARGIN_MS } from '../../fu
 import { check } from './checker.js';
 import {
   type Action,
+  type ActorKind,
   type Answer,
   type Faults,
   type FollowUp,
@@ -71,12 +72,17 @@ const CANCEL_WRITE_CALL = 1;
  * A cancel asked just outside the margin whose write lands around the time the first attempt reads
  * (up to FIRST_ATTEMPT_READ_AHEAD_MS before the fire time) or calls, its answer lost half the time,
  * each of its calls a round trip of up to 300 ms: where it races the first attempt's read and record,
- * and where an undo comes after the read.
+ * and where an undo comes after the read. Half the time it lands within the skew bound before the
+ * earliest read, where whether the api confirms it (by its clock) or the callback reads first (by
+ * its own) turns on the two clocks being at most the bound apart.
  */
 const lateCancelArb = fc
   .record({
     leadMs: fc.integer({ min: UNLEASED_CANCEL_MARGIN_MS, max: UNLEASED_CANCEL_MARGIN_MS + 600 }),
-    landsAfterFireMs: fc.integer({ min: -FIRST_ATTEMPT_READ_AHEAD_MS - 400, max: 600 }),
+    landsAfterFireMs: fc.oneof(
+      fc.integer({ min: -FIRST_ATTEMPT_READ_AHEAD_MS - SKEW_BOUND_MS, max: -FIRST_ATTEMPT_READ_AHEAD_MS }),
+      fc.integer({ min: -FIRST_ATTEMPT_READ_AHEAD_MS - 400, max: 600 }),
+    ),
     lost: fc.boolean(),
     callMs: fc.integer({ min: 0, max: 300 }),
   })
@@ -155,6 +161,46 @@ const invocationFaultsArb: fc.Arbitrary<InvocationFaults> = fc.record({
   faults: faultsArb,
 });
 
+const HALF_SKEW_MS = SKEW_BOUND_MS / 2;
+
+/** One kind's clock offsets, at the bound half the time: two clocks as far apart as the design allows are where a margin is too thin. */
+const kindSkewsArb = fc.array(
+  fc.oneof(fc.constantFrom(-HALF_SKEW_MS, HALF_SKEW_MS), fc.integer({ min: -HALF_SKEW_MS, max: HALF_SKEW_MS })),
+  { minLength: 1, maxLength: 3 },
+);
+
+const anySkewsArb: fc.Arbitrary<Scenario['skewsMs']> = fc.record({
+  api: kindSkewsArb,
+  ticker: kindSkewsArb,
+  scanner: kindSkewsArb,
+  sweeper: kindSkewsArb,
+  callback: kindSkewsArb,
+});
+
+type RacingPair = readonly [ActorKind, ActorKind];
+
+/**
+ * Two kinds whose clocks race, the full bound apart: every invocation of one at -bound/2, of the
+ * other at +bound/2, either way round. Mostly the api against the callback (a late cancel or
+ * reschedule against the first attempt's read-ahead); the scanner's claim against either.
+ */
+const apartSkewsArb: fc.Arbitrary<Scenario['skewsMs']> = fc
+  .record({
+    others: anySkewsArb,
+    pair: fc.oneof(
+      { weight: 2, arbitrary: fc.constant<RacingPair>(['api', 'callback']) },
+      { weight: 1, arbitrary: fc.constantFrom<RacingPair>(['api', 'scanner'], ['scanner', 'callback']) },
+    ),
+    firstBehind: fc.boolean(),
+  })
+  .map(({ others, pair: [first, second], firstBehind }) => {
+    const sign = firstBehind ? -1 : 1;
+    return { ...others, [first]: [sign * HALF_SKEW_MS], [second]: [-sign * HALF_SKEW_MS] };
+  });
+
+/** Half the runs have two racing kinds the full bound apart: dealt at random, that pairing is rare. */
+const skewsArb = fc.oneof(apartSkewsArb, anySkewsArb);
+
 export const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   randomSeed: fc.noShrink(fc.integer()),
   startOffsetMs: fc.integer({ min: 0, max: 59_999 }),
@@ -165,14 +211,7 @@ export const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   }),
   invocationFaults: fc.array(invocationFaultsArb, { maxLength: 3 }),
   duplicates: fc.uniqueArray(fc.nat(6), { maxLength: 3 }),
-  // At the bound half the time: two clocks as far apart as the design allows are where a margin is too thin.
-  skewsMs: fc.array(
-    fc.oneof(
-      fc.constantFrom(-SKEW_BOUND_MS / 2, SKEW_BOUND_MS / 2),
-      fc.integer({ min: -SKEW_BOUND_MS / 2, max: SKEW_BOUND_MS / 2 }),
-    ),
-    { minLength: 1, maxLength: 4 },
-  ),
+  skewsMs: skewsArb,
   // Mostly one: a run has a few tasks, and a circuit that opens on a single unanswered call is
   // where a refused call meets the attempts it must not spend. The deployment's five, sometimes.
   breakerThreshold: fc.oneof(
@@ -220,7 +259,7 @@ export interface ExploreOptions {
 }
 
 export interface ExploreResult {
-  /** Runs made, up to and including the first that broke a promise. */
+  /** Runs made, up to and including the first that broke a promise; fewer than asked if the time limit cut them short. */
   readonly runs: number;
   readonly seed: number;
   /** The shrunk counterexample and how to replay it, when a run broke a promise. */
@@ -236,8 +275,9 @@ export async function explore(options: ExploreOptions): Promise<ExploreResult> {
     ...(options.path !== undefined && { path: options.path }),
     ...(options.timeLimitMs !== undefined && { interruptAfterTimeLimit: options.timeLimitMs }),
   });
-  if (!details.failed) return { runs: details.numRuns, seed: details.seed };
-  const [scheduler, scenario] = details.counterexample ?? [];
+  // Cut short by the time limit before any run finished, fast-check fails with no counterexample: the runs tell.
+  if (!details.failed || details.counterexample === null) return { runs: details.numRuns, seed: details.seed };
+  const [scheduler, scenario] = details.counterexample;
   const message =
     details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
   return {

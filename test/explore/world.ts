@@ -163,8 +163,11 @@ export interface Scenario {
   readonly invocationFaults: readonly InvocationFaults[];
   /** Receives (counted over the run) that SQS hands out twice at once. */
   readonly duplicates: readonly number[];
-  /** Clock offsets, dealt to invocations in turn, each within ±SKEW_BOUND_MS / 2. */
-  readonly skewsMs: readonly number[];
+  /**
+   * Clock offsets by actor kind, each within ±SKEW_BOUND_MS / 2, dealt to that kind's invocations
+   * in turn: by kind, so the two ends of a race (an api's cancel, a callback's read) can be set apart.
+   */
+  readonly skewsMs: Readonly<Record<ActorKind, readonly number[]>>;
   /**
    * Unanswered calls in a row that open a host's circuit in the callback's breaker. The promises
    * hold for any threshold; a low one opens circuits with the few tasks a run has.
@@ -367,7 +370,7 @@ export class World {
   private receives = 0;
   /** Delivery messages on their way (sent or to come back) by task id, to tell a task held back from a lost one. */
   private readonly messagesOnTheirWay = new Map<string, number>();
-  private skewsDealt = 0;
+  private readonly skewsDealt = new Map<ActorKind, number>();
   private readonly duplicates: Set<number>;
   private readonly wiring = new Wiring(this);
   /** When the last action is sent; quiescence is judged from here. */
@@ -463,8 +466,10 @@ export class World {
     this.invocations.set(kind, nth + 1);
     const planned =
       faults ?? this.scenario.invocationFaults.find((entry) => entry.actor === kind && entry.nth === nth)?.faults;
-    const skews = this.scenario.skewsMs;
-    const skew = skews.length === 0 ? 0 : (skews[this.skewsDealt++ % skews.length] ?? 0);
+    const skews = this.scenario.skewsMs[kind];
+    const dealt = this.skewsDealt.get(kind) ?? 0;
+    this.skewsDealt.set(kind, dealt + 1);
+    const skew = skews.length === 0 ? 0 : (skews[dealt % skews.length] ?? 0);
     return new Actor(this, `${kind}#${nth}${about === undefined ? '' : `(${about})`}`, skew, planned, onCrash);
   }
 

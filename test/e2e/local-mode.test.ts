@@ -72,7 +72,7 @@ describe('End to end: local mode over HTTP', () => {
       plan.push({ kind: 'future', dueAtMs: start + 3000 + Math.floor((i * 17_000) / 200), target: http('/ok') });
     for (let i = 0; i < 20; i++) plan.push({ kind: 'lookahead', dueAtMs: start + 300 + i * 50, target: http('/ok') });
     for (let i = 0; i < 20; i++) plan.push({ kind: 'past', dueAtMs: start - 5000 - i * 1000, target: http('/ok') });
-    // Due far enough past the cancel margin that the cancels, sent after every submit, come in time.
+    // Due far enough past the cancel margin that each cancel, sent as soon as its task is stored, comes in time.
     for (let i = 0; i < 20; i++) {
       plan.push({
         kind: 'cancelled',
@@ -92,10 +92,24 @@ describe('End to end: local mode over HTTP', () => {
       });
     }
 
-    // Act: submit through the batch endpoint (ISO dates) and, for every fifth task, the single one (epoch ms).
+    // Act: the tasks to cancel first, each cancelled as soon as it is stored, so the cancels land
+    // ahead of the margin however long the other submits take on a busy machine.
     const submitted: Submitted[] = [];
-    const singles = plan.filter((_, index) => index % 5 === 0);
-    const batched = plan.filter((_, index) => index % 5 !== 0);
+    for (const item of plan.filter((entry) => entry.kind === 'cancelled')) {
+      const created = await api('POST', '/v1/tasks', {
+        dueAt: item.dueAtMs,
+        target: item.target,
+        payload: { kind: item.kind },
+      });
+      expect(created.status).toBe(201);
+      const id = created.body.id as string;
+      submitted.push({ id, dueAtMs: item.dueAtMs, acceptedAtMs: Date.now(), kind: item.kind });
+      expect((await api('DELETE', `/v1/tasks/${id}`)).status).toBe(200);
+    }
+    // Then the rest through the batch endpoint (ISO dates) and, for every fifth task, the single one (epoch ms).
+    const rest = plan.filter((entry) => entry.kind !== 'cancelled');
+    const singles = rest.filter((_, index) => index % 5 === 0);
+    const batched = rest.filter((_, index) => index % 5 !== 0);
     for (const item of singles) {
       const created = await api('POST', '/v1/tasks', {
         dueAt: item.dueAtMs,
@@ -132,9 +146,6 @@ describe('End to end: local mode over HTTP', () => {
           kind: chunk[index]?.kind ?? ('future' as const),
         })),
       );
-    }
-    for (const task of submitted.filter((entry) => entry.kind === 'cancelled')) {
-      expect((await api('DELETE', `/v1/tasks/${task.id}`)).status).toBe(200);
     }
     const byKind = (...kinds: Submitted['kind'][]) => submitted.filter((task) => kinds.includes(task.kind));
     const webhookIds = new Set(byKind('future', 'lookahead', 'past', 'flaky').map((task) => task.id));

@@ -237,8 +237,8 @@ describe('Faults: the callback', () => {
   });
 
   it('never delivers a task once its cancel returned 200, even with its message already queued', async () => {
-    // Prepare: tasks due, when they are cancelled 1.2 s from now, just past the cancel margin: within
-    // the scanner's lookahead, so most are already in the delivery queue, yet still cancellable.
+    // Prepare: tasks due just past the cancel margin once the scanner's lookahead reaches them, so
+    // they are cancelled as soon as the first is in the delivery queue, yet still cancellable.
     const h = await start();
     const queued = new Set<string>();
     const queue = h.scanner.deliveryQueue;
@@ -250,7 +250,8 @@ describe('Faults: the callback', () => {
     const tasks = webhookTasks(h, 40, UNLEASED_CANCEL_MARGIN_MS + 1300, UNLEASED_CANCEL_MARGIN_MS + 2000);
     const ids = await h.submit(tasks);
     h.run();
-    await new Promise((resolve) => setTimeout(resolve, 1200));
+    // By the first send, not by a fixed wait: how soon the scanner gets to them depends on the machine.
+    await eventually('the scanner sent the first of them', () => queued.size > 0, 200, 10);
     const queuedBeforeCancel = new Set(queued);
 
     // Act: cancel every other task, racing the deliveries.

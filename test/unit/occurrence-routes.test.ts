@@ -46,6 +46,40 @@ describe('Route: DELETE /v1/tasks/{id} of an occurrence', () => {
     expect(again).toMatchObject({ statusCode: 200, json: { status: 'CANCELLED' } });
     expect(firedOccurrences(w)).toEqual([20_000, 30_000]);
   });
+  it('keeps the schedule going when a DELETE of the next occurrence looks before a crashed cancel stores it', async () => {
+    // Prepare: a DELETE of the pending occurrence moves the chain to its successor and dies
+    // storing it, so the schedule names a successor no task holds yet (GET shows its id).
+    const { w, scheduleId, nextTaskId } = await withSchedule();
+    const create = w.taskStore.createUnlessStored.bind(w.taskStore);
+    let crashes = 1;
+    w.taskStore.createUnlessStored = async (task) => {
+      if (crashes-- > 0) throw new Error('crash');
+      return create(task);
+    };
+    await expect(w.call('DELETE /v1/tasks/{id}', { id: nextTaskId })).rejects.toThrow('crash');
+    const successor = w.stored(scheduleId)?.next?.taskId ?? '';
+    expect(w.taskStore.tasks.has(successor)).toBe(false);
+
+    // Act: a DELETE of the successor reads it while it is missing; the client's retry of the first
+    // DELETE stores it before the second DELETE goes on.
+    const get = w.taskStore.get.bind(w.taskStore);
+    let raced = false;
+    w.taskStore.get = async (key) => {
+      const task = await get(key);
+      if (!raced && key.sk.endsWith(successor)) {
+        raced = true;
+        await w.call('DELETE /v1/tasks/{id}', { id: nextTaskId });
+      }
+      return task;
+    };
+    const cancelled = await w.call('DELETE /v1/tasks/{id}', { id: successor });
+    await w.runUntil(START + 45_000);
+
+    // Assess: the successor was not there when asked for, so it stays, fires, and the chain goes on.
+    expect(raced).toBe(true);
+    expect(cancelled.statusCode).toBe(404);
+    expect(firedOccurrences(w)).toEqual([20_000, 30_000, 40_000]);
+  });
 });
 
 describe('Route: PATCH /v1/tasks/{id} of an occurrence', () => {

@@ -248,7 +248,10 @@ export async function cancelTaskKeepingSchedule(
   id: string,
 ): Promise<CancelOutcome> {
   const task = await getTask(ports, tenantId, id);
-  if (task?.occurrence !== undefined && task.status === 'PENDING') await advanceSchedule(ports, task);
+  // Not there when asked for: the id may name the successor a chain already points at, which a
+  // crashed advance's retry is about to store; cancelling it then, unread, would stop the schedule.
+  if (!task) return { cancelled: false, reason: 'not-found' };
+  if (task.occurrence !== undefined && task.status === 'PENDING') await advanceSchedule(ports, task);
   return cancelTask(ports, tenantId, id);
 }
 

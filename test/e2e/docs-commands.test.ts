@@ -22,7 +22,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { run as runCli } from '../../lib/cli/run.js';
 import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
-import { withNpmLock } from '../support/npm-lock.js';
 
 const repo = resolve(import.meta.dirname, '../..');
 const DOC_FILES = [
@@ -221,7 +220,6 @@ async function runDocumented(session: Session, command: DocCommand, plan: Plan) 
   if (throughNpx) session.ranNpx = true;
   const once = () => {
     if (cli && !throughNpx) return session.runInProcess(cli[1] ?? '');
-    if (throughNpx) return withNpmLock(() => session.run(line));
     if (!line.startsWith('npm run')) return session.run(line);
     const cached = npmRuns.get(line) ?? session.run(line);
     npmRuns.set(line, cached);

@@ -16,7 +16,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FUNCTIONS } from '../../functions/contract/topology.js';
 import { LOCAL_INBOX_PATH } from '../../lib/local/paths.js';
 import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
-import { withNpmLock } from '../support/npm-lock.js';
 
 const repo = resolve(import.meta.dirname, '../..');
 const clientPackage = join(repo, 'packages/client');
@@ -39,14 +38,13 @@ const SLOW_MS = 600_000;
 
 /** Packs a package into `work` and returns the tarball's path; `npm pack` runs the package's prepack build. */
 async function pack(dir: string, npmArgs: string[] = []): Promise<string> {
-  await withNpmLock(() => run('npm', ['pack', '--pack-destination', work, ...npmArgs], dir));
+  await run('npm', ['pack', '--pack-destination', work, ...npmArgs], dir);
   const { name, version } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Record<string, string>;
   return join(work, `${name}-${version}.tgz`);
 }
 
 /** Installs from npm's cache where it can: every version asked for is one this repository installed. */
-const install = (dir: string) =>
-  withNpmLock(() => run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], dir));
+const install = (dir: string) => run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], dir);
 
 function writeFiles(dir: string, files: Record<string, string>): void {
   for (const [path, text] of Object.entries(files)) {

@@ -323,7 +323,10 @@ function checkSchedules(
   // its attempt already, and may complete (docs/architecture.md).
   const advancedAt = new Map<string, number>();
   for (const [index, event] of history.entries()) {
-    if (event.type === 'chain' && event.advancedFrom !== undefined) advancedAt.set(event.advancedFrom, index);
+    // Advances only: a change keeps the advancedFrom of the chain it replaced.
+    if (event.type === 'chain' && event.op === 'advance' && event.advancedFrom !== undefined) {
+      advancedAt.set(event.advancedFrom, index);
+    }
   }
   for (const [index, answer] of history.entries()) {
     if (answer.type !== 'schedule-answer' || !answer.ok || (answer.op !== 'delete' && answer.op !== 'pause')) continue;

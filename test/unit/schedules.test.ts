@@ -290,6 +290,28 @@ describe('Occurrence chain: deliverTask of an occurrence', () => {
     ]);
   });
 
+  it('does not fire an occurrence time again when a second change comes from a clock behind the callback that fired it', async () => {
+    // Prepare: the first occurrence fires, a change from an on-time clock replaces the chain ...
+    const w = world();
+    const schedule = await w.create({ rate: undefined, cron: '*/5 * * * * *', payload: { v: 1 } });
+    expect((await w.fireNext(schedule.id)).kind).toBe('delivered');
+    expect((await changeSchedule(w.admin, TENANT_ID, schedule.id, { payload: { v: 2 } })).kind).toBe('changed');
+    // ... and another api, whose clock runs 200 ms behind the callback's, changes it again.
+    w.clock.set(START + 4800);
+
+    // Act
+    const changed = await changeSchedule(w.admin, TENANT_ID, schedule.id, { payload: { v: 3 } });
+    await w.runUntil(START + 16_000);
+
+    // Assess
+    expect(changed.kind).toBe('changed');
+    expect(w.calls.map((c) => [Date.parse(c.notification.occurrence ?? '') - START, c.notification.payload])).toEqual([
+      [5000, { v: 1 }],
+      [10_000, { v: 3 }],
+      [15_000, { v: 3 }],
+    ]);
+  });
+
   it('fires an occurrence of a changed schedule only under its new revision', async () => {
     // Prepare
     const w = world();

@@ -535,8 +535,9 @@ function changed(
     startAtMs: _start,
     endAtMs: _end,
     next: _next,
-    advancedFrom: _from,
     window: _window,
+    // advancedFrom is kept: the occurrence that last fired, under this revision or one it replaced,
+    // so that no later change, even from a clock behind the callback's, fires its time again.
     ...kept
   } = current;
   const window = change.window === null ? undefined : (change.window ?? current.window);

@@ -224,12 +224,9 @@ export async function deliverTask(
   reads: TaskReads = readAlone(ports),
 ): Promise<DeliveryOutcome> {
   const { taskStore, clock } = ports;
-  const location = parseTaskId(id, ports.shardCount);
-  if (!location) return { kind: 'skipped', reason: 'malformed-id' };
-  const goesAtMs = Math.max(location.fireAtMs, notBeforeMs);
-  if (goesAtMs - clock.now() > ports.maxEarlyWaitMs) return { kind: 'early', notBeforeMs: goesAtMs };
-
-  const key = taskKey(id, location, ports.bucketCount);
+  const place = placeOf(ports, id, notBeforeMs, clock.now());
+  if ('kind' in place) return place;
+  const { key, goesAtMs } = place;
   const task = await reads.read(key, goesAtMs);
   await waitUntil(clock, goesAtMs);
   if (!task || FINAL_STATUSES.has(task.status)) return { kind: 'skipped', reason: 'not-claimable' };
@@ -243,6 +240,24 @@ export async function deliverTask(
     });
   }
   return leasedAttempt(ports, key, goesAtMs);
+}
+
+/**
+ * Where a delivery message's task lives and when it may go (its fire time, or the later time its
+ * message asks for); or why it is not read now: a malformed id, or a message that surfaced more
+ * than `maxEarlyWaitMs` early and goes back to the queue.
+ */
+function placeOf(
+  ports: Pick<DeliveryPorts, 'shardCount' | 'bucketCount' | 'maxEarlyWaitMs'>,
+  id: string,
+  notBeforeMs: number,
+  nowMs: number,
+): { readonly key: TaskKey; readonly goesAtMs: number } | Extract<DeliveryOutcome, { kind: 'skipped' | 'early' }> {
+  const location = parseTaskId(id, ports.shardCount);
+  if (!location) return { kind: 'skipped', reason: 'malformed-id' };
+  const goesAtMs = Math.max(location.fireAtMs, notBeforeMs);
+  if (goesAtMs - nowMs > ports.maxEarlyWaitMs) return { kind: 'early', notBeforeMs: goesAtMs };
+  return { key: taskKey(id, location, ports.bucketCount), goesAtMs };
 }
 
 /** How a delivery reads its task: not before FIRST_ATTEMPT_READ_AHEAD_MS ahead of `goesAtMs`, by the callback's clock. */
@@ -277,11 +292,8 @@ export interface PlannedDelivery {
 export function readTogether(ports: DeliveryPorts, deliveries: readonly PlannedDelivery[]): TaskReads {
   const nowMs = ports.clock.now();
   const planned = deliveries.flatMap(({ id, notBeforeMs = 0 }) => {
-    const location = parseTaskId(id, ports.shardCount);
-    if (!location) return [];
-    const goesAtMs = Math.max(location.fireAtMs, notBeforeMs);
-    if (goesAtMs - nowMs > ports.maxEarlyWaitMs) return [];
-    return [{ key: taskKey(id, location, ports.bucketCount), goesAtMs }];
+    const place = placeOf(ports, id, notBeforeMs, nowMs);
+    return 'kind' in place ? [] : [place];
   });
   planned.sort((a, b) => a.goesAtMs - b.goesAtMs);
   const readerOf = new Map<string, () => Promise<Map<string, Task | undefined>>>();

@@ -4,18 +4,17 @@
  * neither rest the host nor hold back its other tasks, a restart loses nothing, and a call not
  * made is not an attempt.
  */
-import type { ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { DELIVERY_LEASE_MS } from '../../functions/contract/topology.js';
 import { DEFAULT_HOST_BREAKER } from '../../functions/core/deliver/host-breaker.js';
 import { DEV_API_KEY_FILE } from '../../lib/local/dev-tenant.js';
-import { eventually, quantile, startWebhookReceiver } from '../support/webhook-receiver.js';
-import { freePort, startLocalMode } from './local-process.js';
+import { eventually, quantile } from '../support/webhook-receiver.js';
+import { freePort, killedLocalMode, outputOf, startLocalMode } from './local-process.js';
 
 /** Every task's policy: enough attempts for a fail-twice task, short backoffs so an always-503 task ends FAILED within the test. */
 const POLICY = { maxAttempts: 4, backoffBaseSeconds: 2, backoffMaxSeconds: 4 };
@@ -28,35 +27,22 @@ const TASKS = 300;
  */
 const P99_BOUND_MS = 8000;
 
-let receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
-let dataDir: string;
-let child: ChildProcess | undefined;
-
-beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), 'timer-live-host-'));
-  receiver = await startWebhookReceiver({
-    '/ok': () => 200,
-    '/twice-503': (_, seen) => (seen < 2 ? 503 : 200),
-    '/always-503': () => 503,
-  });
+const local = killedLocalMode('live-host', {
+  '/ok': () => 200,
+  '/twice-503': (_, seen) => (seen < 2 ? 503 : 200),
+  '/always-503': () => 503,
 });
 
-afterAll(async () => {
-  child?.kill('SIGKILL');
-  await receiver?.close();
-  await rm(dataDir, { recursive: true, force: true });
-});
-
-const receiptsOf = (id: string) => receiver.receipts.filter((receipt) => receipt.body.id === id);
+const receiptsOf = (id: string) => local.receiver.receipts.filter((receipt) => receipt.body.id === id);
 const pathOf = (index: number) => (index % 25 === 0 ? '/always-503' : index % 10 === 1 ? '/twice-503' : '/ok');
 
 describe('Faults: a live host answering 503 to some tasks, with local mode SIGKILLed', () => {
   it('keeps 300 tasks to one host on time across a SIGKILL, delivers each fail-twice task on its third call, and spends no attempt on a call not made', async () => {
     // Prepare: 10% of the tasks are answered 503 twice, 4% always, the rest 200 at once.
     const port = await freePort();
-    child = await startLocalMode(port, dataDir);
+    local.child = await startLocalMode(port, local.dataDir);
     const api = `http://127.0.0.1:${port}`;
-    const apiKey = (await readFile(join(dataDir, DEV_API_KEY_FILE), 'utf8')).trim();
+    const apiKey = (await readFile(join(local.dataDir, DEV_API_KEY_FILE), 'utf8')).trim();
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` };
     const put = await fetch(`${api}/v1/biz-types/flaky-host`, { method: 'PUT', headers, body: JSON.stringify(POLICY) });
     expect(put.status).toBeLessThan(300);
@@ -64,7 +50,7 @@ describe('Faults: a live host answering 503 to some tasks, with local mode SIGKI
     const tasks = Array.from({ length: TASKS }, (_, index) => ({
       dueAt: start + 3000 + Math.floor((index * 20_000) / TASKS),
       bizType: 'flaky-host',
-      target: { type: 'http', url: receiver.url(pathOf(index)) },
+      target: { type: 'http', url: local.receiver.url(pathOf(index)) },
       payload: { index },
       idempotencyKey: `live-host-${start}-${index}`,
     }));
@@ -86,11 +72,11 @@ describe('Faults: a live host answering 503 to some tasks, with local mode SIGKI
 
     // Act: kill local mode hard ten seconds into the deliveries, and start it again on the same data.
     await new Promise((resolve) => setTimeout(resolve, start + 13_000 - Date.now()));
-    child.kill('SIGKILL');
+    local.child.kill('SIGKILL');
     const killedAtMs = Date.now();
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const restartedAtMs = Date.now();
-    child = await startLocalMode(port, dataDir);
+    local.child = await startLocalMode(port, local.dataDir);
     const upAtMs = Date.now();
     // Watched from the receiver first, so that polling the api adds no load while tasks are due. A
     // task whose call the kill cut short holds its 60 s lease (the call may have reached the
@@ -110,7 +96,7 @@ describe('Faults: a live host answering 503 to some tasks, with local mode SIGKI
           })),
         );
         throw new Error(
-          `${String(error)}; killed at ${killedAtMs}, up at ${upAtMs}; not called to the end: ${JSON.stringify(states)}`,
+          `${String(error)}; killed at ${killedAtMs}, up at ${upAtMs}; not called to the end: ${JSON.stringify(states)}; local mode printed: ${outputOf(local.child)}`,
         );
       },
     );
@@ -134,7 +120,7 @@ describe('Faults: a live host answering 503 to some tasks, with local mode SIGKI
       .map((id) => (firstSuccess(id)?.receivedAtMs ?? Infinity) - Date.parse(firstSuccess(id)?.body.dueAt ?? ''))
       .sort((a, b) => a - b);
     const [p50, p99] = [quantile(lateness, 0.5), quantile(lateness, 0.99)];
-    const early = receiver.receipts.filter((receipt) => receipt.receivedAtMs < Date.parse(receipt.body.dueAt));
+    const early = local.receiver.receipts.filter((receipt) => receipt.receivedAtMs < Date.parse(receipt.body.dueAt));
     const undelivered = [...healthy, ...twice].filter((id) => recorded.get(id)?.status !== 'DELIVERED');
     const notOnThirdCall = twice.filter((id) => receiptsOf(id).findIndex((receipt) => receipt.status === 200) !== 2);
     // A kill between an attempt's lease and its call leaves one attempt with no call: the service

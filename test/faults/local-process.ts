@@ -1,8 +1,13 @@
 /** Local mode as `npm start` runs it, in a process of its own that a fault test can SIGKILL. */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
-import { eventually } from '../support/webhook-receiver.js';
+import { afterAll, beforeAll } from 'vitest';
+
+import { eventually, type Responder, startWebhookReceiver } from '../support/webhook-receiver.js';
 
 export async function freePort(): Promise<number> {
   const server = createServer();
@@ -10,6 +15,13 @@ export async function freePort(): Promise<number> {
   const { port } = server.address() as { port: number };
   await new Promise((resolve) => server.close(resolve));
   return port;
+}
+
+const outputs = new WeakMap<ChildProcess, () => string>();
+
+/** The last `chars` a process startLocalMode started has printed (errors only: it logs at ERROR). */
+export function outputOf(child: ChildProcess | undefined, chars = 2000): string {
+  return (child && outputs.get(child)?.().slice(-chars)) ?? '';
 }
 
 /** Starts `npm start`'s entry point on `dataDir` and waits until it prints its API URL. */
@@ -25,6 +37,7 @@ export async function startLocalMode(port: number, dataDir: string): Promise<Chi
   process_.stderr?.on('data', (chunk: Buffer) => {
     output += chunk.toString();
   });
+  outputs.set(process_, () => output);
   await eventually(
     `local mode to start (output so far: ${output.slice(-500)})`,
     () => output.includes('Press Ctrl+C'),
@@ -32,4 +45,29 @@ export async function startLocalMode(port: number, dataDir: string): Promise<Chi
     250,
   );
   return process_;
+}
+
+/** What a test file that kills local mode holds: its data folder, its receiver and the running process. */
+export interface KilledLocalMode {
+  dataDir: string;
+  receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
+  child?: ChildProcess;
+}
+
+/**
+ * A data folder and a webhook receiver of a test file's own, made before its tests and removed,
+ * with the local-mode process it left running, after them. Call it at the top of the file.
+ */
+export function killedLocalMode(name: string, responders: Record<string, Responder>): KilledLocalMode {
+  const fixture = {} as KilledLocalMode;
+  beforeAll(async () => {
+    fixture.dataDir = await mkdtemp(join(tmpdir(), `timer-${name}-`));
+    fixture.receiver = await startWebhookReceiver(responders);
+  });
+  afterAll(async () => {
+    fixture.child?.kill('SIGKILL');
+    await fixture.receiver?.close();
+    await rm(fixture.dataDir, { recursive: true, force: true });
+  });
+  return fixture;
 }

@@ -1,0 +1,62 @@
+/**
+ * Schedules' occurrences end to end: local mode over HTTP with a real webhook receiver. An
+ * occurrence with a window fires inside it, and cancelling an occurrence's task moves the
+ * schedule on rather than stopping it.
+ */
+import { describe, expect, it } from 'vitest';
+
+import type { ScheduleView } from '../../functions/contract/wire.js';
+import { localTimerFixture } from '../support/local-timer-fixture.js';
+import { eventually } from '../support/webhook-receiver.js';
+
+const local = localTimerFixture({
+  '/windowed': () => 204,
+  '/occurrence-cancelled': () => 204,
+});
+
+const receiptsAt = (path: string) => local.receiver.receipts.filter((receipt) => receipt.path === path);
+
+describe('End to end: schedule occurrences over HTTP in local mode', () => {
+  it('fires a schedule with a window every time, inside its window', async () => {
+    // Prepare
+    const created = await local.api('POST', '/v1/schedules', {
+      rate: '10 seconds',
+      window: { seconds: 5 },
+      target: { type: 'http', url: local.receiver.url('/windowed') },
+    });
+    expect(created.status).toBe(201);
+    const { id } = created.body as unknown as ScheduleView;
+
+    // Act
+    await eventually('three occurrences', () => receiptsAt('/windowed').length >= 3, 100, 500);
+    await local.api('DELETE', `/v1/schedules/${id}`);
+
+    // Assess: by the receiver's clock, each within [occurrence, occurrence + window + lateness].
+    const three = receiptsAt('/windowed').slice(0, 3);
+    const occurrences = three.map((receipt) => Date.parse(String(receipt.body.occurrence)));
+    expect(occurrences.slice(1).map((ms, index) => ms - (occurrences[index] ?? 0))).toEqual([10_000, 10_000]);
+    for (const receipt of three) {
+      const offset = receipt.receivedAtMs - Date.parse(String(receipt.body.occurrence));
+      expect(offset).toBeGreaterThanOrEqual(0);
+      expect(offset).toBeLessThan(5000 + 2000);
+    }
+  }, 70_000);
+  it("goes on firing after its pending occurrence's task is cancelled", async () => {
+    // Prepare
+    const created = await local.api('POST', '/v1/schedules', {
+      rate: '3 seconds',
+      target: { type: 'http', url: local.receiver.url('/occurrence-cancelled') },
+    });
+    const schedule = created.body as unknown as ScheduleView;
+
+    // Act
+    const cancelled = await local.api('DELETE', `/v1/tasks/${schedule.nextTaskId}`);
+    await eventually('two later occurrences', () => receiptsAt('/occurrence-cancelled').length >= 2, 60, 500);
+    await local.api('DELETE', `/v1/schedules/${schedule.id}`);
+
+    // Assess
+    expect(cancelled).toMatchObject({ status: 200, body: { status: 'CANCELLED' } });
+    const fired = receiptsAt('/occurrence-cancelled').map((receipt) => receipt.body.id);
+    expect(fired).not.toContain(schedule.nextTaskId);
+  }, 60_000);
+});

@@ -1,0 +1,118 @@
+/**
+ * Fault injection on the whole pipeline (real dynalite, fauxqs and webhook receiver): the callback
+ * crashing after a delivery, webhooks that time out, fail, throttle or drop the connection, and
+ * cancels racing queued deliveries.
+ */
+import { describe, expect, it } from 'vitest';
+
+import { type DeliveryMessage, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/kernel/task.js';
+import { eventually } from '../support/webhook-receiver.js';
+import { printReport, report, waitForDeliveries, webhookTasks } from './harness.js';
+import { crashOnce, harnessPerTest, runCase, statusOf } from './pipeline-cases.js';
+
+const start = harnessPerTest();
+
+describe('Faults: the callback', () => {
+  it('redelivers, with the same id, a task whose callback crashed after the target answered', async () => {
+    // Prepare
+    const h = await start();
+    const crash = crashOnce(
+      h.callback.delivery.taskStore,
+      'finishDelivery',
+      (_key: unknown, _attempt: number, outcome: { status: string }) => outcome.status === 'DELIVERED',
+    );
+
+    // Act
+    const { ids } = await runCase(
+      'callback crash after delivering, before DELIVERED',
+      h,
+      webhookTasks(h, 20, 2000, 4000),
+    );
+
+    // Assess: one duplicate, carrying the same webhook-id, and the task ends DELIVERED. The crashed
+    // task's message comes back only after its visibility timeout, which on a busy machine can
+    // fall after the last first delivery the case waited for.
+    expect(crash.crashed()).toBe(true);
+    const repeats = () =>
+      h.receiver.receipts.filter(
+        (receipt, index, all) => all.findIndex((other) => other.body.id === receipt.body.id) !== index,
+      );
+    await eventually('the crashed delivery is made again', () => repeats().length >= 1, 60);
+    const twice = repeats();
+    expect(twice.length).toBeGreaterThanOrEqual(1);
+    for (const receipt of twice) expect(receipt.headers['webhook-id']).toBe(receipt.body.id);
+    for (const id of ids) expect(await statusOf(h, id)).toBe('DELIVERED');
+  });
+
+  it('survives webhooks that time out, fail, throttle with Retry-After or drop the connection', async () => {
+    // Prepare: each path misbehaves on the first attempt of every task, then answers 200.
+    const h = await start({
+      webhookTimeoutMs: 500,
+      responders: {
+        '/slow': (_, seen) => (seen === 0 ? { status: 200, delayMs: 1500 } : 200),
+        '/error': (_, seen) => (seen === 0 ? 502 : 200),
+        '/throttle': (_, seen) => (seen === 0 ? { status: 429, headers: { 'retry-after': '2' } } : 200),
+        '/drop': (_, seen) => (seen === 0 ? { dropConnection: true } : 200),
+      },
+    });
+    const tasks = ['/slow', '/error', '/throttle', '/drop'].flatMap((path) => webhookTasks(h, 8, 2000, 4000, path));
+
+    // Act
+    const { ids, result } = await runCase('webhook timeout, 5xx, 429 Retry-After, dropped connection', h, tasks);
+
+    // Assess: each got a second attempt; the throttled ones waited as asked.
+    expect(result.delivered).toBe(32);
+    for (const id of ids) expect(await statusOf(h, id)).toBe('DELIVERED');
+    const throttled = h.receiver.receipts.filter((receipt) => receipt.path === '/throttle');
+    for (const id of new Set(throttled.map((receipt) => receipt.body.id))) {
+      const [first, second] = throttled.filter((receipt) => receipt.body.id === id);
+      expect((second?.receivedAtMs ?? 0) - (first?.receivedAtMs ?? 0)).toBeGreaterThanOrEqual(1900);
+    }
+  });
+
+  it('never delivers a task once its cancel returned 200, even with its message already queued', async () => {
+    // Prepare: tasks due just past the cancel margin once the scanner's lookahead reaches them, so
+    // they are cancelled as soon as the first is in the delivery queue, yet still cancellable.
+    const h = await start();
+    const queued = new Set<string>();
+    const queue = h.scanner.deliveryQueue;
+    const send = queue.send.bind(queue);
+    queue.send = async (messages: readonly DeliveryMessage[]) => {
+      await send(messages);
+      for (const message of messages) queued.add(message.id);
+    };
+    const tasks = webhookTasks(h, 40, UNLEASED_CANCEL_MARGIN_MS + 1300, UNLEASED_CANCEL_MARGIN_MS + 2000);
+    const ids = await h.submit(tasks);
+    h.run();
+    // By the first send, not by a fixed wait: how soon the scanner gets to them depends on the machine.
+    await eventually('the scanner sent the first of them', () => queued.size > 0, 200, 10);
+    const queuedBeforeCancel = new Set(queued);
+
+    // Act: cancel every other task, racing the deliveries.
+    const cancels = await Promise.all(
+      ids
+        .filter((_, index) => index % 2 === 0)
+        .map(async (id) => {
+          const response = await h.call('DELETE /v1/tasks/{id}', { pathParameters: { id } });
+          return { id, status: response.statusCode };
+        }),
+    );
+    const kept = ids.filter((id) => !cancels.some((cancel) => cancel.id === id && cancel.status === 200));
+    await waitForDeliveries(h, kept);
+
+    // Assess
+    const cancelled = new Set(cancels.filter((cancel) => cancel.status === 200).map((cancel) => cancel.id));
+    const result = report(h, kept);
+    const deliveredCancelled = h.receiver.receipts.filter((receipt) => cancelled.has(receipt.body.id));
+    printReport(
+      `cancel racing queued deliveries (${cancelled.size} of ${cancels.length} cancels answered 200, ${[...cancelled].filter((id) => queuedBeforeCancel.has(id)).length} of them already queued; ${deliveredCancelled.length} delivered)`,
+      result,
+    );
+    expect(cancelled.size).toBeGreaterThan(0);
+    // The point of the case: some cancels hit tasks whose message was already on its way.
+    expect([...cancelled].filter((id) => queuedBeforeCancel.has(id)).length).toBeGreaterThan(0);
+    expect(deliveredCancelled).toEqual([]);
+    expect(result.lost).toEqual([]);
+    for (const id of cancelled) expect(await statusOf(h, id)).toBe('CANCELLED');
+  });
+});

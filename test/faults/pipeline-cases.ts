@@ -1,0 +1,79 @@
+/**
+ * What the pipeline's fault files share: a harness per test, crashes injected into a store, and
+ * the run every case makes. Each case submits a known set of tasks, injects one fault, lets the
+ * system recover and checks what the receiver saw: every non-cancelled task at least once, none
+ * early, duplicates counted, final states right. Each prints one line of what the fault cost.
+ */
+import { afterEach, expect } from 'vitest';
+
+import { type Harness, type HarnessOptions, printReport, report, startHarness, waitForDeliveries } from './harness.js';
+
+/** Starts a harness per test and stops it after each; call it at the top of a test file. */
+export function harnessPerTest(): (options?: HarnessOptions) => Promise<Harness> {
+  let harness: Harness | undefined;
+  afterEach(async () => {
+    await harness?.stop();
+    harness = undefined;
+  });
+  return async (options = {}) => {
+    harness = await startHarness(options);
+    return harness;
+  };
+}
+
+/** Replaces a method so that its first call matching `when` throws, as if the process died right there. */
+export function crashOnce<T extends object, K extends keyof T>(
+  target: T,
+  method: K,
+  when: (...args: never[]) => boolean = () => true,
+): { crashed: () => boolean } {
+  const original = (target[method] as (...args: unknown[]) => Promise<unknown>).bind(target);
+  let crashed = false;
+  Object.assign(target, {
+    [method]: async (...args: unknown[]) => {
+      if (!crashed && (when as (...args: unknown[]) => boolean)(...args)) {
+        crashed = true;
+        throw new Error(`crash in ${String(method)} (injected)`);
+      }
+      return original(...args);
+    },
+  });
+  return { crashed: () => crashed };
+}
+
+/** Every second claimed, by the scanners or by the sweeper's catch-up, in claim order. */
+export function recordClaims(h: Harness): number[] {
+  const claimed: number[] = [];
+  for (const clockStore of [h.scanner.clockStore, h.sweeper.clockStore]) {
+    const advance = clockStore.advance.bind(clockStore);
+    clockStore.advance = async (from: number, through: number) => {
+      const won = await advance(from, through);
+      if (won) for (let second = from; second <= through; second++) claimed.push(second);
+      return won;
+    };
+  }
+  return claimed;
+}
+
+/** Runs a case: submit, run, wait, report, and check the invariants every case shares. */
+export async function runCase(
+  name: string,
+  h: Harness,
+  tasks: ReadonlyArray<Record<string, unknown>>,
+  submit: { oneByOne?: boolean } = {},
+  waitMs?: number,
+) {
+  const ids = await h.submit(tasks, submit);
+  h.run();
+  await waitForDeliveries(h, ids, waitMs);
+  const result = report(h, ids);
+  printReport(name, result);
+  expect(result.lost).toEqual([]);
+  expect(result.early).toEqual([]);
+  return { ids, result };
+}
+
+export async function statusOf(h: Harness, id: string): Promise<unknown> {
+  const response = await h.call('GET /v1/tasks/{id}', { pathParameters: { id } });
+  return (JSON.parse(response.body) as { status: string; attempts: number }).status;
+}

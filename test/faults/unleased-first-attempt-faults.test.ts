@@ -1,0 +1,107 @@
+/**
+ * Fault injection on the whole pipeline (real dynalite, fauxqs and webhook receiver): first
+ * attempts that take no lease, through the same faults as the leased path.
+ */
+import { describe, expect, it } from 'vitest';
+
+import { UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/kernel/task.js';
+import { eventually } from '../support/webhook-receiver.js';
+import { printReport, report, waitForDeliveries, webhookTasks } from './harness.js';
+import { crashOnce, harnessPerTest, runCase, statusOf } from './pipeline-cases.js';
+
+const start = harnessPerTest();
+
+/**
+ * Tasks submitted well before their due time (past the late-arrival bound: lookahead, clock skew
+ * tolerance and the api's timeout, 22 s) take no lease on their first attempt: one write instead
+ * of two. These cases run them through the same faults as the leased path above.
+ */
+describe('Faults: unleased first attempts', () => {
+  const FAR_MS = 25_000;
+
+  it('redelivers, with the same id and attempt, a task whose callback crashed after the target answered and before recording it', async () => {
+    // Prepare
+    const h = await start();
+    const crash = crashOnce(
+      h.callback.delivery.taskStore,
+      'finishFirstAttempt',
+      (_key: unknown, outcome: { status: string }) => outcome.status === 'DELIVERED',
+    );
+
+    // Act
+    const { ids } = await runCase(
+      'unleased first attempt: crash after delivering, before DELIVERED',
+      h,
+      webhookTasks(h, 20, FAR_MS, FAR_MS + 2000),
+      {},
+      60_000,
+    );
+
+    // Assess
+    expect(crash.crashed()).toBe(true);
+    const repeats = () =>
+      h.receiver.receipts.filter(
+        (receipt, index, all) => all.findIndex((other) => other.body.id === receipt.body.id) !== index,
+      );
+    await eventually('the crashed delivery is made again', () => repeats().length >= 1, 60);
+    for (const receipt of repeats()) {
+      expect(receipt.headers['webhook-id']).toBe(receipt.body.id);
+      expect(receipt.body.attempt).toBe(1);
+    }
+    for (const id of ids) expect(await statusOf(h, id)).toBe('DELIVERED');
+  }, 120_000);
+
+  it('never delivers a task whose cancel answered 200, with cancels racing its due time', async () => {
+    // Prepare: 30 tasks, each cancelled at its own moment from 1.5 s before the cancel margin to 0.5 s
+    // after its due time.
+    const h = await start();
+    const tasks = webhookTasks(h, 30, FAR_MS, FAR_MS + 3000);
+    const ids = await h.submit(tasks);
+    h.run();
+
+    // Act
+    const cancels = await Promise.all(
+      ids.map(async (id, index) => {
+        const dueAt = Number((tasks[index] as { dueAt: number }).dueAt);
+        const offsetMs =
+          -(UNLEASED_CANCEL_MARGIN_MS + 1500) +
+          Math.floor(((UNLEASED_CANCEL_MARGIN_MS + 2000) * index) / (ids.length - 1));
+        await new Promise((resolve) => setTimeout(resolve, Math.max(0, dueAt + offsetMs - Date.now())));
+        const response = await h.call('DELETE /v1/tasks/{id}', { pathParameters: { id } });
+        return {
+          id,
+          offsetMs,
+          status: response.statusCode,
+          type: (JSON.parse(response.body) as { type?: string }).type,
+        };
+      }),
+    );
+    const cancelled = new Set(cancels.filter((cancel) => cancel.status === 200).map((cancel) => cancel.id));
+    const kept = ids.filter((id) => !cancelled.has(id));
+    await waitForDeliveries(h, kept, 60_000);
+
+    // Assess: 200 well before the margin, 409 after it; no cancelled task reaches the receiver.
+    const result = report(h, kept);
+    const deliveredCancelled = h.receiver.receipts.filter((receipt) => cancelled.has(receipt.body.id));
+    printReport(
+      `unleased first attempts: cancels racing the due time (${cancelled.size} of ${cancels.length} answered 200; ${deliveredCancelled.length} delivered)`,
+      result,
+    );
+    expect(cancelled.size).toBeGreaterThan(0);
+    expect(kept.length).toBeGreaterThan(0);
+    // Refused ones were too late to cancel (or already delivered, for those asked after the due time).
+    for (const cancel of cancels.filter((each) => each.status !== 200)) {
+      expect(cancel.status).toBe(409);
+      expect(['/problems/too-late', '/problems/already-final']).toContain(cancel.type);
+    }
+    expect(
+      cancels
+        .filter((cancel) => cancel.offsetMs < -(UNLEASED_CANCEL_MARGIN_MS + 500))
+        .every((cancel) => cancel.status === 200),
+    ).toBe(true);
+    expect(deliveredCancelled).toEqual([]);
+    expect(result.lost).toEqual([]);
+    expect(result.early).toEqual([]);
+    for (const id of cancelled) expect(await statusOf(h, id)).toBe('CANCELLED');
+  }, 120_000);
+});

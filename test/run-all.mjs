@@ -1,0 +1,60 @@
+/**
+ * `npm test`: the type check and lint run beside the suite, since the suite spends most of its
+ * wall time waiting on real time (local mode firing tasks, leases running out) while the checks
+ * compute. Then the docs test and the scale tests run, each alone: the docs test's npx cache
+ * entry suffers beside the package test's npm work, and the scale tests measure request rates,
+ * which a neighbour skews. A failing check stops the suite at once. Each step's wall time is
+ * printed at the end, as the README's test time is read from it.
+ */
+import { spawn } from 'node:child_process';
+
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+const vitest = ['exec', '--', 'vitest', 'run'];
+const steps = {
+  checks: [npm, ['run', '--silent', 'checks']],
+  suite: [npm, [...vitest, '--exclude', 'test/scale/**', '--exclude', 'test/e2e/docs-commands.test.ts']],
+  docs: [npm, [...vitest, 'test/e2e/docs-commands.test.ts']],
+  scale: [npm, [...vitest, 'test/scale', '--maxWorkers=1']],
+};
+const running = new Set();
+const took = [];
+
+/** Runs a step; its output goes straight through, or is held until it ends when `held`. */
+function run(name, { held = false } = {}) {
+  const [command, args] = steps[name];
+  const startedAt = Date.now();
+  const child = spawn(command, args, { stdio: held ? ['ignore', 'pipe', 'pipe'] : 'inherit' });
+  running.add(child);
+  const output = [];
+  child.stdout?.on('data', (chunk) => output.push(chunk));
+  child.stderr?.on('data', (chunk) => output.push(chunk));
+  return new Promise((resolve) => {
+    child.on('close', (code, signal) => {
+      running.delete(child);
+      took.push(`${name} ${((Date.now() - startedAt) / 1000).toFixed(0)} s`);
+      if (held) process.stdout.write(Buffer.concat(output));
+      resolve({ name, ok: code === 0, code: code ?? signal });
+    });
+  });
+}
+
+function finish(failed) {
+  for (const child of running) child.kill('SIGTERM');
+  const wall = ((Date.now() - startedAtMs) / 1000).toFixed(0);
+  console.log(
+    `\nnpm test: ${failed ? `failed at ${failed.name} (exit ${failed.code})` : 'passed'}; ${took.join(', ')}; ${wall} s in all`,
+  );
+  process.exit(failed ? 1 : 0);
+}
+
+const startedAtMs = Date.now();
+const checks = run('checks', { held: true });
+const suite = run('suite');
+const first = await Promise.race([checks, suite]);
+if (!first.ok) finish(first);
+for (const result of await Promise.all([checks, suite])) if (!result.ok) finish(result);
+for (const name of ['docs', 'scale']) {
+  const result = await run(name);
+  if (!result.ok) finish(result);
+}
+finish();

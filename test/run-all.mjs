@@ -23,7 +23,8 @@ const took = [];
 function run(name, { held = false } = {}) {
   const [command, args] = steps[name];
   const startedAt = Date.now();
-  const child = spawn(command, args, { stdio: held ? ['ignore', 'pipe', 'pipe'] : 'inherit' });
+  // A process group of its own, so that stopping the step stops what npm started under it.
+  const child = spawn(command, args, { stdio: held ? ['ignore', 'pipe', 'pipe'] : 'inherit', detached: true });
   running.add(child);
   const output = [];
   child.stdout?.on('data', (chunk) => output.push(chunk));
@@ -38,13 +39,30 @@ function run(name, { held = false } = {}) {
   });
 }
 
+function stopRunning() {
+  for (const child of running) {
+    try {
+      process.kill(-child.pid, 'SIGTERM');
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
 function finish(failed) {
-  for (const child of running) child.kill('SIGTERM');
+  stopRunning();
   const wall = ((Date.now() - startedAtMs) / 1000).toFixed(0);
   console.log(
     `\nnpm test: ${failed ? `failed at ${failed.name} (exit ${failed.code})` : 'passed'}; ${took.join(', ')}; ${wall} s in all`,
   );
   process.exit(failed ? 1 : 0);
+}
+
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    stopRunning();
+    process.exit(130);
+  });
 }
 
 const startedAtMs = Date.now();

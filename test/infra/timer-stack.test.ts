@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { App } from 'aws-cdk-lib';
@@ -667,7 +668,9 @@ describe('Stack: TimerStack monitoring', () => {
 describe('Command: cdk synth', () => {
   it('bundles every function with esbuild, offline, into an ESM file', () => {
     // Prepare
-    const app = new App({ outdir: `${process.cwd()}/cdk.out/test-synth` });
+    // An output folder of its own: another run in this checkout may be synthesizing at the same time.
+    const outdir = mkdtempSync(join(tmpdir(), 'timer-synth-'));
+    const app = new App({ outdir });
     new TimerStack(app, 'Timer');
 
     // Act
@@ -680,5 +683,6 @@ describe('Command: cdk synth', () => {
     );
     expect(functions).toHaveLength(5);
     for (const fn of functions) expect(fn.Properties.Handler).toBe('index.handler');
+    rmSync(outdir, { recursive: true, force: true });
   }, 120_000);
 });

@@ -5,10 +5,10 @@
  * executable npm links.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,8 +18,14 @@ import { LOCAL_INBOX_PATH } from '../../lib/local/paths.js';
 import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
 
 const repo = resolve(import.meta.dirname, '../..');
-const clientPackage = join(repo, 'packages/client');
 const work = mkdtempSync(join(tmpdir(), 'timer-package-'));
+/**
+ * The checkout as it stands, copied without what a build or a run makes, so that the pack's build
+ * writes its dist/ there: another `npm test` in this checkout may be packing at the same time.
+ */
+const source = join(work, 'source');
+const MADE_HERE = new Set(['.git', 'node_modules', 'dist', 'cdk.out', 'reports', '.timer-data']);
+const clientPackage = join(source, 'packages/client');
 const app = join(work, 'app');
 const clientOnly = join(work, 'client-only');
 
@@ -57,7 +63,9 @@ let timer: LocalTimer;
 
 beforeAll(async () => {
   // The root build also compiles packages/client, so the client is packed from that build.
-  const rootTarball = await pack(repo);
+  cpSync(repo, source, { recursive: true, filter: (path) => !MADE_HERE.has(basename(path)) });
+  symlinkSync(join(repo, 'node_modules'), join(source, 'node_modules'));
+  const rootTarball = await pack(source);
   const clientTarball = await pack(clientPackage, ['--ignore-scripts']);
   writeFiles(app, {
     'package.json': JSON.stringify({

@@ -20,10 +20,13 @@ import {
   scanMarkerItem,
   SWEEP_KEY,
   taskFromItem,
+  taskKey,
+  taskPartitionKey,
+  taskSecondRange,
   taskToItem,
   tenantKey,
 } from '../../functions/adapters/dynamo/table-schema.js';
-import { taskKey } from '../../functions/core/kernel/ids.js';
+import { newTaskId, taskAddress } from '../../functions/core/kernel/ids.js';
 import { aTask } from './fakes.js';
 
 const SECOND = 1_780_000_000;
@@ -38,10 +41,10 @@ describe('Module: table-schema', () => {
       policy: { maxAttempts: 3 },
       rescheduledFrom: 'EARLIER',
     });
-    const key = taskKey(task.id, { fireAtMs: task.fireAtMs, shard: 2 }, 1000);
+    const address = taskAddress(task.id, { fireAtMs: task.fireAtMs, shard: 2 }, 1000);
 
     // Act
-    const item = taskToItem(task, key);
+    const item = taskToItem(task, address);
 
     // Assess
     expect(item).toEqual({
@@ -70,10 +73,10 @@ describe('Module: table-schema', () => {
     // Prepare
     const fireAtMs = SECOND * 1000 + 250;
     const task = aTask(fireAtMs, 2, { dueAtMs: fireAtMs - 42_000, window: { seconds: 60 } });
-    const key = taskKey(task.id, { fireAtMs, shard: 2 }, 1000);
+    const address = taskAddress(task.id, { fireAtMs, shard: 2 }, 1000);
 
     // Act
-    const item = taskToItem(task, key);
+    const item = taskToItem(task, address);
 
     // Assess
     expect(item).toMatchObject({
@@ -83,6 +86,16 @@ describe('Module: table-schema', () => {
       windowSeconds: 60,
     });
     expect(taskFromItem(item)).toEqual(task);
+  });
+
+  it('keys a task by bucket and shard, then fire time and id, and reads one second of it as one sort-key range', () => {
+    // Prepare
+    const address = taskAddress('01JZ0000000000000000000000', { fireAtMs: SECOND * 1000 + 250, shard: 7 }, 86_400);
+
+    // Act & Assess
+    expect(taskKey(address)).toEqual({ pk: 'B#73600#7', sk: '001780000000250#01JZ0000000000000000000000' });
+    expect(taskPartitionKey(5, 3)).toBe('B#5#3');
+    expect(taskSecondRange(SECOND)).toEqual({ from: '001780000000000', to: '001780000000999#~' });
   });
 
   it('keeps the clock, the sweep watermarks and the per-second markers under fixed and hourly keys', () => {
@@ -138,5 +151,38 @@ describe('Module: table-schema', () => {
       pk: 'CALLBACKS#acme#order',
       sk: String(SECOND),
     });
+  });
+});
+
+describe('Function: taskSecondRange', () => {
+  const second = SECOND;
+  const skAt = (ms: number) =>
+    taskKey(taskAddress(newTaskId({ fireAtMs: ms, shard: 0 }), { fireAtMs: ms, shard: 0 }, 1000)).sk;
+  const inRange = (sk: string) => {
+    const { from, to } = taskSecondRange(second);
+    return sk >= from && sk <= to;
+  };
+
+  it('holds the first and the last millisecond of the second', () => {
+    // Act & Assess
+    expect(inRange(skAt(second * 1000))).toBe(true);
+    expect(inRange(skAt(second * 1000 + 999))).toBe(true);
+  });
+
+  it('leaves out the neighbouring seconds', () => {
+    // Act & Assess
+    expect(inRange(skAt((second + 1) * 1000))).toBe(false);
+    expect(inRange(skAt(second * 1000 - 1))).toBe(false);
+  });
+
+  it('leaves out a task due a whole number of wheel turns later in the same bucket', () => {
+    // Prepare
+    const bucketCount = 1000;
+    const later = (second + bucketCount) * 1000 + 500;
+    const partitionOf = (ms: number) => taskKey(taskAddress('X', { fireAtMs: ms, shard: 0 }, bucketCount)).pk;
+
+    // Act & Assess
+    expect(partitionOf(later)).toBe(partitionOf(second * 1000));
+    expect(inRange(skAt(later))).toBe(false);
   });
 });

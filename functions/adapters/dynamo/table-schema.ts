@@ -6,7 +6,7 @@
  * deployed tables: attribute names and values are a wire format.
  */
 import { TABLE } from '../../contract/topology.js';
-import { MAX_SHARDS, parseTaskId, TASK_PARTITION_PREFIX, type TaskKey } from '../../core/kernel/ids.js';
+import { MAX_SHARDS, parseTaskId, type TaskAddress } from '../../core/kernel/ids.js';
 import type {
   ClockState,
   DeliveryAttempt,
@@ -32,7 +32,7 @@ import type { ApiKeyRecord, Keyring, SigningSecret, Tenant } from '../../core/te
 const PK = TABLE.partitionKey;
 const SK = TABLE.sortKey;
 
-/** Every item's primary key. Task keys are built by the core (`taskKey`), since a task id says where it lives. */
+/** Every item's primary key. */
 export type TableKey = { readonly [name in typeof PK | typeof SK]: string };
 
 /**
@@ -62,7 +62,7 @@ export function tenantScoped(prefix: string, tenantId: string, ...parts: Readonl
 // ---- Tasks ----------------------------------------------------------------------------
 
 /** A task as stored: the core's Task, with its payload under `payload` and its index keys beside it. */
-export interface TaskItem extends TaskKey {
+export interface TaskItem extends TableKey {
   readonly bizIdKey?: string;
   readonly bizTypeKey?: string;
   readonly id: string;
@@ -110,8 +110,42 @@ export interface TaskItem extends TaskKey {
 /** Task attributes by name, for the update and filter expressions that set or test them. */
 export type TaskAttribute = keyof TaskItem;
 
-/** Every task partition key starts with this; the table's other items never do. */
-export { TASK_PARTITION_PREFIX };
+/** Every task partition key starts with this; the table's other items (clock, markers, tenants) never do. */
+export const TASK_PARTITION_PREFIX = 'B#';
+
+/** The start of the partition keys of one bucket's tasks, whatever their shard. */
+export function taskBucketPrefix(bucket: number): string {
+  return `${TASK_PARTITION_PREFIX}${bucket}#`;
+}
+
+/** The partition of one shard of one bucket: `B#<bucket>#<shard>`. */
+export function taskPartitionKey(bucket: number, shard: number): string {
+  return `${taskBucketPrefix(bucket)}${shard}`;
+}
+
+const SORT_TIME_DIGITS = 15;
+
+/** A millisecond as the start of a task's sort key: zero-padded so string order is time order. */
+function sortTime(ms: number): string {
+  return String(ms).padStart(SORT_TIME_DIGITS, '0');
+}
+
+/** A task's key: its bucket and shard's partition, sorted by `<fire time>#<id>`. */
+export function taskKey(address: TaskAddress): TableKey {
+  return {
+    [PK]: taskPartitionKey(address.bucket, address.shard),
+    [SK]: `${sortTime(address.fireAtMs)}#${address.id}`,
+  };
+}
+
+/**
+ * The sort-key range holding exactly one second's tasks. Buckets wrap every `bucketCount`
+ * seconds, so a bucket also holds tasks due whole rounds later; the range keeps them out.
+ */
+export function taskSecondRange(second: number): { from: string; to: string } {
+  // '~' sorts after every id character, so the range takes in the second's last millisecond.
+  return { from: sortTime(second * 1000), to: `${sortTime(second * 1000 + 999)}#~` };
+}
 
 /** The partition key of any item or key, whatever its kind. */
 export function partitionOf(item: Record<string, unknown>): string {
@@ -152,10 +186,10 @@ function indexKeys(task: Task): Pick<TaskItem, 'bizIdKey' | 'bizTypeKey'> {
   };
 }
 
-/** A new task's item: what a create writes (the attributes a delivery sets come later, by update). */
-export function taskToItem(task: Task, key: TaskKey): TaskItem {
+/** A new task's item, at `address`: what a create writes (the attributes a delivery sets come later, by update). */
+export function taskToItem(task: Task, address: TaskAddress): TaskItem {
   return {
-    ...key,
+    ...taskKey(address),
     ...indexKeys(task),
     id: task.id,
     tenantId: task.tenantId,

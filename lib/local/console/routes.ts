@@ -14,7 +14,7 @@ import { scheduleFromItem, type ScheduleItem } from '../../../functions/adapters
 import { DynamoTaskStore, scanTasks } from '../../../functions/adapters/dynamo/task-store.js';
 import { peekMessages, queueDepth } from '../../../functions/adapters/sqs-queues.js';
 import { TABLE, type TimerSettings } from '../../../functions/contract/topology.js';
-import { parseTaskId, taskKey } from '../../../functions/core/kernel/ids.js';
+import { parseTaskId, taskAddress } from '../../../functions/core/kernel/ids.js';
 import { decodeDeliveryBody } from '../../../functions/core/kernel/task-kernel.js';
 import type { LocalResponse, LocalRoute } from '../http-gateway.js';
 import {
@@ -141,7 +141,7 @@ export async function consoleRoutes(sources: ConsoleSources): Promise<Record<str
     // there after too many receives is a plain delivery message, with only the id.
     const letter = decodeDeliveryBody(body) ?? { id: '', redriven: false };
     const location = parseTaskId(letter.id, sources.settings.shardCount);
-    const task = location && (await taskStore.get(taskKey(letter.id, location, sources.settings.bucketCount)));
+    const task = location && (await taskStore.get(taskAddress(letter.id, location, sources.settings.bucketCount)));
     return {
       taskId: letter.id,
       ...(letter.attempt !== undefined && { attempt: letter.attempt }),

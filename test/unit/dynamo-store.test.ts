@@ -13,7 +13,9 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
 import { DynamoOccupancyIndex, EverySecondOccupancy } from '../../functions/adapters/dynamo/occupancy-index.js';
+import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
 import {
+  CALLBACK_COUNTER_PREFIX,
   CLOCK_KEY,
   KEY_EXPRESSIONS,
   markerKey,
@@ -31,6 +33,7 @@ import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { FUNCTIONS } from '../../functions/contract/topology.js';
 import { taskAddress } from '../../functions/core/kernel/ids.js';
 import { StoreBusyError } from '../../functions/core/kernel/task.js';
+import { LeasedRequestCounter } from '../../functions/core/tenants/request-leases.js';
 import { aTask, cancelRequest } from './fakes.js';
 
 const TABLE = 'timer-table';
@@ -622,5 +625,28 @@ describe('Class: EverySecondOccupancy', () => {
     expect(seconds).toEqual(new Set(Array.from({ length: 64 }, (_, offset) => SECOND - 2 + offset)));
     expect(none).toEqual(new Set());
     expect(ddbMock.calls()).toHaveLength(0);
+  });
+});
+
+describe('Class: DynamoRequestCounter', () => {
+  it("counts a tenant's requests and a bizType's callbacks, a share at a time, under the keys deployed tables hold", async () => {
+    // Prepare: leases start at share 3 (requests) and share 6 (callbacks).
+    ddbMock.reset();
+    ddbMock.on(UpdateCommand).resolves({});
+    const requests = new LeasedRequestCounter(new DynamoRequestCounter({ client, tableName: TABLE }), 3);
+    const callbacks = new LeasedRequestCounter(
+      new DynamoRequestCounter({ client, tableName: TABLE, keyPrefix: CALLBACK_COUNTER_PREFIX }),
+      6,
+    );
+
+    // Act
+    await requests.admit({ tenantId: 'acme' }, SECOND, 100);
+    await callbacks.admit({ tenantId: 'acme', bizType: 'order-close' }, SECOND, 100);
+
+    // Assess
+    expect(ddbMock.commandCalls(UpdateCommand).map((call) => call.args[0].input.Key)).toEqual([
+      { pk: 'RATE#acme#3', sk: '1780000000' },
+      { pk: 'CALLBACKS#acme#order-close#6', sk: '1780000000' },
+    ]);
   });
 });

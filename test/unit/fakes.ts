@@ -43,6 +43,7 @@ import type {
 } from '../../functions/core/schedules/schedules.js';
 import type { BizTypeSettings, BizTypeStore } from '../../functions/core/submit/biz-types.js';
 import {
+  type CounterShare,
   newKeyring,
   newTenant,
   type RequestCounter,
@@ -379,16 +380,24 @@ export class FakeDeliveryQueue implements DeliveryQueue {
   }
 }
 
-/** Counts per subject and second in a map, with the real counter's refuse-at-the-limit rule. */
+const counterName = (subject: CounterShare, second: number) =>
+  JSON.stringify([subject.tenantId, subject.bizType ?? null, subject.share ?? null, second]);
+
+/** Counts per subject, share and second in a map, with the real counter's refuse-at-the-limit rule. */
 export class FakeRequestCounter implements RequestCounter {
-  readonly counts = new Map<string, number>();
+  private readonly counts = new Map<string, number>();
 
   /** Calls made, as the shared store would see them. */
   calls = 0;
 
-  async admit(subject: string, second: number, limit: number, count = 1): Promise<boolean> {
+  /** What `subject` has counted in `second`. */
+  countOf(subject: CounterShare, second: number): number {
+    return this.counts.get(counterName(subject, second)) ?? 0;
+  }
+
+  async admit(subject: CounterShare, second: number, limit: number, count = 1): Promise<boolean> {
     this.calls++;
-    const key = `${subject}@${second}`;
+    const key = counterName(subject, second);
     const counted = this.counts.get(key) ?? 0;
     if (counted + count > limit) return false;
     this.counts.set(key, counted + count);

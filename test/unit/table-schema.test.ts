@@ -146,9 +146,16 @@ describe('Module: table-schema', () => {
     expect(tenantKey('acme')).toEqual({ pk: 'TENANTS', sk: 'acme' });
     expect(apiKeyKey('acme', 'key-1')).toEqual({ pk: 'APIKEYS#acme', sk: 'key-1' });
     expect(bizTypeKey('acme', 'order')).toEqual({ pk: 'BIZTYPES#acme', sk: 'order' });
-    expect(counterKey(RATE_COUNTER_PREFIX, 'acme', SECOND)).toEqual({ pk: 'RATE#acme', sk: String(SECOND) });
-    expect(counterKey(CALLBACK_COUNTER_PREFIX, 'acme#order', SECOND)).toEqual({
-      pk: 'CALLBACKS#acme#order',
+    expect(counterKey(RATE_COUNTER_PREFIX, { tenantId: 'acme' }, SECOND)).toEqual({
+      pk: 'RATE#acme',
+      sk: String(SECOND),
+    });
+    expect(counterKey(RATE_COUNTER_PREFIX, { tenantId: 'acme', share: 3 }, SECOND)).toEqual({
+      pk: 'RATE#acme#3',
+      sk: String(SECOND),
+    });
+    expect(counterKey(CALLBACK_COUNTER_PREFIX, { tenantId: 'acme', bizType: 'order', share: 0 }, SECOND)).toEqual({
+      pk: 'CALLBACKS#acme#order#0',
       sk: String(SECOND),
     });
   });

@@ -27,7 +27,7 @@ import type {
 import type { CatchUp } from '../../core/schedules/recurrence.js';
 import type { NextOccurrence, Schedule } from '../../core/schedules/schedules.js';
 import type { BizTypeSettings } from '../../core/submit/biz-types.js';
-import type { ApiKeyRecord, Keyring, SigningSecret, Tenant } from '../../core/tenants/tenants.js';
+import type { ApiKeyRecord, CounterShare, Keyring, SigningSecret, Tenant } from '../../core/tenants/tenants.js';
 
 const PK = TABLE.partitionKey;
 const SK = TABLE.sortKey;
@@ -648,8 +648,10 @@ export const RATE_COUNTER_PREFIX = 'RATE#';
 /** Callbacks per tenant, bizType, share and second: `CALLBACKS#<tenant>#<bizType>#<share>`. */
 export const CALLBACK_COUNTER_PREFIX = 'CALLBACKS#';
 
-export function counterKey(prefix: string, subject: string, second: number): TableKey {
-  return { [PK]: `${prefix}${subject}`, [SK]: String(second) };
+/** One second of a counter: `<prefix><tenant>[#<bizType>][#<share>]`, sort key the second. */
+export function counterKey(prefix: string, subject: CounterShare, second: number): TableKey {
+  const parts = [subject.bizType, subject.share].filter((part) => part !== undefined);
+  return { [PK]: tenantScoped(prefix, subject.tenantId, ...parts), [SK]: String(second) };
 }
 
 // ---- Schedules ------------------------------------------------------------------------

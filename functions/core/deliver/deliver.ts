@@ -180,8 +180,7 @@ export function throttledRetrySeconds(waitedMs: number): number {
 function withinCallbackRate(ports: DeliveryPorts, task: Task, nowMs: number): Promise<boolean> {
   const limit = task.policy?.callbackRateLimitPerSecond;
   if (limit === undefined || task.bizType === undefined) return Promise.resolve(true);
-  // Tenant ids hold no '#', so one tenant's bizType never shares a counter with another's.
-  return ports.callbackCounter.admit(`${task.tenantId}#${task.bizType}`, secondOf(nowMs), limit);
+  return ports.callbackCounter.admit({ tenantId: task.tenantId, bizType: task.bizType }, secondOf(nowMs), limit);
 }
 
 /** Waits until `atMs` by the injected clock; timers can fire a millisecond early, hence the loop. */

@@ -494,8 +494,9 @@ export function idempotencyFromItem(
 export const TENANTS_PARTITION = 'TENANTS';
 /** A tenant's API keys share a partition of their own. */
 export const apiKeysPartition = (tenantId: string) => tenantScoped('APIKEYS#', tenantId);
-/** A tenant's bizType settings share one partition: they are few, and listing them is one Query. */
-export const bizTypesPartition = (tenantId: string) => tenantScoped(TABLE.bizTypePartitionPrefix, tenantId);
+/** A tenant's bizType settings share one partition, `BIZTYPES#<tenant>`: they are few, and listing them is one Query. */
+export const BIZ_TYPES_PARTITION_PREFIX = 'BIZTYPES#';
+export const bizTypesPartition = (tenantId: string) => tenantScoped(BIZ_TYPES_PARTITION_PREFIX, tenantId);
 
 /** A tenant as stored. Each attribute is mapped by name below, so renaming a field of `Tenant` cannot rename a stored attribute. */
 export interface TenantItem extends TableKey {
@@ -663,7 +664,15 @@ export function counterKey(prefix: string, subject: CounterShare, second: number
  * thousand schedules firing every second would be about 2,000 writes a second on the partition,
  * so such a tenant is throttled before any other is touched.
  */
-export const schedulesPartition = (tenantId: string) => tenantScoped(TABLE.schedulePartitionPrefix, tenantId);
+export const SCHEDULES_PARTITION_PREFIX = 'SCHEDULES#';
+export const schedulesPartition = (tenantId: string) => tenantScoped(SCHEDULES_PARTITION_PREFIX, tenantId);
+
+/**
+ * The partitions the api may delete items in: bizType settings and schedules (tasks are never
+ * deleted, they expire). The construct holds the api role's DeleteItem to them with an IAM
+ * `dynamodb:LeadingKeys` condition.
+ */
+export const API_DELETABLE_PARTITION_PREFIXES = [BIZ_TYPES_PARTITION_PREFIX, SCHEDULES_PARTITION_PREFIX] as const;
 
 /** A schedule as stored; `next` and `advancedFrom` are what the chain's conditional updates set (schedule-store.ts). */
 export interface ScheduleItem extends TableKey {

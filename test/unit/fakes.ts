@@ -411,12 +411,12 @@ export class FakeBizTypeStore implements BizTypeStore {
   reads = 0;
 
   async put(settings: BizTypeSettings): Promise<void> {
-    this.settings.set(`${settings.tenantId}#${settings.bizType}`, settings);
+    this.settings.set(JSON.stringify([settings.tenantId, settings.bizType]), settings);
   }
 
   async get(tenantId: string, bizType: string): Promise<BizTypeSettings | undefined> {
     this.reads++;
-    return this.settings.get(`${tenantId}#${bizType}`);
+    return this.settings.get(JSON.stringify([tenantId, bizType]));
   }
 
   async list(tenantId: string): Promise<BizTypeSettings[]> {
@@ -424,7 +424,7 @@ export class FakeBizTypeStore implements BizTypeStore {
   }
 
   async delete(tenantId: string, bizType: string): Promise<boolean> {
-    return this.settings.delete(`${tenantId}#${bizType}`);
+    return this.settings.delete(JSON.stringify([tenantId, bizType]));
   }
 }
 

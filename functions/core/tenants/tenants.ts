@@ -327,9 +327,12 @@ export function cachedTenantDirectory(store: TenantStore, clock: Clock, ttlMs: n
         keyring = undefined;
         throw error;
       })),
-    tenant: (id) => remembered(`tenant#${id}`, () => eventuallyThenStrongly((options) => store.getTenant(id, options))),
+    tenant: (id) =>
+      remembered(JSON.stringify(['tenant', id]), () =>
+        eventuallyThenStrongly((options) => store.getTenant(id, options)),
+      ),
     apiKey: (tenantId, keyId) =>
-      remembered(`key#${tenantId}#${keyId}`, () =>
+      remembered(JSON.stringify(['key', tenantId, keyId]), () =>
         eventuallyThenStrongly((options) => store.getApiKey(tenantId, keyId, options)),
       ),
   };

@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 
 import {
+  API_DELETABLE_PARTITION_PREFIXES,
   apiKeyKey,
   bizTypeKey,
   CALLBACK_COUNTER_PREFIX,
@@ -14,10 +15,14 @@ import {
   counterKey,
   idempotencyKey,
   idempotencyToItem,
+  indexPartitionKey,
+  markerSortRange,
   occupancyKey,
+  partitionKind,
   RATE_COUNTER_PREFIX,
   recheckFlagItem,
   scanMarkerItem,
+  scheduleKey,
   SWEEP_KEY,
   taskFromItem,
   taskKey,
@@ -88,6 +93,16 @@ describe('Module: table-schema', () => {
     expect(taskFromItem(item)).toEqual(task);
   });
 
+  it('names the kind of item a partition key holds by its prefix', () => {
+    // Act & Assess
+    expect(['B#5#3', 'CLOCK', 'RATE#acme#3', 'IDEM#acme/schedules#k'].map(partitionKind)).toEqual([
+      'B',
+      'CLOCK',
+      'RATE',
+      'IDEM',
+    ]);
+  });
+
   it('keys a task by bucket and shard, then fire time and id, and reads one second of it as one sort-key range', () => {
     // Prepare
     const address = taskAddress('01JZ0000000000000000000000', { fireAtMs: SECOND * 1000 + 250, shard: 7 }, 86_400);
@@ -123,6 +138,7 @@ describe('Module: table-schema', () => {
     });
     const minute = Math.floor(SECOND / 60) + 1;
     expect(occupancyKey(minute, 5)).toEqual({ pk: `OCCUPIED#${minute}#5`, sk: `00${minute * 60}` });
+    expect(markerSortRange(SECOND, SECOND + 5)).toEqual({ from: '001780000000', to: '001780000005~' });
   });
 
   it('keys idempotency claims, tenants, API keys, bizType settings and counters by their prefixes', () => {
@@ -146,6 +162,12 @@ describe('Module: table-schema', () => {
     expect(tenantKey('acme')).toEqual({ pk: 'TENANTS', sk: 'acme' });
     expect(apiKeyKey('acme', 'key-1')).toEqual({ pk: 'APIKEYS#acme', sk: 'key-1' });
     expect(bizTypeKey('acme', 'order')).toEqual({ pk: 'BIZTYPES#acme', sk: 'order' });
+    expect(scheduleKey('acme', 'sch-1')).toEqual({ pk: 'SCHEDULES#acme', sk: 'sch-1' });
+    expect(API_DELETABLE_PARTITION_PREFIXES).toEqual(['BIZTYPES#', 'SCHEDULES#']);
+    expect(indexPartitionKey({ index: 'byBizId', tenantId: 'acme', bizId: 'o-1' })).toBe('acme#o-1');
+    expect(indexPartitionKey({ index: 'byBizType', tenantId: 'acme', bizType: 'order', shard: 3 })).toBe(
+      'acme#order#3',
+    );
     expect(counterKey(RATE_COUNTER_PREFIX, { tenantId: 'acme' }, SECOND)).toEqual({
       pk: 'RATE#acme',
       sk: String(SECOND),

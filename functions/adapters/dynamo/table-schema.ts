@@ -147,6 +147,16 @@ export function taskSecondRange(second: number): { from: string; to: string } {
   return { from: sortTime(second * 1000), to: `${sortTime(second * 1000 + 999)}#~` };
 }
 
+/**
+ * The kind of item a partition key names: its prefix, the text before its first '#' (`B` for
+ * tasks, `CLOCK`, `RATE`…), or the whole key where it has none. For the bench and the scale
+ * model, which count reads and writes by kind.
+ */
+export function partitionKind(pk: string): string {
+  const hash = pk.indexOf('#');
+  return hash === -1 ? pk : pk.slice(0, hash);
+}
+
 /** The partition key of any item or key, whatever its kind. */
 export function partitionOf(item: Record<string, unknown>): string {
   return String(item[PK]);
@@ -455,9 +465,11 @@ export interface IdempotencyItem extends TableKey {
  * them: a key built another way would miss its live claim, and a retry inside the retention would
  * make a second task or schedule.
  */
+export const IDEMPOTENCY_PARTITION_PREFIX = 'IDEM#';
+
 export function idempotencyKey(scope: IdempotencyScope, tenantId: string, key: string): TableKey {
   const space = scope === 'task' ? tenantId : `${tenantId}/schedules`;
-  return { [PK]: tenantScoped('IDEM#', space, key), [SK]: 'IDEM' };
+  return { [PK]: tenantScoped(IDEMPOTENCY_PARTITION_PREFIX, space, key), [SK]: 'IDEM' };
 }
 
 export function idempotencyToItem(record: IdempotencyRecord, expiresAtSeconds: number): IdempotencyItem {

@@ -459,14 +459,14 @@ export interface IdempotencyItem extends TableKey {
   readonly expiresAt: number;
 }
 
+export const IDEMPOTENCY_PARTITION_PREFIX = 'IDEM#';
+
 /**
  * A claim's key: `IDEM#<tenant>#<key>` for a submit's, `IDEM#<tenant>/schedules#<key>` for a
  * schedule's ('/' is in no tenant id, so the two spaces never meet). Kept as deployed tables hold
  * them: a key built another way would miss its live claim, and a retry inside the retention would
  * make a second task or schedule.
  */
-export const IDEMPOTENCY_PARTITION_PREFIX = 'IDEM#';
-
 export function idempotencyKey(scope: IdempotencyScope, tenantId: string, key: string): TableKey {
   const space = scope === 'task' ? tenantId : `${tenantId}/schedules`;
   return { [PK]: tenantScoped(IDEMPOTENCY_PARTITION_PREFIX, space, key), [SK]: 'IDEM' };

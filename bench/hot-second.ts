@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 
 import { sqsDeliveryQueue } from '../functions/adapters/sqs-queues.js';
 import { secondOf } from '../functions/core/kernel/clock.js';
-import { newTaskId, taskKey } from '../functions/core/kernel/ids.js';
+import { newTaskId, taskAddress } from '../functions/core/kernel/ids.js';
 import { systemClock, type Task } from '../functions/core/kernel/task.js';
 import { enqueueSecond } from '../functions/core/scan/scan.js';
 import { startEmulators } from '../test/support/emulators.js';
@@ -41,7 +41,7 @@ try {
       payloadJson: '{"orderId":"o-1"}',
       attempts: 0,
     };
-    return { task, key: taskKey(id, location, bucketCount) };
+    return { task, address: taskAddress(id, location, bucketCount) };
   });
   await taskStore.createMany(entries);
 

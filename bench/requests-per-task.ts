@@ -24,7 +24,14 @@ import type { AddressInfo } from 'node:net';
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 
+import {
+  IDEMPOTENCY_PARTITION_PREFIX,
+  partitionKind,
+  TASK_PARTITION_PREFIX,
+  taskBucketPrefix,
+} from '../functions/adapters/dynamo/table-schema.js';
 import { DEFAULT_SETTINGS, type FunctionName, type TimerSettings } from '../functions/contract/topology.js';
+import { bucketOf } from '../functions/core/kernel/ids.js';
 import {
   type DenseSecond,
   type MeasuredRun,
@@ -226,8 +233,8 @@ process.stderr.write(`submitting ${TASKS} keyed tasks ${BATCH} per POST…\n`);
 const keyedBatch = await phase(idlePerSecond, BATCH, true);
 const webhookRequestBytes = webhookBytes / delivered.size;
 const storage = await timer.storage();
-const taskItems = storage.byKind.B;
-const keyItems = storage.byKind.IDEM;
+const taskItems = storage.byKind[partitionKind(TASK_PARTITION_PREFIX)];
+const keyItems = storage.byKind[partitionKind(IDEMPOTENCY_PARTITION_PREFIX)];
 await timer.stop();
 
 /**
@@ -250,7 +257,7 @@ async function denseSecond(): Promise<DenseSecond> {
   if (!ids.every((id) => delivered.has(id))) throw new Error('the dense second was not delivered');
   // The sweeper's next run after the grace: it runs once a minute.
   await sleep(Math.max(0, dueSecondMs + (DENSE_OVERDUE_GRACE_SECONDS + 65) * 1000 - Date.now()));
-  const bucket = Math.floor(dueSecondMs / 1000) % DEFAULT_SETTINGS.bucketCount;
+  const bucket = bucketOf(Math.floor(dueSecondMs / 1000), DEFAULT_SETTINGS.bucketCount);
   const { taskQueryReadUnits } = await timer.snapshot();
   await timer.stop();
   return {
@@ -258,7 +265,7 @@ async function denseSecond(): Promise<DenseSecond> {
     shardCount: DENSE_SHARDS,
     tasksPerShard: DENSE_TASKS_PER_SHARD,
     queryReadUnits: Object.entries(taskQueryReadUnits)
-      .filter(([key]) => key.startsWith(`B#${bucket}#`))
+      .filter(([key]) => key.startsWith(taskBucketPrefix(bucket)))
       .reduce((sum, [, units]) => sum + units, 0),
   };
 }

@@ -13,7 +13,12 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSEvent } from 'aws-lambda';
 
 import { allItems } from '../functions/adapters/dynamo/dynamo-helpers.js';
-import { isTaskPartition, partitionOf, type TaskItem } from '../functions/adapters/dynamo/table-schema.js';
+import {
+  isTaskPartition,
+  partitionKind,
+  partitionOf,
+  type TaskItem,
+} from '../functions/adapters/dynamo/table-schema.js';
 import { type FunctionName, MAX_EARLY_WAIT_MS, type TimerSettings } from '../functions/contract/topology.js';
 import { MAX_SHARDS, parseTaskId } from '../functions/core/kernel/ids.js';
 import { decodeDeliveryBody } from '../functions/core/kernel/task-kernel.js';
@@ -192,7 +197,7 @@ async function storage(): Promise<TimerStorage> {
   const pendingKeys: string[] = [];
   for (const item of items) {
     const pk = partitionOf(item);
-    const kind = pk.split('#')[0] ?? 'other';
+    const kind = partitionKind(pk);
     const entry = (byKind[kind] ??= { items: 0, bytes: 0 });
     entry.items += 1;
     entry.bytes += itemBytes(item) + STORAGE_OVERHEAD_BYTES;

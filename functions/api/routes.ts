@@ -342,7 +342,9 @@ export async function route(ports: ApiPorts, received: APIGatewayProxyEventV2): 
     });
   }
   const { tenant } = caller;
-  if (!(await ports.requestCounter.admit(tenant.id, secondOf(ports.clock.now()), tenant.rateLimitPerSecond))) {
+  if (
+    !(await ports.requestCounter.admit({ tenantId: tenant.id }, secondOf(ports.clock.now()), tenant.rateLimitPerSecond))
+  ) {
     return problemResponse(
       problem(
         429,

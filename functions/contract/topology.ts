@@ -375,10 +375,6 @@ export const TABLE = {
   partitionKey: 'pk',
   sortKey: 'sk',
   ttlAttribute: 'expiresAt',
-  /** A tenant's bizType settings share one partition, `BIZTYPES#<tenant>`; the api may delete items only there. */
-  bizTypePartitionPrefix: 'BIZTYPES#',
-  /** A tenant's schedules share one partition, `SCHEDULES#<tenant>`; the api may delete items there too. */
-  schedulePartitionPrefix: 'SCHEDULES#',
   indexes: {
     /** `<tenant>#<bizId>`, by due time: the few tasks of one business object (an order, a coupon). */
     byBizId: { name: 'byBizId', partitionKey: 'bizIdKey', sortKey: 'sk', projection: 'KEYS_ONLY' },

@@ -12,9 +12,9 @@ export function rateLimiterContract(name: string, makeCounter: () => Promise<Rat
       const counter = await makeCounter();
 
       // Act
-      const racing = await Promise.all(Array.from({ length: 6 }, () => counter.admit('acme', SECOND, 4)));
-      const nextSecond = await counter.admit('acme', SECOND + 1, 4);
-      const otherSubject = await counter.admit('rival', SECOND, 4);
+      const racing = await Promise.all(Array.from({ length: 6 }, () => counter.admit({ tenantId: 'acme' }, SECOND, 4)));
+      const nextSecond = await counter.admit({ tenantId: 'acme' }, SECOND + 1, 4);
+      const otherSubject = await counter.admit({ tenantId: 'rival' }, SECOND, 4);
 
       // Assess
       expect(racing.filter(Boolean)).toHaveLength(4);
@@ -32,10 +32,10 @@ export function requestCounterContract(name: string, makeCounter: () => Promise<
       const counter = await makeCounter();
 
       // Act
-      const firstSix = await counter.admit('acme', SECOND, 10, 6);
-      const fiveMore = await counter.admit('acme', SECOND, 10, 5);
-      const lastFour = await counter.admit('acme', SECOND, 10, 4);
-      const oneOver = await counter.admit('acme', SECOND, 10);
+      const firstSix = await counter.admit({ tenantId: 'acme' }, SECOND, 10, 6);
+      const fiveMore = await counter.admit({ tenantId: 'acme' }, SECOND, 10, 5);
+      const lastFour = await counter.admit({ tenantId: 'acme' }, SECOND, 10, 4);
+      const oneOver = await counter.admit({ tenantId: 'acme' }, SECOND, 10);
 
       // Assess
       expect([firstSix, fiveMore, lastFour, oneOver]).toEqual([true, false, true, false]);
@@ -46,8 +46,8 @@ export function requestCounterContract(name: string, makeCounter: () => Promise<
       const counter = await makeCounter();
 
       // Act
-      const overZero = await counter.admit('acme', SECOND, 0);
-      const overTwo = await counter.admit('acme', SECOND, 2, 3);
+      const overZero = await counter.admit({ tenantId: 'acme' }, SECOND, 0);
+      const overTwo = await counter.admit({ tenantId: 'acme' }, SECOND, 2, 3);
 
       // Assess
       expect([overZero, overTwo]).toEqual([false, false]);

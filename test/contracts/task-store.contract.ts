@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 
 import { CLOCK_SKEW_MS } from '../../functions/core/kernel/clock.js';
-import { parseTaskId, type TaskKey, taskKey } from '../../functions/core/kernel/ids.js';
+import { parseTaskId, type TaskAddress, taskAddress } from '../../functions/core/kernel/ids.js';
 import type { DeliveryRecord, FirstAttemptRecord, Task, TaskStore } from '../../functions/core/kernel/task.js';
 import { aTask, cancelRequest, TENANT_ID } from '../unit/fakes.js';
 
-/** Buckets the store under test is made with; the keys below are built with the same count. */
+/** Buckets the store under test is made with; the addresses below are built with the same count. */
 export const CONTRACT_BUCKET_COUNT = 1000;
 const SHARDS = 4;
 const DUE_MS = 1_700_000_123_456;
@@ -17,15 +17,15 @@ const COPIES_CALL_UNTIL_MS = DUE_MS + LEASE_MS;
 const RETRY_AT_MS = DUE_MS + 30_000;
 const EXPIRES_AT = SECOND + 86_400;
 
-function keyOf(task: Task): TaskKey {
+function addressOf(task: Task): TaskAddress {
   const location = parseTaskId(task.id, SHARDS);
   if (!location) throw new Error(`${task.id} is not a task id`);
-  return taskKey(task.id, location, CONTRACT_BUCKET_COUNT);
+  return taskAddress(task.id, location, CONTRACT_BUCKET_COUNT);
 }
 
-async function stored(store: TaskStore, ...tasks: Task[]): Promise<TaskKey[]> {
-  await store.createMany(tasks.map((task) => ({ task, key: keyOf(task) })));
-  return tasks.map(keyOf);
+async function stored(store: TaskStore, ...tasks: Task[]): Promise<TaskAddress[]> {
+  await store.createMany(tasks.map((task) => ({ task, address: addressOf(task) })));
+  return tasks.map(addressOf);
 }
 
 /**
@@ -41,11 +41,11 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       const task = aTask(DUE_MS, 1, { bizType: 'order', bizId: 'o-7', idempotencyKey: 'k-1' });
 
       // Act
-      await store.create(task, keyOf(task));
+      await store.create(task, addressOf(task));
 
       // Assess
-      expect(await store.get(keyOf(task))).toEqual(task);
-      expect(await store.get(keyOf(aTask(DUE_MS, 1)))).toBeUndefined();
+      expect(await store.get(addressOf(task))).toEqual(task);
+      expect(await store.get(addressOf(aTask(DUE_MS, 1)))).toBeUndefined();
     });
 
     it('reads many tasks in one call, in the keys’ order, with nothing where no task is and the latest write seen', async () => {
@@ -54,14 +54,14 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       const first = aTask(DUE_MS, 1);
       const second = aTask(DUE_MS + 2500, 3, { bizId: 'o-9' });
       const [firstKey, secondKey] = await stored(store, first, second);
-      const nowhere = keyOf(aTask(DUE_MS, 2));
-      await store.cancel(firstKey as TaskKey, cancelRequest(TENANT_ID, DUE_MS - 60_000));
+      const nowhere = addressOf(aTask(DUE_MS, 2));
+      await store.cancel(firstKey as TaskAddress, cancelRequest(TENANT_ID, DUE_MS - 60_000));
 
       // Act
-      const read = await store.getMany([secondKey as TaskKey, nowhere, firstKey as TaskKey]);
+      const read = await store.getMany([secondKey as TaskAddress, nowhere, firstKey as TaskAddress]);
 
       // Assess
-      expect(read).toEqual([second, undefined, await store.get(firstKey as TaskKey)]);
+      expect(read).toEqual([second, undefined, await store.get(firstKey as TaskAddress)]);
       expect(read[2]?.status).toBe('CANCELLED');
       expect(await store.getMany([])).toEqual([]);
     });
@@ -70,14 +70,14 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       // Prepare
       const store = await makeStore(CONTRACT_BUCKET_COUNT);
       const task = aTask(DUE_MS, 1);
-      await store.create(task, keyOf(task));
+      await store.create(task, addressOf(task));
 
       // Act
-      const again = store.create({ ...task, payloadJson: '{"other":true}' }, keyOf(task));
+      const again = store.create({ ...task, payloadJson: '{"other":true}' }, addressOf(task));
 
       // Assess
       await expect(again).rejects.toThrow();
-      expect(await store.get(keyOf(task))).toEqual(task);
+      expect(await store.get(addressOf(task))).toEqual(task);
     });
 
     it('creates a task unless its key is taken, and otherwise hands back the stored task, fingerprint included', async () => {
@@ -86,9 +86,9 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       const task = aTask(DUE_MS, 1, { idempotencyKey: 'k-1', fingerprint: 'f-1' });
 
       // Act
-      const first = await store.createUnlessStored(task, keyOf(task));
+      const first = await store.createUnlessStored(task, addressOf(task));
       const concurrent = await Promise.all(
-        [2, 3].map((n) => store.createUnlessStored({ ...task, fingerprint: `f-${n}` }, keyOf(task))),
+        [2, 3].map((n) => store.createUnlessStored({ ...task, fingerprint: `f-${n}` }, addressOf(task))),
       );
 
       // Assess
@@ -97,7 +97,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
         { created: false, stored: task },
         { created: false, stored: task },
       ]);
-      expect(await store.get(keyOf(task))).toEqual(task);
+      expect(await store.get(addressOf(task))).toEqual(task);
     });
 
     it('lists the PENDING tasks of exactly one second and shard, or only those no message may still bring', async () => {
@@ -122,10 +122,10 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
         history: [],
         retryAtMs,
       });
-      await store.finishFirstAttempt(keyOf(retryWaiting), retryAt(staleMs), DUE_MS, 'waiting');
-      await store.finishFirstAttempt(keyOf(retryStranded), retryAt(staleMs - 1), DUE_MS, 'stranded');
-      await store.claimDelivery(keyOf(leaseLive), DUE_MS, staleMs, 'live');
-      await store.claimDelivery(keyOf(leaseStranded), DUE_MS, staleMs - 1, 'lapsed');
+      await store.finishFirstAttempt(addressOf(retryWaiting), retryAt(staleMs), DUE_MS, 'waiting');
+      await store.finishFirstAttempt(addressOf(retryStranded), retryAt(staleMs - 1), DUE_MS, 'stranded');
+      await store.claimDelivery(addressOf(leaseLive), DUE_MS, staleMs, 'live');
+      await store.claimDelivery(addressOf(leaseStranded), DUE_MS, staleMs - 1, 'lapsed');
 
       // Act
       const listed = await store.listDue(SECOND, 2);
@@ -147,7 +147,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       await stored(store, windowed);
 
       // Act
-      const read = await store.get(keyOf(windowed));
+      const read = await store.get(addressOf(windowed));
       const inFireSecond = await store.listDue(SECOND, 2);
       const inDueSecond = await store.listDue(SECOND - 40, 2);
 
@@ -163,14 +163,14 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       const pending = aTask(DUE_MS, 0);
       const delivering = aTask(DUE_MS, 0);
       const [pendingKey, deliveringKey] = await stored(store, pending, delivering);
-      await store.claimDelivery(deliveringKey as TaskKey, DUE_MS, DUE_MS + LEASE_MS, 'lease-1');
+      await store.claimDelivery(deliveringKey as TaskAddress, DUE_MS, DUE_MS + LEASE_MS, 'lease-1');
 
       // Act
-      const stranger = await store.cancel(pendingKey as TaskKey, cancelRequest('rival', DUE_MS, EXPIRES_AT));
-      const cancelled = await store.cancel(pendingKey as TaskKey, cancelRequest(TENANT_ID, DUE_MS, EXPIRES_AT));
-      const twice = await store.cancel(pendingKey as TaskKey, cancelRequest(TENANT_ID, DUE_MS + 1, EXPIRES_AT));
-      const inDelivery = await store.cancel(deliveringKey as TaskKey, cancelRequest(TENANT_ID, DUE_MS, EXPIRES_AT));
-      const missing = await store.cancel(keyOf(aTask(DUE_MS, 0)), cancelRequest(TENANT_ID, DUE_MS, EXPIRES_AT));
+      const stranger = await store.cancel(pendingKey as TaskAddress, cancelRequest('rival', DUE_MS, EXPIRES_AT));
+      const cancelled = await store.cancel(pendingKey as TaskAddress, cancelRequest(TENANT_ID, DUE_MS, EXPIRES_AT));
+      const twice = await store.cancel(pendingKey as TaskAddress, cancelRequest(TENANT_ID, DUE_MS + 1, EXPIRES_AT));
+      const inDelivery = await store.cancel(deliveringKey as TaskAddress, cancelRequest(TENANT_ID, DUE_MS, EXPIRES_AT));
+      const missing = await store.cancel(addressOf(aTask(DUE_MS, 0)), cancelRequest(TENANT_ID, DUE_MS, EXPIRES_AT));
 
       // Assess
       expect(stranger).toEqual({ cancelled: false, reason: 'not-found' });
@@ -178,7 +178,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       expect(twice).toEqual({ cancelled: false, reason: 'already-final', status: 'CANCELLED' });
       expect(inDelivery).toEqual({ cancelled: false, reason: 'in-delivery', status: 'DELIVERING' });
       expect(missing).toEqual({ cancelled: false, reason: 'not-found' });
-      expect(await store.get(pendingKey as TaskKey)).toEqual({
+      expect(await store.get(pendingKey as TaskAddress)).toEqual({
         ...pending,
         status: 'CANCELLED',
         cancelledAtMs: DUE_MS,
@@ -196,21 +196,21 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
 
       // Act
       const refused = await store.cancel(
-        soonKey as TaskKey,
+        soonKey as TaskAddress,
         cancelRequest(TENANT_ID, DUE_MS - 1000, EXPIRES_AT, cutoff),
       );
       const later = await store.cancel(
-        laterKey as TaskKey,
+        laterKey as TaskAddress,
         cancelRequest(TENANT_ID, DUE_MS - 1000, EXPIRES_AT, cutoff),
       );
       const afterRetry = await store.cancel(
-        retriedKey as TaskKey,
+        retriedKey as TaskAddress,
         cancelRequest(TENANT_ID, DUE_MS + 9000, EXPIRES_AT, DUE_MS + 10_000),
       );
 
       // Assess
       expect(refused).toEqual({ cancelled: false, reason: 'too-late', status: 'PENDING' });
-      expect((await store.get(soonKey as TaskKey))?.status).toBe('PENDING');
+      expect((await store.get(soonKey as TaskAddress))?.status).toBe('PENDING');
       expect(later).toEqual({ cancelled: true, unleased: true });
       expect(afterRetry).toEqual({ cancelled: true, unleased: false });
     });
@@ -226,10 +226,13 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
 
       // Act
       const later = await store.cancel(
-        laterKey as TaskKey,
+        laterKey as TaskAddress,
         cancelRequest(TENANT_ID, DUE_MS - 1000, EXPIRES_AT, cutoff),
       );
-      const soon = await store.cancel(soonKey as TaskKey, cancelRequest(TENANT_ID, DUE_MS - 1000, EXPIRES_AT, cutoff));
+      const soon = await store.cancel(
+        soonKey as TaskAddress,
+        cancelRequest(TENANT_ID, DUE_MS - 1000, EXPIRES_AT, cutoff),
+      );
 
       // Assess
       expect(later).toEqual({ cancelled: true, unleased: true });
@@ -240,7 +243,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       // Prepare
       const store = await makeStore(CONTRACT_BUCKET_COUNT);
       const task = aTask(DUE_MS, 0);
-      const [key] = (await stored(store, task)) as [TaskKey];
+      const [key] = (await stored(store, task)) as [TaskAddress];
       const request = { ...cancelRequest(TENANT_ID, DUE_MS - 5000, EXPIRES_AT, DUE_MS - 4000), cancelId: 'c-1' };
 
       // Act
@@ -265,7 +268,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       // Prepare
       const store = await makeStore(CONTRACT_BUCKET_COUNT);
       const retried = aTask(DUE_MS, 0, { attempts: 1, retryAtMs: RETRY_AT_MS });
-      const [key] = (await stored(store, retried)) as [TaskKey];
+      const [key] = (await stored(store, retried)) as [TaskAddress];
       const request = { ...cancelRequest(TENANT_ID, DUE_MS + 1000, EXPIRES_AT, DUE_MS + 2000), cancelId: 'c-1' };
 
       // Act
@@ -281,7 +284,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       // Prepare
       const store = await makeStore(CONTRACT_BUCKET_COUNT);
       const task = aTask(DUE_MS, 0);
-      const [key] = (await stored(store, task)) as [TaskKey];
+      const [key] = (await stored(store, task)) as [TaskAddress];
       await store.cancel(key, {
         ...cancelRequest(TENANT_ID, DUE_MS - 5000, EXPIRES_AT, DUE_MS - 4000),
         cancelId: 'c-1',
@@ -302,7 +305,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       // Prepare
       const store = await makeStore(CONTRACT_BUCKET_COUNT);
       const task = aTask(DUE_MS, 0);
-      const [key] = (await stored(store, task)) as [TaskKey];
+      const [key] = (await stored(store, task)) as [TaskAddress];
       await store.cancel(key, { ...cancelRequest(TENANT_ID, DUE_MS - 100), cancelId: 'c-1' });
       await store.finishFirstAttempt(
         key,
@@ -334,7 +337,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       const cancelledLate = aTask(DUE_MS, 1);
       const successor = aTask(DUE_MS, 2, { rescheduledFrom: aTask(DUE_MS - 60_000, 2).id });
       const [key, lateKey, successorKey] = await stored(store, task, cancelledLate, successor);
-      await store.cancel(lateKey as TaskKey, cancelRequest(TENANT_ID, DUE_MS - 100));
+      await store.cancel(lateKey as TaskAddress, cancelRequest(TENANT_ID, DUE_MS - 100));
       const delivered: DeliveryRecord = {
         status: 'DELIVERED',
         deliveredAtMs: DUE_MS + 20,
@@ -350,16 +353,16 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       };
 
       // Act
-      const first = await store.finishFirstAttempt(key as TaskKey, delivered, COPIES_CALL_UNTIL_MS, 'attempt-2');
-      const duplicate = await store.finishFirstAttempt(key as TaskKey, failed, COPIES_CALL_UNTIL_MS, 'attempt-3');
+      const first = await store.finishFirstAttempt(key as TaskAddress, delivered, COPIES_CALL_UNTIL_MS, 'attempt-2');
+      const duplicate = await store.finishFirstAttempt(key as TaskAddress, failed, COPIES_CALL_UNTIL_MS, 'attempt-3');
       const overCancel = await store.finishFirstAttempt(
-        lateKey as TaskKey,
+        lateKey as TaskAddress,
         delivered,
         COPIES_CALL_UNTIL_MS,
         'attempt-4',
       );
       const ofSuccessor = await store.finishFirstAttempt(
-        successorKey as TaskKey,
+        successorKey as TaskAddress,
         delivered,
         COPIES_CALL_UNTIL_MS,
         'attempt-5',
@@ -367,9 +370,9 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
 
       // Assess
       expect([first, duplicate, overCancel, ofSuccessor]).toEqual([true, false, true, false]);
-      expect(await store.get(key as TaskKey)).toMatchObject({ status: 'DELIVERED', attempts: 1, latenessMs: 20 });
-      expect(await store.get(lateKey as TaskKey)).toMatchObject({ status: 'DELIVERED', attempts: 1 });
-      expect((await store.get(successorKey as TaskKey))?.status).toBe('PENDING');
+      expect(await store.get(key as TaskAddress)).toMatchObject({ status: 'DELIVERED', attempts: 1, latenessMs: 20 });
+      expect(await store.get(lateKey as TaskAddress)).toMatchObject({ status: 'DELIVERED', attempts: 1 });
+      expect((await store.get(successorKey as TaskAddress))?.status).toBe('PENDING');
     });
 
     it('records a 2xx of a first attempt after a copy recorded its failure, a retry began or a cancel came, keeping the attempts and both in the history', async () => {
@@ -379,7 +382,12 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       const failed = aTask(DUE_MS, 1, { policy: { maxAttempts: 1 } });
       const inRetry = aTask(DUE_MS, 2);
       const cancelled = aTask(DUE_MS, 3);
-      const keys = (await stored(store, retrying, failed, inRetry, cancelled)) as [TaskKey, TaskKey, TaskKey, TaskKey];
+      const keys = (await stored(store, retrying, failed, inRetry, cancelled)) as [
+        TaskAddress,
+        TaskAddress,
+        TaskAddress,
+        TaskAddress,
+      ];
       const [retryingKey, failedKey, inRetryKey, cancelledKey] = keys;
       const failure = { attempt: 1, atMs: DUE_MS + 5, latencyMs: 10, statusCode: 503, error: 'HTTP 503' };
       const success = { attempt: 1, atMs: DUE_MS + 5, latencyMs: 900, statusCode: 200 };
@@ -457,7 +465,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       const store = await makeStore(CONTRACT_BUCKET_COUNT);
       const rescheduled = aTask(DUE_MS, 0);
       const lateArrival = aTask(DUE_MS, 1, { lateArrival: true });
-      const [rescheduledKey, lateKey] = (await stored(store, rescheduled, lateArrival)) as [TaskKey, TaskKey];
+      const [rescheduledKey, lateKey] = (await stored(store, rescheduled, lateArrival)) as [TaskAddress, TaskAddress];
       await store.finishFirstAttempt(
         rescheduledKey,
         {
@@ -500,7 +508,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       // Prepare
       const store = await makeStore(CONTRACT_BUCKET_COUNT);
       const task = aTask(DUE_MS, 0);
-      const [key] = (await stored(store, task)) as [TaskKey];
+      const [key] = (await stored(store, task)) as [TaskAddress];
       const failure = { attempt: 1, atMs: DUE_MS + 5, latencyMs: 10, statusCode: 503, error: 'HTTP 503' };
       await store.finishFirstAttempt(
         key,
@@ -528,7 +536,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       // Prepare
       const store = await makeStore(CONTRACT_BUCKET_COUNT);
       const task = aTask(DUE_MS, 0);
-      const [key] = (await stored(store, task)) as [TaskKey];
+      const [key] = (await stored(store, task)) as [TaskAddress];
       await store.cancel(key, cancelRequest(TENANT_ID, DUE_MS - 100));
 
       // Act
@@ -553,7 +561,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       // Prepare
       const store = await makeStore(CONTRACT_BUCKET_COUNT);
       const task = aTask(DUE_MS, 0);
-      const [key] = (await stored(store, task)) as [TaskKey];
+      const [key] = (await stored(store, task)) as [TaskAddress];
 
       // Act
       const first = await store.claimDelivery(key, DUE_MS, DUE_MS + LEASE_MS, 'lease-4');
@@ -583,7 +591,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       const store = await makeStore(CONTRACT_BUCKET_COUNT);
       const leased = aTask(DUE_MS, 0);
       const firstAttempt = aTask(DUE_MS, 1);
-      const [leasedKey, firstKey] = (await stored(store, leased, firstAttempt)) as [TaskKey, TaskKey];
+      const [leasedKey, firstKey] = (await stored(store, leased, firstAttempt)) as [TaskAddress, TaskAddress];
       const retry: DeliveryRecord = {
         status: 'PENDING',
         lastError: 'HTTP 503',
@@ -617,7 +625,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       // Prepare
       const store = await makeStore(CONTRACT_BUCKET_COUNT);
       const task = aTask(DUE_MS, 0);
-      const [key] = (await stored(store, task)) as [TaskKey];
+      const [key] = (await stored(store, task)) as [TaskAddress];
       await store.claimDelivery(key, DUE_MS, DUE_MS + LEASE_MS, 'lease-7');
       const history = [{ attempt: 1, atMs: DUE_MS + 5, latencyMs: 20, statusCode: 200 }];
       const outcome: DeliveryRecord = {
@@ -652,7 +660,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       const store = await makeStore(CONTRACT_BUCKET_COUNT);
       const released = aTask(DUE_MS, 0);
       const retried = aTask(DUE_MS, 1);
-      const [releasedKey, retriedKey] = (await stored(store, released, retried)) as [TaskKey, TaskKey];
+      const [releasedKey, retriedKey] = (await stored(store, released, retried)) as [TaskAddress, TaskAddress];
       await store.claimDelivery(releasedKey, DUE_MS, DUE_MS + LEASE_MS, 'lease-8');
       await store.claimDelivery(retriedKey, DUE_MS, DUE_MS + LEASE_MS, 'lease-9');
       const history = [{ attempt: 1, atMs: DUE_MS, latencyMs: 9, statusCode: 503 }];
@@ -681,7 +689,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       // Prepare
       const store = await makeStore(CONTRACT_BUCKET_COUNT);
       const task = aTask(DUE_MS, 0);
-      const [key] = (await stored(store, task)) as [TaskKey];
+      const [key] = (await stored(store, task)) as [TaskAddress];
       await store.claimDelivery(key, DUE_MS, DUE_MS + LEASE_MS, 'lease-10');
       await store.finishDelivery(key, 1, {
         status: 'PENDING',
@@ -710,7 +718,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       // Prepare
       const store = await makeStore(CONTRACT_BUCKET_COUNT);
       const task = aTask(DUE_MS, 0);
-      const [key] = (await stored(store, task)) as [TaskKey];
+      const [key] = (await stored(store, task)) as [TaskAddress];
       const intent = { taskId: 'NEXT-1', fingerprint: 'f-1' };
       const replaced = { taskId: 'NEXT-2', fingerprint: 'f-2' };
 
@@ -739,7 +747,7 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       // Prepare
       const store = await makeStore(CONTRACT_BUCKET_COUNT);
       const task = aTask(DUE_MS, 0);
-      const [key] = (await stored(store, task)) as [TaskKey];
+      const [key] = (await stored(store, task)) as [TaskAddress];
       const intent = { taskId: 'NEXT-1', fingerprint: 'f-1' };
       await store.recordRescheduleIntent(key, TENANT_ID, intent);
 

@@ -33,6 +33,7 @@ import {
 import type { Notification, TargetDispatcher, TargetResult } from '../../functions/core/deliver/deliver.js';
 import { DEFAULT_HOST_BREAKER, guardedByHostBreaker, HostBreaker } from '../../functions/core/deliver/host-breaker.js';
 import { CLOCK_SKEW_MS } from '../../functions/core/kernel/clock.js';
+import type { TaskAddress } from '../../functions/core/kernel/ids.js';
 import type { Clock, DeliveryMessage } from '../../functions/core/kernel/task.js';
 import { encodeDeliveryBody } from '../../functions/core/kernel/task-kernel.js';
 import { newPlacement } from '../../functions/core/kernel/task-kernel.js';
@@ -478,14 +479,14 @@ export class World {
     if (port === 'occupancy' && method === 'occupy') {
       this.record({ type: 'occupied', atMs: this.nowMs, actor, seconds: args[0] as number[] });
     }
-    const keyed = () =>
-      [...this.taskStore.tasks.values()].find((candidate) => (args[0] as { sk: string }).sk.endsWith(candidate.id));
+    // cancel and commitReschedule name the task by its address, their first argument.
+    const addressed = () => this.taskStore.tasks.get((args[0] as TaskAddress).id);
     if (port === 'taskStore' && method === 'cancel' && (result as { cancelled?: boolean }).cancelled === true) {
-      const task = keyed();
+      const task = addressed();
       if (task?.status === 'CANCELLED') this.record({ type: 'cancel-landed', atMs: this.nowMs, taskId: task.id });
     }
     if (port === 'taskStore' && method === 'commitReschedule' && result === true) {
-      const task = keyed();
+      const task = addressed();
       if (task) this.record({ type: 'reschedule-landed', atMs: this.nowMs, taskId: task.id });
     }
     if (port !== 'scheduleStore') return;

@@ -68,20 +68,25 @@ describe('Faults: the messages a restart of local mode restores', () => {
         payloadJson: '{}',
       };
       const entry = newPendingTask(DEFAULT_SETTINGS, id, content, createdAtMs);
-      await store.create(entry.task, entry.key);
+      await store.create(entry.task, entry.address);
       return entry;
     };
     const leaseUntilMs = nowMs + 4000;
     const retryAtMs = nowMs + 4000;
     // A late arrival whose attempt the kill cut short: DELIVERING under a lease that is still running.
     const leased = await stage(nowMs - 5000, nowMs - 6000);
-    await store.claimDelivery(leased.key, nowMs, leaseUntilMs, newAttemptId());
+    await store.claimDelivery(leased.address, nowMs, leaseUntilMs, newAttemptId());
     // A late arrival enqueued directly and not yet attempted.
     const late = await stage(nowMs - 3000, nowMs - 4000);
     // A late arrival whose first attempt failed, waiting out its backoff.
     const retrying = await stage(nowMs - 4000, nowMs - 5000);
-    await store.claimDelivery(retrying.key, nowMs - 3500, nowMs + 60_000, newAttemptId());
-    await store.finishDelivery(retrying.key, 1, { status: 'PENDING', lastError: 'HTTP 503', history: [], retryAtMs });
+    await store.claimDelivery(retrying.address, nowMs - 3500, nowMs + 60_000, newAttemptId());
+    await store.finishDelivery(retrying.address, 1, {
+      status: 'PENDING',
+      lastError: 'HTTP 503',
+      history: [],
+      retryAtMs,
+    });
     // A task in a second the scanner claimed before the kill.
     const claimed = await stage(nowMs - 25_000, nowMs - 600_000);
     // A task in a second no scanner has claimed, never attempted: left to its scan.

@@ -247,7 +247,7 @@ describe('Stack: TimerStack', () => {
       Action: 'dynamodb:DeleteItem',
       Condition: {
         'ForAllValues:StringLike': {
-          'dynamodb:LeadingKeys': [`${TABLE.bizTypePartitionPrefix}*`, `${TABLE.schedulePartitionPrefix}*`],
+          'dynamodb:LeadingKeys': ['BIZTYPES#*', 'SCHEDULES#*'],
         },
       },
     });

@@ -53,10 +53,10 @@ describe('Adapter: DynamoBizTypeStore on dynalite', () => {
 
     // Act
     const ours = await Promise.all(
-      Array.from({ length: 8 }, () => callbackCounter.admit('acme#order-close', second, 5)),
+      Array.from({ length: 8 }, () => callbackCounter.admit({ tenantId: 'acme', bizType: 'order-close' }, second, 5)),
     );
-    const theirs = await callbackCounter.admit('globex#order-close', second, 5);
-    const next = await callbackCounter.admit('acme#order-close', second + 1, 5);
+    const theirs = await callbackCounter.admit({ tenantId: 'globex', bizType: 'order-close' }, second, 5);
+    const next = await callbackCounter.admit({ tenantId: 'acme', bizType: 'order-close' }, second + 1, 5);
 
     // Assess
     expect(ours.filter(Boolean)).toHaveLength(5);

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { deliverRecords } from '../../functions/callback/records.js';
 import type { DeliveryPorts } from '../../functions/core/deliver/deliver.js';
-import { parseTaskId, type TaskKey, taskKey } from '../../functions/core/kernel/ids.js';
+import { parseTaskId, type TaskAddress, taskAddress } from '../../functions/core/kernel/ids.js';
 import type { Task } from '../../functions/core/kernel/task.js';
 import { encodeDeliveryBody } from '../../functions/core/kernel/task-kernel.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
@@ -80,7 +80,7 @@ const silentLogger = {
 const noMetrics = { addMetric: () => undefined } as unknown as Metrics;
 
 /** Tasks as the bench submits them: a webhook target and a small order payload, due in one second over its shards. */
-function dueTasks(dueAtMs: number): Array<{ task: Task; key: TaskKey }> {
+function dueTasks(dueAtMs: number): Array<{ task: Task; address: TaskAddress }> {
   return Array.from({ length: TASKS }, (_, index) => {
     const task = aTask(dueAtMs + index * 7, index % DELIVERY_SETTINGS.shardCount, {
       target: { type: 'http', url: 'https://orders.example.com/hooks/timer' },
@@ -88,7 +88,7 @@ function dueTasks(dueAtMs: number): Array<{ task: Task; key: TaskKey }> {
     });
     const location = parseTaskId(task.id, DELIVERY_SETTINGS.shardCount);
     if (!location) throw new Error(`${task.id} is not a task id`);
-    return { task, key: taskKey(task.id, location, DELIVERY_SETTINGS.bucketCount) };
+    return { task, address: taskAddress(task.id, location, DELIVERY_SETTINGS.bucketCount) };
   });
 }
 
@@ -145,7 +145,7 @@ describe('Cost: DynamoDB write units per delivered task, on the success path', (
     });
 
     // Act
-    if (submit === 'single') for (const { task, key } of entries) await taskStore.create(task, key);
+    if (submit === 'single') for (const { task, address } of entries) await taskStore.create(task, address);
     else await taskStore.createMany(entries);
     const createUnits = metered.writeUnits();
     const called = await deliver(
@@ -157,7 +157,7 @@ describe('Cost: DynamoDB write units per delivered task, on the success path', (
 
     // Assess
     expect(called).toBe(TASKS);
-    const delivered = await taskStore.getMany(entries.map(({ key }) => key));
+    const delivered = await taskStore.getMany(entries.map(({ address }) => address));
     expect(delivered.every((task) => task?.status === 'DELIVERED')).toBe(true);
     const perTask = { create: createUnits / TASKS, delivery: deliveryUnits / TASKS };
     console.log(`write units per delivered task, ${submit} submit:`, perTask);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { deliverTask, type DeliveryPorts } from '../../functions/core/deliver/deliver.js';
-import { newTaskId, taskKey } from '../../functions/core/kernel/ids.js';
+import { newTaskId, taskAddress } from '../../functions/core/kernel/ids.js';
 import { systemClock, type Task } from '../../functions/core/kernel/task.js';
 import { rescheduleTask } from '../../functions/core/submit/reschedule.js';
 import type { SubmitPorts } from '../../functions/core/submit/submit.js';
@@ -75,7 +75,7 @@ async function storedTask(taskStore: DynamoTaskStore, shard = 1, attempts = 1): 
     bizId: 'order-1',
     attempts,
   };
-  await taskStore.create(task, taskKey(id, { fireAtMs: dueAtMs, shard }, BUCKETS));
+  await taskStore.create(task, taskAddress(id, { fireAtMs: dueAtMs, shard }, BUCKETS));
   return task;
 }
 
@@ -106,8 +106,8 @@ describe('Function: rescheduleTask on dynalite', () => {
     // Prepare: a callback holds the old task's lease.
     const { schedule, delivered, taskStore } = pipeline();
     const old = await storedTask(taskStore);
-    const oldKey = taskKey(old.id, { fireAtMs: old.fireAtMs, shard: 1 }, BUCKETS);
-    const claimed = await taskStore.claimDelivery(oldKey, Date.now(), Date.now() + 60_000, 'lease-1');
+    const oldAddress = taskAddress(old.id, { fireAtMs: old.fireAtMs, shard: 1 }, BUCKETS);
+    const claimed = await taskStore.claimDelivery(oldAddress, Date.now(), Date.now() + 60_000, 'lease-1');
     if (!claimed) throw new Error('could not claim');
 
     // Act
@@ -116,7 +116,7 @@ describe('Function: rescheduleTask on dynalite', () => {
     // Assess
     expect(outcome).toMatchObject({ kind: 'refused', reason: 'in-delivery' });
     expect(delivered).toEqual([]);
-    expect((await taskStore.get(oldKey))?.rescheduleIntent).toBeUndefined();
+    expect((await taskStore.get(oldAddress))?.rescheduleIntent).toBeUndefined();
   });
 
   it('delivers exactly one of old and successor when reschedules race deliveries of the old task', async () => {
@@ -160,7 +160,7 @@ describe('Function: rescheduleTask on dynalite', () => {
     const { delivery, delivered } = pipeline();
     const old = await storedTask(taskStore);
     await expect(rescheduleTask(crashed.schedule, TENANT_ID, old.id, request())).rejects.toThrow('crashed');
-    const intent = (await taskStore.get(taskKey(old.id, { fireAtMs: old.fireAtMs, shard: 1 }, BUCKETS)))
+    const intent = (await taskStore.get(taskAddress(old.id, { fireAtMs: old.fireAtMs, shard: 1 }, BUCKETS)))
       ?.rescheduleIntent;
 
     // Act: the successor comes due first.
@@ -181,7 +181,7 @@ describe('Function: rescheduleTask on dynalite', () => {
     const { delivery, delivered } = pipeline();
     const old = await storedTask(taskStore);
     await expect(rescheduleTask(pipeline(crashing).schedule, TENANT_ID, old.id, request())).rejects.toThrow('crashed');
-    const intent = (await taskStore.get(taskKey(old.id, { fireAtMs: old.fireAtMs, shard: 1 }, BUCKETS)))
+    const intent = (await taskStore.get(taskAddress(old.id, { fireAtMs: old.fireAtMs, shard: 1 }, BUCKETS)))
       ?.rescheduleIntent;
 
     // Act
@@ -203,6 +203,6 @@ describe('Function: rescheduleTask on dynalite', () => {
 
     // Assess
     expect(outcome).toMatchObject({ kind: 'refused', reason: 'too-late' });
-    expect(await taskStore.get(taskKey(old.id, { fireAtMs: old.fireAtMs, shard: 1 }, BUCKETS))).toEqual(old);
+    expect(await taskStore.get(taskAddress(old.id, { fireAtMs: old.fireAtMs, shard: 1 }, BUCKETS))).toEqual(old);
   });
 });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { newTaskId, taskKey } from '../../functions/core/kernel/ids.js';
+import { taskKey } from '../../functions/adapters/dynamo/table-schema.js';
+import { newTaskId, type TaskAddress, taskAddress } from '../../functions/core/kernel/ids.js';
 import type { Task } from '../../functions/core/kernel/task.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 import { cancelRequest } from '../unit/fakes.js';
@@ -17,7 +18,7 @@ afterAll(async () => {
 
 const BUCKETS = 1000;
 
-function task(dueAtMs: number, shard: number): { task: Task; key: ReturnType<typeof taskKey> } {
+function task(dueAtMs: number, shard: number): { task: Task; address: TaskAddress } {
   const id = newTaskId({ fireAtMs: dueAtMs, shard });
   return {
     task: {
@@ -31,7 +32,7 @@ function task(dueAtMs: number, shard: number): { task: Task; key: ReturnType<typ
       payloadJson: '{"n":1}',
       attempts: 0,
     },
-    key: taskKey(id, { fireAtMs: dueAtMs, shard }, BUCKETS),
+    address: taskAddress(id, { fireAtMs: dueAtMs, shard }, BUCKETS),
   };
 }
 
@@ -50,13 +51,13 @@ describe('Store: DynamoTaskStore on dynalite', () => {
     await taskStore.createMany([...inSecond, ...neighbours]);
     const [cancelled] = inSecond;
     if (!cancelled) throw new Error('no task to cancel');
-    await taskStore.cancel(cancelled.key, cancelRequest('acme', Date.now()));
+    await taskStore.cancel(cancelled.address, cancelRequest('acme', Date.now()));
 
     // Act
     const due = await taskStore.listDue(second, 3);
 
     // Assess
-    expect(neighbours[2]?.key.pk).toBe(inSecond[1]?.key.pk);
+    expect(neighbours[2] && taskKey(neighbours[2].address).pk).toBe(inSecond[1] && taskKey(inSecond[1].address).pk);
     expect(due.map((entry) => entry.id).sort()).toEqual(
       inSecond
         .slice(1)
@@ -74,10 +75,10 @@ describe('Store: DynamoTaskStore on dynalite', () => {
 
     // Act: each task is cancelled and claimed at the same moment.
     const outcomes = await Promise.all(
-      rounds.map(async ({ key }) => {
+      rounds.map(async ({ address }) => {
         const [cancel, claim] = await Promise.all([
-          taskStore.cancel(key, cancelRequest('acme', now, 0)),
-          taskStore.claimDelivery(key, now, now + 60_000, 'lease-1'),
+          taskStore.cancel(address, cancelRequest('acme', now, 0)),
+          taskStore.claimDelivery(address, now, now + 60_000, 'lease-1'),
         ]);
         return { cancelled: cancel.cancelled, claimed: claim !== undefined };
       }),
@@ -91,14 +92,14 @@ describe('Store: DynamoTaskStore on dynalite', () => {
     // Prepare
     const { taskStore } = emulators.stores({ bucketCount: BUCKETS });
     const entry = task(1_700_200_000_000, 0);
-    await taskStore.create(entry.task, entry.key);
+    await taskStore.create(entry.task, entry.address);
     const t0 = 1_000_000;
 
     // Act
-    const first = await taskStore.claimDelivery(entry.key, t0, t0 + 60_000, 'lease-2');
-    const whileLive = await taskStore.claimDelivery(entry.key, t0 + 59_999, t0 + 120_000, 'lease-3');
-    const afterLapse = await taskStore.claimDelivery(entry.key, t0 + 60_001, t0 + 120_000, 'lease-4');
-    const staleFinish = await taskStore.finishDelivery(entry.key, 1, {
+    const first = await taskStore.claimDelivery(entry.address, t0, t0 + 60_000, 'lease-2');
+    const whileLive = await taskStore.claimDelivery(entry.address, t0 + 59_999, t0 + 120_000, 'lease-3');
+    const afterLapse = await taskStore.claimDelivery(entry.address, t0 + 60_001, t0 + 120_000, 'lease-4');
+    const staleFinish = await taskStore.finishDelivery(entry.address, 1, {
       status: 'PENDING',
       history: [],
       lastError: 'late',
@@ -116,24 +117,24 @@ describe('Store: DynamoTaskStore on dynalite', () => {
     // Prepare: a callback took the lease, called the target (maybe) and died; the lease has lapsed.
     const { taskStore } = emulators.stores({ bucketCount: BUCKETS });
     const entry = task(1_700_300_000_000, 2);
-    await taskStore.create(entry.task, entry.key);
+    await taskStore.create(entry.task, entry.address);
     const t0 = 2_000_000;
-    await taskStore.claimDelivery(entry.key, t0, t0 + 60_000, 'lease-5');
+    await taskStore.claimDelivery(entry.address, t0, t0 + 60_000, 'lease-5');
 
     // Act
-    const whileUnknown = await taskStore.cancel(entry.key, cancelRequest('acme', t0 + 90_000, 0));
-    const retry = await taskStore.claimDelivery(entry.key, t0 + 180_000, t0 + 240_000, 'lease-6');
-    await taskStore.finishDelivery(entry.key, retry?.attempts ?? 0, {
+    const whileUnknown = await taskStore.cancel(entry.address, cancelRequest('acme', t0 + 90_000, 0));
+    const retry = await taskStore.claimDelivery(entry.address, t0 + 180_000, t0 + 240_000, 'lease-6');
+    await taskStore.finishDelivery(entry.address, retry?.attempts ?? 0, {
       status: 'PENDING',
       history: [],
       lastError: 'HTTP 503',
       retryAtMs: t0 + 181_000,
     });
-    const afterRelease = await taskStore.cancel(entry.key, cancelRequest('acme', t0 + 200_000, 0));
+    const afterRelease = await taskStore.cancel(entry.address, cancelRequest('acme', t0 + 200_000, 0));
 
     // Assess
     expect(whileUnknown).toEqual({ cancelled: false, reason: 'in-delivery', status: 'DELIVERING' });
     expect(afterRelease).toEqual({ cancelled: true, unleased: false });
-    expect((await taskStore.get(entry.key))?.status).toBe('CANCELLED');
+    expect((await taskStore.get(entry.address))?.status).toBe('CANCELLED');
   });
 });

@@ -82,9 +82,9 @@ describe('Class: DynamoTenantStore (on dynalite)', () => {
 describe('Class: DynamoRequestCounter (on dynalite)', () => {
   it('admits up to the limit per tenant and second, and starts again the next second', async () => {
     // Act
-    const first = await Promise.all(Array.from({ length: 8 }, () => counter.admit('acme', 1000, 5)));
-    const other = await counter.admit('globex', 1000, 5);
-    const next = await counter.admit('acme', 1001, 5);
+    const first = await Promise.all(Array.from({ length: 8 }, () => counter.admit({ tenantId: 'acme' }, 1000, 5)));
+    const other = await counter.admit({ tenantId: 'globex' }, 1000, 5);
+    const next = await counter.admit({ tenantId: 'acme' }, 1001, 5);
 
     // Assess
     expect(first.filter(Boolean)).toHaveLength(5);

@@ -128,6 +128,18 @@ describe('Function: cachedBizTypeDirectory', () => {
     expect(await directory.settings(TENANT_ID, 'order-close')).toBeUndefined();
     expect(await directory.settings('globex', 'order-close')).toMatchObject({ maxAttempts: 9 });
   });
+
+  it('keeps two pairs apart whose tenant and bizType would read alike joined into one text', async () => {
+    // Prepare
+    const store = new FakeBizTypeStore();
+    await store.put(settings({ tenantId: 'a#b', bizType: 'c', maxAttempts: 3 }));
+    await store.put(settings({ tenantId: 'a', bizType: 'b#c', maxAttempts: 7 }));
+    const directory = cachedBizTypeDirectory(store, new ManualClock(NOW_MS), 30_000);
+
+    // Act & Assess
+    expect(await directory.settings('a#b', 'c')).toMatchObject({ maxAttempts: 3 });
+    expect(await directory.settings('a', 'b#c')).toMatchObject({ maxAttempts: 7 });
+  });
 });
 
 describe('Function: bizTypeSettingsSchema', () => {

@@ -11,7 +11,7 @@ import {
   type Sender,
   type TargetResult,
 } from '../../functions/core/deliver/deliver.js';
-import type { TaskKey } from '../../functions/core/kernel/ids.js';
+import type { TaskAddress } from '../../functions/core/kernel/ids.js';
 import { FIRST_ATTEMPT_READ_AHEAD_MS, HISTORY_LIMIT, type Task } from '../../functions/core/kernel/task.js';
 import type { Tenant } from '../../functions/core/tenants/tenants.js';
 import {
@@ -28,8 +28,8 @@ import {
 
 const DUE_AT_MS = Date.UTC(2026, 5, 1, 8, 0, 0, 250);
 
-/** The fake store finds a task by the id at the end of its sort key. */
-const keyOf = (task: Task): TaskKey => ({ pk: 'B#fake', sk: `#${task.id}` });
+/** The fake store finds a task by the id alone. */
+const addressOf = (task: Task): TaskAddress => ({ id: task.id, bucket: 0, shard: 0, fireAtMs: task.fireAtMs });
 const LEASE_MS = 60_000;
 
 /** Delivery ports over fakes; the target answers `result` and records when it was called. */
@@ -354,7 +354,7 @@ describe('Function: deliverTask (the unleased first attempt)', () => {
     // Prepare: the cancel was stored while the message waited in the queue.
     const task = aTask(DUE_AT_MS, 0);
     const { ports, clock, calls, stored } = deliveryPorts(task, { nowMs: DUE_AT_MS - 3000 });
-    await ports.taskStore.cancel(keyOf(task), cancelRequest(task.tenantId, clock.now()));
+    await ports.taskStore.cancel(addressOf(task), cancelRequest(task.tenantId, clock.now()));
     clock.advance(3000);
 
     // Act

@@ -13,7 +13,9 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
 import { DynamoOccupancyIndex, EverySecondOccupancy } from '../../functions/adapters/dynamo/occupancy-index.js';
+import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
 import {
+  CALLBACK_COUNTER_PREFIX,
   CLOCK_KEY,
   KEY_EXPRESSIONS,
   markerKey,
@@ -22,12 +24,16 @@ import {
   minutePlanKey,
   OCCUPANCY_SLOTS,
   occupancyKey,
+  taskKey,
+  taskPartitionKey,
+  taskSecondRange,
   taskToItem,
 } from '../../functions/adapters/dynamo/table-schema.js';
 import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { FUNCTIONS } from '../../functions/contract/topology.js';
-import { partitionKey, secondRange, taskKey } from '../../functions/core/kernel/ids.js';
+import { taskAddress } from '../../functions/core/kernel/ids.js';
 import { StoreBusyError } from '../../functions/core/kernel/task.js';
+import { LeasedRequestCounter } from '../../functions/core/tenants/request-leases.js';
 import { aTask, cancelRequest } from './fakes.js';
 
 const TABLE = 'timer-table';
@@ -40,7 +46,8 @@ const client = DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'us-east
 const taskStore = new DynamoTaskStore({ client, tableName: TABLE, bucketCount: BUCKET_COUNT });
 
 const conditionFailed = () => Object.assign(new Error('x'), { name: 'ConditionalCheckFailedException' });
-const keyOf = (task: ReturnType<typeof aTask>) => taskKey(task.id, { fireAtMs: task.fireAtMs, shard: 2 }, BUCKET_COUNT);
+const addressOf = (task: ReturnType<typeof aTask>) =>
+  taskAddress(task.id, { fireAtMs: task.fireAtMs, shard: 2 }, BUCKET_COUNT);
 
 describe('Class: DynamoTaskStore', () => {
   beforeEach(() => {
@@ -57,17 +64,17 @@ describe('Class: DynamoTaskStore', () => {
       const task = aTask(SECOND * 1000, 2);
       ddbMock
         .on(UpdateCommand)
-        .resolves({ Attributes: taskToItem({ ...task, status: 'DELIVERING', attempts: 1 }, keyOf(task)) });
+        .resolves({ Attributes: taskToItem({ ...task, status: 'DELIVERING', attempts: 1 }, addressOf(task)) });
 
       // Act
-      const claimed = await taskStore.claimDelivery(keyOf(task), NOW_MS, NOW_MS + 60_000, 'lease-1');
+      const claimed = await taskStore.claimDelivery(addressOf(task), NOW_MS, NOW_MS + 60_000, 'lease-1');
 
       // Assess
       expect(claimed).toEqual({ ...task, status: 'DELIVERING', attempts: 1 });
       const input = ddbMock.commandCalls(UpdateCommand)[0]?.args[0].input;
       expect(input).toMatchObject({
         TableName: TABLE,
-        Key: keyOf(task),
+        Key: taskKey(addressOf(task)),
         ConditionExpression: '#status = :pending OR (#status = :delivering AND leaseUntilMs < :now)',
         ExpressionAttributeNames: { '#status': 'status' },
         ExpressionAttributeValues: { ':pending': 'PENDING', ':delivering': 'DELIVERING', ':now': NOW_MS },
@@ -83,7 +90,7 @@ describe('Class: DynamoTaskStore', () => {
       ddbMock.on(UpdateCommand).rejects(conditionFailed());
       ddbMock.on(GetCommand).resolves({
         Item: {
-          ...taskToItem(task, keyOf(task)),
+          ...taskToItem(task, addressOf(task)),
           status: 'DELIVERING',
           leaseUntilMs: NOW_MS + 30_000,
           attemptId: 'other',
@@ -91,7 +98,7 @@ describe('Class: DynamoTaskStore', () => {
       });
 
       // Act
-      const claimed = await taskStore.claimDelivery(keyOf(task), NOW_MS, NOW_MS + 60_000, 'lease-2');
+      const claimed = await taskStore.claimDelivery(addressOf(task), NOW_MS, NOW_MS + 60_000, 'lease-2');
 
       // Assess
       expect(claimed).toBeUndefined();
@@ -103,7 +110,7 @@ describe('Class: DynamoTaskStore', () => {
       ddbMock.on(UpdateCommand).rejects(Object.assign(new Error('slow down'), { name: 'ThrottlingException' }));
 
       // Act
-      const claiming = taskStore.claimDelivery(keyOf(task), NOW_MS, NOW_MS + 60_000, 'lease-3');
+      const claiming = taskStore.claimDelivery(addressOf(task), NOW_MS, NOW_MS + 60_000, 'lease-3');
 
       // Assess
       await expect(claiming).rejects.toThrow('slow down');
@@ -113,7 +120,7 @@ describe('Class: DynamoTaskStore', () => {
   describe('Method: listDue', () => {
     it('reads every page with consistent reads, within the one second', async () => {
       // Prepare
-      const pageEnd = { pk: partitionKey(SECOND, 2, BUCKET_COUNT), sk: 'cursor' };
+      const pageEnd = { pk: taskPartitionKey(SECOND % BUCKET_COUNT, 2), sk: 'cursor' };
       ddbMock
         .on(QueryCommand)
         .resolvesOnce({ Items: [{ id: 'A', dueAtMs: SECOND * 1000 }], LastEvaluatedKey: pageEnd })
@@ -134,9 +141,9 @@ describe('Class: DynamoTaskStore', () => {
       for (const input of inputs) {
         expect(input.ConsistentRead).toBe(true);
         expect(input.ExpressionAttributeValues).toEqual({
-          ':pk': partitionKey(SECOND, 2, BUCKET_COUNT),
-          ':from': secondRange(SECOND).from,
-          ':to': secondRange(SECOND).to,
+          ':pk': taskPartitionKey(SECOND % BUCKET_COUNT, 2),
+          ':from': taskSecondRange(SECOND).from,
+          ':to': taskSecondRange(SECOND).to,
           ':pending': 'PENDING',
         });
       }
@@ -149,10 +156,10 @@ describe('Class: DynamoTaskStore', () => {
       vi.useFakeTimers();
       const entries = Array.from({ length: 30 }, (_, index) => {
         const task = aTask(SECOND * 1000 + index, 2);
-        return { task, key: keyOf(task) };
+        return { task, address: addressOf(task) };
       });
       const leftOver = {
-        PutRequest: { Item: taskToItem(entries[7]?.task ?? aTask(0), keyOf(entries[7]?.task ?? aTask(0))) },
+        PutRequest: { Item: taskToItem(entries[7]?.task ?? aTask(0), addressOf(entries[7]?.task ?? aTask(0))) },
       };
       ddbMock
         .on(BatchWriteCommand)
@@ -175,11 +182,11 @@ describe('Class: DynamoTaskStore', () => {
       vi.useFakeTimers();
       const startedAtMs = Date.now();
       const task = aTask(SECOND * 1000, 2);
-      const leftOver = { PutRequest: { Item: taskToItem(task, keyOf(task)) } };
+      const leftOver = { PutRequest: { Item: taskToItem(task, addressOf(task)) } };
       ddbMock.on(BatchWriteCommand).resolves({ UnprocessedItems: { [TABLE]: [leftOver] } });
 
       // Act
-      const writing = taskStore.createMany([{ task, key: keyOf(task) }]);
+      const writing = taskStore.createMany([{ task, address: addressOf(task) }]);
       const failure = expect(writing).rejects.toThrow(
         new StoreBusyError('1 task writes stayed unprocessed after 6 retries'),
       );
@@ -200,12 +207,12 @@ describe('Class: DynamoTaskStore', () => {
       ddbMock.on(PutCommand).resolves({});
 
       // Act
-      await taskStore.create(task, keyOf(task));
+      await taskStore.create(task, addressOf(task));
 
       // Assess
       expect(ddbMock.commandCalls(PutCommand)[0]?.args[0].input).toEqual({
         TableName: TABLE,
-        Item: taskToItem(task, keyOf(task)),
+        Item: taskToItem(task, addressOf(task)),
         ConditionExpression: KEY_EXPRESSIONS.itemAbsent,
       });
     });
@@ -215,10 +222,10 @@ describe('Class: DynamoTaskStore', () => {
     it('cancels a PENDING task with one conditional update', async () => {
       // Prepare
       const task = aTask(SECOND * 1000, 2);
-      ddbMock.on(UpdateCommand).resolves({ Attributes: taskToItem(task, keyOf(task)) });
+      ddbMock.on(UpdateCommand).resolves({ Attributes: taskToItem(task, addressOf(task)) });
 
       // Act
-      const outcome = await taskStore.cancel(keyOf(task), cancelRequest(task.tenantId, NOW_MS, SECOND + 86_400));
+      const outcome = await taskStore.cancel(addressOf(task), cancelRequest(task.tenantId, NOW_MS, SECOND + 86_400));
 
       // Assess: the old image says the task was waiting for its first, unleased, attempt.
       expect(outcome).toEqual({ cancelled: true, unleased: true });
@@ -234,10 +241,10 @@ describe('Class: DynamoTaskStore', () => {
       // Prepare
       const task = aTask(SECOND * 1000, 2, { status: 'DELIVERED', attempts: 1 });
       ddbMock.on(UpdateCommand).rejects(conditionFailed());
-      ddbMock.on(GetCommand).resolves({ Item: taskToItem(task, keyOf(task)) });
+      ddbMock.on(GetCommand).resolves({ Item: taskToItem(task, addressOf(task)) });
 
       // Act
-      const outcome = await taskStore.cancel(keyOf(task), cancelRequest(task.tenantId, NOW_MS, SECOND + 86_400));
+      const outcome = await taskStore.cancel(addressOf(task), cancelRequest(task.tenantId, NOW_MS, SECOND + 86_400));
 
       // Assess
       expect(outcome).toEqual({ cancelled: false, reason: 'already-final', status: 'DELIVERED' });
@@ -247,10 +254,12 @@ describe('Class: DynamoTaskStore', () => {
       // Prepare
       const task = aTask(SECOND * 1000, 2, { status: 'DELIVERING', attempts: 1 });
       ddbMock.on(UpdateCommand).rejects(conditionFailed());
-      ddbMock.on(GetCommand).resolves({ Item: { ...taskToItem(task, keyOf(task)), leaseUntilMs: NOW_MS + 30_000 } });
+      ddbMock
+        .on(GetCommand)
+        .resolves({ Item: { ...taskToItem(task, addressOf(task)), leaseUntilMs: NOW_MS + 30_000 } });
 
       // Act
-      const outcome = await taskStore.cancel(keyOf(task), cancelRequest(task.tenantId, NOW_MS, SECOND + 86_400));
+      const outcome = await taskStore.cancel(addressOf(task), cancelRequest(task.tenantId, NOW_MS, SECOND + 86_400));
 
       // Assess
       expect(outcome).toEqual({ cancelled: false, reason: 'in-delivery', status: 'DELIVERING' });
@@ -262,10 +271,10 @@ describe('Class: DynamoTaskStore', () => {
       // Prepare
       const task = aTask(SECOND * 1000, 2);
       ddbMock.on(UpdateCommand).rejects(conditionFailed());
-      ddbMock.on(GetCommand).resolves({ Item: taskToItem(task, keyOf(task)) });
+      ddbMock.on(GetCommand).resolves({ Item: taskToItem(task, addressOf(task)) });
 
       // Act
-      const outcome = await taskStore.cancel(keyOf(task), cancelRequest('globex', NOW_MS, SECOND + 86_400));
+      const outcome = await taskStore.cancel(addressOf(task), cancelRequest('globex', NOW_MS, SECOND + 86_400));
 
       // Assess
       expect(outcome).toEqual({ cancelled: false, reason: 'not-found' });
@@ -281,7 +290,7 @@ describe('Class: DynamoTaskStore', () => {
       ddbMock.on(GetCommand).resolves({});
 
       // Act
-      const outcome = await taskStore.cancel(keyOf(task), cancelRequest(task.tenantId, NOW_MS, SECOND + 86_400));
+      const outcome = await taskStore.cancel(addressOf(task), cancelRequest(task.tenantId, NOW_MS, SECOND + 86_400));
 
       // Assess
       expect(outcome).toEqual({ cancelled: false, reason: 'not-found' });
@@ -290,12 +299,12 @@ describe('Class: DynamoTaskStore', () => {
     it('tries again when the lease was released between the update and the read', async () => {
       // Prepare
       const task = aTask(SECOND * 1000, 2);
-      const released = { ...taskToItem(task, keyOf(task)), attempts: 1 };
+      const released = { ...taskToItem(task, addressOf(task)), attempts: 1 };
       ddbMock.on(UpdateCommand).rejectsOnce(conditionFailed()).resolves({ Attributes: released });
       ddbMock.on(GetCommand).resolves({ Item: released });
 
       // Act
-      const outcome = await taskStore.cancel(keyOf(task), cancelRequest(task.tenantId, NOW_MS, SECOND + 86_400));
+      const outcome = await taskStore.cancel(addressOf(task), cancelRequest(task.tenantId, NOW_MS, SECOND + 86_400));
 
       // Assess
       expect(outcome).toEqual({ cancelled: true, unleased: false });
@@ -309,11 +318,16 @@ describe('Class: DynamoTaskStore', () => {
       const task = aTask(SECOND * 1000, 2);
       ddbMock.on(UpdateCommand).rejects(conditionFailed());
       ddbMock.on(GetCommand).resolves({
-        Item: { ...taskToItem(task, keyOf(task)), status: 'DELIVERING', attempts: 4, leaseUntilMs: NOW_MS + 30_000 },
+        Item: {
+          ...taskToItem(task, addressOf(task)),
+          status: 'DELIVERING',
+          attempts: 4,
+          leaseUntilMs: NOW_MS + 30_000,
+        },
       });
 
       // Act
-      const finished = await taskStore.finishDelivery(keyOf(task), 3, {
+      const finished = await taskStore.finishDelivery(addressOf(task), 3, {
         status: 'PENDING',
         history: [],
         lastError: 'HTTP 500',
@@ -611,5 +625,28 @@ describe('Class: EverySecondOccupancy', () => {
     expect(seconds).toEqual(new Set(Array.from({ length: 64 }, (_, offset) => SECOND - 2 + offset)));
     expect(none).toEqual(new Set());
     expect(ddbMock.calls()).toHaveLength(0);
+  });
+});
+
+describe('Class: DynamoRequestCounter', () => {
+  it("counts a tenant's requests and a bizType's callbacks, a share at a time, under the keys deployed tables hold", async () => {
+    // Prepare: leases start at share 3 (requests) and share 6 (callbacks).
+    ddbMock.reset();
+    ddbMock.on(UpdateCommand).resolves({});
+    const requests = new LeasedRequestCounter(new DynamoRequestCounter({ client, tableName: TABLE }), 3);
+    const callbacks = new LeasedRequestCounter(
+      new DynamoRequestCounter({ client, tableName: TABLE, keyPrefix: CALLBACK_COUNTER_PREFIX }),
+      6,
+    );
+
+    // Act
+    await requests.admit({ tenantId: 'acme' }, SECOND, 100);
+    await callbacks.admit({ tenantId: 'acme', bizType: 'order-close' }, SECOND, 100);
+
+    // Assess
+    expect(ddbMock.commandCalls(UpdateCommand).map((call) => call.args[0].input.Key)).toEqual([
+      { pk: 'RATE#acme#3', sk: '1780000000' },
+      { pk: 'CALLBACKS#acme#order-close#6', sk: '1780000000' },
+    ]);
   });
 });

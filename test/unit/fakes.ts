@@ -6,7 +6,7 @@
 export { ManualClock } from '../support/clock.js';
 import { idempotencyKey } from '../../functions/adapters/dynamo/table-schema.js';
 import { minuteOf } from '../../functions/core/kernel/clock.js';
-import { MAX_SHARDS, newTaskId, parseTaskId, type TaskKey } from '../../functions/core/kernel/ids.js';
+import { MAX_SHARDS, newTaskId, parseTaskId, type TaskAddress } from '../../functions/core/kernel/ids.js';
 import type {
   CancelOutcome,
   CancelRequest,
@@ -43,6 +43,7 @@ import type {
 } from '../../functions/core/schedules/schedules.js';
 import type { BizTypeSettings, BizTypeStore } from '../../functions/core/submit/biz-types.js';
 import {
+  type CounterShare,
   newKeyring,
   newTenant,
   type RequestCounter,
@@ -172,9 +173,6 @@ function withoutExpiry<T extends object>(outcome: T): Omit<T, 'expiresAtSeconds'
   return rest;
 }
 
-// The sort key ends with the id, which is all the fake needs to find a task.
-const idOf = (key: TaskKey) => key.sk.slice(key.sk.indexOf('#') + 1);
-
 /** Tasks by id, with the lease and attempt rules of the real store's conditional writes. */
 export class FakeTaskStore implements TaskStore {
   readonly tasks = new Map<string, Task>();
@@ -200,16 +198,16 @@ export class FakeTaskStore implements TaskStore {
     for (const { task } of entries) this.tasks.set(task.id, task);
   }
 
-  async get(key: TaskKey): Promise<Task | undefined> {
-    return this.tasks.get(idOf(key));
+  async get(address: TaskAddress): Promise<Task | undefined> {
+    return this.tasks.get(address.id);
   }
 
-  async getMany(keys: readonly TaskKey[]): Promise<Array<Task | undefined>> {
-    return keys.map((key) => this.tasks.get(idOf(key)));
+  async getMany(addresses: readonly TaskAddress[]): Promise<Array<Task | undefined>> {
+    return addresses.map((address) => this.tasks.get(address.id));
   }
 
-  async cancel(key: TaskKey, request: CancelRequest): Promise<CancelOutcome> {
-    const task = this.tasks.get(idOf(key));
+  async cancel(address: TaskAddress, request: CancelRequest): Promise<CancelOutcome> {
+    const task = this.tasks.get(address.id);
     if (task?.tenantId !== request.tenantId) return { cancelled: false, reason: 'not-found' };
     if (task.status !== 'PENDING') {
       const reason = task.status === 'DELIVERING' ? 'in-delivery' : 'already-final';
@@ -229,16 +227,16 @@ export class FakeTaskStore implements TaskStore {
     return { cancelled: true, unleased };
   }
 
-  async confirmCancel(key: TaskKey, cancelId: string): Promise<boolean> {
-    const task = this.tasks.get(idOf(key));
+  async confirmCancel(address: TaskAddress, cancelId: string): Promise<boolean> {
+    const task = this.tasks.get(address.id);
     if (task?.status !== 'CANCELLED' || task.unconfirmedCancel !== cancelId) return false;
     const { unconfirmedCancel: _unconfirmed, ...confirmed } = task;
     this.tasks.set(task.id, confirmed);
     return true;
   }
 
-  async revertCancel(key: TaskKey, cancelId: string): Promise<boolean> {
-    const task = this.tasks.get(idOf(key));
+  async revertCancel(address: TaskAddress, cancelId: string): Promise<boolean> {
+    const task = this.tasks.get(address.id);
     if (task?.status !== 'CANCELLED' || task.unconfirmedCancel !== cancelId) return false;
     const { cancelledAtMs: _cancelledAt, unconfirmedCancel: _unconfirmed, ...uncancelled } = task;
     this.tasks.set(task.id, { ...uncancelled, status: 'PENDING' });
@@ -260,8 +258,13 @@ export class FakeTaskStore implements TaskStore {
       .map(({ id, fireAtMs }) => ({ id, fireAtMs }));
   }
 
-  async claimDelivery(key: TaskKey, nowMs: number, leaseUntilMs: number, attemptId: string): Promise<Task | undefined> {
-    const task = this.tasks.get(idOf(key));
+  async claimDelivery(
+    address: TaskAddress,
+    nowMs: number,
+    leaseUntilMs: number,
+    attemptId: string,
+  ): Promise<Task | undefined> {
+    const task = this.tasks.get(address.id);
     if (!task) return undefined;
     if (!this.leasable(task, nowMs))
       return task.status === 'DELIVERING' && task.attemptId === attemptId ? task : undefined;
@@ -270,8 +273,8 @@ export class FakeTaskStore implements TaskStore {
     return claimed;
   }
 
-  async finishDelivery(key: TaskKey, attempt: number, outcome: DeliveryRecord): Promise<boolean> {
-    const task = this.tasks.get(idOf(key));
+  async finishDelivery(address: TaskAddress, attempt: number, outcome: DeliveryRecord): Promise<boolean> {
+    const task = this.tasks.get(address.id);
     if (!task) return false;
     if (task.status !== 'DELIVERING' || task.attempts !== attempt) return showsRecord(task, attempt, outcome);
     // The TTL (expiresAtSeconds) is stored beside the task, never part of it.
@@ -285,12 +288,12 @@ export class FakeTaskStore implements TaskStore {
   }
 
   async finishFirstAttempt(
-    key: TaskKey,
+    address: TaskAddress,
     outcome: FirstAttemptRecord,
     copiesCallUntilMs: number,
     attemptId: string,
   ): Promise<boolean> {
-    const task = this.tasks.get(idOf(key));
+    const task = this.tasks.get(address.id);
     if (!task) return false;
     return (
       this.recordFirstAttempt(task, outcome, copiesCallUntilMs, attemptId) ||
@@ -327,34 +330,34 @@ export class FakeTaskStore implements TaskStore {
   }
 
   async recordRescheduleIntent(
-    key: TaskKey,
+    address: TaskAddress,
     tenantId: string,
     intent: RescheduleIntent,
     priorIntentTaskId?: string,
   ): Promise<boolean> {
-    const task = this.tasks.get(idOf(key));
+    const task = this.tasks.get(address.id);
     if (task?.status !== 'PENDING' || task.tenantId !== tenantId || task.rescheduleIntent?.taskId !== priorIntentTaskId)
       return false;
     this.tasks.set(task.id, { ...task, rescheduleIntent: intent });
     return true;
   }
 
-  async commitReschedule(key: TaskKey, toTaskId: string, nowMs: number): Promise<boolean> {
-    const task = this.tasks.get(idOf(key));
+  async commitReschedule(address: TaskAddress, toTaskId: string, nowMs: number): Promise<boolean> {
+    const task = this.tasks.get(address.id);
     if (task?.status !== 'PENDING' || task.rescheduleIntent?.taskId !== toTaskId) return false;
     this.tasks.set(task.id, { ...task, status: 'CANCELLED', cancelledAtMs: nowMs, rescheduledTo: toTaskId });
     return true;
   }
 
-  async withdrawRescheduleIntent(key: TaskKey, toTaskId: string): Promise<boolean> {
-    const task = this.tasks.get(idOf(key));
+  async withdrawRescheduleIntent(address: TaskAddress, toTaskId: string): Promise<boolean> {
+    const task = this.tasks.get(address.id);
     if (task?.rescheduleIntent?.taskId !== toTaskId || task.rescheduledTo !== undefined) return false;
     this.tasks.set(task.id, { ...task, rescheduleIntent: undefined });
     return true;
   }
 
-  async reviveFailed(key: TaskKey): Promise<boolean> {
-    const task = this.tasks.get(idOf(key));
+  async reviveFailed(address: TaskAddress): Promise<boolean> {
+    const task = this.tasks.get(address.id);
     if (task?.status !== 'FAILED') return false;
     const { retryAtMs: _retryAt, ...revived } = task;
     this.tasks.set(task.id, { ...revived, status: 'PENDING', attempts: 0 });
@@ -377,16 +380,24 @@ export class FakeDeliveryQueue implements DeliveryQueue {
   }
 }
 
-/** Counts per subject and second in a map, with the real counter's refuse-at-the-limit rule. */
+const counterName = (subject: CounterShare, second: number) =>
+  JSON.stringify([subject.tenantId, subject.bizType ?? null, subject.share ?? null, second]);
+
+/** Counts per subject, share and second in a map, with the real counter's refuse-at-the-limit rule. */
 export class FakeRequestCounter implements RequestCounter {
-  readonly counts = new Map<string, number>();
+  private readonly counts = new Map<string, number>();
 
   /** Calls made, as the shared store would see them. */
   calls = 0;
 
-  async admit(subject: string, second: number, limit: number, count = 1): Promise<boolean> {
+  /** What `subject` has counted in `second`. */
+  countOf(subject: CounterShare, second: number): number {
+    return this.counts.get(counterName(subject, second)) ?? 0;
+  }
+
+  async admit(subject: CounterShare, second: number, limit: number, count = 1): Promise<boolean> {
     this.calls++;
-    const key = `${subject}@${second}`;
+    const key = counterName(subject, second);
     const counted = this.counts.get(key) ?? 0;
     if (counted + count > limit) return false;
     this.counts.set(key, counted + count);
@@ -400,12 +411,12 @@ export class FakeBizTypeStore implements BizTypeStore {
   reads = 0;
 
   async put(settings: BizTypeSettings): Promise<void> {
-    this.settings.set(`${settings.tenantId}#${settings.bizType}`, settings);
+    this.settings.set(JSON.stringify([settings.tenantId, settings.bizType]), settings);
   }
 
   async get(tenantId: string, bizType: string): Promise<BizTypeSettings | undefined> {
     this.reads++;
-    return this.settings.get(`${tenantId}#${bizType}`);
+    return this.settings.get(JSON.stringify([tenantId, bizType]));
   }
 
   async list(tenantId: string): Promise<BizTypeSettings[]> {
@@ -413,7 +424,7 @@ export class FakeBizTypeStore implements BizTypeStore {
   }
 
   async delete(tenantId: string, bizType: string): Promise<boolean> {
-    return this.settings.delete(`${tenantId}#${bizType}`);
+    return this.settings.delete(JSON.stringify([tenantId, bizType]));
   }
 }
 

@@ -1,14 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import {
-  bucketOf,
-  newTaskId,
-  parseTaskId,
-  partitionKey,
-  secondRange,
-  shardDealer,
-  taskKey,
-} from '../../functions/core/kernel/ids.js';
+import { bucketOf, newTaskId, parseTaskId, shardDealer, taskAddress } from '../../functions/core/kernel/ids.js';
 
 const DUE_AT_MS = Date.UTC(2026, 2, 1, 9, 30, 15, 250);
 const SHARD_COUNT = 16;
@@ -125,56 +117,22 @@ describe('Function: newTaskId and parseTaskId', () => {
   });
 });
 
-describe('Function: bucketOf and partitionKey', () => {
+describe('Function: bucketOf and taskAddress', () => {
   it('wraps seconds modulo the bucket count, like a timing wheel', () => {
     // Act & Assess
     expect(bucketOf(10_000_005, 10_000_000)).toBe(5);
     expect(bucketOf(9_999_999, 10_000_000)).toBe(9_999_999);
     expect(bucketOf(-1, 10)).toBe(9);
-    expect(partitionKey(10_000_005, 3, 10_000_000)).toBe('B#5#3');
-    expect(partitionKey(10_000_005, 3, 10_000_000)).toBe(partitionKey(5, 3, 10_000_000));
   });
 
-  it('puts a task in the partition of its own second and shard', () => {
+  it('addresses a task by the bucket of its own fire second, its shard, its fire time and its id', () => {
     // Prepare
     const id = newTaskId({ fireAtMs: DUE_AT_MS, shard: 7 });
 
     // Act
-    const key = taskKey(id, { fireAtMs: DUE_AT_MS, shard: 7 }, 1000);
+    const address = taskAddress(id, { fireAtMs: DUE_AT_MS, shard: 7 }, 1000);
 
     // Assess
-    expect(key.pk).toBe(`B#${Math.floor(DUE_AT_MS / 1000) % 1000}#7`);
-    expect(key.sk.endsWith(`#${id}`)).toBe(true);
-  });
-});
-
-describe('Function: secondRange', () => {
-  const second = Math.floor(DUE_AT_MS / 1000);
-  const skAt = (ms: number) => taskKey(newTaskId({ fireAtMs: ms, shard: 0 }), { fireAtMs: ms, shard: 0 }, 1000).sk;
-  const inRange = (sk: string) => {
-    const { from, to } = secondRange(second);
-    return sk >= from && sk <= to;
-  };
-
-  it('holds the first and the last millisecond of the second', () => {
-    // Act & Assess
-    expect(inRange(skAt(second * 1000))).toBe(true);
-    expect(inRange(skAt(second * 1000 + 999))).toBe(true);
-  });
-
-  it('leaves out the neighbouring seconds', () => {
-    // Act & Assess
-    expect(inRange(skAt((second + 1) * 1000))).toBe(false);
-    expect(inRange(skAt(second * 1000 - 1))).toBe(false);
-  });
-
-  it('leaves out a task due a whole number of wheel turns later in the same bucket', () => {
-    // Prepare
-    const bucketCount = 1000;
-    const later = (second + bucketCount) * 1000 + 500;
-
-    // Act & Assess
-    expect(partitionKey(second + bucketCount, 0, bucketCount)).toBe(partitionKey(second, 0, bucketCount));
-    expect(inRange(skAt(later))).toBe(false);
+    expect(address).toEqual({ id, bucket: Math.floor(DUE_AT_MS / 1000) % 1000, shard: 7, fireAtMs: DUE_AT_MS });
   });
 });

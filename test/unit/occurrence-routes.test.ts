@@ -64,9 +64,9 @@ describe('Route: DELETE /v1/tasks/{id} of an occurrence', () => {
     // DELETE stores it before the second DELETE goes on.
     const get = w.taskStore.get.bind(w.taskStore);
     let raced = false;
-    w.taskStore.get = async (key) => {
-      const task = await get(key);
-      if (!raced && key.sk.endsWith(successor)) {
+    w.taskStore.get = async (address) => {
+      const task = await get(address);
+      if (!raced && address.id === successor) {
         raced = true;
         await w.call('DELETE /v1/tasks/{id}', { id: nextTaskId });
       }

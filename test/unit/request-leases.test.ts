@@ -1,16 +1,30 @@
 import { describe, expect, it } from 'vitest';
 
 import { COUNTER_SHARES, LeasedRequestCounter, shareOf } from '../../functions/core/tenants/request-leases.js';
+import type { CounterSubject } from '../../functions/core/tenants/tenants.js';
 import { FakeRequestCounter } from './fakes.js';
 
 const SECOND = 1_780_000_000;
 
+const ACME = { tenantId: 'acme' };
+
 /** Counts of `subject` in `second` over all its counter shares. */
-const counted = (shared: FakeRequestCounter, subject: string, second: number) =>
-  Array.from({ length: COUNTER_SHARES }, (_, share) => shared.counts.get(`${subject}#${share}@${second}`) ?? 0).reduce(
+const counted = (shared: FakeRequestCounter, subject: CounterSubject, second: number) =>
+  Array.from({ length: COUNTER_SHARES }, (_, share) => shared.countOf({ ...subject, share }, second)).reduce(
     (sum, count) => sum + count,
     0,
   );
+
+/** The shares the shared counter is asked for, in order. */
+function sharesAsked(shared: FakeRequestCounter): Array<number | undefined> {
+  const asked: Array<number | undefined> = [];
+  const admit = shared.admit.bind(shared);
+  shared.admit = (subject, second, limit, count) => {
+    asked.push(subject.share);
+    return admit(subject, second, limit, count);
+  };
+  return asked;
+}
 
 describe('Class: LeasedRequestCounter', () => {
   it('sizes its leases to its own demand, so a steady instance writes the shared counter about once a second', async () => {
@@ -22,7 +36,7 @@ describe('Class: LeasedRequestCounter', () => {
     // Act: 50 requests a second for three seconds, against a limit of 5,000.
     for (let second = SECOND; second < SECOND + 3; second++) {
       const before = shared.calls;
-      const admitted = await Promise.all(Array.from({ length: 50 }, () => counter.admit('acme', second, 5000)));
+      const admitted = await Promise.all(Array.from({ length: 50 }, () => counter.admit(ACME, second, 5000)));
       expect(admitted.every(Boolean)).toBe(true);
       callsPerSecond.push(shared.calls - before);
     }
@@ -39,16 +53,16 @@ describe('Class: LeasedRequestCounter', () => {
     // Act: 900 requests each against a limit of 1,000.
     const admitted = (
       await Promise.all(
-        instances.flatMap((instance) => Array.from({ length: 900 }, () => instance.admit('acme', SECOND, 1000))),
+        instances.flatMap((instance) => Array.from({ length: 900 }, () => instance.admit(ACME, SECOND, 1000))),
       )
     ).filter(Boolean).length;
     const callsWhenFull = shared.calls;
-    const afterFull = await Promise.all(instances.map((instance) => instance.admit('acme', SECOND, 1000)));
+    const afterFull = await Promise.all(instances.map((instance) => instance.admit(ACME, SECOND, 1000)));
 
     // Assess: every admitted request was counted in the shared store, in far fewer writes than
     // requests (each instance drains every share, a lease at a time); refusals cost no more writes.
     expect(admitted).toBe(1000);
-    expect(counted(shared, 'acme', SECOND)).toBe(1000);
+    expect(counted(shared, ACME, SECOND)).toBe(1000);
     expect(callsWhenFull).toBeLessThan(admitted / 5);
     expect(afterFull).toEqual([false, false, false]);
     expect(shared.calls).toBe(callsWhenFull);
@@ -61,33 +75,28 @@ describe('Class: LeasedRequestCounter', () => {
       { length: 40 },
       (_, index) => new LeasedRequestCounter(shared, index % COUNTER_SHARES),
     );
-    const keysCalled: string[] = [];
-    const admit = shared.admit.bind(shared);
-    shared.admit = (subject, second, limit, count) => {
-      keysCalled.push(subject);
-      return admit(subject, second, limit, count);
-    };
+    const asked = sharesAsked(shared);
 
     // Act
-    await Promise.all(instances.map((instance) => instance.admit('acme', SECOND, 200)));
+    await Promise.all(instances.map((instance) => instance.admit(ACME, SECOND, 200)));
 
     // Assess
-    const perKey = new Map<string, number>();
-    for (const key of keysCalled) perKey.set(key, (perKey.get(key) ?? 0) + 1);
-    expect([...perKey.values()]).toEqual(Array.from({ length: COUNTER_SHARES }, () => 5));
+    const perShare = new Map<number | undefined, number>();
+    for (const share of asked) perShare.set(share, (perShare.get(share) ?? 0) + 1);
+    expect([...perShare.values()]).toEqual(Array.from({ length: COUNTER_SHARES }, () => 5));
   });
 
   it('takes each lease from the next share, so even a lone instance spreads its writes over all of them', async () => {
     // Prepare
     const shared = new FakeRequestCounter();
     const counter = new LeasedRequestCounter(shared, 3);
+    const asked = sharesAsked(shared);
 
     // Act: one request a second for as many seconds as there are shares.
-    for (let second = SECOND; second < SECOND + COUNTER_SHARES; second++) await counter.admit('acme', second, 200);
+    for (let second = SECOND; second < SECOND + COUNTER_SHARES; second++) await counter.admit(ACME, second, 200);
 
     // Assess
-    const shares = [...shared.counts.keys()].map((key) => Number(key.split('@')[0]?.split('#')[1]));
-    expect(shares).toEqual(Array.from({ length: COUNTER_SHARES }, (_, step) => (3 + step) % COUNTER_SHARES));
+    expect(asked).toEqual(Array.from({ length: COUNTER_SHARES }, (_, step) => (3 + step) % COUNTER_SHARES));
   });
 
   it('splits the limit over the shares so that the parts add up to it', () => {
@@ -104,10 +113,10 @@ describe('Class: LeasedRequestCounter', () => {
     const counter = new LeasedRequestCounter(shared, 5);
 
     // Act
-    const first = await Promise.all(Array.from({ length: 3 }, () => counter.admit('acme', SECOND, 3)));
-    const refused = await counter.admit('acme', SECOND, 3);
-    const nextSecond = await counter.admit('acme', SECOND + 1, 3);
-    const otherSubject = await counter.admit('rival', SECOND, 3);
+    const first = await Promise.all(Array.from({ length: 3 }, () => counter.admit(ACME, SECOND, 3)));
+    const refused = await counter.admit(ACME, SECOND, 3);
+    const nextSecond = await counter.admit(ACME, SECOND + 1, 3);
+    const otherSubject = await counter.admit({ tenantId: 'rival' }, SECOND, 3);
 
     // Assess
     expect(first).toEqual([true, true, true]);

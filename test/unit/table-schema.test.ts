@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 
 import {
+  API_DELETABLE_PARTITION_PREFIXES,
   apiKeyKey,
   bizTypeKey,
   CALLBACK_COUNTER_PREFIX,
@@ -14,16 +15,23 @@ import {
   counterKey,
   idempotencyKey,
   idempotencyToItem,
+  indexPartitionKey,
+  markerSortRange,
   occupancyKey,
+  partitionKind,
   RATE_COUNTER_PREFIX,
   recheckFlagItem,
   scanMarkerItem,
+  scheduleKey,
   SWEEP_KEY,
   taskFromItem,
+  taskKey,
+  taskPartitionKey,
+  taskSecondRange,
   taskToItem,
   tenantKey,
 } from '../../functions/adapters/dynamo/table-schema.js';
-import { taskKey } from '../../functions/core/kernel/ids.js';
+import { newTaskId, taskAddress } from '../../functions/core/kernel/ids.js';
 import { aTask } from './fakes.js';
 
 const SECOND = 1_780_000_000;
@@ -38,10 +46,10 @@ describe('Module: table-schema', () => {
       policy: { maxAttempts: 3 },
       rescheduledFrom: 'EARLIER',
     });
-    const key = taskKey(task.id, { fireAtMs: task.fireAtMs, shard: 2 }, 1000);
+    const address = taskAddress(task.id, { fireAtMs: task.fireAtMs, shard: 2 }, 1000);
 
     // Act
-    const item = taskToItem(task, key);
+    const item = taskToItem(task, address);
 
     // Assess
     expect(item).toEqual({
@@ -70,10 +78,10 @@ describe('Module: table-schema', () => {
     // Prepare
     const fireAtMs = SECOND * 1000 + 250;
     const task = aTask(fireAtMs, 2, { dueAtMs: fireAtMs - 42_000, window: { seconds: 60 } });
-    const key = taskKey(task.id, { fireAtMs, shard: 2 }, 1000);
+    const address = taskAddress(task.id, { fireAtMs, shard: 2 }, 1000);
 
     // Act
-    const item = taskToItem(task, key);
+    const item = taskToItem(task, address);
 
     // Assess
     expect(item).toMatchObject({
@@ -83,6 +91,26 @@ describe('Module: table-schema', () => {
       windowSeconds: 60,
     });
     expect(taskFromItem(item)).toEqual(task);
+  });
+
+  it('names the kind of item a partition key holds by its prefix', () => {
+    // Act & Assess
+    expect(['B#5#3', 'CLOCK', 'RATE#acme#3', 'IDEM#acme/schedules#k'].map(partitionKind)).toEqual([
+      'B',
+      'CLOCK',
+      'RATE',
+      'IDEM',
+    ]);
+  });
+
+  it('keys a task by bucket and shard, then fire time and id, and reads one second of it as one sort-key range', () => {
+    // Prepare
+    const address = taskAddress('01JZ0000000000000000000000', { fireAtMs: SECOND * 1000 + 250, shard: 7 }, 86_400);
+
+    // Act & Assess
+    expect(taskKey(address)).toEqual({ pk: 'B#73600#7', sk: '001780000000250#01JZ0000000000000000000000' });
+    expect(taskPartitionKey(5, 3)).toBe('B#5#3');
+    expect(taskSecondRange(SECOND)).toEqual({ from: '001780000000000', to: '001780000000999#~' });
   });
 
   it('keeps the clock, the sweep watermarks and the per-second markers under fixed and hourly keys', () => {
@@ -110,6 +138,7 @@ describe('Module: table-schema', () => {
     });
     const minute = Math.floor(SECOND / 60) + 1;
     expect(occupancyKey(minute, 5)).toEqual({ pk: `OCCUPIED#${minute}#5`, sk: `00${minute * 60}` });
+    expect(markerSortRange(SECOND, SECOND + 5)).toEqual({ from: '001780000000', to: '001780000005~' });
   });
 
   it('keys idempotency claims, tenants, API keys, bizType settings and counters by their prefixes', () => {
@@ -133,10 +162,56 @@ describe('Module: table-schema', () => {
     expect(tenantKey('acme')).toEqual({ pk: 'TENANTS', sk: 'acme' });
     expect(apiKeyKey('acme', 'key-1')).toEqual({ pk: 'APIKEYS#acme', sk: 'key-1' });
     expect(bizTypeKey('acme', 'order')).toEqual({ pk: 'BIZTYPES#acme', sk: 'order' });
-    expect(counterKey(RATE_COUNTER_PREFIX, 'acme', SECOND)).toEqual({ pk: 'RATE#acme', sk: String(SECOND) });
-    expect(counterKey(CALLBACK_COUNTER_PREFIX, 'acme#order', SECOND)).toEqual({
-      pk: 'CALLBACKS#acme#order',
+    expect(scheduleKey('acme', 'sch-1')).toEqual({ pk: 'SCHEDULES#acme', sk: 'sch-1' });
+    expect(API_DELETABLE_PARTITION_PREFIXES).toEqual(['BIZTYPES#', 'SCHEDULES#']);
+    expect(indexPartitionKey({ index: 'byBizId', tenantId: 'acme', bizId: 'o-1' })).toBe('acme#o-1');
+    expect(indexPartitionKey({ index: 'byBizType', tenantId: 'acme', bizType: 'order', shard: 3 })).toBe(
+      'acme#order#3',
+    );
+    expect(counterKey(RATE_COUNTER_PREFIX, { tenantId: 'acme' }, SECOND)).toEqual({
+      pk: 'RATE#acme',
       sk: String(SECOND),
     });
+    expect(counterKey(RATE_COUNTER_PREFIX, { tenantId: 'acme', share: 3 }, SECOND)).toEqual({
+      pk: 'RATE#acme#3',
+      sk: String(SECOND),
+    });
+    expect(counterKey(CALLBACK_COUNTER_PREFIX, { tenantId: 'acme', bizType: 'order', share: 0 }, SECOND)).toEqual({
+      pk: 'CALLBACKS#acme#order#0',
+      sk: String(SECOND),
+    });
+  });
+});
+
+describe('Function: taskSecondRange', () => {
+  const second = SECOND;
+  const skAt = (ms: number) =>
+    taskKey(taskAddress(newTaskId({ fireAtMs: ms, shard: 0 }), { fireAtMs: ms, shard: 0 }, 1000)).sk;
+  const inRange = (sk: string) => {
+    const { from, to } = taskSecondRange(second);
+    return sk >= from && sk <= to;
+  };
+
+  it('holds the first and the last millisecond of the second', () => {
+    // Act & Assess
+    expect(inRange(skAt(second * 1000))).toBe(true);
+    expect(inRange(skAt(second * 1000 + 999))).toBe(true);
+  });
+
+  it('leaves out the neighbouring seconds', () => {
+    // Act & Assess
+    expect(inRange(skAt((second + 1) * 1000))).toBe(false);
+    expect(inRange(skAt(second * 1000 - 1))).toBe(false);
+  });
+
+  it('leaves out a task due a whole number of wheel turns later in the same bucket', () => {
+    // Prepare
+    const bucketCount = 1000;
+    const later = (second + bucketCount) * 1000 + 500;
+    const partitionOf = (ms: number) => taskKey(taskAddress('X', { fireAtMs: ms, shard: 0 }, bucketCount)).pk;
+
+    // Act & Assess
+    expect(partitionOf(later)).toBe(partitionOf(second * 1000));
+    expect(inRange(skAt(later))).toBe(false);
   });
 });

@@ -6,13 +6,41 @@ import {
   decodeDeliveryBody,
   deliveryMessageFor,
   encodeDeliveryBody,
+  namedTaskId,
   newPendingTask,
 } from '../../functions/core/kernel/task-kernel.js';
+import { occurrenceTaskId } from '../../functions/core/schedules/schedules.js';
 import { DELIVERY_SETTINGS, TENANT_ID } from './fakes.js';
 import { scheduleWorld, START, TARGET } from './schedule-world.js';
 
 const PORTS = { ...DELIVERY_SETTINGS, lookaheadSeconds: 2 };
 const CONTENT = { tenantId: TENANT_ID, target: TARGET, payloadJson: '{"n":1}', window: { seconds: 30 } };
+
+describe('Function: namedTaskId', () => {
+  // Pinned literally: a keyed retry after a deployment must find the task its first attempt made,
+  // and a schedule's pending occurrence is stored by id, so these ids may never change.
+  const AT_MS = 1_780_000_000_250;
+
+  it('derives the ids deployed tasks hold for a keyed submit, with and without a window', () => {
+    // Act
+    const name = { kind: 'keyed-submit', tenantId: 'acme', idempotencyKey: 'k-1' } as const;
+
+    // Assess
+    expect(namedTaskId({ shardCount: 16 }, name, AT_MS)).toBe('01KSR4927T0AQY2NNF8ZY7YDKQ');
+    expect(namedTaskId({ shardCount: 16 }, name, AT_MS, { seconds: 60 })).toBe('01KSR497EN0AQY2NNF8ZY7YDKQ');
+  });
+
+  it('derives the ids deployed occurrences hold, with and without a window', () => {
+    // Act
+    const schedule = { id: 'sch-1', revision: 'r-1' };
+
+    // Assess
+    expect(occurrenceTaskId(schedule, AT_MS - 250, 16)).toBe('01KSR49200026W5GZNANQ8VW78');
+    expect(occurrenceTaskId({ ...schedule, window: { seconds: 60 } }, AT_MS - 250, 16)).toBe(
+      '01KSR49WG1026W5GZNANQ8VW78',
+    );
+  });
+});
 
 describe('Function: newPendingTask', () => {
   it('keeps dueAt within the window before the fire time its id fixed, and marks a task created close to it a late arrival', () => {

@@ -212,6 +212,21 @@ describe('Function: cachedTenantDirectory', () => {
     expect(found?.id).toBe('acme');
   });
 
+  it('keeps two keys apart whose tenant and key id would read alike joined into one text', async () => {
+    // Prepare: the store has a key under each pair.
+    const getApiKey = vi.fn(async (tenantId: string, keyId: string) => ({ tenantId, keyId }));
+    const store = { getTenant: vi.fn(), getApiKey } as unknown as TenantStore;
+    const directory = cachedTenantDirectory(store, new ManualClock(NOW_MS), 30_000);
+
+    // Act
+    const first = await directory.apiKey('a#b', 'c');
+    const second = await directory.apiKey('a', 'b#c');
+
+    // Assess
+    expect(first).toMatchObject({ tenantId: 'a#b', keyId: 'c' });
+    expect(second).toMatchObject({ tenantId: 'a', keyId: 'b#c' });
+  });
+
   it("still answers a real tenant's key from memory after a flood of 20,000 made-up key ids", async () => {
     // Prepare: a real key, read once.
     const issued = newApiKey(KEYRING, 'acme', NOW_MS);

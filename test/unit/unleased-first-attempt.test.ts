@@ -16,7 +16,7 @@ import {
   type TargetResult,
 } from '../../functions/core/deliver/deliver.js';
 import { CLOCK_SKEW_MS } from '../../functions/core/kernel/clock.js';
-import { parseTaskId, taskKey } from '../../functions/core/kernel/ids.js';
+import { parseTaskId, taskAddress } from '../../functions/core/kernel/ids.js';
 import {
   type CancelOutcome,
   FIRST_ATTEMPT_READ_AHEAD_MS,
@@ -105,7 +105,7 @@ function world(inMs: number, overrides: Partial<Task> = {}) {
     letters,
     callsMade: (count: number) =>
       new Promise<void>((resolve) => (calls.length >= count ? resolve() : waiting.push({ count, resolve }))),
-    key: taskKey(task.id, location, DELIVERY_SETTINGS.bucketCount),
+    address: taskAddress(task.id, location, DELIVERY_SETTINGS.bucketCount),
     /** Gives the `index`th call its answer. */
     answer: (index: number, result: TargetResult) => answers[index]?.resolve(result),
     stored: () => taskStore.tasks.get(task.id),
@@ -121,10 +121,10 @@ describe('Function: cancelTask, against a first attempt that takes no lease', ()
       UNLEASED_CANCEL_MARGIN_MS + 100,
     );
     const cancel = taskStore.cancel.bind(taskStore);
-    vi.spyOn(taskStore, 'cancel').mockImplementationOnce(async (key, request) => {
+    vi.spyOn(taskStore, 'cancel').mockImplementationOnce(async (address, request) => {
       await callsMade(1);
-      await cancel(key, request);
-      return cancel(key, request);
+      await cancel(address, request);
+      return cancel(address, request);
     });
 
     // Act
@@ -150,9 +150,9 @@ describe('Function: cancelTask, against a first attempt that takes no lease', ()
     );
     const second = deferred<CancelOutcome>();
     const cancel = taskStore.cancel.bind(taskStore);
-    vi.spyOn(taskStore, 'cancel').mockImplementationOnce(async (key, request) => {
+    vi.spyOn(taskStore, 'cancel').mockImplementationOnce(async (address, request) => {
       await callsMade(1);
-      const outcome = await cancel(key, request);
+      const outcome = await cancel(address, request);
       second.resolve(await cancelTask(api, TENANT_ID, task.id));
       return outcome;
     });
@@ -194,8 +194,8 @@ describe('Function: cancelTask, against a first attempt that takes no lease', ()
 
   it('confirms, while still in time, a cancel whose request died before confirming it, and answers 200', async () => {
     // Prepare: a DELETE's write landed, and its request died before it looked at the clock.
-    const { api, callback, clock, task, taskStore, key, calls } = world(UNLEASED_CANCEL_MARGIN_MS + 100);
-    await taskStore.cancel(key, {
+    const { api, callback, clock, task, taskStore, address, calls } = world(UNLEASED_CANCEL_MARGIN_MS + 100);
+    await taskStore.cancel(address, {
       ...cancelRequest(TENANT_ID, NOW_MS, 0, NOW_MS + UNLEASED_CANCEL_MARGIN_MS),
       cancelId: 'died',
     });
@@ -216,8 +216,8 @@ describe('Function: cancelTask, against a first attempt that takes no lease', ()
   it('undoes, once too late, a cancel whose request died before confirming it, and answers too-late', async () => {
     // Prepare: as above, but the client retries only at the fire time: the api cannot tell whether
     // the write landed before the attempt's read.
-    const { api, clock, task, taskStore, key, stored } = world(UNLEASED_CANCEL_MARGIN_MS + 100);
-    await taskStore.cancel(key, {
+    const { api, clock, task, taskStore, address, stored } = world(UNLEASED_CANCEL_MARGIN_MS + 100);
+    await taskStore.cancel(address, {
       ...cancelRequest(TENANT_ID, NOW_MS, 0, NOW_MS + UNLEASED_CANCEL_MARGIN_MS),
       cancelId: 'died',
     });
@@ -239,8 +239,8 @@ describe('Function: cancelTask, against a first attempt that takes no lease', ()
     );
     const cancel = taskStore.cancel.bind(taskStore);
     let skipped: DeliveryOutcome | undefined;
-    vi.spyOn(taskStore, 'cancel').mockImplementationOnce(async (key, request) => {
-      const outcome = await cancel(key, request);
+    vi.spyOn(taskStore, 'cancel').mockImplementationOnce(async (address, request) => {
+      const outcome = await cancel(address, request);
       clock.set(task.fireAtMs);
       skipped = await deliverTask(callback, task.id);
       return outcome;
@@ -270,9 +270,9 @@ describe('Function: cancelTask, against a first attempt that takes no lease', ()
     // Prepare
     const { api, callback, clock, task, taskStore, calls } = world(UNLEASED_CANCEL_MARGIN_MS + 100);
     const confirm = taskStore.confirmCancel.bind(taskStore);
-    vi.spyOn(taskStore, 'confirmCancel').mockImplementationOnce(async (key, cancelId) => {
-      await confirm(key, cancelId);
-      return confirm(key, cancelId);
+    vi.spyOn(taskStore, 'confirmCancel').mockImplementationOnce(async (address, cancelId) => {
+      await confirm(address, cancelId);
+      return confirm(address, cancelId);
     });
 
     // Act

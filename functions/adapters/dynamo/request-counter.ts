@@ -1,6 +1,6 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
-import type { RequestCounter } from '../../core/tenants/tenants.js';
+import type { CounterShare, RequestCounter } from '../../core/tenants/tenants.js';
 import { type TableOptions, unlessConditionFails } from './dynamo-helpers.js';
 import { counterKey, RATE_COUNTER_PREFIX } from './table-schema.js';
 
@@ -24,7 +24,7 @@ export interface RequestCounterOptions extends TableOptions {
 export class DynamoRequestCounter implements RequestCounter {
   constructor(private readonly options: RequestCounterOptions) {}
 
-  async admit(subject: string, second: number, limit: number, count = 1): Promise<boolean> {
+  async admit(subject: CounterShare, second: number, limit: number, count = 1): Promise<boolean> {
     // The condition lets the first write of a second through whatever it counts, so a count
     // the limit cannot hold (a share of a small limit may be 0) is refused here.
     if (count > limit) return false;

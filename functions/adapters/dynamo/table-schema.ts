@@ -6,7 +6,7 @@
  * deployed tables: attribute names and values are a wire format.
  */
 import { TABLE } from '../../contract/topology.js';
-import { MAX_SHARDS, parseTaskId, TASK_PARTITION_PREFIX, type TaskKey } from '../../core/kernel/ids.js';
+import { MAX_SHARDS, parseTaskId, type TaskAddress } from '../../core/kernel/ids.js';
 import type {
   ClockState,
   DeliveryAttempt,
@@ -27,12 +27,12 @@ import type {
 import type { CatchUp } from '../../core/schedules/recurrence.js';
 import type { NextOccurrence, Schedule } from '../../core/schedules/schedules.js';
 import type { BizTypeSettings } from '../../core/submit/biz-types.js';
-import type { ApiKeyRecord, Keyring, SigningSecret, Tenant } from '../../core/tenants/tenants.js';
+import type { ApiKeyRecord, CounterShare, Keyring, SigningSecret, Tenant } from '../../core/tenants/tenants.js';
 
 const PK = TABLE.partitionKey;
 const SK = TABLE.sortKey;
 
-/** Every item's primary key. Task keys are built by the core (`taskKey`), since a task id says where it lives. */
+/** Every item's primary key. */
 export type TableKey = { readonly [name in typeof PK | typeof SK]: string };
 
 /**
@@ -62,7 +62,7 @@ export function tenantScoped(prefix: string, tenantId: string, ...parts: Readonl
 // ---- Tasks ----------------------------------------------------------------------------
 
 /** A task as stored: the core's Task, with its payload under `payload` and its index keys beside it. */
-export interface TaskItem extends TaskKey {
+export interface TaskItem extends TableKey {
   readonly bizIdKey?: string;
   readonly bizTypeKey?: string;
   readonly id: string;
@@ -110,8 +110,52 @@ export interface TaskItem extends TaskKey {
 /** Task attributes by name, for the update and filter expressions that set or test them. */
 export type TaskAttribute = keyof TaskItem;
 
-/** Every task partition key starts with this; the table's other items never do. */
-export { TASK_PARTITION_PREFIX };
+/** Every task partition key starts with this; the table's other items (clock, markers, tenants) never do. */
+export const TASK_PARTITION_PREFIX = 'B#';
+
+/** The start of the partition keys of one bucket's tasks, whatever their shard. */
+export function taskBucketPrefix(bucket: number): string {
+  return `${TASK_PARTITION_PREFIX}${bucket}#`;
+}
+
+/** The partition of one shard of one bucket: `B#<bucket>#<shard>`. */
+export function taskPartitionKey(bucket: number, shard: number): string {
+  return `${taskBucketPrefix(bucket)}${shard}`;
+}
+
+const SORT_TIME_DIGITS = 15;
+
+/** A millisecond as the start of a task's sort key: zero-padded so string order is time order. */
+function sortTime(ms: number): string {
+  return String(ms).padStart(SORT_TIME_DIGITS, '0');
+}
+
+/** A task's key: its bucket and shard's partition, sorted by `<fire time>#<id>`. */
+export function taskKey(address: TaskAddress): TableKey {
+  return {
+    [PK]: taskPartitionKey(address.bucket, address.shard),
+    [SK]: `${sortTime(address.fireAtMs)}#${address.id}`,
+  };
+}
+
+/**
+ * The sort-key range holding exactly one second's tasks. Buckets wrap every `bucketCount`
+ * seconds, so a bucket also holds tasks due whole rounds later; the range keeps them out.
+ */
+export function taskSecondRange(second: number): { from: string; to: string } {
+  // '~' sorts after every id character, so the range takes in the second's last millisecond.
+  return { from: sortTime(second * 1000), to: `${sortTime(second * 1000 + 999)}#~` };
+}
+
+/**
+ * The kind of item a partition key names: its prefix, the text before its first '#' (`B` for
+ * tasks, `CLOCK`, `RATE`…), or the whole key where it has none. For the bench and the scale
+ * model, which count reads and writes by kind.
+ */
+export function partitionKind(pk: string): string {
+  const hash = pk.indexOf('#');
+  return hash === -1 ? pk : pk.slice(0, hash);
+}
 
 /** The partition key of any item or key, whatever its kind. */
 export function partitionOf(item: Record<string, unknown>): string {
@@ -152,10 +196,10 @@ function indexKeys(task: Task): Pick<TaskItem, 'bizIdKey' | 'bizTypeKey'> {
   };
 }
 
-/** A new task's item: what a create writes (the attributes a delivery sets come later, by update). */
-export function taskToItem(task: Task, key: TaskKey): TaskItem {
+/** A new task's item, at `address`: what a create writes (the attributes a delivery sets come later, by update). */
+export function taskToItem(task: Task, address: TaskAddress): TaskItem {
   return {
-    ...key,
+    ...taskKey(address),
     ...indexKeys(task),
     id: task.id,
     tenantId: task.tenantId,
@@ -415,6 +459,8 @@ export interface IdempotencyItem extends TableKey {
   readonly expiresAt: number;
 }
 
+export const IDEMPOTENCY_PARTITION_PREFIX = 'IDEM#';
+
 /**
  * A claim's key: `IDEM#<tenant>#<key>` for a submit's, `IDEM#<tenant>/schedules#<key>` for a
  * schedule's ('/' is in no tenant id, so the two spaces never meet). Kept as deployed tables hold
@@ -423,7 +469,7 @@ export interface IdempotencyItem extends TableKey {
  */
 export function idempotencyKey(scope: IdempotencyScope, tenantId: string, key: string): TableKey {
   const space = scope === 'task' ? tenantId : `${tenantId}/schedules`;
-  return { [PK]: tenantScoped('IDEM#', space, key), [SK]: 'IDEM' };
+  return { [PK]: tenantScoped(IDEMPOTENCY_PARTITION_PREFIX, space, key), [SK]: 'IDEM' };
 }
 
 export function idempotencyToItem(record: IdempotencyRecord, expiresAtSeconds: number): IdempotencyItem {
@@ -460,8 +506,9 @@ export function idempotencyFromItem(
 export const TENANTS_PARTITION = 'TENANTS';
 /** A tenant's API keys share a partition of their own. */
 export const apiKeysPartition = (tenantId: string) => tenantScoped('APIKEYS#', tenantId);
-/** A tenant's bizType settings share one partition: they are few, and listing them is one Query. */
-export const bizTypesPartition = (tenantId: string) => tenantScoped(TABLE.bizTypePartitionPrefix, tenantId);
+/** A tenant's bizType settings share one partition, `BIZTYPES#<tenant>`: they are few, and listing them is one Query. */
+export const BIZ_TYPES_PARTITION_PREFIX = 'BIZTYPES#';
+export const bizTypesPartition = (tenantId: string) => tenantScoped(BIZ_TYPES_PARTITION_PREFIX, tenantId);
 
 /** A tenant as stored. Each attribute is mapped by name below, so renaming a field of `Tenant` cannot rename a stored attribute. */
 export interface TenantItem extends TableKey {
@@ -614,8 +661,10 @@ export const RATE_COUNTER_PREFIX = 'RATE#';
 /** Callbacks per tenant, bizType, share and second: `CALLBACKS#<tenant>#<bizType>#<share>`. */
 export const CALLBACK_COUNTER_PREFIX = 'CALLBACKS#';
 
-export function counterKey(prefix: string, subject: string, second: number): TableKey {
-  return { [PK]: `${prefix}${subject}`, [SK]: String(second) };
+/** One second of a counter: `<prefix><tenant>[#<bizType>][#<share>]`, sort key the second. */
+export function counterKey(prefix: string, subject: CounterShare, second: number): TableKey {
+  const parts = [subject.bizType, subject.share].filter((part) => part !== undefined);
+  return { [PK]: tenantScoped(prefix, subject.tenantId, ...parts), [SK]: String(second) };
 }
 
 // ---- Schedules ------------------------------------------------------------------------
@@ -627,7 +676,15 @@ export function counterKey(prefix: string, subject: string, second: number): Tab
  * thousand schedules firing every second would be about 2,000 writes a second on the partition,
  * so such a tenant is throttled before any other is touched.
  */
-export const schedulesPartition = (tenantId: string) => tenantScoped(TABLE.schedulePartitionPrefix, tenantId);
+export const SCHEDULES_PARTITION_PREFIX = 'SCHEDULES#';
+export const schedulesPartition = (tenantId: string) => tenantScoped(SCHEDULES_PARTITION_PREFIX, tenantId);
+
+/**
+ * The partitions the api may delete items in: bizType settings and schedules (tasks are never
+ * deleted, they expire). The construct holds the api role's DeleteItem to them with an IAM
+ * `dynamodb:LeadingKeys` condition.
+ */
+export const API_DELETABLE_PARTITION_PREFIXES = [BIZ_TYPES_PARTITION_PREFIX, SCHEDULES_PARTITION_PREFIX] as const;
 
 /** A schedule as stored; `next` and `advancedFrom` are what the chain's conditional updates set (schedule-store.ts). */
 export interface ScheduleItem extends TableKey {

@@ -1,10 +1,17 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 
 import { TABLE } from '../../contract/topology.js';
-import { MAX_SHARDS, parseTaskId, type TaskKey, taskKey } from '../../core/kernel/ids.js';
+import { MAX_SHARDS, parseTaskId, type TaskAddress, taskAddress } from '../../core/kernel/ids.js';
 import type { IndexPartition, Task, TaskIndex } from '../../core/kernel/task.js';
 import { batchGetAll } from './dynamo-helpers.js';
-import { indexPartitionKey, taskFromItem, taskIdOfSortKey, type TaskItem } from './table-schema.js';
+import {
+  indexPartitionKey,
+  type TableKey,
+  taskFromItem,
+  taskIdOfSortKey,
+  type TaskItem,
+  taskKey,
+} from './table-schema.js';
 import type { DynamoStoreOptions } from './task-store.js';
 
 /** The business-query indexes (keys only) and the task reads that turn their keys into tasks. */
@@ -26,17 +33,21 @@ export class DynamoTaskIndex implements TaskIndex {
         // An index's start key is the index key plus the table key; all of it follows from the partition and the id.
         ...(afterId !== undefined &&
           after && {
-            ExclusiveStartKey: { [spec.partitionKey]: partition, ...taskKey(afterId, after, this.options.bucketCount) },
+            ExclusiveStartKey: {
+              [spec.partitionKey]: partition,
+              ...taskKey(taskAddress(afterId, after, this.options.bucketCount)),
+            },
           }),
       }),
     );
     return {
-      ids: ((result.Items ?? []) as TaskKey[]).map((item) => taskIdOfSortKey(item.sk)),
+      ids: ((result.Items ?? []) as TableKey[]).map((item) => taskIdOfSortKey(item.sk)),
       more: result.LastEvaluatedKey !== undefined,
     };
   }
 
-  async getMany(keys: readonly TaskKey[]): Promise<Task[]> {
+  async getMany(addresses: readonly TaskAddress[]): Promise<Task[]> {
+    const keys = addresses.map(taskKey);
     const found = new Map<string, Task>();
     for (const item of await batchGetAll<TaskItem>(this.options, keys, false)) found.set(item.sk, taskFromItem(item));
     return keys.flatMap((key) => found.get(key.sk) ?? []);

@@ -2,8 +2,7 @@ import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand 
 
 import { AWS_LIMITS } from '../../contract/aws-limits.js';
 import { CLOCK_SKEW_MS } from '../../core/kernel/clock.js';
-import type { TaskKey } from '../../core/kernel/ids.js';
-import { partitionKey, secondRange } from '../../core/kernel/ids.js';
+import { bucketOf, type TaskAddress } from '../../core/kernel/ids.js';
 import {
   awaitsUnleasedFirstAttempt,
   type CancelOutcome,
@@ -38,6 +37,9 @@ import {
   TASK_PARTITION_PREFIX,
   taskFromItem,
   type TaskItem,
+  taskKey,
+  taskPartitionKey,
+  taskSecondRange,
   taskToItem,
 } from './table-schema.js';
 
@@ -73,11 +75,11 @@ export interface DynamoStoreOptions extends TableOptions {
 export class DynamoTaskStore implements TaskStore {
   constructor(private readonly options: DynamoStoreOptions) {}
 
-  async create(task: Task, key: TaskKey): Promise<void> {
+  async create(task: Task, address: TaskAddress): Promise<void> {
     await this.options.client.send(
       new PutCommand({
         TableName: this.options.tableName,
-        Item: taskToItem(task, key),
+        Item: taskToItem(task, address),
         ConditionExpression: KEY_EXPRESSIONS.itemAbsent,
       }),
     );
@@ -89,20 +91,23 @@ export class DynamoTaskStore implements TaskStore {
    * and the document client leaves such an item in DynamoDB's marshalled form; the read happens
    * only on this path, a retry's, never on a first submit's.
    */
-  async createUnlessStored(task: Task, key: TaskKey): Promise<{ created: true } | { created: false; stored: Task }> {
-    const created = await unlessConditionFails(this.create(task, key));
+  async createUnlessStored(
+    task: Task,
+    address: TaskAddress,
+  ): Promise<{ created: true } | { created: false; stored: Task }> {
+    const created = await unlessConditionFails(this.create(task, address));
     if (created) return { created };
-    const stored = await this.get(key);
+    const stored = await this.get(address);
     // Task items are only ever removed by TTL, long after anything could write the same id again.
     if (!stored) throw new Error(`task ${task.id} is stored but could not be read`);
     return { created, stored };
   }
 
   /** Writes chunks of 25 (BatchWriteItem's limit) all at once: a batch of 100 costs one round trip, not four. */
-  async createMany(entries: ReadonlyArray<{ task: Task; key: TaskKey }>): Promise<void> {
+  async createMany(entries: ReadonlyArray<{ task: Task; address: TaskAddress }>): Promise<void> {
     const { client, tableName } = this.options;
-    const writeChunk = async (chunk: ReadonlyArray<{ task: Task; key: TaskKey }>) => {
-      let requests = chunk.map(({ task, key }) => ({ PutRequest: { Item: taskToItem(task, key) } }));
+    const writeChunk = async (chunk: ReadonlyArray<{ task: Task; address: TaskAddress }>) => {
+      let requests = chunk.map(({ task, address }) => ({ PutRequest: { Item: taskToItem(task, address) } }));
       for (let retry = 0; requests.length > 0; retry++) {
         if (retry > UNPROCESSED_RETRIES)
           throw new StoreBusyError(
@@ -113,20 +118,21 @@ export class DynamoTaskStore implements TaskStore {
         requests = (result.UnprocessedItems?.[tableName] ?? []) as typeof requests;
       }
     };
-    const chunks: Array<ReadonlyArray<{ task: Task; key: TaskKey }>> = [];
+    const chunks: Array<ReadonlyArray<{ task: Task; address: TaskAddress }>> = [];
     for (let start = 0; start < entries.length; start += BATCH_WRITE_LIMIT)
       chunks.push(entries.slice(start, start + BATCH_WRITE_LIMIT));
     await Promise.all(chunks.map(writeChunk));
   }
 
-  async get(key: TaskKey): Promise<Task | undefined> {
+  async get(address: TaskAddress): Promise<Task | undefined> {
     const result = await this.options.client.send(
-      new GetCommand({ TableName: this.options.tableName, Key: key, ConsistentRead: true }),
+      new GetCommand({ TableName: this.options.tableName, Key: taskKey(address), ConsistentRead: true }),
     );
     return result.Item ? taskFromItem(result.Item as TaskItem) : undefined;
   }
 
-  async getMany(keys: readonly TaskKey[]): Promise<Array<Task | undefined>> {
+  async getMany(addresses: readonly TaskAddress[]): Promise<Array<Task | undefined>> {
+    const keys = addresses.map(taskKey);
     const found = new Map<string, Task>();
     for (const item of await batchGetAll<TaskItem>(this.options, keys, true)) {
       found.set(`${item.pk}|${item.sk}`, taskFromItem(item));
@@ -134,18 +140,18 @@ export class DynamoTaskStore implements TaskStore {
     return keys.map((key) => found.get(`${key.pk}|${key.sk}`));
   }
 
-  async cancel(key: TaskKey, request: CancelRequest): Promise<CancelOutcome> {
+  async cancel(address: TaskAddress, request: CancelRequest): Promise<CancelOutcome> {
     // A failed condition is re-read; if the task is PENDING again (an attempt just failed and
     // released it), the cancel is tried again rather than refused.
     for (let attempt = 0; attempt < CANCEL_ATTEMPTS; attempt++) {
-      const before = await this.tryCancel(key, request);
+      const before = await this.tryCancel(address, request);
       // Counted as unleased unless the old image says otherwise: the api then checks the timing.
       if (before)
         return {
           cancelled: true,
           unleased: awaitsUnleasedFirstAttempt({ ...before, attempts: before.attempts ?? 0 }),
         };
-      const current = await this.get(key);
+      const current = await this.get(address);
       if (!current || current.tenantId !== request.tenantId) return { cancelled: false, reason: 'not-found' };
       if (current.status === 'DELIVERING') return { cancelled: false, reason: 'in-delivery', status: current.status };
       if (current.status !== 'PENDING') {
@@ -166,12 +172,12 @@ export class DynamoTaskStore implements TaskStore {
   }
 
   /** The task as it was before the cancel, or undefined when the condition refused it. */
-  private async tryCancel(key: TaskKey, request: CancelRequest): Promise<Partial<TaskItem> | undefined> {
+  private async tryCancel(address: TaskAddress, request: CancelRequest): Promise<Partial<TaskItem> | undefined> {
     try {
       const result = await this.options.client.send(
         new UpdateCommand({
           TableName: this.options.tableName,
-          Key: key,
+          Key: taskKey(address),
           UpdateExpression: `SET #status = :cancelled, cancelledAtMs = :now, expiresAt = :expiresAt${
             request.cancelId === undefined ? '' : ', unconfirmedCancel = :cancelId'
           }`,
@@ -203,13 +209,13 @@ export class DynamoTaskStore implements TaskStore {
     }
   }
 
-  confirmCancel(key: TaskKey, cancelId: string): Promise<boolean> {
-    return this.settleCancel(key, cancelId, 'REMOVE unconfirmedCancel');
+  confirmCancel(address: TaskAddress, cancelId: string): Promise<boolean> {
+    return this.settleCancel(address, cancelId, 'REMOVE unconfirmedCancel');
   }
 
-  revertCancel(key: TaskKey, cancelId: string): Promise<boolean> {
+  revertCancel(address: TaskAddress, cancelId: string): Promise<boolean> {
     return this.settleCancel(
-      key,
+      address,
       cancelId,
       'SET #status = :pending REMOVE cancelledAtMs, expiresAt, unconfirmedCancel',
       {
@@ -220,7 +226,7 @@ export class DynamoTaskStore implements TaskStore {
 
   /** Confirms or undoes the cancel `cancelId`, only while it is still the task's unconfirmed cancel. */
   private settleCancel(
-    key: TaskKey,
+    address: TaskAddress,
     cancelId: string,
     updateExpression: string,
     values: Record<string, string> = {},
@@ -229,7 +235,7 @@ export class DynamoTaskStore implements TaskStore {
       this.options.client.send(
         new UpdateCommand({
           TableName: this.options.tableName,
-          Key: key,
+          Key: taskKey(address),
           UpdateExpression: updateExpression,
           ConditionExpression: '#status = :cancelled AND unconfirmedCancel = :cancelId',
           ExpressionAttributeNames: { '#status': 'status' },
@@ -242,7 +248,7 @@ export class DynamoTaskStore implements TaskStore {
   async listDue(second: number, shard: number, options: { strandedBeforeMs?: number } = {}): Promise<DueTask[]> {
     const stranded = options.strandedBeforeMs;
     const { client, tableName, bucketCount, queryPageSize } = this.options;
-    const range = secondRange(second);
+    const range = taskSecondRange(second);
     const items = await allItems<TaskItem>((startKey) =>
       client.send(
         new QueryCommand({
@@ -257,7 +263,7 @@ export class DynamoTaskStore implements TaskStore {
           ProjectionExpression: DUE_TASK_PROJECTION.join(', '),
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: {
-            ':pk': partitionKey(second, shard, bucketCount),
+            ':pk': taskPartitionKey(bucketOf(second, bucketCount), shard),
             ':from': range.from,
             ':to': range.to,
             ':pending': 'PENDING',
@@ -272,12 +278,17 @@ export class DynamoTaskStore implements TaskStore {
     return items.map(dueTaskFromItem);
   }
 
-  async claimDelivery(key: TaskKey, nowMs: number, leaseUntilMs: number, attemptId: string): Promise<Task | undefined> {
+  async claimDelivery(
+    address: TaskAddress,
+    nowMs: number,
+    leaseUntilMs: number,
+    attemptId: string,
+  ): Promise<Task | undefined> {
     try {
       const result = await this.options.client.send(
         new UpdateCommand({
           TableName: this.options.tableName,
-          Key: key,
+          Key: taskKey(address),
           UpdateExpression:
             'SET #status = :delivering, leaseUntilMs = :lease, attemptId = :attemptId ADD attempts :one',
           ConditionExpression: LEASABLE,
@@ -297,25 +308,25 @@ export class DynamoTaskStore implements TaskStore {
     } catch (error) {
       if (!isConditionalCheckFailed(error)) throw error;
       // Only a failed claim pays this read (dynalite has no ReturnValuesOnConditionCheckFailure).
-      const held = await this.get(key);
+      const held = await this.get(address);
       return held?.status === 'DELIVERING' && held.attemptId === attemptId ? held : undefined;
     }
   }
 
   /** Whether the task shows `outcome` recorded as attempt `attempt`, read after its write's condition failed. */
-  private async recordShown(key: TaskKey, attempt: number, outcome: DeliveryRecord): Promise<boolean> {
-    const task = await this.get(key);
+  private async recordShown(address: TaskAddress, attempt: number, outcome: DeliveryRecord): Promise<boolean> {
+    const task = await this.get(address);
     return task !== undefined && showsRecord(task, attempt, outcome);
   }
 
-  async finishDelivery(key: TaskKey, attempt: number, outcome: DeliveryRecord): Promise<boolean> {
+  async finishDelivery(address: TaskAddress, attempt: number, outcome: DeliveryRecord): Promise<boolean> {
     const assignments = Object.entries(finishAssignments(attempt, outcome));
     const names = assignments.map(([name]) => name);
     const landed = await unlessConditionFails(
       this.options.client.send(
         new UpdateCommand({
           TableName: this.options.tableName,
-          Key: key,
+          Key: taskKey(address),
           UpdateExpression: `SET ${names.map((name) => `#${name} = :${name}`).join(', ')} REMOVE leaseUntilMs, attemptId`,
           ConditionExpression: '#status = :delivering AND #attempts = :attempt',
           ExpressionAttributeNames: Object.fromEntries(['attempts', ...names].map((name) => [`#${name}`, name])),
@@ -327,24 +338,24 @@ export class DynamoTaskStore implements TaskStore {
         }),
       ),
     );
-    return landed || this.recordShown(key, attempt, outcome);
+    return landed || this.recordShown(address, attempt, outcome);
   }
 
   async finishFirstAttempt(
-    key: TaskKey,
+    address: TaskAddress,
     outcome: FirstAttemptRecord,
     copiesCallUntilMs: number,
     attemptId: string,
   ): Promise<boolean> {
-    if (await this.recordFirstAttempt(key, outcome, copiesCallUntilMs, attemptId)) return true;
-    if (outcome.status === 'DELIVERED' && (await this.recordDeliveryOverCopy(key, outcome, attemptId))) return true;
+    if (await this.recordFirstAttempt(address, outcome, copiesCallUntilMs, attemptId)) return true;
+    if (outcome.status === 'DELIVERED' && (await this.recordDeliveryOverCopy(address, outcome, attemptId))) return true;
     // Copies of one first attempt write the same attempt count, so only the id tells this record apart.
-    const task = await this.get(key);
+    const task = await this.get(address);
     return task?.attemptId === attemptId && task.status === outcome.status;
   }
 
   private recordFirstAttempt(
-    key: TaskKey,
+    address: TaskAddress,
     outcome: FirstAttemptRecord,
     copiesCallUntilMs: number,
     attemptId: string,
@@ -365,7 +376,7 @@ export class DynamoTaskStore implements TaskStore {
       this.options.client.send(
         new UpdateCommand({
           TableName: this.options.tableName,
-          Key: key,
+          Key: taskKey(address),
           UpdateExpression: `SET ${names.map((name) => `#${name} = :${name}`).join(', ')}`,
           ConditionExpression: `#attempts = :zero AND NOT (${LEASED_NEXT}) AND (#status = :pending${overCancel})`,
           ExpressionAttributeNames: Object.fromEntries(names.map((name) => [`#${name}`, name])),
@@ -386,7 +397,7 @@ export class DynamoTaskStore implements TaskStore {
    * to the history. Never over a delivery already recorded nor a reschedule that took effect.
    */
   private recordDeliveryOverCopy(
-    key: TaskKey,
+    address: TaskAddress,
     outcome: Extract<FirstAttemptRecord, { status: 'DELIVERED' }>,
     attemptId: string,
   ) {
@@ -394,7 +405,7 @@ export class DynamoTaskStore implements TaskStore {
       this.options.client.send(
         new UpdateCommand({
           TableName: this.options.tableName,
-          Key: key,
+          Key: taskKey(address),
           UpdateExpression:
             'SET #status = :delivered, deliveredAtMs = :deliveredAt, latenessMs = :lateness, expiresAt = :expiresAt, ' +
             'history = list_append(if_not_exists(history, :none), :attempt), attemptId = :attemptId REMOVE leaseUntilMs',
@@ -415,12 +426,12 @@ export class DynamoTaskStore implements TaskStore {
     );
   }
 
-  async reviveFailed(key: TaskKey): Promise<boolean> {
+  async reviveFailed(address: TaskAddress): Promise<boolean> {
     return unlessConditionFails(
       this.options.client.send(
         new UpdateCommand({
           TableName: this.options.tableName,
-          Key: key,
+          Key: taskKey(address),
           // Attempts start again from zero; lastError stays until the next attempt replaces it.
           UpdateExpression: 'SET #status = :pending, attempts = :zero REMOVE expiresAt, retryAtMs',
           ConditionExpression: '#status = :failed',
@@ -432,7 +443,7 @@ export class DynamoTaskStore implements TaskStore {
   }
 
   recordRescheduleIntent(
-    key: TaskKey,
+    address: TaskAddress,
     tenantId: string,
     intent: RescheduleIntent,
     priorIntentTaskId?: string,
@@ -441,7 +452,7 @@ export class DynamoTaskStore implements TaskStore {
       this.options.client.send(
         new UpdateCommand({
           TableName: this.options.tableName,
-          Key: key,
+          Key: taskKey(address),
           UpdateExpression: 'SET rescheduleIntent = :intent',
           ConditionExpression: `#status = :pending AND tenantId = :tenant AND ${
             priorIntentTaskId === undefined
@@ -460,12 +471,12 @@ export class DynamoTaskStore implements TaskStore {
     );
   }
 
-  commitReschedule(key: TaskKey, toTaskId: string, nowMs: number, expiresAtSeconds: number): Promise<boolean> {
+  commitReschedule(address: TaskAddress, toTaskId: string, nowMs: number, expiresAtSeconds: number): Promise<boolean> {
     return unlessConditionFails(
       this.options.client.send(
         new UpdateCommand({
           TableName: this.options.tableName,
-          Key: key,
+          Key: taskKey(address),
           UpdateExpression:
             'SET #status = :cancelled, cancelledAtMs = :now, expiresAt = :expiresAt, rescheduledTo = :to',
           ConditionExpression: '#status = :pending AND rescheduleIntent.taskId = :to',
@@ -482,12 +493,12 @@ export class DynamoTaskStore implements TaskStore {
     );
   }
 
-  withdrawRescheduleIntent(key: TaskKey, toTaskId: string): Promise<boolean> {
+  withdrawRescheduleIntent(address: TaskAddress, toTaskId: string): Promise<boolean> {
     return unlessConditionFails(
       this.options.client.send(
         new UpdateCommand({
           TableName: this.options.tableName,
-          Key: key,
+          Key: taskKey(address),
           UpdateExpression: 'REMOVE rescheduleIntent',
           ConditionExpression: 'rescheduleIntent.taskId = :to AND attribute_not_exists(rescheduledTo)',
           ExpressionAttributeValues: { ':to': toTaskId },

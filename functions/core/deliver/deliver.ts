@@ -1,6 +1,6 @@
 import type { WebhookNotification } from '../../contract/wire.js';
 import { secondOf } from '../kernel/clock.js';
-import { newAttemptId, parseTaskId, type TaskKey, taskKey } from '../kernel/ids.js';
+import { newAttemptId, parseTaskId, type TaskAddress, taskAddress } from '../kernel/ids.js';
 import type { Clock, DeliveryAttempt, FirstAttemptRecord, Target, Task, TaskStore } from '../kernel/task.js';
 import {
   expiryAfter,
@@ -180,8 +180,7 @@ export function throttledRetrySeconds(waitedMs: number): number {
 function withinCallbackRate(ports: DeliveryPorts, task: Task, nowMs: number): Promise<boolean> {
   const limit = task.policy?.callbackRateLimitPerSecond;
   if (limit === undefined || task.bizType === undefined) return Promise.resolve(true);
-  // Tenant ids hold no '#', so one tenant's bizType never shares a counter with another's.
-  return ports.callbackCounter.admit(`${task.tenantId}#${task.bizType}`, secondOf(nowMs), limit);
+  return ports.callbackCounter.admit({ tenantId: task.tenantId, bizType: task.bizType }, secondOf(nowMs), limit);
 }
 
 /** Waits until `atMs` by the injected clock; timers can fire a millisecond early, hence the loop. */
@@ -226,20 +225,20 @@ export async function deliverTask(
   const { taskStore, clock } = ports;
   const place = placeOf(ports, id, notBeforeMs, clock.now());
   if ('kind' in place) return place;
-  const { key, goesAtMs } = place;
-  const task = await reads.read(key, goesAtMs);
+  const { address, goesAtMs } = place;
+  const task = await reads.read(address, goesAtMs);
   await waitUntil(clock, goesAtMs);
   if (!task || FINAL_STATUSES.has(task.status)) return { kind: 'skipped', reason: 'not-claimable' };
   if (nextAttemptUnleased(task)) {
     return attempt(ports, task, goesAtMs, 1, {
       // A copy of this attempt that read the task before the record lands is done calling within
       // two invocations of now (the lease's length): it read before this one ended, and calls within its own.
-      record: (outcome) => taskStore.finishFirstAttempt(key, outcome, clock.now() + ports.leaseMs, newAttemptId()),
+      record: (outcome) => taskStore.finishFirstAttempt(address, outcome, clock.now() + ports.leaseMs, newAttemptId()),
       // Nothing was written before the call, so there is nothing to give back.
       giveBack: () => Promise.resolve(),
     });
   }
-  return leasedAttempt(ports, key, goesAtMs);
+  return leasedAttempt(ports, address, goesAtMs);
 }
 
 /**
@@ -252,25 +251,27 @@ function placeOf(
   id: string,
   notBeforeMs: number,
   nowMs: number,
-): { readonly key: TaskKey; readonly goesAtMs: number } | Extract<DeliveryOutcome, { kind: 'skipped' | 'early' }> {
+):
+  | { readonly address: TaskAddress; readonly goesAtMs: number }
+  | Extract<DeliveryOutcome, { kind: 'skipped' | 'early' }> {
   const location = parseTaskId(id, ports.shardCount);
   if (!location) return { kind: 'skipped', reason: 'malformed-id' };
   const goesAtMs = Math.max(location.fireAtMs, notBeforeMs);
   if (goesAtMs - nowMs > ports.maxEarlyWaitMs) return { kind: 'early', notBeforeMs: goesAtMs };
-  return { key: taskKey(id, location, ports.bucketCount), goesAtMs };
+  return { address: taskAddress(id, location, ports.bucketCount), goesAtMs };
 }
 
 /** How a delivery reads its task: not before FIRST_ATTEMPT_READ_AHEAD_MS ahead of `goesAtMs`, by the callback's clock. */
 export interface TaskReads {
-  read(key: TaskKey, goesAtMs: number): Promise<Task | undefined>;
+  read(address: TaskAddress, goesAtMs: number): Promise<Task | undefined>;
 }
 
 /** Reads each task on its own, when it goes: a delivery outside a batch (a redriven dead letter, a test). */
 function readAlone(ports: Pick<DeliveryPorts, 'taskStore' | 'clock'>): TaskReads {
   return {
-    read: async (key, goesAtMs) => {
+    read: async (address, goesAtMs) => {
       await waitUntil(ports.clock, goesAtMs);
-      return ports.taskStore.get(key);
+      return ports.taskStore.get(address);
     },
   };
 }
@@ -287,7 +288,7 @@ export interface PlannedDelivery {
  * and is read in one `getMany` once the last of them is that close to going. A batch gathered
  * over a second (the delivery queue's batching window) is one or two reads, and no task's call
  * waits for a read that another task held back. Messages that will not read (a malformed id, one
- * that surfaced too early and goes back) are left out; a key not planned is read alone.
+ * that surfaced too early and goes back) are left out; a task not planned is read alone.
  */
 export function readTogether(ports: DeliveryPorts, deliveries: readonly PlannedDelivery[]): TaskReads {
   const nowMs = ports.clock.now();
@@ -308,18 +309,18 @@ export function readTogether(ports: DeliveryPorts, deliveries: readonly PlannedD
     const readGroup = async () => {
       await waitUntil(ports.clock, readAtMs);
       // BatchGetItem refuses a key twice, and two copies of one message can share a batch.
-      const keys = [...new Map(group.map(({ key }) => [key.sk, key])).values()];
-      const tasks = await ports.taskStore.getMany(keys);
-      return new Map(keys.map((key, index) => [key.sk, tasks[index]]));
+      const addresses = [...new Map(group.map(({ address }) => [address.id, address])).values()];
+      const tasks = await ports.taskStore.getMany(addresses);
+      return new Map(addresses.map((address, index) => [address.id, tasks[index]]));
     };
-    for (const { key } of group) readerOf.set(key.sk, () => (read ??= readGroup()));
+    for (const { address } of group) readerOf.set(address.id, () => (read ??= readGroup()));
     start = end;
   }
   const alone = readAlone(ports);
   return {
-    read: async (key, goesAtMs) => {
-      const reader = readerOf.get(key.sk);
-      return reader ? (await reader()).get(key.sk) : alone.read(key, goesAtMs);
+    read: async (address, goesAtMs) => {
+      const reader = readerOf.get(address.id);
+      return reader ? (await reader()).get(address.id) : alone.read(address, goesAtMs);
     },
   };
 }
@@ -336,14 +337,14 @@ interface AttemptWrites {
 }
 
 /** An attempt that takes the delivery lease first, and what must be settled before it may call. */
-async function leasedAttempt(ports: DeliveryPorts, key: TaskKey, goesAtMs: number): Promise<DeliveryOutcome> {
+async function leasedAttempt(ports: DeliveryPorts, address: TaskAddress, goesAtMs: number): Promise<DeliveryOutcome> {
   const { taskStore, clock } = ports;
   const claimedAtMs = clock.now();
-  const task = await taskStore.claimDelivery(key, claimedAtMs, claimedAtMs + ports.leaseMs, newAttemptId());
+  const task = await taskStore.claimDelivery(address, claimedAtMs, claimedAtMs + ports.leaseMs, newAttemptId());
   if (!task) return { kind: 'skipped', reason: 'not-claimable' };
   const number = task.attempts;
   const release = async () => {
-    await taskStore.finishDelivery(key, number, { status: 'RELEASED' });
+    await taskStore.finishDelivery(address, number, { status: 'RELEASED' });
   };
   if (task.retryAtMs !== undefined && task.retryAtMs > claimedAtMs) {
     // A message that does not know of the backoff (the one whose sending crashed before its
@@ -359,7 +360,7 @@ async function leasedAttempt(ports: DeliveryPorts, key: TaskKey, goesAtMs: numbe
     }
     if (handover === 'abandoned') {
       const nowMs = clock.now();
-      await taskStore.finishDelivery(key, number, {
+      await taskStore.finishDelivery(address, number, {
         status: 'CANCELLED',
         cancelledAtMs: nowMs,
         lastError: `the reschedule of task ${task.rescheduledFrom} to this task did not take effect`,
@@ -377,7 +378,7 @@ async function leasedAttempt(ports: DeliveryPorts, key: TaskKey, goesAtMs: numbe
     }
     if (verdict !== 'fire') {
       const nowMs = clock.now();
-      await taskStore.finishDelivery(key, number, {
+      await taskStore.finishDelivery(address, number, {
         status: 'CANCELLED',
         cancelledAtMs: nowMs,
         lastError: OCCURRENCE_SKIPS[verdict],
@@ -387,7 +388,7 @@ async function leasedAttempt(ports: DeliveryPorts, key: TaskKey, goesAtMs: numbe
     }
   }
   return attempt(ports, task, goesAtMs, number, {
-    record: (outcome) => taskStore.finishDelivery(key, number, outcome),
+    record: (outcome) => taskStore.finishDelivery(address, number, outcome),
     giveBack: release,
   });
 }
@@ -473,6 +474,6 @@ async function attempt(
 export async function redeliverDeadLetter(ports: DeliveryPorts, id: string): Promise<DeliveryOutcome> {
   const location = parseTaskId(id, ports.shardCount);
   if (!location) return { kind: 'skipped', reason: 'malformed-id' };
-  await ports.taskStore.reviveFailed(taskKey(id, location, ports.bucketCount));
+  await ports.taskStore.reviveFailed(taskAddress(id, location, ports.bucketCount));
   return deliverTask(ports, id);
 }

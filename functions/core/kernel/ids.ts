@@ -23,11 +23,6 @@ export interface TaskLocation {
   readonly shard: number;
 }
 
-export interface TaskKey {
-  readonly pk: string;
-  readonly sk: string;
-}
-
 function encode(value: number, length: number): string {
   let out = '';
   let rest = value;
@@ -106,33 +101,20 @@ export function bucketOf(second: number, bucketCount: number): number {
   return ((second % bucketCount) + bucketCount) % bucketCount;
 }
 
-/** Every task partition key starts with this; the table's other items (clock, markers, tenants) never do. */
-export const TASK_PARTITION_PREFIX = 'B#';
-
-/** Partition key of one shard of one second's bucket. */
-export function partitionKey(second: number, shard: number, bucketCount: number): string {
-  return `${TASK_PARTITION_PREFIX}${bucketOf(second, bucketCount)}#${shard}`;
-}
-
-const SORT_TIME_DIGITS = 15;
-
-/** Sort key prefix for a millisecond: zero-padded so string order is time order. */
-export function sortTime(ms: number): string {
-  return String(ms).padStart(SORT_TIME_DIGITS, '0');
-}
-
-export function taskKey(id: string, location: TaskLocation, bucketCount: number): TaskKey {
-  const second = Math.floor(location.fireAtMs / 1000);
-  return { pk: partitionKey(second, location.shard, bucketCount), sk: `${sortTime(location.fireAtMs)}#${id}` };
-}
-
 /**
- * The sort-key range holding exactly one second's tasks. Buckets wrap every
- * `bucketCount` seconds, so a bucket also holds tasks due whole rounds later; the
- * range keeps them out.
+ * Where a task lives, as plain data: the bucket of its fire second and its shard (one partition),
+ * and its fire time and id, which order it there. The store builds its key from this
+ * (table-schema.ts), so the core never spells one.
  */
-export function secondRange(second: number): { from: string; to: string } {
-  return { from: sortTime(second * 1000), to: `${sortTime(second * 1000 + 999)}#~` };
+export interface TaskAddress extends TaskLocation {
+  readonly id: string;
+  readonly bucket: number;
+}
+
+/** The address of the task `id`, which lives at `location` (as parseTaskId reads it from the id). */
+export function taskAddress(id: string, location: TaskLocation, bucketCount: number): TaskAddress {
+  const bucket = bucketOf(Math.floor(location.fireAtMs / 1000), bucketCount);
+  return { id, bucket, shard: location.shard, fireAtMs: location.fireAtMs };
 }
 
 /** A new delivery lease's name: unique per claim, and the same in every send of that claim. */

@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { AWS_LIMITS } from '../../contract/aws-limits.js';
 import { FUNCTIONS, QUEUES } from '../../contract/topology.js';
 import { claimableThrough, ensureClockStarted, MARKER_RETENTION_SECONDS, secondOf } from './clock.js';
-import { derivedTaskId, newTaskId, parseTaskId, shardDealer, type TaskKey, taskKey } from './ids.js';
+import { derivedTaskId, newTaskId, parseTaskId, shardDealer, type TaskAddress, taskAddress } from './ids.js';
 import type {
   Clock,
   ClockStore,
@@ -46,7 +46,7 @@ export interface TaskBirthPorts {
 }
 
 /** A task and where it is stored. */
-export type Entry = { task: Task; key: TaskKey };
+export type Entry = { task: Task; address: TaskAddress };
 
 /** What a new task is made of, whichever way it is born; its id (with its fire time) is given apart. */
 export interface TaskContent {
@@ -95,18 +95,41 @@ export function freshTaskId(
 }
 
 /**
+ * What a derived task id stands for: a keyed submit (the tenant's idempotency key, with a dueAt
+ * of its own), or a schedule's occurrence (its schedule, revision and time).
+ */
+export type TaskName =
+  | { readonly kind: 'keyed-submit'; readonly tenantId: string; readonly idempotencyKey: string }
+  | { readonly kind: 'occurrence'; readonly scheduleId: string; readonly revision: string; readonly atMs: number };
+
+/**
+ * The text a name is hashed from. Ids derived from it are stored and handed out (a schedule names
+ * its pending occurrence's, a client holds its keyed task's), and a retry must derive the same id
+ * again after a deployment, so this text is kept exactly as deployed.
+ */
+function nameText(name: TaskName): string {
+  switch (name.kind) {
+    case 'keyed-submit':
+      return `key#${name.tenantId}#${name.idempotencyKey}`;
+    case 'occurrence':
+      return `${name.scheduleId}#${name.revision}#${name.atMs}`;
+  }
+}
+
+/**
  * The id `name` stands for, for a task due at `dueAtMs`: the same every time it is asked. With a
  * window, the fire time is planned at a place in it that a hash of the name picks, which spreads
  * many names over the window as evenly as dealing would.
  */
 export function namedTaskId(
   ports: Pick<TaskBirthPorts, 'shardCount'>,
-  name: string,
+  name: TaskName,
   dueAtMs: number,
   window?: TaskWindow,
 ): string {
-  const position = createHash('sha256').update(`${name}#window`).digest().readUInt32BE(0) / 2 ** 32;
-  return derivedTaskId(planFireAt(dueAtMs, window, position), name, ports.shardCount);
+  const text = nameText(name);
+  const position = createHash('sha256').update(`${text}#window`).digest().readUInt32BE(0) / 2 ** 32;
+  return derivedTaskId(planFireAt(dueAtMs, window, position), text, ports.shardCount);
 }
 
 /**
@@ -144,7 +167,7 @@ export function newPendingTask(
     ...(content.rescheduledFrom !== undefined && { rescheduledFrom: content.rescheduledFrom }),
     ...(content.occurrence !== undefined && { occurrence: content.occurrence }),
   };
-  return { task, key: taskKey(id, location, ports.bucketCount) };
+  return { task, address: taskAddress(id, location, ports.bucketCount) };
 }
 
 /**
@@ -158,7 +181,7 @@ export function isLateArrival(fireAtMs: number, createdAtMs: number, lookaheadSe
 
 /** Stores the task, or, if a request that chose the same id stored it first, takes that one. */
 export async function createOrAdopt(ports: Pick<TaskBirthPorts, 'taskStore'>, entry: Entry): Promise<Task> {
-  const written = await ports.taskStore.createUnlessStored(entry.task, entry.key);
+  const written = await ports.taskStore.createUnlessStored(entry.task, entry.address);
   return written.created ? entry.task : written.stored;
 }
 

@@ -4,7 +4,7 @@
  */
 import type { Target, TaskStatus, TaskWindow } from '../../contract/wire.js';
 import { CLOCK_SKEW_MS, DAY_SECONDS } from './clock.js';
-import type { TaskKey } from './ids.js';
+import type { TaskAddress } from './ids.js';
 
 /**
  * A task's status and target are the ones the HTTP contract shows. PENDING until a callback
@@ -252,25 +252,25 @@ export class StoreBusyError extends Error {
 
 export interface TaskStore {
   /** Writes a new task; ids are fresh, so an existing item means a bug and must not be overwritten. */
-  create(task: Task, key: TaskKey): Promise<void>;
+  create(task: Task, address: TaskAddress): Promise<void>;
   /**
    * Writes a new task unless an item has its key (one conditional put): a task whose id is derived
    * from a name, so that another request may have written it already. Otherwise returns the task
    * stored there, read consistently after the failed condition.
    */
-  createUnlessStored(task: Task, key: TaskKey): Promise<{ created: true } | { created: false; stored: Task }>;
+  createUnlessStored(task: Task, address: TaskAddress): Promise<{ created: true } | { created: false; stored: Task }>;
   /**
    * Writes many new tasks (up to any count; the adapter chunks and retries unprocessed items).
    * Throws StoreBusyError when items stay unprocessed; some tasks may have been written.
    */
-  createMany(entries: ReadonlyArray<{ task: Task; key: TaskKey }>): Promise<void>;
-  get(key: TaskKey): Promise<Task | undefined>;
+  createMany(entries: ReadonlyArray<{ task: Task; address: TaskAddress }>): Promise<void>;
+  get(address: TaskAddress): Promise<Task | undefined>;
   /**
-   * The tasks at `keys`, in the keys' order (undefined where there is none), read as consistently
+   * The tasks at `addresses`, in their order (undefined where there is none), read as consistently
    * as `get` but together: a callback reads its batch's tasks in one request, not one per task.
-   * Throws StoreBusyError when some keys stay unprocessed.
+   * Throws StoreBusyError when some reads stay unprocessed.
    */
-  getMany(keys: readonly TaskKey[]): Promise<Array<Task | undefined>>;
+  getMany(addresses: readonly TaskAddress[]): Promise<Array<Task | undefined>>;
   /**
    * PENDING → CANCELLED (with `unconfirmedCancel` set to the request's `cancelId`, if it has
    * one), else says why not (a DELIVERING task is in an attempt, or its outcome is not known
@@ -279,18 +279,18 @@ export interface TaskStore {
    * `unleasedDueAfterMs`; a CANCELLED task is `already-final`, naming its cancel if that is
    * unconfirmed). Another tenant's task is `not-found`.
    */
-  cancel(key: TaskKey, request: CancelRequest): Promise<CancelOutcome>;
+  cancel(address: TaskAddress, request: CancelRequest): Promise<CancelOutcome>;
   /**
    * Makes the unconfirmed cancel `cancelId` final (removes `unconfirmedCancel`), once the api has
    * seen it stored in time; false if it is no longer there (undone, or delivered over).
    */
-  confirmCancel(key: TaskKey, cancelId: string): Promise<boolean>;
+  confirmCancel(address: TaskAddress, cancelId: string): Promise<boolean>;
   /**
    * Undoes the unconfirmed cancel `cancelId` (CANCELLED → PENDING), which the api saw stored too
    * close to the fire time to be sure it came before the first attempt; false if it is no longer
    * there (confirmed, undone already, or that attempt recorded its delivery over it).
    */
-  revertCancel(key: TaskKey, cancelId: string): Promise<boolean>;
+  revertCancel(address: TaskAddress, cancelId: string): Promise<boolean>;
   /**
    * All PENDING tasks of one shard of one second (consistent reads, every page). With
    * `strandedBeforeMs`, instead, those no live message may still bring: PENDING and never
@@ -303,13 +303,18 @@ export interface TaskStore {
    * by another attempt; a task already leased to `attemptId` is returned (this claim landed, its
    * answer was lost and it was sent again), or nobody would ever finish that lease.
    */
-  claimDelivery(key: TaskKey, nowMs: number, leaseUntilMs: number, attemptId: string): Promise<Task | undefined>;
+  claimDelivery(
+    address: TaskAddress,
+    nowMs: number,
+    leaseUntilMs: number,
+    attemptId: string,
+  ): Promise<Task | undefined>;
   /**
    * Records the outcome of the attempt that holds the lease; false if the lease was lost. True, too,
    * when the task already shows this very record (see showsRecord): the write landed, its answer
    * was lost, and the SDK's retry failed its condition.
    */
-  finishDelivery(key: TaskKey, attempt: number, outcome: DeliveryRecord): Promise<boolean>;
+  finishDelivery(address: TaskAddress, attempt: number, outcome: DeliveryRecord): Promise<boolean>;
   /**
    * Records the outcome of an unleased first attempt, making it attempt 1, in the one write the
    * attempt makes: only over a task still never attempted (false otherwise: another copy of the
@@ -325,19 +330,19 @@ export interface TaskStore {
    * attempt's record (its write landed, its answer was lost, and the SDK's retry failed).
    */
   finishFirstAttempt(
-    key: TaskKey,
+    address: TaskAddress,
     outcome: FirstAttemptRecord,
     copiesCallUntilMs: number,
     attemptId: string,
   ): Promise<boolean>;
   /** FAILED → PENDING with a fresh attempt budget and no backoff to wait out; false if the task is not FAILED. */
-  reviveFailed(key: TaskKey): Promise<boolean>;
+  reviveFailed(address: TaskAddress): Promise<boolean>;
   /**
    * Records that the tenant's PENDING task is to be rescheduled to `intent.taskId`, replacing
    * any intent it had (`priorIntentTaskId`); false if the task changed since it was read.
    */
   recordRescheduleIntent(
-    key: TaskKey,
+    address: TaskAddress,
     tenantId: string,
     intent: RescheduleIntent,
     priorIntentTaskId?: string,
@@ -346,9 +351,9 @@ export interface TaskStore {
    * The reschedule takes effect: PENDING with this intent → CANCELLED with `rescheduledTo`;
    * false if the task is no longer PENDING or its intent changed.
    */
-  commitReschedule(key: TaskKey, toTaskId: string, nowMs: number, expiresAtSeconds: number): Promise<boolean>;
+  commitReschedule(address: TaskAddress, toTaskId: string, nowMs: number, expiresAtSeconds: number): Promise<boolean>;
   /** Drops the intent to reschedule to `toTaskId` unless the reschedule already took effect; false if it did, or the intent changed. */
-  withdrawRescheduleIntent(key: TaskKey, toTaskId: string): Promise<boolean>;
+  withdrawRescheduleIntent(address: TaskAddress, toTaskId: string): Promise<boolean>;
 }
 
 /** Where a listing resumes: a write shard of the index, and the last task id already listed in it. */
@@ -372,8 +377,8 @@ export interface TaskIndex {
    * `more` says whether the partition may hold further ids.
    */
   page(partition: IndexPartition, limit: number, afterId?: string): Promise<{ ids: string[]; more: boolean }>;
-  /** The tasks with these keys, in the keys' order; tasks gone since (TTL) are left out. */
-  getMany(keys: readonly TaskKey[]): Promise<Task[]>;
+  /** The tasks at these addresses, in their order; tasks gone since (TTL) are left out. */
+  getMany(addresses: readonly TaskAddress[]): Promise<Task[]>;
 }
 
 /**

@@ -28,7 +28,7 @@ import { randomBytes } from 'node:crypto';
 import { FUNCTIONS } from '../../contract/topology.js';
 import type { FieldError, ScheduleChange, ScheduleRequest } from '../../contract/wire.js';
 import { CLOCK_SKEW_MS, DAY_SECONDS } from '../kernel/clock.js';
-import { parseTaskId, taskKey } from '../kernel/ids.js';
+import { parseTaskId, taskAddress } from '../kernel/ids.js';
 import type { CancelOutcome, Target, Task, TaskWindow } from '../kernel/task.js';
 import { expiryAfter } from '../kernel/task.js';
 import { namedTaskId, newPendingTask, storeNewTask, type TaskBirthPorts } from '../kernel/task-kernel.js';
@@ -149,7 +149,12 @@ export function occurrenceTaskId(
   atMs: number,
   shardCount: number,
 ): string {
-  return namedTaskId({ shardCount }, `${schedule.id}#${schedule.revision}#${atMs}`, atMs, schedule.window);
+  return namedTaskId(
+    { shardCount },
+    { kind: 'occurrence', scheduleId: schedule.id, revision: schedule.revision, atMs },
+    atMs,
+    schedule.window,
+  );
 }
 
 function nextAt(schedule: Pick<Schedule, 'id' | 'revision' | 'window'>, atMs: number | undefined, shardCount: number) {
@@ -453,7 +458,7 @@ async function cancelOccurrence(
   const location = parseTaskId(next.taskId, ports.shardCount);
   if (!location) return;
   const nowMs = ports.clock.now();
-  await ports.taskStore.cancel(taskKey(next.taskId, location, ports.bucketCount), {
+  await ports.taskStore.cancel(taskAddress(next.taskId, location, ports.bucketCount), {
     tenantId,
     nowMs,
     expiresAtSeconds: expiryAfter(nowMs, ports.retentionDays),

@@ -40,8 +40,9 @@ export const BIZ_TYPE_CACHE_TTL_MS = 30_000;
 export function cachedBizTypeDirectory(store: BizTypeStore, clock: Clock, ttlMs: number): BizTypeDirectory {
   const remembered = ttlCache(clock, ttlMs);
   return {
-    // Tenant ids hold no '#', so the key cannot be shared by two tenants.
-    settings: (tenantId, bizType) => remembered(`${tenantId}#${bizType}`, () => store.get(tenantId, bizType)),
+    // Remembered by the pair as a tuple, which no two pairs share whatever their text holds.
+    settings: (tenantId, bizType) =>
+      remembered(JSON.stringify([tenantId, bizType]), () => store.get(tenantId, bizType)),
   };
 }
 

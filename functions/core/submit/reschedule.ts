@@ -16,7 +16,7 @@
  * request finds its intent and finishes under the same successor id.
  */
 
-import { parseTaskId, type TaskKey, taskKey } from '../kernel/ids.js';
+import { parseTaskId, type TaskAddress, taskAddress } from '../kernel/ids.js';
 import type { Task, TaskStatus } from '../kernel/task.js';
 import {
   awaitsUnleasedFirstAttempt,
@@ -53,9 +53,9 @@ export type Handover = 'in-effect' | 'waiting' | 'abandoned';
 
 const RESCHEDULE_ROUNDS = 3;
 
-function keyOf(ports: TaskLookupPorts, id: string): TaskKey | undefined {
+function addressOf(ports: TaskLookupPorts, id: string): TaskAddress | undefined {
   const location = parseTaskId(id, ports.shardCount);
-  return location && taskKey(id, location, ports.bucketCount);
+  return location && taskAddress(id, location, ports.bucketCount);
 }
 
 /**
@@ -67,10 +67,10 @@ function keyOf(ports: TaskLookupPorts, id: string): TaskKey | undefined {
  * gone, or its intent moved on) abandons it, for good: no later write can hand over to it.
  */
 export async function handoverTo(ports: TaskLookupPorts, task: Task): Promise<Handover> {
-  const key = task.rescheduledFrom === undefined ? undefined : keyOf(ports, task.rescheduledFrom);
-  if (!key) return 'abandoned';
+  const address = task.rescheduledFrom === undefined ? undefined : addressOf(ports, task.rescheduledFrom);
+  if (!address) return 'abandoned';
   for (let round = 0; round < 2; round++) {
-    const predecessor = await ports.taskStore.get(key);
+    const predecessor = await ports.taskStore.get(address);
     if (predecessor?.tenantId !== task.tenantId) return 'abandoned';
     if (predecessor.rescheduledTo === task.id) return 'in-effect';
     if (predecessor.rescheduleIntent?.taskId !== task.id) return 'abandoned';
@@ -78,7 +78,7 @@ export async function handoverTo(ports: TaskLookupPorts, task: Task): Promise<Ha
     if (predecessor.status !== 'PENDING') return 'abandoned';
     const nowMs = ports.clock.now();
     const expiresAtSeconds = endedTaskExpiry(predecessor.fireAtMs, nowMs, ports.retentionDays);
-    if (await ports.taskStore.commitReschedule(key, task.id, nowMs, expiresAtSeconds)) {
+    if (await ports.taskStore.commitReschedule(address, task.id, nowMs, expiresAtSeconds)) {
       return 'in-effect';
     }
   }
@@ -104,7 +104,7 @@ async function successorId(ports: SubmitPorts, current: Task, request: Reschedul
 async function handOver(
   ports: SubmitPorts,
   current: Task,
-  key: TaskKey,
+  address: TaskAddress,
   request: Reschedule,
 ): Promise<RescheduleOutcome | undefined> {
   const { taskStore, clock } = ports;
@@ -128,13 +128,13 @@ async function handOver(
   );
   if (current.rescheduleIntent?.taskId !== id) {
     const intent = { taskId: id, fingerprint: request.fingerprint };
-    if (!(await taskStore.recordRescheduleIntent(key, current.tenantId, intent, current.rescheduleIntent?.taskId)))
+    if (!(await taskStore.recordRescheduleIntent(address, current.tenantId, intent, current.rescheduleIntent?.taskId)))
       return undefined;
     // An intent sends the task's attempt through the lease, which the commit then excludes; but an
     // unleased first attempt that read the task before the intent was stored would not see it
     // (the rule: UNLEASED_CANCEL_MARGIN_MS).
     if (awaitsUnleasedFirstAttempt(current) && !storedBeforeFirstAttempt(clock, current.fireAtMs)) {
-      await taskStore.withdrawRescheduleIntent(key, id);
+      await taskStore.withdrawRescheduleIntent(address, id);
       return { kind: 'refused', reason: 'too-late', status: current.status };
     }
   }
@@ -144,17 +144,19 @@ async function handOver(
   const successor = await storeNewTask(ports, successorEntry);
 
   const nowMs = clock.now();
-  if (await taskStore.commitReschedule(key, id, nowMs, endedTaskExpiry(current.fireAtMs, nowMs, ports.retentionDays))) {
+  if (
+    await taskStore.commitReschedule(address, id, nowMs, endedTaskExpiry(current.fireAtMs, nowMs, ports.retentionDays))
+  ) {
     return { kind: 'rescheduled', task: successor };
   }
   // Not committed by this call: the successor's own delivery may have committed it, else it must be given up.
-  if (!(await taskStore.withdrawRescheduleIntent(key, id))) {
-    const now = await taskStore.get(key);
+  if (!(await taskStore.withdrawRescheduleIntent(address, id))) {
+    const now = await taskStore.get(address);
     if (now?.rescheduledTo === id) return { kind: 'rescheduled', task: successor };
   }
   // Withdrawn (or moved on to another request's successor): nothing can hand over to this one any more.
   // A successor's attempts always hold a lease, so no due-time margin applies to this cancel.
-  await taskStore.cancel(successorEntry.key, {
+  await taskStore.cancel(successorEntry.address, {
     tenantId: current.tenantId,
     nowMs,
     expiresAtSeconds: expiryAfter(nowMs, ports.retentionDays),
@@ -173,10 +175,10 @@ export async function rescheduleTask(
   id: string,
   request: Reschedule,
 ): Promise<RescheduleOutcome> {
-  const key = keyOf(ports, id);
-  if (!key) return { kind: 'not-found' };
+  const address = addressOf(ports, id);
+  if (!address) return { kind: 'not-found' };
   for (let round = 0; round < RESCHEDULE_ROUNDS; round++) {
-    const current = await ports.taskStore.get(key);
+    const current = await ports.taskStore.get(address);
     if (current?.tenantId !== tenantId) return { kind: 'not-found' };
     if (current.rescheduledTo !== undefined) {
       const successor =
@@ -211,7 +213,7 @@ export async function rescheduleTask(
     if (current.rescheduledFrom !== undefined && (await handoverTo(ports, current)) !== 'in-effect') {
       return { kind: 'refused', reason: 'not-in-effect', status: current.status };
     }
-    const outcome = await handOver(ports, current, key, request);
+    const outcome = await handOver(ports, current, address, request);
     if (outcome) return outcome;
   }
   return { kind: 'refused', reason: 'contended' };

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 
 import { CLOCK_SKEW_MS, DAY_SECONDS } from '../kernel/clock.js';
-import { parseTaskId, type TaskKey, taskKey } from '../kernel/ids.js';
+import { parseTaskId, type TaskAddress, taskAddress } from '../kernel/ids.js';
 import type { CancelOutcome, Clock, DueTask, IdempotencyStore, Task, TaskStore } from '../kernel/task.js';
 import {
   endedTaskExpiry,
@@ -21,6 +21,7 @@ import {
   type Placement,
   storeNewTasks,
   type TaskBirthPorts,
+  type TaskName,
 } from '../kernel/task-kernel.js';
 import type { NewTask } from './schemas.js';
 
@@ -53,13 +54,13 @@ export type SubmitResult = LateHandOff & {
  * carry the time its task fires, so such a keyed request has no name: it records its id under its
  * key instead (`scheduleWithKey`). Keys are the tenant's own: two tenants using one key never meet.
  */
-function nameOf(tenantId: string, request: NewTask): string | undefined {
+function nameOf(tenantId: string, request: NewTask): TaskName | undefined {
   if (request.idempotencyKey === undefined || request.dueFromDelay) return undefined;
-  return `key#${tenantId}#${request.idempotencyKey}`;
+  return { kind: 'keyed-submit', tenantId, idempotencyKey: request.idempotencyKey };
 }
 
 /**
- * A submitted task's item and key: a fresh id, its fire time planned (window.ts) once, here, or
+ * A submitted task and its address: a fresh id, its fire time planned (window.ts) once, here, or
  * the id its name derives, or, given `id`, the id an earlier attempt of the same request recorded,
  * whose place and fire time it takes instead. A named task keeps the request's fingerprint.
  */
@@ -90,7 +91,7 @@ async function scheduleNamed(
   request: NewTask,
   entry: Entry,
 ): Promise<SubmitOutcome> {
-  const written = await ports.taskStore.createUnlessStored(entry.task, entry.key);
+  const written = await ports.taskStore.createUnlessStored(entry.task, entry.address);
   if (written.created) return { kind: 'created', task: entry.task };
   const { stored } = written;
   const same = stored.tenantId === tenantId && stored.fingerprint === request.fingerprint;
@@ -129,7 +130,7 @@ async function scheduleWithKey(
   if (claimed) return { kind: 'created', task: await createOrAdopt(ports, entry) };
   if (holder.fingerprint !== request.fingerprint) return { kind: 'conflict', taskId: holder.taskId };
   const recorded = newEntry(ports, tenantId, request, createdAtMs, holder.taskId);
-  const existing = await ports.taskStore.get(recorded.key);
+  const existing = await ports.taskStore.get(recorded.address);
   if (existing) return { kind: 'replayed', task: existing };
   if (createdAtMs - holder.claimedAtMs >= ports.retentionDays * DAY_SECONDS * 1000) {
     return { kind: 'expired', taskId: holder.taskId };
@@ -178,7 +179,7 @@ export async function submitTasks(
     });
     const writePlain = async () => {
       const [single] = plain;
-      if (plain.length === 1 && single) await taskStore.create(single.entry.task, single.entry.key);
+      if (plain.length === 1 && single) await taskStore.create(single.entry.task, single.entry.address);
       else if (plain.length > 1) await taskStore.createMany(plain.map(({ entry }) => entry));
       for (const { position, entry } of plain) outcomes[position] = { kind: 'created', task: entry.task };
     };
@@ -209,7 +210,7 @@ export interface TaskLookupPorts {
 export async function getTask(ports: TaskLookupPorts, tenantId: string, id: string): Promise<Task | undefined> {
   const location = parseTaskId(id, ports.shardCount);
   if (!location) return undefined;
-  const task = await ports.taskStore.get(taskKey(id, location, ports.bucketCount));
+  const task = await ports.taskStore.get(taskAddress(id, location, ports.bucketCount));
   return task?.tenantId === tenantId ? task : undefined;
 }
 
@@ -242,11 +243,11 @@ const CANCEL_ROUNDS = 3;
 export async function cancelTask(ports: CancelPorts, tenantId: string, id: string): Promise<CancelOutcome> {
   const location = parseTaskId(id, ports.shardCount);
   if (!location) return { cancelled: false, reason: 'not-found' };
-  const key = taskKey(id, location, ports.bucketCount);
+  const address = taskAddress(id, location, ports.bucketCount);
   for (let round = 0; round < CANCEL_ROUNDS; round++) {
     const nowMs = ports.clock.now();
     const cancelId = randomUUID();
-    const outcome = await ports.taskStore.cancel(key, {
+    const outcome = await ports.taskStore.cancel(address, {
       tenantId,
       nowMs,
       expiresAtSeconds: endedTaskExpiry(location.fireAtMs, nowMs, ports.retentionDays),
@@ -257,7 +258,7 @@ export async function cancelTask(ports: CancelPorts, tenantId: string, id: strin
     if (!cancelled) return outcome;
     const unconfirmed = outcome.cancelled ? (outcome.unleased ? cancelId : undefined) : outcome.unconfirmed;
     if (unconfirmed === undefined) return { cancelled: true };
-    const settled = await settleCancel(ports, { id, fireAtMs: location.fireAtMs }, key, unconfirmed);
+    const settled = await settleCancel(ports, { id, fireAtMs: location.fireAtMs }, address, unconfirmed);
     if (settled) return settled;
   }
   return { cancelled: false, reason: 'in-delivery' };
@@ -272,14 +273,14 @@ export async function cancelTask(ports: CancelPorts, tenantId: string, id: strin
 async function settleCancel(
   ports: CancelPorts,
   task: DueTask,
-  key: TaskKey,
+  address: TaskAddress,
   cancelId: string,
 ): Promise<CancelOutcome | undefined> {
   if (storedBeforeFirstAttempt(ports.clock, task.fireAtMs)) {
-    return (await ports.taskStore.confirmCancel(key, cancelId)) ? { cancelled: true } : undefined;
+    return (await ports.taskStore.confirmCancel(address, cancelId)) ? { cancelled: true } : undefined;
   }
   // Undone, the task is delivered as if the cancel never came (unless that attempt recorded its delivery already).
-  const undone = await ports.taskStore.revertCancel(key, cancelId);
+  const undone = await ports.taskStore.revertCancel(address, cancelId);
   // A callback that read the task while it was CANCELLED let its message go, so the task needs
   // another, now: its 409 says it will be delivered, and the sweeper's overdue pass would send
   // it only overdueGraceSeconds late. Sent even when the undo found the mark gone, as its own

@@ -7,7 +7,7 @@
  * page therefore holds at most `limit` tasks, possibly fewer and even none, with a cursor
  * for the rest whenever the index may hold more.
  */
-import { parseTaskId, taskKey } from '../kernel/ids.js';
+import { parseTaskId, taskAddress } from '../kernel/ids.js';
 import type { IndexPartition, ListPosition, Task, TaskIndex, TaskStatus } from '../kernel/task.js';
 
 export const LIST_LIMITS = { defaultLimit: 50, maxLimit: 100 } as const;
@@ -92,11 +92,11 @@ export async function listTasks(
     if (page.more) next = { shard, ...(last !== undefined && { afterId: last }) };
     else next = shard + 1 < plan.shards ? { shard: shard + 1 } : undefined;
   }
-  const keys = ids.flatMap((id) => {
+  const addresses = ids.flatMap((id) => {
     const location = parseTaskId(id, ports.shardCount);
-    return location ? [taskKey(id, location, ports.bucketCount)] : [];
+    return location ? [taskAddress(id, location, ports.bucketCount)] : [];
   });
-  const tasks = (await ports.taskIndex.getMany(keys)).filter(
+  const tasks = (await ports.taskIndex.getMany(addresses)).filter(
     (task) =>
       task.tenantId === tenantId &&
       (query.status === undefined || task.status === query.status) &&

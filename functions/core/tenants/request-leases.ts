@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 
-import type { RateLimiter, RequestCounter } from './tenants.js';
+import type { CounterSubject, RateLimiter, RequestCounter } from './tenants.js';
 
 /**
  * Counter items each subject's second is spread over, each holding its share of the limit.
@@ -61,7 +61,7 @@ export class LeasedRequestCounter implements RateLimiter {
     this.nextShare = firstShare;
   }
 
-  async admit(subject: string, second: number, limit: number): Promise<boolean> {
+  async admit(subject: CounterSubject, second: number, limit: number): Promise<boolean> {
     const lease = this.leaseFor(subject, second, limit);
     for (;;) {
       if (lease.remaining > 0) {
@@ -75,8 +75,10 @@ export class LeasedRequestCounter implements RateLimiter {
     }
   }
 
-  private leaseFor(subject: string, second: number, limit: number): Lease {
-    const last = this.leases.get(subject);
+  private leaseFor(subject: CounterSubject, second: number, limit: number): Lease {
+    // By the subject's parts as a tuple, so no two subjects share a lease whatever their text holds.
+    const name = JSON.stringify([subject.tenantId, subject.bizType ?? null]);
+    const last = this.leases.get(name);
     if (last?.second === second) return last;
     const demand = last?.second === second - 1 ? last.used : 1;
     const lease: Lease = {
@@ -86,15 +88,15 @@ export class LeasedRequestCounter implements RateLimiter {
       size: Math.min(Math.max(1, demand), maxLease(limit)),
       fullShares: new Set(),
     };
-    this.leases.set(subject, lease);
+    this.leases.set(name, lease);
     return lease;
   }
 
-  private async renew(subject: string, lease: Lease, limit: number): Promise<void> {
+  private async renew(subject: CounterSubject, lease: Lease, limit: number): Promise<void> {
     try {
       const share = this.shareToAsk(lease);
       const { size } = lease;
-      if (await this.shared.admit(`${subject}#${share}`, lease.second, shareOf(limit, share), size)) {
+      if (await this.shared.admit({ ...subject, share }, lease.second, shareOf(limit, share), size)) {
         lease.remaining += size;
         lease.size = Math.min(size * 2, maxLease(limit));
       } else if (size > 1) lease.size = 1;

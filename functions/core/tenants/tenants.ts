@@ -327,9 +327,12 @@ export function cachedTenantDirectory(store: TenantStore, clock: Clock, ttlMs: n
         keyring = undefined;
         throw error;
       })),
-    tenant: (id) => remembered(`tenant#${id}`, () => eventuallyThenStrongly((options) => store.getTenant(id, options))),
+    tenant: (id) =>
+      remembered(JSON.stringify(['tenant', id]), () =>
+        eventuallyThenStrongly((options) => store.getTenant(id, options)),
+      ),
     apiKey: (tenantId, keyId) =>
-      remembered(`key#${tenantId}#${keyId}`, () =>
+      remembered(JSON.stringify(['key', tenantId, keyId]), () =>
         eventuallyThenStrongly((options) => store.getApiKey(tenantId, keyId, options)),
       ),
   };
@@ -338,15 +341,26 @@ export function cachedTenantDirectory(store: TenantStore, clock: Clock, ttlMs: n
 /** How long the api and callback remember a tenant or key; a revoked key stops working within this. */
 export const TENANT_CACHE_TTL_MS = 30_000;
 
+/** What a rate limit counts: a tenant's api requests, or its callbacks of one bizType. */
+export interface CounterSubject {
+  readonly tenantId: string;
+  readonly bizType?: string;
+}
+
+/** A subject's counter, or, with `share`, one of the counters its limit is spread over (see COUNTER_SHARES). */
+export interface CounterShare extends CounterSubject {
+  readonly share?: number;
+}
+
 /** Admits one request of `subject` in `second` if the second's admissions stay within `limit`. */
 export interface RateLimiter {
-  admit(subject: string, second: number, limit: number): Promise<boolean>;
+  admit(subject: CounterSubject, second: number, limit: number): Promise<boolean>;
 }
 
 export interface RequestCounter {
   /**
-   * Counts `count` (default 1) requests of `subject` (a tenant, or a tenant's bizType) in
-   * `second`, if the second's total stays within `limit`; otherwise counts nothing and answers false.
+   * Counts `count` (default 1) requests of `subject` in `second`, if the second's total stays
+   * within `limit`; otherwise counts nothing and answers false. The store builds the counter's key.
    */
-  admit(subject: string, second: number, limit: number, count?: number): Promise<boolean>;
+  admit(subject: CounterShare, second: number, limit: number, count?: number): Promise<boolean>;
 }

@@ -15,6 +15,7 @@ import type { TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { Construct } from 'constructs';
 
+import { API_DELETABLE_PARTITION_PREFIXES } from '../../../functions/adapters/dynamo/table-schema.js';
 import {
   DELIVERY_MAX_RECEIVE_COUNT,
   ENV,
@@ -259,7 +260,7 @@ export class TimerPipeline {
         resources: [table.tableArn],
         conditions: {
           'ForAllValues:StringLike': {
-            'dynamodb:LeadingKeys': [`${TABLE.bizTypePartitionPrefix}*`, `${TABLE.schedulePartitionPrefix}*`],
+            'dynamodb:LeadingKeys': API_DELETABLE_PARTITION_PREFIXES.map((prefix) => `${prefix}*`),
           },
         },
       }),

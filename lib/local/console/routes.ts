@@ -10,11 +10,15 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { transform } from 'esbuild';
 
 import { scanPartitions } from '../../../functions/adapters/dynamo/dynamo-helpers.js';
-import { scheduleFromItem, type ScheduleItem } from '../../../functions/adapters/dynamo/table-schema.js';
+import {
+  scheduleFromItem,
+  type ScheduleItem,
+  SCHEDULES_PARTITION_PREFIX,
+} from '../../../functions/adapters/dynamo/table-schema.js';
 import { DynamoTaskStore, scanTasks } from '../../../functions/adapters/dynamo/task-store.js';
 import { peekMessages, queueDepth } from '../../../functions/adapters/sqs-queues.js';
-import { TABLE, type TimerSettings } from '../../../functions/contract/topology.js';
-import { parseTaskId, taskKey } from '../../../functions/core/kernel/ids.js';
+import type { TimerSettings } from '../../../functions/contract/topology.js';
+import { parseTaskId, taskAddress } from '../../../functions/core/kernel/ids.js';
 import { decodeDeliveryBody } from '../../../functions/core/kernel/task-kernel.js';
 import type { LocalResponse, LocalRoute } from '../http-gateway.js';
 import {
@@ -132,7 +136,7 @@ export async function consoleRoutes(sources: ConsoleSources): Promise<Record<str
 
   const readSchedules = sparingly(async (): Promise<ConsoleSchedulesView> => {
     const table = { client: sources.dynamo, tableName: sources.tableName };
-    const { items } = await scanPartitions<ScheduleItem>(table, TABLE.schedulePartitionPrefix, MAX_ITEMS_READ);
+    const { items } = await scanPartitions<ScheduleItem>(table, SCHEDULES_PARTITION_PREFIX, MAX_ITEMS_READ);
     return schedulesView(items.map(scheduleFromItem), Date.now());
   }, MAX_SHARE_OF_TIME);
 
@@ -141,7 +145,7 @@ export async function consoleRoutes(sources: ConsoleSources): Promise<Record<str
     // there after too many receives is a plain delivery message, with only the id.
     const letter = decodeDeliveryBody(body) ?? { id: '', redriven: false };
     const location = parseTaskId(letter.id, sources.settings.shardCount);
-    const task = location && (await taskStore.get(taskKey(letter.id, location, sources.settings.bucketCount)));
+    const task = location && (await taskStore.get(taskAddress(letter.id, location, sources.settings.bucketCount)));
     return {
       taskId: letter.id,
       ...(letter.attempt !== undefined && { attempt: letter.attempt }),

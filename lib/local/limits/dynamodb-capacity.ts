@@ -2,6 +2,7 @@
  * DynamoDB's capacity-unit arithmetic, on items in the wire format (`{ name: { S: '…' } }`),
  * so the throughput model charges what AWS would bill. Pure: no I/O, no clock.
  */
+import { partitionKind } from '../../../functions/adapters/dynamo/table-schema.js';
 import { AWS_LIMITS } from '../../../functions/contract/aws-limits.js';
 
 /** An attribute value as DynamoDB's JSON protocol writes it. */
@@ -68,10 +69,9 @@ export function readUnits(bytes: number, consistent: boolean): number {
   return consistent ? units : units / 2;
 }
 
-/** The key's class, which names its kind of item: the text before the first '#' (`B`, `CLOCK`, `RATE`…). */
+/** The key's class, which names its kind of item, as the table's schema reads it from the key (`B`, `CLOCK`, `RATE`…). */
 export function keyClass(value: string): string {
-  const hash = value.indexOf('#');
-  return hash === -1 ? value : value.slice(0, hash);
+  return partitionKind(value);
 }
 
 /** The key attribute names a throughput model needs: the table's partition key and each index's. */

@@ -131,7 +131,7 @@ export interface HottestItem {
 
 export interface DynamoThroughputReport {
   readonly limits: Readonly<Record<'partitionRead' | 'partitionWrite' | 'tableRead' | 'tableWrite', number>>;
-  /** By key class: the key's text before its first '#', or `index:<name>` for an index's keys. */
+  /** By key class: the kind of item the key names (table-schema's partitionKind), or `index:<name>` for an index's keys. */
   readonly byKeyClass: Readonly<Record<string, KeyClassUsage>>;
   readonly hottestKey: HottestKey | undefined;
   readonly hottestItem: HottestItem | undefined;

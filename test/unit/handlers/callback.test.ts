@@ -12,11 +12,12 @@ import { BatchGetCommand, DynamoDBDocumentClient, GetCommand, UpdateCommand } fr
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
+import { taskKey } from '../../../functions/adapters/dynamo/table-schema.js';
 import { createCallbackHandler } from '../../../functions/callback/app.js';
 import { loadConfig } from '../../../functions/commons/config.js';
 import { ENV } from '../../../functions/contract/topology.js';
 import { verifyWebhook } from '../../../functions/contract/webhook-signature.js';
-import { newTaskId, taskKey } from '../../../functions/core/kernel/ids.js';
+import { newTaskId, taskAddress } from '../../../functions/core/kernel/ids.js';
 import { newTenant } from '../../../functions/core/tenants/tenants.js';
 import {
   BACKOFF_BASE_SECONDS,
@@ -72,7 +73,7 @@ const taskItems = new Map<string, Record<string, unknown>>();
 function dueTask(path: string, messageId: string) {
   const dueAtMs = Date.now() - 1500;
   const id = newTaskId({ fireAtMs: dueAtMs, shard: 1 });
-  const key = taskKey(id, { fireAtMs: dueAtMs, shard: 1 }, BUCKET_COUNT);
+  const key = taskKey(taskAddress(id, { fireAtMs: dueAtMs, shard: 1 }, BUCKET_COUNT));
   taskItems.set(key.sk, {
     ...key,
     id,

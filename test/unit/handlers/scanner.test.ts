@@ -10,9 +10,9 @@ import {
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 
-import { occupancyKey } from '../../../functions/adapters/dynamo/table-schema.js';
+import { occupancyKey, taskPartitionKey, taskSecondRange } from '../../../functions/adapters/dynamo/table-schema.js';
 import { loadConfig } from '../../../functions/commons/config.js';
-import { newTaskId, partitionKey, secondRange } from '../../../functions/core/kernel/ids.js';
+import { bucketOf, newTaskId } from '../../../functions/core/kernel/ids.js';
 import { createScannerHandler } from '../../../functions/scanner/app.js';
 import {
   BUCKET_COUNT,
@@ -72,7 +72,10 @@ describe('Function: scanner handler', () => {
     }));
     ddbMock
       .on(QueryCommand, {
-        ExpressionAttributeValues: { ':pk': partitionKey(second, 1, BUCKET_COUNT), ':from': secondRange(second).from },
+        ExpressionAttributeValues: {
+          ':pk': taskPartitionKey(bucketOf(second, BUCKET_COUNT), 1),
+          ':from': taskSecondRange(second).from,
+        },
       })
       .resolves({ Items: due });
 
@@ -90,10 +93,10 @@ describe('Function: scanner handler', () => {
     );
     const shardsRead = ddbMock
       .commandCalls(QueryCommand)
-      .filter((query) => query.args[0].input.ExpressionAttributeValues?.[':from'] === secondRange(second).from)
+      .filter((query) => query.args[0].input.ExpressionAttributeValues?.[':from'] === taskSecondRange(second).from)
       .map((query) => query.args[0].input.ExpressionAttributeValues?.[':pk']);
     expect(shardsRead.sort()).toEqual(
-      Array.from({ length: SHARD_COUNT }, (_, shard) => partitionKey(second, shard, BUCKET_COUNT)).sort(),
+      Array.from({ length: SHARD_COUNT }, (_, shard) => taskPartitionKey(bucketOf(second, BUCKET_COUNT), shard)).sort(),
     );
     const markers = ddbMock.commandCalls(PutCommand);
     expect(markers).toHaveLength(1);

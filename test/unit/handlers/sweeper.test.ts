@@ -10,9 +10,9 @@ import {
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 
-import { occupancyKey } from '../../../functions/adapters/dynamo/table-schema.js';
+import { occupancyKey, taskPartitionKey, taskSecondRange } from '../../../functions/adapters/dynamo/table-schema.js';
 import { loadConfig } from '../../../functions/commons/config.js';
-import { newTaskId, partitionKey, secondRange } from '../../../functions/core/kernel/ids.js';
+import { bucketOf, newTaskId } from '../../../functions/core/kernel/ids.js';
 import { createSweeperHandler } from '../../../functions/sweeper/app.js';
 import { BUCKET_COUNT, DELIVERY_QUEUE_URL, handlerEnv, lambdaContext, TABLE_NAME, unitHandler } from './setup.js';
 
@@ -56,8 +56,8 @@ describe('Function: sweeper handler', () => {
     ddbMock
       .on(QueryCommand, {
         ExpressionAttributeValues: {
-          ':pk': partitionKey(unfinished, 0, BUCKET_COUNT),
-          ':from': secondRange(unfinished).from,
+          ':pk': taskPartitionKey(bucketOf(unfinished, BUCKET_COUNT), 0),
+          ':from': taskSecondRange(unfinished).from,
         },
       })
       .resolves({ Items: [lost] });
@@ -72,7 +72,7 @@ describe('Function: sweeper handler', () => {
       .map((query) => query.args[0].input)
       .filter((input) => String(input.ExpressionAttributeValues?.[':pk']).startsWith('B#'));
     expect(
-      taskQueries.every((input) => input.ExpressionAttributeValues?.[':from'] === secondRange(unfinished).from),
+      taskQueries.every((input) => input.ExpressionAttributeValues?.[':from'] === taskSecondRange(unfinished).from),
     ).toBe(true);
     const sends = sqsMock.commandCalls(SendMessageBatchCommand).map((call) => call.args[0].input);
     expect(sends).toEqual([

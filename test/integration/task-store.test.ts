@@ -1,5 +1,7 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { newTaskId, taskKey } from '../../functions/core/kernel/ids.js';
 import type { Task } from '../../functions/core/kernel/task.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
@@ -36,6 +38,33 @@ function task(dueAtMs: number, shard: number): { task: Task; key: ReturnType<typ
 }
 
 describe('Store: DynamoTaskStore on dynalite', () => {
+  it('gives a task its TTL when it is created, retentionDays after its fire time, alone or in a batch', async () => {
+    // Prepare: a task delivered by a receipt is never written again, so only the create can set it.
+    const taskStore = new DynamoTaskStore({
+      client: emulators.dynamo,
+      tableName: emulators.tableName,
+      bucketCount: BUCKETS,
+      retentionDays: 30,
+    });
+    const fireAtMs = 1_700_000_123_456;
+    const alone = task(fireAtMs, 1);
+    const batched = [task(fireAtMs, 2), task(fireAtMs + 5000, 2)];
+
+    // Act
+    await taskStore.create(alone.task, alone.key);
+    await taskStore.createMany(batched);
+
+    // Assess
+    const ttlOf = async (key: typeof alone.key) =>
+      (await emulators.dynamo.send(new GetCommand({ TableName: emulators.tableName, Key: key }))).Item?.expiresAt;
+    const expected = (ms: number) => Math.floor(ms / 1000) + 30 * 86_400;
+    expect(await ttlOf(alone.key)).toBe(expected(fireAtMs));
+    expect(await Promise.all(batched.map(({ key }) => ttlOf(key)))).toEqual([
+      expected(fireAtMs),
+      expected(fireAtMs + 5000),
+    ]);
+  });
+
   it('reads every page of a shard and only the PENDING tasks of that exact second', async () => {
     // Prepare: 23 tasks in one second and shard, plus neighbours that share the partition.
     const { taskStore } = emulators.stores({ bucketCount: BUCKETS, queryPageSize: 4 });

@@ -14,6 +14,7 @@ import type {
   ClockStore,
   DeliveryMessage,
   DeliveryQueue,
+  DeliveryReceipt,
   DeliveryRecord,
   DueTask,
   FirstAttemptRecord,
@@ -178,6 +179,8 @@ const idOf = (key: TaskKey) => key.sk.slice(key.sk.indexOf('#') + 1);
 /** Tasks by id, with the lease and attempt rules of the real store's conditional writes. */
 export class FakeTaskStore implements TaskStore {
   readonly tasks = new Map<string, Task>();
+  /** Receipts by their id, as stored (a receipt written again lands on itself). */
+  readonly receipts = new Map<string, DeliveryReceipt>();
 
   constructor(tasks: readonly Task[] = []) {
     for (const task of tasks) this.tasks.set(task.id, task);
@@ -359,6 +362,19 @@ export class FakeTaskStore implements TaskStore {
     const { retryAtMs: _retryAt, ...revived } = task;
     this.tasks.set(task.id, { ...revived, status: 'PENDING', attempts: 0 });
     return true;
+  }
+
+  async recordReceipt(receipt: DeliveryReceipt): Promise<void> {
+    this.receipts.set(receipt.id, receipt);
+  }
+
+  async receiptsOf(second: number): Promise<Map<string, number>> {
+    const delivered = new Map<string, number>();
+    for (const receipt of this.receipts.values()) {
+      if (receipt.second !== second) continue;
+      for (const [id, atMs] of receipt.delivered) delivered.set(id, Math.min(atMs, delivered.get(id) ?? atMs));
+    }
+    return delivered;
   }
 
   private leasable(task: Task, nowMs: number): boolean {

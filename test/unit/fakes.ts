@@ -7,6 +7,7 @@ export { ManualClock } from '../support/clock.js';
 import { idempotencyKey } from '../../functions/adapters/dynamo/table-schema.js';
 import { minuteOf } from '../../functions/core/kernel/clock.js';
 import { MAX_SHARDS, newTaskId, parseTaskId, type TaskKey } from '../../functions/core/kernel/ids.js';
+import { asReceiptsShow } from '../../functions/core/kernel/receipts.js';
 import type {
   CancelOutcome,
   CancelRequest,
@@ -369,6 +370,16 @@ export class FakeTaskStore implements TaskStore {
   }
 
   async receiptsOf(second: number): Promise<Map<string, number>> {
+    return this.deliveredIn(second);
+  }
+
+  /** A task as GET shows it, at any time after it fired: its item, with its receipt read in (receipts.ts). */
+  shown(id: string): Task | undefined {
+    const task = this.tasks.get(id);
+    return task && asReceiptsShow(task, this.deliveredIn(Math.floor(task.fireAtMs / 1000)), Number.POSITIVE_INFINITY);
+  }
+
+  private deliveredIn(second: number): Map<string, number> {
     const delivered = new Map<string, number>();
     for (const receipt of this.receipts.values()) {
       if (receipt.second !== second) continue;

@@ -17,6 +17,7 @@
  */
 
 import { parseTaskId, type TaskKey, taskKey } from '../kernel/ids.js';
+import { withReceipt } from '../kernel/receipts.js';
 import type { Task, TaskStatus } from '../kernel/task.js';
 import {
   awaitsUnleasedFirstAttempt,
@@ -70,7 +71,8 @@ export async function handoverTo(ports: TaskLookupPorts, task: Task): Promise<Ha
   const key = task.rescheduledFrom === undefined ? undefined : keyOf(ports, task.rescheduledFrom);
   if (!key) return 'abandoned';
   for (let round = 0; round < 2; round++) {
-    const predecessor = await ports.taskStore.get(key);
+    // A predecessor a receipt names was delivered: its successor is abandoned.
+    const predecessor = await withReceipt(ports.taskStore, await ports.taskStore.get(key), ports.clock.now());
     if (predecessor?.tenantId !== task.tenantId) return 'abandoned';
     if (predecessor.rescheduledTo === task.id) return 'in-effect';
     if (predecessor.rescheduleIntent?.taskId !== task.id) return 'abandoned';
@@ -176,7 +178,8 @@ export async function rescheduleTask(
   const key = keyOf(ports, id);
   if (!key) return { kind: 'not-found' };
   for (let round = 0; round < RESCHEDULE_ROUNDS; round++) {
-    const current = await ports.taskStore.get(key);
+    // As its receipt shows it: a task delivered by a receipt is `already-final`, never moved.
+    const current = await withReceipt(ports.taskStore, await ports.taskStore.get(key), ports.clock.now());
     if (current?.tenantId !== tenantId) return { kind: 'not-found' };
     if (current.rescheduledTo !== undefined) {
       const successor =

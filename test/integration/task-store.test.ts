@@ -65,6 +65,33 @@ describe('Store: DynamoTaskStore on dynalite', () => {
     ]);
   });
 
+  it('moves the TTL of a task whose attempt failed past its retry, so a long backoff never outlives the item', async () => {
+    // Prepare: a one-day retention, and a retry due two days after the task fired.
+    const taskStore = new DynamoTaskStore({
+      client: emulators.dynamo,
+      tableName: emulators.tableName,
+      bucketCount: BUCKETS,
+      retentionDays: 1,
+    });
+    const fireAtMs = 1_700_000_123_456;
+    const first = task(fireAtMs, 1);
+    const leased = task(fireAtMs, 2);
+    const retryAtMs = fireAtMs + 2 * 86_400_000;
+    const expiresAtSeconds = Math.floor(retryAtMs / 1000) + 86_400;
+    const failure = { status: 'PENDING', lastError: 'HTTP 503', history: [], retryAtMs, expiresAtSeconds } as const;
+    await taskStore.createMany([first, leased]);
+    await taskStore.claimDelivery(leased.key, fireAtMs, fireAtMs + 60_000, 'attempt-1');
+
+    // Act
+    await taskStore.finishFirstAttempt(first.key, failure, fireAtMs + 60_000, 'attempt-0');
+    await taskStore.finishDelivery(leased.key, 1, failure);
+
+    // Assess
+    const ttlOf = async (key: typeof first.key) =>
+      (await emulators.dynamo.send(new GetCommand({ TableName: emulators.tableName, Key: key }))).Item?.expiresAt;
+    expect([await ttlOf(first.key), await ttlOf(leased.key)]).toEqual([expiresAtSeconds, expiresAtSeconds]);
+  });
+
   it('reads every page of a shard and only the PENDING tasks of that exact second', async () => {
     // Prepare: 23 tasks in one second and shard, plus neighbours that share the partition.
     const { taskStore } = emulators.stores({ bucketCount: BUCKETS, queryPageSize: 4 });

@@ -266,6 +266,7 @@ export function finishAssignments(attempt: number, outcome: DeliveryRecord): Par
         lastError: outcome.lastError,
         history: outcome.history,
         retryAtMs: outcome.retryAtMs,
+        ...(outcome.expiresAtSeconds !== undefined && { expiresAt: outcome.expiresAtSeconds }),
       };
     case 'FAILED':
       return {

@@ -622,7 +622,13 @@ async function attempt(
   // The backoff goes into the write that records the failure: the table owns when the next
   // attempt may run, the message that will bring it is only a reminder (invariant 10).
   const retryAtMs = clock.now() + retryAfterSeconds * 1000;
-  const released = await writes.record({ status: 'PENDING', lastError: result.error, history, retryAtMs });
+  const released = await writes.record({
+    status: 'PENDING',
+    lastError: result.error,
+    history,
+    retryAtMs,
+    expiresAtSeconds: expiryAfter(retryAtMs, ports.retentionDays),
+  });
   if (!released) return { kind: 'skipped', reason: 'lease-lost' };
   return { kind: 'retry', attempt: number, retryAfterSeconds, retryAtMs, error: result.error };
 }

@@ -418,6 +418,11 @@ export type DeliveryRecord =
       readonly history: readonly DeliveryAttempt[];
       /** The backoff's end, recorded in the same write as the failure. */
       readonly retryAtMs: number;
+      /**
+       * The item's TTL moved past the retry (the callback always gives it): the create's, its fire
+       * time plus the retention, must not remove a task still waiting for an attempt.
+       */
+      readonly expiresAtSeconds?: number;
     }
   | {
       readonly status: 'FAILED';

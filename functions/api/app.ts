@@ -60,7 +60,7 @@ export function createApiHandler(config: ApiConfig, { clients, observability }: 
   const { logger, metrics } = observability;
   const counts = new CountBatch(metrics);
   const ports: ApiPorts = {
-    ...tableStores(config.table, clients.dynamo),
+    ...tableStores(config.table, clients.dynamo, config.retentionDays),
     occupancy: occupancyIndex(config, clients.dynamo),
     deliveryQueue: sqsDeliveryQueue(clients.sqs, config.deliveryQueueUrl),
     tickQueue: sqsTickQueue(clients.sqs, config.tickQueueUrl),

@@ -19,7 +19,7 @@ import { deliverRecords } from './records.js';
  */
 export function createCallbackHandler(config: CallbackConfig, { clients, observability }: HandlerDeps) {
   const { logger, metrics } = observability;
-  const stores = tableStores(config.table, clients.dynamo);
+  const stores = tableStores(config.table, clients.dynamo, config.retentionDays);
   const deliveryQueue = sqsDeliveryQueue(clients.sqs, config.deliveryQueueUrl);
   const ports: DeliveryPorts = {
     ...stores,

@@ -8,6 +8,8 @@ import {
   type DeliveryOutcome,
   type DeliveryPorts,
   readTogether,
+  receiptsTogether,
+  type ReceiptWrites,
   redeliverDeadLetter,
   type TaskReads,
 } from '../core/deliver/deliver.js';
@@ -42,6 +44,7 @@ async function deliverRecord(
   record: SQSRecord,
   message: ReceivedMessage | undefined,
   reads: TaskReads,
+  receipts: ReceiptWrites,
 ): Promise<void> {
   const { metrics } = ports;
   if (message === undefined) {
@@ -57,8 +60,8 @@ async function deliverRecord(
   const logger = ports.logger.createChild();
   logger.setCorrelationId(id);
   const outcome: DeliveryOutcome = message.redriven
-    ? await redeliverDeadLetter(ports.delivery, id)
-    : await deliverTask(ports.delivery, id, message.notBeforeMs, reads);
+    ? await redeliverDeadLetter(ports.delivery, id, receipts)
+    : await deliverTask(ports.delivery, id, message.notBeforeMs, reads, receipts);
   const facts = { taskId: id, messageId: record.messageId, receiveCount: record.attributes.ApproximateReceiveCount };
   switch (outcome.kind) {
     case 'delivered':
@@ -107,21 +110,35 @@ async function deliverRecord(
  * One bad record never fails the batch: each is settled on its own. A task that must come
  * back later already has a new message, so only a record whose processing threw is reported,
  * and SQS brings it back after the queue's visibility timeout, by which time any lease it took
- * has lapsed; that is what the queue's maxReceiveCount counts.
+ * has lapsed; that is what the queue's maxReceiveCount counts. First attempts answered 2xx are
+ * recorded in receipts, one per group of records read together (see receiptsTogether); a record
+ * whose receipt could not be stored is reported too, so its task is delivered again rather than
+ * left looking undelivered.
  */
 export async function deliverRecords(ports: RecordPorts, records: readonly SQSRecord[]): Promise<SQSBatchResponse> {
   ports.metrics.addMetric(METRICS.deliveryBatchSize, MetricUnit.Count, records.length);
   const messages = records.map((record) => decodeDeliveryBody(record.body));
   // A redriven dead letter is revived before it is read, so it reads alone, after its revive.
-  const reads = readTogether(
-    ports.delivery,
-    messages.flatMap((message) => (message && !message.redriven ? [message] : [])),
-  );
+  const planned = messages.flatMap((message) => (message && !message.redriven ? [message] : []));
+  const reads = readTogether(ports.delivery, planned);
+  const receipts = receiptsTogether(ports.delivery, planned);
   const settled = await Promise.allSettled(
-    records.map((record, index) => deliverRecord(ports, record, messages[index], reads)),
+    records.map((record, index) =>
+      deliverRecord(ports, record, messages[index], reads, receipts).finally(() => {
+        const message = messages[index];
+        if (message && !message.redriven) receipts.done(message.id);
+      }),
+    ),
   );
+  const unrecorded = await receipts.written();
+  if (unrecorded.size > 0) {
+    ports.logger.error('receipt not stored; SQS will redeliver its tasks', { taskIds: [...unrecorded] });
+  }
   const batchItemFailures = settled.flatMap((result, index) => {
-    if (result.status === 'fulfilled') return [];
+    if (result.status === 'fulfilled') {
+      const id = messages[index]?.id;
+      return id !== undefined && unrecorded.has(id) ? [{ itemIdentifier: records[index]?.messageId ?? '' }] : [];
+    }
     ports.logger.error('delivery crashed; SQS will redeliver', { error: result.reason as Error });
     return [{ itemIdentifier: records[index]?.messageId ?? '' }];
   });

@@ -19,14 +19,24 @@ import type { OccupancyConfig, TableConfig } from './config.js';
 /**
  * The stores over the task table, with its bucket and shard counts: what every function but
  * the ticker needs (the occupancy index, which only some need, is `occupancyIndex`). Tenants are read through a cache, once per TENANT_CACHE_TTL_MS, and
- * bizType settings (for submits) once per BIZ_TYPE_CACHE_TTL_MS.
+ * bizType settings (for submits) once per BIZ_TYPE_CACHE_TTL_MS. Functions that create tasks (the
+ * api, the callback's occurrences) give `retentionDays`, the TTL a task gets at create.
  */
-export function tableStores({ tableName, bucketCount, shardCount }: TableConfig, dynamo: DynamoDBDocumentClient) {
+export function tableStores(
+  { tableName, bucketCount, shardCount }: TableConfig,
+  dynamo: DynamoDBDocumentClient,
+  retentionDays?: number,
+) {
   const bizTypeStore = new DynamoBizTypeStore({ client: dynamo, tableName });
   return {
     bucketCount,
     shardCount,
-    taskStore: new DynamoTaskStore({ client: dynamo, tableName, bucketCount }),
+    taskStore: new DynamoTaskStore({
+      client: dynamo,
+      tableName,
+      bucketCount,
+      ...(retentionDays !== undefined && { retentionDays }),
+    }),
     taskIndex: new DynamoTaskIndex({ client: dynamo, tableName, bucketCount }),
     clockStore: new DynamoClockStore({ client: dynamo, tableName }),
     idempotencyStore: new DynamoIdempotencyStore({ client: dynamo, tableName }),

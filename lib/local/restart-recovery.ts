@@ -8,11 +8,12 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
 import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
-import { scanTasks } from '../../functions/adapters/dynamo/task-store.js';
+import { scanReceipts, scanTasks } from '../../functions/adapters/dynamo/task-store.js';
 import { SqsDeadLetterQueue, sqsDeliveryQueue, sqsTickQueue } from '../../functions/adapters/sqs-queues.js';
 import { occupancyIndex } from '../../functions/commons/stores.js';
 import type { TimerSettings } from '../../functions/contract/topology.js';
 import { minuteOf, secondOf } from '../../functions/core/kernel/clock.js';
+import { asReceiptsShow } from '../../functions/core/kernel/receipts.js';
 import type { DeliveryMessage, Task } from '../../functions/core/kernel/task.js';
 import { deliveryMessageFor } from '../../functions/core/kernel/task-kernel.js';
 import { type Tick, tickFor } from '../../functions/core/kernel/tick.js';
@@ -44,7 +45,12 @@ export async function restoreLostMessages(
   const clock = await new DynamoClockStore(table).read();
   if (!clock) return { tasks: 0, deadLetters: 0 };
   const nowMs = Date.now();
-  const { tasks } = await scanTasks(table, Number.POSITIVE_INFINITY);
+  const [{ tasks: items }, receipted] = await Promise.all([
+    scanTasks(table, Number.POSITIVE_INFINITY),
+    scanReceipts(table, Number.POSITIVE_INFINITY),
+  ]);
+  // A task a receipt names was delivered, whatever its item says (see receipts.ts).
+  const tasks = items.map((task) => asReceiptsShow(task, receipted, Number.POSITIVE_INFINITY));
   const failed = tasks.filter((task) => task.status === 'FAILED');
   const lost = tasks.filter((task) => hadQueuedMessage(task, clock.cursor)).map((task) => lostTaskMessage(task, nowMs));
   if (lost.length > 0) await sqsDeliveryQueue(sqs, queueUrls.delivery).send(lost);
@@ -62,7 +68,8 @@ export async function restoreLostMessages(
  * claimed, or enqueued directly as a late arrival (whose second the scanner, lagging behind, may
  * not have claimed yet), or waiting for a retry. The scanner, which reads PENDING tasks alone,
  * would find only some of these, and only once it caught up; a lapsed lease nothing would find
- * before the sweeper's overdue pass. A PENDING task never attempted in a second not yet claimed
+ * before the sweeper's overdue pass. A task is asked as its receipt shows it: one delivered by a
+ * receipt is DELIVERED, though its item stays PENDING. A PENDING task never attempted in a second not yet claimed
  * is left to the scan that claims it: its first attempt may take no lease, so a second message
  * could call its target twice.
  */

@@ -759,5 +759,44 @@ export function taskStoreContract(name: string, makeStore: (bucketCount: number)
       // Assess
       expect([wrong, withdrawn, fresh]).toEqual([false, true, true]);
     });
+
+    it('keeps receipts by fire second: every task they name with its earliest delivery time, a receipt sent again landing on itself', async () => {
+      // Prepare: more receipts than a second's receipt partitions, so every partition is read.
+      const store = await makeStore(CONTRACT_BUCKET_COUNT);
+      const receipts = Array.from({ length: 20 }, (_, index) => ({
+        id: `receipt-${index}`,
+        second: SECOND,
+        delivered: new Map([
+          [`T-${index}-a`, DUE_MS + index],
+          [`T-${index}-b`, DUE_MS + 500],
+        ]),
+        expiresAtSeconds: EXPIRES_AT,
+      }));
+      const copy = {
+        id: 'receipt-copy',
+        second: SECOND,
+        delivered: new Map([['T-3-a', DUE_MS + 900]]),
+        expiresAtSeconds: EXPIRES_AT,
+      };
+      const otherSecond = {
+        id: 'receipt-later',
+        second: SECOND + 1,
+        delivered: new Map([['T-later', DUE_MS + 1000]]),
+        expiresAtSeconds: EXPIRES_AT,
+      };
+
+      // Act
+      for (const receipt of [...receipts, copy, otherSecond]) await store.recordReceipt(receipt);
+      await store.recordReceipt(otherSecond);
+
+      // Assess
+      const delivered = await store.receiptsOf(SECOND);
+      expect(delivered.size).toBe(40);
+      expect(delivered.get('T-3-a')).toBe(DUE_MS + 3);
+      expect(delivered.get('T-19-b')).toBe(DUE_MS + 500);
+      expect(delivered.has('T-later')).toBe(false);
+      expect(await store.receiptsOf(SECOND + 1)).toEqual(new Map([['T-later', DUE_MS + 1000]]));
+      expect(await store.receiptsOf(SECOND + 2)).toEqual(new Map());
+    });
   });
 }

@@ -1,6 +1,9 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
-import { explore } from './explore.js';
+import { check } from './checker.js';
+import { explore, finalState } from './explore.js';
+import { type Faults, type Scenario, World } from './world.js';
 
 /**
  * Fixed seeds, so a failure here replays with `npm run explore -- --seed=S --path=P` (the
@@ -27,4 +30,47 @@ describe('Interleaving explorer', () => {
     },
     TIME_LIMIT_MS + 15_000,
   );
+
+  /** One task answered 200, whose first callback invocation has `faults`; every other invocation runs clean. */
+  const oneDelivery = (faults: Faults): Scenario => ({
+    randomSeed: 7,
+    startOffsetMs: 12_345,
+    sweeperOffsetMs: 30_000,
+    actions: [
+      {
+        kind: 'submit',
+        atMs: 0,
+        dueInMs: [20_000],
+        maxAttempts: 3,
+        answers: [{ status: 200, afterMs: 50 }],
+        idempotent: false,
+        dueAtGiven: false,
+        faults: { slowMs: 0 },
+      },
+    ],
+    invocationFaults: [{ actor: 'callback', nth: 0, faults }],
+    duplicates: [],
+    skewsMs: { api: [], ticker: [], scanner: [], sweeper: [], callback: [] },
+    breakerThreshold: 5,
+  });
+
+  it.each([
+    ['a crash after the receiver’s 2xx, before the receipt is written', 'crash', { crashAt: 3, slowMs: 0 }],
+    ['a receipt write whose answer is lost, and the SDK sends again', 'lost-response', { loseAt: 3, slowMs: 0 }],
+  ] as const)('reaches %s, and keeps every promise', async (_name, event, faults) => {
+    await fc.assert(
+      fc.asyncProperty(fc.scheduler(), async (scheduler) => {
+        const world = new World(scheduler, oneDelivery(faults));
+        await world.run();
+        const final = finalState(world);
+
+        expect(
+          world.history.filter((entry) => entry.type === event).map((entry) => 'call' in entry && entry.call),
+        ).toEqual(['taskStore.recordReceipt']);
+        expect(check(world.history, final)).toEqual([]);
+        expect([...final.tasks.values()].map((task) => task.status)).toEqual(['DELIVERED']);
+      }),
+      { numRuns: 20, seed: 1 },
+    );
+  });
 });

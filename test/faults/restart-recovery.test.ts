@@ -45,7 +45,7 @@ afterAll(async () => {
 });
 
 describe('Faults: the messages a restart of local mode restores', () => {
-  it('re-enqueues at once the leased, directly enqueued and retrying tasks of seconds the lagging scanner has not claimed, none early', async () => {
+  it('re-enqueues at once the leased, directly enqueued and retrying tasks of seconds the lagging scanner has not claimed, none early, and no task a receipt names', async () => {
     // Prepare: the table as a SIGKILL leaves it, the scan cursor 20 s behind.
     const dynalite = await startLocalDynamo(dataDir);
     const { raw, dynamo } = localDynamoClients(dynalite.endpoint);
@@ -89,6 +89,14 @@ describe('Faults: the messages a restart of local mode restores', () => {
     });
     // A task in a second the scanner claimed before the kill.
     const claimed = await stage(nowMs - 25_000, nowMs - 600_000);
+    // One in the same second, delivered before the kill: its receipt says so, its item is PENDING.
+    const receipted = await stage(nowMs - 25_000, nowMs - 600_000);
+    await store.recordReceipt({
+      id: newAttemptId(),
+      second: secondOf(receipted.task.fireAtMs),
+      delivered: new Map([[receipted.task.id, nowMs - 24_000]]),
+      expiresAtSeconds: secondOf(nowMs) + 86_400,
+    });
     // A task in a second no scanner has claimed, never attempted: left to its scan.
     const unclaimed = await stage(nowMs + 600_000, nowMs - 600_000);
     await dynalite.close();
@@ -104,5 +112,6 @@ describe('Faults: the messages a restart of local mode restores', () => {
     expect(firstCall(leased.task.id)?.receivedAtMs).toBeGreaterThan(leaseUntilMs);
     expect(firstCall(retrying.task.id)?.receivedAtMs).toBeGreaterThanOrEqual(retryAtMs);
     expect(firstCall(unclaimed.task.id)).toBeUndefined();
+    expect(firstCall(receipted.task.id)).toBeUndefined();
   }, 60_000);
 });

@@ -19,18 +19,14 @@ const start = harnessPerTest();
 describe('Faults: unleased first attempts', () => {
   const FAR_MS = 25_000;
 
-  it('redelivers, with the same id and attempt, a task whose callback crashed after the target answered and before recording it', async () => {
-    // Prepare
+  it('redelivers, with the same id and attempt, a task whose callback crashed after the target answered and before its receipt was written', async () => {
+    // Prepare: a first attempt's 2xx is recorded in its batch's receipt, not on the task.
     const h = await start();
-    const crash = crashOnce(
-      h.callback.delivery.taskStore,
-      'finishFirstAttempt',
-      (_key: unknown, outcome: { status: string }) => outcome.status === 'DELIVERED',
-    );
+    const crash = crashOnce(h.callback.delivery.taskStore, 'recordReceipt');
 
     // Act
     const { ids } = await runCase(
-      'unleased first attempt: crash after delivering, before DELIVERED',
+      'unleased first attempt: crash after delivering, before its receipt',
       h,
       webhookTasks(h, 20, FAR_MS, FAR_MS + 2000),
       {},

@@ -1,6 +1,8 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { taskKey } from '../../functions/adapters/dynamo/table-schema.js';
+import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { newTaskId, type TaskAddress, taskAddress } from '../../functions/core/kernel/ids.js';
 import type { Task } from '../../functions/core/kernel/task.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
@@ -37,6 +39,62 @@ function task(dueAtMs: number, shard: number): { task: Task; address: TaskAddres
 }
 
 describe('Store: DynamoTaskStore on dynalite', () => {
+  it('gives a task its TTL when it is created, retentionDays after its fire time, alone or in a batch', async () => {
+    // Prepare: a task delivered by a receipt is never written again, so only the create can set it.
+    const taskStore = new DynamoTaskStore({
+      client: emulators.dynamo,
+      tableName: emulators.tableName,
+      bucketCount: BUCKETS,
+      retentionDays: 30,
+    });
+    const fireAtMs = 1_700_000_123_456;
+    const alone = task(fireAtMs, 1);
+    const batched = [task(fireAtMs, 2), task(fireAtMs + 5000, 2)];
+
+    // Act
+    await taskStore.create(alone.task, alone.address);
+    await taskStore.createMany(batched);
+
+    // Assess
+    const ttlOf = async (address: TaskAddress) =>
+      (await emulators.dynamo.send(new GetCommand({ TableName: emulators.tableName, Key: taskKey(address) }))).Item
+        ?.expiresAt;
+    const expected = (ms: number) => Math.floor(ms / 1000) + 30 * 86_400;
+    expect(await ttlOf(alone.address)).toBe(expected(fireAtMs));
+    expect(await Promise.all(batched.map(({ address }) => ttlOf(address)))).toEqual([
+      expected(fireAtMs),
+      expected(fireAtMs + 5000),
+    ]);
+  });
+
+  it('moves the TTL of a task whose attempt failed past its retry, so a long backoff never outlives the item', async () => {
+    // Prepare: a one-day retention, and a retry due two days after the task fired.
+    const taskStore = new DynamoTaskStore({
+      client: emulators.dynamo,
+      tableName: emulators.tableName,
+      bucketCount: BUCKETS,
+      retentionDays: 1,
+    });
+    const fireAtMs = 1_700_000_123_456;
+    const first = task(fireAtMs, 1);
+    const leased = task(fireAtMs, 2);
+    const retryAtMs = fireAtMs + 2 * 86_400_000;
+    const expiresAtSeconds = Math.floor(retryAtMs / 1000) + 86_400;
+    const failure = { status: 'PENDING', lastError: 'HTTP 503', history: [], retryAtMs, expiresAtSeconds } as const;
+    await taskStore.createMany([first, leased]);
+    await taskStore.claimDelivery(leased.address, fireAtMs, fireAtMs + 60_000, 'attempt-1');
+
+    // Act
+    await taskStore.finishFirstAttempt(first.address, failure, fireAtMs + 60_000, 'attempt-0');
+    await taskStore.finishDelivery(leased.address, 1, failure);
+
+    // Assess
+    const ttlOf = async (address: TaskAddress) =>
+      (await emulators.dynamo.send(new GetCommand({ TableName: emulators.tableName, Key: taskKey(address) }))).Item
+        ?.expiresAt;
+    expect([await ttlOf(first.address), await ttlOf(leased.address)]).toEqual([expiresAtSeconds, expiresAtSeconds]);
+  });
+
   it('reads every page of a shard and only the PENDING tasks of that exact second', async () => {
     // Prepare: 23 tasks in one second and shard, plus neighbours that share the partition.
     const { taskStore } = emulators.stores({ bucketCount: BUCKETS, queryPageSize: 4 });

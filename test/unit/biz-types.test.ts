@@ -272,7 +272,7 @@ describe('Function: deliverTask with bizType settings', () => {
     expect(calls).toHaveLength(20);
     expect(outcomesPerSecond).toHaveLength(4);
     expect(outcomesPerSecond[0]?.filter((kind) => kind === 'throttled')).toHaveLength(15);
-    for (const task of tasks) expect(store.tasks.get(task.id)).toMatchObject({ status: 'DELIVERED', attempts: 1 });
+    for (const task of tasks) expect(store.shown(task.id)).toMatchObject({ status: 'DELIVERED', attempts: 1 });
     for (const call of calls) expect(call.notification.attempt).toBe(1);
   });
 
@@ -288,7 +288,7 @@ describe('Function: deliverTask with bizType settings', () => {
     // Act & Assess
     await expect(deliverTask(failing, task.id)).rejects.toThrow('Throughput');
     expect(calls).toHaveLength(0);
-    expect(store.tasks.get(task.id)).toMatchObject({ status: 'PENDING', attempts: 0 });
+    expect(store.shown(task.id)).toMatchObject({ status: 'PENDING', attempts: 0 });
   });
 
   it("counts each tenant's bizType on its own: another tenant's traffic of the same bizType does not use yours", async () => {

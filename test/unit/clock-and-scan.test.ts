@@ -769,6 +769,32 @@ describe('Function: sweep', () => {
       expect(clockStore.watermarks.overdueChecked).toBe(NOW_SECOND - 60);
     });
 
+    it('leaves alone a task a receipt names as delivered, though its item is PENDING and never attempted', async () => {
+      // Prepare
+      const second = NOW_SECOND - 120;
+      const lost = aTask(second * 1000 + 10, 1);
+      const receipted = aTask(second * 1000 + 20, 2);
+      const receiptedAfterFailure = aTask(second * 1000 + 30, 3, { attempts: 1, retryAtMs: second * 1000 + 5000 });
+      const clockStore = healthyClock({ [second]: 3 });
+      const ports = scanPorts({ tasks: [lost, receipted, receiptedAfterFailure], clockStore });
+      await ports.taskStore.recordReceipt({
+        id: 'r-1',
+        second,
+        delivered: new Map([
+          [receipted.id, second * 1000 + 25],
+          [receiptedAfterFailure.id, second * 1000 + 35],
+        ]),
+        expiresAtSeconds: NOW_SECOND + 86_400,
+      });
+
+      // Act
+      const report = await sweep(ports, overdueSettings);
+
+      // Assess
+      expect(report.overdue).toBe(1);
+      expect(ports.deliveryQueue.sent).toEqual([{ id: lost.id, delaySeconds: 0 }]);
+    });
+
     it('enqueues again a task stranded in a lapsed lease or past its retry time, which no message will bring back', async () => {
       // Prepare: a claim and a retry record whose answers were lost left these with no message.
       const second = NOW_SECOND - 120;

@@ -56,7 +56,7 @@ function deliveryPorts(task: Task, options: { nowMs: number; result?: TargetResu
     ...DELIVERY_SETTINGS,
     leaseMs: LEASE_MS,
   } satisfies DeliveryPorts;
-  return { ports, clock, calls, letters, stored: () => ports.taskStore.tasks.get(task.id) };
+  return { ports, clock, calls, letters, stored: () => ports.taskStore.shown(task.id) };
 }
 
 describe('Function: deliverTask', () => {
@@ -332,12 +332,31 @@ describe('Function: deliverTask', () => {
 });
 
 describe('Function: deliverTask (the unleased first attempt)', () => {
-  it('delivers a task never attempted with one write, its outcome, and no lease before the call', async () => {
+  it('calls no target for a message that comes back late for a task a receipt names, and calls on time without reading receipts', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 0);
+    const { ports, clock, calls } = deliveryPorts(task, { nowMs: DUE_AT_MS });
+    const receiptsOf = vi.spyOn(ports.taskStore, 'receiptsOf');
+    await deliverTask(ports, task.id);
+    const readOnTime = receiptsOf.mock.calls.length;
+
+    // Act: its message comes back after the visibility timeout (its callback died before deleting it).
+    clock.set(DUE_AT_MS + 30_000);
+    const again = await deliverTask(ports, task.id);
+
+    // Assess
+    expect(readOnTime).toBe(0);
+    expect(again).toEqual({ kind: 'skipped', reason: 'delivered-by-receipt' });
+    expect(calls).toHaveLength(1);
+  });
+
+  it('delivers a task never attempted with one write, a receipt, and no write of its item before or after the call', async () => {
     // Prepare
     const task = aTask(DUE_AT_MS, 0);
     const { ports, calls, stored } = deliveryPorts(task, { nowMs: DUE_AT_MS });
     const claimDelivery = vi.spyOn(ports.taskStore, 'claimDelivery');
     const finishFirstAttempt = vi.spyOn(ports.taskStore, 'finishFirstAttempt');
+    const recordReceipt = vi.spyOn(ports.taskStore, 'recordReceipt');
 
     // Act
     const outcome = await deliverTask(ports, task.id);
@@ -345,9 +364,15 @@ describe('Function: deliverTask (the unleased first attempt)', () => {
     // Assess
     expect(outcome).toEqual({ kind: 'delivered', attempt: 1, latenessMs: 0 });
     expect(claimDelivery).not.toHaveBeenCalled();
-    expect(finishFirstAttempt).toHaveBeenCalledTimes(1);
+    expect(finishFirstAttempt).not.toHaveBeenCalled();
+    expect(recordReceipt).toHaveBeenCalledTimes(1);
+    expect(recordReceipt.mock.calls[0]?.[0]).toMatchObject({
+      second: Math.floor(DUE_AT_MS / 1000),
+      delivered: new Map([[task.id, DUE_AT_MS]]),
+    });
+    expect(ports.taskStore.tasks.get(task.id)).toEqual(task);
     expect(calls[0]?.notification.attempt).toBe(1);
-    expect(stored()).toMatchObject({ status: 'DELIVERED', attempts: 1 });
+    expect(stored()).toMatchObject({ status: 'DELIVERED', attempts: 1, deliveredAtMs: DUE_AT_MS, latenessMs: 0 });
   });
 
   it('never calls the target for a task cancelled before its due time', async () => {

@@ -7,6 +7,7 @@ export { ManualClock } from '../support/clock.js';
 import { idempotencyKey } from '../../functions/adapters/dynamo/table-schema.js';
 import { minuteOf } from '../../functions/core/kernel/clock.js';
 import { MAX_SHARDS, newTaskId, parseTaskId, type TaskAddress } from '../../functions/core/kernel/ids.js';
+import { asReceiptsShow } from '../../functions/core/kernel/receipts.js';
 import type {
   CancelOutcome,
   CancelRequest,
@@ -14,6 +15,7 @@ import type {
   ClockStore,
   DeliveryMessage,
   DeliveryQueue,
+  DeliveryReceipt,
   DeliveryRecord,
   DueTask,
   FirstAttemptRecord,
@@ -176,6 +178,8 @@ function withoutExpiry<T extends object>(outcome: T): Omit<T, 'expiresAtSeconds'
 /** Tasks by id, with the lease and attempt rules of the real store's conditional writes. */
 export class FakeTaskStore implements TaskStore {
   readonly tasks = new Map<string, Task>();
+  /** Receipts by their id, as stored (a receipt written again lands on itself). */
+  readonly receipts = new Map<string, DeliveryReceipt>();
 
   constructor(tasks: readonly Task[] = []) {
     for (const task of tasks) this.tasks.set(task.id, task);
@@ -362,6 +366,29 @@ export class FakeTaskStore implements TaskStore {
     const { retryAtMs: _retryAt, ...revived } = task;
     this.tasks.set(task.id, { ...revived, status: 'PENDING', attempts: 0 });
     return true;
+  }
+
+  async recordReceipt(receipt: DeliveryReceipt): Promise<void> {
+    this.receipts.set(receipt.id, receipt);
+  }
+
+  async receiptsOf(second: number): Promise<Map<string, number>> {
+    return this.deliveredIn(second);
+  }
+
+  /** A task as GET shows it, at any time after it fired: its item, with its receipt read in (receipts.ts). */
+  shown(id: string): Task | undefined {
+    const task = this.tasks.get(id);
+    return task && asReceiptsShow(task, this.deliveredIn(Math.floor(task.fireAtMs / 1000)), Number.POSITIVE_INFINITY);
+  }
+
+  private deliveredIn(second: number): Map<string, number> {
+    const delivered = new Map<string, number>();
+    for (const receipt of this.receipts.values()) {
+      if (receipt.second !== second) continue;
+      for (const [id, atMs] of receipt.delivered) delivered.set(id, Math.min(atMs, delivered.get(id) ?? atMs));
+    }
+    return delivered;
   }
 
   private leasable(task: Task, nowMs: number): boolean {

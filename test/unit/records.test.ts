@@ -176,4 +176,71 @@ describe('Function: deliverRecords', () => {
     // Assess
     expect(result).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-crash' }] });
   });
+
+  it('records the first attempts a batch delivered in one receipt per fire second, writing none of their task items', async () => {
+    // Prepare: ten tasks, eight firing in one second and two in the next, and a copy of one message.
+    const second = Math.floor(NOW_MS / 1000) - 2;
+    const tasks = [
+      ...Array.from({ length: 8 }, (_, index) => aTask(second * 1000 + index * 100, index % 4)),
+      aTask((second + 1) * 1000 + 10, 0),
+      aTask((second + 1) * 1000 + 20, 1),
+    ];
+    const { ports, taskStore, calls } = recordPorts(tasks, { ok: true, statusCode: 200 });
+    const recordReceipt = vi.spyOn(taskStore, 'recordReceipt');
+    const finishFirstAttempt = vi.spyOn(taskStore, 'finishFirstAttempt');
+    const records = tasks.map((task, index) => recordOf({ id: task.id }, `m-${index}`));
+
+    // Act
+    const result = await deliverRecords(ports, [...records, recordOf({ id: tasks[0]?.id ?? '' }, 'm-copy')]);
+
+    // Assess
+    expect(result).toEqual({ batchItemFailures: [] });
+    expect(calls).toHaveLength(11);
+    expect(finishFirstAttempt).not.toHaveBeenCalled();
+    expect(recordReceipt.mock.calls.map(([receipt]) => [receipt.second, [...receipt.delivered.keys()].sort()])).toEqual(
+      [
+        [
+          second,
+          tasks
+            .slice(0, 8)
+            .map((task) => task.id)
+            .sort(),
+        ],
+        [
+          second + 1,
+          tasks
+            .slice(8)
+            .map((task) => task.id)
+            .sort(),
+        ],
+      ],
+    );
+    for (const task of tasks) {
+      expect(taskStore.tasks.get(task.id)).toEqual(task);
+      expect(taskStore.shown(task.id)).toMatchObject({ status: 'DELIVERED', attempts: 1, deliveredAtMs: NOW_MS });
+    }
+  });
+
+  it('reports the records of a receipt that could not be stored, so SQS brings them back and they are delivered again', async () => {
+    // Prepare
+    const tasks = [aTask(NOW_MS - 1000, 0), aTask(NOW_MS - 1000, 1)];
+    const failing = aTask(NOW_MS - 1000, 2);
+    const { ports, taskStore } = recordPorts([...tasks, failing], { ok: true });
+    vi.spyOn(taskStore, 'recordReceipt').mockRejectedValueOnce(new Error('ProvisionedThroughputExceededException'));
+    vi.spyOn(ports.delivery.targets, 'dispatch').mockImplementation(async (_target, notification) =>
+      notification.id === failing.id ? { ok: false, error: 'HTTP 503' } : { ok: true },
+    );
+
+    // Act
+    const result = await deliverRecords(ports, [
+      recordOf({ id: tasks[0]?.id ?? '' }, 'm-0'),
+      recordOf({ id: failing.id }, 'm-failing'),
+      recordOf({ id: tasks[1]?.id ?? '' }, 'm-1'),
+    ]);
+
+    // Assess: the failed attempt has its retry recorded and is done with; the two delivered ones come back.
+    expect(result).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-0' }, { itemIdentifier: 'm-1' }] });
+    for (const task of tasks) expect(taskStore.shown(task.id)).toMatchObject({ status: 'PENDING', attempts: 0 });
+    expect(taskStore.shown(failing.id)).toMatchObject({ status: 'PENDING', attempts: 1 });
+  });
 });

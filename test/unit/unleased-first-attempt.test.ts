@@ -108,7 +108,7 @@ function world(inMs: number, overrides: Partial<Task> = {}) {
     address: taskAddress(task.id, location, DELIVERY_SETTINGS.bucketCount),
     /** Gives the `index`th call its answer. */
     answer: (index: number, result: TargetResult) => answers[index]?.resolve(result),
-    stored: () => taskStore.tasks.get(task.id),
+    stored: () => taskStore.shown(task.id),
   };
 }
 
@@ -287,7 +287,7 @@ describe('Function: cancelTask, against a first attempt that takes no lease', ()
 });
 
 describe('Function: deliverTask, two copies of a first attempt at once', () => {
-  it("records the 2xx one copy saw after the other copy's failure was recorded, so the task is neither called again nor cancelled with a 200", async () => {
+  it("records the 2xx one copy saw after the other copy's failure was recorded, so the task is neither called again by the retry nor cancelled with a 200", async () => {
     // Prepare: two copies of the task's message (an SQS duplicate) read it at its fire time.
     const { api, callback, clock, task, calls, callsMade, answer, stored } = world(0);
 
@@ -304,7 +304,8 @@ describe('Function: deliverTask, two copies of a first attempt at once', () => {
     expect(failure).toMatchObject({ kind: 'retry', attempt: 1 });
     expect(success).toMatchObject({ kind: 'delivered', attempt: 1 });
     expect(stored()).toMatchObject({ status: 'DELIVERED', attempts: 1 });
-    expect(stored()?.history?.map((attempt) => attempt.statusCode)).toEqual([503, 200]);
+    // The 2xx is in the receipt, which holds no history: the item keeps the failure's.
+    expect(stored()?.history?.map((attempt) => attempt.statusCode)).toEqual([503]);
 
     // Act: the failing copy's retry message comes back after its backoff; then the owner cancels.
     const retryAtMs = failure.kind === 'retry' ? failure.retryAtMs : 0;
@@ -313,9 +314,11 @@ describe('Function: deliverTask, two copies of a first attempt at once', () => {
     const cancel = await cancelTask(api, TENANT_ID, task.id);
 
     // Assess
-    expect(retry).toEqual<DeliveryOutcome>({ kind: 'skipped', reason: 'not-claimable' });
+    expect(retry).toEqual<DeliveryOutcome>({ kind: 'skipped', reason: 'delivered-by-receipt' });
     expect(calls).toHaveLength(2);
     expect(cancel).toEqual({ cancelled: false, reason: 'already-final', status: 'DELIVERED' });
+    // The retry, holding the lease, wrote the receipt's delivery on the item.
+    expect(callback.taskStore.tasks.get(task.id)).toMatchObject({ status: 'DELIVERED', attempts: 2 });
   });
 
   it('ends DELIVERED, not FAILED, when its bizType allows one attempt and the failing copy recorded first', async () => {
@@ -338,8 +341,9 @@ describe('Function: deliverTask, two copies of a first attempt at once', () => {
     // Act: the failing copy dead-lettered the task before it recorded FAILED; a redrive finds it delivered.
     const redriven = await redeliverDeadLetter(callback, letters[0]?.id ?? '');
 
-    // Assess
-    expect(redriven).toEqual<DeliveryOutcome>({ kind: 'skipped', reason: 'not-claimable' });
+    // Assess: its receipt, not its item (FAILED), says so; the task is not revived.
+    expect(redriven).toEqual<DeliveryOutcome>({ kind: 'skipped', reason: 'delivered-by-receipt' });
+    expect(stored()).toMatchObject({ status: 'DELIVERED', attempts: 1 });
   });
 });
 

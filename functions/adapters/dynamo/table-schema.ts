@@ -11,6 +11,7 @@ import type {
   ClockState,
   DeliveryAttempt,
   DeliveryPolicy,
+  DeliveryReceipt,
   DeliveryRecord,
   DueTask,
   IdempotencyRecord,
@@ -97,7 +98,10 @@ export interface TaskItem extends TableKey {
   readonly cancelledAtMs?: number;
   readonly unconfirmedCancel?: string;
   readonly copiesCallUntilMs?: number;
-  /** The TTL attribute: set when the task reaches a final status. */
+  /**
+   * The TTL attribute: set at create to `retentionDays` after the fire time (a task delivered by
+   * a receipt is never written again), and moved later when the task ends later than that.
+   */
   readonly expiresAt?: number;
   readonly history?: readonly DeliveryAttempt[];
   readonly rescheduledFrom?: string;
@@ -196,10 +200,14 @@ function indexKeys(task: Task): Pick<TaskItem, 'bizIdKey' | 'bizTypeKey'> {
   };
 }
 
-/** A new task's item, at `address`: what a create writes (the attributes a delivery sets come later, by update). */
-export function taskToItem(task: Task, address: TaskAddress): TaskItem {
+/**
+ * A new task's item, at `address`: what a create writes (the attributes a delivery sets come
+ * later, by update), with its TTL, `expiresAtSeconds`, when the store is given one.
+ */
+export function taskToItem(task: Task, address: TaskAddress, expiresAtSeconds?: number): TaskItem {
   return {
     ...taskKey(address),
+    ...(expiresAtSeconds !== undefined && { expiresAt: expiresAtSeconds }),
     ...indexKeys(task),
     id: task.id,
     tenantId: task.tenantId,
@@ -302,6 +310,7 @@ export function finishAssignments(attempt: number, outcome: DeliveryRecord): Par
         lastError: outcome.lastError,
         history: outcome.history,
         retryAtMs: outcome.retryAtMs,
+        ...(outcome.expiresAtSeconds !== undefined && { expiresAt: outcome.expiresAtSeconds }),
       };
     case 'FAILED':
       return {
@@ -321,6 +330,56 @@ export function finishAssignments(attempt: number, outcome: DeliveryRecord): Par
         expiresAt: outcome.expiresAtSeconds,
       };
   }
+}
+
+// ---- Delivery receipts -----------------------------------------------------------------
+
+/**
+ * How many partitions one fire second's receipts are spread over. At the peak to plan for, 20,000
+ * tasks due in one second, a callback batch of ten is a receipt of about 400 bytes (one write unit),
+ * so some 2,000 receipts a second: 250 a second on each of 8 partitions, under DynamoDB's 1,000
+ * even when batches average only 2.5 tasks. A reader of a second's receipts queries all 8.
+ */
+export const RECEIPT_SPREAD = 8;
+export const RECEIPT_PARTITION_PREFIX = 'RECEIPT#';
+
+/** A receipt as stored: the delivered task ids as the names of a map, each with its delivery time. */
+export interface ReceiptItem extends TableKey {
+  readonly second: number;
+  readonly delivered: Record<string, number>;
+  readonly expiresAt: number;
+}
+
+/** One of a fire second's receipt partitions: `RECEIPT#<second>#<0..RECEIPT_SPREAD-1>`. */
+export function receiptPartition(second: number, slot: number): string {
+  return `${RECEIPT_PARTITION_PREFIX}${second}#${slot}`;
+}
+
+/** A receipt's key: its partition is picked by its id, so the receipts of one second spread evenly. */
+export function receiptKey(second: number, receiptId: string): TableKey {
+  let hash = 0;
+  for (const char of receiptId) hash = (hash * 31 + char.charCodeAt(0)) >>> 0;
+  return { [PK]: receiptPartition(second, hash % RECEIPT_SPREAD), [SK]: receiptId };
+}
+
+export function receiptToItem(receipt: DeliveryReceipt): ReceiptItem {
+  return {
+    ...receiptKey(receipt.second, receipt.id),
+    second: receipt.second,
+    delivered: Object.fromEntries(receipt.delivered),
+    expiresAt: receipt.expiresAtSeconds,
+  };
+}
+
+/** The deliveries receipt items name, by task id; a task two receipts name (two copies delivered) keeps the earlier. */
+export function receiptDeliveries(items: readonly ReceiptItem[]): Map<string, number> {
+  const delivered = new Map<string, number>();
+  for (const item of items) {
+    for (const [id, atMs] of Object.entries(item.delivered)) {
+      delivered.set(id, Math.min(atMs, delivered.get(id) ?? atMs));
+    }
+  }
+  return delivered;
 }
 
 // ---- Clock, sweep watermarks and per-second markers ----------------------------------

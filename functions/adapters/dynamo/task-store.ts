@@ -8,8 +8,10 @@ import {
   type CancelOutcome,
   type CancelRequest,
   copiesMayCall,
+  type DeliveryReceipt,
   type DeliveryRecord,
   type DueTask,
+  endedTaskExpiry,
   type FirstAttemptRecord,
   type RescheduleIntent,
   showsRecord,
@@ -23,6 +25,7 @@ import {
   backOff,
   batchGetAll,
   isConditionalCheckFailed,
+  partitionItems,
   scanPartitions,
   type TableOptions,
   unlessConditionFails,
@@ -34,6 +37,12 @@ import {
   finishAssignments,
   firesAfter,
   KEY_EXPRESSIONS,
+  RECEIPT_PARTITION_PREFIX,
+  RECEIPT_SPREAD,
+  receiptDeliveries,
+  type ReceiptItem,
+  receiptPartition,
+  receiptToItem,
   TASK_PARTITION_PREFIX,
   taskFromItem,
   type TaskItem,
@@ -65,8 +74,22 @@ export async function scanTasks(
   return { tasks: items.map(taskFromItem), itemsRead, complete };
 }
 
+/**
+ * Every task id a receipt names, with its delivery time, among the first `maxItemsRead` items of a
+ * Scan: for local mode's restart recovery and console only, which read the whole table anyway.
+ */
+export async function scanReceipts(options: TableOptions, maxItemsRead: number): Promise<Map<string, number>> {
+  const { items } = await scanPartitions<ReceiptItem>(options, RECEIPT_PARTITION_PREFIX, maxItemsRead);
+  return receiptDeliveries(items);
+}
+
 export interface DynamoStoreOptions extends TableOptions {
   readonly bucketCount: number;
+  /**
+   * Days a task item is kept after its fire time: its TTL, set at create, since a task delivered
+   * by a receipt has no later write to set one. Without it (stores that create no tasks) none is set.
+   */
+  readonly retentionDays?: number;
   /** Items per Query page; only tests set it, to prove every page is read. */
   readonly queryPageSize?: number;
 }
@@ -79,7 +102,7 @@ export class DynamoTaskStore implements TaskStore {
     await this.options.client.send(
       new PutCommand({
         TableName: this.options.tableName,
-        Item: taskToItem(task, address),
+        Item: taskToItem(task, address, this.expiryOf(task)),
         ConditionExpression: KEY_EXPRESSIONS.itemAbsent,
       }),
     );
@@ -107,7 +130,9 @@ export class DynamoTaskStore implements TaskStore {
   async createMany(entries: ReadonlyArray<{ task: Task; address: TaskAddress }>): Promise<void> {
     const { client, tableName } = this.options;
     const writeChunk = async (chunk: ReadonlyArray<{ task: Task; address: TaskAddress }>) => {
-      let requests = chunk.map(({ task, address }) => ({ PutRequest: { Item: taskToItem(task, address) } }));
+      let requests = chunk.map(({ task, address }) => ({
+        PutRequest: { Item: taskToItem(task, address, this.expiryOf(task)) },
+      }));
       for (let retry = 0; requests.length > 0; retry++) {
         if (retry > UNPROCESSED_RETRIES)
           throw new StoreBusyError(
@@ -122,6 +147,11 @@ export class DynamoTaskStore implements TaskStore {
     for (let start = 0; start < entries.length; start += BATCH_WRITE_LIMIT)
       chunks.push(entries.slice(start, start + BATCH_WRITE_LIMIT));
     await Promise.all(chunks.map(writeChunk));
+  }
+
+  private expiryOf(task: Task): number | undefined {
+    const { retentionDays } = this.options;
+    return retentionDays === undefined ? undefined : endedTaskExpiry(task.fireAtMs, task.fireAtMs, retentionDays);
   }
 
   async get(address: TaskAddress): Promise<Task | undefined> {
@@ -217,7 +247,8 @@ export class DynamoTaskStore implements TaskStore {
     return this.settleCancel(
       address,
       cancelId,
-      'SET #status = :pending REMOVE cancelledAtMs, expiresAt, unconfirmedCancel',
+      // The cancel's TTL stays: it is no earlier than the one the create set.
+      'SET #status = :pending REMOVE cancelledAtMs, unconfirmedCancel',
       {
         ':pending': 'PENDING',
       },
@@ -432,8 +463,9 @@ export class DynamoTaskStore implements TaskStore {
         new UpdateCommand({
           TableName: this.options.tableName,
           Key: taskKey(address),
-          // Attempts start again from zero; lastError stays until the next attempt replaces it.
-          UpdateExpression: 'SET #status = :pending, attempts = :zero REMOVE expiresAt, retryAtMs',
+          // Attempts start again from zero; lastError stays until the next attempt replaces it. The
+          // FAILED write's TTL stays (no earlier than the create's): a delivery by receipt sets none.
+          UpdateExpression: 'SET #status = :pending, attempts = :zero REMOVE retryAtMs',
           ConditionExpression: '#status = :failed',
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: { ':pending': 'PENDING', ':failed': 'FAILED', ':zero': 0 },
@@ -505,5 +537,15 @@ export class DynamoTaskStore implements TaskStore {
         }),
       ),
     );
+  }
+
+  async recordReceipt(receipt: DeliveryReceipt): Promise<void> {
+    await this.options.client.send(new PutCommand({ TableName: this.options.tableName, Item: receiptToItem(receipt) }));
+  }
+
+  async receiptsOf(second: number): Promise<Map<string, number>> {
+    const partitions = Array.from({ length: RECEIPT_SPREAD }, (_, slot) => receiptPartition(second, slot));
+    const items = await Promise.all(partitions.map((pk) => partitionItems<ReceiptItem>(this.options, pk)));
+    return receiptDeliveries(items.flat());
   }
 }

@@ -1,6 +1,7 @@
 import type { WebhookNotification } from '../../contract/wire.js';
 import { secondOf } from '../kernel/clock.js';
 import { newAttemptId, parseTaskId, type TaskAddress, taskAddress } from '../kernel/ids.js';
+import { mayHaveReceipt, receiptOf } from '../kernel/receipts.js';
 import type { Clock, DeliveryAttempt, FirstAttemptRecord, Target, Task, TaskStore } from '../kernel/task.js';
 import {
   expiryAfter,
@@ -89,7 +90,8 @@ export type DeliveryOutcome =
         | 'lease-lost'
         | 'reschedule-abandoned'
         | 'schedule-changed'
-        | 'occurrence-missed';
+        | 'occurrence-missed'
+        | 'delivered-by-receipt';
     }
   /** Surfaced before its task may go (its due time, or its retry's backoff): to be asked again at `notBeforeMs`. */
   | { readonly kind: 'early'; readonly notBeforeMs: number }
@@ -199,15 +201,18 @@ const FINAL_STATUSES: ReadonlySet<Task['status']> = new Set(['DELIVERED', 'FAILE
  * write) and makes the attempt one of two ways:
  *
  * - **A first attempt takes no lease** (the rule: UNLEASED_CANCEL_MARGIN_MS). It calls the
- *   target and records the outcome in one write, conditional on the task never having been
- *   attempted. Two copies of one message running at once may both call the target
- *   (at-least-once, same id and attempt); a 2xx either sees is recorded, even after the other
- *   recorded a failure (see finishFirstAttempt).
+ *   target and records a 2xx in a receipt (`receipts`: one item for the callback's batch, see
+ *   DeliveryReceipt), not on the task's item, which stays as the attempt read it; a failure it
+ *   records in one write, conditional on the task never having been attempted. Two copies of one
+ *   message running at once may both call the target (at-least-once, same id and attempt); a 2xx
+ *   either sees is recorded, and its receipt outranks whatever the other recorded (receipts.ts).
+ *   A first attempt that starts late looks for a receipt first (RECEIPT_CHECK_AFTER_MS).
  * - **Later attempts take the lease** (a conditional write before the call), as do a
  *   reschedule's successor, a task with a reschedule begun and a schedule's occurrence, so a
  *   cancel or a reschedule may come at any time between retries and is never followed by a
- *   delivery. An occurrence, holding the lease, moves its schedule on before the call (see
- *   schedules.ts) and is skipped if its schedule changed since it was made.
+ *   delivery. A retry first looks for a receipt of a copy of its first attempt, and records that
+ *   delivery instead of calling again. An occurrence, holding the lease, moves its schedule on
+ *   before the call (see schedules.ts) and is skipped if its schedule changed since it was made.
  *
  * A task whose bizType has a callback rate calls only within it; over it, no attempt is made and
  * the message comes round again, as it does when the host breaker rests the task's webhook host
@@ -221,6 +226,7 @@ export async function deliverTask(
   id: string,
   notBeforeMs = 0,
   reads: TaskReads = readAlone(ports),
+  receipts: ReceiptWrites = receiptAlone(ports),
 ): Promise<DeliveryOutcome> {
   const { taskStore, clock } = ports;
   const place = placeOf(ports, id, notBeforeMs, clock.now());
@@ -230,10 +236,22 @@ export async function deliverTask(
   await waitUntil(clock, goesAtMs);
   if (!task || FINAL_STATUSES.has(task.status)) return { kind: 'skipped', reason: 'not-claimable' };
   if (nextAttemptUnleased(task)) {
+    if (
+      clock.now() - task.fireAtMs > RECEIPT_CHECK_AFTER_MS &&
+      (await reads.receiptsOf(secondOf(task.fireAtMs))).has(id)
+    )
+      return { kind: 'skipped', reason: 'delivered-by-receipt' };
     return attempt(ports, task, goesAtMs, 1, {
-      // A copy of this attempt that read the task before the record lands is done calling within
-      // two invocations of now (the lease's length): it read before this one ended, and calls within its own.
-      record: (outcome) => taskStore.finishFirstAttempt(address, outcome, clock.now() + ports.leaseMs, newAttemptId()),
+      record: async (outcome) => {
+        if (outcome.status === 'DELIVERED') {
+          await receipts.delivered(task, outcome.deliveredAtMs);
+          return true;
+        }
+        // A copy of this attempt that read the task before the record lands is done calling (and
+        // has written its receipt, within its invocation) within two invocations of now (the
+        // lease's length): it read before this one ended, and calls within its own.
+        return taskStore.finishFirstAttempt(address, outcome, clock.now() + ports.leaseMs, newAttemptId());
+      },
       // Nothing was written before the call, so there is nothing to give back.
       giveBack: () => Promise.resolve(),
     });
@@ -264,6 +282,27 @@ function placeOf(
 /** How a delivery reads its task: not before FIRST_ATTEMPT_READ_AHEAD_MS ahead of `goesAtMs`, by the callback's clock. */
 export interface TaskReads {
   read(address: TaskAddress, goesAtMs: number): Promise<Task | undefined>;
+  /** The receipts of a fire second (TaskStore.receiptsOf), read once for the whole batch. */
+  receiptsOf(second: number): Promise<Map<string, number>>;
+}
+
+/**
+ * A first attempt that starts this long after its fire time looks for a receipt first: its message
+ * is likely not the first (one back after a crash or the visibility timeout, a re-scan of a second
+ * whose scanner died after sending, a restart's), and the first may have delivered the task, which
+ * its item does not show. On time, it reads none: a receipt is then rare, and a copy's call is what
+ * at-least-once allows.
+ */
+export const RECEIPT_CHECK_AFTER_MS = 2000;
+
+/** Reads each second's receipts once, however many tasks of it ask. */
+function receiptsOnce(ports: Pick<DeliveryPorts, 'taskStore'>): TaskReads['receiptsOf'] {
+  const read = new Map<number, Promise<Map<string, number>>>();
+  return (second) => {
+    const receipts = read.get(second) ?? ports.taskStore.receiptsOf(second);
+    read.set(second, receipts);
+    return receipts;
+  };
 }
 
 /** Reads each task on its own, when it goes: a delivery outside a batch (a redriven dead letter, a test). */
@@ -273,6 +312,7 @@ function readAlone(ports: Pick<DeliveryPorts, 'taskStore' | 'clock'>): TaskReads
       await waitUntil(ports.clock, goesAtMs);
       return ports.taskStore.get(address);
     },
+    receiptsOf: (second) => ports.taskStore.receiptsOf(second),
   };
 }
 
@@ -280,6 +320,33 @@ function readAlone(ports: Pick<DeliveryPorts, 'taskStore' | 'clock'>): TaskReads
 export interface PlannedDelivery {
   readonly id: string;
   readonly notBeforeMs?: number;
+}
+
+/**
+ * The deliveries of a batch that will read, in time order, grouped: each group takes every one that
+ * goes within FIRST_ATTEMPT_READ_AHEAD_MS of its first. Messages that will not read (a malformed
+ * id, one that surfaced too early and goes back) are left out.
+ */
+function goingTogether(
+  ports: Pick<DeliveryPorts, 'shardCount' | 'bucketCount' | 'maxEarlyWaitMs' | 'clock'>,
+  deliveries: readonly PlannedDelivery[],
+): Array<Array<{ readonly id: string; readonly address: TaskAddress; readonly goesAtMs: number }>> {
+  const nowMs = ports.clock.now();
+  const planned = deliveries.flatMap(({ id, notBeforeMs = 0 }) => {
+    const place = placeOf(ports, id, notBeforeMs, nowMs);
+    return 'kind' in place ? [] : [{ id, ...place }];
+  });
+  planned.sort((a, b) => a.goesAtMs - b.goesAtMs);
+  const groups: Array<typeof planned> = [];
+  for (let start = 0; start < planned.length;) {
+    const firstGoesAtMs = planned[start]?.goesAtMs ?? nowMs;
+    let end = start + 1;
+    while (end < planned.length && (planned[end]?.goesAtMs ?? nowMs) - firstGoesAtMs <= FIRST_ATTEMPT_READ_AHEAD_MS)
+      end++;
+    groups.push(planned.slice(start, end));
+    start = end;
+  }
+  return groups;
 }
 
 /**
@@ -291,20 +358,9 @@ export interface PlannedDelivery {
  * that surfaced too early and goes back) are left out; a task not planned is read alone.
  */
 export function readTogether(ports: DeliveryPorts, deliveries: readonly PlannedDelivery[]): TaskReads {
-  const nowMs = ports.clock.now();
-  const planned = deliveries.flatMap(({ id, notBeforeMs = 0 }) => {
-    const place = placeOf(ports, id, notBeforeMs, nowMs);
-    return 'kind' in place ? [] : [place];
-  });
-  planned.sort((a, b) => a.goesAtMs - b.goesAtMs);
   const readerOf = new Map<string, () => Promise<Map<string, Task | undefined>>>();
-  for (let start = 0; start < planned.length;) {
-    const firstGoesAtMs = planned[start]?.goesAtMs ?? nowMs;
-    let end = start + 1;
-    while (end < planned.length && (planned[end]?.goesAtMs ?? nowMs) - firstGoesAtMs <= FIRST_ATTEMPT_READ_AHEAD_MS)
-      end++;
-    const group = planned.slice(start, end);
-    const readAtMs = (group.at(-1)?.goesAtMs ?? nowMs) - FIRST_ATTEMPT_READ_AHEAD_MS;
+  for (const group of goingTogether(ports, deliveries)) {
+    const readAtMs = (group.at(-1)?.goesAtMs ?? 0) - FIRST_ATTEMPT_READ_AHEAD_MS;
     let read: Promise<Map<string, Task | undefined>> | undefined;
     const readGroup = async () => {
       await waitUntil(ports.clock, readAtMs);
@@ -314,13 +370,104 @@ export function readTogether(ports: DeliveryPorts, deliveries: readonly PlannedD
       return new Map(addresses.map((address, index) => [address.id, tasks[index]]));
     };
     for (const { address } of group) readerOf.set(address.id, () => (read ??= readGroup()));
-    start = end;
   }
   const alone = readAlone(ports);
   return {
     read: async (address, goesAtMs) => {
       const reader = readerOf.get(address.id);
       return reader ? (await reader()).get(address.id) : alone.read(address, goesAtMs);
+    },
+    receiptsOf: receiptsOnce(ports),
+  };
+}
+
+/** How a delivery records an unleased first attempt answered 2xx: in a receipt (see DeliveryReceipt). */
+export interface ReceiptWrites {
+  /** Resolves once the delivery is recorded, or, in a batch, once it is the batch's to record. */
+  delivered(task: Pick<Task, 'id' | 'fireAtMs'>, deliveredAtMs: number): Promise<void>;
+}
+
+/** A receipt of its own for each delivery: a delivery outside a batch (a redriven dead letter, a test). */
+function receiptAlone(ports: Pick<DeliveryPorts, 'taskStore' | 'clock' | 'retentionDays'>): ReceiptWrites {
+  return {
+    delivered: async (task, deliveredAtMs) => {
+      await receiptsOf(ports, [{ id: task.id, fireAtMs: task.fireAtMs, deliveredAtMs }])[0]?.write;
+    },
+  };
+}
+
+interface OwedReceipt {
+  readonly id: string;
+  readonly fireAtMs: number;
+  readonly deliveredAtMs: number;
+}
+
+/** The receipts for these deliveries, one per fire second, each with the ids it names and its write. */
+function receiptsOf(
+  ports: Pick<DeliveryPorts, 'taskStore' | 'clock' | 'retentionDays'>,
+  owed: readonly OwedReceipt[],
+): Array<{ readonly ids: readonly string[]; readonly write: Promise<void> }> {
+  const bySecond = new Map<number, Map<string, number>>();
+  for (const { id, fireAtMs, deliveredAtMs } of owed) {
+    const second = secondOf(fireAtMs);
+    bySecond.set(second, (bySecond.get(second) ?? new Map<string, number>()).set(id, deliveredAtMs));
+  }
+  // Kept as long as the tasks they stand for: their items' TTL is the fire time plus the retention.
+  const expiresAtSeconds = expiryAfter(ports.clock.now(), ports.retentionDays);
+  return [...bySecond].map(([second, delivered]) => ({
+    ids: [...delivered.keys()],
+    write: ports.taskStore.recordReceipt({ id: newAttemptId(), second, delivered, expiresAtSeconds }),
+  }));
+}
+
+/**
+ * The receipts of a callback's batch: each delivery is noted as it happens, and stored once every
+ * record that goes with it (within FIRST_ATTEMPT_READ_AHEAD_MS: the group its task was read with)
+ * is `done`, one item per fire second among them, so a batch gathered over a second is one
+ * receipt, and a record that goes seconds later, or hangs on a slow target, holds back no other
+ * group's. Deliveries of records read alone (a redriven dead letter) are stored by `written`, which
+ * waits for every receipt and names the tasks whose receipt failed to store: their messages must
+ * come back (at least once: a redelivery), as they do when the invocation dies first.
+ */
+export function receiptsTogether(
+  ports: DeliveryPorts,
+  deliveries: readonly PlannedDelivery[],
+): ReceiptWrites & { done(id: string): void; written(): Promise<Set<string>> } {
+  interface Group {
+    pending: number;
+    readonly owed: OwedReceipt[];
+  }
+  const groupOf = new Map<string, Group>();
+  for (const planned of goingTogether(ports, deliveries)) {
+    const group: Group = { pending: planned.length, owed: [] };
+    for (const { id } of planned) groupOf.set(id, group);
+  }
+  const alone: Group = { pending: 0, owed: [] };
+  const writes: Array<Promise<string[]>> = [];
+  const write = (owed: readonly OwedReceipt[]) =>
+    writes.push(
+      Promise.all(
+        receiptsOf(ports, owed).map(({ ids, write: stored }) =>
+          stored.then(
+            () => [],
+            () => ids,
+          ),
+        ),
+      ).then((failed) => failed.flat()),
+    );
+  return {
+    delivered: async (task, deliveredAtMs) => {
+      (groupOf.get(task.id) ?? alone).owed.push({ id: task.id, fireAtMs: task.fireAtMs, deliveredAtMs });
+    },
+    done: (id) => {
+      const group = groupOf.get(id);
+      if (!group) return;
+      group.pending--;
+      if (group.pending === 0 && group.owed.length > 0) write(group.owed);
+    },
+    written: async () => {
+      if (alone.owed.length > 0) write(alone.owed);
+      return new Set((await Promise.all(writes)).flat());
     },
   };
 }
@@ -346,6 +493,21 @@ async function leasedAttempt(ports: DeliveryPorts, address: TaskAddress, goesAtM
   const release = async () => {
     await taskStore.finishDelivery(address, number, { status: 'RELEASED' });
   };
+  if (mayHaveReceipt(task, claimedAtMs)) {
+    // A copy of its first attempt was answered 2xx after another recorded a failure: that is
+    // recorded on the item now, and the target is not called again.
+    const deliveredAtMs = await receiptOf(taskStore, task);
+    if (deliveredAtMs !== undefined) {
+      await taskStore.finishDelivery(address, number, {
+        status: 'DELIVERED',
+        deliveredAtMs,
+        latenessMs: deliveredAtMs - task.fireAtMs,
+        expiresAtSeconds: expiryAfter(clock.now(), ports.retentionDays),
+        history: task.history ?? [],
+      });
+      return { kind: 'skipped', reason: 'delivered-by-receipt' };
+    }
+  }
   if (task.retryAtMs !== undefined && task.retryAtMs > claimedAtMs) {
     // A message that does not know of the backoff (the one whose sending crashed before its
     // replacement was sent, or a copy a local restart re-enqueued): the table's retry time wins.
@@ -461,7 +623,13 @@ async function attempt(
   // The backoff goes into the write that records the failure: the table owns when the next
   // attempt may run, the message that will bring it is only a reminder (invariant 10).
   const retryAtMs = clock.now() + retryAfterSeconds * 1000;
-  const released = await writes.record({ status: 'PENDING', lastError: result.error, history, retryAtMs });
+  const released = await writes.record({
+    status: 'PENDING',
+    lastError: result.error,
+    history,
+    retryAtMs,
+    expiresAtSeconds: expiryAfter(retryAtMs, ports.retentionDays),
+  });
   if (!released) return { kind: 'skipped', reason: 'lease-lost' };
   return { kind: 'retry', attempt: number, retryAfterSeconds, retryAtMs, error: result.error };
 }
@@ -471,9 +639,17 @@ async function attempt(
  * an operator asking for another round of attempts. The FAILED task is made PENDING
  * again (a task in any other state is left alone) and delivered as usual.
  */
-export async function redeliverDeadLetter(ports: DeliveryPorts, id: string): Promise<DeliveryOutcome> {
+export async function redeliverDeadLetter(
+  ports: DeliveryPorts,
+  id: string,
+  receipts: ReceiptWrites = receiptAlone(ports),
+): Promise<DeliveryOutcome> {
   const location = parseTaskId(id, ports.shardCount);
   if (!location) return { kind: 'skipped', reason: 'malformed-id' };
+  // A FAILED task a receipt names was delivered (a copy's 2xx): it is not revived.
+  if ((await receiptOf(ports.taskStore, { id, fireAtMs: location.fireAtMs })) !== undefined) {
+    return { kind: 'skipped', reason: 'delivered-by-receipt' };
+  }
   await ports.taskStore.reviveFailed(taskAddress(id, location, ports.bucketCount));
-  return deliverTask(ports, id);
+  return deliverTask(ports, id, 0, readAlone(ports), receipts);
 }

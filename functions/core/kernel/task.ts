@@ -354,6 +354,29 @@ export interface TaskStore {
   commitReschedule(address: TaskAddress, toTaskId: string, nowMs: number, expiresAtSeconds: number): Promise<boolean>;
   /** Drops the intent to reschedule to `toTaskId` unless the reschedule already took effect; false if it did, or the intent changed. */
   withdrawRescheduleIntent(address: TaskAddress, toTaskId: string): Promise<boolean>;
+  /**
+   * Stores a receipt (one unconditional put: sent again after a lost answer, it lands on itself).
+   * The task items it names are not written: see DeliveryReceipt.
+   */
+  recordReceipt(receipt: DeliveryReceipt): Promise<void>;
+  /** Task id → when it was delivered, for every task firing in `second` that a receipt names (consistent reads). */
+  receiptsOf(second: number): Promise<Map<string, number>>;
+}
+
+/**
+ * The record of unleased first attempts answered 2xx: a callback batch writes one per fire second
+ * it delivered tasks of, instead of an update of each task's item (a write unit per task, at a
+ * billion a day the largest one). The task item stays as it was (PENDING, never attempted), so
+ * every reader of a task's status reads its second's receipts too (see receipts.ts).
+ */
+export interface DeliveryReceipt {
+  /** Fresh for each receipt: it names the receipt's item. */
+  readonly id: string;
+  /** The second every task it names fires in (the second their ids encode). */
+  readonly second: number;
+  /** Task id → when its delivered call was made (its `firedAt`). */
+  readonly delivered: ReadonlyMap<string, number>;
+  readonly expiresAtSeconds: number;
 }
 
 /** Where a listing resumes: a write shard of the index, and the last task id already listed in it. */
@@ -400,6 +423,11 @@ export type DeliveryRecord =
       readonly history: readonly DeliveryAttempt[];
       /** The backoff's end, recorded in the same write as the failure. */
       readonly retryAtMs: number;
+      /**
+       * The item's TTL moved past the retry (the callback always gives it): the create's, its fire
+       * time plus the retention, must not remove a task still waiting for an attempt.
+       */
+      readonly expiresAtSeconds?: number;
     }
   | {
       readonly status: 'FAILED';

@@ -17,6 +17,7 @@
  */
 
 import { parseTaskId, type TaskAddress, taskAddress } from '../kernel/ids.js';
+import { withReceipt } from '../kernel/receipts.js';
 import type { Task, TaskStatus } from '../kernel/task.js';
 import {
   awaitsUnleasedFirstAttempt,
@@ -70,7 +71,8 @@ export async function handoverTo(ports: TaskLookupPorts, task: Task): Promise<Ha
   const address = task.rescheduledFrom === undefined ? undefined : addressOf(ports, task.rescheduledFrom);
   if (!address) return 'abandoned';
   for (let round = 0; round < 2; round++) {
-    const predecessor = await ports.taskStore.get(address);
+    // A predecessor a receipt names was delivered: its successor is abandoned.
+    const predecessor = await withReceipt(ports.taskStore, await ports.taskStore.get(address), ports.clock.now());
     if (predecessor?.tenantId !== task.tenantId) return 'abandoned';
     if (predecessor.rescheduledTo === task.id) return 'in-effect';
     if (predecessor.rescheduleIntent?.taskId !== task.id) return 'abandoned';
@@ -178,7 +180,8 @@ export async function rescheduleTask(
   const address = addressOf(ports, id);
   if (!address) return { kind: 'not-found' };
   for (let round = 0; round < RESCHEDULE_ROUNDS; round++) {
-    const current = await ports.taskStore.get(address);
+    // As its receipt shows it: a task delivered by a receipt is `already-final`, never moved.
+    const current = await withReceipt(ports.taskStore, await ports.taskStore.get(address), ports.clock.now());
     if (current?.tenantId !== tenantId) return { kind: 'not-found' };
     if (current.rescheduledTo !== undefined) {
       const successor =

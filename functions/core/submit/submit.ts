@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 import { CLOCK_SKEW_MS, DAY_SECONDS } from '../kernel/clock.js';
 import { parseTaskId, type TaskAddress, taskAddress } from '../kernel/ids.js';
+import { receiptOf, withReceipt } from '../kernel/receipts.js';
 import type { CancelOutcome, Clock, DueTask, IdempotencyStore, Task, TaskStore } from '../kernel/task.js';
 import {
   endedTaskExpiry,
@@ -95,7 +96,12 @@ async function scheduleNamed(
   if (written.created) return { kind: 'created', task: entry.task };
   const { stored } = written;
   const same = stored.tenantId === tenantId && stored.fingerprint === request.fingerprint;
-  return same ? { kind: 'replayed', task: stored } : { kind: 'conflict', taskId: stored.id };
+  return same ? { kind: 'replayed', task: await asShown(ports, stored) } : { kind: 'conflict', taskId: stored.id };
+}
+
+/** A stored task as a replay answers with it: as GET shows it, its receipt read in (receipts.ts). */
+async function asShown(ports: Pick<SubmitPorts, 'taskStore' | 'clock'>, task: Task): Promise<Task> {
+  return (await withReceipt(ports.taskStore, task, ports.clock.now())) ?? task;
 }
 
 /**
@@ -131,7 +137,7 @@ async function scheduleWithKey(
   if (holder.fingerprint !== request.fingerprint) return { kind: 'conflict', taskId: holder.taskId };
   const recorded = newEntry(ports, tenantId, request, createdAtMs, holder.taskId);
   const existing = await ports.taskStore.get(recorded.address);
-  if (existing) return { kind: 'replayed', task: existing };
+  if (existing) return { kind: 'replayed', task: await asShown(ports, existing) };
   if (createdAtMs - holder.claimedAtMs >= ports.retentionDays * DAY_SECONDS * 1000) {
     return { kind: 'expired', taskId: holder.taskId };
   }
@@ -204,14 +210,15 @@ export interface TaskLookupPorts {
 }
 
 /**
- * The tenant's task with this id, or undefined for unknown ids, malformed ids and other
- * tenants' tasks alike, so an id is no oracle for whether someone else's task exists.
+ * The tenant's task with this id, as its receipt shows it (receipts.ts), or undefined for unknown
+ * ids, malformed ids and other tenants' tasks alike, so an id is no oracle for whether someone
+ * else's task exists.
  */
 export async function getTask(ports: TaskLookupPorts, tenantId: string, id: string): Promise<Task | undefined> {
   const location = parseTaskId(id, ports.shardCount);
   if (!location) return undefined;
   const task = await ports.taskStore.get(taskAddress(id, location, ports.bucketCount));
-  return task?.tenantId === tenantId ? task : undefined;
+  return task?.tenantId === tenantId ? withReceipt(ports.taskStore, task, ports.clock.now()) : undefined;
 }
 
 /** What a cancel needs: the task, and the delivery queue to give a task whose cancel it undoes its message back. */
@@ -255,13 +262,36 @@ export async function cancelTask(ports: CancelPorts, tenantId: string, id: strin
       cancelId,
     });
     const cancelled = outcome.cancelled || (outcome.reason === 'already-final' && outcome.status === 'CANCELLED');
-    if (!cancelled) return outcome;
+    const task = { id, fireAtMs: location.fireAtMs };
+    if (!cancelled) return (await receiptBefore(ports, task, outcome, nowMs)) ?? outcome;
     const unconfirmed = outcome.cancelled ? (outcome.unleased ? cancelId : undefined) : outcome.unconfirmed;
+    const delivered = await receiptBefore(ports, task, outcome, nowMs);
+    if (delivered) return delivered;
     if (unconfirmed === undefined) return { cancelled: true };
-    const settled = await settleCancel(ports, { id, fireAtMs: location.fireAtMs }, address, unconfirmed);
+    const settled = await settleCancel(ports, task, address, unconfirmed);
     if (settled) return settled;
   }
   return { cancelled: false, reason: 'in-delivery' };
+}
+
+/**
+ * A 409 `already-final` DELIVERED when a receipt names the task, whatever its item let the cancel do
+ * or say: a copy of its first attempt was answered 2xx (receipts.ts). A cancel that landed on it
+ * stays, and stops nothing that matters. Only a task the callback may already have called is looked
+ * up: one whose unleased first attempt is still ahead has no receipt, and its cancel lands and is
+ * answered as before; and a receipt can come no later than the cancel's write refuses a task whose
+ * first attempt may still be calling (`too-late`, `in-delivery`).
+ */
+async function receiptBefore(
+  ports: CancelPorts,
+  task: DueTask,
+  outcome: CancelOutcome,
+  nowMs: number,
+): Promise<CancelOutcome | undefined> {
+  const unknown = !outcome.cancelled && (outcome.reason === 'not-found' || outcome.status === 'DELIVERED');
+  if (unknown || task.fireAtMs > nowMs + CLOCK_SKEW_MS) return undefined;
+  const deliveredAtMs = await receiptOf(ports.taskStore, task);
+  return deliveredAtMs === undefined ? undefined : { cancelled: false, reason: 'already-final', status: 'DELIVERED' };
 }
 
 /**

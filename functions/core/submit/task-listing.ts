@@ -8,7 +8,8 @@
  * for the rest whenever the index may hold more.
  */
 import { parseTaskId, taskAddress } from '../kernel/ids.js';
-import type { IndexPartition, ListPosition, Task, TaskIndex, TaskStatus } from '../kernel/task.js';
+import { withReceipts } from '../kernel/receipts.js';
+import type { Clock, IndexPartition, ListPosition, Task, TaskIndex, TaskStatus, TaskStore } from '../kernel/task.js';
 
 export const LIST_LIMITS = { defaultLimit: 50, maxLimit: 100 } as const;
 
@@ -22,6 +23,9 @@ export interface TaskListQuery {
 
 export interface ListPorts {
   readonly taskIndex: TaskIndex;
+  /** Where the receipts are that tell which listed tasks were delivered (receipts.ts). */
+  readonly taskStore: Pick<TaskStore, 'receiptsOf'>;
+  readonly clock: Clock;
   readonly bucketCount: number;
   readonly shardCount: number;
 }
@@ -96,7 +100,9 @@ export async function listTasks(
     const location = parseTaskId(id, ports.shardCount);
     return location ? [taskAddress(id, location, ports.bucketCount)] : [];
   });
-  const tasks = (await ports.taskIndex.getMany(addresses)).filter(
+  const read = await ports.taskIndex.getMany(addresses);
+  // The status filter applies to each task as its receipt shows it.
+  const tasks = (await withReceipts(ports.taskStore, read, ports.clock.now())).filter(
     (task) =>
       task.tenantId === tenantId &&
       (query.status === undefined || task.status === query.status) &&

@@ -103,7 +103,7 @@ async function raised(ports: ScanPorts, mark: Watermark, after: number, through:
  * here, late but not lost. Then it re-scans claimed seconds that have tasks and were never
  * recorded as finished (a scanner that crashed, timed out or failed to enqueue). Then, over
  * seconds that had work, it looks for tasks no callback has ever claimed long after their due
- * time, whose message was lost, dead-lettered by SQS or keeps crashing the callback, and for
+ * time (less those a receipt names: see receipts.ts), whose message was lost, dead-lettered by SQS or keeps crashing the callback, and for
  * tasks whose retry time or lease ran out with no message left to bring them back, and enqueues
  * them again. It looks at each second once, `overdueGraceSeconds` after it: a retry stranded
  * later than that is not found here. All of it only ever sends duplicates of work that may already be in
@@ -212,9 +212,14 @@ export async function sweep(ports: ScanPorts, settings: SweepSettings): Promise<
       // A task whose retry or lease ran out a visibility timeout ago has no message left coming:
       // one that is merely slow comes back within that, and a duplicate is absorbed by the lease.
       const strandedBeforeMs = nowMs - QUEUES.delivery.visibilityTimeoutSeconds * 1000;
-      const lost = (
+      const stranded = (
         await Promise.all(shards.map((shard) => ports.taskStore.listDue(second, shard, { strandedBeforeMs })))
       ).flat();
+      if (stranded.length === 0) return;
+      // A task delivered by a receipt is still PENDING and never attempted on its item: every
+      // delivered task of the second would be listed, and sent again, without this.
+      const receipted = await ports.taskStore.receiptsOf(second);
+      const lost = stranded.filter((task) => !receipted.has(task.id));
       if (lost.length === 0) return;
       await ports.deliveryQueue.send(lost.map((task) => deliveryMessageFor(task, nowMs)));
       overdue += lost.length;

@@ -15,10 +15,11 @@ import {
   type ScheduleItem,
   SCHEDULES_PARTITION_PREFIX,
 } from '../../../functions/adapters/dynamo/table-schema.js';
-import { DynamoTaskStore, scanTasks } from '../../../functions/adapters/dynamo/task-store.js';
+import { DynamoTaskStore, scanReceipts, scanTasks } from '../../../functions/adapters/dynamo/task-store.js';
 import { peekMessages, queueDepth } from '../../../functions/adapters/sqs-queues.js';
 import type { TimerSettings } from '../../../functions/contract/topology.js';
 import { parseTaskId, taskAddress } from '../../../functions/core/kernel/ids.js';
+import { asReceiptsShow } from '../../../functions/core/kernel/receipts.js';
 import { decodeDeliveryBody } from '../../../functions/core/kernel/task-kernel.js';
 import type { LocalResponse, LocalRoute } from '../http-gateway.js';
 import {
@@ -130,8 +131,14 @@ export async function consoleRoutes(sources: ConsoleSources): Promise<Record<str
   // dynalite answers in this process, so every item the console reads is time the timer's handlers wait.
   const readTasks = sparingly(async (): Promise<ConsoleTasksView> => {
     const table = { client: sources.dynamo, tableName: sources.tableName };
-    const { tasks, itemsRead, complete } = await scanTasks(table, MAX_ITEMS_READ);
-    return tasksView(tasks, Date.now(), { itemsRead, complete });
+    const [{ tasks, itemsRead, complete }, receipted] = await Promise.all([
+      scanTasks(table, MAX_ITEMS_READ),
+      scanReceipts(table, MAX_ITEMS_READ),
+    ]);
+    const nowMs = Date.now();
+    // As GET shows them: a task delivered by a receipt is DELIVERED, though its item stays PENDING.
+    const shown = tasks.map((task) => asReceiptsShow(task, receipted, nowMs));
+    return tasksView(shown, nowMs, { itemsRead, complete });
   }, MAX_SHARE_OF_TIME);
 
   const readSchedules = sparingly(async (): Promise<ConsoleSchedulesView> => {

@@ -8,7 +8,7 @@ import {
   SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { BatchGetCommand, DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
@@ -133,7 +133,11 @@ describe('Function: callback handler', () => {
     const [request] = received;
     expect(JSON.parse(request?.body ?? '{}')).toMatchObject({ id: task.id, attempt: 1, payload: { orderId: 'o-1' } });
     expect(verifyWebhook(SIGNING_SECRET, request?.headers as Record<string, string>, request?.body ?? '')).toBe(true);
-    expect(outcomeUpdates().map((input) => input.ExpressionAttributeValues?.[':status'])).toEqual(['DELIVERED']);
+    // The delivery is recorded in the batch's receipt: the task's item is not written.
+    expect(outcomeUpdates()).toEqual([]);
+    const receipts = ddbMock.commandCalls(PutCommand).map((call) => call.args[0].input.Item);
+    expect(receipts).toHaveLength(1);
+    expect(Object.keys(receipts[0]?.delivered ?? {})).toEqual([task.id]);
     expect(sqsMock.commandCalls(ChangeMessageVisibilityCommand)).toHaveLength(0);
   });
 

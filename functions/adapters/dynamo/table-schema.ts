@@ -454,8 +454,12 @@ export function idempotencyFromItem(
 // ---- Tenants, API keys, counters and bizType settings: the record beside its key -----
 
 /**
- * Tenants share one partition, so listing them is one Query; they are few and read through a
- * cache, so the partition stays cool.
+ * The tenants' listing: one entry per tenant, holding only its id, so listing them is one Query.
+ * Each tenant's record lives in a partition of its own (`tenantKey`), which every api and callback
+ * instance reads once per tenant per cache lifetime: kept here, those reads grew with the fleet
+ * times the tenant count, and a full fleet's reads of some 45 active tenants passed one
+ * partition's 3,000 read units a second. A tenant stored before that layout has its whole record
+ * in its entry here and no partition of its own; it is read from here until its next change.
  */
 export const TENANTS_PARTITION = 'TENANTS';
 /** A tenant's API keys share a partition of their own. */
@@ -474,6 +478,19 @@ export interface TenantItem extends TableKey {
   /** The optimistic lock a tenant's replacing put is conditional on. */
   readonly version: number;
 }
+
+/** A tenant's entry in the listing: its id, or, for a tenant stored before each had its own partition, its whole record. */
+export type TenantListingItem = TableKey & { readonly id?: string } & Partial<Omit<TenantItem, keyof TableKey>>;
+
+/** Whether a listing entry is a whole record, as tenants stored before each had a partition of its own have. */
+export function isWholeTenantRecord(entry: TenantListingItem): entry is TenantListingItem & TenantItem {
+  return entry.signingSecrets !== undefined;
+}
+
+export const tenantListingEntry = (tenantId: string): TenantListingItem => ({
+  ...tenantListingKey(tenantId),
+  id: tenantId,
+});
 
 export interface SigningSecretItem {
   readonly secret: string;
@@ -503,7 +520,10 @@ export interface BizTypeItem extends TableKey {
   readonly updatedAtMs: number;
 }
 
-export const tenantKey = (tenantId: string): TableKey => ({ [PK]: TENANTS_PARTITION, [SK]: tenantId });
+/** A tenant's record: `TENANT#<id>`, a partition of its own. */
+export const tenantKey = (tenantId: string): TableKey => ({ [PK]: tenantScoped('TENANT#', tenantId), [SK]: 'TENANT' });
+/** A tenant's entry in the listing. */
+export const tenantListingKey = (tenantId: string): TableKey => ({ [PK]: TENANTS_PARTITION, [SK]: tenantId });
 export const apiKeyKey = (tenantId: string, keyId: string): TableKey => ({
   [PK]: apiKeysPartition(tenantId),
   [SK]: keyId,

@@ -12,6 +12,7 @@ import { BatchGetCommand, DynamoDBDocumentClient, GetCommand, UpdateCommand } fr
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
+import { tenantKey, tenantToItem } from '../../../functions/adapters/dynamo/table-schema.js';
 import { createCallbackHandler } from '../../../functions/callback/app.js';
 import { loadConfig } from '../../../functions/commons/config.js';
 import { ENV } from '../../../functions/contract/topology.js';
@@ -108,9 +109,7 @@ describe('Function: callback handler', () => {
           ]),
         ),
       }));
-    ddbMock
-      .on(GetCommand, { Key: { pk: 'TENANTS', sk: TENANT.id } })
-      .resolves({ Item: { pk: 'TENANTS', sk: TENANT.id, ...TENANT } });
+    ddbMock.on(GetCommand, { Key: tenantKey(TENANT.id) }).resolves({ Item: tenantToItem(TENANT) });
     sqsMock.reset();
     received.length = 0;
     ddbMock.on(UpdateCommand).resolves({});
@@ -202,6 +201,8 @@ describe('Function: callback handler', () => {
       .commandCalls(BatchGetCommand)
       .map((call) => Object.values(call.args[0].input.RequestItems ?? {}));
     expect(reads).toEqual([[{ Keys: [delivered.key, failing.key], ConsistentRead: true }]]);
-    expect(ddbMock.commandCalls(GetCommand).filter((call) => call.args[0].input.Key?.pk !== 'TENANTS')).toEqual([]);
+    expect(
+      ddbMock.commandCalls(GetCommand).filter((call) => call.args[0].input.Key?.pk !== tenantKey(TENANT.id).pk),
+    ).toEqual([]);
   });
 });

@@ -378,11 +378,13 @@ export function recheckFlaggedAt(item: RecheckFlagItem): number {
  * How many items hold one minute of the occupancy index. Each api instance writes the slots in
  * turn, from one chosen at random when it starts, so a minute's writes (one per instance and new
  * second) are spread evenly over this many items and partition keys, however few instances run;
- * readers read them all. Sized for 1e9 timers a day: some 700 api instances each writing a
- * busy minute five times a second is about 440 writes a second on each slot, against
- * DynamoDB's 1,000 per partition.
+ * readers read them all. A single submit brings at most one second new to its instance, so the
+ * writes grow with the submission rate (and with the fleet, which grows with it) up to one per
+ * submit: at the peak of a billion single submits a day, about 23,000 a second, that is some 720
+ * writes a second on each of 32 slots, against DynamoDB's 1,000 per partition. Eight slots took
+ * 2,900. What more slots cost is the ticker's plan of each minute, one write per slot.
  */
-export const OCCUPANCY_SLOTS = 8;
+export const OCCUPANCY_SLOTS = 32;
 
 /** A minute's occupied seconds, as one slot saw them, and whether the ticker has planned the minute. */
 export interface OccupancyItem extends TableKey {

@@ -80,6 +80,11 @@ export interface ScenarioResult {
   readonly name: string;
   readonly k: number;
   readonly seconds: number;
+  /**
+   * The most submits the API accepted in one second: the load the run reached, which a machine
+   * that falls behind its plan keeps below the planned rate.
+   */
+  readonly peakAcceptedPerSecond: number;
   readonly tenants: Readonly<Record<string, TenantResult>>;
   readonly model: ScaleModelReport;
   readonly lambda: Readonly<Record<string, FunctionStats>>;
@@ -421,12 +426,20 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
     name: spec.name,
     k: options.k,
     seconds: (finishedMs - startMs) / 1000,
+    peakAcceptedPerSecond: peakPerSecond([...sent.values()].map((task) => task.acceptedAtMs)),
     tenants,
     model,
     lambda,
     latest,
     eventLoopDelayMs,
   };
+}
+
+/** The most of `timesMs` that fall in one second. */
+function peakPerSecond(timesMs: readonly number[]): number {
+  const bySecond = new Map<number, number>();
+  for (const ms of timesMs) bySecond.set(Math.floor(ms / 1000), (bySecond.get(Math.floor(ms / 1000)) ?? 0) + 1);
+  return Math.max(0, ...bySecond.values());
 }
 
 /** `count` of `items`, spread evenly over them (all of them when there are no more). */

@@ -8,11 +8,12 @@
  * per item or key. One rate alone cannot tell a per-submit item from a per-instance one; two can,
  * as a slope.
  *
- * The fleet is this machine's: at HIGH it started 34 to 48 api environments, at LOW 3 to 19
- * (more when the machine is busy), so a class read once per environment's start (CLOCK, the
- * KEYRING) rises with the rate through the fleet, and is caught when the LOW run's fleet is
- * small. Lambda starts at most 1,000 environments per function in 10 s, which bounds those reads
- * at full scale; the slope here does not know that, and is left to say what it sees.
+ * The fleet is this machine's, not the plan's: the HIGH run started 25 to 62 api environments,
+ * the LOW run 3 to 43 (more the busier the machine), so a class read once per environment's
+ * start (CLOCK, the KEYRING, a tenant and its key) rises with the rate through the fleet, and is
+ * caught only when the LOW run's fleet is small. Lambda starts at most 1,000 environments per
+ * function in 10 s, which bounds those reads at full scale; the slope here does not know that,
+ * and is left to say what it sees until the model's fleet follows the plan's.
  */
 import { describe, expect, it } from 'vitest';
 

@@ -8,16 +8,18 @@
  * per item or key. One rate alone cannot tell a per-submit item from a per-instance one; two can,
  * as a slope.
  *
- * The fleet is this machine's, not the plan's: the HIGH run started 25 to 62 api environments,
- * the LOW run 3 to 43 (more the busier the machine), so a class read once per environment's
- * start (CLOCK, the KEYRING, a tenant and its key) rises with the rate through the fleet, and is
- * caught only when the LOW run's fleet is small. Lambda starts at most 1,000 environments per
- * function in 10 s, which bounds those reads at full scale; the slope here does not know that,
- * and is left to say what it sees until the model's fleet follows the plan's.
+ * The fleet is this machine's, not the plan's: the HIGH run starts 25 to 62 api environments,
+ * the LOW run 1 to 43 (more the busier the machine). What an environment asks once (in its init
+ * and first invocation, and its first read of each item or key: the clock, the KEYRING, a tenant
+ * and its key, kept for their cache's 30 s) rises with the fleet, not the load, so it is judged
+ * apart: its units per start on each class's busiest key, times the 100 environments a second
+ * Lambda may add to a function, must stay under the partition's limit, the bound at any scale.
+ * The rest, an environment's writes and its reads of what it read before, must not grow.
  */
 import { describe, expect, it } from 'vitest';
 
 import { rampedAtMs, runScaleScenario } from '../../bench/scale-scenario.js';
+import { AWS_LIMITS } from '../../functions/contract/aws-limits.js';
 
 /** Item classes whose items are one per task or per request: many items, each asked for a few times. */
 const PER_TASK = new Set(['B', 'IDEM']);
@@ -60,7 +62,7 @@ async function peakByClass(rate: number, tenantCount: number) {
   const tally = Object.values(result.tenants);
   const accepted = tally.reduce((sum, tenant) => sum + tenant.submitted - tenant.rejected, 0);
   const lost = tally.reduce((sum, tenant) => sum + tenant.lost, 0);
-  const { hottestItemByClass, hottestKeyByClass } = result.model.dynamodb;
+  const { hottestItemByClass, hottestKeyByClass, unitsPerStartByClass, startsByFunction } = result.model.dynamodb;
   const peaks: Record<string, number> = {
     ...Object.fromEntries(Object.entries(hottestItemByClass).map(([name, peak]) => [`item ${name}`, peak])),
     ...Object.fromEntries(
@@ -75,6 +77,8 @@ async function peakByClass(rate: number, tenantCount: number) {
     lost,
     apiEnvironments: result.lambda.api?.environments ?? 0,
     peaks,
+    unitsPerStartByClass,
+    startsByFunction,
   };
 }
 
@@ -105,6 +109,30 @@ function growing(
   );
 }
 
+/** The most environments Lambda adds a second to one function. */
+const STARTS_PER_SECOND = AWS_LIMITS.lambda.newEnvironmentsPer10Seconds / 10;
+const PARTITION_LIMIT = {
+  read: AWS_LIMITS.dynamodb.partitionReadUnitsPerSecond,
+  write: AWS_LIMITS.dynamodb.partitionWriteUnitsPerSecond,
+} as const;
+
+/**
+ * What environments' starts cost each class's busiest partition key at full scale: its units per
+ * start (the most in any run) times the environments Lambda may add a second to each function.
+ * Lambda adds no faster than that, however large the fleet or the load, so this is the bound.
+ */
+function startBounds(runs: ReadonlyArray<{ unitsPerStartByClass: Record<string, Record<'read' | 'write', number>> }>) {
+  const classes = [...new Set(runs.flatMap((run) => Object.keys(run.unitsPerStartByClass)))].sort();
+  return classes.flatMap((name) =>
+    (['read', 'write'] as const).flatMap((kind) => {
+      const perStart = Math.max(...runs.map((run) => run.unitsPerStartByClass[name]?.[kind] ?? 0));
+      if (perStart === 0) return [];
+      const bound = perStart * STARTS_PER_SECOND;
+      return [{ name: `${name} ${kind}`, perStart, bound, over: bound >= PARTITION_LIMIT[kind] }];
+    }),
+  );
+}
+
 describe('Hot items: growth with the load', () => {
   it('has no item class, other than per-task items, whose busiest item grows with the submission rate or the tenant count', async () => {
     // Act
@@ -116,16 +144,27 @@ describe('Hot items: growth with the load', () => {
     // sends less, which would hide a slope, never invent one), and no class grew.
     const runs = [base, faster, wider];
     const classes = [...new Set(runs.flatMap((run) => Object.keys(run.peaks)))].sort();
+    const bounds = startBounds(runs);
+    const starts = (run: (typeof runs)[number]) =>
+      Object.entries(run.startsByFunction)
+        .map(([fn, count]) => `${fn} ${count}`)
+        .join(', ');
     process.stdout.write(
       [
-        `hot items, busiest second at ${LOW}/s ${FEW} tenants | ${HIGH}/s | ${MANY} tenants (accepted ${runs.map((run) => run.accepted).join(' | ')}, at most ${runs.map((run) => run.load).join(' | ')} a second, api environments ${runs.map((run) => run.apiEnvironments).join(' | ')}):`,
+        `hot items after environments' starts, busiest second at ${LOW}/s ${FEW} tenants | ${HIGH}/s | ${MANY} tenants (accepted ${runs.map((run) => run.accepted).join(' | ')}, at most ${runs.map((run) => run.load).join(' | ')} a second, api environments ${runs.map((run) => run.apiEnvironments).join(' | ')}):`,
         ...classes.map((name) => `  ${name}: ${runs.map((run) => run.peaks[name] ?? 0).join(' | ')}`),
+        `environments' starts (${runs.map(starts).join(' | ')}), busiest key's units per start, at ${STARTS_PER_SECOND} starts a second per function:`,
+        ...bounds.map(
+          ({ name, perStart, bound }) =>
+            `  ${name}: ${perStart.toFixed(2)} a start, at most ${bound.toFixed(0)} a second of ${PARTITION_LIMIT[name.endsWith('read') ? 'read' : 'write']}`,
+        ),
       ].join('\n') + '\n',
     );
     expect(faster.load, 'the faster run reached too little of its rate for a verdict').toBeGreaterThanOrEqual(
       MIN_LOAD_RATIO * base.load,
     );
     expect([base.lost, faster.lost, wider.lost]).toEqual([0, 0, 0]);
+    expect(bounds.filter((bound) => bound.over).map((bound) => bound.name)).toEqual([]);
     expect({ withRate: growing(base, faster), withTenants: growing(base, wider) }).toEqual({
       withRate: {},
       withTenants: {},

@@ -27,6 +27,7 @@ import { createHash } from 'node:crypto';
 import { AWS_LIMITS } from '../../../functions/contract/aws-limits.js';
 import { TABLE } from '../../../functions/contract/topology.js';
 import type { Clock } from '../../../functions/core/kernel/task.js';
+import type { EnvironmentInContext } from '../lambda-service.js';
 import {
   itemKeyText,
   keyClass,
@@ -102,6 +103,16 @@ export interface Charge {
   readonly units: number;
   /** A per-request floor that does not grow with the load: counted 1/k against the table. */
   readonly floor?: boolean;
+  /** The execution environment whose start these units are part of (see `meterFor`). */
+  readonly startOf?: string;
+}
+
+/** What the proxy meters one request with: the model, as the execution environment that made it meets it (see `meterFor`). */
+export interface RequestMeter {
+  readonly schema: KeySchema;
+  admit(kind: Kind, table: string, charges: readonly Charge[], unkeyedUnits?: number): Refusal | undefined;
+  topUp(kind: Kind, table: string, charges: readonly Charge[], unkeyedUnits?: number): void;
+  itemRequested(kind: Kind, table: string, key: WireItem): void;
 }
 
 export interface KeyClassUsage {
@@ -136,12 +147,22 @@ export interface DynamoThroughputReport {
   readonly hottestKey: HottestKey | undefined;
   readonly hottestItem: HottestItem | undefined;
   /**
-   * By key class (as `byKeyClass`), the most requests one item of the class took in one second:
-   * what must not grow with the load for any class whose items are not one per task.
+   * By key class (as `byKeyClass`), the most requests one item of the class took in one second,
+   * leaving out what environments ask once (see `meterFor`): what must not grow with the load for
+   * any class whose items are not one per task.
    */
   readonly hottestItemByClass: Readonly<Record<string, number>>;
-  /** By key class, the most units one partition key of the class spent in one second, by kind. */
+  /** By key class, the most units one partition key of the class spent in one second, by kind, leaving out environments' starts as above. */
   readonly hottestKeyByClass: Readonly<Record<string, Readonly<Record<Kind, number>>>>;
+  /**
+   * By key class, the most units one partition key of the class took per execution environment
+   * start, by kind: what environments asked once (see `meterFor`) spent on it, divided by the
+   * environments of each function that started, summed over the functions. Lambda adds at most
+   * so many environments a second per function, so this bounds what starts cost at any scale.
+   */
+  readonly unitsPerStartByClass: Readonly<Record<string, Readonly<Record<Kind, number>>>>;
+  /** Execution environments that asked DynamoDB anything once, by function. */
+  readonly startsByFunction: Readonly<Record<string, number>>;
   /** Requests refused for the table's own limit rather than one key's, by kind. */
   readonly tableThrottles: Readonly<Record<Kind, number>>;
   /** The most units the table spent in any one second, by kind, against `limits.tableRead` and `limits.tableWrite`. */
@@ -158,12 +179,29 @@ interface PartitionSecond {
 
 type Refusal = 'partition' | 'table';
 
+/** A partition key's class: the text before its first '#', or `index:<name>` for an index's keys. */
+function classOf(id: string): string {
+  const ref = partitionRef(id);
+  return ref.index === undefined ? keyClass(ref.value) : `index:${ref.index}`;
+}
+
 /** The meters and the admission rule, apart from HTTP so the arithmetic can be read (and tested) on its own. */
 export class DynamoThroughputModel {
   private readonly keys: Record<Kind, WindowMeter>;
   private readonly tables: Record<Kind, WindowMeter>;
   /** Requests per item, unlimited: what is measured is how often one item is asked for. */
   private readonly items = new WindowMeter(Number.POSITIVE_INFINITY);
+  /** The same, and the keys' units, leaving out environments' starts. */
+  private readonly itemsAfterStart = new WindowMeter(Number.POSITIVE_INFINITY);
+  private readonly keysAfterStart: Record<Kind, WindowMeter> = {
+    read: new WindowMeter(Number.POSITIVE_INFINITY),
+    write: new WindowMeter(Number.POSITIVE_INFINITY),
+  };
+  /** Units spent while environments started, by kind, partition key and function; and the environments, by function. */
+  private readonly startUnits = new Map<string, number>();
+  private readonly starts = new Map<string, Set<string>>();
+  /** `<environment>|<item or key>` for each item and key an environment has read. */
+  private readonly readBefore = new Set<string>();
   /** In partition mode, the partitions' meters, which hold the limit, and each one's keys this second. */
   private readonly partitions?: Record<Kind, WindowMeter>;
   private readonly partitionSeconds = new Map<string, PartitionSecond>();
@@ -244,6 +282,8 @@ export class DynamoThroughputModel {
   private chargeKey(kind: Kind, charge: Charge, now: number, requests: number): void {
     const id = partitionId(charge.ref);
     this.keys[kind].charge(id, charge.units, now, requests);
+    if (charge.startOf === undefined) this.keysAfterStart[kind].charge(id, charge.units, now, requests);
+    else this.chargeStart(kind, id, charge.units, charge.startOf);
     const meter = this.partitions?.[kind];
     if (!meter) return;
     const partition = this.partitionOf(charge.ref);
@@ -277,10 +317,53 @@ export class DynamoThroughputModel {
     return charge.floor ? charge.units / this.options.k : charge.units;
   }
 
+  /** Units an environment's start spent on a key, and the environment among its function's that started. */
+  private chargeStart(kind: Kind, id: string, units: number, environment: string): void {
+    const fn = environment.split('#')[0] ?? '';
+    this.starts.set(fn, (this.starts.get(fn) ?? new Set()).add(environment));
+    const tally = JSON.stringify([kind, id, fn]);
+    this.startUnits.set(tally, (this.startUnits.get(tally) ?? 0) + units);
+  }
+
   /** Counts one request on one item: a get, a single write, or one entry of a batch. */
-  itemRequested(table: string, key: WireItem): void {
+  itemRequested(table: string, key: WireItem, startOf?: string): void {
     const text = itemKeyText(this.schema, key);
-    if (text !== undefined) this.items.charge(JSON.stringify([table, text]), 1, this.options.clock.now());
+    if (text === undefined) return;
+    const now = this.options.clock.now();
+    this.items.charge(JSON.stringify([table, text]), 1, now);
+    if (startOf === undefined) this.itemsAfterStart.charge(JSON.stringify([table, text]), 1, now);
+  }
+
+  /**
+   * This model as one request from `asker` meets it. What the request asks counts as part of the
+   * environment's start, paid once per environment, when the environment is starting (its init
+   * and first invocation), and when it is the environment's first read of an item, or of a
+   * partition key: what it then keeps (the clock it saw running, a tenant and its key, for their
+   * cache's 30 s) it does not read again per request. Writes after the start, and reads of what
+   * the environment read before, are the load, whose rate must not grow. An item or key is
+   * decided once per request, so a write's or page's top-up follows its admission.
+   */
+  meterFor(asker: EnvironmentInContext | undefined): RequestMeter {
+    const decided = new Map<string, string | undefined>();
+    const startOf = (kind: Kind, id: string): string | undefined => {
+      if (!asker) return undefined;
+      if (!decided.has(id)) {
+        const seen = `${asker.id}|${id}`;
+        const firstRead = kind === 'read' && !this.readBefore.has(seen);
+        if (kind === 'read') this.readBefore.add(seen);
+        decided.set(id, asker.starting || firstRead ? asker.id : undefined);
+      }
+      return decided.get(id);
+    };
+    const tagged = (kind: Kind, charges: readonly Charge[]) =>
+      charges.map((charge) => ({ ...charge, startOf: startOf(kind, `key ${partitionId(charge.ref)}`) }));
+    return {
+      schema: this.schema,
+      admit: (kind, table, charges, unkeyedUnits) => this.admit(kind, table, tagged(kind, charges), unkeyedUnits),
+      topUp: (kind, table, charges, unkeyedUnits) => this.topUp(kind, table, tagged(kind, charges), unkeyedUnits),
+      itemRequested: (kind, table, key) =>
+        this.itemRequested(table, key, startOf(kind, `item ${JSON.stringify([table, itemKeyText(this.schema, key)])}`)),
+    };
   }
 
   /** Charges units learned only after the request ran (an item's size after an update, a page's items). */
@@ -293,6 +376,22 @@ export class DynamoThroughputModel {
       tableUnits += this.tableShare(charge);
     }
     if (tableUnits > 0) this.tables[kind].charge(table, tableUnits, now, 0);
+  }
+
+  private unitsPerStartByClass(): Record<string, Record<Kind, number>> {
+    const perKey = new Map<string, number>();
+    for (const [tally, units] of this.startUnits) {
+      const [kind = '', id = '', fn = ''] = JSON.parse(tally) as string[];
+      const key = JSON.stringify([kind, id]);
+      perKey.set(key, (perKey.get(key) ?? 0) + units / (this.starts.get(fn)?.size ?? 1));
+    }
+    const byClass: Record<string, Record<Kind, number>> = {};
+    for (const [key, units] of perKey) {
+      const [kind, id = ''] = JSON.parse(key) as [Kind, string];
+      const busiest = (byClass[classOf(id)] ??= { read: 0, write: 0 });
+      busiest[kind] = Math.max(busiest[kind], units);
+    }
+    return byClass;
   }
 
   private hottestPartitionFraction(): number {
@@ -312,7 +411,7 @@ export class DynamoThroughputModel {
       const meter = this.keys[kind];
       for (const [id, reading] of meter.readings()) {
         const ref = partitionRef(id);
-        const name = ref.index === undefined ? keyClass(ref.value) : `index:${ref.index}`;
+        const name = classOf(id);
         const ids = keysByClass.get(name) ?? new Set<string>();
         keysByClass.set(name, ids.add(id));
         const usage = (byKeyClass[name] ??= { keys: 0, requests: 0, readUnits: 0, writeUnits: 0, throttles: 0 });
@@ -320,12 +419,16 @@ export class DynamoThroughputModel {
         usage.requests += reading.requests;
         usage.throttles += reading.throttles;
         usage[kind === 'read' ? 'readUnits' : 'writeUnits'] += reading.units;
-        const hottest = (hottestKeyByClass[name] ??= { read: 0, write: 0 });
-        hottest[kind] = Math.max(hottest[kind], reading.peakUnitsPerSecond);
         const fractionOfLimit = reading.peakUnitsPerSecond / meter.limit;
         if (!hottestKey || fractionOfLimit > hottestKey.fractionOfLimit) {
           hottestKey = { ...ref, kind, peakUnitsPerSecond: reading.peakUnitsPerSecond, fractionOfLimit };
         }
+      }
+    }
+    for (const kind of ['read', 'write'] as const) {
+      for (const [id, reading] of this.keysAfterStart[kind].readings()) {
+        const hottest = (hottestKeyByClass[classOf(id)] ??= { read: 0, write: 0 });
+        hottest[kind] = Math.max(hottest[kind], reading.peakUnitsPerSecond);
       }
     }
     const tableReadings = (kind: Kind) => [...this.tables[kind].readings().values()];
@@ -335,7 +438,7 @@ export class DynamoThroughputModel {
     const tablePeakUnitsPerSecond = { read: peakOf('read'), write: peakOf('write') };
     let hottestItem: HottestItem | undefined;
     const hottestItemByClass: Record<string, number> = {};
-    for (const [id, reading] of this.items.readings()) {
+    for (const [id, reading] of this.itemsAfterStart.readings()) {
       const [, key = ''] = JSON.parse(id) as string[];
       const name = keyClass(key.split(' / ')[0] ?? '');
       hottestItemByClass[name] = Math.max(hottestItemByClass[name] ?? 0, reading.peakUnitsPerSecond);
@@ -357,6 +460,8 @@ export class DynamoThroughputModel {
       hottestItem,
       hottestItemByClass,
       hottestKeyByClass,
+      unitsPerStartByClass: this.unitsPerStartByClass(),
+      startsByFunction: Object.fromEntries([...this.starts].map(([fn, environments]) => [fn, environments.size])),
       tableThrottles,
       tablePeakUnitsPerSecond,
       ...(this.options.partitions !== undefined && {

@@ -10,11 +10,11 @@
  *
  * The fleet is this machine's, not the plan's: the HIGH run starts 25 to 62 api environments,
  * the LOW run 1 to 43 (more the busier the machine). What an environment asks once (in its init
- * and first invocation, and its first read of each item or key: the clock, the KEYRING, a tenant
- * and its key, kept for their cache's 30 s) rises with the fleet, not the load, so it is judged
+ * and first invocation, and a first read it does not repeat: the clock, the KEYRING, a tenant and
+ * its key, kept for their cache's 30 s) rises with the fleet, not the load, so it is judged
  * apart: its units per start on each class's busiest key, times the 100 environments a second
  * Lambda may add to a function, must stay under the partition's limit, the bound at any scale.
- * The rest, an environment's writes and its reads of what it read before, must not grow.
+ * The rest (writes, and every read of what an environment reads more than once) must not grow.
  */
 import { describe, expect, it } from 'vitest';
 

@@ -103,8 +103,49 @@ export interface Charge {
   readonly units: number;
   /** A per-request floor that does not grow with the load: counted 1/k against the table. */
   readonly floor?: boolean;
-  /** The execution environment whose start these units are part of (see `meterFor`). */
-  readonly startOf?: string;
+  /** Set when the units are what an environment asks once (see `meterFor`). */
+  readonly once?: Once;
+}
+
+/** What an environment asks once: in its start, or in a first read of something, unless it reads it again. */
+interface Once {
+  readonly environment: string;
+  /** The first read's `<environment>|<item or key>`, for one made after the start. */
+  readonly firstRead?: string;
+}
+
+interface KeyUnits {
+  readonly kind: Kind;
+  readonly id: string;
+  readonly units: number;
+  readonly nowMs: number;
+}
+
+/** An environment's first read of an item or key after its start, held apart until it is read again, or the run ends. */
+interface FirstRead {
+  readonly environment: string;
+  repeated: boolean;
+  readonly keys: KeyUnits[];
+  readonly items: Array<{ readonly id: string; readonly units: number; readonly nowMs: number }>;
+}
+
+/** Units per id per second over the whole run, so that units found to belong to a past second can still join it. */
+class SecondTally {
+  private readonly seconds = new Map<string, Map<number, number>>();
+
+  add(id: string, units: number, nowMs: number): void {
+    const second = Math.floor(nowMs / 1000);
+    const byId = this.seconds.get(id) ?? new Map<number, number>();
+    this.seconds.set(id, byId.set(second, (byId.get(second) ?? 0) + units));
+  }
+
+  /** Each id's busiest second, with `extra` added in the seconds it fell in. */
+  peaks(extra: ReadonlyArray<{ readonly id: string; readonly units: number; readonly nowMs: number }>) {
+    const all = new SecondTally();
+    for (const [id, byId] of this.seconds) all.seconds.set(id, new Map(byId));
+    for (const { id, units, nowMs } of extra) all.add(id, units, nowMs);
+    return new Map([...all.seconds].map(([id, byId]) => [id, Math.max(...byId.values())]));
+  }
 }
 
 /** What the proxy meters one request with: the model, as the execution environment that made it meets it (see `meterFor`). */
@@ -191,17 +232,14 @@ export class DynamoThroughputModel {
   private readonly tables: Record<Kind, WindowMeter>;
   /** Requests per item, unlimited: what is measured is how often one item is asked for. */
   private readonly items = new WindowMeter(Number.POSITIVE_INFINITY);
-  /** The same, and the keys' units, leaving out environments' starts. */
-  private readonly itemsAfterStart = new WindowMeter(Number.POSITIVE_INFINITY);
-  private readonly keysAfterStart: Record<Kind, WindowMeter> = {
-    read: new WindowMeter(Number.POSITIVE_INFINITY),
-    write: new WindowMeter(Number.POSITIVE_INFINITY),
-  };
-  /** Units spent while environments started, by kind, partition key and function; and the environments, by function. */
-  private readonly startUnits = new Map<string, number>();
-  private readonly starts = new Map<string, Set<string>>();
-  /** `<environment>|<item or key>` for each item and key an environment has read. */
+  /** The same, and the keys' units by kind, less what environments ask once (see `meterFor`). */
+  private readonly itemLoad = new SecondTally();
+  private readonly keyLoad: Record<Kind, SecondTally> = { read: new SecondTally(), write: new SecondTally() };
+  /** Units environments spent while starting. */
+  private readonly startUnits: Array<KeyUnits & { readonly environment: string }> = [];
+  /** `<environment>|<item or key>` for each item and key an environment has read, and its first read after its start. */
   private readonly readBefore = new Set<string>();
+  private readonly firstReads = new Map<string, FirstRead>();
   /** In partition mode, the partitions' meters, which hold the limit, and each one's keys this second. */
   private readonly partitions?: Record<Kind, WindowMeter>;
   private readonly partitionSeconds = new Map<string, PartitionSecond>();
@@ -282,8 +320,11 @@ export class DynamoThroughputModel {
   private chargeKey(kind: Kind, charge: Charge, now: number, requests: number): void {
     const id = partitionId(charge.ref);
     this.keys[kind].charge(id, charge.units, now, requests);
-    if (charge.startOf === undefined) this.keysAfterStart[kind].charge(id, charge.units, now, requests);
-    else this.chargeStart(kind, id, charge.units, charge.startOf);
+    const { once } = charge;
+    const units = { kind, id, units: charge.units, nowMs: now };
+    if (!once) this.keyLoad[kind].add(id, charge.units, now);
+    else if (once.firstRead === undefined) this.startUnits.push({ ...units, environment: once.environment });
+    else this.firstRead(once).keys.push(units);
     const meter = this.partitions?.[kind];
     if (!meter) return;
     const partition = this.partitionOf(charge.ref);
@@ -317,53 +358,65 @@ export class DynamoThroughputModel {
     return charge.floor ? charge.units / this.options.k : charge.units;
   }
 
-  /** Units an environment's start spent on a key, and the environment among its function's that started. */
-  private chargeStart(kind: Kind, id: string, units: number, environment: string): void {
-    const fn = environment.split('#')[0] ?? '';
-    this.starts.set(fn, (this.starts.get(fn) ?? new Set()).add(environment));
-    const tally = JSON.stringify([kind, id, fn]);
-    this.startUnits.set(tally, (this.startUnits.get(tally) ?? 0) + units);
+  private firstRead({ environment, firstRead = '' }: Once): FirstRead {
+    let read = this.firstReads.get(firstRead);
+    if (!read) {
+      read = { environment, repeated: false, keys: [], items: [] };
+      this.firstReads.set(firstRead, read);
+    }
+    return read;
   }
 
   /** Counts one request on one item: a get, a single write, or one entry of a batch. */
-  itemRequested(table: string, key: WireItem, startOf?: string): void {
+  itemRequested(table: string, key: WireItem, once?: Once): void {
     const text = itemKeyText(this.schema, key);
     if (text === undefined) return;
     const now = this.options.clock.now();
-    this.items.charge(JSON.stringify([table, text]), 1, now);
-    if (startOf === undefined) this.itemsAfterStart.charge(JSON.stringify([table, text]), 1, now);
+    const id = JSON.stringify([table, text]);
+    this.items.charge(id, 1, now);
+    if (!once) this.itemLoad.add(id, 1, now);
+    else if (once.firstRead !== undefined) this.firstRead(once).items.push({ id, units: 1, nowMs: now });
   }
 
   /**
-   * This model as one request from `asker` meets it. What the request asks counts as part of the
-   * environment's start, paid once per environment, when the environment is starting (its init
-   * and first invocation), and when it is the environment's first read of an item, or of a
-   * partition key: what it then keeps (the clock it saw running, a tenant and its key, for their
-   * cache's 30 s) it does not read again per request. Writes after the start, and reads of what
-   * the environment read before, are the load, whose rate must not grow. An item or key is
-   * decided once per request, so a write's or page's top-up follows its admission.
+   * This model as one request from `asker` meets it. What an environment asks once is paid per
+   * environment, not per request: all it asks while starting (its init and first invocation), and
+   * its first read of an item or partition key that it does not read again in the run (what it
+   * keeps: the clock it saw running, a tenant and its key for their cache's 30 s). That is
+   * counted per start, apart from the load. A first read the environment repeats was the load
+   * all along (an item read per request), and joins it in the second it was made. Writes after
+   * the start are the load. An item or key is decided once per request, so a write's or page's
+   * top-up follows its admission.
    */
   meterFor(asker: EnvironmentInContext | undefined): RequestMeter {
-    const decided = new Map<string, string | undefined>();
-    const startOf = (kind: Kind, id: string): string | undefined => {
+    const decided = new Map<string, Once | undefined>();
+    const onceOf = (kind: Kind, id: string): Once | undefined => {
       if (!asker) return undefined;
-      if (!decided.has(id)) {
-        const seen = `${asker.id}|${id}`;
-        const firstRead = kind === 'read' && !this.readBefore.has(seen);
-        if (kind === 'read') this.readBefore.add(seen);
-        decided.set(id, asker.starting || firstRead ? asker.id : undefined);
-      }
+      if (!decided.has(id)) decided.set(id, this.asked(asker, kind, id));
       return decided.get(id);
     };
     const tagged = (kind: Kind, charges: readonly Charge[]) =>
-      charges.map((charge) => ({ ...charge, startOf: startOf(kind, `key ${partitionId(charge.ref)}`) }));
+      charges.map((charge) => ({ ...charge, once: onceOf(kind, `key ${partitionId(charge.ref)}`) }));
     return {
       schema: this.schema,
       admit: (kind, table, charges, unkeyedUnits) => this.admit(kind, table, tagged(kind, charges), unkeyedUnits),
       topUp: (kind, table, charges, unkeyedUnits) => this.topUp(kind, table, tagged(kind, charges), unkeyedUnits),
       itemRequested: (kind, table, key) =>
-        this.itemRequested(table, key, startOf(kind, `item ${JSON.stringify([table, itemKeyText(this.schema, key)])}`)),
+        this.itemRequested(table, key, onceOf(kind, `item ${JSON.stringify([table, itemKeyText(this.schema, key)])}`)),
     };
+  }
+
+  /** Whether what `asker` asks of an item or key now is asked once (see `meterFor`), and notes a read. */
+  private asked(asker: EnvironmentInContext, kind: Kind, id: string): Once | undefined {
+    const seen = `${asker.id}|${id}`;
+    const readBefore = this.readBefore.has(seen);
+    if (kind === 'read') this.readBefore.add(seen);
+    if (asker.starting) return { environment: asker.id };
+    if (kind === 'write') return undefined;
+    if (!readBefore) return { environment: asker.id, firstRead: seen };
+    const first = this.firstReads.get(seen);
+    if (first) first.repeated = true;
+    return undefined;
   }
 
   /** Charges units learned only after the request ran (an item's size after an update, a page's items). */
@@ -378,20 +431,34 @@ export class DynamoThroughputModel {
     if (tableUnits > 0) this.tables[kind].charge(table, tableUnits, now, 0);
   }
 
-  private unitsPerStartByClass(): Record<string, Record<Kind, number>> {
-    const perKey = new Map<string, number>();
-    for (const [tally, units] of this.startUnits) {
-      const [kind = '', id = '', fn = ''] = JSON.parse(tally) as string[];
-      const key = JSON.stringify([kind, id]);
-      perKey.set(key, (perKey.get(key) ?? 0) + units / (this.starts.get(fn)?.size ?? 1));
+  /**
+   * What environments asked once, per start of their function, on each class's busiest key; and
+   * the environments that asked anything once, by function.
+   */
+  private perStart(once: readonly FirstRead[]) {
+    const spent = [
+      ...this.startUnits,
+      ...once.flatMap((read) => read.keys.map((units) => ({ ...units, environment: read.environment }))),
+    ];
+    const starts = new Map<string, Set<string>>();
+    const functionOf = (environment: string) => environment.split('#')[0] ?? '';
+    for (const { environment } of spent) {
+      const fn = functionOf(environment);
+      starts.set(fn, (starts.get(fn) ?? new Set()).add(environment));
     }
-    const byClass: Record<string, Record<Kind, number>> = {};
+    const perKey = new Map<string, number>();
+    for (const { kind, id, units, environment } of spent) {
+      const key = JSON.stringify([kind, id]);
+      perKey.set(key, (perKey.get(key) ?? 0) + units / (starts.get(functionOf(environment))?.size ?? 1));
+    }
+    const unitsPerStartByClass: Record<string, Record<Kind, number>> = {};
     for (const [key, units] of perKey) {
       const [kind, id = ''] = JSON.parse(key) as [Kind, string];
-      const busiest = (byClass[classOf(id)] ??= { read: 0, write: 0 });
+      const busiest = (unitsPerStartByClass[classOf(id)] ??= { read: 0, write: 0 });
       busiest[kind] = Math.max(busiest[kind], units);
     }
-    return byClass;
+    const startsByFunction = Object.fromEntries([...starts].map(([fn, environments]) => [fn, environments.size]));
+    return { unitsPerStartByClass, startsByFunction };
   }
 
   private hottestPartitionFraction(): number {
@@ -425,10 +492,13 @@ export class DynamoThroughputModel {
         }
       }
     }
+    const firstReads = [...this.firstReads.values()];
+    const repeated = firstReads.filter((read) => read.repeated);
     for (const kind of ['read', 'write'] as const) {
-      for (const [id, reading] of this.keysAfterStart[kind].readings()) {
+      const late = repeated.flatMap((read) => read.keys.filter((units) => units.kind === kind));
+      for (const [id, peak] of this.keyLoad[kind].peaks(late)) {
         const hottest = (hottestKeyByClass[classOf(id)] ??= { read: 0, write: 0 });
-        hottest[kind] = Math.max(hottest[kind], reading.peakUnitsPerSecond);
+        hottest[kind] = Math.max(hottest[kind], peak);
       }
     }
     const tableReadings = (kind: Kind) => [...this.tables[kind].readings().values()];
@@ -438,10 +508,10 @@ export class DynamoThroughputModel {
     const tablePeakUnitsPerSecond = { read: peakOf('read'), write: peakOf('write') };
     let hottestItem: HottestItem | undefined;
     const hottestItemByClass: Record<string, number> = {};
-    for (const [id, reading] of this.itemsAfterStart.readings()) {
+    for (const [id, peak] of this.itemLoad.peaks(repeated.flatMap((read) => read.items))) {
       const [, key = ''] = JSON.parse(id) as string[];
       const name = keyClass(key.split(' / ')[0] ?? '');
-      hottestItemByClass[name] = Math.max(hottestItemByClass[name] ?? 0, reading.peakUnitsPerSecond);
+      hottestItemByClass[name] = Math.max(hottestItemByClass[name] ?? 0, peak);
     }
     for (const [id, reading] of this.items.readings()) {
       if (hottestItem && reading.peakUnitsPerSecond <= hottestItem.peakRequestsPerSecond) continue;
@@ -460,8 +530,7 @@ export class DynamoThroughputModel {
       hottestItem,
       hottestItemByClass,
       hottestKeyByClass,
-      unitsPerStartByClass: this.unitsPerStartByClass(),
-      startsByFunction: Object.fromEntries([...this.starts].map(([fn, environments]) => [fn, environments.size])),
+      ...this.perStart(firstReads.filter((read) => !read.repeated)),
       tableThrottles,
       tablePeakUnitsPerSecond,
       ...(this.options.partitions !== undefined && {

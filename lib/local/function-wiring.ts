@@ -15,7 +15,12 @@ import { createScannerHandler } from '../../functions/scanner/app.js';
 import { createSweeperHandler } from '../../functions/sweeper/app.js';
 import { createTickerHandler } from '../../functions/ticker/app.js';
 import type { LambdaHandler } from './lambda-context.js';
-import type { EnvironmentFactory } from './lambda-service.js';
+import {
+  currentEnvironment,
+  ENVIRONMENT_HEADER,
+  type EnvironmentFactory,
+  environmentHeader,
+} from './lambda-service.js';
 
 /** One AWS request: what was asked and, if it succeeded, the answer. */
 export interface AwsRequest {
@@ -56,6 +61,24 @@ export function countRequests(
       }
     },
     { step: 'initialize', name: 'countRequests' },
+  );
+}
+
+/**
+ * Names, on each request a client sends, the execution environment that sent it (and whether it
+ * was starting), so the scale model can tell what an environment asks once from what it asks
+ * per request. The clients are the function's, shared by its environments; the environment is
+ * the invocation's, from its async context.
+ */
+export function tagEnvironment(client: { middlewareStack: unknown }): void {
+  (client.middlewareStack as SQSClient['middlewareStack']).add(
+    (next) => (args) => {
+      const environment = currentEnvironment();
+      const request = args.request as { headers?: Record<string, string> };
+      if (environment && request.headers) request.headers[ENVIRONMENT_HEADER] = environmentHeader(environment);
+      return next(args);
+    },
+    { step: 'build', name: 'tagEnvironment' },
   );
 }
 

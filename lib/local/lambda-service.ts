@@ -9,6 +9,8 @@
  * a burst meets as many cold caches as it would in the cloud. An environment whose invocation
  * timed out is thrown away, as Lambda does.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
+
 import { AWS_LIMITS } from '../../functions/contract/aws-limits.js';
 import {
   ACCOUNT_CONCURRENCY,
@@ -56,6 +58,39 @@ export interface FunctionStats {
 }
 
 type AnyHandler = LambdaHandler<unknown, unknown>;
+
+/**
+ * The execution environment a piece of work runs in: `<function>#<n>`, its n-th environment,
+ * and whether it is still starting (its init and first invocation). Requests made while it
+ * starts are paid once per environment, so their rate is bounded by how fast Lambda adds
+ * environments, not by the load; a scale model tells them apart by this.
+ */
+export interface EnvironmentInContext {
+  readonly id: string;
+  starting: boolean;
+}
+
+const environmentContext = new AsyncLocalStorage<EnvironmentInContext>();
+
+/** The environment whose invocation (or init) the caller runs in, if any. */
+export const currentEnvironment = (): EnvironmentInContext | undefined => environmentContext.getStore();
+
+/** The HTTP header a function's AWS request names its environment in, for the scale model's proxies: `api#3`, `api#3 starting`. */
+export const ENVIRONMENT_HEADER = 'x-local-environment';
+
+export const environmentHeader = (environment: EnvironmentInContext): string =>
+  environment.starting ? `${environment.id} starting` : environment.id;
+
+export function parseEnvironmentHeader(value: string | undefined): EnvironmentInContext | undefined {
+  if (!value) return undefined;
+  const [id = '', phase] = value.split(' ');
+  return { id, starting: phase === 'starting' };
+}
+
+interface Environment {
+  readonly id: string;
+  readonly handler: AnyHandler;
+}
 
 /** Starts one execution environment of a function: its handler, built as the function's entry builds it at cold start. */
 export type EnvironmentFactory = () => Promise<AnyHandler>;
@@ -162,7 +197,7 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
       },
     ]),
   ) as Record<FunctionName, { -readonly [K in keyof FunctionStats]: FunctionStats[K] }>;
-  const idle = new Map<FunctionName, AnyHandler[]>(names.map((fn) => [fn, []]));
+  const idle = new Map<FunctionName, Environment[]>(names.map((fn) => [fn, []]));
   const environmentRate = new Map(
     names.map((fn) => [
       fn,
@@ -239,24 +274,29 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
       }
       counter.invocations += 1;
       const startedMs = performance.now();
+      if (!warm) counter.environments += 1;
+      const context = { id: warm?.id ?? `${fn}#${counter.environments}`, starting: !warm };
       try {
-        if (!warm) counter.environments += 1;
-        let handler: AnyHandler;
-        try {
-          // A cold start is part of the invocation, as Lambda bills and times its init.
-          handler = warm ?? (await startEnvironment());
-        } catch (error) {
-          // An init that fails is the invocation's error, and leaves no environment behind.
-          options.onError(fn, error);
-          counter.errors += 1;
-          return { outcome: 'error', error };
-        }
-        const result = await run<R>(fn, handler, event);
-        if (result.outcome === 'timeout') counter.timeouts += 1;
-        else idle.get(fn)?.push(handler);
-        if (result.outcome !== 'ok') counter.errors += 1;
-        return result;
+        return await environmentContext.run(context, async (): Promise<InvokeResult<R>> => {
+          let handler: AnyHandler;
+          try {
+            // A cold start is part of the invocation, as Lambda bills and times its init.
+            handler = warm?.handler ?? (await startEnvironment());
+          } catch (error) {
+            // An init that fails is the invocation's error, and leaves no environment behind.
+            options.onError(fn, error);
+            counter.errors += 1;
+            return { outcome: 'error', error };
+          }
+          const result = await run<R>(fn, handler, event);
+          if (result.outcome === 'timeout') counter.timeouts += 1;
+          else idle.get(fn)?.push({ id: context.id, handler });
+          if (result.outcome !== 'ok') counter.errors += 1;
+          return result;
+        });
       } finally {
+        // Work the first invocation left running belongs to the environment, no longer to its start.
+        context.starting = false;
         // A timed-out invocation gives its concurrency back now, as Lambda ends its environment.
         release(fn);
         counter.durationMs += performance.now() - startedMs;

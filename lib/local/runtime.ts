@@ -46,6 +46,7 @@ import {
   countRequests,
   environmentFactories,
   mapFunctions,
+  tagEnvironment,
 } from './function-wiring.js';
 import { type LocalRoute, startHttpGateway } from './http-gateway.js';
 import {
@@ -430,8 +431,10 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
   countRequests(sqs, counts, options.onRequest);
   const clientsFor = (fn: FunctionName) => {
     const clients = awsClients({ region: local.region, endpoints: local.endpoints, credentials: local.credentials });
-    for (const client of [clients.dynamo, clients.sqs, clients.eventBridge])
+    for (const client of [clients.dynamo, clients.sqs, clients.eventBridge]) {
       countRequests(client, counts, options.onRequest, { fn });
+      tagEnvironment(client);
+    }
     return clients;
   };
   const factories: Record<FunctionName, EnvironmentFactory> = options.loadHandlers

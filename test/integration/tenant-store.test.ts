@@ -1,6 +1,8 @@
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
+import { tenantKey, tenantListingKey, tenantToItem } from '../../functions/adapters/dynamo/table-schema.js';
 import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
 import { newApiKey, newKeyring, newTenant, withRotatedSecret } from '../../functions/core/tenants/tenants.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
@@ -89,5 +91,48 @@ describe('Class: DynamoRequestCounter (on dynalite)', () => {
     // Assess
     expect(first.filter(Boolean)).toHaveLength(5);
     expect([other, next]).toEqual([true, true]);
+  });
+
+  it('keeps each tenant in a partition of its own, which every instance reads, and only its id in the listing', async () => {
+    // Prepare
+    const { dynamo: client } = emulators.clients();
+    const tenant = newTenant('hooli', NOW_MS);
+
+    // Act
+    await store.createTenant(tenant);
+    const own = await client.send(new GetCommand({ TableName: emulators.tableName, Key: tenantKey('hooli') }));
+    const entry = await client.send(new GetCommand({ TableName: emulators.tableName, Key: tenantListingKey('hooli') }));
+
+    // Assess: the listing partition, which all tenants share, is not where a tenant is read.
+    expect(own.Item).toMatchObject({ pk: 'TENANT#hooli', id: 'hooli', version: tenant.version });
+    expect(entry.Item).toEqual({ pk: 'TENANTS', sk: 'hooli', id: 'hooli' });
+    expect(await store.getTenant('hooli', { consistent: false })).toEqual(tenant);
+  });
+
+  it('reads a tenant stored whole in the listing, as before, keeps it on create, and moves it on its next change', async () => {
+    // Prepare: the layout before each tenant had a partition of its own.
+    const { dynamo: client } = emulators.clients();
+    const old = newTenant('initrode', NOW_MS);
+    await client.send(
+      new PutCommand({
+        TableName: emulators.tableName,
+        Item: { ...tenantToItem(old), ...tenantListingKey('initrode') },
+      }),
+    );
+
+    // Act
+    const read = await store.getTenant('initrode');
+    const listed = (await store.listTenants()).find((tenant) => tenant.id === 'initrode');
+    const createdAgain = await store.createTenant(newTenant('initrode', NOW_MS + 1));
+    const stale = await store.updateTenant({ ...old, name: 'stale', version: old.version + 2 });
+    const changed = await store.updateTenant({ ...old, name: 'Initrode', version: old.version + 1 });
+    const own = await client.send(new GetCommand({ TableName: emulators.tableName, Key: tenantKey('initrode') }));
+
+    // Assess
+    expect([read, listed]).toEqual([old, old]);
+    expect([createdAgain, stale, changed]).toEqual([false, false, true]);
+    expect(own.Item).toMatchObject({ name: 'Initrode', version: old.version + 1 });
+    expect(await store.getTenant('initrode')).toMatchObject({ name: 'Initrode' });
+    expect((await store.listTenants()).find((tenant) => tenant.id === 'initrode')).toMatchObject({ name: 'Initrode' });
   });
 });

@@ -30,10 +30,12 @@ import {
   taskToItem,
 } from '../../functions/adapters/dynamo/table-schema.js';
 import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
+import { AWS_LIMITS } from '../../functions/contract/aws-limits.js';
 import { FUNCTIONS } from '../../functions/contract/topology.js';
 import { taskAddress } from '../../functions/core/kernel/ids.js';
 import { StoreBusyError } from '../../functions/core/kernel/task.js';
 import { LeasedRequestCounter } from '../../functions/core/tenants/request-leases.js';
+import { SUBMIT_PEAK_TO_AVERAGE } from '../../lib/construct/plan/quotas.js';
 import { aTask, cancelRequest } from './fakes.js';
 
 const TABLE = 'timer-table';
@@ -441,6 +443,17 @@ describe('Class: DynamoOccupancyIndex', () => {
         ReturnValues: 'ALL_OLD',
       }),
     ]);
+  });
+
+  it('has slots enough that single submits at the peak of a billion a day keep each under 3/4 of a partition', () => {
+    // An instance records a second once, and a single submit brings one: at most one index write
+    // per submit, whatever the fleet, spread evenly over the slots.
+    const peakSubmitsPerSecond = (1e9 / 86_400) * SUBMIT_PEAK_TO_AVERAGE;
+
+    // Assess
+    expect(peakSubmitsPerSecond / OCCUPANCY_SLOTS).toBeLessThan(
+      0.75 * AWS_LIMITS.dynamodb.partitionWriteUnitsPerSecond,
+    );
   });
 
   it("writes the slots in turn, so one instance's writes spread over every slot of a minute", async () => {

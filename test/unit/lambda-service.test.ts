@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 
-import { createLambdaService, sharedEnvironments, SYNC_PAYLOAD_LIMIT_BYTES } from '../../lib/local/lambda-service.js';
+import {
+  createLambdaService,
+  currentEnvironment,
+  type EnvironmentFactory,
+  sharedEnvironments,
+  SYNC_PAYLOAD_LIMIT_BYTES,
+} from '../../lib/local/lambda-service.js';
 
 /** A handler whose invocations stay running until the test releases them. */
 function heldHandler() {
@@ -255,5 +261,39 @@ describe('Service: local Lambda', () => {
     expect(calls).toBe(1);
     expect(hugeAnswer.outcome).toBe('error');
     expect(lambda.stats().api).toMatchObject({ invocations: 1, errors: 1 });
+  });
+
+  it("runs each environment's init and invocations in its own context, starting until its first invocation ends", async () => {
+    // Prepare: an api function whose init and invocations note the environment they run in.
+    const seen: Array<{ id: string; starting: boolean } | undefined> = [];
+    const note = () => {
+      const environment = currentEnvironment();
+      seen.push(environment && { ...environment });
+    };
+    const startApi: EnvironmentFactory = () => {
+      note();
+      return Promise.resolve(async () => {
+        await Promise.resolve();
+        note();
+        return { ok: true };
+      });
+    };
+    const lambda = createLambdaService({ handlers: { api: startApi }, onError: noErrors });
+
+    // Act: two at once start two environments; a third reuses one of them, warm.
+    await Promise.all([lambda.invoke('api', {}), lambda.invoke('api', {})]);
+    await lambda.invoke('api', {});
+
+    // Assess
+    expect(seen.slice(0, 4)).toEqual(
+      expect.arrayContaining([
+        { id: 'api#1', starting: true },
+        { id: 'api#1', starting: true },
+        { id: 'api#2', starting: true },
+        { id: 'api#2', starting: true },
+      ]),
+    );
+    expect(seen[4]).toMatchObject({ starting: false, id: expect.stringMatching(/^api#[12]$/) });
+    expect(currentEnvironment()).toBeUndefined();
   });
 });

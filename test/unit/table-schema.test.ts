@@ -30,6 +30,7 @@ import {
   taskSecondRange,
   taskToItem,
   tenantKey,
+  tenantListingKey,
 } from '../../functions/adapters/dynamo/table-schema.js';
 import { newTaskId, taskAddress } from '../../functions/core/kernel/ids.js';
 import { aTask } from './fakes.js';
@@ -159,7 +160,8 @@ describe('Module: table-schema', () => {
       expiresAt: 99,
     });
     expect(scheduleClaim).toEqual({ pk: 'IDEM#acme/schedules#k-1', sk: 'IDEM' });
-    expect(tenantKey('acme')).toEqual({ pk: 'TENANTS', sk: 'acme' });
+    expect(tenantKey('acme')).toEqual({ pk: 'TENANT#acme', sk: 'TENANT' });
+    expect(tenantListingKey('acme')).toEqual({ pk: 'TENANTS', sk: 'acme' });
     expect(apiKeyKey('acme', 'key-1')).toEqual({ pk: 'APIKEYS#acme', sk: 'key-1' });
     expect(bizTypeKey('acme', 'order')).toEqual({ pk: 'BIZTYPES#acme', sk: 'order' });
     expect(scheduleKey('acme', 'sch-1')).toEqual({ pk: 'SCHEDULES#acme', sk: 'sch-1' });

@@ -481,11 +481,13 @@ export function recheckFlaggedAt(item: RecheckFlagItem): number {
  * How many items hold one minute of the occupancy index. Each api instance writes the slots in
  * turn, from one chosen at random when it starts, so a minute's writes (one per instance and new
  * second) are spread evenly over this many items and partition keys, however few instances run;
- * readers read them all. Sized for 1e9 timers a day: some 700 api instances each writing a
- * busy minute five times a second is about 440 writes a second on each slot, against
- * DynamoDB's 1,000 per partition.
+ * readers read them all. A single submit brings at most one second new to its instance, so the
+ * writes grow with the submission rate (and with the fleet, which grows with it) up to one per
+ * submit: at the peak of a billion single submits a day, about 23,000 a second, that is some 720
+ * writes a second on each of 32 slots, against DynamoDB's 1,000 per partition. Eight slots took
+ * 2,900. What more slots cost is the ticker's plan of each minute, one write per slot.
  */
-export const OCCUPANCY_SLOTS = 8;
+export const OCCUPANCY_SLOTS = 32;
 
 /** A minute's occupied seconds, as one slot saw them, and whether the ticker has planned the minute. */
 export interface OccupancyItem extends TableKey {
@@ -559,8 +561,12 @@ export function idempotencyFromItem(
 // ---- Tenants, API keys, counters and bizType settings: the record beside its key -----
 
 /**
- * Tenants share one partition, so listing them is one Query; they are few and read through a
- * cache, so the partition stays cool.
+ * The tenants' listing: one entry per tenant, holding only its id, so listing them is one Query.
+ * Each tenant's record lives in a partition of its own (`tenantKey`), which every api and callback
+ * instance reads once per tenant per cache lifetime: kept here, those reads grew with the fleet
+ * times the tenant count, and a full fleet's reads of some 45 active tenants passed one
+ * partition's 3,000 read units a second. A tenant stored before that layout has its whole record
+ * in its entry here and no partition of its own; it is read from here until its next change.
  */
 export const TENANTS_PARTITION = 'TENANTS';
 /** A tenant's API keys share a partition of their own. */
@@ -580,6 +586,19 @@ export interface TenantItem extends TableKey {
   /** The optimistic lock a tenant's replacing put is conditional on. */
   readonly version: number;
 }
+
+/** A tenant's entry in the listing: its id, or, for a tenant stored before each had its own partition, its whole record. */
+export type TenantListingItem = TableKey & { readonly id?: string } & Partial<Omit<TenantItem, keyof TableKey>>;
+
+/** Whether a listing entry is a whole record, as tenants stored before each had a partition of its own have. */
+export function isWholeTenantRecord(entry: TenantListingItem): entry is TenantListingItem & TenantItem {
+  return entry.signingSecrets !== undefined;
+}
+
+export const tenantListingEntry = (tenantId: string): TenantListingItem => ({
+  ...tenantListingKey(tenantId),
+  id: tenantId,
+});
 
 export interface SigningSecretItem {
   readonly secret: string;
@@ -609,7 +628,10 @@ export interface BizTypeItem extends TableKey {
   readonly updatedAtMs: number;
 }
 
-export const tenantKey = (tenantId: string): TableKey => ({ [PK]: TENANTS_PARTITION, [SK]: tenantId });
+/** A tenant's record: `TENANT#<id>`, a partition of its own. */
+export const tenantKey = (tenantId: string): TableKey => ({ [PK]: tenantScoped('TENANT#', tenantId), [SK]: 'TENANT' });
+/** A tenant's entry in the listing. */
+export const tenantListingKey = (tenantId: string): TableKey => ({ [PK]: TENANTS_PARTITION, [SK]: tenantId });
 export const apiKeyKey = (tenantId: string, keyId: string): TableKey => ({
   [PK]: apiKeysPartition(tenantId),
   [SK]: keyId,

@@ -307,10 +307,11 @@ export interface TenantDirectory {
 }
 
 /**
- * Reads through a cache, each miss with an eventually consistent read first: every tenant shares
- * one partition, which every cold api and callback instance reads, so a burst of cold starts
- * (a latency blip raises concurrency, and each new instance starts cold) met its 3,000
- * strongly consistent reads a second; eventual reads cost half and any replica serves them. An
+ * Reads through a cache, each miss with an eventually consistent read first: every cold api and
+ * callback instance reads each tenant and key it serves, so a burst of cold starts (a latency
+ * blip raises concurrency, and each new instance starts cold) met the partition's 3,000 strongly
+ * consistent reads a second when all tenants shared one; eventual reads cost half and any
+ * replica serves them. An
  * item found may be a second stale, which the cache's TTL already allows; one not found is read
  * again strongly before it is remembered as missing, so a tenant or key created a moment ago is
  * never refused for the cache's lifetime.

@@ -13,6 +13,7 @@
  * Two writes of one item in flight at once may leave the older image behind; that misprices a
  * later write by at most the difference, never loses or refuses one.
  */
+import { ENVIRONMENT_HEADER, parseEnvironmentHeader } from '../lambda-service.js';
 import {
   indexWrites,
   itemBytes,
@@ -24,7 +25,7 @@ import {
   type WireValue,
   writeUnits,
 } from './dynamodb-capacity.js';
-import type { Charge, DynamoThroughputModel } from './dynamodb-throughput.js';
+import type { Charge, DynamoThroughputModel, RequestMeter } from './dynamodb-throughput.js';
 import {
   jsonError,
   jsonResponse,
@@ -129,12 +130,12 @@ class ItemImages {
   }
 }
 
+/** One request's passage through the model, metered as made by the environment (and start) it names. */
 class DynamoThroughputProxy {
-  private readonly images = new ItemImages();
-
   constructor(
-    private readonly model: DynamoThroughputModel,
+    private readonly model: RequestMeter,
     private readonly upstream: Upstream,
+    private readonly images: ItemImages,
   ) {}
 
   private imageKey(table: string, key: WireItem): string {
@@ -243,7 +244,7 @@ class DynamoThroughputProxy {
   private singleWrite(request: WireRequest, input: DynamoInput): Promise<WireResponse> {
     const table = input.TableName;
     const key = input.Item ? this.keyOf(input.Item) : (input.Key ?? {});
-    this.model.itemRequested(table, key);
+    this.model.itemRequested('write', table, key);
     return request.operation === 'UpdateItem'
       ? this.update(request, input, table, key)
       : this.putOrDelete(request, input, table, key);
@@ -290,7 +291,7 @@ class DynamoThroughputProxy {
     const consistent = input.ConsistentRead === true;
     const ref = tablePartition(table, this.schema, input.Key ?? {});
     if (!ref) return this.forward(request);
-    this.model.itemRequested(table, input.Key ?? {});
+    this.model.itemRequested('read', table, input.Key ?? {});
     const minimum = readUnits(0, consistent);
     const refusal = this.model.admit('read', table, [{ ref, units: minimum }]);
     if (refusal) return refusals[refusal]();
@@ -337,7 +338,7 @@ class DynamoThroughputProxy {
       for (const write of writes) {
         const after = writtenItem(write);
         const key = writtenKey(write);
-        this.model.itemRequested(table, key);
+        this.model.itemRequested('write', table, key);
         const before = current.get(JSON.stringify(this.keyOf(key)));
         const refused = this.model.admit('write', table, this.writeCharges(table, before, after));
         refusal ??= refused;
@@ -378,7 +379,7 @@ class DynamoThroughputProxy {
     for (const [table, request_] of Object.entries(input.RequestItems ?? {})) {
       const minimum = readUnits(0, request_.ConsistentRead === true);
       for (const key of request_.Keys) {
-        this.model.itemRequested(table, key);
+        this.model.itemRequested('read', table, key);
         const ref = tablePartition(table, this.schema, key);
         const refused = ref ? this.model.admit('read', table, [{ ref, units: minimum }]) : undefined;
         refusal ??= refused;
@@ -415,8 +416,10 @@ export function startDynamoThroughputProxy(
   dynamodbEndpoint: string,
   model: DynamoThroughputModel,
 ): Promise<RunningProxy> {
-  return startJsonProxy(dynamodbEndpoint, (upstream) => {
-    const proxy = new DynamoThroughputProxy(model, upstream);
-    return (request) => proxy.handle(request);
+  const images = new ItemImages();
+  return startJsonProxy(dynamodbEndpoint, (upstream) => (request) => {
+    const header = request.headers[ENVIRONMENT_HEADER];
+    const environment = parseEnvironmentHeader(typeof header === 'string' ? header : undefined);
+    return new DynamoThroughputProxy(model.meterFor(environment), upstream, images).handle(request);
   });
 }

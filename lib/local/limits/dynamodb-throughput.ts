@@ -27,6 +27,7 @@ import { createHash } from 'node:crypto';
 import { AWS_LIMITS } from '../../../functions/contract/aws-limits.js';
 import { TABLE } from '../../../functions/contract/topology.js';
 import type { Clock } from '../../../functions/core/kernel/task.js';
+import type { EnvironmentInContext } from '../lambda-service.js';
 import {
   itemKeyText,
   keyClass,
@@ -102,6 +103,57 @@ export interface Charge {
   readonly units: number;
   /** A per-request floor that does not grow with the load: counted 1/k against the table. */
   readonly floor?: boolean;
+  /** Set when the units are what an environment asks once (see `meterFor`). */
+  readonly once?: Once;
+}
+
+/** What an environment asks once: in its start, or in a first read of something, unless it reads it again. */
+interface Once {
+  readonly environment: string;
+  /** The first read's `<environment>|<item or key>`, for one made after the start. */
+  readonly firstRead?: string;
+}
+
+interface KeyUnits {
+  readonly kind: Kind;
+  readonly id: string;
+  readonly units: number;
+  readonly nowMs: number;
+}
+
+/** An environment's first read of an item or key after its start, held apart until it is read again, or the run ends. */
+interface FirstRead {
+  readonly environment: string;
+  repeated: boolean;
+  readonly keys: KeyUnits[];
+  readonly items: Array<{ readonly id: string; readonly units: number; readonly nowMs: number }>;
+}
+
+/** Units per id per second over the whole run, so that units found to belong to a past second can still join it. */
+class SecondTally {
+  private readonly seconds = new Map<string, Map<number, number>>();
+
+  add(id: string, units: number, nowMs: number): void {
+    const second = Math.floor(nowMs / 1000);
+    const byId = this.seconds.get(id) ?? new Map<number, number>();
+    this.seconds.set(id, byId.set(second, (byId.get(second) ?? 0) + units));
+  }
+
+  /** Each id's busiest second, with `extra` added in the seconds it fell in. */
+  peaks(extra: ReadonlyArray<{ readonly id: string; readonly units: number; readonly nowMs: number }>) {
+    const all = new SecondTally();
+    for (const [id, byId] of this.seconds) all.seconds.set(id, new Map(byId));
+    for (const { id, units, nowMs } of extra) all.add(id, units, nowMs);
+    return new Map([...all.seconds].map(([id, byId]) => [id, Math.max(...byId.values())]));
+  }
+}
+
+/** What the proxy meters one request with: the model, as the execution environment that made it meets it (see `meterFor`). */
+export interface RequestMeter {
+  readonly schema: KeySchema;
+  admit(kind: Kind, table: string, charges: readonly Charge[], unkeyedUnits?: number): Refusal | undefined;
+  topUp(kind: Kind, table: string, charges: readonly Charge[], unkeyedUnits?: number): void;
+  itemRequested(kind: Kind, table: string, key: WireItem): void;
 }
 
 export interface KeyClassUsage {
@@ -136,12 +188,22 @@ export interface DynamoThroughputReport {
   readonly hottestKey: HottestKey | undefined;
   readonly hottestItem: HottestItem | undefined;
   /**
-   * By key class (as `byKeyClass`), the most requests one item of the class took in one second:
-   * what must not grow with the load for any class whose items are not one per task.
+   * By key class (as `byKeyClass`), the most requests one item of the class took in one second,
+   * leaving out what environments ask once (see `meterFor`): what must not grow with the load for
+   * any class whose items are not one per task.
    */
   readonly hottestItemByClass: Readonly<Record<string, number>>;
-  /** By key class, the most units one partition key of the class spent in one second, by kind. */
+  /** By key class, the most units one partition key of the class spent in one second, by kind, leaving out environments' starts as above. */
   readonly hottestKeyByClass: Readonly<Record<string, Readonly<Record<Kind, number>>>>;
+  /**
+   * By key class, the most units one partition key of the class took per execution environment
+   * start, by kind: what environments asked once (see `meterFor`) spent on it, divided by the
+   * environments of each function that started, summed over the functions. Lambda adds at most
+   * so many environments a second per function, so this bounds what starts cost at any scale.
+   */
+  readonly unitsPerStartByClass: Readonly<Record<string, Readonly<Record<Kind, number>>>>;
+  /** Execution environments that asked DynamoDB anything once, by function. */
+  readonly startsByFunction: Readonly<Record<string, number>>;
   /** Requests refused for the table's own limit rather than one key's, by kind. */
   readonly tableThrottles: Readonly<Record<Kind, number>>;
   /** The most units the table spent in any one second, by kind, against `limits.tableRead` and `limits.tableWrite`. */
@@ -158,12 +220,26 @@ interface PartitionSecond {
 
 type Refusal = 'partition' | 'table';
 
+/** A partition key's class: the text before its first '#', or `index:<name>` for an index's keys. */
+function classOf(id: string): string {
+  const ref = partitionRef(id);
+  return ref.index === undefined ? keyClass(ref.value) : `index:${ref.index}`;
+}
+
 /** The meters and the admission rule, apart from HTTP so the arithmetic can be read (and tested) on its own. */
 export class DynamoThroughputModel {
   private readonly keys: Record<Kind, WindowMeter>;
   private readonly tables: Record<Kind, WindowMeter>;
   /** Requests per item, unlimited: what is measured is how often one item is asked for. */
   private readonly items = new WindowMeter(Number.POSITIVE_INFINITY);
+  /** The same, and the keys' units by kind, less what environments ask once (see `meterFor`). */
+  private readonly itemLoad = new SecondTally();
+  private readonly keyLoad: Record<Kind, SecondTally> = { read: new SecondTally(), write: new SecondTally() };
+  /** Units environments spent while starting. */
+  private readonly startUnits: Array<KeyUnits & { readonly environment: string }> = [];
+  /** `<environment>|<item or key>` for each item and key an environment has read, and its first read after its start. */
+  private readonly readBefore = new Set<string>();
+  private readonly firstReads = new Map<string, FirstRead>();
   /** In partition mode, the partitions' meters, which hold the limit, and each one's keys this second. */
   private readonly partitions?: Record<Kind, WindowMeter>;
   private readonly partitionSeconds = new Map<string, PartitionSecond>();
@@ -244,6 +320,11 @@ export class DynamoThroughputModel {
   private chargeKey(kind: Kind, charge: Charge, now: number, requests: number): void {
     const id = partitionId(charge.ref);
     this.keys[kind].charge(id, charge.units, now, requests);
+    const { once } = charge;
+    const units = { kind, id, units: charge.units, nowMs: now };
+    if (!once) this.keyLoad[kind].add(id, charge.units, now);
+    else if (once.firstRead === undefined) this.startUnits.push({ ...units, environment: once.environment });
+    else this.firstRead(once).keys.push(units);
     const meter = this.partitions?.[kind];
     if (!meter) return;
     const partition = this.partitionOf(charge.ref);
@@ -277,10 +358,65 @@ export class DynamoThroughputModel {
     return charge.floor ? charge.units / this.options.k : charge.units;
   }
 
+  private firstRead({ environment, firstRead = '' }: Once): FirstRead {
+    let read = this.firstReads.get(firstRead);
+    if (!read) {
+      read = { environment, repeated: false, keys: [], items: [] };
+      this.firstReads.set(firstRead, read);
+    }
+    return read;
+  }
+
   /** Counts one request on one item: a get, a single write, or one entry of a batch. */
-  itemRequested(table: string, key: WireItem): void {
+  itemRequested(table: string, key: WireItem, once?: Once): void {
     const text = itemKeyText(this.schema, key);
-    if (text !== undefined) this.items.charge(JSON.stringify([table, text]), 1, this.options.clock.now());
+    if (text === undefined) return;
+    const now = this.options.clock.now();
+    const id = JSON.stringify([table, text]);
+    this.items.charge(id, 1, now);
+    if (!once) this.itemLoad.add(id, 1, now);
+    else if (once.firstRead !== undefined) this.firstRead(once).items.push({ id, units: 1, nowMs: now });
+  }
+
+  /**
+   * This model as one request from `asker` meets it. What an environment asks once is paid per
+   * environment, not per request: all it asks while starting (its init and first invocation), and
+   * its first read of an item or partition key that it does not read again in the run (what it
+   * keeps: the clock it saw running, a tenant and its key for their cache's 30 s). That is
+   * counted per start, apart from the load. A first read the environment repeats was the load
+   * all along (an item read per request), and joins it in the second it was made. Writes after
+   * the start are the load. An item or key is decided once per request, so a write's or page's
+   * top-up follows its admission.
+   */
+  meterFor(asker: EnvironmentInContext | undefined): RequestMeter {
+    const decided = new Map<string, Once | undefined>();
+    const onceOf = (kind: Kind, id: string): Once | undefined => {
+      if (!asker) return undefined;
+      if (!decided.has(id)) decided.set(id, this.asked(asker, kind, id));
+      return decided.get(id);
+    };
+    const tagged = (kind: Kind, charges: readonly Charge[]) =>
+      charges.map((charge) => ({ ...charge, once: onceOf(kind, `key ${partitionId(charge.ref)}`) }));
+    return {
+      schema: this.schema,
+      admit: (kind, table, charges, unkeyedUnits) => this.admit(kind, table, tagged(kind, charges), unkeyedUnits),
+      topUp: (kind, table, charges, unkeyedUnits) => this.topUp(kind, table, tagged(kind, charges), unkeyedUnits),
+      itemRequested: (kind, table, key) =>
+        this.itemRequested(table, key, onceOf(kind, `item ${JSON.stringify([table, itemKeyText(this.schema, key)])}`)),
+    };
+  }
+
+  /** Whether what `asker` asks of an item or key now is asked once (see `meterFor`), and notes a read. */
+  private asked(asker: EnvironmentInContext, kind: Kind, id: string): Once | undefined {
+    const seen = `${asker.id}|${id}`;
+    const readBefore = this.readBefore.has(seen);
+    if (kind === 'read') this.readBefore.add(seen);
+    if (asker.starting) return { environment: asker.id };
+    if (kind === 'write') return undefined;
+    if (!readBefore) return { environment: asker.id, firstRead: seen };
+    const first = this.firstReads.get(seen);
+    if (first) first.repeated = true;
+    return undefined;
   }
 
   /** Charges units learned only after the request ran (an item's size after an update, a page's items). */
@@ -293,6 +429,36 @@ export class DynamoThroughputModel {
       tableUnits += this.tableShare(charge);
     }
     if (tableUnits > 0) this.tables[kind].charge(table, tableUnits, now, 0);
+  }
+
+  /**
+   * What environments asked once, per start of their function, on each class's busiest key; and
+   * the environments that asked anything once, by function.
+   */
+  private perStart(once: readonly FirstRead[]) {
+    const spent = [
+      ...this.startUnits,
+      ...once.flatMap((read) => read.keys.map((units) => ({ ...units, environment: read.environment }))),
+    ];
+    const starts = new Map<string, Set<string>>();
+    const functionOf = (environment: string) => environment.split('#')[0] ?? '';
+    for (const { environment } of spent) {
+      const fn = functionOf(environment);
+      starts.set(fn, (starts.get(fn) ?? new Set()).add(environment));
+    }
+    const perKey = new Map<string, number>();
+    for (const { kind, id, units, environment } of spent) {
+      const key = JSON.stringify([kind, id]);
+      perKey.set(key, (perKey.get(key) ?? 0) + units / (starts.get(functionOf(environment))?.size ?? 1));
+    }
+    const unitsPerStartByClass: Record<string, Record<Kind, number>> = {};
+    for (const [key, units] of perKey) {
+      const [kind, id = ''] = JSON.parse(key) as [Kind, string];
+      const busiest = (unitsPerStartByClass[classOf(id)] ??= { read: 0, write: 0 });
+      busiest[kind] = Math.max(busiest[kind], units);
+    }
+    const startsByFunction = Object.fromEntries([...starts].map(([fn, environments]) => [fn, environments.size]));
+    return { unitsPerStartByClass, startsByFunction };
   }
 
   private hottestPartitionFraction(): number {
@@ -312,7 +478,7 @@ export class DynamoThroughputModel {
       const meter = this.keys[kind];
       for (const [id, reading] of meter.readings()) {
         const ref = partitionRef(id);
-        const name = ref.index === undefined ? keyClass(ref.value) : `index:${ref.index}`;
+        const name = classOf(id);
         const ids = keysByClass.get(name) ?? new Set<string>();
         keysByClass.set(name, ids.add(id));
         const usage = (byKeyClass[name] ??= { keys: 0, requests: 0, readUnits: 0, writeUnits: 0, throttles: 0 });
@@ -320,12 +486,19 @@ export class DynamoThroughputModel {
         usage.requests += reading.requests;
         usage.throttles += reading.throttles;
         usage[kind === 'read' ? 'readUnits' : 'writeUnits'] += reading.units;
-        const hottest = (hottestKeyByClass[name] ??= { read: 0, write: 0 });
-        hottest[kind] = Math.max(hottest[kind], reading.peakUnitsPerSecond);
         const fractionOfLimit = reading.peakUnitsPerSecond / meter.limit;
         if (!hottestKey || fractionOfLimit > hottestKey.fractionOfLimit) {
           hottestKey = { ...ref, kind, peakUnitsPerSecond: reading.peakUnitsPerSecond, fractionOfLimit };
         }
+      }
+    }
+    const firstReads = [...this.firstReads.values()];
+    const repeated = firstReads.filter((read) => read.repeated);
+    for (const kind of ['read', 'write'] as const) {
+      const late = repeated.flatMap((read) => read.keys.filter((units) => units.kind === kind));
+      for (const [id, peak] of this.keyLoad[kind].peaks(late)) {
+        const hottest = (hottestKeyByClass[classOf(id)] ??= { read: 0, write: 0 });
+        hottest[kind] = Math.max(hottest[kind], peak);
       }
     }
     const tableReadings = (kind: Kind) => [...this.tables[kind].readings().values()];
@@ -335,10 +508,10 @@ export class DynamoThroughputModel {
     const tablePeakUnitsPerSecond = { read: peakOf('read'), write: peakOf('write') };
     let hottestItem: HottestItem | undefined;
     const hottestItemByClass: Record<string, number> = {};
-    for (const [id, reading] of this.items.readings()) {
+    for (const [id, peak] of this.itemLoad.peaks(repeated.flatMap((read) => read.items))) {
       const [, key = ''] = JSON.parse(id) as string[];
       const name = keyClass(key.split(' / ')[0] ?? '');
-      hottestItemByClass[name] = Math.max(hottestItemByClass[name] ?? 0, reading.peakUnitsPerSecond);
+      hottestItemByClass[name] = Math.max(hottestItemByClass[name] ?? 0, peak);
     }
     for (const [id, reading] of this.items.readings()) {
       if (hottestItem && reading.peakUnitsPerSecond <= hottestItem.peakRequestsPerSecond) continue;
@@ -357,6 +530,7 @@ export class DynamoThroughputModel {
       hottestItem,
       hottestItemByClass,
       hottestKeyByClass,
+      ...this.perStart(firstReads.filter((read) => !read.repeated)),
       tableThrottles,
       tablePeakUnitsPerSecond,
       ...(this.options.partitions !== undefined && {

@@ -15,7 +15,12 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
-import { keyringToItem, RATE_COUNTER_PREFIX } from '../../../functions/adapters/dynamo/table-schema.js';
+import {
+  keyringToItem,
+  RATE_COUNTER_PREFIX,
+  tenantKey,
+  tenantToItem,
+} from '../../../functions/adapters/dynamo/table-schema.js';
 import { createApiHandler } from '../../../functions/api/app.js';
 import { loadConfig } from '../../../functions/commons/config.js';
 import { newTaskId, parseTaskId } from '../../../functions/core/kernel/ids.js';
@@ -140,7 +145,7 @@ async function emfLinesOf(work: (instance: typeof handler) => Promise<void>): Pr
 const nowSecond = () => Math.floor(Date.now() / 1000);
 const clockAt = (cursor: number) => ({ Item: { pk: 'CLOCK', sk: 'CLOCK', cursor, startedAt: cursor - 3600 } });
 const conditionFailed = () => Object.assign(new Error('x'), { name: 'ConditionalCheckFailedException' });
-const isTenancyKey = (key: unknown) => /^(KEYRING|TENANTS|APIKEYS#|RATE#)/.test(String((key as { pk?: string }).pk));
+const isTenancyKey = (key: unknown) => /^(KEYRING|TENANT#|APIKEYS#|RATE#)/.test(String((key as { pk?: string }).pk));
 const taskReads = () => ddbMock.commandCalls(GetCommand).filter((call) => !isTenancyKey(call.args[0].input.Key));
 
 /**
@@ -166,9 +171,7 @@ describe('Function: api handler', () => {
     // The occupancy index: a minute no ticker has planned yet.
     ddbMock.on(UpdateCommand).resolves({});
     ddbMock.on(GetCommand, { Key: { pk: 'KEYRING', sk: 'KEYRING' } }).resolves({ Item: keyringToItem(KEYRING) });
-    ddbMock
-      .on(GetCommand, { Key: { pk: 'TENANTS', sk: TENANT.id } })
-      .resolves({ Item: { pk: 'TENANTS', sk: TENANT.id, ...TENANT } });
+    ddbMock.on(GetCommand, { Key: tenantKey(TENANT.id) }).resolves({ Item: tenantToItem(TENANT) });
     ddbMock
       .on(GetCommand, { Key: { pk: `APIKEYS#${TENANT.id}`, sk: KEY_RECORD.keyId } })
       .resolves({ Item: { pk: `APIKEYS#${TENANT.id}`, sk: KEY_RECORD.keyId, ...KEY_RECORD } });

@@ -12,7 +12,7 @@ import { BatchGetCommand, DynamoDBDocumentClient, GetCommand, PutCommand, Update
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
-import { taskKey } from '../../../functions/adapters/dynamo/table-schema.js';
+import { taskKey, tenantKey, tenantToItem } from '../../../functions/adapters/dynamo/table-schema.js';
 import { createCallbackHandler } from '../../../functions/callback/app.js';
 import { loadConfig } from '../../../functions/commons/config.js';
 import { ENV } from '../../../functions/contract/topology.js';
@@ -109,9 +109,7 @@ describe('Function: callback handler', () => {
           ]),
         ),
       }));
-    ddbMock
-      .on(GetCommand, { Key: { pk: 'TENANTS', sk: TENANT.id } })
-      .resolves({ Item: { pk: 'TENANTS', sk: TENANT.id, ...TENANT } });
+    ddbMock.on(GetCommand, { Key: tenantKey(TENANT.id) }).resolves({ Item: tenantToItem(TENANT) });
     sqsMock.reset();
     received.length = 0;
     ddbMock.on(UpdateCommand).resolves({});
@@ -207,6 +205,8 @@ describe('Function: callback handler', () => {
       .commandCalls(BatchGetCommand)
       .map((call) => Object.values(call.args[0].input.RequestItems ?? {}));
     expect(reads).toEqual([[{ Keys: [delivered.key, failing.key], ConsistentRead: true }]]);
-    expect(ddbMock.commandCalls(GetCommand).filter((call) => call.args[0].input.Key?.pk !== 'TENANTS')).toEqual([]);
+    expect(
+      ddbMock.commandCalls(GetCommand).filter((call) => call.args[0].input.Key?.pk !== tenantKey(TENANT.id).pk),
+    ).toEqual([]);
   });
 });

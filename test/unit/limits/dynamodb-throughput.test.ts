@@ -206,4 +206,44 @@ describe('Class: DynamoThroughputModel', () => {
     // Assess
     expect(report.hottestItemByClass).toEqual({ CLOCK: 2, B: 1 });
   });
+
+  it('counts what an environment asks while starting, and a first read it does not repeat, per start, apart from the load', () => {
+    // Prepare: api#1 starts and reads the clock; then, warm, reads it again, reads a tenant once,
+    // the sweeper's item twice, and writes a counter twice. api#2 starts and reads the clock.
+    const clock = new ManualClock(0);
+    const model = new DynamoThroughputModel({ k: 1, clock });
+    const ask = (
+      environment: { id: string; starting: boolean },
+      kind: 'read' | 'write',
+      value: string,
+      units: number,
+    ) => {
+      const meter = model.meterFor(environment);
+      meter.itemRequested(kind, 't', { pk: { S: value }, sk: { S: value } });
+      meter.admit(kind, 't', [{ ref: { table: 't', value }, units }]);
+    };
+    ask({ id: 'api#1', starting: true }, 'read', 'CLOCK', 1);
+    ask({ id: 'api#1', starting: false }, 'read', 'CLOCK', 1);
+    ask({ id: 'api#1', starting: false }, 'read', 'TENANT#a', 0.5);
+    ask({ id: 'api#1', starting: false }, 'read', 'SWEEP', 1);
+    ask({ id: 'api#1', starting: false }, 'read', 'SWEEP', 1);
+    ask({ id: 'api#1', starting: false }, 'write', 'RATE#a#0', 1);
+    ask({ id: 'api#1', starting: false }, 'write', 'RATE#a#0', 1);
+    ask({ id: 'api#2', starting: true }, 'read', 'CLOCK', 1);
+
+    // Act
+    const report = model.report();
+
+    // Assess: the load is the clock's one read by a warm environment that had read it, the
+    // sweeper's item's two reads (the first joining it once repeated), and the counter's two
+    // writes; the starts spent 2 clock units and half a tenant unit over two environments.
+    expect(report.hottestItemByClass).toEqual({ CLOCK: 1, RATE: 2, SWEEP: 2 });
+    expect(report.hottestKeyByClass).toEqual({
+      CLOCK: { read: 1, write: 0 },
+      RATE: { read: 0, write: 2 },
+      SWEEP: { read: 2, write: 0 },
+    });
+    expect(report.unitsPerStartByClass).toEqual({ CLOCK: { read: 1, write: 0 }, TENANT: { read: 0.25, write: 0 } });
+    expect(report.startsByFunction).toEqual({ api: 2 });
+  });
 });

@@ -75,7 +75,7 @@ const environmentContext = new AsyncLocalStorage<EnvironmentInContext>();
 /** The environment whose invocation (or init) the caller runs in, if any. */
 export const currentEnvironment = (): EnvironmentInContext | undefined => environmentContext.getStore();
 
-/** The HTTP header a function's AWS request names its environment in, for the scale model's proxies: `api#3`, `api#3 starting`. */
+/** The HTTP header a function's AWS request names its environment in, for the scale model's proxies: `api:3`, `api:3 starting`. */
 export const ENVIRONMENT_HEADER = 'x-local-environment';
 
 export const environmentHeader = (environment: EnvironmentInContext): string =>
@@ -275,7 +275,7 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
       counter.invocations += 1;
       const startedMs = performance.now();
       if (!warm) counter.environments += 1;
-      const context = { id: warm?.id ?? `${fn}#${counter.environments}`, starting: !warm };
+      const context = { id: warm?.id ?? `${fn}:${counter.environments}`, starting: !warm };
       try {
         return await environmentContext.run(context, async (): Promise<InvokeResult<R>> => {
           let handler: AnyHandler;

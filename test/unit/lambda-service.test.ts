@@ -287,10 +287,10 @@ describe('Service: local Lambda', () => {
     // Assess
     expect(seen.slice(0, 4)).toEqual(
       expect.arrayContaining([
-        { id: 'api#1', starting: true },
-        { id: 'api#1', starting: true },
-        { id: 'api#2', starting: true },
-        { id: 'api#2', starting: true },
+        { id: 'api:1', starting: true },
+        { id: 'api:1', starting: true },
+        { id: 'api:2', starting: true },
+        { id: 'api:2', starting: true },
       ]),
     );
     expect(seen[4]).toMatchObject({ starting: false, id: expect.stringMatching(/^api#[12]$/) });

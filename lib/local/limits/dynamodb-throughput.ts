@@ -441,7 +441,7 @@ export class DynamoThroughputModel {
       ...once.flatMap((read) => read.keys.map((units) => ({ ...units, environment: read.environment }))),
     ];
     const starts = new Map<string, Set<string>>();
-    const functionOf = (environment: string) => environment.split('#')[0] ?? '';
+    const functionOf = (environment: string) => environment.split(':')[0] ?? '';
     for (const { environment } of spent) {
       const fn = functionOf(environment);
       starts.set(fn, (starts.get(fn) ?? new Set()).add(environment));

@@ -208,8 +208,8 @@ describe('Class: DynamoThroughputModel', () => {
   });
 
   it('counts what an environment asks while starting, and a first read it does not repeat, per start, apart from the load', () => {
-    // Prepare: api#1 starts and reads the clock; then, warm, reads it again, reads a tenant once,
-    // the sweeper's item twice, and writes a counter twice. api#2 starts and reads the clock.
+    // Prepare: api:1 starts and reads the clock; then, warm, reads it again, reads a tenant once,
+    // the sweeper's item twice, and writes a counter twice. api:2 starts and reads the clock.
     const clock = new ManualClock(0);
     const model = new DynamoThroughputModel({ k: 1, clock });
     const ask = (
@@ -222,14 +222,14 @@ describe('Class: DynamoThroughputModel', () => {
       meter.itemRequested(kind, 't', { pk: { S: value }, sk: { S: value } });
       meter.admit(kind, 't', [{ ref: { table: 't', value }, units }]);
     };
-    ask({ id: 'api#1', starting: true }, 'read', 'CLOCK', 1);
-    ask({ id: 'api#1', starting: false }, 'read', 'CLOCK', 1);
-    ask({ id: 'api#1', starting: false }, 'read', 'TENANT#a', 0.5);
-    ask({ id: 'api#1', starting: false }, 'read', 'SWEEP', 1);
-    ask({ id: 'api#1', starting: false }, 'read', 'SWEEP', 1);
-    ask({ id: 'api#1', starting: false }, 'write', 'RATE#a#0', 1);
-    ask({ id: 'api#1', starting: false }, 'write', 'RATE#a#0', 1);
-    ask({ id: 'api#2', starting: true }, 'read', 'CLOCK', 1);
+    ask({ id: 'api:1', starting: true }, 'read', 'CLOCK', 1);
+    ask({ id: 'api:1', starting: false }, 'read', 'CLOCK', 1);
+    ask({ id: 'api:1', starting: false }, 'read', 'TENANT#a', 0.5);
+    ask({ id: 'api:1', starting: false }, 'read', 'SWEEP', 1);
+    ask({ id: 'api:1', starting: false }, 'read', 'SWEEP', 1);
+    ask({ id: 'api:1', starting: false }, 'write', 'RATE#a#0', 1);
+    ask({ id: 'api:1', starting: false }, 'write', 'RATE#a#0', 1);
+    ask({ id: 'api:2', starting: true }, 'read', 'CLOCK', 1);
 
     // Act
     const report = model.report();

@@ -293,7 +293,7 @@ describe('Service: local Lambda', () => {
         { id: 'api:2', starting: true },
       ]),
     );
-    expect(seen[4]).toMatchObject({ starting: false, id: expect.stringMatching(/^api#[12]$/) });
+    expect(seen[4]).toMatchObject({ starting: false, id: expect.stringMatching(/^api:[12]$/) });
     expect(currentEnvironment()).toBeUndefined();
   });
 });

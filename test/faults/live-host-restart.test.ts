@@ -34,6 +34,8 @@ const local = killedLocalMode('live-host', {
 });
 
 const receiptsOf = (id: string) => local.receiver.receipts.filter((receipt) => receipt.body.id === id);
+/** What the receiver answered each call of a task, in order. */
+const callsOf = (id: string) => receiptsOf(id).map((receipt) => receipt.status);
 const pathOf = (index: number) => (index % 25 === 0 ? '/always-503' : index % 10 === 1 ? '/twice-503' : '/ok');
 
 describe('Faults: a live host answering 503 to some tasks, with local mode SIGKILLed', () => {
@@ -92,7 +94,7 @@ describe('Faults: a live host answering 503 to some tasks, with local mode SIGKI
           stragglers.map(async (id) => ({
             id,
             ...(await taskOf(id)),
-            calls: receiptsOf(id).map((receipt) => receipt.status),
+            calls: callsOf(id),
           })),
         );
         throw new Error(
@@ -110,7 +112,14 @@ describe('Faults: a live host answering 503 to some tasks, with local mode SIGKI
       },
       90,
       1000,
-    );
+    ).catch(async (error: unknown) => {
+      const states = await Promise.all(
+        [...unsettled].slice(0, 10).map(async (id) => ({ ...(await taskOf(id)), calls: callsOf(id) })),
+      );
+      throw new Error(
+        `${String(error)}; not settled: ${JSON.stringify(states)}; local mode printed: ${outputOf(local.child)}`,
+      );
+    });
 
     // Assess
     const recorded = new Map<string, { status: string; attempts: number }>();

@@ -210,12 +210,13 @@ describe('Stack: TimerStack', () => {
     expect(actionsOf('ticker').filter((action) => action.startsWith('dynamodb:'))).toEqual(['dynamodb:UpdateItem']);
     // BatchGetItem: a batch's tasks are read together; GetItem: a rescheduled task's predecessor, or an
     // occurrence's schedule, is read before the task is delivered; PutItem: an occurrence stores its
-    // schedule's next occurrence.
+    // schedule's next occurrence; Query: delivery receipts only (their partitions' leading keys).
     expect(actionsOf('callback').filter((action) => action.startsWith('dynamodb:'))).toEqual([
       'dynamodb:UpdateItem',
       'dynamodb:GetItem',
       'dynamodb:PutItem',
       'dynamodb:BatchGetItem',
+      'dynamodb:Query',
     ]);
     expect(actionsOf('api')).toEqual(
       expect.arrayContaining([

@@ -34,10 +34,14 @@ const tableArn = (table: unknown) => `arn:aws:dynamodb:${LOCAL_REGION}:${LOCAL_A
 const plain = (value: unknown): string =>
   typeof value === 'object' && value !== null && 'S' in value ? String(value.S) : String(value);
 
-/** `dynamodb:LeadingKeys`: the partition key values a single-item request touches. */
+/** `dynamodb:LeadingKeys`: the partition key values a single-item request or a Query (`pk = :pk`) touches. */
 function leadingKeys(input: Record<string, unknown>): Record<string, string[]> {
   const key = (input.Key ?? input.Item) as Record<string, unknown> | undefined;
-  return key?.pk === undefined ? {} : { 'dynamodb:LeadingKeys': [plain(key.pk)] };
+  const queried = String(input.KeyConditionExpression ?? '').startsWith('pk = :pk')
+    ? (input.ExpressionAttributeValues as Record<string, unknown> | undefined)?.[':pk']
+    : undefined;
+  const pk = key?.pk ?? queried;
+  return pk === undefined ? {} : { 'dynamodb:LeadingKeys': [plain(pk)] };
 }
 
 function dynamoRequests(command: string, input: Record<string, unknown>): Array<Omit<IamRequest, 'fn'>> {

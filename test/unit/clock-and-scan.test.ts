@@ -795,6 +795,21 @@ describe('Function: sweep', () => {
       expect(ports.deliveryQueue.sent).toEqual([{ id: lost.id, delaySeconds: 0 }]);
     });
 
+    it('enqueues every stranded task of a second whose receipts cannot be read, rather than none', async () => {
+      // Prepare
+      const second = NOW_SECOND - 120;
+      const stranded = [aTask(second * 1000 + 10, 1), aTask(second * 1000 + 20, 2)];
+      const ports = scanPorts({ tasks: stranded, clockStore: healthyClock({ [second]: 2 }) });
+      vi.spyOn(ports.taskStore, 'receiptsOf').mockRejectedValue(new Error('InternalServerError'));
+
+      // Act
+      const report = await sweep(ports, overdueSettings);
+
+      // Assess
+      expect(report.overdue).toBe(2);
+      expect(ports.deliveryQueue.sent.map(({ id }) => id).sort()).toEqual(stranded.map(({ id }) => id).sort());
+    });
+
     it('enqueues again a task stranded in a lapsed lease or past its retry time, which no message will bring back', async () => {
       // Prepare: a claim and a retry record whose answers were lost left these with no message.
       const second = NOW_SECOND - 120;

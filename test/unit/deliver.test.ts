@@ -350,6 +350,20 @@ describe('Function: deliverTask (the unleased first attempt)', () => {
     expect(calls).toHaveLength(1);
   });
 
+  it('calls a task whose message comes back late when its receipts cannot be read, rather than holding it back', async () => {
+    // Prepare
+    const task = aTask(DUE_AT_MS, 0);
+    const { ports, calls } = deliveryPorts(task, { nowMs: DUE_AT_MS + 30_000 });
+    vi.spyOn(ports.taskStore, 'receiptsOf').mockRejectedValue(new Error('InternalServerError'));
+
+    // Act
+    const outcome = await deliverTask(ports, task.id);
+
+    // Assess
+    expect(outcome.kind).toBe('delivered');
+    expect(calls).toHaveLength(1);
+  });
+
   it('delivers a task never attempted with one write, a receipt, and no write of its item before or after the call', async () => {
     // Prepare
     const task = aTask(DUE_AT_MS, 0);

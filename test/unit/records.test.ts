@@ -221,12 +221,33 @@ describe('Function: deliverRecords', () => {
     }
   });
 
+  it('stores a receipt whose first write failed by trying again, so its tasks are not called again', async () => {
+    // Prepare
+    const tasks = [aTask(NOW_MS - 1000, 0), aTask(NOW_MS - 1000, 1)];
+    const { ports, taskStore } = recordPorts(tasks, { ok: true });
+    const recordReceipt = vi
+      .spyOn(taskStore, 'recordReceipt')
+      .mockRejectedValueOnce(new Error('InternalServerError'))
+      .mockRejectedValueOnce(new Error('InternalServerError'));
+
+    // Act
+    const result = await deliverRecords(
+      ports,
+      tasks.map((task, index) => recordOf({ id: task.id }, `m-${index}`)),
+    );
+
+    // Assess
+    expect(result).toEqual({ batchItemFailures: [] });
+    expect(recordReceipt).toHaveBeenCalledTimes(3);
+    for (const task of tasks) expect(taskStore.shown(task.id)).toMatchObject({ status: 'DELIVERED' });
+  });
+
   it('reports the records of a receipt that could not be stored, so SQS brings them back and they are delivered again', async () => {
     // Prepare
     const tasks = [aTask(NOW_MS - 1000, 0), aTask(NOW_MS - 1000, 1)];
     const failing = aTask(NOW_MS - 1000, 2);
     const { ports, taskStore } = recordPorts([...tasks, failing], { ok: true });
-    vi.spyOn(taskStore, 'recordReceipt').mockRejectedValueOnce(new Error('ProvisionedThroughputExceededException'));
+    vi.spyOn(taskStore, 'recordReceipt').mockRejectedValue(new Error('ProvisionedThroughputExceededException'));
     vi.spyOn(ports.delivery.targets, 'dispatch').mockImplementation(async (_target, notification) =>
       notification.id === failing.id ? { ok: false, error: 'HTTP 503' } : { ok: true },
     );

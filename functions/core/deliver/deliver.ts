@@ -2,7 +2,15 @@ import type { WebhookNotification } from '../../contract/wire.js';
 import { secondOf } from '../kernel/clock.js';
 import { newAttemptId, parseTaskId, type TaskAddress, taskAddress } from '../kernel/ids.js';
 import { mayHaveReceipt, receiptOf } from '../kernel/receipts.js';
-import type { Clock, DeliveryAttempt, FirstAttemptRecord, Target, Task, TaskStore } from '../kernel/task.js';
+import type {
+  Clock,
+  DeliveryAttempt,
+  DeliveryReceipt,
+  FirstAttemptRecord,
+  Target,
+  Task,
+  TaskStore,
+} from '../kernel/task.js';
 import {
   expiryAfter,
   FIRST_ATTEMPT_READ_AHEAD_MS,
@@ -295,11 +303,15 @@ export interface TaskReads {
  */
 export const RECEIPT_CHECK_AFTER_MS = 2000;
 
-/** Reads each second's receipts once, however many tasks of it ask. */
+/**
+ * Reads each second's receipts once, however many tasks of it ask. Receipts that cannot be read
+ * are taken as none, as a receipt not yet written would be: the call may repeat one a copy made
+ * (at least once), where failing the record would hold its task back a visibility timeout.
+ */
 function receiptsOnce(ports: Pick<DeliveryPorts, 'taskStore'>): TaskReads['receiptsOf'] {
   const read = new Map<number, Promise<Map<string, number>>>();
   return (second) => {
-    const receipts = read.get(second) ?? ports.taskStore.receiptsOf(second);
+    const receipts = read.get(second) ?? ports.taskStore.receiptsOf(second).catch(() => new Map<string, number>());
     read.set(second, receipts);
     return receipts;
   };
@@ -312,7 +324,7 @@ function readAlone(ports: Pick<DeliveryPorts, 'taskStore' | 'clock'>): TaskReads
       await waitUntil(ports.clock, goesAtMs);
       return ports.taskStore.get(address);
     },
-    receiptsOf: (second) => ports.taskStore.receiptsOf(second),
+    receiptsOf: receiptsOnce(ports),
   };
 }
 
@@ -416,8 +428,25 @@ function receiptsOf(
   const expiresAtSeconds = expiryAfter(ports.clock.now(), ports.retentionDays);
   return [...bySecond].map(([second, delivered]) => ({
     ids: [...delivered.keys()],
-    write: ports.taskStore.recordReceipt({ id: newAttemptId(), second, delivered, expiresAtSeconds }),
+    write: storeReceipt(ports.taskStore, { id: newAttemptId(), second, delivered, expiresAtSeconds }),
   }));
+}
+
+/**
+ * Tries to store a receipt this many times before its tasks' messages are sent back. A receipt
+ * sent again lands on itself, and one that fails to store costs every task of its group another
+ * call, after the queue's visibility timeout: one failed request must not do that.
+ */
+const RECEIPT_WRITE_TRIES = 3;
+
+async function storeReceipt(taskStore: Pick<TaskStore, 'recordReceipt'>, receipt: DeliveryReceipt): Promise<void> {
+  for (let tried = 1; ; tried++) {
+    try {
+      return await taskStore.recordReceipt(receipt);
+    } catch (error) {
+      if (tried >= RECEIPT_WRITE_TRIES) throw error;
+    }
+  }
 }
 
 /**

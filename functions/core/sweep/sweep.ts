@@ -217,8 +217,10 @@ export async function sweep(ports: ScanPorts, settings: SweepSettings): Promise<
       ).flat();
       if (stranded.length === 0) return;
       // A task delivered by a receipt is still PENDING and never attempted on its item: every
-      // delivered task of the second would be listed, and sent again, without this.
-      const receipted = await ports.taskStore.receiptsOf(second);
+      // delivered task of the second would be listed, and sent again, without this. Receipts that
+      // cannot be read are taken as none: a task sent again looks for its receipt before it calls
+      // (a late first attempt), and one left unsent would wait for the next pass.
+      const receipted = await ports.taskStore.receiptsOf(second).catch(() => new Map<string, number>());
       const lost = stranded.filter((task) => !receipted.has(task.id));
       if (lost.length === 0) return;
       await ports.deliveryQueue.send(lost.map((task) => deliveryMessageFor(task, nowMs)));

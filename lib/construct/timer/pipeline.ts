@@ -15,7 +15,10 @@ import type { TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { Construct } from 'constructs';
 
-import { API_DELETABLE_PARTITION_PREFIXES } from '../../../functions/adapters/dynamo/table-schema.js';
+import {
+  API_DELETABLE_PARTITION_PREFIXES,
+  RECEIPT_PARTITION_PREFIX,
+} from '../../../functions/adapters/dynamo/table-schema.js';
 import {
   DELIVERY_MAX_RECEIVE_COUNT,
   ENV,
@@ -278,6 +281,14 @@ export class TimerPipeline {
     // predecessor and an occurrence's schedule; PutItem stores an occurrence's successor (and starts the
     // clock or flags a recheck, as the api does).
     onTable(callback, 'dynamodb:UpdateItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:BatchGetItem');
+    // The callback queries only delivery receipts: a late first attempt's second, a leased retry's task.
+    callback.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['dynamodb:Query'],
+        resources: [table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${RECEIPT_PARTITION_PREFIX}*`] } },
+      }),
+    );
     onTable(
       sweeper,
       'dynamodb:GetItem',

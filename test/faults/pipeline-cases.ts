@@ -21,24 +21,28 @@ export function harnessPerTest(): (options?: HarnessOptions) => Promise<Harness>
   };
 }
 
-/** Replaces a method so that its first call matching `when` throws, as if the process died right there. */
+/**
+ * Replaces a method so that its first `calls` calls matching `when` throw, as if the process died
+ * right there: more than one for a write the code tries again before giving up.
+ */
 export function crashOnce<T extends object, K extends keyof T>(
   target: T,
   method: K,
   when: (...args: never[]) => boolean = () => true,
+  calls = 1,
 ): { crashed: () => boolean } {
   const original = (target[method] as (...args: unknown[]) => Promise<unknown>).bind(target);
-  let crashed = false;
+  let thrown = 0;
   Object.assign(target, {
     [method]: async (...args: unknown[]) => {
-      if (!crashed && (when as (...args: unknown[]) => boolean)(...args)) {
-        crashed = true;
+      if (thrown < calls && (when as (...args: unknown[]) => boolean)(...args)) {
+        thrown += 1;
         throw new Error(`crash in ${String(method)} (injected)`);
       }
       return original(...args);
     },
   });
-  return { crashed: () => crashed };
+  return { crashed: () => thrown > 0 };
 }
 
 /** Every second claimed, by the scanners or by the sweeper's catch-up, in claim order. */

@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 
+import { RECEIPT_WRITE_TRIES } from '../../functions/core/deliver/deliver.js';
 import { UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/kernel/task.js';
 import { eventually } from '../support/webhook-receiver.js';
 import { printReport, report, waitForDeliveries, webhookTasks } from './harness.js';
@@ -20,9 +21,10 @@ describe('Faults: unleased first attempts', () => {
   const FAR_MS = 25_000;
 
   it('redelivers, with the same id and attempt, a task whose callback crashed after the target answered and before its receipt was written', async () => {
-    // Prepare: a first attempt's 2xx is recorded in its batch's receipt, not on the task.
+    // Prepare: a first attempt's 2xx is recorded in its batch's receipt, not on the task; the
+    // callback dies at the receipt's write, every try of it.
     const h = await start();
-    const crash = crashOnce(h.callback.delivery.taskStore, 'recordReceipt');
+    const crash = crashOnce(h.callback.delivery.taskStore, 'recordReceipt', () => true, RECEIPT_WRITE_TRIES);
 
     // Act
     const { ids } = await runCase(

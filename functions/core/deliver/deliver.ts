@@ -437,7 +437,7 @@ function receiptsOf(
  * sent again lands on itself, and one that fails to store costs every task of its group another
  * call, after the queue's visibility timeout: one failed request must not do that.
  */
-const RECEIPT_WRITE_TRIES = 3;
+export const RECEIPT_WRITE_TRIES = 3;
 
 async function storeReceipt(taskStore: Pick<TaskStore, 'recordReceipt'>, receipt: DeliveryReceipt): Promise<void> {
   for (let tried = 1; ; tried++) {

@@ -208,7 +208,7 @@ describe('Function: api handler', () => {
       .find((update) => String(update.args[0].input.Key?.pk).startsWith('OCCUPIED#'));
     const dueSecond = Math.floor((location?.fireAtMs ?? 0) / 1000);
     expect(occupy?.args[0].input).toMatchObject({
-      Key: { pk: expect.stringMatching(new RegExp(`^OCCUPIED#${Math.floor(dueSecond / 60)}#\\d$`)) },
+      Key: { pk: expect.stringMatching(new RegExp(`^OCCUPIED#${Math.floor(dueSecond / 60)}#\\d+$`)) },
       UpdateExpression: expect.stringContaining('ADD #seconds :seconds'),
       ExpressionAttributeValues: { ':seconds': new Set([dueSecond]) },
     });

@@ -38,15 +38,19 @@ function task(dueAtMs: number, shard: number): { task: Task; address: TaskAddres
   };
 }
 
+/** A task store that keeps ended tasks `retentionDays`: the only one whose creates set a TTL. */
+const storeKeepingTasks = (retentionDays: number) =>
+  new DynamoTaskStore({
+    client: emulators.dynamo,
+    tableName: emulators.tableName,
+    bucketCount: BUCKETS,
+    retentionDays,
+  });
+
 describe('Store: DynamoTaskStore on dynalite', () => {
   it('gives a task its TTL when it is created, retentionDays after its fire time, alone or in a batch', async () => {
     // Prepare: a task delivered by a receipt is never written again, so only the create can set it.
-    const taskStore = new DynamoTaskStore({
-      client: emulators.dynamo,
-      tableName: emulators.tableName,
-      bucketCount: BUCKETS,
-      retentionDays: 30,
-    });
+    const taskStore = storeKeepingTasks(30);
     const fireAtMs = 1_700_000_123_456;
     const alone = task(fireAtMs, 1);
     const batched = [task(fireAtMs, 2), task(fireAtMs + 5000, 2)];
@@ -69,12 +73,7 @@ describe('Store: DynamoTaskStore on dynalite', () => {
 
   it('moves the TTL of a task whose attempt failed past its retry, so a long backoff never outlives the item', async () => {
     // Prepare: a one-day retention, and a retry due two days after the task fired.
-    const taskStore = new DynamoTaskStore({
-      client: emulators.dynamo,
-      tableName: emulators.tableName,
-      bucketCount: BUCKETS,
-      retentionDays: 1,
-    });
+    const taskStore = storeKeepingTasks(1);
     const fireAtMs = 1_700_000_123_456;
     const first = task(fireAtMs, 1);
     const leased = task(fireAtMs, 2);

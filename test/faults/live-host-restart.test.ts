@@ -4,17 +4,14 @@
  * neither rest the host nor hold back its other tasks, a restart loses nothing, and a call not
  * made is not an attempt.
  */
-import { readFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
-import { join } from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
 import { DELIVERY_LEASE_MS } from '../../functions/contract/topology.js';
 import { DEFAULT_HOST_BREAKER } from '../../functions/core/deliver/host-breaker.js';
-import { DEV_API_KEY_FILE } from '../../lib/local/dev-tenant.js';
 import { eventually, quantile } from '../support/webhook-receiver.js';
-import { freePort, killedLocalMode, outputOf, startLocalMode } from './local-process.js';
+import { killedLocalMode, outputOf, startLocalMode, startOnFreePort } from './local-process.js';
 
 /** Every task's policy: enough attempts for a fail-twice task, short backoffs so an always-503 task ends FAILED within the test. */
 const POLICY = { maxAttempts: 4, backoffBaseSeconds: 2, backoffMaxSeconds: 4 };
@@ -41,11 +38,7 @@ const pathOf = (index: number) => (index % 25 === 0 ? '/always-503' : index % 10
 describe('Faults: a live host answering 503 to some tasks, with local mode SIGKILLed', () => {
   it('keeps 300 tasks to one host on time across a SIGKILL, delivers each fail-twice task on its third call, and spends no attempt on a call not made', async () => {
     // Prepare: 10% of the tasks are answered 503 twice, 4% always, the rest 200 at once.
-    const port = await freePort();
-    local.child = await startLocalMode(port, local.dataDir);
-    const api = `http://127.0.0.1:${port}`;
-    const apiKey = (await readFile(join(local.dataDir, DEV_API_KEY_FILE), 'utf8')).trim();
-    const headers = { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` };
+    const { port, child, api, headers } = await startOnFreePort(local);
     const put = await fetch(`${api}/v1/biz-types/flaky-host`, { method: 'PUT', headers, body: JSON.stringify(POLICY) });
     expect(put.status).toBeLessThan(300);
     const start = Date.now();
@@ -74,7 +67,7 @@ describe('Faults: a live host answering 503 to some tasks, with local mode SIGKI
 
     // Act: kill local mode hard ten seconds into the deliveries, and start it again on the same data.
     await new Promise((resolve) => setTimeout(resolve, start + 13_000 - Date.now()));
-    local.child.kill('SIGKILL');
+    child.kill('SIGKILL');
     const killedAtMs = Date.now();
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const restartedAtMs = Date.now();

@@ -1,12 +1,13 @@
 /** Local mode as `npm start` runs it, in a process of its own that a fault test can SIGKILL. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { afterAll, beforeAll } from 'vitest';
 
+import { DEV_API_KEY_FILE } from '../../lib/local/dev-tenant.js';
 import { eventually, type Responder, startWebhookReceiver } from '../support/webhook-receiver.js';
 
 export async function freePort(): Promise<number> {
@@ -70,4 +71,17 @@ export function killedLocalMode(name: string, responders: Record<string, Respond
     await rm(fixture.dataDir, { recursive: true, force: true });
   });
   return fixture;
+}
+
+/**
+ * Starts the fixture's local mode on a free port: the process, and what a test calls its api with
+ * (the base URL and the development tenant's headers). A restart reuses the port (`startLocalMode`).
+ */
+export async function startOnFreePort(local: KilledLocalMode) {
+  const port = await freePort();
+  const child = await startLocalMode(port, local.dataDir);
+  local.child = child;
+  const apiKey = (await readFile(join(local.dataDir, DEV_API_KEY_FILE), 'utf8')).trim();
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` };
+  return { port, child, api: `http://127.0.0.1:${port}`, headers };
 }

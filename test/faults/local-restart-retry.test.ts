@@ -10,12 +10,11 @@ import { describe, expect, it } from 'vitest';
 
 import type { TaskItem } from '../../functions/adapters/dynamo/table-schema.js';
 import type { ConsoleDlqView, RedriveResult } from '../../lib/local/console/wire.js';
-import { DEV_API_KEY_FILE } from '../../lib/local/dev-tenant.js';
 import { localDynamoClients } from '../../lib/local/dynamodb.js';
 import { LOCAL_ENDPOINTS_FILE, type LocalEndpoints } from '../../lib/local/endpoints.js';
 import { LOCAL_CONSOLE_DLQ_PATH, LOCAL_REDRIVE_PATH } from '../../lib/local/paths.js';
 import { eventually } from '../support/webhook-receiver.js';
-import { freePort, killedLocalMode, startLocalMode } from './local-process.js';
+import { killedLocalMode, startLocalMode, startOnFreePort } from './local-process.js';
 
 const local = killedLocalMode('restart-retry', {
   '/flaky-long': (_, seen) => (seen === 0 ? 503 : 200),
@@ -26,11 +25,7 @@ const local = killedLocalMode('restart-retry', {
 describe('Faults: local mode killed with SIGKILL', () => {
   it('keeps a retry waiting out its backoff and a dead letter listed and redrivable across a restart', async () => {
     // Prepare: three bizTypes: a five-minute backoff, a 15 s one, and a single attempt (straight to the DLQ).
-    const port = await freePort();
-    local.child = await startLocalMode(port, local.dataDir);
-    const api = `http://127.0.0.1:${port}`;
-    const apiKey = (await readFile(join(local.dataDir, DEV_API_KEY_FILE), 'utf8')).trim();
-    const headers = { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` };
+    const { port, child, api, headers } = await startOnFreePort(local);
     const bizTypes = {
       'five-minutes': { maxAttempts: 3, backoffBaseSeconds: 300, backoffMaxSeconds: 300 },
       'fifteen-seconds': { maxAttempts: 3, backoffBaseSeconds: 15, backoffMaxSeconds: 15 },
@@ -64,7 +59,7 @@ describe('Faults: local mode killed with SIGKILL', () => {
     await eventually('the dead letter to be listed', async () => (await dlq()).messages === 1, 40, 250);
 
     // Act: kill it while one task waits five minutes, one fifteen seconds, and one sits in the DLQ.
-    local.child.kill('SIGKILL');
+    child.kill('SIGKILL');
     await new Promise((resolve) => setTimeout(resolve, 1000));
     local.child = await startLocalMode(port, local.dataDir);
 

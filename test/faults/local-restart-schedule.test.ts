@@ -2,25 +2,18 @@
  * Local mode killed with SIGKILL while a schedule fires every 2 s: its chain is on disk, and
  * after the restart it goes on with no occurrence skipped or doubled.
  */
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
-import { DEV_API_KEY_FILE } from '../../lib/local/dev-tenant.js';
 import { eventually } from '../support/webhook-receiver.js';
-import { freePort, killedLocalMode, startLocalMode } from './local-process.js';
+import { killedLocalMode, startLocalMode, startOnFreePort } from './local-process.js';
 
 const local = killedLocalMode('restart-schedule', { '/every-2s': () => 200 });
 
 describe('Faults: local mode killed with SIGKILL', () => {
   it('keeps a schedule firing across a SIGKILL, with no occurrence skipped or doubled', async () => {
     // Prepare: a schedule every 2 s, with a few occurrences delivered before the kill.
-    const port = await freePort();
-    local.child = await startLocalMode(port, local.dataDir);
-    const api = `http://127.0.0.1:${port}`;
-    const apiKey = (await readFile(join(local.dataDir, DEV_API_KEY_FILE), 'utf8')).trim();
-    const headers = { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` };
+    const { port, child, api, headers } = await startOnFreePort(local);
     const created = await fetch(`${api}/v1/schedules`, {
       method: 'POST',
       headers,
@@ -33,7 +26,7 @@ describe('Faults: local mode killed with SIGKILL', () => {
     await eventually('three occurrences before the kill', () => occurrenceTimes().length >= 3, 80, 250);
 
     // Act: kill it between occurrences, wait more than an interval, start it again.
-    local.child.kill('SIGKILL');
+    child.kill('SIGKILL');
     const killedAtMs = Date.now();
     const beforeKill = occurrenceTimes().length;
     await new Promise((resolve) => setTimeout(resolve, 3000));

@@ -10,6 +10,7 @@ import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 
+import { systemTimer } from '../core/kernel/timers.js';
 import { type AddressPolicy, forbiddenAddressReason, webhookUrlProblem } from '../core/targets/egress.js';
 
 /** Every address a host name resolves to. */
@@ -125,29 +126,28 @@ export class WebhookClient {
       const settle = (outcome: WebhookOutcome, dropConnection: boolean) => {
         if (settled) return;
         settled = true;
-        clearTimeout(connectTimer);
-        clearTimeout(totalTimer);
+        stopConnectTimer();
+        stopTotalTimer();
         resolve(outcome);
         if (dropConnection) outgoing.destroy();
       };
-      const connectTimer = setTimeout(
-        () => settle({ answered: false, error: `connect timeout after ${connectTimeoutMs} ms` }, true),
-        connectTimeoutMs,
+      // Stall-tolerant timers (see systemTimer): a reply already waiting when the process stalls is read, not timed out.
+      const stopConnectTimer = systemTimer(connectTimeoutMs, () =>
+        settle({ answered: false, error: `connect timeout after ${connectTimeoutMs} ms` }, true),
       );
       // Once the status is in, running out of time only cuts the body short.
-      const totalTimer = setTimeout(
-        () => settle(answer ?? { answered: false, error: `no answer within ${totalTimeoutMs} ms` }, true),
-        totalTimeoutMs,
+      const stopTotalTimer = systemTimer(totalTimeoutMs, () =>
+        settle(answer ?? { answered: false, error: `no answer within ${totalTimeoutMs} ms` }, true),
       );
       outgoing.once('socket', (socket) => {
-        if (socket.connecting) socket.once('connect', () => clearTimeout(connectTimer));
-        else clearTimeout(connectTimer);
+        if (socket.connecting) socket.once('connect', stopConnectTimer);
+        else stopConnectTimer();
       });
       outgoing.on('error', (error: NodeJS.ErrnoException) => {
         if (!settled && outgoing.reusedSocket && error.code === 'ECONNRESET') {
           settled = true;
-          clearTimeout(connectTimer);
-          clearTimeout(totalTimer);
+          stopConnectTimer();
+          stopTotalTimer();
           resolve(this.send(target, request));
           return;
         }

@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import http, { createServer } from 'node:http';
 import https from 'node:https';
 import { type AddressInfo, createServer as createTcpServer, type Socket } from 'node:net';
+import { Worker } from 'node:worker_threads';
 
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 
@@ -422,6 +423,26 @@ describe('Class: WebhookClient', () => {
   });
 });
 
+describe('Class: WebhookClient, through a stall of its process', () => {
+  it('reads the answers that came in while the event loop was blocked past both timeouts, instead of timing the calls out', async () => {
+    // Prepare: calls in flight to a receiver that answers at once, on a thread of its own.
+    const remote = await receiverOnAnotherThread();
+    const client = clientWith({ policy: LOCAL, connectTimeoutMs: 300, totalTimeoutMs: 1000 });
+    const calls = Array.from({ length: 5 }, () => client.post(remote.url, REQUEST));
+
+    // Act: this thread blocks for longer than the total timeout, as a long GC or a starved CPU would.
+    const blockedUntilMs = Date.now() + 1500;
+    while (Date.now() < blockedUntilMs) {
+      // Busy: no timer, socket or promise callback runs here.
+    }
+    const outcomes = await Promise.all(calls);
+    await remote.close();
+
+    // Assess: each reply waiting in its socket is read; none is reported missing.
+    expect(outcomes).toEqual(Array.from({ length: 5 }, () => expect.objectContaining({ answered: true, status: 204 })));
+  });
+});
+
 /** A loopback server answering 200 with a body it writes until the client hangs up. */
 async function startEndlessBodyServer() {
   let closed = 0;
@@ -450,6 +471,25 @@ async function startEndlessBodyServer() {
       await once(server, 'close');
     },
   };
+}
+
+/**
+ * A receiver on its own thread, answering 204 at once: it goes on answering while the test's
+ * thread is blocked, as a remote receiver would while a callback's process stalls.
+ */
+async function receiverOnAnotherThread() {
+  const worker = new Worker(
+    `const { createServer } = require('node:http');
+     const { parentPort } = require('node:worker_threads');
+     const server = createServer((request, response) => {
+       request.resume();
+       request.on('end', () => response.writeHead(204).end());
+     });
+     server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port));`,
+    { eval: true },
+  );
+  const [port] = (await once(worker, 'message')) as [number];
+  return { url: `http://127.0.0.1:${port}/`, close: () => worker.terminate() };
 }
 
 /** A loopback port nothing listens on. */

@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 
 import type { Clock, Target } from '../kernel/task.js';
+import { type StartTimer, systemTimer } from '../kernel/timers.js';
 import type { Notification, Sender, TargetDispatcher, TargetResult } from './deliver.js';
 
 /** When a tenant's webhook host is taken for down, and for how long no call is made to it. */
@@ -34,19 +35,6 @@ export const DEFAULT_HOST_BREAKER: HostBreakerSettings = {
   failureThreshold: 5,
   openMs: 30_000,
   slowCallMs: 2_000,
-};
-
-/**
- * Starts a timer: `fire` runs after `ms` unless the returned function is called first. The
- * breaker's slow-call watch is its only use of time besides its clock, so whoever drives the clock
- * (the interleaving explorer, on its virtual time) drives this too.
- */
-export type StartTimer = (ms: number, fire: () => void) => () => void;
-
-/** The process's timers, looked up at each start so that a test's fake timers apply. */
-export const systemTimer: StartTimer = (ms, fire) => {
-  const timer = setTimeout(fire, ms);
-  return () => clearTimeout(timer);
 };
 
 /** A host's circuit: closed (calls go through), open until a time, or half-open with one probe in flight. */

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { RECEIPT_WRITE_TRIES } from '../../functions/core/deliver/deliver.js';
-import { UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/kernel/task.js';
+import { type DeliveryReceipt, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/kernel/task.js';
 import { eventually } from '../support/webhook-receiver.js';
 import { printReport, report, waitForDeliveries, webhookTasks } from './harness.js';
 import { crashOnce, harnessPerTest, runCase, statusOf } from './pipeline-cases.js';
@@ -22,9 +22,16 @@ describe('Faults: unleased first attempts', () => {
 
   it('redelivers, with the same id and attempt, a task whose callback crashed after the target answered and before its receipt was written', async () => {
     // Prepare: a first attempt's 2xx is recorded in its batch's receipt, not on the task; the
-    // callback dies at the receipt's write, every try of it.
+    // callback dies at the first receipt's write, every try of it. Counting throws alone would
+    // not do: two invocations in flight can share them, each retry then succeeds, and nothing crashes.
     const h = await start();
-    const crash = crashOnce(h.callback.delivery.taskStore, 'recordReceipt', () => true, RECEIPT_WRITE_TRIES);
+    let crashing: DeliveryReceipt | undefined;
+    const crash = crashOnce(
+      h.callback.delivery.taskStore,
+      'recordReceipt',
+      (receipt: DeliveryReceipt) => (crashing ??= receipt) === receipt,
+      RECEIPT_WRITE_TRIES,
+    );
 
     // Act
     const { ids } = await runCase(

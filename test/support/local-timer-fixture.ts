@@ -4,18 +4,34 @@
  */
 import { afterAll, beforeAll } from 'vitest';
 
+import { decodeDeliveryBody } from '../../functions/core/kernel/task-kernel.js';
+import type { AwsRequest } from '../../lib/local/function-wiring.js';
 import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
 import { type Responder, startWebhookReceiver } from './webhook-receiver.js';
+
+/**
+ * The task ids a request of local mode's sent to the delivery queue from the sweeper: its catch-up
+ * and overdue passes send only what a missed tick or a lost message left behind, so a task named
+ * here did not come by its own tick (or the api's own enqueue).
+ */
+export function sweeperSentIds(request: AwsRequest): string[] {
+  if (request.fn !== 'sweeper' || request.name !== 'SQS.SendMessageBatch') return [];
+  const entries = (request.input.Entries ?? []) as Array<{ MessageBody?: string }>;
+  return entries.flatMap((entry) => decodeDeliveryBody(entry.MessageBody ?? '')?.id ?? []);
+}
 
 export interface LocalTimerFixture {
   timer: LocalTimer;
   receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
+  /** Tasks the sweeper sent to the delivery queue (see sweeperSentIds). */
+  sentBySweeper: Set<string>;
   /** Calls the timer's api with the development tenant's key; the body is the parsed JSON answer. */
   api: (method: string, path: string, body?: unknown) => Promise<{ status: number; body: Record<string, unknown> }>;
 }
 
 export function localTimerFixture(responders: Record<string, Responder>): LocalTimerFixture {
   const fixture = {
+    sentBySweeper: new Set<string>(),
     api: async (method: string, path: string, body?: unknown) => {
       const response = await fetch(`${fixture.timer.apiUrl}${path}`, {
         method,
@@ -26,7 +42,13 @@ export function localTimerFixture(responders: Record<string, Responder>): LocalT
     },
   } as LocalTimerFixture;
   beforeAll(async () => {
-    fixture.timer = await startLocalTimer({ port: 0, logLevel: 'SILENT' });
+    fixture.timer = await startLocalTimer({
+      port: 0,
+      logLevel: 'SILENT',
+      onRequest: (request) => {
+        for (const id of sweeperSentIds(request)) fixture.sentBySweeper.add(id);
+      },
+    });
     fixture.receiver = await startWebhookReceiver(responders);
   });
   afterAll(async () => {

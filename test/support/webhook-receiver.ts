@@ -1,7 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-import { SWEEPER_CATCH_UP_GRACE_SECONDS } from '../../functions/contract/topology.js';
 import type { Notification } from '../../functions/core/deliver/deliver.js';
 
 export interface Receipt {
@@ -96,15 +95,17 @@ export async function eventually(
   throw new Error(`timed out waiting until ${what}`);
 }
 
-/** The value at quantile q (0..1) of the numbers, nearest-rank. */
 /**
- * How late a delivery may be and still have come by its own tick: a second whose tick was lost is
- * claimed by the sweeper's catch-up no sooner than this after it. End-to-end tests hold lateness to
- * this bound, which tells the two paths apart however busy the machine is; how close to the second
- * deliveries come is the bench's to measure (`npm run bench`), since it depends on the machine.
+ * How late an end-to-end delivery may come and still count as on time. The tick path runs 0.1 to
+ * 1 s late on a quiet machine, but on CI's two cores running four test files at once it has run
+ * up to 9.6 s late (local mode's e2e beside four CPU hogs: p50 6.4 s), so lateness cannot tell
+ * the tick path from the sweeper's catch-up, which comes SWEEPER_CATCH_UP_GRACE_SECONDS or more
+ * after a missed second: `sweeperSentIds` tells them apart instead. This bound catches what no
+ * path should do on any machine, such as a healthy host rested for its breaker's 30 s.
  */
-export const FIRED_BY_ITS_TICK_MS = SWEEPER_CATCH_UP_GRACE_SECONDS * 1000;
+export const ON_TIME_ON_A_BUSY_MACHINE_MS = 20_000;
 
+/** The value at quantile q (0..1) of the numbers, nearest-rank. */
 export function quantile(values: readonly number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? Number.NaN;

@@ -209,7 +209,10 @@ const lines = [
     ['capacity', 'single submits', `batches of ${batched.phase.tasksPerRequest}`],
     [
       ['shard count to deploy with (ShardCount; may grow, never shrink)', ...both((r) => String(r.shardCount))],
-      ['write units on one task key in the hot second (create, outcome)', ...both((r) => fmt(r.writesPerKeyAtPeak))],
+      [
+        "write units on one task key in the hot second (creates; a delivered task's outcome is a receipt)",
+        ...both((r) => fmt(r.writesPerKeyAtPeak)),
+      ],
       ['shards the byBizType index alone needs (it uses the task shards)', ...both((r) => String(r.indexShardCount))],
       [
         'index writes on one byBizType key, one bizType creating at the peak',

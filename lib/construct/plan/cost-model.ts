@@ -160,7 +160,7 @@ export interface CostBreakdown {
 
 /** What each component of a CostBreakdown is, as the plan names it. */
 export const COMPONENT_NAMES: Readonly<Record<keyof CostBreakdown, string>> = {
-  dynamoWrites: 'DynamoDB writes: task, outcome, clock, idempotency key',
+  dynamoWrites: 'DynamoDB writes: task, receipt and outcome, clock, idempotency key',
   indexWrites: 'bizId and bizType index entries (1 WU each, and storage)',
   dynamoReads: 'DynamoDB reads: scan and overdue pass at a dense second, callback',
   dynamoStorage: 'DynamoDB storage: task and key items, until due and retention ends',

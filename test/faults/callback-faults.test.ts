@@ -72,8 +72,11 @@ describe('Faults: the callback', () => {
 
   it('never delivers a task once its cancel returned 200, even with its message already queued', async () => {
     // Prepare: tasks due just past the cancel margin once the scanner's lookahead reaches them, so
-    // they are cancelled as soon as the first is in the delivery queue, yet still cancellable.
-    const h = await start();
+    // they are cancelled as soon as the first is in the delivery queue, yet still cancellable. A
+    // lookahead of 4 s sends them 4.5 s or more before they are due, which leaves a busy machine's
+    // scanner seconds, not tenths, between its send and the cancel margin.
+    const lookaheadSeconds = 4;
+    const h = await start({ lookaheadSeconds });
     const queued = new Set<string>();
     const queue = h.scanner.deliveryQueue;
     const send = queue.send.bind(queue);
@@ -81,11 +84,12 @@ describe('Faults: the callback', () => {
       await send(messages);
       for (const message of messages) queued.add(message.id);
     };
-    const tasks = webhookTasks(h, 40, UNLEASED_CANCEL_MARGIN_MS + 1300, UNLEASED_CANCEL_MARGIN_MS + 2000);
+    const dueFromMs = lookaheadSeconds * 1000 + UNLEASED_CANCEL_MARGIN_MS + 1300;
+    const tasks = webhookTasks(h, 40, dueFromMs, dueFromMs + 700);
     const ids = await h.submit(tasks);
     h.run();
     // By the first send, not by a fixed wait: how soon the scanner gets to them depends on the machine.
-    await eventually('the scanner sent the first of them', () => queued.size > 0, 200, 10);
+    await eventually('the scanner sent the first of them', () => queued.size > 0, 400, 10);
     const queuedBeforeCancel = new Set(queued);
 
     // Act: cancel every other task, racing the deliveries.

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
 import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
-import { DEFAULT_SETTINGS } from '../../functions/contract/topology.js';
+import { DEFAULT_SETTINGS, DELIVERY_LEASE_MS } from '../../functions/contract/topology.js';
 import { secondOf } from '../../functions/core/kernel/clock.js';
 import { newAttemptId } from '../../functions/core/kernel/ids.js';
 import { freshTaskId, newPendingTask } from '../../functions/core/kernel/task-kernel.js';
@@ -71,9 +71,9 @@ describe('Faults: the messages a restart of local mode restores', () => {
       await store.create(entry.task, entry.address);
       return entry;
     };
-    const leaseUntilMs = nowMs + 4000;
+    const leaseUntilMs = nowMs + DELIVERY_LEASE_MS;
     const retryAtMs = nowMs + 4000;
-    // A late arrival whose attempt the kill cut short: DELIVERING under a lease that is still running.
+    // A late arrival whose attempt the kill cut short: DELIVERING under a lease that would run another minute.
     const leased = await stage(nowMs - 5000, nowMs - 6000);
     await store.claimDelivery(leased.address, nowMs, leaseUntilMs, newAttemptId());
     // A late arrival enqueued directly and not yet attempted.
@@ -109,7 +109,18 @@ describe('Faults: the messages a restart of local mode restores', () => {
     const restored = [leased, late, retrying, claimed].map((entry) => entry.task.id);
     const firstCall = (id: string) => receiver.receipts.find((receipt) => receipt.body.id === id);
     await eventually('every restored task to be delivered', () => restored.every(firstCall), 60, 250);
-    expect(firstCall(leased.task.id)?.receivedAtMs).toBeGreaterThan(leaseUntilMs);
+    // The dead run's lease was ended, not waited out; the attempt it cut short stays counted.
+    expect(firstCall(leased.task.id)?.receivedAtMs).toBeLessThan(leaseUntilMs);
+    const restartedStore = new DynamoTaskStore({
+      client: timer.dynamo,
+      tableName: LOCAL_TABLE_NAME,
+      bucketCount: DEFAULT_SETTINGS.bucketCount,
+    });
+    await eventually(
+      'the leased task to be recorded',
+      async () => (await restartedStore.get(leased.address))?.status === 'DELIVERED',
+    );
+    expect(await restartedStore.get(leased.address)).toMatchObject({ status: 'DELIVERED', attempts: 2 });
     expect(firstCall(retrying.task.id)?.receivedAtMs).toBeGreaterThanOrEqual(retryAtMs);
     expect(firstCall(unclaimed.task.id)).toBeUndefined();
     expect(firstCall(receipted.task.id)).toBeUndefined();

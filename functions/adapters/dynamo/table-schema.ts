@@ -36,6 +36,11 @@ const SK = TABLE.sortKey;
 /** Every item's primary key. */
 export type TableKey = { readonly [name in typeof PK | typeof SK]: string };
 
+/** An item's primary key alone, to address a write to an item a Scan or Query returned. */
+export function keyOf(item: TableKey): TableKey {
+  return { [PK]: item[PK], [SK]: item[SK] };
+}
+
 /**
  * Key conditions and item conditions that name the table's key attributes. Values go in as
  * `:pk`, `:from`, `:to`, `:prefix`.

@@ -8,7 +8,6 @@ import { loadavg } from 'node:os';
 
 import { describe, expect, it } from 'vitest';
 
-import { DELIVERY_LEASE_MS } from '../../functions/contract/topology.js';
 import { DEFAULT_HOST_BREAKER } from '../../functions/core/deliver/host-breaker.js';
 import { eventually, quantile } from '../support/webhook-receiver.js';
 import { killedLocalMode, outputOf, startLocalMode, startOnFreePort } from './local-process.js';
@@ -147,12 +146,8 @@ describe('Faults: a live host answering 503 to some tasks, with local mode SIGKI
     // the call that follows its lease is an attempt of its own.
     expect(attemptsNotCalls).toEqual([]);
     expect(alwaysNotFailed).toEqual([]);
-    // Only a task whose attempt the kill cut short between its lease and its call may be later than
-    // the breaker's open time: the restart sends it again once its lease lapses (measured 61 s).
-    // Any other held back that long was rested: none may be.
-    const pastOpenTime = lateness.filter((ms) => ms >= DEFAULT_HOST_BREAKER.openMs);
-    expect(
-      pastOpenTime.every((ms) => ms >= DELIVERY_LEASE_MS && ms < DELIVERY_LEASE_MS + DEFAULT_HOST_BREAKER.openMs),
-    ).toBe(true);
+    // None is as late as the breaker's open time: a task held back that long was rested, or waited
+    // out a lease of the killed run (61 s before the restart ended those leases).
+    expect(lateness.filter((ms) => ms >= DEFAULT_HOST_BREAKER.openMs)).toEqual([]);
   }, 240_000);
 });

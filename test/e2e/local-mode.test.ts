@@ -113,17 +113,20 @@ describe('End to end: local mode over HTTP', () => {
     }
 
     // Act: the tasks to cancel first, each cancelled as soon as it is stored, so the cancels land
-    // ahead of the margin however long the other submits take on a busy machine.
+    // ahead of the margin however long the other submits take on a busy machine. Each is due as far
+    // from its own create as planned from the start: on a machine slow enough that the creates and
+    // cancels before it took seconds, its cancel still comes that long ahead of the margin.
     const submitted: Submitted[] = [];
     for (const item of plan.filter((entry) => entry.kind === 'cancelled')) {
+      const dueAtMs = item.dueAtMs + (Date.now() - start);
       const created = await api('POST', '/v1/tasks', {
-        dueAt: item.dueAtMs,
+        dueAt: dueAtMs,
         target: item.target,
         payload: { kind: item.kind },
       });
       expect(created.status).toBe(201);
       const id = created.body.id as string;
-      submitted.push({ id, dueAtMs: item.dueAtMs, acceptedAtMs: Date.now(), kind: item.kind });
+      submitted.push({ id, dueAtMs, acceptedAtMs: Date.now(), kind: item.kind });
       expect((await api('DELETE', `/v1/tasks/${id}`)).status).toBe(200);
     }
     // Then the rest through the batch endpoint (ISO dates) and, for every fifth task, the single one (epoch ms).

@@ -8,7 +8,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
 import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
-import { endLeases, scanReceipts, scanTasks } from '../../functions/adapters/dynamo/task-store.js';
+import { scanReceipts, scanTasksEndingLeases } from '../../functions/adapters/dynamo/task-store.js';
 import { SqsDeadLetterQueue, sqsDeliveryQueue, sqsTickQueue } from '../../functions/adapters/sqs-queues.js';
 import { occupancyIndex } from '../../functions/commons/stores.js';
 import type { TimerSettings } from '../../functions/contract/topology.js';
@@ -31,7 +31,7 @@ export interface RestoredMessages {
  * fauxqs keeps messages in memory, so a restart loses what was queued; the table holds every
  * fact a task is owed, and the queues are rebuilt from it. Every task whose message may have been
  * queued is sent again (see hadQueuedMessage), never earlier than its retry time. The leases the
- * last run held are ended first (see endLeases): no callback of that run is left to finish them,
+ * last run held are ended first (see scanTasksEndingLeases): no callback of that run is left to finish them,
  * so a task it was delivering goes again at once, its cut-short attempt counted, instead of a
  * lease's minute later. Every FAILED task goes back to the DLQ: a
  * redrive revives FAILED tasks only, so a letter whose task was already revived or has expired
@@ -48,9 +48,8 @@ export async function restoreLostMessages(
   if (!clock) return { tasks: 0, deadLetters: 0 };
   const nowMs = Date.now();
   // No callback of the last run survives it: a lease it held would keep its task waiting for nobody.
-  await endLeases(table, nowMs - 1000, Number.POSITIVE_INFINITY);
-  const [{ tasks: items }, receipted] = await Promise.all([
-    scanTasks(table, Number.POSITIVE_INFINITY),
+  const [items, receipted] = await Promise.all([
+    scanTasksEndingLeases(table, nowMs - 1000, Number.POSITIVE_INFINITY),
     scanReceipts(table, Number.POSITIVE_INFINITY),
   ]);
   // A task a receipt names was delivered, whatever its item says (see receipts.ts).

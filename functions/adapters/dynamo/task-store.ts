@@ -85,38 +85,43 @@ export async function scanReceipts(options: TableOptions, maxItemsRead: number):
 }
 
 /**
- * Ends, at `endedAtMs`, every delivery lease among the first `maxItemsRead` items of a Scan, each
- * only while the attempt that took it still holds it: for local mode's restart recovery, which
- * runs before any handler starts, when no callback of the last run is alive to finish what it
- * leased. Left running, such a lease would hold its task for nobody for up to a minute (the
- * lease's length, twice the callback's timeout). The attempt the lease counted stays counted, as
- * when a lease lapses. Returns how many leases it ended.
+ * Every task among the first `maxItemsRead` items of a Scan, as scanTasks, with each delivery
+ * lease ended at `endedAtMs` on the way, only while the attempt that took it still holds it: for
+ * local mode's restart recovery, which runs before any handler starts, when no callback of the
+ * last run is alive to finish what it leased. Left running, such a lease would hold its task for
+ * nobody for up to a minute (the lease's length, twice the callback's timeout). The attempt the
+ * lease counted stays counted, as when a lease lapses. A task whose lease changed since the Scan
+ * read it is returned as read.
  */
-export async function endLeases(options: TableOptions, endedAtMs: number, maxItemsRead: number): Promise<number> {
+export async function scanTasksEndingLeases(
+  options: TableOptions,
+  endedAtMs: number,
+  maxItemsRead: number,
+): Promise<Task[]> {
   const { items } = await scanPartitions<TaskItem>(options, TASK_PARTITION_PREFIX, maxItemsRead);
-  const ended = await Promise.all(
-    items
-      .filter((item) => item.status === 'DELIVERING' && item.attemptId !== undefined)
-      .map((item) =>
-        unlessConditionFails(
-          options.client.send(
-            new UpdateCommand({
-              TableName: options.tableName,
-              Key: keyOf(item),
-              UpdateExpression: 'SET leaseUntilMs = :ended',
-              ConditionExpression: '#status = :delivering AND attemptId = :attemptId',
-              ExpressionAttributeNames: { '#status': 'status' },
-              ExpressionAttributeValues: {
-                ':ended': endedAtMs,
-                ':delivering': 'DELIVERING',
-                ':attemptId': item.attemptId,
-              },
-            }),
-          ),
+  return Promise.all(
+    items.map(async (item) => {
+      const task = taskFromItem(item);
+      if (item.status !== 'DELIVERING' || item.attemptId === undefined) return task;
+      const ended = await unlessConditionFails(
+        options.client.send(
+          new UpdateCommand({
+            TableName: options.tableName,
+            Key: keyOf(item),
+            UpdateExpression: 'SET leaseUntilMs = :ended',
+            ConditionExpression: '#status = :delivering AND attemptId = :attemptId',
+            ExpressionAttributeNames: { '#status': 'status' },
+            ExpressionAttributeValues: {
+              ':ended': endedAtMs,
+              ':delivering': 'DELIVERING',
+              ':attemptId': item.attemptId,
+            },
+          }),
         ),
-      ),
+      );
+      return ended ? { ...task, leaseUntilMs: endedAtMs } : task;
+    }),
   );
-  return ended.filter(Boolean).length;
 }
 
 export interface DynamoStoreOptions extends TableOptions {

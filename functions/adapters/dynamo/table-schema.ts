@@ -742,7 +742,7 @@ export const keyringFromItem = (item: KeyringItem): Keyring => ({
   untaggedKeys: new Set(item.untaggedKeys),
 });
 
-/** Api requests per tenant, share and second: `RATE#<tenant>#<share>` (see COUNTER_SHARES). */
+/** Api requests per tenant, share and second: `RATE#<tenant>#<share>` (see sharesOf). */
 export const RATE_COUNTER_PREFIX = 'RATE#';
 /** Callbacks per tenant, bizType, share and second: `CALLBACKS#<tenant>#<bizType>#<share>`. */
 export const CALLBACK_COUNTER_PREFIX = 'CALLBACKS#';

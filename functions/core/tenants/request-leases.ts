@@ -3,19 +3,41 @@ import { randomInt } from 'node:crypto';
 import type { CounterSubject, RateLimiter, RequestCounter } from './tenants.js';
 
 /**
- * Counter items each subject's second is spread over, each holding its share of the limit.
- * Every instance takes about one lease a second, from the shares in turn, so a share's item
- * takes about (instances / COUNTER_SHARES) writes a second: a billion single submits a day run
- * about 2,750 api instances at their peak, which one item (1,000 writes a second) could not carry.
+ * Counts one counter share holds a second, where the limit allows shares enough: a share's item
+ * takes at most this many lease writes a second, however many instances or requests there are.
+ * Leases of one count are the rule at scale (a billion single submits a day run about 2,750 api
+ * instances, so most submits are the first of their tenant on their instance that second), and
+ * with 8 shares of a 200 limit a tenant's busiest item took a write per submit it carried.
  */
-export const COUNTER_SHARES = 8;
+const COUNTS_PER_SHARE = 8;
+
+/**
+ * The most shares a subject's limit is spread over: beyond this a share holds more than
+ * COUNTS_PER_SHARE, and its writes are bounded by the fleet instead (2,750 instances, each about
+ * one lease a second, over 64 shares is about 43 writes a second on an item), while an instance
+ * that finds the subject full has at most 64 shares to hear it from.
+ */
+export const MAX_COUNTER_SHARES = 64;
+
+/**
+ * How many shares one request may find full before it is refused: a request near the limit is
+ * not held for a walk over every share, and the shares it found full stay skipped for the rest of
+ * the second, so the instance's later requests go on to the others.
+ */
+const FULL_SHARES_PER_REQUEST = 3;
 
 /** The largest lease, as a share of one counter share's limit, so a share is not taken by a few instances. */
-const MAX_LEASE_OF_SHARE = 1 / 4;
+const MAX_LEASE_OF_SHARE = 1 / 2;
+
+/** How many counter shares a subject with `limit` a second spreads its counts over. */
+export function sharesOf(limit: number): number {
+  return Math.min(MAX_COUNTER_SHARES, Math.max(1, Math.ceil(limit / COUNTS_PER_SHARE)));
+}
 
 /** The part of `limit` share `share` holds: the remainder goes to the first shares, so the parts add up to the limit. */
 export function shareOf(limit: number, share: number): number {
-  return Math.floor(limit / COUNTER_SHARES) + (share < limit % COUNTER_SHARES ? 1 : 0);
+  const shares = sharesOf(limit);
+  return Math.floor(limit / shares) + (share < limit % shares ? 1 : 0);
 }
 
 interface Lease {
@@ -38,38 +60,41 @@ interface Lease {
  * admitted was first counted in the shared store.
  *
  * A lease asks for what this instance used in the previous second (at least one), doubling while
- * the second's demand outruns it, up to a quarter of a share: sized to the instance's own
+ * the second's demand outruns it, up to half a share: sized to the instance's own
  * traffic, a lease leaves the rest of the limit to the other instances. Each lease goes to the
  * next share (from one chosen at random when the instance starts), so however few instances run,
  * their leases spread evenly. A refused lease is asked again as a single count, and a share that
  * refuses one is skipped for the rest of the second, so a subject over its limit costs each
- * instance at most about two writes per share a second; once every share has refused, the
- * instance answers false for the rest of that second without writing again. What it costs is
+ * instance at most about two writes per share a second, and a request at most
+ * FULL_SHARES_PER_REQUEST refusals; once every share has refused, the instance answers false for
+ * the rest of that second without writing again. What it costs is
  * fairness near the limit: counts an instance leased and did not use are lost to the others, so
  * a subject may be refused slightly before its limit.
  */
 export class LeasedRequestCounter implements RateLimiter {
   private readonly leases = new Map<string, Lease>();
 
-  /** The share the next lease asks first. */
+  /** Where this instance's round of the shares stands: the next lease asks share `nextShare % shares` first. */
   private nextShare: number;
 
   constructor(
     private readonly shared: RequestCounter,
-    firstShare = randomInt(COUNTER_SHARES),
+    firstShare = randomInt(MAX_COUNTER_SHARES),
   ) {
     this.nextShare = firstShare;
   }
 
   async admit(subject: CounterSubject, second: number, limit: number): Promise<boolean> {
     const lease = this.leaseFor(subject, second, limit);
+    const fullBefore = lease.fullShares.size;
     for (;;) {
       if (lease.remaining > 0) {
         lease.remaining--;
         lease.used++;
         return true;
       }
-      if (lease.fullShares.size === COUNTER_SHARES) return false;
+      if (lease.fullShares.size === sharesOf(limit)) return false;
+      if (lease.fullShares.size - fullBefore >= FULL_SHARES_PER_REQUEST) return false;
       lease.renewing ??= this.renew(subject, lease, limit);
       await lease.renewing;
     }
@@ -94,7 +119,7 @@ export class LeasedRequestCounter implements RateLimiter {
 
   private async renew(subject: CounterSubject, lease: Lease, limit: number): Promise<void> {
     try {
-      const share = this.shareToAsk(lease);
+      const share = this.shareToAsk(lease, sharesOf(limit));
       const { size } = lease;
       if (await this.shared.admit({ ...subject, share }, lease.second, shareOf(limit, share), size)) {
         lease.remaining += size;
@@ -107,16 +132,16 @@ export class LeasedRequestCounter implements RateLimiter {
   }
 
   /** The next share in turn that has not refused this second. */
-  private shareToAsk(lease: Lease): number {
-    for (let step = 0; step < COUNTER_SHARES; step++) {
-      const share = (this.nextShare + step) % COUNTER_SHARES;
+  private shareToAsk(lease: Lease, shares: number): number {
+    for (let step = 0; step < shares; step++) {
+      const share = (this.nextShare + step) % shares;
       if (!lease.fullShares.has(share)) {
-        this.nextShare = (share + 1) % COUNTER_SHARES;
+        this.nextShare += step + 1;
         return share;
       }
     }
-    return this.nextShare;
+    return this.nextShare % shares;
   }
 }
 
-const maxLease = (limit: number) => Math.max(1, Math.floor((limit / COUNTER_SHARES) * MAX_LEASE_OF_SHARE));
+const maxLease = (limit: number) => Math.max(1, Math.floor((limit / sharesOf(limit)) * MAX_LEASE_OF_SHARE));

@@ -348,7 +348,7 @@ export interface CounterSubject {
   readonly bizType?: string;
 }
 
-/** A subject's counter, or, with `share`, one of the counters its limit is spread over (see COUNTER_SHARES). */
+/** A subject's counter, or, with `share`, one of the counters its limit is spread over (see sharesOf). */
 export interface CounterShare extends CounterSubject {
   readonly share?: number;
 }

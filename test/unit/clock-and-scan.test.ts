@@ -455,6 +455,28 @@ describe('Function: runScanner', () => {
     expect(reads).toHaveBeenCalledTimes(1);
   });
 
+  it("answers a second tick in the same second without reading the clock, and the next second's tick reads it", async () => {
+    // Prepare: one second's ticks from several occupancy slots, landing on one warm instance.
+    const ports = {
+      ...scanPorts({ clockStore: new FakeClockStore({ cursor: NOW_SECOND + 2, startedAt: 0 }) }),
+      lookaheadSeconds: 2,
+    };
+    const reads = vi.spyOn(ports.clockStore, 'read');
+    await runScanner(ports, 40_000);
+
+    // Act
+    const duplicates = await Promise.all([runScanner(ports, 40_000), runScanner(ports, 40_000)]);
+    const readsInTheSecond = reads.mock.calls.length;
+    ports.clock.advance(1000);
+    const next = await runScanner(ports, 40_000);
+
+    // Assess
+    expect(duplicates.map((run) => run.claimed)).toEqual([0, 0]);
+    expect(readsInTheSecond).toBe(1);
+    expect(next.claimed).toBe(1);
+    expect(reads).toHaveBeenCalledTimes(2);
+  });
+
   it('drains a backlog a minute at a time and stops claiming once its time budget is spent', async () => {
     // Prepare: a busy backlog far behind now, and scans slow enough that the budget runs out first.
     const ports = {

@@ -92,11 +92,30 @@ const MAX_CLAIM_CONFLICTS = 20;
  */
 export async function claimSeconds(options: { clockStore: ClockStore; clock: Clock; through: number }): Promise<Claim> {
   const { clockStore, clock, through } = options;
+  if ((cursorsSeen.get(clockStore) ?? Number.NEGATIVE_INFINITY) > through) return { claimed: false };
   for (let conflicts = 0; conflicts < MAX_CLAIM_CONFLICTS; conflicts++) {
     const { cursor } = await readClock(clockStore, clock);
+    sawCursor(clockStore, cursor);
     if (cursor > through) return { claimed: false };
     const last = Math.min(through, cursor + MAX_CLAIM_SECONDS - 1);
-    if (await clockStore.advance(cursor, last)) return { claimed: true, from: cursor, through: last };
+    if (await clockStore.advance(cursor, last)) {
+      sawCursor(clockStore, last + 1);
+      return { claimed: true, from: cursor, through: last };
+    }
   }
   return { claimed: false };
+}
+
+/**
+ * The highest cursor this instance has read or moved the clock to, for each store. The cursor
+ * only moves forward (advance is conditional on its value), so this is a floor under it: a claim
+ * through a second below it would find nothing to claim, and is answered without a read. The
+ * api ticks a second once for each occupancy slot that learns of it late, so one second may
+ * start up to OCCUPANCY_SLOTS scanner runs; those that land on a warm instance in the same second
+ * cost the CLOCK item no read.
+ */
+const cursorsSeen = new WeakMap<ClockStore, number>();
+
+function sawCursor(clockStore: ClockStore, cursor: number): void {
+  if (cursor > (cursorsSeen.get(clockStore) ?? Number.NEGATIVE_INFINITY)) cursorsSeen.set(clockStore, cursor);
 }

@@ -25,7 +25,7 @@ import {
 import { sqsRecord } from './handlers/setup.js';
 
 const NOW_MS = Date.UTC(2026, 10, 21, 12);
-const SETTINGS = { failureThreshold: 3, openMs: 30_000, slowCallMs: 2_000 };
+const SETTINGS = { failureThreshold: 3, openMs: 30_000, maxOpenMs: 120_000, slowCallMs: 2_000 };
 const TIMEOUT_MS = 10_000;
 
 /** A Retry-After spread over [seconds, 1.5 × seconds], so a dead host's parked tasks do not all come back at once. */
@@ -89,19 +89,31 @@ describe('Class: HostBreaker', () => {
     expect(breaker.admit('dead.example')).toEqual({ admitted: true });
   });
 
-  it('opens again for a full period when the probe fails', () => {
+  it('opens for twice as long each time a probe goes unanswered, up to its longest period, and an answer starts over', () => {
     // Prepare
     const clock = new ManualClock(NOW_MS);
     const breaker = new HostBreaker(clock, SETTINGS);
     for (let i = 0; i < SETTINGS.failureThreshold; i += 1) breaker.record('dead.example', true);
-    clock.advance(SETTINGS.openMs);
-    breaker.admit('dead.example');
 
-    // Act
-    breaker.record('dead.example', true);
+    // Act: four probes left unanswered, one answered, and the host then fails again.
+    const openFor: number[] = [];
+    let periodMs = SETTINGS.openMs;
+    for (let probe = 0; probe < 4; probe++) {
+      clock.advance(periodMs);
+      expect(breaker.admit('dead.example')).toEqual({ admitted: true });
+      expect(breaker.admit('dead.example')).toEqual({ admitted: false, retryAfterSeconds: periodMs / 1000 });
+      breaker.record('dead.example', true);
+      const refusal = breaker.admit('dead.example');
+      periodMs = refusal.admitted ? 0 : refusal.retryAfterSeconds * 1000;
+      openFor.push(periodMs);
+    }
+    clock.advance(periodMs);
+    breaker.admit('dead.example');
+    breaker.record('dead.example', false);
+    for (let i = 0; i < SETTINGS.failureThreshold; i += 1) breaker.record('dead.example', true);
 
     // Assess
-    expect(breaker.state('dead.example')).toBe('open');
+    expect(openFor).toEqual([60_000, 120_000, 120_000, 120_000]);
     expect(breaker.admit('dead.example')).toEqual({ admitted: false, retryAfterSeconds: SETTINGS.openMs / 1000 });
   });
 

@@ -11,8 +11,13 @@ export interface HostBreakerSettings {
    * circuit. Any HTTP status is an answer: a host that says 503 to one task is up for the others.
    */
   readonly failureThreshold: number;
-  /** How long an open circuit refuses calls before one probe call is let through. */
+  /** How long a circuit that opens refuses calls before one probe call is let through. */
   readonly openMs: number;
+  /**
+   * The longest open period: each probe left unanswered opens the circuit for twice as long as
+   * the last time, up to this, and an answer starts it over at `openMs`.
+   */
+  readonly maxOpenMs: number;
   /**
    * A call still unanswered this long counts as an unanswered call there and then, unless its
    * host has answered this instance within the last `openMs` (it is up, merely slow). So a
@@ -27,21 +32,28 @@ export interface HostBreakerSettings {
 /**
  * Five unanswered calls in a row is a host that is down, not a flaky request. Two seconds
  * unanswered is slow for a webhook (most answer in tens of milliseconds), so a hanging host is
- * rested after its first few calls hang two seconds, not ten. Thirty seconds open costs each
- * callback instance one probe per half-minute, and a host back up loses at most its remaining
- * open time.
+ * rested after its first few calls hang two seconds, not ten. A probe to a hanging host holds
+ * its invocation, and the batch's concurrency with it, for the whole webhook timeout: at thirty
+ * seconds open, each callback instance would lose a third of its time (10 s of every 30 to 45)
+ * to each hanging host its tasks reach. Doubling up to four minutes brings that to a twenty-fourth
+ * after three probes, and a host back up loses at most its remaining open time: 30 s for a
+ * short outage, four minutes (and the refusal spread) for one that lasted several.
  */
 export const DEFAULT_HOST_BREAKER: HostBreakerSettings = {
   failureThreshold: 5,
   openMs: 30_000,
+  maxOpenMs: 240_000,
   slowCallMs: 2_000,
 };
 
-/** A host's circuit: closed (calls go through), open until a time, or half-open with one probe in flight. */
+/**
+ * A host's circuit: closed (calls go through), open until a time, or half-open with one probe in
+ * flight; the open and half-open states keep how long the circuit was last open for.
+ */
 type Circuit =
   | { readonly state: 'closed'; readonly failures: number }
-  | { readonly state: 'open'; readonly untilMs: number }
-  | { readonly state: 'half-open' };
+  | { readonly state: 'open'; readonly untilMs: number; readonly forMs: number }
+  | { readonly state: 'half-open'; readonly lastOpenMs: number };
 
 export type CircuitState = Circuit['state'];
 
@@ -95,11 +107,11 @@ export class HostBreaker {
     if (circuit.state === 'open') {
       const restMs = circuit.untilMs - this.clock.now();
       if (restMs > 0) return { admitted: false, retryAfterSeconds: Math.ceil(restMs / 1000) };
-      this.circuits.set(key, { state: 'half-open' });
+      this.circuits.set(key, { state: 'half-open', lastOpenMs: circuit.forMs });
       return { admitted: true };
     }
     // A probe is in flight; its answer decides, and until then the host is still taken for down.
-    return { admitted: false, retryAfterSeconds: Math.ceil(this.settings.openMs / 1000) };
+    return { admitted: false, retryAfterSeconds: Math.ceil(circuit.lastOpenMs / 1000) };
   }
 
   /** Records how an admitted call ended: an answer (any status) closes the circuit, none counts towards opening it. */
@@ -112,8 +124,12 @@ export class HostBreaker {
       return;
     }
     if (circuit.state === 'open') return; // a call admitted before the circuit opened, ending late
-    const failures = circuit.state === 'closed' ? circuit.failures + 1 : this.settings.failureThreshold;
-    if (failures >= this.settings.failureThreshold) this.open(key);
+    if (circuit.state === 'half-open') {
+      this.open(key, Math.min(circuit.lastOpenMs * 2, this.settings.maxOpenMs));
+      return;
+    }
+    const failures = circuit.failures + 1;
+    if (failures >= this.settings.failureThreshold) this.open(key, this.settings.openMs);
     else this.circuits.set(key, { state: 'closed', failures });
   }
 
@@ -143,8 +159,8 @@ export class HostBreaker {
     };
   }
 
-  private open(key: string): void {
-    this.circuits.set(key, { state: 'open', untilMs: this.clock.now() + this.settings.openMs });
+  private open(key: string, forMs: number): void {
+    this.circuits.set(key, { state: 'open', untilMs: this.clock.now() + forMs, forMs });
   }
 }
 

@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
+import type { TimerSettings } from '../functions/contract/topology.js';
 import { verifyWebhook } from '../functions/contract/webhook-signature.js';
 import type { WebhookNotification } from '../functions/contract/wire.js';
 import { issueApiKey, newTenant } from '../functions/core/tenants/tenants.js';
@@ -104,6 +105,8 @@ interface RunOptions {
   readonly quotas?: Quotas;
   /** The table's partitions, for the model's partition mode. @default every key its own */
   readonly partitions?: number;
+  /** The deployment's settings. @default the construct's defaults */
+  readonly settings?: Partial<TimerSettings>;
   /** Shows a progress bar that reads `status` (bench/report.ts's `progress`); returns what ends it. */
   readonly showProgress?: (status: () => { done: number; total: number; detail: string }) => () => void;
 }
@@ -223,6 +226,7 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
   const timer = await startLocalTimer({
     port: 0,
     logLevel: 'SILENT',
+    ...(options.settings && { settings: options.settings }),
     scaleModel: {
       k: options.k,
       ...(options.quotas && { quotas: options.quotas }),

@@ -25,7 +25,7 @@ import { parseArgs } from 'node:util';
 import { format, resolveConfig } from 'prettier';
 
 import { AWS_LIMITS } from '../functions/contract/aws-limits.js';
-import { DEFAULT_SETTINGS } from '../functions/contract/topology.js';
+import { DEFAULT_SETTINGS, type TimerSettings } from '../functions/contract/topology.js';
 import { measuredQuotas } from '../lib/construct/plan/measured-quotas.js';
 import { fmt, markdownTable } from '../lib/construct/plan/table-format.js';
 import { tablePartitions } from '../lib/local/limits/dynamodb-throughput.js';
@@ -94,6 +94,12 @@ const log = (line: string) => process.stderr.write(`${line}\n`);
  */
 const benchReport = JSON.parse(await readFile('docs/benchmarks.json', 'utf8')) as BenchReport;
 const QUOTAS = measuredQuotas(benchReport, { perDay: TASKS_PER_DAY, peakPerSecond: 20_000, tasksPerApiRequest: 1 });
+/**
+ * The deployment's settings: dense mode, as a billion a day is priced (`npm run bench:requests`
+ * measures it) and as docs/configuration.md advises above about 230,000 single submits a day. The
+ * sparse occupancy index's items are watched for growth by test/scale/hot-items.test.ts.
+ */
+const SETTINGS: Partial<TimerSettings> = { tickEverySecond: true };
 /** A stored task's bytes as the long-horizon bench measured them, plus DynamoDB's 100 bytes of overhead. */
 const storedTasks = benchReport.longHorizon.storage.byKind.B;
 const TASK_BYTES = (storedTasks ? storedTasks.bytes / storedTasks.items : 1024) + 100;
@@ -353,7 +359,8 @@ A 1/${K} scale model of AWS's limits (docs/local-mode.md, "A scale model of AWS'
 front of dynalite and fauxqs: DynamoDB's per-partition-key and per-table units, SQS's in-flight cap,
 API Gateway's stage throttle, and Lambda's concurrency (the account pool, reservations and event
 source mapping caps divided by ${K}, at least 1). The load is divided by ${K} as well: a billion
-tasks a day is ${fmt(RATE, 1)} submits a second. Time is not scaled.
+tasks a day is ${fmt(RATE, 1)} submits a second. Time is not scaled. The timer runs in dense mode
+(\`tickEverySecond\`), as the plan prices a billion a day.
 
 ${quotaLine} AWS's default quotas (10,000 API requests a second, 1,000 concurrent executions,
 40,000 table write units a second) do not carry a billion single submits a day: docs/limits.md says
@@ -400,6 +407,7 @@ for (const spec of scenarios) {
     k: K,
     quotas: QUOTAS,
     partitions: PARTITIONS,
+    settings: SETTINGS,
     showProgress: (status) => progress(`scenario ${spec.name}`, status),
   });
   results.push(result);

@@ -8,7 +8,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { occupancyKey, taskPartitionKey, taskSecondRange } from '../../../functions/adapters/dynamo/table-schema.js';
 import { loadConfig } from '../../../functions/commons/config.js';
@@ -54,11 +54,17 @@ function occupied(second: number) {
 
 describe('Function: scanner handler', () => {
   beforeEach(() => {
+    // The clock stands still, so a run cannot cross into the next second and claim it too.
+    vi.useFakeTimers({ toFake: ['Date'] });
     ddbMock.reset();
     sqsMock.reset();
     ddbMock.on(QueryCommand).resolves({ Items: [] });
     ddbMock.on(PutCommand).resolves({});
     sqsMock.on(SendMessageBatchCommand).resolves({ Failed: [] });
+  });
+
+  afterEach(() => {
+    vi.useRealTimers();
   });
 
   it('claims the due seconds in one write, enqueues the tasks of the occupied one and marks them scanned', async () => {

@@ -19,6 +19,7 @@
  * 100% with no throttle is luck, not headroom.
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
@@ -396,6 +397,32 @@ function; SQS's OverLimit receives and visibility refusals) and submits answered
 The DynamoDB model hashes keys into the ${fmt(PARTITIONS)} partitions of a table holding a billion
 tasks a day for ${DEFAULT_SETTINGS.retentionDays} days; a key or partition at ${fmt(HOT_FRACTION * 100)}% of its limit
 or more fails the run, as does a p99 lateness of ${fmt(P99_LATENESS_LIMIT_MS)} ms or more.
+
+## What the model leaves out
+
+- **Lambda's separate machines.** Local mode runs every function on one Node.js event loop, beside
+  the load and the receivers, on a machine of ${cpus().length} cores. A pause of that loop (a garbage collection,
+  a busy second) holds every invocation at once, and the requests that queued meanwhile start
+  together: a burst of concurrency no fleet of separate environments would see. The api's
+  throttles in (a), if any, are most likely such bursts: its average concurrency (the run's rate
+  times its mean duration) is a fraction of its reservation.
+- **The cloud's latencies.** Every DynamoDB and SQS call goes through the model's proxy to dynalite or
+  fauxqs on the same cores: milliseconds to tens of milliseconds, against about 6 and 12 ms in the
+  cloud, so invocations last longer, and hold more concurrency, than the plan assumes.
+- **A warm deployment.** Each scenario starts cold: the callback's event source mapping at its first
+  ${fmt(5 / K, 2)} batches (one, at least) and adding ${fmt(300 / K, 1)} a minute, as AWS adds 5 and 300 to a new
+  mapping. A deployment carrying a billion a day has scaled already. In (d) the hanging webhook meets
+  that cold mapping: each call to it holds its invocation for the webhook timeout (calls are never
+  abandoned, so a receiver is never called twice for one attempt), and with one to three batches in
+  flight that holds back every tenant until each environment's circuit breaker has learned.
+- **Constants that do not scale.** Limits are divided by ${K}; the design's own counts are not (80
+  shards, 32 occupancy slots, up to 64 counter shares a tenant). A key whose load a constant bounds
+  (a second's scanner runs, at most one per slot) weighs ${K} times as much against its limit here.
+- **Sparse mode.** The default occupancy index is not run at this rate; its items are held to the
+  growth test (\`test/scale/hot-items.test.ts\`), which runs the defaults.
+- **What AWS does not publish.** Partition splits for heat, adaptive capacity, SQS's internal
+  throughput and API Gateway's own latency are not modelled: a key is throttled at its documented
+  limit, never earlier or later.
 `;
 
 const startedAt = new Date();

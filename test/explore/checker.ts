@@ -76,16 +76,17 @@ export function check(history: readonly HistoryEvent[], final: FinalState): stri
   // task, is up for its other tasks, and for that task's next attempt.
   const { slowCallMs } = DEFAULT_HOST_BREAKER;
   for (const refused of notCalled) {
+    const refusedAtMs = refused.refusedAtMs ?? refused.atMs;
     const unansweredBefore = dispatches.some(
       (dispatch) =>
         dispatch.called &&
         dispatch.host === refused.host &&
-        dispatch.atMs + slowCallMs <= refused.atMs &&
+        dispatch.atMs + slowCallMs <= refusedAtMs &&
         (dispatch.answeredAtMs === undefined || dispatch.answeredAtMs - dispatch.atMs >= slowCallMs),
     );
     if (!unansweredBefore) {
       violations.push(
-        `task ${refused.taskId} was not called at ${iso(refused.atMs)}: its host ${refused.host} was rested though no call to it had gone ${slowCallMs} ms unanswered`,
+        `task ${refused.taskId} was not called at ${iso(refusedAtMs)}: its host ${refused.host} was rested though no call to it had gone ${slowCallMs} ms unanswered`,
       );
     }
   }

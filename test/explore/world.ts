@@ -201,6 +201,8 @@ export interface DispatchRecord {
   readonly host: string;
   called: boolean;
   answeredAtMs?: number;
+  /** When the breaker refused the call: at the ask, or once a call it waited on ended (HostBreaker.nextCallEnd). */
+  refusedAtMs?: number;
 }
 
 export type HistoryEvent =
@@ -597,7 +599,9 @@ export class World {
             return result;
           },
         };
-        return guardedByHostBreaker(receiver, this.breaker).dispatch(...args);
+        const result = await guardedByHostBreaker(receiver, this.breaker).dispatch(...args);
+        if (!dispatch.called) dispatch.refusedAtMs = this.nowMs;
+        return result;
       },
     };
   }

@@ -289,8 +289,74 @@ describe('Function: guardedByHostBreaker', () => {
         call,
         callsAtOnce: (count: number) => Array.from({ length: count }, call),
         answer: (result: TargetResult) => waiting.splice(0).forEach((resolve) => resolve(result)),
+        /** Calls made and not answered yet. */
+        inFlight: () => waiting.length,
       };
     }
+
+    /** Lets every call that can go on reach the target (or its refusal). */
+    const settle = () => vi.advanceTimersByTimeAsync(0);
+
+    it('calls a host it has not heard from failureThreshold at a time, and the rest at once when one answers', async () => {
+      // Prepare
+      const target = pendingTarget();
+
+      // Act
+      const calls = target.callsAtOnce(10);
+      await settle();
+      const beforeAnswer = target.inFlight();
+      target.answer({ ok: true, statusCode: 204 });
+      await settle();
+      const afterAnswer = target.inFlight();
+      target.answer({ ok: true, statusCode: 204 });
+
+      // Assess
+      expect([beforeAnswer, afterAnswer]).toEqual([SETTINGS.failureThreshold, 10 - SETTINGS.failureThreshold]);
+      expect(await Promise.all(calls)).toEqual(calls.map(() => ({ ok: true, statusCode: 204 })));
+    });
+
+    it('meets a hanging host with failureThreshold calls and refuses the rest, uncalled, once those time out', async () => {
+      // Prepare
+      const target = pendingTarget();
+
+      // Act: the first calls go slow (the circuit opens), then time out.
+      const calls = target.callsAtOnce(10);
+      await settle();
+      vi.advanceTimersByTime(SETTINGS.slowCallMs);
+      await settle();
+      const whileSlow = target.inFlight();
+      vi.advanceTimersByTime(TIMEOUT_MS - SETTINGS.slowCallMs);
+      target.answer({ ok: false, error: `timed out after ${TIMEOUT_MS} ms` });
+      const results = await Promise.all(calls);
+
+      // Assess: the rest waited for the calls' end, not their slowness, and were then rested.
+      expect(whileSlow).toBe(SETTINGS.failureThreshold);
+      expect(results.filter((result) => 'notCalled' in result)).toHaveLength(10 - SETTINGS.failureThreshold);
+      expect(results.filter((result) => !('notCalled' in result))).toEqual(
+        Array.from({ length: SETTINGS.failureThreshold }, () => ({
+          ok: false,
+          error: `timed out after ${TIMEOUT_MS} ms`,
+        })),
+      );
+    });
+
+    it("lets the waiting calls through when a slow host's first calls are answered, however late", async () => {
+      // Prepare
+      const target = pendingTarget();
+
+      // Act: answered at 3.5 s, after the circuit opened for their slowness.
+      const calls = target.callsAtOnce(6);
+      await settle();
+      vi.advanceTimersByTime(3_500);
+      target.answer({ ok: true, statusCode: 200 });
+      await settle();
+      const secondWave = target.inFlight();
+      target.answer({ ok: true, statusCode: 200 });
+
+      // Assess
+      expect(secondWave).toBe(6 - SETTINGS.failureThreshold);
+      expect(await Promise.all(calls)).toEqual(calls.map(() => ({ ok: true, statusCode: 200 })));
+    });
 
     it('counts calls unanswered after slowCallMs as unanswered, so a hanging host is rested long before the webhook timeout', async () => {
       // Prepare

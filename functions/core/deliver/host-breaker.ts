@@ -83,6 +83,8 @@ export class HostBreaker {
   private readonly circuits = new Map<string, Circuit>();
   /** When each circuit's host last answered a call, oldest first; a slow call to a host that answered lately is not counted against it. */
   private readonly answeredAtMs = new Map<string, number>();
+  /** Calls in flight to each circuit's host, and the calls waiting for one of them to end (see nextCallEnd). */
+  private readonly inFlight = new Map<string, { count: number; readonly waiting: Array<() => void> }>();
 
   constructor(
     private readonly clock: Clock,
@@ -94,6 +96,41 @@ export class HostBreaker {
   answeredRecently(key: string): boolean {
     const answeredAtMs = this.answeredAtMs.get(key);
     return answeredAtMs !== undefined && this.clock.now() - answeredAtMs <= this.settings.openMs;
+  }
+
+  /**
+   * Whether a call must wait before it goes: while the circuit is closed, its host has not
+   * answered this instance within `openMs`, and `failureThreshold` calls to it are already in
+   * flight, it waits until one of them ends (the promise returned; undefined: it may go now, and
+   * must be counted with callStarted before anything else runs). A host not yet shown to be up so
+   * gets no more calls at once than it takes to open its circuit, and a batch (up to 100 records,
+   * many of them one tenant's) meets a hanging host with five calls instead of all of its tasks;
+   * once those time out, the circuit is open and the rest are refused, with no call made and no
+   * attempt spent. A host that is up answers the first of them and the rest go at once. They wait
+   * for a call's end, not its slowness, so a slow host's late answer still lets them through.
+   */
+  nextCallEnd(key: string): Promise<void> | undefined {
+    const calls = this.inFlight.get(key);
+    if (
+      !calls ||
+      calls.count < this.settings.failureThreshold ||
+      this.state(key) !== 'closed' ||
+      this.answeredRecently(key)
+    )
+      return undefined;
+    return new Promise<void>((resolve) => calls.waiting.push(resolve));
+  }
+
+  /** Counts an admitted call as in flight; returns what ends it, to call once its outcome is recorded. */
+  callStarted(key: string): () => void {
+    const calls = this.inFlight.get(key) ?? { count: 0, waiting: [] };
+    calls.count += 1;
+    this.inFlight.set(key, calls);
+    return () => {
+      calls.count -= 1;
+      if (calls.count === 0) this.inFlight.delete(key);
+      for (const wake of calls.waiting.splice(0)) wake();
+    };
   }
 
   state(key: string): CircuitState {
@@ -206,6 +243,7 @@ export function guardedByHostBreaker(dispatcher: TargetDispatcher, breaker: Host
       const host = webhookHost(target);
       if (host === undefined) return dispatcher.dispatch(target, notification, sender);
       const circuit = circuitOf(sender.tenantId, host);
+      for (let callEnd = breaker.nextCallEnd(circuit); callEnd; callEnd = breaker.nextCallEnd(circuit)) await callEnd;
       const admission = breaker.admit(circuit);
       if (!admission.admitted) {
         return {
@@ -215,6 +253,7 @@ export function guardedByHostBreaker(dispatcher: TargetDispatcher, breaker: Host
           retryAfterSeconds: spread(admission.retryAfterSeconds),
         };
       }
+      const callEnded = breaker.callStarted(circuit);
       const endWatch = breaker.watchSlowCall(circuit);
       try {
         const result = await dispatcher.dispatch(target, notification, sender);
@@ -226,6 +265,8 @@ export function guardedByHostBreaker(dispatcher: TargetDispatcher, breaker: Host
         // leave the circuit half-open, refusing the host for good.
         if (!endWatch()) breaker.record(circuit, true);
         throw error;
+      } finally {
+        callEnded();
       }
     },
   };

@@ -39,6 +39,8 @@ export interface TimerChild {
   /** The child's counters, and the bytes its functions have logged so far. */
   snapshot(): Promise<TimerSnapshot & { readonly logBytes: number }>;
   storage(): Promise<TimerStorage>;
+  /** Makes `count` new tenants and answers their API keys. */
+  tenants(count: number): Promise<string[]>;
   resetKeys(): void;
   stop(): Promise<void>;
 }
@@ -80,6 +82,15 @@ export async function forkTimer(
           'storage',
         )
       ).storage;
+    },
+    async tenants(count: number) {
+      return (
+        await ask<{ type: 'tenants'; apiKeys: string[] }>(
+          child,
+          { type: 'tenants', count } satisfies TimerRequest,
+          'tenants',
+        )
+      ).apiKeys;
     },
     resetKeys() {
       child.send({ type: 'reset' } satisfies TimerRequest);

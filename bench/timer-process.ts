@@ -22,10 +22,16 @@ import {
 import { type FunctionName, MAX_EARLY_WAIT_MS, type TimerSettings } from '../functions/contract/topology.js';
 import { MAX_SHARDS, parseTaskId } from '../functions/core/kernel/ids.js';
 import { decodeDeliveryBody } from '../functions/core/kernel/task-kernel.js';
+import { issueApiKey, newTenant } from '../functions/core/tenants/tenants.js';
 import { type AwsRequest, LOCAL_TABLE_NAME, startLocalTimer } from '../lib/local/runtime.js';
 import { itemBytes, type KeyActivity, STORAGE_OVERHEAD_BYTES } from './stats.js';
 
-export type TimerRequest = { type: 'snapshot' } | { type: 'reset' } | { type: 'storage' } | { type: 'stop' };
+export type TimerRequest =
+  | { type: 'snapshot' }
+  | { type: 'reset' }
+  | { type: 'storage' }
+  | { type: 'stop' }
+  | { type: 'tenants'; count: number };
 
 export interface TimerSnapshot {
   readonly requests: Record<string, number>;
@@ -61,7 +67,8 @@ export interface TimerStorage {
 export type TimerMessage =
   | { type: 'ready'; apiUrl: string; apiKey: string }
   | { type: 'snapshot'; snapshot: TimerSnapshot }
-  | { type: 'storage'; storage: TimerStorage };
+  | { type: 'storage'; storage: TimerStorage }
+  | { type: 'tenants'; apiKeys: string[] };
 
 const send = (message: TimerMessage) => process.send?.(message);
 
@@ -211,6 +218,24 @@ async function storage(): Promise<TimerStorage> {
   return { byKind, statuses, pendingKeys };
 }
 
+/** Makes `count` tenants, each with an API key, written straight to the table: set-up, not load. */
+async function newTenants(count: number): Promise<string[]> {
+  const apiKeys: string[] = [];
+  const batch = 50;
+  for (let first = 0; first < count; first += batch) {
+    const ids = Array.from({ length: Math.min(batch, count - first) }, (_, index) => `bench-${first + index}`);
+    apiKeys.push(
+      ...(await Promise.all(
+        ids.map(async (id) => {
+          await timer.tenantStore.createTenant(newTenant(id, Date.now()));
+          return (await issueApiKey(timer.tenantStore, id, Date.now())).apiKey;
+        }),
+      )),
+    );
+  }
+  return apiKeys;
+}
+
 async function answer(message: TimerRequest) {
   switch (message.type) {
     case 'snapshot':
@@ -237,6 +262,8 @@ async function answer(message: TimerRequest) {
       return;
     case 'storage':
       return send({ type: 'storage', storage: await storage() });
+    case 'tenants':
+      return send({ type: 'tenants', apiKeys: await newTenants(message.count) });
     case 'stop':
       await timer.stop();
       process.exit(0);

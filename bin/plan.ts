@@ -121,6 +121,14 @@ const submits = [
 ] as const;
 /** The ways the report measured: an older report has no keyed phases. */
 const measured = submits.flatMap((submit) => (submit.phase ? [{ ...submit, phase: submit.phase }] : []));
+/**
+ * The outcome: the update a task's own item takes in the second it is delivered. Delivery is the
+ * same however a task came in, and a batch's UpdateItems are nearly all delivery's (its rate-limit
+ * lease is one per hundred tasks); a single submit's own UpdateItem is its lease, taken at submit.
+ */
+const deliveryWritesPerTask = Math.round(
+  (requests.phases.batch.requests['DynamoDB.UpdateItem'] ?? 0) / requests.phases.batch.tasks,
+);
 const plans = measured.map(({ name, label, phase, frontDoor }) => {
   const usage = usageOfPhase(requests, phase, {
     webhookMs,
@@ -131,7 +139,6 @@ const plans = measured.map(({ name, label, phase, frontDoor }) => {
     targets,
     traced: (fn) => fn !== 'api' || apiTraced,
   });
-  const perTask = (request: string) => (phase.requests[request] ?? 0) / phase.tasks;
   return {
     name,
     label,
@@ -141,8 +148,7 @@ const plans = measured.map(({ name, label, phase, frontDoor }) => {
       perDay,
       peakPerSecond,
       usage,
-      // The outcome: the update a task's own item takes in the second it is delivered.
-      deliveryWritesPerTask: Math.round(perTask('DynamoDB.UpdateItem')),
+      deliveryWritesPerTask,
       // Without a dense second, what the phase's own Queries read: an underestimate.
       scanReadUnitsPerTask: requests.denseSecond ? scanReadUnitsPerTask(requests) : phase.readUnits / phase.tasks,
       callbackSecondsPerInvocation: secondsPerInvocation(phase, 'callback', webhookMs),

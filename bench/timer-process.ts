@@ -15,14 +15,17 @@ import type { SQSEvent } from 'aws-lambda';
 import { allItems } from '../functions/adapters/dynamo/dynamo-helpers.js';
 import {
   isTaskPartition,
+  keyOf,
   partitionKind,
   partitionOf,
+  type TableKey,
   type TaskItem,
 } from '../functions/adapters/dynamo/table-schema.js';
 import { type FunctionName, MAX_EARLY_WAIT_MS, type TimerSettings } from '../functions/contract/topology.js';
 import { MAX_SHARDS, parseTaskId } from '../functions/core/kernel/ids.js';
 import { decodeDeliveryBody } from '../functions/core/kernel/task-kernel.js';
 import { issueApiKey, newTenant } from '../functions/core/tenants/tenants.js';
+import { readUnits as unitsOfRead } from '../lib/local/limits/dynamodb-capacity.js';
 import { type AwsRequest, LOCAL_TABLE_NAME, startLocalTimer } from '../lib/local/runtime.js';
 import { itemBytes, type KeyActivity, STORAGE_OVERHEAD_BYTES } from './stats.js';
 
@@ -133,7 +136,8 @@ const writeUnitsOf = (item: Record<string, unknown>) => Math.max(1, Math.ceil(it
 /**
  * Capacity units by DynamoDB's rules: a write is its item's size in KB, rounded up (an update
  * is priced at a task item's size); a strongly consistent read is 4 KB of the items it
- * examined, rounded up, at least one.
+ * examined, rounded up, at least one, and an eventually consistent one half that. Each key of a
+ * BatchGetItem is a read of its own.
  */
 function recordRequest(request: AwsRequest): void {
   const { input, output } = request;
@@ -158,8 +162,27 @@ function recordRequest(request: AwsRequest): void {
       const key = partitionOf(input.Key as Record<string, unknown>);
       return addUnits(key, 'writes', isTaskPartition(key) ? Math.ceil(taskItemBytes / 1024) : 1);
     }
-    case 'DynamoDB.GetItem':
-      return addUnits(partitionOf(input.Key as Record<string, unknown>), 'reads', 1);
+    case 'DynamoDB.GetItem': {
+      const item = output?.Item as Record<string, unknown> | undefined;
+      const units = unitsOfRead(item ? itemBytes(item) : 0, input.ConsistentRead === true);
+      return addUnits(partitionOf(input.Key as Record<string, unknown>), 'reads', units);
+    }
+    case 'DynamoDB.BatchGetItem': {
+      // Each key is its own read: an item found by its size, one not found at the minimum.
+      const requested = input.RequestItems as Record<
+        string,
+        { Keys: Array<Record<string, unknown>>; ConsistentRead?: boolean }
+      >;
+      const responses = (output?.Responses ?? {}) as Record<string, Array<Record<string, unknown>>>;
+      for (const [table, { Keys, ConsistentRead }] of Object.entries(requested)) {
+        const found = new Map((responses[table] ?? []).map((item) => [JSON.stringify(keyOf(item as TableKey)), item]));
+        for (const key of Keys) {
+          const item = found.get(JSON.stringify(keyOf(key as TableKey)));
+          addUnits(partitionOf(key), 'reads', unitsOfRead(item ? itemBytes(item) : 0, ConsistentRead === true));
+        }
+      }
+      return;
+    }
     case 'DynamoDB.Query': {
       const key = String((input.ExpressionAttributeValues as Record<string, unknown>)[':pk']);
       const examined = Number(output?.ScannedCount ?? 0) * (isTaskPartition(key) ? taskItemBytes : 200);

@@ -330,6 +330,7 @@ interface Summary {
 const HOT_FRACTION = 0.9;
 /** On time, by invariant 3. */
 const P99_LATENESS_LIMIT_MS = 1000;
+const { mappingInitialConcurrency: MAPPING_START, mappingScaleUpPerMinute: MAPPING_RAMP } = AWS_LIMITS.lambda;
 
 /** Why the run fails, if it does. */
 function failures(summary: Summary): string[] {
@@ -410,7 +411,7 @@ or more fails the run, as does a p99 lateness of ${fmt(P99_LATENESS_LIMIT_MS)} m
   fauxqs on the same cores: milliseconds to tens of milliseconds, against about 6 and 12 ms in the
   cloud, so invocations last longer, and hold more concurrency, than the plan assumes.
 - **A warm deployment.** Each scenario starts cold: the callback's event source mapping at its first
-  ${fmt(5 / K, 2)} batches (one, at least) and adding ${fmt(300 / K, 1)} a minute, as AWS adds 5 and 300 to a new
+  ${fmt(MAPPING_START / K, 2)} batches (one, at least) and adding ${fmt(MAPPING_RAMP / K, 1)} a minute, as AWS adds ${MAPPING_START} and ${MAPPING_RAMP} to a new
   mapping. A deployment carrying a billion a day has scaled already. In (d) the hanging webhook meets
   that cold mapping: each call to it holds its invocation for the webhook timeout (calls are never
   abandoned, so a receiver is never called twice for one attempt), and with one to three batches in

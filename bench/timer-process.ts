@@ -132,6 +132,9 @@ function addUnits(key: string, kind: 'writes' | 'reads', units: number): void {
 }
 
 const writeUnitsOf = (item: Record<string, unknown>) => Math.max(1, Math.ceil(itemBytes(item) / 1024));
+/** A read of one item by its key: by the item's size, or the minimum when there was none. */
+const itemReadUnits = (item: Record<string, unknown> | undefined, consistent: boolean) =>
+  unitsOfRead(item ? itemBytes(item) : 0, consistent);
 
 /**
  * Capacity units by DynamoDB's rules: a write is its item's size in KB, rounded up (an update
@@ -163,8 +166,7 @@ function recordRequest(request: AwsRequest): void {
       return addUnits(key, 'writes', isTaskPartition(key) ? Math.ceil(taskItemBytes / 1024) : 1);
     }
     case 'DynamoDB.GetItem': {
-      const item = output?.Item as Record<string, unknown> | undefined;
-      const units = unitsOfRead(item ? itemBytes(item) : 0, input.ConsistentRead === true);
+      const units = itemReadUnits(output?.Item as Record<string, unknown> | undefined, input.ConsistentRead === true);
       return addUnits(partitionOf(input.Key as Record<string, unknown>), 'reads', units);
     }
     case 'DynamoDB.BatchGetItem': {
@@ -178,7 +180,7 @@ function recordRequest(request: AwsRequest): void {
         const found = new Map((responses[table] ?? []).map((item) => [JSON.stringify(keyOf(item as TableKey)), item]));
         for (const key of Keys) {
           const item = found.get(JSON.stringify(keyOf(key as TableKey)));
-          addUnits(partitionOf(key), 'reads', unitsOfRead(item ? itemBytes(item) : 0, ConsistentRead === true));
+          addUnits(partitionOf(key), 'reads', itemReadUnits(item, ConsistentRead === true));
         }
       }
       return;

@@ -3,7 +3,7 @@
  * mode's pipeline, and every AWS request the functions make in a representative run is checked
  * against the synthesized roles by an IAM policy simulator. One synthesis serves both.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -45,12 +45,16 @@ afterAll(() => {
 });
 
 describe('End to end: the bundles cdk synth builds', () => {
-  it('gives each function a bundle of its own', () => {
+  it('bundles each function with esbuild, offline, into an ESM file of its own that Lambda runs as index.handler', () => {
     // Act
+    const functions = Object.values(template.Resources).filter((resource) => resource.Type === 'AWS::Lambda::Function');
     const bundles = FUNCTION_NAMES.map((fn) => bundlePath(template, assemblyDir, fn));
 
     // Assess
+    expect(functions).toHaveLength(FUNCTION_NAMES.length);
+    for (const fn of functions) expect(fn.Properties.Handler).toBe('index.handler');
     expect(new Set(bundles).size).toBe(FUNCTION_NAMES.length);
+    for (const bundle of bundles) expect(existsSync(bundle), bundle).toBe(true);
   });
 
   it('carries the AWS SDK inside every bundle instead of importing it', () => {

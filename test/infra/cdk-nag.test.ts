@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { API_ROUTES } from '../../functions/contract/topology.js';
 import { TimerStack, type TimerStackProps } from '../../lib/construct/timer-stack.js';
 
-/** The stack as `bin/timer.ts` builds it, bundling skipped (the synth test in timer-stack.test.ts proves it). */
+/** The stack as `bin/timer.ts` builds it, bundling skipped (test/e2e/synthesized-stack.test.ts synthesizes with it). */
 function timerApp(props: TimerStackProps = {}): App {
   const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
   new TimerStack(app, 'Timer', props);

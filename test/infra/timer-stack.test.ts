@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { App } from 'aws-cdk-lib';
@@ -26,7 +25,7 @@ import { actionsOf as statementActions, allStatements, statementsOfRole } from '
 
 type Resource = { Type: string; Properties: Record<string, unknown> };
 
-/** Bundling is skipped here (it is proven by the synth test below); these tests read the template. */
+/** Bundling is skipped here (test/e2e/synthesized-stack.test.ts synthesizes with it, and runs the bundles); these tests read the template. */
 function synthesize(): Template {
   const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
   return Template.fromStack(new TimerStack(app, 'Timer'));
@@ -664,26 +663,4 @@ describe('Stack: TimerStack monitoring', () => {
     expect(body).toMatch(new RegExp(`"${METRICS.deliveryLatenessMs}"[^\\]]*"stat":"p99"`));
     for (const alarmId of Object.keys(alarms())) expect(body).toContain(alarmId);
   });
-});
-
-describe('Command: cdk synth', () => {
-  it('bundles every function with esbuild, offline, into an ESM file', () => {
-    // Prepare
-    // An output folder of its own: another run in this checkout may be synthesizing at the same time.
-    const outdir = mkdtempSync(join(tmpdir(), 'timer-synth-'));
-    const app = new App({ outdir });
-    new TimerStack(app, 'Timer');
-
-    // Act
-    const assembly = app.synth();
-
-    // Assess
-    const artifact = assembly.getStackByName('Timer');
-    const functions = Object.values(artifact.template.Resources as Record<string, Resource>).filter(
-      (resource) => resource.Type === 'AWS::Lambda::Function',
-    );
-    expect(functions).toHaveLength(5);
-    for (const fn of functions) expect(fn.Properties.Handler).toBe('index.handler');
-    rmSync(outdir, { recursive: true, force: true });
-  }, 120_000);
 });

@@ -134,6 +134,24 @@ const PRINTED_VALUES = [
 
 const distinct = (text: string, pattern: RegExp) => [...new Set(text.match(pattern) ?? [])];
 
+/** The environment without the reader's own TIMER_* settings, which would point the commands elsewhere. */
+const readerEnv = (): NodeJS.ProcessEnv =>
+  Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TIMER_')));
+
+function runShell(command: string, env: NodeJS.ProcessEnv): Promise<{ code: number; output: string }> {
+  return new Promise((done) => {
+    execFile(
+      'sh',
+      ['-c', command],
+      { cwd: repo, env, timeout: 240_000, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        done({ code, output: `${stdout}${stderr}` });
+      },
+    );
+  });
+}
+
 /** One doc file's session: its local mode, and the values a reader would fill in. */
 class Session {
   readonly replacements = new Map<string, string>();
@@ -166,23 +184,11 @@ class Session {
   }
 
   env(): NodeJS.ProcessEnv {
-    // The reader's own TIMER_* settings would point the commands elsewhere.
-    const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TIMER_')));
-    return { ...inherited, TIMER_DATA_DIR: this.dataDir, ...this.exports };
+    return { ...readerEnv(), TIMER_DATA_DIR: this.dataDir, ...this.exports };
   }
 
-  async run(command: string): Promise<{ code: number; output: string }> {
-    return new Promise((done) => {
-      execFile(
-        'sh',
-        ['-c', command],
-        { cwd: repo, env: this.env(), timeout: 240_000, maxBuffer: 16 * 1024 * 1024 },
-        (error, stdout, stderr) => {
-          const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-          done({ code, output: `${stdout}${stderr}` });
-        },
-      );
-    });
+  run(command: string): Promise<{ code: number; output: string }> {
+    return runShell(command, this.env());
   }
 
   /** `export NAME=…` or `unset NAME`, for the commands after it. */
@@ -213,8 +219,17 @@ class Session {
   }
 }
 
-/** `npm run` lines touch no local mode: the same line in several docs runs once. */
+/**
+ * `npm` lines touch no local mode and fill in nothing a command printed, so each runs once however
+ * many docs show it, and all of them start together with the first doc's commands: one after
+ * another, their processes' start-up took half of this test's time.
+ */
 const npmRuns = new Map<string, Promise<{ code: number; output: string }>>();
+const npmRun = (line: string) => {
+  const started = npmRuns.get(line) ?? runShell(line, readerEnv());
+  npmRuns.set(line, started);
+  return started;
+};
 
 const statusOf = (text: string) => /^\s*Status:\s+(\w+)/m.exec(text)?.[1];
 const sleep = (ms: number) => new Promise((wake) => setTimeout(wake, ms));
@@ -226,10 +241,7 @@ async function runDocumented(session: Session, command: DocCommand, plan: Plan) 
   if (throughNpx) session.ranNpx = true;
   const once = () => {
     if (cli && !throughNpx) return session.runInProcess(cli[1] ?? '');
-    if (!line.startsWith('npm run')) return session.run(line);
-    const cached = npmRuns.get(line) ?? session.run(line);
-    npmRuns.set(line, cached);
-    return cached;
+    return line.startsWith('npm ') ? npmRun(line) : session.run(line);
   };
   let result = await once();
   const wanted = statusOf(command.output.join('\n'));
@@ -245,6 +257,18 @@ const docs = await Promise.all(
   DOC_FILES.map(async (file) => ({ file, entries: parseDoc(file, await readFile(join(repo, file), 'utf8')) })),
 );
 const allCommands = docs.flatMap(({ entries }) => entries.filter((entry): entry is DocCommand => 'text' in entry));
+
+/** The documented `npm` lines as they run: those that run minutes or need AWS with --help. */
+const npmLines = allCommands
+  .filter((command) => command.text.startsWith('npm '))
+  .flatMap((command) => {
+    const plan = planFor(command.text);
+    return plan.kind === 'excluded' ? [] : [plan.kind === 'help' ? withHelp(command.text) : command.text];
+  });
+
+beforeAll(() => {
+  for (const line of npmLines) void npmRun(line);
+});
 
 describe('Docs: the commands README.md and docs/*.md show', () => {
   it('finds the documented commands, and each exclusion still names one with its reason', () => {

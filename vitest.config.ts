@@ -2,10 +2,14 @@ import { defineConfig } from 'vitest/config';
 
 import LongestFirst from './test/support/longest-first.js';
 
+const DOCS = 'test/e2e/docs-commands.test.ts';
+const SCALE_MODEL = 'test/scale/scale-model.test.ts';
+const HOT_ITEMS = 'test/scale/hot-items.test.ts';
+/** Files that change the process for good (tracing loads the X-Ray SDK, which patches http and hooks every promise). */
+const OWN_PROCESS = ['test/unit/tracer.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    // A process hosts one local timer at a time (Powertools' switches are process-wide), so every file gets its own.
     pool: 'forks',
     // Most of the suite's time is spent waiting on real time, not computing, so more files run at
     // once than the machine has cores (vitest's default is one fewer than the cores: one on CI).
@@ -19,5 +23,30 @@ export default defineConfig({
       POWERTOOLS_METRICS_DISABLED: 'true',
       POWERTOOLS_TRACE_ENABLED: 'false',
     },
+    projects: [
+      {
+        // The unit files stub nothing they do not undo, so one process runs them one after
+        // another, importing the SDK and the handlers once rather than once a file.
+        extends: true,
+        test: { name: 'unit', include: ['test/unit/**/*.test.ts'], exclude: [...OWN_PROCESS], isolate: false },
+      },
+      {
+        // The same for the files that wire the pipeline (a sixth of their CPU was imports): local
+        // mode allows one local timer at a time per process (Powertools' switches are
+        // process-wide), and each file stops its own.
+        extends: true,
+        test: {
+          name: 'wired',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/unit/**', DOCS, SCALE_MODEL, HOT_ITEMS],
+          isolate: false,
+        },
+      },
+      { extends: true, test: { name: 'own-process', include: OWN_PROCESS } },
+      // npm test runs these three after the others (test/run-all.mjs says why).
+      { extends: true, test: { name: 'docs', include: [DOCS] } },
+      { extends: true, test: { name: 'scale-model', include: [SCALE_MODEL] } },
+      { extends: true, test: { name: 'hot-items', include: [HOT_ITEMS] } },
+    ],
   },
 });

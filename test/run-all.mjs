@@ -1,36 +1,75 @@
 /**
- * `npm test`: the type check and lint, then the suite, then the docs test and the scale tests,
- * each step alone. The checks do not run beside the suite: they took its first two minutes' CPU,
- * when the fault tests, whose deliveries are timed, run. The docs test's npx cache entry suffers
- * beside the package test's npm work, and the scale tests measure request rates, which a
- * neighbour skews. A failing step ends the run, and stops whatever it started. Each step's wall
- * time is printed at the end, as the README's test time is read from it.
+ * `npm test`: every check and every vitest project (vitest.config.ts), in two phases.
+ *
+ * 1. The suite (the projects `wired` and `own-process`, four files at a time) runs at normal
+ *    priority, and beside it, at the lowest priority, the type check and lint, then the unit
+ *    files. The suite spends part of its time waiting on real time (local mode firing tasks,
+ *    leases running out), and the checks compute in those gaps; at the lowest priority they take
+ *    no CPU the suite's timed fault tests want, which they did at normal priority. The unit files
+ *    run in a vitest of their own, so that no process runs both a unit file and a wired one.
+ * 2. Then the docs test and the scale tests, beside each other. The docs test runs after the
+ *    suite because its npx cache entry suffered beside the package test's npm work (see
+ *    test/e2e/docs-commands.test.ts).
+ *
+ * A failing step ends the run and stops whatever it started. The suite's output goes straight
+ * through; the other steps' output is printed whole when they end, so that lines never mix. Each
+ * step's wall time is printed at the end, as the README's test time is read from it.
  */
 import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-const vitest = ['exec', '--', 'vitest', 'run'];
+const vitest = (...projects) => [
+  npm,
+  ['exec', '--', 'vitest', 'run', ...projects.flatMap((name) => ['--project', name])],
+];
+/** `nice` where there is one: Windows has none, and runs the step at normal priority. */
+const lowPriority = ([command, args]) =>
+  process.platform === 'win32' ? [command, args] : ['nice', ['-n', '19', command, ...args], { lowPriority: true }];
+
+/**
+ * Linux with autogroup scheduling (the default on most distributions) weighs each session
+ * against the others first, and a process's nice value only within its own session. A step runs
+ * in a session of its own (see `run`), so `nice` alone left the checks an equal share beside the
+ * suite; lowering the session's own weight gives them only what the suite leaves idle.
+ */
+function lowerSessionPriority(pid) {
+  try {
+    writeFileSync(`/proc/${pid}/autogroup`, '19');
+  } catch {
+    // No autogroup here (another system, or it is off): `nice` is enough.
+  }
+}
+
 const steps = {
-  checks: [npm, ['run', '--silent', 'checks']],
-  suite: [npm, [...vitest, '--exclude', 'test/scale/**', '--exclude', 'test/e2e/docs-commands.test.ts']],
-  docs: [npm, [...vitest, 'test/e2e/docs-commands.test.ts']],
-  scale: [npm, [...vitest, 'test/scale', '--maxWorkers=1']],
+  suite: vitest('wired', 'own-process'),
+  checks: lowPriority([npm, ['run', '--silent', 'checks']]),
+  unit: lowPriority(vitest('unit')),
+  docs: vitest('docs', 'scale-model'),
+  'hot items': vitest('hot-items'),
 };
 const running = new Set();
 const took = [];
 
-/** Runs a step, its output going straight through. */
-function run(name) {
-  const [command, args] = steps[name];
+/** Runs a step, its output going straight through, or held and printed when it ends when `held`. */
+function run(name, { held = true } = {}) {
+  const [command, args, { lowPriority = false } = {}] = steps[name];
   const startedAt = Date.now();
   // A process group of its own, so that stopping the step stops what npm started under it.
-  const child = spawn(command, args, { stdio: 'inherit', detached: true });
+  const child = spawn(command, args, { stdio: held ? ['ignore', 'pipe', 'pipe'] : 'inherit', detached: true });
+  if (lowPriority) lowerSessionPriority(child.pid);
   running.add(child);
+  const output = [];
+  child.stdout?.on('data', (chunk) => output.push(chunk));
+  child.stderr?.on('data', (chunk) => output.push(chunk));
   return new Promise((resolve) => {
     child.on('close', (code, signal) => {
       running.delete(child);
       took.push(`${name} ${((Date.now() - startedAt) / 1000).toFixed(0)} s`);
-      resolve({ name, ok: code === 0, code: code ?? signal });
+      if (held) process.stdout.write(Buffer.concat(output));
+      const result = { name, ok: code === 0, code: code ?? signal };
+      if (!result.ok) finish(result);
+      resolve(result);
     });
   });
 }
@@ -62,8 +101,8 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 }
 
 const startedAtMs = Date.now();
-for (const name of Object.keys(steps)) {
-  const result = await run(name);
-  if (!result.ok) finish(result);
-}
+const beside = run('checks').then(() => run('unit'));
+await run('suite', { held: false });
+await run('docs');
+await Promise.all([beside, run('hot items')]);
 finish();

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { type DeliveryMessage, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/kernel/task.js';
 import { eventually } from '../support/webhook-receiver.js';
 import { printReport, report, waitForDeliveries, webhookTasks } from './harness.js';
-import { crashOnce, harnessPerTest, runCase, statusOf } from './pipeline-cases.js';
+import { crashOnce, harnessPerTest, runCase, statusesOnceSettled, statusOf } from './pipeline-cases.js';
 
 const start = harnessPerTest();
 
@@ -41,7 +41,7 @@ describe('Faults: the callback', () => {
     const twice = repeats();
     expect(twice.length).toBeGreaterThanOrEqual(1);
     for (const receipt of twice) expect(receipt.headers['webhook-id']).toBe(receipt.body.id);
-    for (const id of ids) expect(await statusOf(h, id)).toBe('DELIVERED');
+    expect(await statusesOnceSettled(h, ids, 'DELIVERED')).toEqual(ids.map(() => 'DELIVERED'));
   });
 
   it('survives webhooks that time out, fail, throttle with Retry-After or drop the connection', async () => {
@@ -62,7 +62,7 @@ describe('Faults: the callback', () => {
 
     // Assess: each got a second attempt; the throttled ones waited as asked.
     expect(result.delivered).toBe(32);
-    for (const id of ids) expect(await statusOf(h, id)).toBe('DELIVERED');
+    expect(await statusesOnceSettled(h, ids, 'DELIVERED')).toEqual(ids.map(() => 'DELIVERED'));
     const throttled = h.receiver.receipts.filter((receipt) => receipt.path === '/throttle');
     for (const id of new Set(throttled.map((receipt) => receipt.body.id))) {
       const [first, second] = throttled.filter((receipt) => receipt.body.id === id);

@@ -6,6 +6,7 @@
  */
 import { afterEach, expect } from 'vitest';
 
+import { eventually } from '../support/webhook-receiver.js';
 import { type Harness, type HarnessOptions, printReport, report, startHarness, waitForDeliveries } from './harness.js';
 
 /** Starts a harness per test and stops it after each; call it at the top of a test file. */
@@ -80,4 +81,17 @@ export async function runCase(
 export async function statusOf(h: Harness, id: string): Promise<unknown> {
   const response = await h.call('GET /v1/tasks/{id}', { pathParameters: { id } });
   return (JSON.parse(response.body) as { status: string; attempts: number }).status;
+}
+
+/**
+ * Every task's status, once each shows `status` or a wait bounded for a busy machine has passed.
+ * The receiver has a delivery before the callback records it, so a read right after the last
+ * delivery can still see the task PENDING (its first attempt unleased) or DELIVERING.
+ */
+export async function statusesOnceSettled(h: Harness, ids: readonly string[], status: string) {
+  const statuses = async () => Promise.all(ids.map((id) => statusOf(h, id)));
+  await eventually(`every task ${status}`, async () => (await statuses()).every((seen) => seen === status), 60).catch(
+    () => undefined,
+  );
+  return statuses();
 }

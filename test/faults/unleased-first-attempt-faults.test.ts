@@ -8,7 +8,7 @@ import { RECEIPT_WRITE_TRIES } from '../../functions/core/deliver/deliver.js';
 import { type DeliveryReceipt, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/kernel/task.js';
 import { eventually } from '../support/webhook-receiver.js';
 import { printReport, report, waitForDeliveries, webhookTasks } from './harness.js';
-import { crashOnce, harnessPerTest, runCase, statusOf } from './pipeline-cases.js';
+import { crashOnce, harnessPerTest, runCase, statusesOnceSettled, statusOf } from './pipeline-cases.js';
 
 const start = harnessPerTest();
 
@@ -53,7 +53,7 @@ describe('Faults: unleased first attempts', () => {
       expect(receipt.headers['webhook-id']).toBe(receipt.body.id);
       expect(receipt.body.attempt).toBe(1);
     }
-    for (const id of ids) expect(await statusOf(h, id)).toBe('DELIVERED');
+    expect(await statusesOnceSettled(h, ids, 'DELIVERED')).toEqual(ids.map(() => 'DELIVERED'));
   }, 120_000);
 
   it('never delivers a task whose cancel answered 200, with cancels racing its due time', async () => {

@@ -1,5 +1,5 @@
 /**
- * `npm test`: every check and every vitest project (vitest.config.ts), in two phases.
+ * `npm test`: every check and every vitest project (vitest.config.ts), in three phases.
  *
  * 1. The suite (the projects `wired` and `own-process`, four files at a time) runs at normal
  *    priority, and beside it, at the lowest priority, the type check and lint, then the unit
@@ -7,9 +7,13 @@
  *    leases running out), and the checks compute in those gaps; at the lowest priority they take
  *    no CPU the suite's timed fault tests want, which they did at normal priority. The unit files
  *    run in a vitest of their own, so that no process runs both a unit file and a wired one.
- * 2. Then the docs test and the scale tests, beside each other. The docs test runs after the
- *    suite because its npx cache entry suffered beside the package test's npm work (see
- *    test/e2e/docs-commands.test.ts).
+ * 2. Then the docs test beside the scale model's small run (`docs` and `scale-model`). The docs
+ *    test runs after the suite because its npx cache entry suffered beside the package test's npm
+ *    work (see test/e2e/docs-commands.test.ts).
+ * 3. Then the growth test (`hot-items`) alone, but for what is left of the checks: it measures
+ *    how busy items get as the load grows, and a busy machine grows the api's fleet, and with it
+ *    the items each environment writes, which a neighbour skews (beside the docs test its fleet
+ *    grew from 25-62 environments to 127-200, and the occupancy slots with it).
  *
  * A failing step ends the run and stops whatever it started. The suite's output goes straight
  * through; the other steps' output is printed whole when they end, so that lines never mix. Each

@@ -13,11 +13,11 @@
  * the later ones run the same CLI in this process (the shell still expands their words), which
  * takes a tenth of a second where a fresh process takes seconds on a shared machine.
  *
- * `npm test` runs this file on its own, after the others. Run beside them (four files at once),
- * its first `npx timer` answered `timer: not found` in both full runs that tried it: npx's cache
- * entry for the clone (~/.npm/_npx/<hash>) was left without its bin link, which npx does not
- * repair. Which neighbour's npm work did that is not pinned down; run after them, npx makes the
- * entry afresh on a new machine.
+ * `npm test` runs this file after the suite, beside only the scale model's small run, which runs
+ * no npm. Run beside the suite (four files at once), its first `npx timer` answered `timer: not
+ * found` in both full runs that tried it: npx's cache entry for the clone (~/.npm/_npx/<hash>) was
+ * left without its bin link, which npx does not repair. Which neighbour's npm work did that is not
+ * pinned down; run after them, npx makes the entry afresh on a new machine.
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';

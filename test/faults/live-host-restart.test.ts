@@ -8,7 +8,6 @@ import { loadavg } from 'node:os';
 
 import { describe, expect, it } from 'vitest';
 
-import { DEFAULT_HOST_BREAKER } from '../../functions/core/deliver/host-breaker.js';
 import { eventually, quantile } from '../support/webhook-receiver.js';
 import { killedLocalMode, outputOf, startLocalMode, startOnFreePort } from './local-process.js';
 
@@ -37,7 +36,8 @@ const pathOf = (index: number) => (index % 25 === 0 ? '/always-503' : index % 10
 describe('Faults: a live host answering 503 to some tasks, with local mode SIGKILLed', () => {
   it('keeps 300 tasks to one host on time across a SIGKILL, delivers each fail-twice task on its third call, and spends no attempt on a call not made', async () => {
     // Prepare: 10% of the tasks are answered 503 twice, 4% always, the rest 200 at once.
-    const { port, child, api, headers } = await startOnFreePort(local);
+    // At INFO, local mode logs each call the host breaker holds back ("webhook host rested").
+    const { port, child, api, headers } = await startOnFreePort(local, 'INFO');
     const put = await fetch(`${api}/v1/biz-types/flaky-host`, { method: 'PUT', headers, body: JSON.stringify(POLICY) });
     expect(put.status).toBeLessThan(300);
     const start = Date.now();
@@ -70,7 +70,7 @@ describe('Faults: a live host answering 503 to some tasks, with local mode SIGKI
     const killedAtMs = Date.now();
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const restartedAtMs = Date.now();
-    local.child = await startLocalMode(port, local.dataDir);
+    local.child = await startLocalMode(port, local.dataDir, 'INFO');
     const upAtMs = Date.now();
     // Watched from the receiver first, so that polling the api adds no load while tasks are due. A
     // task whose call the kill cut short holds its 60 s lease (the call may have reached the
@@ -148,15 +148,13 @@ describe('Faults: a live host answering 503 to some tasks, with local mode SIGKI
     // the call that follows its lease is an attempt of its own.
     expect(attemptsNotCalls).toEqual([]);
     expect(alwaysNotFailed).toEqual([]);
-    // Counted from when local mode was back up (a task due while it was down cannot go sooner, and
-    // a loaded machine's restart has taken 12.6 s), none is as late as the breaker's open time: a
-    // task held back that long was rested, or waited out a lease of the killed run (61 s before the
-    // restart ended those leases).
-    const lateAfterRestart = healthy.filter((id) => {
-      const success = firstSuccess(id);
-      const readyAtMs = Math.max(Date.parse(success?.body.dueAt ?? ''), upAtMs);
-      return (success?.receivedAtMs ?? Infinity) - readyAtMs >= DEFAULT_HOST_BREAKER.openMs;
-    });
-    expect(lateAfterRestart).toEqual([]);
+    // The host answered every call (503 is an answer), so its breaker never had cause to rest it:
+    // no call to it was held back, in either run. Read from local mode's log (its INFO lines, the
+    // level a rest is logged at, show it was read), not from lateness, which a busy machine
+    // stretches past the breaker's open time: beside a second npm test, tasks due while local mode
+    // was down arrived up to 132 s late.
+    const logLines = [child, local.child].flatMap((run) => outputOf(run, Infinity).split('\n'));
+    expect(logLines.some((line) => line.includes('"level":"INFO"'))).toBe(true);
+    expect(logLines.filter((line) => line.includes('webhook host rested'))).toEqual([]);
   }, 360_000);
 });

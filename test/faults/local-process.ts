@@ -20,15 +20,15 @@ export async function freePort(): Promise<number> {
 
 const outputs = new WeakMap<ChildProcess, () => string>();
 
-/** The last `chars` a process startLocalMode started has printed (errors only: it logs at ERROR). */
+/** The last `chars` a process startLocalMode started has printed (at its log level: ERROR unless asked). */
 export function outputOf(child: ChildProcess | undefined, chars = 2000): string {
   return (child && outputs.get(child)?.().slice(-chars)) ?? '';
 }
 
 /** Starts `npm start`'s entry point on `dataDir` and waits until it prints its API URL. */
-export async function startLocalMode(port: number, dataDir: string): Promise<ChildProcess> {
+export async function startLocalMode(port: number, dataDir: string, logLevel = 'ERROR'): Promise<ChildProcess> {
   const process_ = spawn(process.execPath, ['--import', 'tsx', 'bin/local.ts'], {
-    env: { ...process.env, TIMER_PORT: String(port), TIMER_DATA_DIR: dataDir, TIMER_LOG_LEVEL: 'ERROR' },
+    env: { ...process.env, TIMER_PORT: String(port), TIMER_DATA_DIR: dataDir, TIMER_LOG_LEVEL: logLevel },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -77,9 +77,9 @@ export function killedLocalMode(name: string, responders: Record<string, Respond
  * Starts the fixture's local mode on a free port: the process, and what a test calls its api with
  * (the base URL and the development tenant's headers). A restart reuses the port (`startLocalMode`).
  */
-export async function startOnFreePort(local: KilledLocalMode) {
+export async function startOnFreePort(local: KilledLocalMode, logLevel?: string) {
   const port = await freePort();
-  const child = await startLocalMode(port, local.dataDir);
+  const child = await startLocalMode(port, local.dataDir, logLevel);
   local.child = child;
   const apiKey = (await readFile(join(local.dataDir, DEV_API_KEY_FILE), 'utf8')).trim();
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` };

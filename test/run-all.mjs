@@ -49,8 +49,8 @@ const steps = {
   suite: vitest('wired', 'own-process'),
   checks: lowPriority([npm, ['run', '--silent', 'checks']]),
   unit: lowPriority(vitest('unit')),
-  docs: vitest('docs', 'scale-model'),
-  'hot items': vitest('hot-items'),
+  'docs and scale model': vitest('docs', 'scale-model'),
+  'growth test': vitest('hot-items'),
 };
 const running = new Set();
 const took = [];
@@ -107,6 +107,6 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 const startedAtMs = Date.now();
 const beside = run('checks').then(() => run('unit'));
 await run('suite', { held: false });
-await run('docs');
-await Promise.all([beside, run('hot items')]);
+await run('docs and scale model');
+await Promise.all([beside, run('growth test')]);
 finish();

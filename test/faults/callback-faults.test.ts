@@ -60,14 +60,21 @@ describe('Faults: the callback', () => {
     // Act
     const { ids, result } = await runCase('webhook timeout, 5xx, 429 Retry-After, dropped connection', h, tasks);
 
-    // Assess: each got a second attempt; the throttled ones waited as asked.
+    // Assess: each was delivered; the throttled ones waited as asked.
     expect(result.delivered).toBe(32);
     expect(await statusesOnceSettled(h, ids, 'DELIVERED')).toEqual(ids.map(() => 'DELIVERED'));
     const throttled = h.receiver.receipts.filter((receipt) => receipt.path === '/throttle');
-    for (const id of new Set(throttled.map((receipt) => receipt.body.id))) {
-      const [first, second] = throttled.filter((receipt) => receipt.body.id === id);
-      expect((second?.receivedAtMs ?? 0) - (first?.receivedAtMs ?? 0)).toBeGreaterThanOrEqual(1900);
-    }
+    // Judged between the call answered 429 and the next attempt's call. A copy of the first attempt
+    // (at least once) may come sooner and even deliver the task (beside a second npm test one came
+    // 1.2 s after): such a task has no next attempt to judge.
+    const waits = [...new Set(throttled.map((receipt) => receipt.body.id))].flatMap((id) => {
+      const calls = throttled.filter((receipt) => receipt.body.id === id);
+      const refused = calls.find((receipt) => receipt.status === 429);
+      const retried = calls.find((receipt) => refused && receipt.body.attempt > refused.body.attempt);
+      return refused && retried ? [retried.receivedAtMs - refused.receivedAtMs] : [];
+    });
+    expect(waits.length).toBeGreaterThan(0);
+    expect(waits.filter((ms) => ms < 1900)).toEqual([]);
   });
 
   it('never delivers a task once its cancel returned 200, even with its message already queued', async () => {

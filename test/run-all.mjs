@@ -2,7 +2,7 @@
  * `npm test`: every check and every vitest project (vitest.config.ts), in three phases.
  *
  * 1. The suite (the projects `wired` and `own-process`, four files at a time) runs at normal
- *    priority, and beside it, at the lowest priority, the type check, the lint and the unit
+ *    priority, and beside it, at the lowest priority, the type check and lint, then the unit
  *    files. The suite spends part of its time waiting on real time (local mode firing tasks,
  *    leases running out), and the checks compute in those gaps; at the lowest priority they take
  *    no CPU the suite's timed fault tests want, which they did at normal priority. The unit files
@@ -47,8 +47,7 @@ function lowerSessionPriority(pid) {
 
 const steps = {
   suite: vitest('wired', 'own-process'),
-  typecheck: lowPriority([npm, ['run', '--silent', 'typecheck']]),
-  lint: lowPriority([npm, ['run', '--silent', 'lint']]),
+  checks: lowPriority([npm, ['run', '--silent', 'checks']]),
   unit: lowPriority(vitest('unit')),
   'docs and scale model': vitest('docs', 'scale-model'),
   'growth test': vitest('hot-items'),
@@ -106,8 +105,7 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 }
 
 const startedAtMs = Date.now();
-// Three at once: once the suite is done, what is left of them uses both cores, not one.
-const beside = Promise.all([run('typecheck'), run('lint'), run('unit')]);
+const beside = run('checks').then(() => run('unit'));
 await run('suite', { held: false });
 await run('docs and scale model');
 await Promise.all([beside, run('growth test')]);

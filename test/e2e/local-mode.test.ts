@@ -11,6 +11,7 @@ import {
   eventually,
   ON_TIME_ON_A_BUSY_MACHINE_MS,
   quantile,
+  settledValue,
   startWebhookReceiver,
 } from '../support/webhook-receiver.js';
 
@@ -200,11 +201,11 @@ describe('End to end: local mode over HTTP', () => {
     // Flaky targets succeeded on the third attempt; dead ones were tried MAX_ATTEMPTS times, then dead-lettered.
     // The receiver has the third call before the callback records it: the status follows.
     for (const task of byKind('flaky')) {
-      const state = async () => (await api('GET', `/v1/tasks/${task.id}`)).body;
-      await eventually(`${task.id} DELIVERED`, async () => (await state()).status === 'DELIVERED', 60).catch(
-        () => undefined,
+      const state = await settledValue(
+        async () => (await api('GET', `/v1/tasks/${task.id}`)).body,
+        (body) => body.status === 'DELIVERED',
       );
-      expect(await state()).toMatchObject({ status: 'DELIVERED', attempts: 3 });
+      expect(state).toMatchObject({ status: 'DELIVERED', attempts: 3 });
     }
     const downAttempts = receiver.receipts.filter((receipt) => receipt.path === '/down');
     expect(downAttempts.length).toBe(20 * MAX_ATTEMPTS);

@@ -25,7 +25,7 @@ import {
 } from '../support/cloud-template.js';
 import { iamRequestsOf, simulateRequests } from '../support/iam-audit.js';
 import { bundledHandlers, bundlePath } from '../support/synthesized-bundles.js';
-import { eventually, startWebhookReceiver } from '../support/webhook-receiver.js';
+import { eventually, settledValue, startWebhookReceiver } from '../support/webhook-receiver.js';
 
 const FUNCTION_NAMES = Object.keys(FUNCTIONS) as FunctionName[];
 
@@ -87,13 +87,11 @@ describe('End to end: the bundles cdk synth builds', () => {
 
       // Assess
       // The inbox has a delivery before the callback records it: the status follows, on a busy machine later.
-      const statuses = async () => Promise.all(ids.map(async (id) => (await client.get(id))?.status));
-      await eventually(
-        'every task DELIVERED',
-        async () => (await statuses()).every((status) => status === 'DELIVERED'),
-        60,
-      ).catch(() => undefined);
-      expect(await statuses()).toEqual(ids.map(() => 'DELIVERED'));
+      const statuses = await settledValue(
+        () => Promise.all(ids.map(async (id) => (await client.get(id))?.status)),
+        (seen) => seen.every((status) => status === 'DELIVERED'),
+      );
+      expect(statuses).toEqual(ids.map(() => 'DELIVERED'));
       expect(timer.inbox.entries.every((entry) => entry.signatureValid)).toBe(true);
       expect((await client.list({ bizId: 'bundle-e2e' })).tasks.map((task) => task.id).sort()).toEqual(ids.sort());
     } finally {

@@ -6,7 +6,7 @@
  */
 import { afterEach, expect } from 'vitest';
 
-import { eventually } from '../support/webhook-receiver.js';
+import { settledValue } from '../support/webhook-receiver.js';
 import { type Harness, type HarnessOptions, printReport, report, startHarness, waitForDeliveries } from './harness.js';
 
 /** Starts a harness per test and stops it after each; call it at the top of a test file. */
@@ -88,10 +88,9 @@ export async function statusOf(h: Harness, id: string): Promise<unknown> {
  * The receiver has a delivery before the callback records it, so a read right after the last
  * delivery can still see the task PENDING (its first attempt unleased) or DELIVERING.
  */
-export async function statusesOnceSettled(h: Harness, ids: readonly string[], status: string) {
-  const statuses = async () => Promise.all(ids.map((id) => statusOf(h, id)));
-  await eventually(`every task ${status}`, async () => (await statuses()).every((seen) => seen === status), 60).catch(
-    () => undefined,
+export function statusesOnceSettled(h: Harness, ids: readonly string[], status: string) {
+  return settledValue(
+    () => Promise.all(ids.map((id) => statusOf(h, id))),
+    (statuses) => statuses.every((seen) => seen === status),
   );
-  return statuses();
 }

@@ -96,6 +96,25 @@ export async function eventually(
 }
 
 /**
+ * What `read` answers once `settled` holds of it, or its last answer when `attempts` polls have
+ * passed: for a value that follows an event with a lag a busy machine lengthens (a task's status
+ * after the receiver has its delivery). The caller asserts on it, so a failure shows the value.
+ */
+export async function settledValue<T>(
+  read: () => Promise<T>,
+  settled: (value: T) => boolean,
+  attempts = 60,
+  intervalMs = 500,
+): Promise<T> {
+  let value = await read();
+  for (let attempt = 1; attempt < attempts && !settled(value); attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    value = await read();
+  }
+  return value;
+}
+
+/**
  * How late an end-to-end delivery may come and still count as on time. The tick path runs 0.1 to
  * 1 s late on a quiet machine, but on CI's two cores running four test files at once it has run
  * up to 9.6 s late (local mode's e2e beside four CPU hogs: p50 6.4 s), so lateness cannot tell

@@ -35,7 +35,8 @@ let template: CloudTemplate;
 beforeAll(() => {
   // Outside the repository, so a bundle can resolve no package from its node_modules: what it imports it must carry.
   assemblyDir = mkdtempSync(join(tmpdir(), 'timer-assembly-'));
-  const app = new App({ outdir: assemblyDir });
+  // CDK's built-in CloudFormation validation runs in test/infra/timer-stack.test.ts (test/support/template-app.ts).
+  const app = new App({ outdir: assemblyDir, builtinCloudFormationValidation: false });
   new TimerStack(app, 'Timer');
   template = app.synth().getStackByName('Timer').template as CloudTemplate;
 }, 180_000);

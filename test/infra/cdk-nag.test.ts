@@ -1,14 +1,15 @@
-import { App, Validations } from 'aws-cdk-lib';
+import { type App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 import { API_ROUTES } from '../../functions/contract/topology.js';
 import { TimerStack, type TimerStackProps } from '../../lib/construct/timer-stack.js';
+import { templateApp } from '../support/template-app.js';
 
-/** The stack as `bin/timer.ts` builds it, bundling skipped (test/e2e/synthesized-stack.test.ts synthesizes with it). */
+/** The stack as `bin/timer.ts` builds it, in an app for template tests. */
 function timerApp(props: TimerStackProps = {}): App {
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const app = templateApp();
   new TimerStack(app, 'Timer', props);
   return app;
 }

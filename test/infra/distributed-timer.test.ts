@@ -1,4 +1,4 @@
-import { App, aws_lambda as lambda, aws_logs as logs, type CfnElement, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { aws_lambda as lambda, aws_logs as logs, type CfnElement, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { Billing, Capacity } from 'aws-cdk-lib/aws-dynamodb';
 import type { IConstruct } from 'constructs';
@@ -7,15 +7,15 @@ import { describe, expect, it } from 'vitest';
 import { DELIVERY_MAX_RECEIVE_COUNT, ENV, FUNCTION_URL, FUNCTIONS } from '../../functions/contract/topology.js';
 import { DEFAULT_API_THROTTLE, DistributedTimer } from '../../lib/index.js';
 import { actionsOf, statementsOfRole } from '../support/iam-template.js';
+import { templateApp } from '../support/template-app.js';
 
 /** The logical id of a construct's CloudFormation resource. */
 const logicalIdOf = (stack: Stack, construct: IConstruct) =>
   stack.getLogicalId(construct.node.defaultChild as CfnElement);
 
-/** A stack of another app, holding the construct; bundling is skipped, it is proven elsewhere. */
+/** A stack of another app, holding the construct. */
 function appStack(): Stack {
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-  return new Stack(app, 'OrdersService', { env: { account: '123456789012', region: 'eu-west-1' } });
+  return new Stack(templateApp(), 'OrdersService', { env: { account: '123456789012', region: 'eu-west-1' } });
 }
 
 describe('Construct: DistributedTimer', () => {

@@ -1,9 +1,10 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import {
   ACCOUNT_CONCURRENCY,
@@ -22,19 +23,35 @@ import { ALLOW_LISTS } from '../../functions/core/targets/allowed-targets.js';
 import { DEFAULT_API_THROTTLE } from '../../lib/construct/distributed-timer.js';
 import { TimerStack } from '../../lib/construct/timer-stack.js';
 import { actionsOf as statementActions, allStatements, statementsOfRole } from '../support/iam-template.js';
+import { templateApp } from '../support/template-app.js';
 
 type Resource = { Type: string; Properties: Record<string, unknown> };
 
-/** Bundling is skipped here (test/e2e/synthesized-stack.test.ts synthesizes with it, and runs the bundles); these tests read the template. */
-function synthesize(): Template {
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+/**
+ * The stack as `bin/timer.ts` deploys it, bundling skipped (test/e2e/synthesized-stack.test.ts
+ * synthesizes with it, and runs the bundles). The one template test with CDK's built-in
+ * CloudFormation validation on (test/support/template-app.ts), and strict: a finding, such as a
+ * property CloudFormation's schema does not know or a value of the wrong type, fails the
+ * synthesis rather than warning.
+ */
+function synthesize(outdir: string): Template {
+  const app = new App({
+    outdir,
+    context: { 'aws:cdk:bundling-stacks': [], '@aws-cdk/core:validateAgainstDefaultRules': true },
+  });
   return Template.fromStack(new TimerStack(app, 'Timer'));
 }
 
+let assemblyDir: string;
 let template: Template;
 
 beforeAll(() => {
-  template = synthesize();
+  assemblyDir = mkdtempSync(join(tmpdir(), 'timer-template-'));
+  template = synthesize(assemblyDir);
+});
+
+afterAll(() => {
+  rmSync(assemblyDir, { recursive: true, force: true });
 });
 
 /** The logical id of the function whose environment names this entry's table and queues. */
@@ -61,6 +78,16 @@ function actionsOf(name: keyof typeof FUNCTIONS): string[] {
 }
 
 describe('Stack: TimerStack', () => {
+  it("passes CDK's built-in CloudFormation validation (every resource against CloudFormation's schemas) with no finding", () => {
+    // Act
+    const report = JSON.parse(readFileSync(join(assemblyDir, 'validation-report.json'), 'utf8')) as {
+      pluginReports: unknown[];
+    };
+
+    // Assess
+    expect(report.pluginReports).toEqual([]);
+  });
+
   it('stores tasks in one on-demand table with pk/sk, TTL on expiresAt and point-in-time recovery', () => {
     template.resourceCountIs('AWS::DynamoDB::GlobalTable', 1);
     template.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
@@ -407,7 +434,7 @@ describe('Stack: TimerStack', () => {
 
   it('outputs the function URL, on a function of its own with its own reserved concurrency, only when the stack is asked for one', () => {
     // Prepare
-    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const app = templateApp();
 
     // Act
     const withUrl = Template.fromStack(new TimerStack(app, 'TimerWithUrl', { functionUrl: true }));

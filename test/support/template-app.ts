@@ -1,0 +1,16 @@
+import { App, type AppProps } from 'aws-cdk-lib';
+
+/**
+ * An app for the tests that read a synthesized template. Bundling is skipped:
+ * test/e2e/synthesized-stack.test.ts synthesizes with it and runs the bundles. CDK's built-in
+ * CloudFormation validation is off: it costs about 3.5 CPU-s a process and 1.2 a synthesis, and
+ * test/infra/timer-stack.test.ts runs it on the stack `bin/timer.ts` deploys, its findings
+ * failing the synthesis.
+ */
+export function templateApp(props: AppProps = {}): App {
+  return new App({
+    builtinCloudFormationValidation: false,
+    ...props,
+    context: { 'aws:cdk:bundling-stacks': [], ...props.context },
+  });
+}

@@ -87,6 +87,7 @@ function parseTargetMix(text: string): TargetMix {
   return mix;
 }
 
+const inventory = timerStackInventory();
 // The idle cost is that of the deployment measured: dense mode, which ticks and scans every second.
 const idle = idleMonth(
   idleUsage(
@@ -94,7 +95,7 @@ const idle = idleMonth(
     webhookMs,
     report.cost.idleMonth.running.metrics / PRICES.cloudWatch.metricMonth,
   ),
-  timerStackInventory(),
+  inventory,
   'on-demand',
   tracing ? 1 : 0,
 );
@@ -294,7 +295,7 @@ const lines = [
     (entry) =>
       `Monthly, ${entry.name}: ${money(entry.result.byMode.provisioned.monthly, 0)} provisioned, ${money(entry.result.byMode['on-demand'].monthly, 0)} on demand (each with ${money(idleMonthly)} of fixed and idle cost). Recommended: ${entry.result.recommendedMode}.`,
   ),
-  `Fixed resources in the synthesized stack: ${pricedResources(timerStackInventory())}, ${money(idle.fixed)} a month.`,
+  `Fixed resources in the synthesized stack: ${pricedResources(inventory)}, ${money(idle.fixed)} a month.`,
   `EventBridge Scheduler for the same timers: ${money(perDay * 30 * PRICES.schedulerInvocation)} a month in scheduled invocations alone ($1.00 per million), before the targets it invokes.`,
   '',
   `single through the function URL (functionUrl: true): ${money(perMillionTotal(singleUrl, 'provisioned'))} provisioned, ${money(perMillionTotal(singleUrl, 'on-demand'))} on demand per million timers`,

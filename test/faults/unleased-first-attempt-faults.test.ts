@@ -57,7 +57,7 @@ describe('Faults: unleased first attempts', () => {
   }, 120_000);
 
   it('never delivers a task whose cancel answered 200, with cancels racing its due time', async () => {
-    // Prepare: 30 tasks, each cancelled at its own moment from 1.5 s before the cancel margin to 0.5 s
+    // Prepare: 30 tasks, each cancelled at its own moment from 6 s before the cancel margin to 0.5 s
     // after its due time.
     const h = await start();
     const tasks = webhookTasks(h, 30, FAR_MS, FAR_MS + 3000);
@@ -65,19 +65,19 @@ describe('Faults: unleased first attempts', () => {
     h.run();
 
     // Act
+    const earliestMs = UNLEASED_CANCEL_MARGIN_MS + 6000;
     const cancels = await Promise.all(
       ids.map(async (id, index) => {
         const dueAt = Number((tasks[index] as { dueAt: number }).dueAt);
-        const offsetMs =
-          -(UNLEASED_CANCEL_MARGIN_MS + 1500) +
-          Math.floor(((UNLEASED_CANCEL_MARGIN_MS + 2000) * index) / (ids.length - 1));
+        const offsetMs = -earliestMs + Math.floor(((earliestMs + 500) * index) / (ids.length - 1));
         await new Promise((resolve) => setTimeout(resolve, Math.max(0, dueAt + offsetMs - Date.now())));
         const response = await h.call('DELETE /v1/tasks/{id}', { pathParameters: { id } });
         return {
           id,
-          offsetMs,
           status: response.statusCode,
           type: (JSON.parse(response.body) as { type?: string }).type,
+          // The api decided before this; on a busy machine, well after the moment planned.
+          answeredBeforeMargin: Date.now() < dueAt - UNLEASED_CANCEL_MARGIN_MS,
         };
       }),
     );
@@ -85,7 +85,7 @@ describe('Faults: unleased first attempts', () => {
     const kept = ids.filter((id) => !cancelled.has(id));
     await waitForDeliveries(h, kept, 60_000);
 
-    // Assess: 200 well before the margin, 409 after it; no cancelled task reaches the receiver.
+    // Assess: 200 before the margin, 409 after it; no cancelled task reaches the receiver.
     const result = report(h, kept);
     const deliveredCancelled = h.receiver.receipts.filter((receipt) => cancelled.has(receipt.body.id));
     printReport(
@@ -99,11 +99,10 @@ describe('Faults: unleased first attempts', () => {
       expect(cancel.status).toBe(409);
       expect(['/problems/too-late', '/problems/already-final']).toContain(cancel.type);
     }
-    expect(
-      cancels
-        .filter((cancel) => cancel.offsetMs < -(UNLEASED_CANCEL_MARGIN_MS + 500))
-        .every((cancel) => cancel.status === 200),
-    ).toBe(true);
+    // Every cancel answered before its task's margin was taken.
+    const beforeMargin = cancels.filter((cancel) => cancel.answeredBeforeMargin);
+    expect(beforeMargin.length).toBeGreaterThan(0);
+    expect(beforeMargin.map((cancel) => cancel.status)).toEqual(beforeMargin.map(() => 200));
     expect(deliveredCancelled).toEqual([]);
     expect(result.lost).toEqual([]);
     expect(result.early).toEqual([]);

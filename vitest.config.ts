@@ -17,8 +17,10 @@ export default defineConfig({
     // files computing at once starved the checks beside them.
     maxWorkers: 5,
     sequence: { sequencer: LongestFirst },
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // A timeout catches a hung test, not a slow one: beside a second npm test, files took three to
+    // four times as long, and a backlog race that takes 3 s alone passed 30.
+    testTimeout: 120_000,
+    hookTimeout: 180_000,
     env: {
       AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
       POWERTOOLS_LOG_LEVEL: 'SILENT',

@@ -13,9 +13,10 @@ export default defineConfig({
     pool: 'forks',
     // Most of the suite's time is spent waiting on real time, not computing, so more files run at
     // once than the machine has cores (vitest's default is one fewer than the cores: one on CI).
-    // On 2 cores the suite took 248-283 s at four, 210-211 at five, and 246 at six, where the
-    // files computing at once starved the checks beside them.
-    maxWorkers: 5,
+    // Five took the suite from 248-283 s to 210 on an idle 2-core machine, but beside a second
+    // npm test ten files at once failed a different case in every run (waits, timeouts, the
+    // explorer's run count); six starved the checks beside it.
+    maxWorkers: 4,
     sequence: { sequencer: LongestFirst },
     // A timeout catches a hung test, not a slow one: beside a second npm test, files took three to
     // four times as long, and a backlog race that takes 3 s alone passed 30.

@@ -1,7 +1,7 @@
 /**
  * `npm test`: every check and every vitest project (vitest.config.ts), in three phases.
  *
- * 1. The suite (the projects `wired` and `own-process`, five files at a time) runs at normal
+ * 1. The suite (the projects `wired` and `own-process`, four files at a time) runs at normal
  *    priority, and beside it, at the lowest priority, the type check and lint, then the unit
  *    files. The suite spends part of its time waiting on real time (local mode firing tasks,
  *    leases running out), and the checks compute in those gaps; at the lowest priority they take

@@ -94,10 +94,11 @@ describe('Faults: unleased first attempts', () => {
     );
     expect(cancelled.size).toBeGreaterThan(0);
     expect(kept.length).toBeGreaterThan(0);
-    // Refused ones were too late to cancel (or already delivered, for those asked after the due time).
+    // Refused ones were too late to cancel, already delivered, or (for those asked after the due
+    // time, on a machine slow enough that an attempt timed out) waiting on an attempt's outcome.
     for (const cancel of cancels.filter((each) => each.status !== 200)) {
       expect(cancel.status).toBe(409);
-      expect(['/problems/too-late', '/problems/already-final']).toContain(cancel.type);
+      expect(['/problems/too-late', '/problems/already-final', '/problems/in-delivery']).toContain(cancel.type);
     }
     // Every cancel answered before its task's margin was taken.
     const beforeMargin = cancels.filter((cancel) => cancel.answeredBeforeMargin);

@@ -1,4 +1,4 @@
-import { App, type AppProps } from 'aws-cdk-lib';
+import { App } from 'aws-cdk-lib';
 
 /**
  * An app for the tests that read a synthesized template. Bundling is skipped:
@@ -7,10 +7,6 @@ import { App, type AppProps } from 'aws-cdk-lib';
  * test/infra/timer-stack.test.ts runs it on the stack `bin/timer.ts` deploys, its findings
  * failing the synthesis.
  */
-export function templateApp(props: AppProps = {}): App {
-  return new App({
-    builtinCloudFormationValidation: false,
-    ...props,
-    context: { 'aws:cdk:bundling-stacks': [], ...props.context },
-  });
+export function templateApp(): App {
+  return new App({ builtinCloudFormationValidation: false, context: { 'aws:cdk:bundling-stacks': [] } });
 }

@@ -1,10 +1,12 @@
 /**
  * `npm run checks`: the type check and eslint in one process, over one TypeScript program per
- * tsconfig, then prettier and knip. `npm run typecheck` and `eslint .` each build the program
+ * tsconfig, then prettier and knip. A type check and `eslint .` run apart each build the program
  * (parsing aws-cdk-lib's 3,000 declaration files), and eslint's type-aware rules then ask for
- * types the type check has already worked out: together they took 101 CPU-s on 2 cores, this
- * takes 48, and `npm test` runs it beside the suite. The findings are the same: the same
- * tsconfigs, and eslint.config.js with the programs in place of its project service.
+ * types the type check has already worked out: apart they took 101 CPU-s on 2 cores, together
+ * 48, and `npm test` runs this beside the suite. The findings are the same: the same tsconfigs,
+ * and eslint.config.js with the programs in place of its project service.
+ *
+ * `npm run typecheck` is this with `--types-only`: the type check alone, over the same tsconfigs.
  */
 import { spawnSync } from 'node:child_process';
 
@@ -57,6 +59,7 @@ const passes = (command) =>
 
 const programs = TSCONFIGS.map(programFor);
 const typed = typeCheck(programs);
+if (process.argv.includes('--types-only')) process.exit(typed ? 0 : 1);
 const linted = await lint(programs);
 const formatted = passes(['prettier', '--check', '.']);
 const alive = passes(['knip']);

@@ -2,11 +2,12 @@
  * `npm test`: every check and every vitest project (vitest.config.ts), in three phases.
  *
  * 1. The suite (the projects `wired` and `own-process`, four files at a time) runs at normal
- *    priority, and beside it, at the lowest priority, the type check and lint, then the unit
- *    files. The suite spends part of its time waiting on real time (local mode firing tasks,
- *    leases running out), and the checks compute in those gaps; at the lowest priority they take
- *    no CPU the suite's timed fault tests want, which they did at normal priority. The unit files
- *    run in a vitest of their own, so that no process runs both a unit file and a wired one.
+ *    priority, and beside it, at the lowest priority, `npm run checks` (test/checks.mjs), then
+ *    the unit files. The suite spends part of its time waiting on real time (local mode firing
+ *    tasks, leases running out), and the checks compute in those gaps; at the lowest priority
+ *    they take no CPU the suite's timed fault tests want, which they did at normal priority. The
+ *    unit files run in a vitest of their own, so that no process runs both a unit file and a
+ *    wired one.
  * 2. Then the docs test beside the scale model's small run (`docs` and `scale-model`). The docs
  *    test runs after the suite because its npx cache entry suffered beside the package test's npm
  *    work (see test/e2e/docs-commands.test.ts).

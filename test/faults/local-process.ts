@@ -75,7 +75,8 @@ export function killedLocalMode(name: string, responders: Record<string, Respond
 
 /**
  * Starts the fixture's local mode on a free port: the process, and what a test calls its api with
- * (the base URL and the development tenant's headers). A restart reuses the port (`startLocalMode`).
+ * (the base URL, the development tenant's API key and its headers). A restart reuses the port
+ * (`startLocalMode`).
  */
 export async function startOnFreePort(local: KilledLocalMode, logLevel?: string) {
   const port = await freePort();
@@ -83,5 +84,5 @@ export async function startOnFreePort(local: KilledLocalMode, logLevel?: string)
   local.child = child;
   const apiKey = (await readFile(join(local.dataDir, DEV_API_KEY_FILE), 'utf8')).trim();
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` };
-  return { port, child, api: `http://127.0.0.1:${port}`, headers };
+  return { port, child, api: `http://127.0.0.1:${port}`, apiKey, headers };
 }

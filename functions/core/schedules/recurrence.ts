@@ -50,10 +50,14 @@ const RATE = /^(?:rate\()?\s*(\d{1,9})\s+(second|minute|hour|day)(s?)\s*\)?$/;
 const UNIT_MS = { second: 1000, minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const;
 const CRON_WRAPPER = /^cron\((.*)\)$/;
 
-/** Whether Intl knows the zone: the platform's data decides, as it does for every computation. */
+/**
+ * Whether Intl knows the zone: the platform's data decides, as it does for every computation.
+ * The formatter it builds is kept, as every occurrence of a schedule asks again and building one
+ * cost more than the rest of the occurrence's computation.
+ */
 export function isKnownTimeZone(zone: string): boolean {
   try {
-    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    formatterFor(zone);
     return true;
   } catch {
     return false;

@@ -16,7 +16,7 @@ const local = localTimerFixture({
 
 const receiptsAt = (path: string) => local.receiver.receipts.filter((receipt) => receipt.path === path);
 
-describe('End to end: schedule occurrences over HTTP in local mode', () => {
+describe.concurrent('End to end: schedule occurrences over HTTP in local mode', () => {
   it('fires a schedule with a window every time, inside its window', async () => {
     // Prepare
     const created = await local.api('POST', '/v1/schedules', {

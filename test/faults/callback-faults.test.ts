@@ -3,127 +3,134 @@
  * crashing after a delivery, webhooks that time out, fail, throttle or drop the connection, and
  * cancels racing queued deliveries.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 
 import { type DeliveryMessage, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/kernel/task.js';
 import { eventually } from '../support/webhook-receiver.js';
 import { printReport, report, waitForDeliveries, webhookTasks } from './harness.js';
-import { crashOnce, harnessPerTest, runCase, statusesOnceSettled, statusOf } from './pipeline-cases.js';
+import { crashOnce, pipelineCase, runCase, statusesOnceSettled, statusOf } from './pipeline-cases.js';
 
-const start = harnessPerTest();
-
-describe('Faults: the callback', () => {
-  it('redelivers, with the same id, a task whose callback crashed after the target answered', async () => {
-    // Prepare
-    const h = await start();
-    const crash = crashOnce(
-      h.callback.delivery.taskStore,
-      'finishDelivery',
-      (_key: unknown, _attempt: number, outcome: { status: string }) => outcome.status === 'DELIVERED',
-    );
-
-    // Act
-    const { ids } = await runCase(
-      'callback crash after delivering, before DELIVERED',
-      h,
-      webhookTasks(h, 20, 2000, 4000),
-    );
-
-    // Assess: one duplicate, carrying the same webhook-id, and the task ends DELIVERED. The crashed
-    // task's message comes back only after its visibility timeout, which on a busy machine can
-    // fall after the last first delivery the case waited for.
-    expect(crash.crashed()).toBe(true);
-    const repeats = () =>
-      h.receiver.receipts.filter(
-        (receipt, index, all) => all.findIndex((other) => other.body.id === receipt.body.id) !== index,
+describe.concurrent('Faults: the callback', () => {
+  pipelineCase(
+    'redelivers, with the same id, a task whose callback crashed after the target answered',
+    async ({ start }) => {
+      // Prepare
+      const h = await start();
+      const crash = crashOnce(
+        h.callback.delivery.taskStore,
+        'finishDelivery',
+        (_key: unknown, _attempt: number, outcome: { status: string }) => outcome.status === 'DELIVERED',
       );
-    await eventually('the crashed delivery is made again', () => repeats().length >= 1, 60);
-    const twice = repeats();
-    expect(twice.length).toBeGreaterThanOrEqual(1);
-    for (const receipt of twice) expect(receipt.headers['webhook-id']).toBe(receipt.body.id);
-    expect(await statusesOnceSettled(h, ids, 'DELIVERED')).toEqual(ids.map(() => 'DELIVERED'));
-  });
 
-  it('survives webhooks that time out, fail, throttle with Retry-After or drop the connection', async () => {
-    // Prepare: each path misbehaves on the first attempt of every task, then answers 200.
-    const h = await start({
-      webhookTimeoutMs: 500,
-      responders: {
-        '/slow': (_, seen) => (seen === 0 ? { status: 200, delayMs: 1500 } : 200),
-        '/error': (_, seen) => (seen === 0 ? 502 : 200),
-        '/throttle': (_, seen) => (seen === 0 ? { status: 429, headers: { 'retry-after': '2' } } : 200),
-        '/drop': (_, seen) => (seen === 0 ? { dropConnection: true } : 200),
-      },
-    });
-    const tasks = ['/slow', '/error', '/throttle', '/drop'].flatMap((path) => webhookTasks(h, 8, 2000, 4000, path));
+      // Act
+      const { ids } = await runCase(
+        'callback crash after delivering, before DELIVERED',
+        h,
+        webhookTasks(h, 20, 2000, 4000),
+      );
 
-    // Act
-    const { ids, result } = await runCase('webhook timeout, 5xx, 429 Retry-After, dropped connection', h, tasks);
+      // Assess: one duplicate, carrying the same webhook-id, and the task ends DELIVERED. The crashed
+      // task's message comes back only after its visibility timeout, which on a busy machine can
+      // fall after the last first delivery the case waited for.
+      expect(crash.crashed()).toBe(true);
+      const repeats = () =>
+        h.receiver.receipts.filter(
+          (receipt, index, all) => all.findIndex((other) => other.body.id === receipt.body.id) !== index,
+        );
+      await eventually('the crashed delivery is made again', () => repeats().length >= 1, 60);
+      const twice = repeats();
+      expect(twice.length).toBeGreaterThanOrEqual(1);
+      for (const receipt of twice) expect(receipt.headers['webhook-id']).toBe(receipt.body.id);
+      expect(await statusesOnceSettled(h, ids, 'DELIVERED')).toEqual(ids.map(() => 'DELIVERED'));
+    },
+  );
 
-    // Assess: each was delivered; the throttled ones waited as asked.
-    expect(result.delivered).toBe(32);
-    expect(await statusesOnceSettled(h, ids, 'DELIVERED')).toEqual(ids.map(() => 'DELIVERED'));
-    const throttled = h.receiver.receipts.filter((receipt) => receipt.path === '/throttle');
-    // Judged between the call answered 429 and the next attempt's call. A copy of the first attempt
-    // (at least once) may come sooner and even deliver the task (beside a second npm test one came
-    // 1.2 s after): such a task has no next attempt to judge.
-    const waits = [...new Set(throttled.map((receipt) => receipt.body.id))].flatMap((id) => {
-      const calls = throttled.filter((receipt) => receipt.body.id === id);
-      const refused = calls.find((receipt) => receipt.status === 429);
-      const retried = calls.find((receipt) => refused && receipt.body.attempt > refused.body.attempt);
-      return refused && retried ? [retried.receivedAtMs - refused.receivedAtMs] : [];
-    });
-    expect(waits.length).toBeGreaterThan(0);
-    expect(waits.filter((ms) => ms < 1900)).toEqual([]);
-  });
+  pipelineCase(
+    'survives webhooks that time out, fail, throttle with Retry-After or drop the connection',
+    async ({ start }) => {
+      // Prepare: each path misbehaves on the first attempt of every task, then answers 200.
+      const h = await start({
+        webhookTimeoutMs: 500,
+        responders: {
+          '/slow': (_, seen) => (seen === 0 ? { status: 200, delayMs: 1500 } : 200),
+          '/error': (_, seen) => (seen === 0 ? 502 : 200),
+          '/throttle': (_, seen) => (seen === 0 ? { status: 429, headers: { 'retry-after': '2' } } : 200),
+          '/drop': (_, seen) => (seen === 0 ? { dropConnection: true } : 200),
+        },
+      });
+      const tasks = ['/slow', '/error', '/throttle', '/drop'].flatMap((path) => webhookTasks(h, 8, 2000, 4000, path));
 
-  it('never delivers a task once its cancel returned 200, even with its message already queued', async () => {
-    // Prepare: tasks due just past the cancel margin once the scanner's lookahead reaches them, so
-    // they are cancelled as soon as the first is in the delivery queue, yet still cancellable. A
-    // lookahead of 4 s sends them 4.5 s or more before they are due, which leaves a busy machine's
-    // scanner seconds, not tenths, between its send and the cancel margin.
-    const lookaheadSeconds = 4;
-    const h = await start({ lookaheadSeconds });
-    const queued = new Set<string>();
-    const queue = h.scanner.deliveryQueue;
-    const send = queue.send.bind(queue);
-    queue.send = async (messages: readonly DeliveryMessage[]) => {
-      await send(messages);
-      for (const message of messages) queued.add(message.id);
-    };
-    const dueFromMs = lookaheadSeconds * 1000 + UNLEASED_CANCEL_MARGIN_MS + 1300;
-    const tasks = webhookTasks(h, 40, dueFromMs, dueFromMs + 700);
-    const ids = await h.submit(tasks);
-    h.run();
-    // By the first send, not by a fixed wait: how soon the scanner gets to them depends on the machine.
-    await eventually('the scanner sent the first of them', () => queued.size > 0, 400, 10);
-    const queuedBeforeCancel = new Set(queued);
+      // Act
+      const { ids, result } = await runCase('webhook timeout, 5xx, 429 Retry-After, dropped connection', h, tasks);
 
-    // Act: cancel every other task, racing the deliveries.
-    const cancels = await Promise.all(
-      ids
-        .filter((_, index) => index % 2 === 0)
-        .map(async (id) => {
-          const response = await h.call('DELETE /v1/tasks/{id}', { pathParameters: { id } });
-          return { id, status: response.statusCode };
-        }),
-    );
-    const kept = ids.filter((id) => !cancels.some((cancel) => cancel.id === id && cancel.status === 200));
-    await waitForDeliveries(h, kept);
+      // Assess: each was delivered; the throttled ones waited as asked.
+      expect(result.delivered).toBe(32);
+      expect(await statusesOnceSettled(h, ids, 'DELIVERED')).toEqual(ids.map(() => 'DELIVERED'));
+      const throttled = h.receiver.receipts.filter((receipt) => receipt.path === '/throttle');
+      // Judged between the call answered 429 and the next attempt's call. A copy of the first attempt
+      // (at least once) may come sooner and even deliver the task (beside a second npm test one came
+      // 1.2 s after): such a task has no next attempt to judge.
+      const waits = [...new Set(throttled.map((receipt) => receipt.body.id))].flatMap((id) => {
+        const calls = throttled.filter((receipt) => receipt.body.id === id);
+        const refused = calls.find((receipt) => receipt.status === 429);
+        const retried = calls.find((receipt) => refused && receipt.body.attempt > refused.body.attempt);
+        return refused && retried ? [retried.receivedAtMs - refused.receivedAtMs] : [];
+      });
+      expect(waits.length).toBeGreaterThan(0);
+      expect(waits.filter((ms) => ms < 1900)).toEqual([]);
+    },
+  );
 
-    // Assess
-    const cancelled = new Set(cancels.filter((cancel) => cancel.status === 200).map((cancel) => cancel.id));
-    const result = report(h, kept);
-    const deliveredCancelled = h.receiver.receipts.filter((receipt) => cancelled.has(receipt.body.id));
-    printReport(
-      `cancel racing queued deliveries (${cancelled.size} of ${cancels.length} cancels answered 200, ${[...cancelled].filter((id) => queuedBeforeCancel.has(id)).length} of them already queued; ${deliveredCancelled.length} delivered)`,
-      result,
-    );
-    expect(cancelled.size).toBeGreaterThan(0);
-    // The point of the case: some cancels hit tasks whose message was already on its way.
-    expect([...cancelled].filter((id) => queuedBeforeCancel.has(id)).length).toBeGreaterThan(0);
-    expect(deliveredCancelled).toEqual([]);
-    expect(result.lost).toEqual([]);
-    for (const id of cancelled) expect(await statusOf(h, id)).toBe('CANCELLED');
-  });
+  pipelineCase(
+    'never delivers a task once its cancel returned 200, even with its message already queued',
+    async ({ start }) => {
+      // Prepare: tasks due just past the cancel margin once the scanner's lookahead reaches them, so
+      // they are cancelled as soon as the first is in the delivery queue, yet still cancellable. A
+      // lookahead of 4 s sends them 4.5 s or more before they are due, which leaves a busy machine's
+      // scanner seconds, not tenths, between its send and the cancel margin.
+      const lookaheadSeconds = 4;
+      const h = await start({ lookaheadSeconds });
+      const queued = new Set<string>();
+      const queue = h.scanner.deliveryQueue;
+      const send = queue.send.bind(queue);
+      queue.send = async (messages: readonly DeliveryMessage[]) => {
+        await send(messages);
+        for (const message of messages) queued.add(message.id);
+      };
+      const dueFromMs = lookaheadSeconds * 1000 + UNLEASED_CANCEL_MARGIN_MS + 1300;
+      const tasks = webhookTasks(h, 40, dueFromMs, dueFromMs + 700);
+      const ids = await h.submit(tasks);
+      h.run();
+      // By the first send, not by a fixed wait: how soon the scanner gets to them depends on the machine.
+      await eventually('the scanner sent the first of them', () => queued.size > 0, 400, 10);
+      const queuedBeforeCancel = new Set(queued);
+
+      // Act: cancel every other task, racing the deliveries.
+      const cancels = await Promise.all(
+        ids
+          .filter((_, index) => index % 2 === 0)
+          .map(async (id) => {
+            const response = await h.call('DELETE /v1/tasks/{id}', { pathParameters: { id } });
+            return { id, status: response.statusCode };
+          }),
+      );
+      const kept = ids.filter((id) => !cancels.some((cancel) => cancel.id === id && cancel.status === 200));
+      await waitForDeliveries(h, kept);
+
+      // Assess
+      const cancelled = new Set(cancels.filter((cancel) => cancel.status === 200).map((cancel) => cancel.id));
+      const result = report(h, kept);
+      const deliveredCancelled = h.receiver.receipts.filter((receipt) => cancelled.has(receipt.body.id));
+      printReport(
+        `cancel racing queued deliveries (${cancelled.size} of ${cancels.length} cancels answered 200, ${[...cancelled].filter((id) => queuedBeforeCancel.has(id)).length} of them already queued; ${deliveredCancelled.length} delivered)`,
+        result,
+      );
+      expect(cancelled.size).toBeGreaterThan(0);
+      // The point of the case: some cancels hit tasks whose message was already on its way.
+      expect([...cancelled].filter((id) => queuedBeforeCancel.has(id)).length).toBeGreaterThan(0);
+      expect(deliveredCancelled).toEqual([]);
+      expect(result.lost).toEqual([]);
+      for (const id of cancelled) expect(await statusOf(h, id)).toBe('CANCELLED');
+    },
+  );
 });

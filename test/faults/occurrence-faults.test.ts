@@ -2,15 +2,13 @@
  * Fault injection on the whole pipeline (real dynalite, fauxqs and webhook receiver): a schedule's
  * occurrences with the callback dying at each step of moving the chain on.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 
 import { eventually } from '../support/webhook-receiver.js';
 import { type Harness, occurrenceReport } from './harness.js';
-import { crashOnce, harnessPerTest } from './pipeline-cases.js';
+import { crashOnce, pipelineCase } from './pipeline-cases.js';
 
-const start = harnessPerTest();
-
-describe('Faults: schedule occurrences', () => {
+describe.concurrent('Faults: schedule occurrences', () => {
   const EVERY_MS = 2000;
 
   /** Creates a rate schedule through the api, runs the pipeline until `count` occurrences arrived, then deletes it. */
@@ -35,65 +33,77 @@ describe('Faults: schedule occurrences', () => {
     return result;
   }
 
-  it('leaves no gap and no double when the callback dies after moving the schedule on, before storing the next occurrence', async () => {
-    // Prepare: the first write of an occurrence task by the callback (the successor) dies.
-    const h = await start();
-    const crash = crashOnce(h.callback.delivery.occurrences.taskStore, 'create');
+  pipelineCase(
+    'leaves no gap and no double when the callback dies after moving the schedule on, before storing the next occurrence',
+    async ({ start }) => {
+      // Prepare: the first write of an occurrence task by the callback (the successor) dies.
+      const h = await start();
+      const crash = crashOnce(h.callback.delivery.occurrences.taskStore, 'create');
 
-    // Act
-    const result = await runSchedule(
-      h,
-      'callback crash between advancing a schedule and storing its next occurrence',
-      6,
-    );
+      // Act
+      const result = await runSchedule(
+        h,
+        'callback crash between advancing a schedule and storing its next occurrence',
+        6,
+      );
 
-    // Assess
-    expect(crash.crashed()).toBe(true);
-    expect(result.gaps).toEqual([]);
-    expect(result.doubles).toEqual([]);
-    expect(result.early).toBe(0);
-  }, 120_000);
+      // Assess
+      expect(crash.crashed()).toBe(true);
+      expect(result.gaps).toEqual([]);
+      expect(result.doubles).toEqual([]);
+      expect(result.early).toBe(0);
+    },
+    120_000,
+  );
 
-  it('leaves no gap and no double when the schedule write lands but the callback dies before hearing so', async () => {
-    // Prepare: the advance is applied, then the process dies before the successor is stored.
-    const h = await start();
-    const store = h.callback.delivery.occurrences.scheduleStore;
-    const advance = store.advance.bind(store);
-    let crashed = false;
-    store.advance = async (...args: Parameters<typeof advance>) => {
-      const applied = await advance(...args);
-      if (crashed) return applied;
-      crashed = true;
-      throw new Error('crash after the schedule write (injected)');
-    };
+  pipelineCase(
+    'leaves no gap and no double when the schedule write lands but the callback dies before hearing so',
+    async ({ start }) => {
+      // Prepare: the advance is applied, then the process dies before the successor is stored.
+      const h = await start();
+      const store = h.callback.delivery.occurrences.scheduleStore;
+      const advance = store.advance.bind(store);
+      let crashed = false;
+      store.advance = async (...args: Parameters<typeof advance>) => {
+        const applied = await advance(...args);
+        if (crashed) return applied;
+        crashed = true;
+        throw new Error('crash after the schedule write (injected)');
+      };
 
-    // Act
-    const result = await runSchedule(h, 'callback crash after the schedule write landed', 6);
+      // Act
+      const result = await runSchedule(h, 'callback crash after the schedule write landed', 6);
 
-    // Assess
-    expect(crashed).toBe(true);
-    expect(result.gaps).toEqual([]);
-    expect(result.doubles).toEqual([]);
-    expect(result.early).toBe(0);
-  }, 120_000);
+      // Assess
+      expect(crashed).toBe(true);
+      expect(result.gaps).toEqual([]);
+      expect(result.doubles).toEqual([]);
+      expect(result.early).toBe(0);
+    },
+    120_000,
+  );
 
-  it("leaves no gap and no double when the callback dies after an occurrence's delivery, before recording it", async () => {
-    // Prepare: the write that records the first delivered occurrence dies; the call was made.
-    const h = await start();
-    const crash = crashOnce(
-      h.callback.delivery.taskStore,
-      'finishDelivery',
-      (_key: unknown, _attempt: unknown, outcome: { status: string }) => outcome.status === 'DELIVERED',
-    );
+  pipelineCase(
+    "leaves no gap and no double when the callback dies after an occurrence's delivery, before recording it",
+    async ({ start }) => {
+      // Prepare: the write that records the first delivered occurrence dies; the call was made.
+      const h = await start();
+      const crash = crashOnce(
+        h.callback.delivery.taskStore,
+        'finishDelivery',
+        (_key: unknown, _attempt: unknown, outcome: { status: string }) => outcome.status === 'DELIVERED',
+      );
 
-    // Act
-    const result = await runSchedule(h, 'callback crash between an occurrence delivery and its record', 6);
+      // Act
+      const result = await runSchedule(h, 'callback crash between an occurrence delivery and its record', 6);
 
-    // Assess: the cut-short occurrence comes again under the same task id (a duplicate), never as a second task.
-    expect(crash.crashed()).toBe(true);
-    expect(result.gaps).toEqual([]);
-    expect(result.doubles).toEqual([]);
-    expect(result.duplicates).toBeGreaterThanOrEqual(1);
-    expect(result.early).toBe(0);
-  }, 120_000);
+      // Assess: the cut-short occurrence comes again under the same task id (a duplicate), never as a second task.
+      expect(crash.crashed()).toBe(true);
+      expect(result.gaps).toEqual([]);
+      expect(result.doubles).toEqual([]);
+      expect(result.duplicates).toBeGreaterThanOrEqual(1);
+      expect(result.early).toBe(0);
+    },
+    120_000,
+  );
 });

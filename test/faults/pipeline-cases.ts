@@ -4,23 +4,26 @@
  * system recover and checks what the receiver saw: every non-cancelled task at least once, none
  * early, duplicates counted, final states right. Each prints one line of what the fault cost.
  */
-import { afterEach, expect } from 'vitest';
+import { expect, it } from 'vitest';
 
 import { settledValue } from '../support/webhook-receiver.js';
 import { type Harness, type HarnessOptions, printReport, report, startHarness, waitForDeliveries } from './harness.js';
 
-/** Starts a harness per test and stops it after each; call it at the top of a test file. */
-export function harnessPerTest(): (options?: HarnessOptions) => Promise<Harness> {
-  let harness: Harness | undefined;
-  afterEach(async () => {
-    await harness?.stop();
-    harness = undefined;
-  });
-  return async (options = {}) => {
-    harness = await startHarness(options);
-    return harness;
-  };
-}
+/**
+ * A pipeline case: its `start` starts a harness of the case's own, stopped when the case ends.
+ * Each harness has its own emulators and receiver, and a case spends most of its time waiting on
+ * real time (leases, visibility timeouts, due times), so a file runs its cases at once
+ * (`describe.concurrent`) rather than adding their waits up.
+ */
+export const pipelineCase = it.extend<{ start: (options?: HarnessOptions) => Promise<Harness> }>({
+  start: async ({ onTestFinished }, use) => {
+    await use(async (options = {}) => {
+      const harness = await startHarness(options);
+      onTestFinished(() => harness.stop());
+      return harness;
+    });
+  },
+});
 
 /**
  * Replaces a method so that its first `calls` calls matching `when` throw, as if the process died

@@ -3,17 +3,15 @@
  * crashing at each step of a claim, duplicate and out-of-order ticks, and racing scanners draining
  * a backlog.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 
 import { type DeliveryMessage } from '../../functions/core/kernel/task.js';
 import { eventually } from '../support/webhook-receiver.js';
 import { webhookTasks } from './harness.js';
-import { crashOnce, harnessPerTest, recordClaims, runCase } from './pipeline-cases.js';
+import { crashOnce, pipelineCase, recordClaims, runCase } from './pipeline-cases.js';
 
-const start = harnessPerTest();
-
-describe('Faults: the scanner', () => {
-  it('recovers a second whose scanner crashed after claiming it and before sending', async () => {
+describe.concurrent('Faults: the scanner', () => {
+  pipelineCase('recovers a second whose scanner crashed after claiming it and before sending', async ({ start }) => {
     // Prepare
     const h = await start();
     const crash = crashOnce(h.scanner.deliveryQueue, 'send');
@@ -26,7 +24,7 @@ describe('Faults: the scanner', () => {
     expect(result.delivered).toBe(40);
   });
 
-  it('recovers a second whose scanner crashed after sending half of it', async () => {
+  pipelineCase('recovers a second whose scanner crashed after sending half of it', async ({ start }) => {
     // Prepare: the first send with several messages gets half of them out, then the process dies.
     const h = await start({ shardCount: 1 });
     const queue = h.scanner.deliveryQueue;
@@ -49,24 +47,27 @@ describe('Faults: the scanner', () => {
     expect(result.delivered).toBe(10);
   });
 
-  it('recovers a second whose scanner sent everything and crashed before writing its marker', async () => {
-    // Prepare
-    const h = await start();
-    const crash = crashOnce(
-      h.scanner.clockStore,
-      'markScanned',
-      (_range: unknown, enqueued: ReadonlyMap<number, number>) => enqueued.size > 0,
-    );
+  pipelineCase(
+    'recovers a second whose scanner sent everything and crashed before writing its marker',
+    async ({ start }) => {
+      // Prepare
+      const h = await start();
+      const crash = crashOnce(
+        h.scanner.clockStore,
+        'markScanned',
+        (_range: unknown, enqueued: ReadonlyMap<number, number>) => enqueued.size > 0,
+      );
 
-    // Act
-    const { result } = await runCase('scanner crash before the finished marker', h, webhookTasks(h, 40, 2500, 6000));
+      // Act
+      const { result } = await runCase('scanner crash before the finished marker', h, webhookTasks(h, 40, 2500, 6000));
 
-    // Assess: the re-scan only sends duplicates of what the callback already delivered or holds.
-    expect(crash.crashed()).toBe(true);
-    expect(result.delivered).toBe(40);
-  });
+      // Assess: the re-scan only sends duplicates of what the callback already delivered or holds.
+      expect(crash.crashed()).toBe(true);
+      expect(result.delivered).toBe(40);
+    },
+  );
 
-  it('claims every second once however many duplicate ticks arrive, in any order', async () => {
+  pipelineCase('claims every second once however many duplicate ticks arrive, in any order', async ({ start }) => {
     // Prepare
     const h = await start({ scannersPerTick: 4 });
     const claimed = recordClaims(h);
@@ -79,23 +80,27 @@ describe('Faults: the scanner', () => {
     expect(new Set(claimed).size).toBe(claimed.length);
   });
 
-  it('drains an hour of backlog with racing scanners, each second claimed once', async () => {
-    // Prepare: the clock stopped an hour ago; tasks fell due during the last ten minutes of it.
-    const h = await start({ shardCount: 2, scannersPerTick: 2 });
-    const now = Math.floor(Date.now() / 1000);
-    await h.scanner.clockStore.start(now - 3600);
-    const claimed = recordClaims(h);
-    const tasks = webhookTasks(h, 60, -600_000, 3000);
+  pipelineCase(
+    'drains an hour of backlog with racing scanners, each second claimed once',
+    async ({ start }) => {
+      // Prepare: the clock stopped an hour ago; tasks fell due during the last ten minutes of it.
+      const h = await start({ shardCount: 2, scannersPerTick: 2 });
+      const now = Math.floor(Date.now() / 1000);
+      await h.scanner.clockStore.start(now - 3600);
+      const claimed = recordClaims(h);
+      const tasks = webhookTasks(h, 60, -600_000, 3000);
 
-    // Act
-    const { result } = await runCase('an hour of backlog after a 10-minute outage', h, tasks);
+      // Act
+      const { result } = await runCase('an hour of backlog after a 10-minute outage', h, tasks);
 
-    // Assess: the tasks, past due when submitted, went out by the api's own hand; the scanners
-    // work through the hour beside them, at whatever pace the machine allows.
-    expect(result.delivered).toBe(60);
-    const expected = Array.from({ length: 3600 }, (_, index) => now - 3600 + index);
-    const unclaimed = () => expected.filter((second) => !claimed.includes(second));
-    await eventually('every second of the hour claimed', () => unclaimed().length === 0, 240, 500);
-    expect(new Set(claimed).size).toBe(claimed.length);
-  }, 240_000);
+      // Assess: the tasks, past due when submitted, went out by the api's own hand; the scanners
+      // work through the hour beside them, at whatever pace the machine allows.
+      expect(result.delivered).toBe(60);
+      const expected = Array.from({ length: 3600 }, (_, index) => now - 3600 + index);
+      const unclaimed = () => expected.filter((second) => !claimed.includes(second));
+      await eventually('every second of the hour claimed', () => unclaimed().length === 0, 240, 500);
+      expect(new Set(claimed).size).toBe(claimed.length);
+    },
+    240_000,
+  );
 });

@@ -1,23 +1,23 @@
 /**
- * `npm test`: every check and every vitest project (vitest.config.ts), in three phases.
+ * `npm test`: every check and every vitest project (vitest.config.ts), in four steps.
  *
  * 1. The suite (the projects `wired` and `own-process`, four files at a time) runs at normal
  *    priority, and beside it, at the lowest priority, `npm run checks` (test/checks.mjs). The
  *    suite keeps both cores busy, and at the lowest priority the checks take no CPU its timed
  *    fault tests want (they did at normal priority): they run in what it leaves, and mostly in
- *    the idle time of the steps after it, which wait on real time. The unit files start when the
- *    suite ends, also at the lowest priority and beside the checks, so the two use both cores'
- *    idle time (one after the other, they were the last step to end), and no unit file that
- *    times real waits runs starved beside the suite. They run in a vitest of their own, so that
- *    no process runs both a unit file and a wired one.
- * 2. Then the docs test beside the scale model's small run (`docs` and `scale-model`). The docs
+ *    the idle time of the steps after it, which wait on real time.
+ * 2. Then the unit files, at normal priority, beside what is left of the checks. Run after the
+ *    checks they were the last step to end; run at the lowest priority after the suite, a unit
+ *    file that times a real socket (300 ms) starved beside a second npm test. They run in a
+ *    vitest of their own, so that no process runs both a unit file and a wired one.
+ * 3. Then the docs test beside the scale model's small run (`docs` and `scale-model`). The docs
  *    test runs after the suite because its npx cache entry suffered beside the package test's npm
  *    work (see test/e2e/docs-commands.test.ts).
- * 3. Then the growth test (`hot-items`) alone, but for what is left of the checks and the unit
- *    files (at the lowest priority): it measures how busy items get as the load grows, and a busy
- *    machine grows the api's fleet, and with it the items each environment writes, which a
- *    neighbour skews (beside the docs test its fleet grew from 25-62 environments to 127-200,
- *    and the occupancy slots with it).
+ * 4. Then the growth test (`hot-items`) alone, but for what is left of the checks (at the lowest
+ *    priority): it measures how busy items get as the load grows, and a busy machine grows the
+ *    api's fleet, and with it the items each environment writes, which a neighbour skews (beside
+ *    the docs test its fleet grew from 25-62 environments to 127-200, and the occupancy slots
+ *    with it).
  *
  * A failing step ends the run and stops whatever it started. The suite's output goes straight
  * through; the other steps' output is printed whole when they end, so that lines never mix. Each
@@ -52,7 +52,7 @@ function lowerSessionPriority(pid) {
 const steps = {
   suite: vitest('wired', 'own-process'),
   checks: lowPriority([npm, ['run', '--silent', 'checks']]),
-  unit: lowPriority(vitest('unit')),
+  unit: vitest('unit'),
   'docs and scale model': vitest('docs', 'scale-model'),
   'growth test': vitest('hot-items'),
 };
@@ -111,7 +111,7 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 const startedAtMs = Date.now();
 const checks = run('checks');
 await run('suite', { held: false });
-const unit = run('unit');
+await run('unit');
 await run('docs and scale model');
-await Promise.all([checks, unit, run('growth test')]);
+await Promise.all([checks, run('growth test')]);
 finish();

@@ -97,10 +97,10 @@ describe.concurrent('Faults: the callback', () => {
       for (const id of cancelled) expect(await statusOf(h, id)).toBe('CANCELLED');
     },
   );
-  // Alone, after the others: it judges the wait a 429 asked for. Run beside them in a fresh clone's
-  // npm test, one task's next attempt came 1.3 s after its 429: a stall of this process past the
-  // harness's 1.5 s lease (three harnesses shared it) loses the write of the retry time, and the
-  // task's next copy takes the next attempt when the lease ends, as at-least-once allows.
+  // Alone, after the others: it judges the wait a 429 asked for. Beside them in a fresh clone's npm
+  // test, one task's next attempt came 1.3 s after its 429, as a stall past the harness's 1.5 s
+  // lease would make it (the retry time's write is lost with the lease, and a copy takes the next
+  // attempt when the lease ends). Alone it still failed once beside a second npm test (1.2 s).
   pipelineCase.sequential(
     'survives webhooks that time out, fail, throttle with Retry-After or drop the connection',
     async ({ start }) => {

@@ -6,6 +6,7 @@
  */
 import { expect, it } from 'vitest';
 
+import type { DeliveryRecord } from '../../functions/core/kernel/task.js';
 import { settledValue } from '../support/webhook-receiver.js';
 import { type Harness, type HarnessOptions, printReport, report, startHarness, waitForDeliveries } from './harness.js';
 
@@ -61,6 +62,26 @@ export function recordClaims(h: Harness): number[] {
     };
   }
   return claimed;
+}
+
+/**
+ * The retry time each task's failed attempt recorded, by task id: only the callback's writes that
+ * landed. An attempt whose lease ran out before its write (a stall on a loaded machine) records
+ * none, and the task's next copy may then go when the lease ends, as at-least-once allows.
+ */
+export function recordRetryTimes(h: Harness): Map<string, number> {
+  const retryAtById = new Map<string, number>();
+  const note = (id: string, outcome: DeliveryRecord, landed: boolean) => {
+    if (landed && outcome.status === 'PENDING' && outcome.retryAtMs !== undefined)
+      retryAtById.set(id, outcome.retryAtMs);
+    return landed;
+  };
+  const store = h.callback.delivery.taskStore;
+  const finishDelivery = store.finishDelivery.bind(store);
+  const finishFirstAttempt = store.finishFirstAttempt.bind(store);
+  store.finishDelivery = async (...args) => note(args[0].id, args[2], await finishDelivery(...args));
+  store.finishFirstAttempt = async (...args) => note(args[0].id, args[1], await finishFirstAttempt(...args));
+  return retryAtById;
 }
 
 /** Runs a case: submit, run, wait, report, and check the invariants every case shares. */

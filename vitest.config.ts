@@ -11,11 +11,11 @@ const OWN_PROCESS = ['test/unit/tracer.test.ts'];
 export default defineConfig({
   test: {
     pool: 'forks',
-    // Most of the suite's time is spent waiting on real time, not computing, so more files run at
-    // once than the machine has cores (vitest's default is one fewer than the cores: one on CI).
-    // Five took the suite from 248-283 s to 210 on an idle 2-core machine, but beside a second
-    // npm test ten files at once failed a different case in every run (waits, timeouts, the
-    // explorer's run count); six starved the checks beside it.
+    // Many files wait on real time (local mode firing tasks, leases running out), so more files run
+    // at once than the machine has cores (vitest's default is one fewer than the cores: one on CI);
+    // four keep both cores of a 2-core machine 97-100% busy for the whole suite. Five, before the
+    // fault files ran their cases side by side, failed a different case in every run beside a
+    // second npm test (waits, timeouts, the explorer's run count); six starved the checks.
     maxWorkers: 4,
     sequence: { sequencer: LongestFirst },
     // A timeout catches a hung test, not a slow one: beside a second npm test, files took three to

@@ -24,6 +24,7 @@ import * as esbuild from 'esbuild';
 
 import { isTaskPartition, TASK_PARTITION_PREFIX } from '../functions/adapters/dynamo/table-schema.js';
 import { DEFAULT_SETTINGS, FUNCTIONS } from '../functions/contract/topology.js';
+import { isLateArrival } from '../functions/core/kernel/task-kernel.js';
 import { idleMonth } from '../lib/construct/plan/cost-model.js';
 import { idleUsage, type MeasuredRun } from '../lib/construct/plan/measured-usage.js';
 import { timerStackInventory } from '../lib/construct/plan/stack-inventory.js';
@@ -79,8 +80,25 @@ const STEADY_SECONDS = quick ? 15 : 60;
 const LONG_HORIZON_TASKS = quick ? 2000 : 20_000;
 const IDLE_MINUTES = Number(flags['idle-minutes'] ?? (quick ? 1 : 4));
 const WEBHOOK_MS = Number(flags['webhook-ms']);
-/** Tasks are submitted this long before they are due. */
-const LEAD_MS = 10_000;
+/**
+ * Tasks are submitted this long before they are due: 5 s past the nearest due time that a submit
+ * still hands straight to the delivery queue as a late arrival (`isLateArrival`), whose first
+ * attempt takes a lease. Most timers are set further ahead than that, and a run that submitted
+ * every task inside it would price only the late path (two task writes each, not a receipt).
+ */
+const LEAD_MS = lateArrivalHorizonMs() + 5_000;
+/**
+ * The nearest due time, from the submit's start, that is past the late-arrival bound whatever the
+ * submit's place in its second: found by asking `isLateArrival`, so it follows the rule's changes.
+ */
+function lateArrivalHorizonMs(): number {
+  let leadMs = 0;
+  while (
+    [0, 999].some((createdAtMs) => isLateArrival(createdAtMs + leadMs, createdAtMs, DEFAULT_SETTINGS.lookaheadSeconds))
+  )
+    leadMs += 1000;
+  return leadMs;
+}
 /** After the last task is due, how long to wait for stragglers before counting the rest lost. */
 const DRAIN_MS = 30_000;
 /** A burst may take longer to deliver than a steady second; its window is wider. */
@@ -447,8 +465,8 @@ function steadyTasks(name: string, rate: number, seconds: number): BenchTask[] {
 }
 
 function burstTasks(name: string, count: number, submitPerSecond: number): BenchTask[] {
-  // Due once all are surely in, spread over one second.
-  const dueSecondMs = (Math.ceil((Date.now() + (count / submitPerSecond) * 1500 + 5000) / 1000) + 1) * 1000;
+  // Due once all are surely in, spread over one second, and at least LEAD_MS after the last is in.
+  const dueSecondMs = (Math.ceil((Date.now() + (count / submitPerSecond) * 1500 + LEAD_MS) / 1000) + 1) * 1000;
   return Array.from({ length: count }, (_, index) => ({
     key: `${name}/${index}`,
     dueAtMs: dueSecondMs + (index % 1000),

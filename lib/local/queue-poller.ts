@@ -1,8 +1,9 @@
-import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { Message } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 
 import { AWS_LIMITS } from '../../functions/contract/aws-limits.js';
 import type { InvokeResult } from './lambda-service.js';
+import type { MappingQueue } from './mapping-queue.js';
 
 /**
  * How Lambda scales an SQS event source mapping on a standard queue: it starts with five
@@ -22,7 +23,7 @@ export const SQS_SCALING: SqsScaling = {
 };
 
 export interface SqsEventSourceOptions {
-  readonly sqs: SQSClient;
+  readonly queue: MappingQueue;
   readonly queueUrl: string;
   readonly queueArn: string;
   /** Lambda's invoke, for the mapping's function. */
@@ -171,12 +172,10 @@ export function startSqsEventSource(options: SqsEventSourceOptions): SqsEventSou
     );
     await Promise.all(
       chunks.map((chunk) =>
-        options.sqs.send(
-          new DeleteMessageBatchCommand({
-            QueueUrl: options.queueUrl,
-            Entries: chunk.map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle })),
-          }),
-        ),
+        options.queue.deleteBatch({
+          QueueUrl: options.queueUrl,
+          Entries: chunk.map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle })),
+        }),
       ),
     );
   };
@@ -200,17 +199,13 @@ export function startSqsEventSource(options: SqsEventSourceOptions): SqsEventSou
     }
   };
 
-  const receiveUpTo = async (count: number, waitSeconds: number) =>
-    (
-      await options.sqs.send(
-        new ReceiveMessageCommand({
-          QueueUrl: options.queueUrl,
-          MaxNumberOfMessages: Math.min(MAX_MESSAGES_PER_RECEIVE, count),
-          WaitTimeSeconds: waitSeconds,
-          MessageSystemAttributeNames: ['All'],
-        }),
-      )
-    ).Messages ?? [];
+  const receiveUpTo = (count: number, waitSeconds: number) =>
+    options.queue.receive({
+      QueueUrl: options.queueUrl,
+      MaxNumberOfMessages: Math.min(MAX_MESSAGES_PER_RECEIVE, count),
+      WaitTimeSeconds: waitSeconds,
+      MessageSystemAttributeNames: ['All'],
+    });
 
   /** One batch: a long poll, then, with a batching window, more receives until it is full or the window ends. */
   const gatherBatch = async (): Promise<Message[]> => {

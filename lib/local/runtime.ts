@@ -61,6 +61,7 @@ import {
   type ScaleModel,
   startScaleModelProcess,
 } from './limits/scale-model.js';
+import { type MappingQueue, sqsJsonQueue } from './mapping-queue.js';
 import { LOCAL_INBOX_PATH, LOCAL_REDRIVE_PATH } from './paths.js';
 import { type SqsEventSourceStats, startSqsEventSource } from './queue-poller.js';
 import { requeueLostTicks, type RestoredMessages, restoreLostMessages } from './restart-recovery.js';
@@ -319,7 +320,7 @@ async function recoverQueues(backends: Backends, settings: TimerSettings): Promi
  */
 function startInvokers(
   handlers: Record<FunctionName, EnvironmentFactory>,
-  pollerSqs: SQSClient,
+  pollerQueue: MappingQueue,
   queues: Backends['queues'],
   lambdaLimits: ReturnType<typeof scaledLambdaLimits> | undefined,
   onError: (source: string) => (error: unknown) => void,
@@ -342,7 +343,7 @@ function startInvokers(
     if (!spec.consumer) return [];
     const { fn, batchSize, maxBatchingWindowSeconds, maxConcurrency } = spec.consumer;
     const eventSource = startSqsEventSource({
-      sqs: pollerSqs,
+      queue: pollerQueue,
       queueUrl: queues[name].url,
       queueArn: queues[name].arn,
       invoke: (event) => lambda.invoke<SQSEvent, SQSBatchResponse | undefined>(fn, event),
@@ -442,14 +443,11 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     : environmentFactories(localEnvironment(settings, queues, options.logLevel), clientsFor);
   const wrap = options.wrapHandler ?? ((_fn: FunctionName, handler: AnyHandler) => handler);
   const handlers = mapFunctions(factories, (start, fn) => async () => wrap(fn, await start()));
-  // The pollers get a client of their own, so their requests are told apart from the functions'.
-  const pollerSqs = new SQSClient({
-    region: LOCAL_REGION,
-    endpoint: limited.sqs,
-    credentials: LOCAL_CREDENTIALS,
-    useQueueUrlAsEndpoint: false,
+  // The pollers' requests are counted apart from the functions', under EventSourceMapping.SQS.
+  const pollerQueue = sqsJsonQueue(limited.sqs, (request) => {
+    counts.set(request.name, (counts.get(request.name) ?? 0) + 1);
+    options.onRequest?.(request);
   });
-  countRequests(pollerSqs, counts, options.onRequest, { prefix: 'EventSourceMapping.' });
   const onError = (source: string) => (error: unknown) => logLine('ERROR', `${source} failed`, describeError(error));
 
   if (settings.allowInsecureTargets) {
@@ -459,7 +457,7 @@ export async function startLocalTimer(options: LocalTimerOptions = {}): Promise<
     );
   }
   const restored = await recoverQueues(backends, settings);
-  const { lambda, eventSources, timers } = startInvokers(handlers, pollerSqs, queues, lambdaLimits, onError);
+  const { lambda, eventSources, timers } = startInvokers(handlers, pollerQueue, queues, lambdaLimits, onError);
   const { inbox, routes } = await localRoutes(backends, tenantStore, settings);
   const stopBehindGateway = async () => {
     for (const timer of timers) clearInterval(timer);

@@ -50,6 +50,7 @@ import {
   TENANT_CACHE_TTL_MS,
 } from '../../functions/core/tenants/tenants.js';
 import { createLambdaService, sharedEnvironments } from '../../lib/local/lambda-service.js';
+import { sqsJsonQueue } from '../../lib/local/mapping-queue.js';
 import { type SqsEventSource, startSqsEventSource } from '../../lib/local/queue-poller.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 import { testTargetRules } from '../support/target-rules.js';
@@ -309,7 +310,7 @@ export async function startHarness(options: HarnessOptions = {}) {
       });
       // Two batches at a time at most, so the faults below meet the same load they were tuned for.
       pollers = startSqsEventSource({
-        sqs: emulators.sqs,
+        queue: sqsJsonQueue(emulators.sqsEndpoint),
         queueUrl: delivery.url,
         queueArn: delivery.arn,
         invoke: (event) => lambda.invoke('callback', event),

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { QUEUES } from '../../functions/contract/topology.js';
 import { createLambdaService, sharedEnvironments } from '../../lib/local/lambda-service.js';
+import { QueueCallError, sqsJsonQueue } from '../../lib/local/mapping-queue.js';
 import { SQS_SCALING, type SqsEventSource, startSqsEventSource } from '../../lib/local/queue-poller.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 import { eventually, quantile } from '../support/webhook-receiver.js';
@@ -53,7 +54,7 @@ describe('Event source mapping: SQS, as Lambda runs it', () => {
     // Act
     const startedMs = Date.now();
     const eventSource = startSqsEventSource({
-      sqs: emulators.sqs,
+      queue: sqsJsonQueue(emulators.sqsEndpoint),
       queueUrl: queue.url,
       queueArn: queue.arn,
       invoke: (event) => lambda.invoke<SQSEvent, SQSBatchResponse>('callback', event),
@@ -111,7 +112,7 @@ describe('Event source mapping: SQS, as Lambda runs it', () => {
 
     // Act: 2 batches at first, 10 more a second, at most 8.
     eventSource = startSqsEventSource({
-      sqs: emulators.sqs,
+      queue: sqsJsonQueue(emulators.sqsEndpoint),
       queueUrl: queue.url,
       queueArn: queue.arn,
       invoke: (event) => lambda.invoke<SQSEvent, SQSBatchResponse>('callback', event),
@@ -149,7 +150,7 @@ describe('Event source mapping: SQS, as Lambda runs it', () => {
 
     // Act
     const eventSource = startSqsEventSource({
-      sqs: emulators.sqs,
+      queue: sqsJsonQueue(emulators.sqsEndpoint),
       queueUrl: queue.url,
       queueArn: queue.arn,
       invoke: (event) => lambda.invoke<SQSEvent, SQSBatchResponse>('callback', event),
@@ -189,7 +190,7 @@ describe('Event source mapping: SQS, as Lambda runs it', () => {
 
     // Act
     const eventSource = startSqsEventSource({
-      sqs: emulators.sqs,
+      queue: sqsJsonQueue(emulators.sqsEndpoint),
       queueUrl: queue.url,
       queueArn: queue.arn,
       invoke: (event) => lambda.invoke<SQSEvent, SQSBatchResponse>('callback', event),
@@ -234,7 +235,7 @@ describe('Event source mapping: SQS, as Lambda runs it', () => {
       onError: () => undefined,
     });
     const eventSource = startSqsEventSource({
-      sqs: emulators.sqs,
+      queue: sqsJsonQueue(emulators.sqsEndpoint),
       queueUrl: queue.url,
       queueArn: queue.arn,
       invoke: (event) => lambda.invoke<SQSEvent, SQSBatchResponse>('callback', event),
@@ -288,7 +289,7 @@ describe('Event source mapping: SQS, as Lambda runs it', () => {
 
     // Act
     const eventSource = startSqsEventSource({
-      sqs: emulators.sqs,
+      queue: sqsJsonQueue(emulators.sqsEndpoint),
       queueUrl: queue.url,
       queueArn: queue.arn,
       invoke: (event) => lambda.invoke<SQSEvent, SQSBatchResponse>('callback', event),
@@ -304,5 +305,52 @@ describe('Event source mapping: SQS, as Lambda runs it', () => {
     expect(lambda.stats().callback.throttles).toBeGreaterThan(0);
     expect(eventSource.stats().throttledBatches).toBe(lambda.stats().callback.throttles);
     expect(lambda.stats().callback.peakConcurrency).toBe(1);
+  });
+});
+
+describe("Function: sqsJsonQueue, the mappings' own SQS client", () => {
+  it('receives and deletes over the JSON protocol, and tells its observer of each call by the name the bench prices', async () => {
+    // Prepare: three messages waiting; an observer noting each call.
+    const queue = await queueWith(3, 30);
+    const calls: string[] = [];
+    const mappingQueue = sqsJsonQueue(emulators.sqsEndpoint, (request) => calls.push(request.name));
+
+    // Act: receive them, delete them, then look again.
+    const request = { QueueUrl: queue.url, WaitTimeSeconds: 0, MessageSystemAttributeNames: ['All'] };
+    const messages = await mappingQueue.receive({ ...request, MaxNumberOfMessages: 10 });
+    await mappingQueue.deleteBatch({
+      QueueUrl: queue.url,
+      Entries: messages.map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle })),
+    });
+    const left = await mappingQueue.receive({ ...request, MaxNumberOfMessages: 10 });
+
+    // Assert: the three bodies came with their receive counts, and the deletes removed them.
+    expect(messages.map((message) => message.Body).sort()).toEqual(['message-0', 'message-1', 'message-2']);
+    expect(messages.every((message) => message.Attributes?.ApproximateReceiveCount === '1')).toBe(true);
+    expect(left).toEqual([]);
+    expect(calls).toEqual([
+      'EventSourceMapping.SQS.ReceiveMessage',
+      'EventSourceMapping.SQS.DeleteMessageBatch',
+      'EventSourceMapping.SQS.ReceiveMessage',
+    ]);
+  });
+
+  it('rejects with the error SQS answered, named by its type, and still tells the observer', async () => {
+    const calls: string[] = [];
+    const mappingQueue = sqsJsonQueue(emulators.sqsEndpoint, (request) => calls.push(request.name));
+
+    const refused = await mappingQueue
+      .receive({
+        QueueUrl: `${emulators.sqsEndpoint}/000000000000/no-such-queue`,
+        MaxNumberOfMessages: 1,
+        WaitTimeSeconds: 0,
+        MessageSystemAttributeNames: ['All'],
+      })
+      .catch((error: unknown) => error);
+
+    expect(refused).toBeInstanceOf(QueueCallError);
+    expect((refused as QueueCallError).name).toMatch(/QueueDoesNotExist$/);
+    expect((refused as QueueCallError).status).toBe(400);
+    expect(calls).toEqual(['EventSourceMapping.SQS.ReceiveMessage']);
   });
 });

@@ -23,6 +23,8 @@ const region = 'us-east-1';
 export interface Emulators {
   readonly dynamo: DynamoDBDocumentClient;
   readonly sqs: SQSClient;
+  /** fauxqs's address, for a client that is not the SDK's (local mode's event source mappings). */
+  readonly sqsEndpoint: string;
   /** New clients to the same emulators, e.g. to give one component its own fault injection. */
   clients(): { dynamo: DynamoDBDocumentClient; sqs: SQSClient };
   readonly tableName: string;
@@ -70,6 +72,7 @@ export async function startEmulators(): Promise<Emulators> {
   return {
     dynamo,
     sqs,
+    sqsEndpoint: sqsServer.address,
     clients,
     tableName,
     async createQueue(name, attributes = {}) {

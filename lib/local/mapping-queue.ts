@@ -52,7 +52,13 @@ export function sqsJsonQueue(endpoint: string, observe?: (request: AwsRequest) =
   const call = async (operation: string, input: object): Promise<Record<string, unknown>> => {
     const name = `EventSourceMapping.SQS.${operation}`;
     try {
-      const output = await post(url, agent, operation, input);
+      const output = await post(url, agent, operation, input).catch((error: unknown) => {
+        // A connection reset as the call set out (a kept-alive one the server had just closed):
+        // sent again once, as the SDK would. A receive that did reach SQS leaves its messages
+        // invisible until their visibility timeout, never lost.
+        if (!isStaleConnection(error)) throw error;
+        return post(url, agent, operation, input);
+      });
       observe?.({ name, input: input as Record<string, unknown>, output });
       return output;
     } catch (error) {
@@ -109,4 +115,9 @@ function post(url: URL, agent: Agent, operation: string, input: object): Promise
     outgoing.on('error', reject);
     outgoing.end(body);
   });
+}
+
+function isStaleConnection(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException).code;
+  return code === 'ECONNRESET' || code === 'EPIPE';
 }

@@ -1,3 +1,6 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
 import { GetQueueAttributesCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -352,5 +355,36 @@ describe("Function: sqsJsonQueue, the mappings' own SQS client", () => {
     expect((refused as QueueCallError).name).toMatch(/QueueDoesNotExist$/);
     expect((refused as QueueCallError).status).toBe(400);
     expect(calls).toEqual(['EventSourceMapping.SQS.ReceiveMessage']);
+  });
+
+  it('sends a call again once when its connection is reset before an answer', async () => {
+    // Prepare: a server that resets the first connection it is asked on, then answers as SQS.
+    let asked = 0;
+    const server = createServer((request, response) => {
+      asked += 1;
+      if (asked === 1) {
+        request.socket.destroy();
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'application/x-amz-json-1.0' });
+      response.end(JSON.stringify({ Messages: [{ MessageId: 'm1', Body: 'after the reset' }] }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+    try {
+      const messages = await sqsJsonQueue(endpoint).receive({
+        QueueUrl: `${endpoint}/000000000000/reset`,
+        MaxNumberOfMessages: 1,
+        WaitTimeSeconds: 0,
+        MessageSystemAttributeNames: ['All'],
+      });
+
+      expect(messages.map((message) => message.Body)).toEqual(['after the reset']);
+      expect(asked).toBe(2);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });

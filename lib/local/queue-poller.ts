@@ -76,9 +76,9 @@ const MAX_MESSAGES_PER_RECEIVE = AWS_LIMITS.sqs.batchEntries;
 /**
  * Inside a batching window, a receive that found nothing waits this long before the next. Lambda's
  * pollers long-poll at AWS's expense; these receives are local mode's stand-in and cost the
- * handlers' process an SDK request each, so a one-second window makes at most ten empty receives,
- * not fifty. A batch that fills meanwhile is dispatched at most this much later; its tasks were
- * sent a lookahead ahead of their fire time, and the callback waits for it.
+ * handlers' process a request each, so a one-second window makes at most ten empty receives, not
+ * fifty. A batch that fills meanwhile is dispatched at most this much later; its tasks were sent a
+ * lookahead ahead of their fire time, and the callback waits for it.
  */
 const GATHER_PAUSE_MS = 100;
 

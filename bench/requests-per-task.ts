@@ -59,7 +59,7 @@ exitWithUsageIfAsked(values.help, 'Usage: npm run bench:requests -- [--tasks N] 
 
 const IDLE_SECONDS = 20;
 const TASKS = Number(values.tasks);
-/** How far ahead of its phase's start the first task is due: past the late-arrival bound (22 s) with room for submits on a loaded machine. */
+/** How far ahead of its phase's start the first task is due: past the late-arrival bound (`isLateArrival`: about 14 s) with room for submits on a loaded machine. */
 const LEAD_MS = 60_000;
 const SPREAD_MS = 10_000;
 const BATCH = 100;

@@ -36,19 +36,19 @@ export type AnyHandler = LambdaHandler<unknown, unknown>;
 
 /**
  * Counts each request a client sends, so local runs can report AWS requests per task, and
- * tells `onRequest` of it. `prefix` sets apart the requests Lambda's event source mappings
- * make in the cloud (the local pollers' receives and deletes) from the functions' own.
+ * tells `onRequest` of it. The local pollers' receives and deletes, which Lambda's event source
+ * mappings make in the cloud, are counted by their own client (mapping-queue.ts).
  */
 export function countRequests(
   client: { middlewareStack: unknown },
   counts: Map<string, number>,
   onRequest: ((request: AwsRequest) => void) | undefined,
-  { prefix = '', fn }: { prefix?: string; fn?: FunctionName } = {},
+  { fn }: { fn?: FunctionName } = {},
 ): void {
   // Every SDK v3 client has the same middleware stack; SQS's type stands for all of them.
   (client.middlewareStack as SQSClient['middlewareStack']).add(
     (next, context) => async (args) => {
-      const name = `${prefix}${(context.clientName ?? 'Unknown').replace(/Client$/, '')}.${(context.commandName ?? 'Unknown').replace(/Command$/, '')}`;
+      const name = `${(context.clientName ?? 'Unknown').replace(/Client$/, '')}.${(context.commandName ?? 'Unknown').replace(/Command$/, '')}`;
       counts.set(name, (counts.get(name) ?? 0) + 1);
       const input = args.input as Record<string, unknown>;
       try {

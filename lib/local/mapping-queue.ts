@@ -8,26 +8,14 @@
  */
 import { Agent, request as httpRequest } from 'node:http';
 
-import type { Message } from '@aws-sdk/client-sqs';
+import type { DeleteMessageBatchRequest, Message, ReceiveMessageRequest } from '@aws-sdk/client-sqs';
 
 import type { AwsRequest } from './function-wiring.js';
 
-export interface ReceiveRequest {
-  readonly QueueUrl: string;
-  readonly MaxNumberOfMessages: number;
-  readonly WaitTimeSeconds: number;
-  readonly MessageSystemAttributeNames: readonly string[];
-}
-
-export interface DeleteBatchRequest {
-  readonly QueueUrl: string;
-  readonly Entries: ReadonlyArray<{ readonly Id: string; readonly ReceiptHandle: string | undefined }>;
-}
-
 /** What an event source mapping asks of its queue. */
 export interface MappingQueue {
-  receive(request: ReceiveRequest): Promise<Message[]>;
-  deleteBatch(request: DeleteBatchRequest): Promise<void>;
+  receive(request: ReceiveMessageRequest): Promise<Message[]>;
+  deleteBatch(request: DeleteMessageBatchRequest): Promise<void>;
 }
 
 /** An error SQS answered, named by its `__type`. */

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-import { GetQueueAttributesCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, type ReceiveMessageRequest, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -319,13 +319,18 @@ describe("Function: sqsJsonQueue, the mappings' own SQS client", () => {
     const mappingQueue = sqsJsonQueue(emulators.sqsEndpoint, (request) => calls.push(request.name));
 
     // Act: receive them, delete them, then look again.
-    const request = { QueueUrl: queue.url, WaitTimeSeconds: 0, MessageSystemAttributeNames: ['All'] };
-    const messages = await mappingQueue.receive({ ...request, MaxNumberOfMessages: 10 });
+    const request: ReceiveMessageRequest = {
+      QueueUrl: queue.url,
+      MaxNumberOfMessages: 10,
+      WaitTimeSeconds: 0,
+      MessageSystemAttributeNames: ['All'],
+    };
+    const messages = await mappingQueue.receive(request);
     await mappingQueue.deleteBatch({
       QueueUrl: queue.url,
       Entries: messages.map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle })),
     });
-    const left = await mappingQueue.receive({ ...request, MaxNumberOfMessages: 10 });
+    const left = await mappingQueue.receive(request);
 
     // Assert: the three bodies came with their receive counts, and the deletes removed them.
     expect(messages.map((message) => message.Body).sort()).toEqual(['message-0', 'message-1', 'message-2']);

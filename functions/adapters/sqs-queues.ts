@@ -64,6 +64,43 @@ export async function sendAll(sqs: SQSClient, queueUrl: string, messages: readon
   await Promise.all(Array.from({ length: Math.min(PARALLEL_BATCHES, batches.length) }, worker));
 }
 
+/**
+ * Receives messages as the event source mapping does (short polling: a wait would hold the
+ * invocation after its own batch is done) and deletes them once done with. A message whose delete
+ * failed comes back after its visibility timeout, as one the mapping could not delete would.
+ */
+export function sqsInbox(sqs: SQSClient, queueUrl: string) {
+  return {
+    async receive() {
+      const received = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: queueUrl,
+          MaxNumberOfMessages: SQS_BATCH_LIMIT,
+          WaitTimeSeconds: 0,
+          MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+        }),
+      );
+      return (received.Messages ?? []).map((message) => ({
+        messageId: message.MessageId ?? '',
+        receiptHandle: message.ReceiptHandle ?? '',
+        body: message.Body ?? '',
+        attributes: { ApproximateReceiveCount: message.Attributes?.ApproximateReceiveCount ?? '1' },
+      }));
+    },
+    async delete(messages: ReadonlyArray<{ readonly receiptHandle: string }>) {
+      if (messages.length === 0) return;
+      const result = await sqs.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: queueUrl,
+          Entries: messages.map((message, index) => ({ Id: String(index), ReceiptHandle: message.receiptHandle })),
+        }),
+      );
+      if ((result.Failed ?? []).length > 0)
+        throw new Error(`${result.Failed?.length} of ${messages.length} messages not deleted from ${queueUrl}`);
+    },
+  };
+}
+
 /** A queue that sends items of one kind, encoded as messages, in parallel batches. */
 export class SqsBatchQueue<T> {
   constructor(

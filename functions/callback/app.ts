@@ -1,6 +1,6 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 
-import { SqsDeadLetterQueue, sqsDeliveryQueue, sqsTickQueue } from '../adapters/sqs-queues.js';
+import { SqsDeadLetterQueue, sqsDeliveryQueue, sqsInbox, sqsTickQueue } from '../adapters/sqs-queues.js';
 import { AwsTargetDispatcher } from '../adapters/targets.js';
 import { WebhookClient } from '../adapters/webhook-client.js';
 import type { CallbackConfig } from '../commons/config.js';
@@ -9,9 +9,19 @@ import { occupancyIndex, tableStores } from '../commons/stores.js';
 import { DELIVERY_LEASE_MS, MAX_EARLY_WAIT_MS, WEBHOOK_CONNECT_TIMEOUT_MS } from '../contract/topology.js';
 import type { DeliveryPorts } from '../core/deliver/deliver.js';
 import { guardedByHostBreaker, HostBreaker } from '../core/deliver/host-breaker.js';
+import { SlowCallWatch } from '../core/deliver/slow-calls.js';
 import { systemClock } from '../core/kernel/task.js';
 import { addressPolicy } from '../core/targets/egress.js';
 import { deliverRecords } from './records.js';
+
+/**
+ * A webhook unanswered this long is hanging, not slow: most answer in tens of milliseconds. Past
+ * it the invocation delivers more of the queue while it waits (see deliverRecords); the stall a
+ * hanging receiver costs other tenants' tasks in the batches it reaches is about this long.
+ */
+const SLOW_CALL_MS = 500;
+/** What a batch needs after its calls: the receipt and outcome writes, the retry sends, the deletes. */
+const WRITES_RESERVE_MS = 5_000;
 
 /**
  * Delivers each record of the batch and reports only those that must come back; the
@@ -21,19 +31,10 @@ export function createCallbackHandler(config: CallbackConfig, { clients, observa
   const { logger, metrics } = observability;
   const stores = tableStores(config.table, clients.dynamo, config.retentionDays);
   const deliveryQueue = sqsDeliveryQueue(clients.sqs, config.deliveryQueueUrl);
-  const ports: DeliveryPorts = {
-    ...stores,
-    occurrences: {
-      ...stores,
-      occupancy: occupancyIndex(config, clients.dynamo),
-      deliveryQueue,
-      tickQueue: sqsTickQueue(clients.sqs, config.tickQueueUrl),
-      clock: systemClock,
-      lookaheadSeconds: config.lookaheadSeconds,
-    },
-    // One breaker per instance, living as long as it: it remembers which webhook hosts are down
-    // across invocations, so a tenant's dead receiver is not called (and waited on) for every task.
-    targets: guardedByHostBreaker(
+  // One breaker per instance, living as long as it: it remembers which webhook hosts are down
+  // across invocations, so a tenant's dead receiver is not called (and waited on) for every task.
+  const targets = new SlowCallWatch(
+    guardedByHostBreaker(
       new AwsTargetDispatcher({
         clock: systemClock,
         sqsFor: clients.sqsForQueueUrl,
@@ -46,6 +47,20 @@ export function createCallbackHandler(config: CallbackConfig, { clients, observa
       }),
       new HostBreaker(systemClock),
     ),
+    SLOW_CALL_MS,
+  );
+  const inbox = sqsInbox(clients.sqs, config.deliveryQueueUrl);
+  const ports: DeliveryPorts = {
+    ...stores,
+    occurrences: {
+      ...stores,
+      occupancy: occupancyIndex(config, clients.dynamo),
+      deliveryQueue,
+      tickQueue: sqsTickQueue(clients.sqs, config.tickQueueUrl),
+      clock: systemClock,
+      lookaheadSeconds: config.lookaheadSeconds,
+    },
+    targets,
     deadLetters: new SqsDeadLetterQueue(clients.sqs, config.deliveryDlqUrl),
     clock: systemClock,
     maxAttempts: config.maxAttempts,
@@ -55,15 +70,12 @@ export function createCallbackHandler(config: CallbackConfig, { clients, observa
     leaseMs: DELIVERY_LEASE_MS,
     maxEarlyWaitMs: MAX_EARLY_WAIT_MS,
   };
-  return instrumented<SQSEvent, SQSBatchResponse>(observability, (event) =>
-    deliverRecords(
-      {
-        delivery: ports,
-        deliveryQueue,
-        logger,
-        metrics,
-      },
-      event.Records,
-    ),
+  return instrumented<SQSEvent, SQSBatchResponse>(observability, (event, context) =>
+    deliverRecords({ delivery: ports, deliveryQueue, logger, metrics }, event.Records, {
+      inbox,
+      slowCalls: targets,
+      remainingMs: () => context.getRemainingTimeInMillis(),
+      reserveMs: config.webhookTimeoutMs + WRITES_RESERVE_MS,
+    }),
   );
 }

@@ -13,8 +13,15 @@ import {
   redeliverDeadLetter,
   type TaskReads,
 } from '../core/deliver/deliver.js';
+import type { SlowCallWatch } from '../core/deliver/slow-calls.js';
 import type { DeliveryQueue } from '../core/kernel/task.js';
 import { decodeDeliveryBody, type ReceivedMessage, reminderMessage } from '../core/kernel/task-kernel.js';
+import { systemTimer } from '../core/kernel/timers.js';
+
+/** What delivering a message reads of it: the event source mapping's records, and the inbox's messages. */
+export type DeliveryRecord = Pick<SQSRecord, 'messageId' | 'body'> & {
+  readonly attributes: Pick<SQSRecord['attributes'], 'ApproximateReceiveCount'>;
+};
 
 export interface RecordPorts {
   readonly delivery: DeliveryPorts;
@@ -41,7 +48,7 @@ function comeBackAt(ports: RecordPorts, id: string, atMs: number): Promise<void>
 /** Delivers one record; once it resolves the message is done with (a task that must come back has a new one). */
 async function deliverRecord(
   ports: RecordPorts,
-  record: SQSRecord,
+  record: DeliveryRecord,
   message: ReceivedMessage | undefined,
   reads: TaskReads,
   receipts: ReceiptWrites,
@@ -106,6 +113,123 @@ async function deliverRecord(
   }
 }
 
+/** A message the invocation received itself, with what deleting it takes. */
+export type InboxMessage = DeliveryRecord & { readonly receiptHandle: string };
+
+/** More of the delivery queue's messages, taken by the invocation itself (see `deliverRecords`). */
+export interface DeliveryInbox {
+  /** Up to ten visible messages, hidden for the queue's visibility timeout; none when the queue looks empty. */
+  receive(): Promise<InboxMessage[]>;
+  /** Deletes messages done with; those it could not delete come back after their visibility timeout. */
+  delete(messages: readonly InboxMessage[]): Promise<void>;
+}
+
+/** What lets an invocation held by a slow call deliver more while it waits (see `deliverRecords`). */
+export interface SpareTime {
+  readonly inbox: DeliveryInbox;
+  /** The watch the delivery ports' `targets` dispatch through. */
+  readonly slowCalls: SlowCallWatch;
+  /** Time left before the function times out. */
+  readonly remainingMs: () => number;
+  /** The least time a batch from the inbox may need: a webhook's whole timeout and the writes after it. */
+  readonly reserveMs: number;
+}
+
+/** How long an invocation waits after finding the queue empty before it looks again. */
+const EMPTY_INBOX_PAUSE_MS = 250;
+/** Batches of up to ten an invocation delivers at once while held, beside its own. */
+const MAX_TAKEN_BATCHES = 10;
+
+/**
+ * Delivers the batch the event source mapping handed over. While one of its calls goes
+ * unanswered (a hanging receiver holds it for the whole webhook timeout, and it is never given up
+ * early), the invocation takes more messages from the delivery queue itself and delivers them,
+ * deleting what is done: otherwise every invocation a hanging host's tasks reach would sit idle
+ * for the timeout, and with the mapping's concurrency held so, every other tenant's deliveries
+ * would wait behind it (invariant 9). A message taken this way and not finished (a crash, a
+ * receipt not stored, a failed delete) comes back after the queue's visibility timeout, as one
+ * from the mapping does. Only a slow call starts this, so an ordinary batch makes no extra request.
+ */
+export async function deliverRecords(
+  ports: RecordPorts,
+  records: readonly DeliveryRecord[],
+  spare?: SpareTime,
+): Promise<SQSBatchResponse> {
+  const batch = deliverBatch(ports, records);
+  if (spare) await deliverWhileHeld(ports, spare, batch);
+  return batch;
+}
+
+async function deliverWhileHeld(ports: RecordPorts, spare: SpareTime, held: Promise<unknown>): Promise<void> {
+  const unfinished = new Set<Promise<unknown>>();
+  const track = (work: Promise<unknown>) => {
+    const forget = () => {
+      unfinished.delete(done);
+    };
+    const done: Promise<void> = work.then(forget, forget);
+    unfinished.add(done);
+    return done;
+  };
+  void track(held);
+  // The invocation is held while its own batch or any batch it took is unfinished; a slow call in
+  // any of them is a reason to take more, and the end of any of them a reason to look again.
+  const slowCallInHand = async () =>
+    (await spare.slowCalls.slowCallBefore(Promise.race(unfinished))) && unfinished.size > 0;
+  let taking = 0;
+  let taken = 0;
+  try {
+    while (unfinished.size > 0 && spare.remainingMs() > spare.reserveMs) {
+      if (!(await slowCallInHand())) continue;
+      if (taking >= MAX_TAKEN_BATCHES) {
+        await Promise.race(unfinished);
+        continue;
+      }
+      const records = await spare.inbox.receive();
+      if (records.length === 0) {
+        await pauseUnless(Promise.race(unfinished), EMPTY_INBOX_PAUSE_MS);
+        continue;
+      }
+      taken += records.length;
+      taking += 1;
+      const batch = track(deliverTaken(ports, spare.inbox, records).finally(() => (taking -= 1)));
+      // A batch taken can meet the hanging host too: the next is taken once this one is done, or
+      // has itself been held a slow call's time, so no hanging call holds up the tasks behind it.
+      await pauseUnless(batch, spare.slowCalls.slowMs);
+    }
+  } catch (error) {
+    ports.logger.error('receiving more messages while a call was slow failed; the batches in hand go on', {
+      error: error as Error,
+    });
+  }
+  await Promise.all(unfinished);
+  if (taken > 0) ports.logger.info('delivered more messages while a call was slow', { taken });
+}
+
+/** Delivers messages the invocation took and deletes those done with; never throws, as what is not deleted comes back. */
+async function deliverTaken(ports: RecordPorts, inbox: DeliveryInbox, records: readonly InboxMessage[]): Promise<void> {
+  try {
+    const { batchItemFailures } = await deliverBatch(ports, records);
+    const unfinished = new Set(batchItemFailures.map((failure) => failure.itemIdentifier));
+    await inbox.delete(records.filter((record) => !unfinished.has(record.messageId)));
+  } catch (error) {
+    ports.logger.error(
+      'messages taken while a call was slow not deleted; they come back after their visibility timeout',
+      {
+        error: error as Error,
+        messageIds: records.map((record) => record.messageId),
+      },
+    );
+  }
+}
+
+function pauseUnless(settled: Promise<unknown>, ms: number): Promise<unknown> {
+  let stop = () => {};
+  const pause = new Promise<void>((resolve) => {
+    stop = systemTimer(ms, resolve);
+  });
+  return Promise.race([pause, settled.catch(() => undefined)]).finally(stop);
+}
+
 /**
  * One bad record never fails the batch: each is settled on its own. A task that must come
  * back later already has a new message, so only a record whose processing threw is reported,
@@ -115,7 +239,7 @@ async function deliverRecord(
  * whose receipt could not be stored is reported too, so its task is delivered again rather than
  * left looking undelivered.
  */
-export async function deliverRecords(ports: RecordPorts, records: readonly SQSRecord[]): Promise<SQSBatchResponse> {
+async function deliverBatch(ports: RecordPorts, records: readonly DeliveryRecord[]): Promise<SQSBatchResponse> {
   ports.metrics.addMetric(METRICS.deliveryBatchSize, MetricUnit.Count, records.length);
   const messages = records.map((record) => decodeDeliveryBody(record.body));
   // A redriven dead letter is revived before it is read, so it reads alone, after its revive.

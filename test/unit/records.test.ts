@@ -2,8 +2,14 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
-import { deliverRecords, type RecordPorts } from '../../functions/callback/records.js';
+import {
+  deliverRecords,
+  type InboxMessage,
+  type RecordPorts,
+  type SpareTime,
+} from '../../functions/callback/records.js';
 import type { DeliveryPorts, TargetResult } from '../../functions/core/deliver/deliver.js';
+import { SlowCallWatch } from '../../functions/core/deliver/slow-calls.js';
 import type { DeliveryMessage, Task } from '../../functions/core/kernel/task.js';
 import {
   aTask,
@@ -265,3 +271,139 @@ describe('Function: deliverRecords', () => {
     expect(taskStore.shown(failing.id)).toMatchObject({ status: 'PENDING', attempts: 1 });
   });
 });
+
+describe('Function: deliverRecords, while a call hangs', () => {
+  /**
+   * A batch whose one call hangs until released, and an inbox holding more of the queue: the
+   * ports of `recordPorts`, with `targets` behind a slow-call watch of `slowMs`.
+   */
+  function heldInvocation(options: { queued: readonly Task[]; remainingMs?: number; failDelete?: boolean }) {
+    const hanging = aTask(NOW_MS - 1000, 0, { target: { type: 'http', url: 'https://hangs.example.com/timer' } });
+    const { ports, taskStore, calls } = recordPorts([hanging, ...options.queued], { ok: true, statusCode: 204 });
+    let release = () => {};
+    const hung = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const answering = ports.delivery.targets;
+    const delivered: string[] = [];
+    const slowCalls = new SlowCallWatch(
+      {
+        dispatch: async (target, notification, sender) => {
+          if (target.type === 'http' && target.url.includes('hangs')) await hung;
+          else delivered.push(notification.id);
+          return answering.dispatch(target, notification, sender);
+        },
+      },
+      20,
+    );
+    const queue = options.queued.map((task, index) => ({
+      ...recordOf({ id: task.id }, `q-${index}`),
+      receiptHandle: `handle-${index}`,
+    }));
+    const inbox = {
+      receives: 0,
+      deleted: [] as string[],
+      async receive() {
+        inbox.receives += 1;
+        return queue.splice(0, 10);
+      },
+      async delete(messages: readonly InboxMessage[]) {
+        if (options.failDelete) throw new Error('SQS unavailable');
+        inbox.deleted.push(...messages.map((message) => message.receiptHandle));
+      },
+    };
+    const spare: SpareTime = {
+      inbox,
+      slowCalls,
+      remainingMs: () => options.remainingMs ?? 30_000,
+      reserveMs: 15_000,
+    };
+    const portsHeld: RecordPorts = { ...ports, delivery: { ...ports.delivery, targets: slowCalls } };
+    const run = () => deliverRecords(portsHeld, [recordOf({ id: hanging.id }, 'm-hangs')], spare);
+    return { run, release, inbox, delivered, taskStore, calls, hanging };
+  }
+
+  const otherTenantsTasks = (count: number) =>
+    Array.from({ length: count }, (_, index) => aTask(NOW_MS - 1000, index % 4));
+
+  it('delivers and deletes more of the queue while the batch waits on a hanging call, then answers for its own batch', async () => {
+    // Prepare: twelve other tasks wait in the queue, more than one receive takes.
+    const queued = otherTenantsTasks(12);
+    const held = heldInvocation({ queued });
+
+    // Act
+    const invocation = held.run();
+    await vi.waitFor(() => expect(held.delivered).toHaveLength(12), { timeout: 2000 });
+    const settledEarly = await Promise.race([invocation.then(() => true), sleep(50).then(() => false)]);
+    held.release();
+    const result = await invocation;
+
+    // Assess: the others were delivered while the hanging call was still open, and only then did the invocation end.
+    expect(settledEarly).toBe(false);
+    expect(result).toEqual({ batchItemFailures: [] });
+    expect(held.inbox.deleted.sort()).toEqual(queued.map((_, index) => `handle-${index}`).sort());
+    expect(held.delivered.sort()).toEqual(queued.map((task) => task.id).sort());
+  });
+
+  it('takes the next batch while a taken one meets the hanging host too, so no hanging call holds the tasks behind it', async () => {
+    // Prepare: the first ten taken hold one more of the hanging host's tasks; twelve more come after them.
+    const alsoHanging = aTask(NOW_MS - 1000, 1, { target: { type: 'http', url: 'https://hangs.example.com/timer' } });
+    const behind = otherTenantsTasks(12);
+    const held = heldInvocation({ queued: [...otherTenantsTasks(9), alsoHanging, ...behind] });
+
+    // Act
+    const invocation = held.run();
+    await vi.waitFor(() => expect(held.delivered).toHaveLength(21), { timeout: 2000 });
+    held.release();
+    await invocation;
+
+    // Assess: every other task was delivered while both hanging calls were open; all 22 taken were deleted.
+    expect(held.delivered).toEqual(expect.arrayContaining(behind.map((task) => task.id)));
+    expect(held.inbox.deleted).toHaveLength(22);
+  });
+
+  it('takes nothing from the queue when no call is slow', async () => {
+    // Prepare
+    const held = heldInvocation({ queued: otherTenantsTasks(3) });
+    held.release();
+
+    // Act
+    const result = await held.run();
+
+    // Assess
+    expect(result).toEqual({ batchItemFailures: [] });
+    expect(held.inbox.receives).toBe(0);
+  });
+
+  it('takes nothing once the time left is below what a batch may need, so a taken message never outlives the invocation', async () => {
+    // Prepare
+    const held = heldInvocation({ queued: otherTenantsTasks(3), remainingMs: 14_999 });
+
+    // Act
+    const invocation = held.run();
+    await sleep(100);
+    held.release();
+    await invocation;
+
+    // Assess
+    expect(held.inbox.receives).toBe(0);
+    expect(held.delivered).toEqual([]);
+  });
+
+  it('answers for its own batch when a delete fails; the messages not deleted come back after their visibility timeout', async () => {
+    // Prepare
+    const held = heldInvocation({ queued: otherTenantsTasks(2), failDelete: true });
+
+    // Act
+    const invocation = held.run();
+    await vi.waitFor(() => expect(held.delivered).toHaveLength(2), { timeout: 2000 });
+    held.release();
+    const result = await invocation;
+
+    // Assess: the batch's own record is settled; the taken ones were delivered, and stay in the queue to be deduplicated.
+    expect(result).toEqual({ batchItemFailures: [] });
+    expect(held.inbox.deleted).toEqual([]);
+  });
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

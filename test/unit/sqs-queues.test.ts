@@ -1,5 +1,7 @@
 import {
+  DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
+  ReceiveMessageCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
   SQSClient,
@@ -12,6 +14,7 @@ import {
   sendAll,
   SqsDeadLetterQueue,
   sqsDeliveryQueue,
+  sqsInbox,
   sqsTickQueue,
   startRedrive,
 } from '../../functions/adapters/sqs-queues.js';
@@ -129,6 +132,54 @@ describe('Function: sqsDeliveryQueue', () => {
 
     // Assess
     expect(batches()[0]).toEqual([{ Id: '0', MessageBody: '{"second":1780000000}', DelaySeconds: 42 }]);
+  });
+});
+
+describe('Function: sqsInbox', () => {
+  beforeEach(() => {
+    sqsMock.reset();
+  });
+
+  it('receives up to ten messages without waiting, with their receive counts, and deletes them by receipt handle', async () => {
+    // Prepare
+    sqsMock.on(ReceiveMessageCommand).resolves({
+      Messages: [
+        { MessageId: 'm-1', ReceiptHandle: 'h-1', Body: '{"id":"t-1"}', Attributes: { ApproximateReceiveCount: '3' } },
+      ],
+    });
+    sqsMock.on(DeleteMessageBatchCommand).resolves({ Successful: [{ Id: '0' }], Failed: [] });
+    const inbox = sqsInbox(sqs, QUEUE_URL);
+
+    // Act
+    const received = await inbox.receive();
+    await inbox.delete(received);
+
+    // Assess: a wait would hold the invocation after its own batch is done.
+    expect(sqsMock.commandCalls(ReceiveMessageCommand)[0]?.args[0].input).toMatchObject({
+      QueueUrl: QUEUE_URL,
+      MaxNumberOfMessages: 10,
+      WaitTimeSeconds: 0,
+    });
+    expect(received).toEqual([
+      { messageId: 'm-1', receiptHandle: 'h-1', body: '{"id":"t-1"}', attributes: { ApproximateReceiveCount: '3' } },
+    ]);
+    expect(sqsMock.commandCalls(DeleteMessageBatchCommand)[0]?.args[0].input.Entries).toEqual([
+      { Id: '0', ReceiptHandle: 'h-1' },
+    ]);
+  });
+
+  it('throws when SQS reports a delete failed, so the caller knows those messages come back', async () => {
+    // Prepare
+    sqsMock.on(DeleteMessageBatchCommand).resolves({
+      Successful: [],
+      Failed: [{ Id: '0', Code: 'ReceiptHandleIsInvalid', SenderFault: true }],
+    });
+
+    // Act
+    const deleting = sqsInbox(sqs, QUEUE_URL).delete([{ receiptHandle: 'h-1' }]);
+
+    // Assess
+    await expect(deleting).rejects.toThrow(`1 of 1 messages not deleted from ${QUEUE_URL}`);
   });
 });
 

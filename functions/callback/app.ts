@@ -33,6 +33,7 @@ export function createCallbackHandler(config: CallbackConfig, { clients, observa
   const deliveryQueue = sqsDeliveryQueue(clients.sqs, config.deliveryQueueUrl);
   // One breaker per instance, living as long as it: it remembers which webhook hosts are down
   // across invocations, so a tenant's dead receiver is not called (and waited on) for every task.
+  const breaker = new HostBreaker(systemClock);
   const targets = new SlowCallWatch(
     guardedByHostBreaker(
       new AwsTargetDispatcher({
@@ -45,9 +46,10 @@ export function createCallbackHandler(config: CallbackConfig, { clients, observa
           totalTimeoutMs: config.webhookTimeoutMs,
         }),
       }),
-      new HostBreaker(systemClock),
+      breaker,
     ),
     SLOW_CALL_MS,
+    (target, sender) => breaker.unansweredIsNews(target, sender),
   );
   const inbox = sqsInbox(clients.sqs, config.deliveryQueueUrl);
   const ports: DeliveryPorts = {

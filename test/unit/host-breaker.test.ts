@@ -142,10 +142,11 @@ describe('Class: HostBreaker', () => {
       };
     });
 
-    // Act: one call is still out when its timer fires; another ends before.
+    // Act: one call is still out when its timer fires, while another host answered; another ends before.
     const endSlow = breaker.watchSlowCall('slow.example');
     const endQuick = breaker.watchSlowCall('quick.example');
     endQuick();
+    breaker.record('elsewhere.example', false);
     for (const timer of started) if (!timer.stopped) timer.fire();
 
     // Assess
@@ -291,6 +292,8 @@ describe('Function: guardedByHostBreaker', () => {
         answer: (result: TargetResult) => waiting.splice(0).forEach((resolve) => resolve(result)),
         /** Calls made and not answered yet. */
         inFlight: () => waiting.length,
+        /** Another tenant's host answers this instance: its machine is reading answers. */
+        othersAnswer: () => breaker.record(circuitOf('other-tenant', 'elsewhere.example'), false),
       };
     }
 
@@ -365,6 +368,7 @@ describe('Function: guardedByHostBreaker', () => {
 
       // Act
       const hanging = target.callsAtOnce(SETTINGS.failureThreshold);
+      target.othersAnswer();
       vi.advanceTimersByTime(SETTINGS.slowCallMs - 1);
       const stateBefore = breaker.state(circuit);
       vi.advanceTimersByTime(1);
@@ -382,6 +386,21 @@ describe('Function: guardedByHostBreaker', () => {
       expect(ended).toEqual(hanging.map(() => ({ ok: false, error: `timed out after ${TIMEOUT_MS} ms` })));
       expect(breaker.state(circuit)).toBe('open');
       expect(breaker.admit(circuit)).toEqual({ admitted: false, retryAfterSeconds: SETTINGS.openMs / 1000 });
+    });
+
+    it('does not count slow calls while no other call is answered: a machine too busy to read answers is not a hanging host', async () => {
+      // Prepare
+      const target = pendingTarget();
+
+      // Act: the first calls stay unanswered past slowCallMs, and nobody else answers either.
+      const slow = target.callsAtOnce(SETTINGS.failureThreshold);
+      vi.advanceTimersByTime(SETTINGS.slowCallMs);
+      const stateWhileSlow = target.breaker.state(circuit);
+      target.answer({ ok: true, statusCode: 204 });
+      await Promise.all(slow);
+
+      // Assess
+      expect(stateWhileSlow).toBe('closed');
     });
 
     it('never gives up a slow call: it waits for the answer, which a receiver may send after slowCallMs', async () => {
@@ -431,6 +450,7 @@ describe('Function: guardedByHostBreaker', () => {
 
       // Act
       const slow = target.callsAtOnce(SETTINGS.failureThreshold);
+      target.othersAnswer();
       vi.advanceTimersByTime(SETTINGS.slowCallMs);
       const stateWhileSlow = target.breaker.state(circuit);
       target.answer({ ok: true, statusCode: 200 });
@@ -450,6 +470,7 @@ describe('Function: guardedByHostBreaker', () => {
 
       // Act: the probe is still unanswered when it counts as slow, and answers later.
       const probe = target.call();
+      target.othersAnswer();
       vi.advanceTimersByTime(SETTINGS.slowCallMs);
       const stateWhileSlow = breaker.state(circuit);
       target.answer({ ok: true, statusCode: 200 });
@@ -468,6 +489,7 @@ describe('Function: guardedByHostBreaker', () => {
 
       // Act
       const slow = target.callsAtOnce(SETTINGS.failureThreshold);
+      target.othersAnswer();
       vi.advanceTimersByTime(SETTINGS.slowCallMs);
       const stateWhileSlow = breaker.state(circuit);
       target.answer({ ok: true, statusCode: 200 });

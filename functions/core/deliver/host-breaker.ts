@@ -85,12 +85,24 @@ export class HostBreaker {
   private readonly answeredAtMs = new Map<string, number>();
   /** Calls in flight to each circuit's host, and the calls waiting for one of them to end (see nextCallEnd). */
   private readonly inFlight = new Map<string, { count: number; readonly waiting: Array<() => void> }>();
+  /** Answers from any host so far: a slow call counts against its host only if others were answered meanwhile. */
+  private answers = 0;
 
   constructor(
     private readonly clock: Clock,
     readonly settings: HostBreakerSettings = DEFAULT_HOST_BREAKER,
     private readonly startTimer: StartTimer = systemTimer,
   ) {}
+
+  /**
+   * Whether a call to this target still unanswered is news: a webhook whose host has not answered
+   * this instance within `openMs` (a host that has is up, and its slow call is a slow receiver or
+   * a busy machine). Calls to AWS targets have no breaker and always are.
+   */
+  unansweredIsNews(target: Target, sender: Sender): boolean {
+    const host = webhookHost(target);
+    return host === undefined || !this.answeredRecently(circuitOf(sender.tenantId, host));
+  }
 
   /** Whether the circuit's host answered a call within the last `openMs`. */
   answeredRecently(key: string): boolean {
@@ -171,6 +183,7 @@ export class HostBreaker {
   }
 
   private answered(key: string): void {
+    this.answers += 1;
     this.answeredAtMs.delete(key);
     if (this.answeredAtMs.size >= MAX_REMEMBERED_HOSTS)
       this.answeredAtMs.delete(this.answeredAtMs.keys().next().value ?? '');
@@ -178,15 +191,19 @@ export class HostBreaker {
   }
 
   /**
-   * Watches an admitted call: if it is still unanswered after `slowCallMs` and its host has not
-   * answered lately, it is recorded as unanswered then. The call goes on. Returns what ends the
-   * watch, to call once the call has ended; it says whether the call was already recorded (so
-   * its own lack of an answer is not counted again).
+   * Watches an admitted call: if it is still unanswered after `slowCallMs`, its host has not
+   * answered lately, and some other call has been answered meanwhile, it is recorded as unanswered
+   * then. The call goes on. An instance that got no answer from anyone while it waited learns
+   * nothing about this host: its machine may be too busy to read the answers (a starved local
+   * run opened a healthy host's circuit this way), and a host that is really down is still found
+   * by its calls' timeouts. Returns what ends the watch, to call once the call has ended; it says
+   * whether the call was already recorded (so its own lack of an answer is not counted again).
    */
   watchSlowCall(key: string): () => boolean {
     let countedSlow = false;
+    const answersBefore = this.answers;
     const stop = this.startTimer(this.settings.slowCallMs, () => {
-      if (this.answeredRecently(key)) return;
+      if (this.answeredRecently(key) || this.answers === answersBefore) return;
       countedSlow = true;
       this.record(key, true);
     });

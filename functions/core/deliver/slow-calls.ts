@@ -12,15 +12,22 @@ export class SlowCallWatch implements TargetDispatcher {
   private slowCalls = 0;
   private waiting: Array<() => void> = [];
 
+  /**
+   * @param counts whether a call to this target unanswered for `slowMs` is slow: a host that has
+   *   been answering is up, and its slow call is more likely a busy machine, where taking more
+   *   work would only make every call slower.
+   */
   constructor(
     private readonly dispatcher: TargetDispatcher,
     readonly slowMs: number,
+    private readonly counts: (target: Target, sender: Sender) => boolean = () => true,
     private readonly startTimer: StartTimer = systemTimer,
   ) {}
 
   async dispatch(target: Target, notification: Notification, sender: Sender): Promise<TargetResult> {
     let slow = false;
     const stop = this.startTimer(this.slowMs, () => {
+      if (!this.counts(target, sender)) return;
       slow = true;
       this.slowCalls += 1;
       for (const wake of this.waiting.splice(0)) wake();

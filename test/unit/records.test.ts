@@ -277,7 +277,12 @@ describe('Function: deliverRecords, while a call hangs', () => {
    * A batch whose one call hangs until released, and an inbox holding more of the queue: the
    * ports of `recordPorts`, with `targets` behind a slow-call watch of `slowMs`.
    */
-  function heldInvocation(options: { queued: readonly Task[]; remainingMs?: number; failDelete?: boolean }) {
+  function heldInvocation(options: {
+    queued: readonly Task[];
+    remainingMs?: number;
+    failDelete?: boolean;
+    slowCallCounts?: () => boolean;
+  }) {
     const hanging = aTask(NOW_MS - 1000, 0, { target: { type: 'http', url: 'https://hangs.example.com/timer' } });
     const { ports, taskStore, calls } = recordPorts([hanging, ...options.queued], { ok: true, statusCode: 204 });
     let release = () => {};
@@ -295,6 +300,7 @@ describe('Function: deliverRecords, while a call hangs', () => {
         },
       },
       20,
+      options.slowCallCounts,
     );
     const queue = options.queued.map((task, index) => ({
       ...recordOf({ id: task.id }, `q-${index}`),
@@ -372,6 +378,20 @@ describe('Function: deliverRecords, while a call hangs', () => {
 
     // Assess
     expect(result).toEqual({ batchItemFailures: [] });
+    expect(held.inbox.receives).toBe(0);
+  });
+
+  it('takes nothing while the slow call is to a host that has been answering: more work would only slow a busy machine', async () => {
+    // Prepare
+    const held = heldInvocation({ queued: otherTenantsTasks(3), slowCallCounts: () => false });
+
+    // Act
+    const invocation = held.run();
+    await sleep(100);
+    held.release();
+    await invocation;
+
+    // Assess
     expect(held.inbox.receives).toBe(0);
   });
 

@@ -403,6 +403,21 @@ describe('Function: guardedByHostBreaker', () => {
       expect(stateWhileSlow).toBe('closed');
     });
 
+    it('counts calls nobody will ever report on once they have been out ten times slowCallMs, with no answer anywhere meanwhile', async () => {
+      // Prepare
+      const target = pendingTarget();
+
+      // Act: the calls are lost (their invocation died, say); nothing else is answered either.
+      target.callsAtOnce(SETTINGS.failureThreshold);
+      vi.advanceTimersByTime(SETTINGS.slowCallMs * 9);
+      const stateBefore = target.breaker.state(circuit);
+      vi.advanceTimersByTime(SETTINGS.slowCallMs);
+
+      // Assess: past any webhook timeout the host is taken for down, so later calls are not held behind the lost ones.
+      expect(stateBefore).toBe('closed');
+      expect(target.breaker.state(circuit)).toBe('open');
+    });
+
     it('never gives up a slow call: it waits for the answer, which a receiver may send after slowCallMs', async () => {
       // Prepare
       const target = pendingTarget();

@@ -67,6 +67,9 @@ export type Admission = { readonly admitted: true } | { readonly admitted: false
  */
 export const circuitOf = (tenantId: string, host: string) => `${tenantId} ${host}`;
 
+/** How many `slowCallMs` a call with no answer anywhere meanwhile may be out before it counts anyway: 20 s, twice the webhook timeout. */
+const LOST_CALL_PERIODS = 10;
+
 /** Hosts whose last answer an instance remembers; past it the longest-silent are forgotten (and their calls hurried). */
 const MAX_REMEMBERED_HOSTS = 10_000;
 
@@ -194,19 +197,28 @@ export class HostBreaker {
    * Watches an admitted call: if it is still unanswered after `slowCallMs`, its host has not
    * answered lately, and some other call has been answered meanwhile, it is recorded as unanswered
    * then. The call goes on. An instance that got no answer from anyone while it waited learns
-   * nothing about this host: its machine may be too busy to read the answers (a starved local
-   * run opened a healthy host's circuit this way), and a host that is really down is still found
-   * by its calls' timeouts. Returns what ends the watch, to call once the call has ended; it says
-   * whether the call was already recorded (so its own lack of an answer is not counted again).
+   * nothing about this host yet: its machine may be too busy to read the answers (a starved local
+   * run opened a healthy host's circuit this way). It looks again every `slowCallMs`, and counts
+   * the call once others are answered or once it has been out `LOST_CALL_PERIODS` times as long
+   * (past any webhook timeout: a call no one will ever report on must not hold the calls waiting
+   * for it, see nextCallEnd). Returns what ends the watch, to call once the call has ended; it
+   * says whether the call was already recorded (so its own lack of an answer is not counted again).
    */
   watchSlowCall(key: string): () => boolean {
     let countedSlow = false;
     const answersBefore = this.answers;
-    const stop = this.startTimer(this.settings.slowCallMs, () => {
-      if (this.answeredRecently(key) || this.answers === answersBefore) return;
+    let periods = 0;
+    const check = () => {
+      periods += 1;
+      if (this.answeredRecently(key)) return;
+      if (this.answers === answersBefore && periods < LOST_CALL_PERIODS) {
+        stop = this.startTimer(this.settings.slowCallMs, check);
+        return;
+      }
       countedSlow = true;
       this.record(key, true);
-    });
+    };
+    let stop = this.startTimer(this.settings.slowCallMs, check);
     return () => {
       stop();
       return countedSlow;

@@ -20,7 +20,13 @@ import { deliverRecords } from './records.js';
  * hanging receiver costs other tenants' tasks in the batches it reaches is about this long.
  */
 const SLOW_CALL_MS = 500;
-/** What a batch needs after its calls: the receipt and outcome writes, the retry sends, the deletes. */
+/**
+ * What a taken batch needs after its records' wait for their due times and their calls: the
+ * receipt and outcome writes, the retry sends, the deletes. A batch still running at the
+ * function's timeout is failed whole, and its messages come back only after the queue's
+ * visibility timeout: a busy local run that let taken batches run past it redelivered tasks
+ * minutes late.
+ */
 const WRITES_RESERVE_MS = 5_000;
 
 /**
@@ -77,7 +83,7 @@ export function createCallbackHandler(config: CallbackConfig, { clients, observa
       inbox,
       slowCalls: targets,
       remainingMs: () => context.getRemainingTimeInMillis(),
-      reserveMs: config.webhookTimeoutMs + WRITES_RESERVE_MS,
+      reserveMs: MAX_EARLY_WAIT_MS + config.webhookTimeoutMs + WRITES_RESERVE_MS,
     }),
   );
 }

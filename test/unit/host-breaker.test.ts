@@ -408,7 +408,7 @@ describe('Function: guardedByHostBreaker', () => {
       const target = pendingTarget();
 
       // Act: the calls are lost (their invocation died, say); nothing else is answered either.
-      target.callsAtOnce(SETTINGS.failureThreshold);
+      void Promise.all(target.callsAtOnce(SETTINGS.failureThreshold));
       vi.advanceTimersByTime(SETTINGS.slowCallMs * 9);
       const stateBefore = target.breaker.state(circuit);
       vi.advanceTimersByTime(SETTINGS.slowCallMs);

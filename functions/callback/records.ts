@@ -131,7 +131,7 @@ export interface SpareTime {
   readonly slowCalls: SlowCallWatch;
   /** Time left before the function times out. */
   readonly remainingMs: () => number;
-  /** The least time a batch from the inbox may need: a webhook's whole timeout and the writes after it. */
+  /** The least time a batch from the inbox may need: the wait for its due times, a webhook's whole timeout and the writes after them. */
   readonly reserveMs: number;
 }
 

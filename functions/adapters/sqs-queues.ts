@@ -64,6 +64,17 @@ export async function sendAll(sqs: SQSClient, queueUrl: string, messages: readon
   await Promise.all(Array.from({ length: Math.min(PARALLEL_BATCHES, batches.length) }, worker));
 }
 
+/** Deletes up to ten received messages by their receipt handles; returns how many SQS reported not deleted. */
+async function deleteReceived(sqs: SQSClient, queueUrl: string, receiptHandles: readonly string[]): Promise<number> {
+  const result = await sqs.send(
+    new DeleteMessageBatchCommand({
+      QueueUrl: queueUrl,
+      Entries: receiptHandles.map((handle, index) => ({ Id: String(index), ReceiptHandle: handle })),
+    }),
+  );
+  return (result.Failed ?? []).length;
+}
+
 /**
  * Receives messages as the event source mapping does (short polling: a wait would hold the
  * invocation after its own batch is done) and deletes them once done with. A message whose delete
@@ -89,14 +100,12 @@ export function sqsInbox(sqs: SQSClient, queueUrl: string) {
     },
     async delete(messages: ReadonlyArray<{ readonly receiptHandle: string }>) {
       if (messages.length === 0) return;
-      const result = await sqs.send(
-        new DeleteMessageBatchCommand({
-          QueueUrl: queueUrl,
-          Entries: messages.map((message, index) => ({ Id: String(index), ReceiptHandle: message.receiptHandle })),
-        }),
+      const failed = await deleteReceived(
+        sqs,
+        queueUrl,
+        messages.map((message) => message.receiptHandle),
       );
-      if ((result.Failed ?? []).length > 0)
-        throw new Error(`${result.Failed?.length} of ${messages.length} messages not deleted from ${queueUrl}`);
+      if (failed > 0) throw new Error(`${failed} of ${messages.length} messages not deleted from ${queueUrl}`);
     },
   };
 }
@@ -203,11 +212,10 @@ export async function redriveByCopy(sqs: SQSClient, dlqUrl: string, deliveryQueu
       deliveryQueueUrl,
       messages.map((message) => ({ body: message.Body ?? '', delaySeconds: 0 })),
     );
-    await sqs.send(
-      new DeleteMessageBatchCommand({
-        QueueUrl: dlqUrl,
-        Entries: messages.map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle })),
-      }),
+    await deleteReceived(
+      sqs,
+      dlqUrl,
+      messages.map((message) => message.ReceiptHandle ?? ''),
     );
     moved.push(...messages.map((message) => message.Body ?? ''));
   }

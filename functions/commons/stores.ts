@@ -6,7 +6,7 @@ import { DynamoIdempotencyStore } from '../adapters/dynamo/idempotency-store.js'
 import { DynamoOccupancyIndex, EverySecondOccupancy } from '../adapters/dynamo/occupancy-index.js';
 import { DynamoRequestCounter } from '../adapters/dynamo/request-counter.js';
 import { DynamoScheduleStore } from '../adapters/dynamo/schedule-store.js';
-import { CALLBACK_COUNTER_PREFIX } from '../adapters/dynamo/table-schema.js';
+import { CALLBACK_COUNTER_PREFIX, taskNameTexts } from '../adapters/dynamo/table-schema.js';
 import { DynamoTaskIndex } from '../adapters/dynamo/task-index.js';
 import { DynamoTaskStore } from '../adapters/dynamo/task-store.js';
 import { DynamoTenantStore } from '../adapters/dynamo/tenant-store.js';
@@ -31,6 +31,7 @@ export function tableStores(
   return {
     bucketCount,
     shardCount,
+    nameTexts: taskNameTexts,
     taskStore: new DynamoTaskStore({
       client: dynamo,
       tableName,

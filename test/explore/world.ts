@@ -19,6 +19,7 @@ import type { Metrics } from '@aws-lambda-powertools/metrics';
 import type { SQSRecord } from 'aws-lambda';
 import type { Scheduler } from 'fast-check';
 
+import { taskNameTexts } from '../../functions/adapters/dynamo/table-schema.js';
 import { deliverRecords } from '../../functions/callback/records.js';
 import {
   DEFAULT_SETTINGS,
@@ -812,6 +813,7 @@ class Wiring {
     return {
       bucketCount: 1000,
       shardCount: 1,
+      nameTexts: taskNameTexts,
       retentionDays: DEFAULT_SETTINGS.retentionDays,
       lookaheadSeconds: DEFAULT_SETTINGS.lookaheadSeconds,
     };

@@ -23,7 +23,7 @@ import { DynamoIdempotencyStore } from '../../functions/adapters/dynamo/idempote
 import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
 import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
 import { DynamoScheduleStore } from '../../functions/adapters/dynamo/schedule-store.js';
-import { CALLBACK_COUNTER_PREFIX } from '../../functions/adapters/dynamo/table-schema.js';
+import { CALLBACK_COUNTER_PREFIX, taskNameTexts } from '../../functions/adapters/dynamo/table-schema.js';
 import { DynamoTaskIndex } from '../../functions/adapters/dynamo/task-index.js';
 import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
@@ -180,6 +180,7 @@ export async function startHarness(options: HarnessOptions = {}) {
       clock: skewedClock(options.skewMs?.[name] ?? 0),
       bucketCount: BUCKETS,
       shardCount,
+      nameTexts: taskNameTexts,
     };
   };
 

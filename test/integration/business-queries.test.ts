@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { DynamoBizTypeStore } from '../../functions/adapters/dynamo/biz-type-store.js';
 import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
+import { taskNameTexts } from '../../functions/adapters/dynamo/table-schema.js';
 import { DynamoTaskIndex } from '../../functions/adapters/dynamo/task-index.js';
 import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
 import { type ApiPorts, route } from '../../functions/api/routes.js';
@@ -48,6 +49,7 @@ beforeAll(async () => {
     clock: systemClock,
     bucketCount: BUCKETS,
     shardCount: SHARDS,
+    nameTexts: taskNameTexts,
     retentionDays: 30,
     allowInsecureTargets: false,
     horizonDays: DEFAULT_SETTINGS.maxHorizonDays,

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
+import { taskNameTexts } from '../../functions/adapters/dynamo/table-schema.js';
 import { sqsDeliveryQueue } from '../../functions/adapters/sqs-queues.js';
 import { claimableThrough, claimSeconds, CLOCK_SKEW_MS } from '../../functions/core/kernel/clock.js';
 import type { Tick } from '../../functions/core/kernel/tick.js';
@@ -64,6 +65,7 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
       clock,
       bucketCount: 10_000_000,
       shardCount: 4,
+      nameTexts: taskNameTexts,
       retentionDays: 30,
       lookaheadSeconds: 0,
     };
@@ -133,6 +135,7 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
       const occupancy = apiOccupancy();
       const api = {
         ...scanner,
+        nameTexts: taskNameTexts,
         bucketCount: 10_000_000,
         retentionDays: 30,
         lookaheadSeconds: 0,
@@ -174,6 +177,7 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
     await stores.clockStore.start(second);
     const api = {
       ...scanner,
+      nameTexts: taskNameTexts,
       occupancy: apiOccupancy(),
       tickQueue,
       bucketCount: 10_000_000,
@@ -209,6 +213,7 @@ describe('Invariant 5: late arrivals are enqueued by the api (real dynalite and 
       bucketCount: 10_000_000,
       retentionDays: 30,
       shardCount: 4,
+      nameTexts: taskNameTexts,
       lookaheadSeconds: 2,
     };
     const { cursor } = (await stores.clockStore.read()) ?? { cursor: 0 };

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { DynamoBizTypeStore } from '../../functions/adapters/dynamo/biz-type-store.js';
 import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
-import { partitionOf, RATE_COUNTER_PREFIX } from '../../functions/adapters/dynamo/table-schema.js';
+import { partitionOf, RATE_COUNTER_PREFIX, taskNameTexts } from '../../functions/adapters/dynamo/table-schema.js';
 import { DynamoTaskIndex } from '../../functions/adapters/dynamo/task-index.js';
 import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
 import { sqsDeliveryQueue } from '../../functions/adapters/sqs-queues.js';
@@ -49,6 +49,7 @@ beforeAll(async () => {
     clock: systemClock,
     bucketCount: 1000,
     shardCount: SHARDS,
+    nameTexts: taskNameTexts,
     retentionDays: 30,
     allowInsecureTargets: false,
     horizonDays: DEFAULT_SETTINGS.maxHorizonDays,

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
 import { DynamoIdempotencyStore } from '../../functions/adapters/dynamo/idempotency-store.js';
 import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
+import { taskNameTexts } from '../../functions/adapters/dynamo/table-schema.js';
 import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { newPlacement } from '../../functions/core/kernel/task-kernel.js';
 import { applyBizType } from '../../functions/core/submit/biz-types.js';
@@ -72,6 +73,7 @@ function apiPorts() {
       clock: new ManualClock(NOW_MS),
       bucketCount: 10_000_000,
       shardCount: 4,
+      nameTexts: taskNameTexts,
       retentionDays: 30,
       lookaheadSeconds: 2,
       placement: newPlacement(),

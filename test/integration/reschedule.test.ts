@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { taskNameTexts } from '../../functions/adapters/dynamo/table-schema.js';
 import type { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { deliverTask, type DeliveryPorts } from '../../functions/core/deliver/deliver.js';
 import { newTaskId, taskAddress } from '../../functions/core/kernel/ids.js';
@@ -26,7 +27,14 @@ afterAll(async () => {
 function pipeline(taskStore: DynamoTaskStore = emulators.stores({ bucketCount: BUCKETS }).taskStore) {
   const stores = { ...emulators.stores({ bucketCount: BUCKETS }), taskStore };
   const delivered: string[] = [];
-  const common = { taskStore, clock: systemClock, bucketCount: BUCKETS, shardCount: SHARDS, retentionDays: 30 };
+  const common = {
+    taskStore,
+    clock: systemClock,
+    bucketCount: BUCKETS,
+    shardCount: SHARDS,
+    nameTexts: taskNameTexts,
+    retentionDays: 30,
+  };
   const schedule: SubmitPorts = {
     ...stores,
     ...common,

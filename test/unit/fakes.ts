@@ -4,7 +4,7 @@
  * set up a situation in one line and read the outcome back without any AWS client.
  */
 export { ManualClock } from '../support/clock.js';
-import { idempotencyKey } from '../../functions/adapters/dynamo/table-schema.js';
+import { idempotencyKey, taskNameTexts } from '../../functions/adapters/dynamo/table-schema.js';
 import { minuteOf } from '../../functions/core/kernel/clock.js';
 import { MAX_SHARDS, newTaskId, parseTaskId, type TaskAddress } from '../../functions/core/kernel/ids.js';
 import { asReceiptsShow } from '../../functions/core/kernel/receipts.js';
@@ -521,6 +521,7 @@ export function fakeOccurrencePorts(
     tickQueue: new FakeTickQueue(),
     bucketCount: DELIVERY_SETTINGS.bucketCount,
     shardCount: DELIVERY_SETTINGS.shardCount,
+    nameTexts: taskNameTexts,
     lookaheadSeconds: 2,
   } satisfies OccurrencePorts;
 }

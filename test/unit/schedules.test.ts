@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 
+import { taskNameTexts } from '../../functions/adapters/dynamo/table-schema.js';
 import { deliverTask, type Notification } from '../../functions/core/deliver/deliver.js';
 import { parseTaskId } from '../../functions/core/kernel/ids.js';
 import type { Task } from '../../functions/core/kernel/task.js';
@@ -13,6 +14,9 @@ import {
 } from '../../functions/core/schedules/schedules.js';
 import { DELIVERY_SETTINGS, TENANT_ID } from './fakes.js';
 import { scheduleWorld as world, START, TARGET } from './schedule-world.js';
+
+/** How deployed occurrences name their ids, over 16 shards. */
+const NAMING = { shardCount: 16, nameTexts: taskNameTexts };
 
 const occurrencesOf = (calls: Array<{ notification: Notification }>) => calls.map((c) => c.notification.occurrence);
 
@@ -489,11 +493,11 @@ describe('Occurrence chain: deliverTask of an occurrence', () => {
   });
 
   it('derives the occurrence id from schedule, revision and time alone', () => {
-    const a = occurrenceTaskId({ id: 'sch_a', revision: 'r0' }, START, 16);
-    expect(occurrenceTaskId({ id: 'sch_a', revision: 'r0' }, START, 16)).toBe(a);
-    expect(occurrenceTaskId({ id: 'sch_a', revision: 'r1' }, START, 16)).not.toBe(a);
-    expect(occurrenceTaskId({ id: 'sch_b', revision: 'r0' }, START, 16)).not.toBe(a);
-    expect(occurrenceTaskId({ id: 'sch_a', revision: 'r0' }, START + 1000, 16)).not.toBe(a);
+    const a = occurrenceTaskId({ id: 'sch_a', revision: 'r0' }, START, NAMING);
+    expect(occurrenceTaskId({ id: 'sch_a', revision: 'r0' }, START, NAMING)).toBe(a);
+    expect(occurrenceTaskId({ id: 'sch_a', revision: 'r1' }, START, NAMING)).not.toBe(a);
+    expect(occurrenceTaskId({ id: 'sch_b', revision: 'r0' }, START, NAMING)).not.toBe(a);
+    expect(occurrenceTaskId({ id: 'sch_a', revision: 'r0' }, START + 1000, NAMING)).not.toBe(a);
   });
 });
 
@@ -501,9 +505,9 @@ describe('Schedules: the flexible window', () => {
   it('plans each occurrence within [occurrence, occurrence + window], the same time however often it is named', () => {
     // Act
     const ids = Array.from({ length: 600 }, (_, index) =>
-      occurrenceTaskId({ id: `sch_${index}`, revision: 'r0', window: { seconds: 60 } }, START, 16),
+      occurrenceTaskId({ id: `sch_${index}`, revision: 'r0', window: { seconds: 60 } }, START, NAMING),
     );
-    const again = occurrenceTaskId({ id: 'sch_0', revision: 'r0', window: { seconds: 60 } }, START, 16);
+    const again = occurrenceTaskId({ id: 'sch_0', revision: 'r0', window: { seconds: 60 } }, START, NAMING);
     const fireTimes = ids.map((id) => parseTaskId(id, 16)?.fireAtMs ?? Number.NaN);
 
     // Assess: never early, never past the window, and 600 schedules' occurrences spread over it.

@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 
+import { taskNameTexts } from '../../functions/adapters/dynamo/table-schema.js';
 import { claimableThrough, CLOCK_SKEW_MS, minuteOf, secondOf } from '../../functions/core/kernel/clock.js';
 import { parseTaskId } from '../../functions/core/kernel/ids.js';
 import { type Task, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/kernel/task.js';
@@ -36,6 +37,7 @@ function schedulePorts(options: { cursor?: number } = {}) {
     placement: newPlacement(),
     bucketCount: 1000,
     shardCount: 4,
+    nameTexts: taskNameTexts,
     retentionDays: 30,
     lookaheadSeconds: 2,
   } satisfies SubmitPorts;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
+import { taskNameTexts } from '../../functions/adapters/dynamo/table-schema.js';
 import { secondOf } from '../../functions/core/kernel/clock.js';
 import { newTaskId } from '../../functions/core/kernel/ids.js';
 import {
@@ -20,14 +21,15 @@ describe('Function: namedTaskId', () => {
   // Pinned literally: a keyed retry after a deployment must find the task its first attempt made,
   // and a schedule's pending occurrence is stored by id, so these ids may never change.
   const AT_MS = 1_780_000_000_250;
+  const naming = { shardCount: 16, nameTexts: taskNameTexts };
 
   it('derives the ids deployed tasks hold for a keyed submit, with and without a window', () => {
     // Act
     const name = { kind: 'keyed-submit', tenantId: 'acme', idempotencyKey: 'k-1' } as const;
 
     // Assess
-    expect(namedTaskId({ shardCount: 16 }, name, AT_MS)).toBe('01KSR4927T0AQY2NNF8ZY7YDKQ');
-    expect(namedTaskId({ shardCount: 16 }, name, AT_MS, { seconds: 60 })).toBe('01KSR497EN0AQY2NNF8ZY7YDKQ');
+    expect(namedTaskId(naming, name, AT_MS)).toBe('01KSR4927T0AQY2NNF8ZY7YDKQ');
+    expect(namedTaskId(naming, name, AT_MS, { seconds: 60 })).toBe('01KSR497EN0AQY2NNF8ZY7YDKQ');
   });
 
   it('derives the ids deployed occurrences hold, with and without a window', () => {
@@ -35,8 +37,8 @@ describe('Function: namedTaskId', () => {
     const schedule = { id: 'sch-1', revision: 'r-1' };
 
     // Assess
-    expect(occurrenceTaskId(schedule, AT_MS - 250, 16)).toBe('01KSR49200026W5GZNANQ8VW78');
-    expect(occurrenceTaskId({ ...schedule, window: { seconds: 60 } }, AT_MS - 250, 16)).toBe(
+    expect(occurrenceTaskId(schedule, AT_MS - 250, naming)).toBe('01KSR49200026W5GZNANQ8VW78');
+    expect(occurrenceTaskId({ ...schedule, window: { seconds: 60 } }, AT_MS - 250, naming)).toBe(
       '01KSR49WG1026W5GZNANQ8VW78',
     );
   });

@@ -25,6 +25,7 @@ import type {
   TaskWindow,
   Watermark,
 } from '../../core/kernel/task.js';
+import type { TaskName, TaskNameTexts } from '../../core/kernel/task-kernel.js';
 import type { CatchUp } from '../../core/schedules/recurrence.js';
 import type { NextOccurrence, Schedule } from '../../core/schedules/schedules.js';
 import type { BizTypeSettings } from '../../core/submit/biz-types.js';
@@ -335,6 +336,18 @@ export function finishAssignments(attempt: number, outcome: DeliveryRecord): Par
         expiresAt: outcome.expiresAtSeconds,
       };
   }
+}
+
+/**
+ * The texts a derived task id and its window position are hashed from (see `TaskNameTexts`):
+ * kept byte for byte as first deployed, or a retry after a deployment would derive another id.
+ */
+export function taskNameTexts(name: TaskName): TaskNameTexts {
+  const id =
+    name.kind === 'keyed-submit'
+      ? `key#${name.tenantId}#${name.idempotencyKey}`
+      : `${name.scheduleId}#${name.revision}#${name.atMs}`;
+  return { id, windowPosition: `${id}#window` };
 }
 
 // ---- Delivery receipts -----------------------------------------------------------------

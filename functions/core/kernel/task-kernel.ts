@@ -43,6 +43,8 @@ export interface TaskBirthPorts {
   readonly bucketCount: number;
   readonly shardCount: number;
   readonly lookaheadSeconds: number;
+  /** How a name is written out to be hashed: a stored format, so table-schema gives it (`taskNameTexts`). */
+  readonly nameTexts: NameTexts;
 }
 
 /** A task and where it is stored. */
@@ -103,18 +105,16 @@ export type TaskName =
   | { readonly kind: 'occurrence'; readonly scheduleId: string; readonly revision: string; readonly atMs: number };
 
 /**
- * The text a name is hashed from. Ids derived from it are stored and handed out (a schedule names
- * its pending occurrence's, a client holds its keyed task's), and a retry must derive the same id
- * again after a deployment, so this text is kept exactly as deployed.
+ * The texts a name is hashed from: `id` for the id derived from it, `windowPosition` for its place
+ * in a window. Derived ids are stored and handed out (a schedule names its pending occurrence's, a
+ * client holds its keyed task's), and a retry must derive the same id again after a deployment, so
+ * these texts are a stored format like the table's keys, and the table's layout owns them.
  */
-function nameText(name: TaskName): string {
-  switch (name.kind) {
-    case 'keyed-submit':
-      return `key#${name.tenantId}#${name.idempotencyKey}`;
-    case 'occurrence':
-      return `${name.scheduleId}#${name.revision}#${name.atMs}`;
-  }
+export interface TaskNameTexts {
+  readonly id: string;
+  readonly windowPosition: string;
 }
+export type NameTexts = (name: TaskName) => TaskNameTexts;
 
 /**
  * The id `name` stands for, for a task due at `dueAtMs`: the same every time it is asked. With a
@@ -122,14 +122,14 @@ function nameText(name: TaskName): string {
  * many names over the window as evenly as dealing would.
  */
 export function namedTaskId(
-  ports: Pick<TaskBirthPorts, 'shardCount'>,
+  ports: Pick<TaskBirthPorts, 'shardCount' | 'nameTexts'>,
   name: TaskName,
   dueAtMs: number,
   window?: TaskWindow,
 ): string {
-  const text = nameText(name);
-  const position = createHash('sha256').update(`${text}#window`).digest().readUInt32BE(0) / 2 ** 32;
-  return derivedTaskId(planFireAt(dueAtMs, window, position), text, ports.shardCount);
+  const texts = ports.nameTexts(name);
+  const position = createHash('sha256').update(texts.windowPosition).digest().readUInt32BE(0) / 2 ** 32;
+  return derivedTaskId(planFireAt(dueAtMs, window, position), texts.id, ports.shardCount);
 }
 
 /**

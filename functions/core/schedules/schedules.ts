@@ -147,18 +147,22 @@ export function recurrenceOf(schedule: Schedule): Recurrence {
 export function occurrenceTaskId(
   schedule: Pick<Schedule, 'id' | 'revision' | 'window'>,
   atMs: number,
-  shardCount: number,
+  ports: Pick<TaskBirthPorts, 'shardCount' | 'nameTexts'>,
 ): string {
   return namedTaskId(
-    { shardCount },
+    ports,
     { kind: 'occurrence', scheduleId: schedule.id, revision: schedule.revision, atMs },
     atMs,
     schedule.window,
   );
 }
 
-function nextAt(schedule: Pick<Schedule, 'id' | 'revision' | 'window'>, atMs: number | undefined, shardCount: number) {
-  return atMs === undefined ? undefined : { taskId: occurrenceTaskId(schedule, atMs, shardCount), atMs };
+function nextAt(
+  schedule: Pick<Schedule, 'id' | 'revision' | 'window'>,
+  atMs: number | undefined,
+  ports: Pick<TaskBirthPorts, 'shardCount' | 'nameTexts'>,
+) {
+  return atMs === undefined ? undefined : { taskId: occurrenceTaskId(schedule, atMs, ports), atMs };
 }
 
 /** Stores the occurrence `next` names (a no-op if it is stored already), as every new task is stored. */
@@ -222,7 +226,7 @@ export async function advanceSchedule(ports: OccurrencePorts, task: Task): Promi
     if (schedule.paused) return 'schedule-changed';
     const nowMs = ports.clock.now();
     if (schedule.next?.taskId === task.id) {
-      const next = nextAt(schedule, successorOf(recurrenceOf(schedule), occurrence.atMs, nowMs), ports.shardCount);
+      const next = nextAt(schedule, successorOf(recurrenceOf(schedule), occurrence.atMs, nowMs), ports);
       // Lost only to a change of the schedule or another copy of this message: read again and decide anew.
       if (!(await ports.scheduleStore.advance(task.tenantId, schedule.id, schedule.revision, task.id, next))) continue;
       schedule = { ...schedule, ...(next ? { next } : { next: undefined }), advancedFrom: task.id };
@@ -354,7 +358,7 @@ export async function createSchedule(
 
 /** The schedule a request makes with this id at this time, its first occurrence named; or the field at fault. */
 function newSchedule(
-  ports: Pick<ScheduleAdminPorts, 'shardCount' | 'horizonDays'>,
+  ports: Pick<ScheduleAdminPorts, 'shardCount' | 'nameTexts' | 'horizonDays'>,
   tenantId: string,
   request: ScheduleRequest,
   id: string,
@@ -382,7 +386,7 @@ function newSchedule(
     createdAtMs,
     updatedAtMs: createdAtMs,
   } satisfies Schedule;
-  const first = nextAt(base, nextOccurrence(recurrenceOf(base), createdAtMs), ports.shardCount);
+  const first = nextAt(base, nextOccurrence(recurrenceOf(base), createdAtMs), ports);
   if (!first) {
     return {
       ok: false,
@@ -566,9 +570,7 @@ function changed(
   const lastFiredAtMs =
     current.advancedFrom === undefined ? undefined : parseTaskId(current.advancedFrom, ports.shardCount)?.fireAtMs;
   const firedThroughMs = Math.max(nowMs, lastFiredAtMs ?? nowMs);
-  const next = base.paused
-    ? undefined
-    : nextAt(base, nextOccurrence(recurrenceOf(base), firedThroughMs), ports.shardCount);
+  const next = base.paused ? undefined : nextAt(base, nextOccurrence(recurrenceOf(base), firedThroughMs), ports);
   return { ok: true, schedule: { ...base, ...(next && { next }) } };
 }
 

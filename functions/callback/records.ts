@@ -248,9 +248,9 @@ async function deliverBatch(ports: RecordPorts, records: readonly DeliveryRecord
   const receipts = receiptsTogether(ports.delivery, planned);
   const settled = await Promise.allSettled(
     records.map((record, index) =>
-      deliverRecord(ports, record, messages[index], reads, receipts).finally(() => {
+      deliverRecord(ports, record, messages[index], reads, receipts.of(messages[index])).finally(() => {
         const message = messages[index];
-        if (message && !message.redriven) receipts.done(message.id);
+        if (message) receipts.done(message);
       }),
     ),
   );

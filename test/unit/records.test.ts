@@ -227,6 +227,25 @@ describe('Function: deliverRecords', () => {
     }
   });
 
+  it('stores the receipt of every group when two copies of one message, with different notBefore times, fall in different groups', async () => {
+    // Prepare: A and B go together; a later copy of A's message (a reminder's, or a restart's,
+    // notBefore 3 s on) goes in a group of its own, and its record may finish before B's.
+    const [a, b] = [aTask(NOW_MS - 5000, 0), aTask(NOW_MS - 5000, 1)];
+    const { ports, taskStore } = recordPorts([a, b], { ok: true, statusCode: 200 });
+
+    // Act
+    const result = await deliverRecords(ports, [
+      recordOf({ id: a.id }, 'm-a'),
+      recordOf({ id: b.id }, 'm-b'),
+      recordOf({ id: a.id, notBeforeMs: NOW_MS - 2000 }, 'm-a-later'),
+    ]);
+
+    // Assess: each delivered task is shown DELIVERED by a stored receipt, or its record comes back.
+    const comeBack = new Set(result.batchItemFailures.map((failure) => failure.itemIdentifier));
+    expect(comeBack.has('m-a') || taskStore.shown(a.id)?.status === 'DELIVERED').toBe(true);
+    expect(comeBack.has('m-b') || taskStore.shown(b.id)?.status === 'DELIVERED').toBe(true);
+  });
+
   it('stores a receipt whose first write failed by trying again, so its tasks are not called again', async () => {
     // Prepare
     const tasks = [aTask(NOW_MS - 1000, 0), aTask(NOW_MS - 1000, 1)];

@@ -334,22 +334,33 @@ export interface PlannedDelivery {
   readonly notBeforeMs?: number;
 }
 
+/** A delivery of a batch, placed: where its task lives and when it goes. */
+interface GoingDelivery {
+  readonly id: string;
+  readonly address: TaskAddress;
+  readonly goesAtMs: number;
+  readonly delivery: PlannedDelivery;
+}
+
 /**
  * The deliveries of a batch that will read, in time order, grouped: each group takes every one that
  * goes within FIRST_ATTEMPT_READ_AHEAD_MS of its first. Messages that will not read (a malformed
- * id, one that surfaced too early and goes back) are left out.
+ * id, one that surfaced too early and goes back) are left out. Each entry keeps the delivery it
+ * was planned from: two copies of one task's message can share a batch and land in different
+ * groups (the scanner's, and a reminder or a sweeper's with a later notBeforeMs), so a copy is
+ * told apart by its delivery, never by its task id.
  */
 function goingTogether(
   ports: Pick<DeliveryPorts, 'shardCount' | 'bucketCount' | 'maxEarlyWaitMs' | 'clock'>,
   deliveries: readonly PlannedDelivery[],
-): Array<Array<{ readonly id: string; readonly address: TaskAddress; readonly goesAtMs: number }>> {
+): GoingDelivery[][] {
   const nowMs = ports.clock.now();
-  const planned = deliveries.flatMap(({ id, notBeforeMs = 0 }) => {
-    const place = placeOf(ports, id, notBeforeMs, nowMs);
-    return 'kind' in place ? [] : [{ id, ...place }];
+  const planned = deliveries.flatMap((delivery): GoingDelivery[] => {
+    const place = placeOf(ports, delivery.id, delivery.notBeforeMs ?? 0, nowMs);
+    return 'kind' in place ? [] : [{ id: delivery.id, ...place, delivery }];
   });
   planned.sort((a, b) => a.goesAtMs - b.goesAtMs);
-  const groups: Array<typeof planned> = [];
+  const groups: GoingDelivery[][] = [];
   for (let start = 0; start < planned.length;) {
     const firstGoesAtMs = planned[start]?.goesAtMs ?? nowMs;
     let end = start + 1;
@@ -461,15 +472,22 @@ async function storeReceipt(taskStore: Pick<TaskStore, 'recordReceipt'>, receipt
 export function receiptsTogether(
   ports: DeliveryPorts,
   deliveries: readonly PlannedDelivery[],
-): ReceiptWrites & { done(id: string): void; written(): Promise<Set<string>> } {
+): {
+  /** How `delivery`'s record notes a delivery; one not planned (a redriven dead letter) is stored by `written`. */
+  of(delivery: PlannedDelivery | undefined): ReceiptWrites;
+  /** `delivery`'s record is settled; its group's receipt is stored once every record of the group is. */
+  done(delivery: PlannedDelivery): void;
+  /** Waits for every receipt; the ids of tasks whose receipt failed to store. */
+  written(): Promise<Set<string>>;
+} {
   interface Group {
     pending: number;
     readonly owed: OwedReceipt[];
   }
-  const groupOf = new Map<string, Group>();
+  const groupOf = new Map<PlannedDelivery, Group>();
   for (const planned of goingTogether(ports, deliveries)) {
     const group: Group = { pending: planned.length, owed: [] };
-    for (const { id } of planned) groupOf.set(id, group);
+    for (const { delivery } of planned) groupOf.set(delivery, group);
   }
   const alone: Group = { pending: 0, owed: [] };
   const writes: Array<Promise<string[]>> = [];
@@ -485,11 +503,16 @@ export function receiptsTogether(
       ).then((failed) => failed.flat()),
     );
   return {
-    delivered: async (task, deliveredAtMs) => {
-      (groupOf.get(task.id) ?? alone).owed.push({ id: task.id, fireAtMs: task.fireAtMs, deliveredAtMs });
+    of: (delivery) => {
+      const group = (delivery && groupOf.get(delivery)) ?? alone;
+      return {
+        delivered: async (task, deliveredAtMs) => {
+          group.owed.push({ id: task.id, fireAtMs: task.fireAtMs, deliveredAtMs });
+        },
+      };
     },
-    done: (id) => {
-      const group = groupOf.get(id);
+    done: (delivery) => {
+      const group = groupOf.get(delivery);
       if (!group) return;
       group.pending--;
       if (group.pending === 0 && group.owed.length > 0) write(group.owed);

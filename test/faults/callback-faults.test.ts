@@ -123,7 +123,7 @@ describe.concurrent('Faults: the callback', () => {
       expect(result.delivered).toBe(32);
       expect(await statusesOnceSettled(h, ids, 'DELIVERED')).toEqual(ids.map(() => 'DELIVERED'));
       const throttled = h.receiver.receipts.filter((receipt) => receipt.path === '/throttle');
-      // Judged on each task whose failed attempt's record landed: the retry time it wrote is the 2 s
+      // Judged on each task whose answered failed attempt's record landed: the retry time it wrote is the 2 s
       // asked after the 429 (less the answer's way back), and the next attempt's call came no sooner.
       const judged = [...new Set(throttled.map((receipt) => receipt.body.id))].flatMap((id) => {
         const calls = throttled.filter((receipt) => receipt.body.id === id);

@@ -143,17 +143,45 @@ describe('Class: HostBreaker', () => {
     });
 
     // Act: one call is still out when its timer fires, while another host answered; another ends before.
-    const endSlow = breaker.watchSlowCall('slow.example');
-    const endQuick = breaker.watchSlowCall('quick.example');
+    const endSlow = breaker.watchSlowCall('slow.example', () => undefined);
+    const endQuick = breaker.watchSlowCall('quick.example', () => undefined);
     endQuick();
     breaker.record('elsewhere.example', false);
-    for (const timer of started) if (!timer.stopped) timer.fire();
+    const watches = [...started];
+    for (const timer of watches) if (!timer.stopped) timer.fire();
 
-    // Assess
-    expect(started.map((timer) => timer.ms)).toEqual([SETTINGS.slowCallMs, SETTINGS.slowCallMs]);
+    // Assess: the slow call's watch goes on looking, to end it should no one ever report on it.
+    expect(watches.map((timer) => timer.ms)).toEqual([SETTINGS.slowCallMs, SETTINGS.slowCallMs]);
+    expect(started.slice(watches.length).map((timer) => timer.ms)).toEqual([SETTINGS.slowCallMs]);
     expect(endSlow()).toBe(true);
     expect(breaker.state('slow.example')).toBe('open');
     expect(breaker.state('quick.example')).toBe('closed');
+  });
+  it('ends a call no one will ever report on once it has been out ten times slowCallMs, even to a host that answered then, so later calls are not held behind it', () => {
+    // Prepare: the host answered just before the call; timers fire when the test says.
+    const clock = new ManualClock(NOW_MS);
+    const timers: Array<{ fire: () => void; stopped: boolean }> = [];
+    const breaker = new HostBreaker(clock, { ...SETTINGS, failureThreshold: 1 }, (_ms, fire) => {
+      const timer = { fire, stopped: false };
+      timers.push(timer);
+      return () => {
+        timer.stopped = true;
+      };
+    });
+    breaker.record('lost.example', false);
+
+    // Act: the call is lost (its invocation died); its host then goes quiet past openMs.
+    const callEnded = breaker.callStarted('lost.example');
+    breaker.watchSlowCall('lost.example', callEnded);
+    for (let period = 0; period < 10; period++) {
+      clock.advance(SETTINGS.slowCallMs);
+      for (const timer of timers.splice(0)) if (!timer.stopped) timer.fire();
+    }
+    clock.advance(SETTINGS.openMs);
+
+    // Assess: a later call goes at once; before, it waited for the lost call's end for good.
+    expect(breaker.nextCallEnd('lost.example')).toBeUndefined();
+    expect(breaker.state('lost.example')).toBe('closed');
   });
 });
 

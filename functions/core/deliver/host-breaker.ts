@@ -136,14 +136,17 @@ export class HostBreaker {
     return new Promise<void>((resolve) => calls.waiting.push(resolve));
   }
 
-  /** Counts an admitted call as in flight; returns what ends it, to call once its outcome is recorded. */
+  /** Counts an admitted call as in flight; returns what ends it, to call once its outcome is recorded (a second call does nothing). */
   callStarted(key: string): () => void {
     const calls = this.inFlight.get(key) ?? { count: 0, waiting: [] };
     calls.count += 1;
     this.inFlight.set(key, calls);
+    let ended = false;
     return () => {
+      if (ended) return;
+      ended = true;
       calls.count -= 1;
-      if (calls.count === 0) this.inFlight.delete(key);
+      if (calls.count === 0 && this.inFlight.get(key) === calls) this.inFlight.delete(key);
       for (const wake of calls.waiting.splice(0)) wake();
     };
   }
@@ -199,24 +202,28 @@ export class HostBreaker {
    * then. The call goes on. An instance that got no answer from anyone while it waited learns
    * nothing about this host yet: its machine may be too busy to read the answers (a starved local
    * run opened a healthy host's circuit this way). It looks again every `slowCallMs`, and counts
-   * the call once others are answered or once it has been out `LOST_CALL_PERIODS` times as long
-   * (past any webhook timeout: a call no one will ever report on must not hold the calls waiting
-   * for it, see nextCallEnd). Returns what ends the watch, to call once the call has ended; it
-   * says whether the call was already recorded (so its own lack of an answer is not counted again).
+   * the call once others are answered or once it has been out `LOST_CALL_PERIODS` times as long.
+   * Out that long (past any webhook timeout), the call is one no one will ever report on (its
+   * invocation died), so it is ended (`callEnded`) whatever its host did: it must not hold the calls
+   * waiting for it (see nextCallEnd), not even once a host that answered then has gone quiet.
+   * Returns what ends the watch, to call once the call has ended; it says whether the call was
+   * already recorded (so its own lack of an answer is not counted again).
    */
-  watchSlowCall(key: string): () => boolean {
+  watchSlowCall(key: string, callEnded: () => void): () => boolean {
     let countedSlow = false;
+    let judged = false;
     const answersBefore = this.answers;
     let periods = 0;
     const check = () => {
       periods += 1;
-      if (this.answeredRecently(key)) return;
-      if (this.answers === answersBefore && periods < LOST_CALL_PERIODS) {
-        stop = this.startTimer(this.settings.slowCallMs, check);
-        return;
+      if (!judged && this.answeredRecently(key)) judged = true;
+      if (!judged && (this.answers !== answersBefore || periods >= LOST_CALL_PERIODS)) {
+        judged = true;
+        countedSlow = true;
+        this.record(key, true);
       }
-      countedSlow = true;
-      this.record(key, true);
+      if (periods >= LOST_CALL_PERIODS) callEnded();
+      else stop = this.startTimer(this.settings.slowCallMs, check);
     };
     let stop = this.startTimer(this.settings.slowCallMs, check);
     return () => {
@@ -283,7 +290,7 @@ export function guardedByHostBreaker(dispatcher: TargetDispatcher, breaker: Host
         };
       }
       const callEnded = breaker.callStarted(circuit);
-      const endWatch = breaker.watchSlowCall(circuit);
+      const endWatch = breaker.watchSlowCall(circuit, callEnded);
       try {
         const result = await dispatcher.dispatch(target, notification, sender);
         // A slow call already counted its silence; an answer, however late, still closes the circuit.

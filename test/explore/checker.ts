@@ -46,7 +46,7 @@ export function check(history: readonly HistoryEvent[], final: FinalState): stri
   // a tick lost with the answer that said its second was new: docs/architecture.md, invariant 3),
   // never lose it. Those of the ticker, scanner and sweeper count for every task; those of the api
   // for tasks in a second it occupied (a retry finds the second taken and sends no tick); those of
-  // the callback for its own task.
+  // the callback for the tasks of its batch.
   const disturbed = new Set(
     history.flatMap((event) => (event.type === 'crash' || event.type === 'lost-response' ? [event.actor] : [])),
   );
@@ -55,7 +55,10 @@ export function check(history: readonly HistoryEvent[], final: FinalState): stri
     if (event.type !== 'occupied') continue;
     for (const second of event.seconds) occupiedBy.set(second, [...(occupiedBy.get(second) ?? []), event.actor]);
   }
-  const callbackDisturbed = (taskId: string) => [...disturbed].some((actor) => actor.endsWith(`(${taskId})`));
+  // A callback's label names the tasks of its batch: `callback#3(id1,id2)`.
+  const batchOf = (actor: string) => /\(([^)]*)\)$/.exec(actor)?.[1]?.split(',') ?? [];
+  const callbackDisturbed = (taskId: string) =>
+    [...disturbed].some((actor) => actor.startsWith('callback') && batchOf(actor).includes(taskId));
   const dispatches = history.filter((event): event is DispatchRecord => event.type === 'dispatch');
   const notCalled = dispatches.filter((dispatch) => !dispatch.called);
   // A task whose host was rested waits for the circuit to half-open; that rest is judged below.
@@ -222,7 +225,11 @@ export function check(history: readonly HistoryEvent[], final: FinalState): stri
       const unrecorded =
         successAtMs !== undefined &&
         history.some(
-          (event) => event.type === 'crash' && event.actor.endsWith(`(${task.id})`) && event.atMs >= successAtMs,
+          (event) =>
+            event.type === 'crash' &&
+            event.actor.startsWith('callback') &&
+            batchOf(event.actor).includes(task.id) &&
+            event.atMs >= successAtMs,
         );
       if (succeeded && !unrecorded) {
         violations.push(`task ${task.id} is FAILED although its receiver answered 2xx`);

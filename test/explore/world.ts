@@ -372,6 +372,8 @@ export class World {
   private seq = 0;
   private readonly invocations = new Map<string, number>();
   private receives = 0;
+  /** The batch the event source mapping is gathering for the callback, if any (see `gather`). */
+  private gathering: QueuedMessage[] | undefined;
   /** Delivery messages on their way (sent or to come back) by task id, to tell a task held back from a lost one. */
   private readonly messagesOnTheirWay = new Map<string, number>();
   private readonly skewsDealt = new Map<ActorKind, number>();
@@ -527,31 +529,66 @@ export class World {
     return (this.messagesOnTheirWay.get(taskId) ?? 0) > 0;
   }
 
-  private receiveAt(atMs: number, queued: QueuedMessage): void {
+  /** A message counts as on its way from its send until a callback invocation takes it (a batch still gathering holds it). */
+  private onItsWay(queued: QueuedMessage, change: 1 | -1): void {
     const { id } = queued.message;
-    this.messagesOnTheirWay.set(id, (this.messagesOnTheirWay.get(id) ?? 0) + 1);
-    this.at(atMs, () => {
-      this.messagesOnTheirWay.set(id, (this.messagesOnTheirWay.get(id) ?? 0) - 1);
-      this.receive(queued);
-    });
+    this.messagesOnTheirWay.set(id, (this.messagesOnTheirWay.get(id) ?? 0) + change);
+  }
+
+  private receiveAt(atMs: number, queued: QueuedMessage): void {
+    this.onItsWay(queued, 1);
+    this.at(atMs, () => this.receive(queued));
   }
 
   private receive(queued: QueuedMessage): void {
     queued.receives++;
     if (queued.receives > DELIVERY_MAX_RECEIVE_COUNT) {
+      this.onItsWay(queued, -1);
       this.record({ type: 'sqs-dead-letter', atMs: this.nowMs, taskId: queued.message.id });
       return;
     }
-    const copies = this.duplicates.has(this.receives++) ? [queued, { ...queued }] : [queued];
-    for (const copy of copies) this.invokeCallback(copy);
+    this.gather(queued);
+    if (this.duplicates.has(this.receives++)) {
+      const copy = { ...queued };
+      this.onItsWay(copy, 1);
+      this.gather(copy);
+    }
   }
 
-  private invokeCallback(queued: QueuedMessage): void {
-    const comeBack = () => this.receiveAt(this.nowMs + QUEUES.delivery.visibilityTimeoutSeconds * 1000, queued);
-    const actor = this.actor('callback', undefined, comeBack, queued.message.id);
-    this.wiring.deliver(actor, queued).then((failed) => {
-      if (failed) comeBack();
-    }, comeBack);
+  /**
+   * As the event source mapping does: messages received within its batching window go to one
+   * callback invocation, up to its batch size, so copies of one task's message (a duplicate, the
+   * api's and the scanner's, a reminder beside a sweeper's) can meet in one batch.
+   */
+  private gather(queued: QueuedMessage): void {
+    const { batchSize, maxBatchingWindowSeconds } = QUEUES.delivery.consumer;
+    if (this.gathering === undefined) {
+      const batch: QueuedMessage[] = [];
+      this.gathering = batch;
+      this.at(this.nowMs + maxBatchingWindowSeconds * 1000, () => {
+        if (this.gathering === batch) this.invokeCallback();
+      });
+    }
+    this.gathering.push(queued);
+    if (this.gathering.length >= batchSize) this.invokeCallback();
+  }
+
+  private invokeCallback(): void {
+    const batch = this.gathering ?? [];
+    this.gathering = undefined;
+    for (const queued of batch) this.onItsWay(queued, -1);
+    const comeBack = (queued: QueuedMessage) =>
+      this.receiveAt(this.nowMs + QUEUES.delivery.visibilityTimeoutSeconds * 1000, queued);
+    const actor = this.actor(
+      'callback',
+      undefined,
+      () => batch.forEach(comeBack),
+      batch.map((queued) => queued.message.id).join(','),
+    );
+    this.wiring.deliver(actor, batch).then(
+      (failed) => failed.forEach(comeBack),
+      () => batch.forEach(comeBack),
+    );
   }
 
   sendTicks(ticks: readonly Tick[]): void {
@@ -910,16 +947,18 @@ class Wiring {
     });
   }
 
-  /** One received delivery message through the callback's record handling: whether it must come back (a failed record). */
-  async deliver(actor: Actor, queued: { message: DeliveryMessage; receives: number }): Promise<boolean> {
+  /** A batch of received delivery messages through the callback's record handling: the messages that must come back (failed records). */
+  async deliver(actor: Actor, batch: readonly QueuedMessage[]): Promise<QueuedMessage[]> {
     const world = this.world;
     const ports = this.submitPorts(actor);
-    const { message } = queued;
-    const record = {
-      messageId: `m-${message.id}`,
-      body: encodeDeliveryBody(message),
-      attributes: { ApproximateReceiveCount: String(queued.receives) },
-    } as unknown as SQSRecord;
+    const records = batch.map(
+      ({ message, receives }, index) =>
+        ({
+          messageId: `m-${index}`,
+          body: encodeDeliveryBody(message),
+          attributes: { ApproximateReceiveCount: String(receives) },
+        }) as unknown as SQSRecord,
+    );
     const response = await deliverRecords(
       {
         delivery: {
@@ -939,9 +978,10 @@ class Wiring {
         logger: silentLogger,
         metrics: noMetrics,
       },
-      [record],
+      records,
     );
-    return response.batchItemFailures.length > 0;
+    const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
+    return batch.filter((_, index) => failed.has(`m-${index}`));
   }
 }
 

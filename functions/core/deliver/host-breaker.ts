@@ -146,7 +146,7 @@ export class HostBreaker {
       if (ended) return;
       ended = true;
       calls.count -= 1;
-      if (calls.count === 0 && this.inFlight.get(key) === calls) this.inFlight.delete(key);
+      if (calls.count === 0) this.inFlight.delete(key);
       for (const wake of calls.waiting.splice(0)) wake();
     };
   }

@@ -39,12 +39,11 @@ export async function startLocalMode(port: number, dataDir: string, logLevel = '
     output += chunk.toString();
   });
   outputs.set(process_, () => output);
-  await eventually(
-    `local mode to start (output so far: ${output.slice(-500)})`,
-    () => output.includes('Press Ctrl+C'),
-    120,
-    250,
-  );
+  // Up to two minutes (a wait that ends as soon as it starts): beside a second npm test, local
+  // mode took more than 30 s to print its URL.
+  await eventually('local mode to start', () => output.includes('Press Ctrl+C'), 480, 250).catch((error: unknown) => {
+    throw new Error(`${String(error)}; output so far: ${output.slice(-500)}`);
+  });
   return process_;
 }
 

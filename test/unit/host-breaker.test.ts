@@ -157,6 +157,7 @@ describe('Class: HostBreaker', () => {
     expect(breaker.state('slow.example')).toBe('open');
     expect(breaker.state('quick.example')).toBe('closed');
   });
+
   it('ends a call no one will ever report on once it has been out ten times slowCallMs, even to a host that answered then, so later calls are not held behind it', () => {
     // Prepare: the host answered just before the call; timers fire when the test says.
     const clock = new ManualClock(NOW_MS);

@@ -72,9 +72,10 @@ describe('End to end: a flexible window in local mode', () => {
         }
         return firstArrival.size === TASKS;
       },
-      // The last fire time is at most 61 s after the hot second began; four minutes more for a
-      // machine running two suites (a wait that ends as soon as the last task arrives).
-      (hotSecondMs - Date.now() + (WINDOW_SECONDS + 1 + 240) * 1000) / 500,
+      // The last fire time is at most 61 s after the hot second began; nine minutes more for a
+      // machine running two suites (a wait that ends as soon as the last task arrives: four were
+      // not enough beside a second npm test on a slower day).
+      (hotSecondMs - Date.now() + (WINDOW_SECONDS + 1 + 540) * 1000) / 500,
     );
 
     // Assess: none lost, and none early by the receiver's clock, against dueAt or the planned time.
@@ -123,5 +124,5 @@ describe('End to end: a flexible window in local mode', () => {
     });
     expect(view.latenessMs).toBeGreaterThanOrEqual(0);
     expect(view.latenessMs).toBeLessThanOrEqual((firstArrival.get(latest.id)?.atMs ?? 0) - latest.firesAtMs);
-  }, 420_000);
+  }, 900_000);
 });

@@ -336,7 +336,6 @@ export interface PlannedDelivery {
 
 /** A delivery of a batch, placed: where its task lives and when it goes. */
 interface GoingDelivery {
-  readonly id: string;
   readonly address: TaskAddress;
   readonly goesAtMs: number;
   readonly delivery: PlannedDelivery;
@@ -357,7 +356,7 @@ function goingTogether(
   const nowMs = ports.clock.now();
   const planned = deliveries.flatMap((delivery): GoingDelivery[] => {
     const place = placeOf(ports, delivery.id, delivery.notBeforeMs ?? 0, nowMs);
-    return 'kind' in place ? [] : [{ id: delivery.id, ...place, delivery }];
+    return 'kind' in place ? [] : [{ ...place, delivery }];
   });
   planned.sort((a, b) => a.goesAtMs - b.goesAtMs);
   const groups: GoingDelivery[][] = [];

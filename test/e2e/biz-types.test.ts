@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { issueApiKey, newTenant } from '../../functions/core/tenants/tenants.js';
 import { TimerApiError, TimerClient } from '../../lib/client/client.js';
-import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
+import type { LocalTimer } from '../../lib/local/runtime.js';
+import { startTestTimer } from '../support/local-timer-fixture.js';
 import { eventually, startWebhookReceiver } from '../support/webhook-receiver.js';
 
 let timer: LocalTimer;
@@ -16,7 +17,7 @@ let ours: TimerClient;
 let theirs: TimerClient;
 
 beforeAll(async () => {
-  timer = await startLocalTimer({ port: 0, logLevel: 'SILENT' });
+  timer = await startTestTimer();
   receiver = await startWebhookReceiver({ '/orders': () => 204 });
   await timer.tenantStore.createTenant(newTenant('globex', Date.now()));
   const issued = await issueApiKey(timer.tenantStore, 'globex', Date.now());

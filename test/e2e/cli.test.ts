@@ -21,7 +21,8 @@ import { COMMANDS, run } from '../../lib/cli/run.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../lib/local/dynamodb.js';
 import { runningLocalEndpoints } from '../../lib/local/endpoints.js';
 import { LOCAL_INBOX_PATH } from '../../lib/local/paths.js';
-import { LOCAL_TABLE_NAME, type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
+import { LOCAL_TABLE_NAME, type LocalTimer } from '../../lib/local/runtime.js';
+import { startTestTimer } from '../support/local-timer-fixture.js';
 import { eventually } from '../support/webhook-receiver.js';
 
 let timer: LocalTimer;
@@ -30,7 +31,7 @@ const otherDataDirs: string[] = [];
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'timer-cli-'));
-  timer = await startLocalTimer({ dataDir, port: 0, logLevel: 'SILENT' });
+  timer = await startTestTimer({ dataDir });
 });
 
 afterAll(async () => {

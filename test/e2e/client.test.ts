@@ -2,14 +2,15 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { TimerApiError, TimerClient, verifyWebhook } from '../../lib/client/client.js';
-import { LOCAL_TABLE_NAME, type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
+import { LOCAL_TABLE_NAME, type LocalTimer } from '../../lib/local/runtime.js';
+import { startTestTimer } from '../support/local-timer-fixture.js';
 import { eventually, startWebhookReceiver } from '../support/webhook-receiver.js';
 
 let timer: LocalTimer;
 let receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
 
 beforeAll(async () => {
-  timer = await startLocalTimer({ port: 0, logLevel: 'SILENT' });
+  timer = await startTestTimer();
   receiver = await startWebhookReceiver({ '/hook': () => 204 });
 });
 

@@ -11,8 +11,9 @@ import {
   LOCAL_INBOX_PATH,
   LOCAL_REDRIVE_PATH,
 } from '../../lib/local/paths.js';
-import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
+import type { LocalTimer } from '../../lib/local/runtime.js';
 import { CHROMIUM_INSTALL_TIMEOUT_MS, openBrowser } from '../support/browser.js';
+import { startTestTimer } from '../support/local-timer-fixture.js';
 import { startWebhookReceiver } from '../support/webhook-receiver.js';
 
 const SCREENSHOT = 'reports/console.png';
@@ -39,9 +40,7 @@ let downIsUp = false;
 beforeAll(async () => {
   browser = await openBrowser();
   // One attempt, so a failing webhook is dead-lettered at once.
-  timer = await startLocalTimer({
-    port: 0,
-    logLevel: 'SILENT',
+  timer = await startTestTimer({
     settings: { maxAttempts: 1, backoffBaseSeconds: 1, backoffMaxSeconds: 1 },
   });
   receiver = await startWebhookReceiver({ '/down': () => (downIsUp ? 200 : 500) });

@@ -27,7 +27,8 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { run as runCli } from '../../lib/cli/run.js';
-import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
+import type { LocalTimer } from '../../lib/local/runtime.js';
+import { startTestTimer } from '../support/local-timer-fixture.js';
 
 const repo = resolve(import.meta.dirname, '../..');
 const DOC_FILES = [
@@ -303,10 +304,7 @@ for (const { file, entries } of docs) {
     beforeAll(async () => {
       const dataDir = await mkdtemp(join(tmpdir(), 'timer-docs-'));
       const needsTimer = runnable.some((command) => !command.text.startsWith('npm'));
-      session = new Session(
-        dataDir,
-        needsTimer ? await startLocalTimer({ dataDir, port: 0, logLevel: 'SILENT' }) : undefined,
-      );
+      session = new Session(dataDir, needsTimer ? await startTestTimer({ dataDir }) : undefined);
     });
 
     afterAll(async () => {

@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { BatchResult } from '../../functions/contract/wire.js';
-import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
+import type { LocalTimer } from '../../lib/local/runtime.js';
+import { startTestTimer } from '../support/local-timer-fixture.js';
 import { eventually, quantile, startWebhookReceiver } from '../support/webhook-receiver.js';
 
 type Receiver = Awaited<ReturnType<typeof startWebhookReceiver>>;
@@ -15,7 +16,7 @@ let timer: LocalTimer;
 let receiver: Receiver;
 
 beforeAll(async () => {
-  timer = await startLocalTimer({ port: 0, logLevel: 'SILENT' });
+  timer = await startTestTimer();
   receiver = await startWebhookReceiver({ '/ok': () => 204 });
 });
 

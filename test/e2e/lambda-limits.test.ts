@@ -6,12 +6,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
+import type { LocalTimer } from '../../lib/local/runtime.js';
+import { startTestTimer } from '../support/local-timer-fixture.js';
 
 let timer: LocalTimer;
 
 beforeAll(async () => {
-  timer = await startLocalTimer({ port: 0, logLevel: 'SILENT' });
+  timer = await startTestTimer();
 });
 
 afterAll(async () => {

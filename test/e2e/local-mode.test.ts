@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../../functions/contract/webhook-signature.js';
 import { UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/kernel/task.js';
 import { LOCAL_REDRIVE_PATH } from '../../lib/local/paths.js';
-import { LOCAL_TABLE_NAME, type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
-import { sweeperSentIds } from '../support/local-timer-fixture.js';
+import { LOCAL_TABLE_NAME, type LocalTimer } from '../../lib/local/runtime.js';
+import { startTestTimer, sweeperSentIds } from '../support/local-timer-fixture.js';
 import {
   eventually,
   ON_TIME_ON_A_BUSY_MACHINE_MS,
@@ -35,9 +35,7 @@ beforeAll(async () => {
     if (typeof chunk === 'string' && /"level":"(WARN|ERROR)"/.test(chunk)) localTrouble.push(chunk.trim());
     return writeStderr(chunk as string, ...rest);
   };
-  timer = await startLocalTimer({
-    port: 0,
-    logLevel: 'SILENT',
+  timer = await startTestTimer({
     onRequest: (request) => {
       for (const id of sweeperSentIds(request)) sentBySweeper.add(id);
     },

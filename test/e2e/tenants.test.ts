@@ -6,13 +6,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { issueApiKey, newTenant } from '../../functions/core/tenants/tenants.js';
-import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
+import type { LocalTimer } from '../../lib/local/runtime.js';
+import { startTestTimer } from '../support/local-timer-fixture.js';
 
 let timer: LocalTimer;
 let otherKey: string;
 
 beforeAll(async () => {
-  timer = await startLocalTimer({ port: 0, logLevel: 'SILENT' });
+  timer = await startTestTimer();
   await timer.tenantStore.createTenant(newTenant('globex', Date.now()));
   const issued = await issueApiKey(timer.tenantStore, 'globex', Date.now());
   otherKey = issued.apiKey;

@@ -6,7 +6,7 @@ import { afterAll, beforeAll } from 'vitest';
 
 import { decodeDeliveryBody } from '../../functions/core/kernel/task-kernel.js';
 import type { AwsRequest } from '../../lib/local/function-wiring.js';
-import { type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
+import { type LocalTimer, type LocalTimerOptions, startLocalTimer } from '../../lib/local/runtime.js';
 import { type Responder, startWebhookReceiver } from './webhook-receiver.js';
 
 /**
@@ -18,6 +18,26 @@ export function sweeperSentIds(request: AwsRequest): string[] {
   if (request.fn !== 'sweeper' || request.name !== 'SQS.SendMessageBatch') return [];
   const entries = (request.input.Entries ?? []) as Array<{ MessageBody?: string }>;
   return entries.flatMap((entry) => decodeDeliveryBody(entry.MessageBody ?? '')?.id ?? []);
+}
+
+/**
+ * The shards of the local timers tests start. Shards spread a busy second's writes over DynamoDB
+ * partitions, which dynalite has none of, and the scanner Queries every shard of each second that
+ * holds a task: at the deployment's 80, a test paid 80 Queries (about 0.3 CPU-s here) for every
+ * such second, and the local-mode e2e file took 34 CPU-s where it takes 25 at 8. No test that
+ * starts a timer here is about the shard count: the ids, the scan over every shard and the
+ * deployment's 80 are the unit tests' and the synthesized stack's.
+ */
+export const TEST_SHARD_COUNT = 8;
+
+/** Starts a local timer on a free port, silent, with TEST_SHARD_COUNT shards unless `options` say otherwise. */
+export function startTestTimer(options: LocalTimerOptions = {}): Promise<LocalTimer> {
+  return startLocalTimer({
+    port: 0,
+    logLevel: 'SILENT',
+    ...options,
+    settings: { shardCount: TEST_SHARD_COUNT, ...options.settings },
+  });
 }
 
 export interface LocalTimerFixture {
@@ -42,9 +62,7 @@ export function localTimerFixture(responders: Record<string, Responder>): LocalT
     },
   } as LocalTimerFixture;
   beforeAll(async () => {
-    fixture.timer = await startLocalTimer({
-      port: 0,
-      logLevel: 'SILENT',
+    fixture.timer = await startTestTimer({
       onRequest: (request) => {
         for (const id of sweeperSentIds(request)) fixture.sentBySweeper.add(id);
       },

@@ -9,7 +9,8 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { AssetHashType, aws_lambda as lambda } from 'aws-cdk-lib';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { AssetHashType } from 'aws-cdk-lib/core';
 import type { BuildOptions } from 'esbuild';
 
 import { type FunctionName, FUNCTIONS } from '../../functions/contract/topology.js';

@@ -1,16 +1,12 @@
-import {
-  type aws_cloudwatch as cloudwatch,
-  type aws_iam as iam,
-  aws_lambda as lambda,
-  aws_logs as logs,
-  type aws_sns as sns,
-  type aws_sqs as sqs,
-  RemovalPolicy,
-  Token,
-  Tokenization,
-} from 'aws-cdk-lib';
 import type { HttpApi, ThrottleSettings } from 'aws-cdk-lib/aws-apigatewayv2';
+import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { Billing, type TableV2 } from 'aws-cdk-lib/aws-dynamodb';
+import type * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { RemovalPolicy, Token, Tokenization } from 'aws-cdk-lib/core';
 import { Construct } from 'constructs';
 
 import {

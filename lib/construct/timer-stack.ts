@@ -1,4 +1,4 @@
-import { CfnOutput, CfnParameter, type RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, CfnParameter, type RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib/core';
 import type { Construct } from 'constructs';
 
 import { DEFAULT_SETTINGS } from '../../functions/contract/topology.js';

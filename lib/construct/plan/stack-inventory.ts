@@ -1,4 +1,4 @@
-import { App } from 'aws-cdk-lib';
+import { App } from 'aws-cdk-lib/core';
 
 import { TimerStack } from '../timer-stack.js';
 import { type ResourceInventory, resourceInventory } from './cost-model.js';

@@ -2,7 +2,8 @@
  * What the parts of the `DistributedTimer` construct share: how a resource is named, how a
  * cdk-nag rule is acknowledged, and the log group every function and the API's access logs use.
  */
-import { aws_logs as logs, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { RemovalPolicy, Validations } from 'aws-cdk-lib/core';
 import type { Construct, IConstruct } from 'constructs';
 
 /**

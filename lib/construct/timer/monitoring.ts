@@ -1,19 +1,12 @@
-import {
-  Aws,
-  aws_cloudwatch as cloudwatch,
-  aws_cloudwatch_actions as cloudwatchActions,
-  aws_iam as iam,
-  aws_kms as kms,
-  type aws_lambda as lambda,
-  aws_sns as sns,
-  type aws_sqs as sqs,
-  CfnCondition,
-  Duration,
-  Fn,
-  RemovalPolicy,
-  Token,
-} from 'aws-cdk-lib';
 import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Aws, CfnCondition, Duration, Fn, RemovalPolicy, Token } from 'aws-cdk-lib/core';
 import type { Construct } from 'constructs';
 
 import { ALARM_THRESHOLDS, type FunctionName, FUNCTIONS, METRICS } from '../../../functions/contract/topology.js';

@@ -1,18 +1,12 @@
-import {
-  aws_events as events,
-  aws_events_targets as targets,
-  aws_iam as iam,
-  aws_lambda as lambda,
-  type aws_logs as logs,
-  aws_sqs as sqs,
-  CfnCondition,
-  Duration,
-  Fn,
-  Stack,
-  Token,
-} from 'aws-cdk-lib';
 import type { TableV2 } from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { CfnCondition, Duration, Fn, Stack, Token } from 'aws-cdk-lib/core';
 import type { Construct } from 'constructs';
 
 import {

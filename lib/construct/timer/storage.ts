@@ -1,5 +1,5 @@
-import type { RemovalPolicy } from 'aws-cdk-lib';
 import { AttributeType, type Billing, ProjectionType, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
+import type { RemovalPolicy } from 'aws-cdk-lib/core';
 import type { Construct } from 'constructs';
 
 import { TABLE } from '../../../functions/contract/topology.js';

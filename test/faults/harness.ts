@@ -129,6 +129,13 @@ export interface HarnessOptions {
   readonly lookaheadSeconds?: number;
   readonly maxAttempts?: number;
   readonly webhookTimeoutMs?: number;
+  /**
+   * How long a received delivery message stays hidden: VISIBILITY_SECONDS unless given, so that a
+   * crashed callback's messages come back within a case. A case that crashes nothing and judges
+   * each task called once gives the deployment's (QUEUES.delivery), as a busy machine can keep an
+   * invocation past 5 s, and its messages would then be delivered again, as at least once allows.
+   */
+  readonly visibilitySeconds?: number;
   /** Scanner runs started per tick: more than one models duplicate ticks. */
   readonly scannersPerTick?: number;
   /** Per-component clock offsets in milliseconds. */
@@ -151,7 +158,7 @@ export async function startHarness(options: HarnessOptions = {}) {
   const receiver = await startWebhookReceiver({ '/ok': () => 204, ...options.responders });
   const dlq = await emulators.createQueue('delivery-dlq');
   const delivery = await emulators.createQueue('delivery', {
-    VisibilityTimeout: String(VISIBILITY_SECONDS),
+    VisibilityTimeout: String(options.visibilitySeconds ?? VISIBILITY_SECONDS),
     RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: '100' }),
   });
   const shardCount = options.shardCount ?? 4;

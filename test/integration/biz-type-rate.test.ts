@@ -6,14 +6,20 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { QUEUES } from '../../functions/contract/topology.js';
 import { type Harness, report, startHarness, waitForDeliveries } from '../faults/harness.js';
 
 let harness: Harness;
 
 beforeAll(async () => {
-  // The production webhook timeout, not the harness's 1 s: beside a second npm test a call took
-  // longer, failed, and came back as attempt 2, where this file judges that waiting spends none.
-  harness = await startHarness({ webhookTimeoutMs: 10_000 });
+  // The production webhook timeout and visibility timeout, not the harness's 1 s and 5 s: beside a
+  // second npm test a call took longer, failed, and came back as attempt 2, and an invocation held
+  // past 5 s had its messages delivered again (3 duplicates), where this file judges each task
+  // called once, on its first attempt.
+  harness = await startHarness({
+    webhookTimeoutMs: 10_000,
+    visibilitySeconds: QUEUES.delivery.visibilityTimeoutSeconds,
+  });
   harness.run();
 });
 

@@ -6,6 +6,7 @@
  */
 import { expect, it } from 'vitest';
 
+import { parseTaskId } from '../../functions/core/kernel/ids.js';
 import type { DeliveryRecord } from '../../functions/core/kernel/task.js';
 import { settledValue } from '../support/webhook-receiver.js';
 import { type Harness, type HarnessOptions, printReport, report, startHarness, waitForDeliveries } from './harness.js';
@@ -87,6 +88,71 @@ export function recordRetryTimes(h: Harness): Map<string, number> {
   store.finishDelivery = async (...args) => note(args[0].id, args[2], await finishDelivery(...args));
   store.finishFirstAttempt = async (...args) => note(args[0].id, args[1], await finishFirstAttempt(...args));
   return retryAtById;
+}
+
+/**
+ * What a cancel case needs to explain a cancelled task that was called anyway: each DELETE's
+ * answer, each read the callback made of the task and what it saw, and how far the wall clock
+ * moved against the monotonic one during the case (the design bounds the clocks' skew, and every
+ * component here shares one clock, so only a step of the machine's clock can open the window).
+ */
+export function recordCancelTimeline(h: Harness) {
+  const events = new Map<string, string[]>();
+  const clockOffsetAtStart = Date.now() - performance.now();
+  const at = () => new Date().toISOString().slice(11, 23);
+  const note = (id: string, line: string) => events.set(id, [...(events.get(id) ?? []), `${at()} ${line}`]);
+  const store = h.callback.delivery.taskStore;
+  const getMany = store.getMany.bind(store);
+  store.getMany = async (addresses) => {
+    const tasks = await getMany(addresses);
+    addresses.forEach((address, index) => note(address.id, `callback read ${tasks[index]?.status ?? 'nothing'}`));
+    return tasks;
+  };
+  const get = store.get.bind(store);
+  store.get = async (address) => {
+    const task = await get(address);
+    note(address.id, `callback read ${task?.status ?? 'nothing'} (alone)`);
+    return task;
+  };
+  const api = h.api.taskStore;
+  const cancel = api.cancel.bind(api);
+  api.cancel = async (address, request) => {
+    const outcome = await cancel(address, request);
+    note(address.id, `cancel written ${JSON.stringify(outcome)}`);
+    return outcome;
+  };
+  const confirmCancel = api.confirmCancel.bind(api);
+  api.confirmCancel = async (address, cancelId) => {
+    const landed = await confirmCancel(address, cancelId);
+    note(address.id, `cancel confirmed: ${landed}`);
+    return landed;
+  };
+  const revertCancel = api.revertCancel.bind(api);
+  api.revertCancel = async (address, cancelId) => {
+    const landed = await revertCancel(address, cancelId);
+    note(address.id, `cancel undone: ${landed}`);
+    return landed;
+  };
+  return {
+    answered: (id: string, status: number) => note(id, `DELETE answered ${status}`),
+    /** The timeline of each task in `ids`, and the clock's step, for a failure's message. */
+    explain(ids: readonly string[]): string {
+      const stepMs = Math.round(Date.now() - performance.now() - clockOffsetAtStart);
+      const called = (id: string) =>
+        h.receiver.receipts
+          .filter((receipt) => receipt.body.id === id)
+          .map(
+            (receipt) =>
+              `${new Date(receipt.receivedAtMs).toISOString().slice(11, 23)} called, attempt ${receipt.body.attempt}`,
+          );
+      const due = (id: string) =>
+        new Date(parseTaskId(id, h.api.shardCount)?.fireAtMs ?? 0).toISOString().slice(11, 23);
+      const lines = ids.map(
+        (id) => `${id} (due ${due(id)}): ${[...(events.get(id) ?? []), ...called(id)].sort().join('; ')}`,
+      );
+      return [...lines, `wall clock moved ${stepMs} ms against the monotonic clock during the case`].join('\n');
+    },
+  };
 }
 
 /** Runs a case: submit, run, wait, report, and check the invariants every case shares. */

@@ -136,14 +136,6 @@ export interface HarnessOptions {
    * invocation past 5 s, and its messages would then be delivered again, as at least once allows.
    */
   readonly visibilitySeconds?: number;
-  /**
-   * The callback's delivery lease: LEASE_MS unless given, so that a crashed attempt's lease lapses
-   * within a case. The design has a lease outlast the invocation that holds it (twice the
-   * function's timeout, after which Lambda stops it); here nothing stops an invocation, and on a
-   * busy machine one outlives 1.5 s, so a case whose verdict rests on leases that never lapse
-   * under a live attempt, and that crashes nothing, gives the deployment's (DELIVERY_LEASE_MS).
-   */
-  readonly leaseMs?: number;
   /** Scanner runs started per tick: more than one models duplicate ticks. */
   readonly scannersPerTick?: number;
   /** Per-component clock offsets in milliseconds. */
@@ -243,7 +235,7 @@ export async function startHarness(options: HarnessOptions = {}) {
     backoffBaseSeconds: 1,
     backoffMaxSeconds: 2,
     retentionDays: 30,
-    leaseMs: options.leaseMs ?? LEASE_MS,
+    leaseMs: LEASE_MS,
     maxEarlyWaitMs: 5000,
   };
   const callback: RecordPorts = {

@@ -98,6 +98,8 @@ export function recordRetryTimes(h: Harness): Map<string, number> {
  */
 export function recordCancelTimeline(h: Harness) {
   const events = new Map<string, string[]>();
+  const cancelLandedAtMs = new Map<string, number>();
+  const answeredAtMs = new Map<string, number>();
   const clockOffsetAtStart = Date.now() - performance.now();
   const at = () => new Date().toISOString().slice(11, 23);
   const note = (id: string, line: string) => events.set(id, [...(events.get(id) ?? []), `${at()} ${line}`]);
@@ -118,6 +120,7 @@ export function recordCancelTimeline(h: Harness) {
   const cancel = api.cancel.bind(api);
   api.cancel = async (address, request) => {
     const outcome = await cancel(address, request);
+    if (outcome.cancelled && !cancelLandedAtMs.has(address.id)) cancelLandedAtMs.set(address.id, Date.now());
     note(address.id, `cancel written ${JSON.stringify(outcome)}`);
     return outcome;
   };
@@ -134,7 +137,17 @@ export function recordCancelTimeline(h: Harness) {
     return landed;
   };
   return {
-    answered: (id: string, status: number) => note(id, `DELETE answered ${status}`),
+    answered: (id: string, status: number) => {
+      answeredAtMs.set(id, Date.now());
+      note(id, `DELETE answered ${status}`);
+    },
+    /**
+     * When the task's cancel was surely stored: its write had returned (else its DELETE's answer).
+     * A call fired before then may have been under way when the cancel came, as a leased attempt
+     * that failed (a timeout, whose request can still reach the receiver) and left the task PENDING
+     * for the cancel; one fired after it breaks the promise.
+     */
+    cancelStoredAtMs: (id: string) => cancelLandedAtMs.get(id) ?? answeredAtMs.get(id),
     /** The timeline of each task in `ids`, and the clock's step, for a failure's message. */
     explain(ids: readonly string[]): string {
       const stepMs = Math.round(Date.now() - performance.now() - clockOffsetAtStart);

@@ -10,12 +10,27 @@ import { afterAll, beforeAll } from 'vitest';
 import { DEV_API_KEY_FILE } from '../../lib/local/dev-tenant.js';
 import { eventually, type Responder, startWebhookReceiver } from '../support/webhook-receiver.js';
 
+/**
+ * Ports picked below Linux's ephemeral range (32768-60999), where `listen(0)` never lands: a
+ * restart reuses its port seconds after the kill, and beside a second npm test a port the kernel
+ * had handed out was given to another process in that gap ("port … is already in use").
+ */
+const PICKED_PORTS = { from: 20_000, count: 10_000 };
+
+/** A port nothing listens on now, picked at random from PICKED_PORTS. */
 export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
+  for (;;) {
+    const port = PICKED_PORTS.from + Math.floor(Math.random() * PICKED_PORTS.count);
+    const server = createServer();
+    const bound = await new Promise<boolean>((resolve) => {
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => resolve(true));
+    });
+    if (bound) {
+      await new Promise((resolve) => server.close(resolve));
+      return port;
+    }
+  }
 }
 
 const outputs = new WeakMap<ChildProcess, () => string>();

@@ -104,7 +104,7 @@ describe.concurrent('Faults: the callback', () => {
           Date.parse(receipt.body.firedAt) > (timeline.cancelStoredAtMs(receipt.body.id) ?? Infinity),
       );
       printReport(
-        `cancel racing queued deliveries (${cancelled.size} of ${cancels.length} cancels answered 200, ${[...cancelled].filter((id) => queuedBeforeCancel.has(id)).length} of them already queued; ${deliveredCancelled.length} delivered)`,
+        `cancel racing queued deliveries (${cancelled.size} of ${cancels.length} cancels answered 200, ${[...cancelled].filter((id) => queuedBeforeCancel.has(id)).length} of them already queued; ${deliveredCancelled.length} called after their cancel was stored)`,
         result,
       );
       expect(cancelled.size).toBeGreaterThan(0);

@@ -28,7 +28,7 @@ export function sweeperSentIds(request: AwsRequest): string[] {
  * starts a timer here is about the shard count: the ids, the scan over every shard and the
  * deployment's 80 are the unit tests' and the synthesized stack's.
  */
-export const TEST_SHARD_COUNT = 8;
+const TEST_SHARD_COUNT = 8;
 
 /** Starts a local timer on a free port, silent, with TEST_SHARD_COUNT shards unless `options` say otherwise. */
 export function startTestTimer(options: LocalTimerOptions = {}): Promise<LocalTimer> {

@@ -6,6 +6,7 @@
 import { DEFAULT_HOST_BREAKER } from '../../functions/core/deliver/host-breaker.js';
 import { parseTaskId } from '../../functions/core/kernel/ids.js';
 import type { Task } from '../../functions/core/kernel/task.js';
+import { clockTime } from '../support/clock.js';
 import { type CallRecord, type DispatchRecord, type HistoryEvent, SKEW_BOUND_MS } from './world.js';
 
 export interface FinalState {
@@ -367,4 +368,4 @@ function checkSchedules(
   return violations;
 }
 
-const iso = (ms: number) => (Number.isFinite(ms) ? new Date(ms).toISOString().slice(11, 23) : String(ms));
+const iso = (ms: number) => (Number.isFinite(ms) ? clockTime(ms) : String(ms));

@@ -12,6 +12,7 @@ import fc from 'fast-check';
 import { DEFAULT_HOST_BREAKER } from '../../functions/core/deliver/host-breaker.js';
 import type { Task } from '../../functions/core/kernel/task.js';
 import { FIRST_ATTEMPT_READ_AHEAD_MS, UNLEASED_CANCEL_MARGIN_MS } from '../../functions/core/kernel/task.js';
+import { clockTime } from '../support/clock.js';
 import { check, type FinalState } from './checker.js';
 import {
   type Action,
@@ -308,9 +309,7 @@ export async function explore(options: ExploreOptions): Promise<ExploreResult> {
   };
 }
 
-const time = (ms: number) => new Date(ms).toISOString().slice(11, 23);
-
 function describe(event: HistoryEvent): string {
   const { type, atMs, ...rest } = event;
-  return `  ${time(atMs)} ${type} ${JSON.stringify(rest)}`;
+  return `  ${clockTime(atMs)} ${type} ${JSON.stringify(rest)}`;
 }

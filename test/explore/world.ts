@@ -52,6 +52,7 @@ import { rescheduleTask } from '../../functions/core/submit/reschedule.js';
 import { type NewTask, parseRescheduleRequest } from '../../functions/core/submit/schemas.js';
 import { getTask, type SubmitPorts, submitTasks } from '../../functions/core/submit/submit.js';
 import { sweep } from '../../functions/core/sweep/sweep.js';
+import { clockTime } from '../support/clock.js';
 import {
   FakeClockStore,
   FakeIdempotencyStore,
@@ -285,9 +286,6 @@ interface QueuedMessage {
   readonly message: DeliveryMessage;
   receives: number;
 }
-
-/** The true time of day, to the millisecond, as the interleaving's report shows it. */
-export const clockTime = (ms: number): string => new Date(ms).toISOString().slice(11, 23);
 
 const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
 

@@ -8,6 +8,7 @@ import { expect, it } from 'vitest';
 
 import { parseTaskId } from '../../functions/core/kernel/ids.js';
 import type { DeliveryRecord } from '../../functions/core/kernel/task.js';
+import { clockTime } from '../support/clock.js';
 import { settledValue } from '../support/webhook-receiver.js';
 import { type Harness, type HarnessOptions, printReport, report, startHarness, waitForDeliveries } from './harness.js';
 
@@ -51,16 +52,29 @@ export function crashOnce<T extends object, K extends keyof T>(
   return { crashed: () => thrown > 0 };
 }
 
+/** Tells `seen` of each call of `target[method]` once it has resolved: its result, then its arguments. */
+function afterEachCall<T extends object, K extends keyof T>(
+  target: T,
+  method: K,
+  seen: T[K] extends (...args: infer A) => Promise<infer R> ? (result: R, ...args: A) => void : never,
+): void {
+  const original = (target[method] as (...args: unknown[]) => Promise<unknown>).bind(target);
+  Object.assign(target, {
+    [method]: async (...args: unknown[]) => {
+      const result = await original(...args);
+      (seen as (result: unknown, ...args: unknown[]) => void)(result, ...args);
+      return result;
+    },
+  });
+}
+
 /** Every second claimed, by the scanners or by the sweeper's catch-up, in claim order. */
 export function recordClaims(h: Harness): number[] {
   const claimed: number[] = [];
   for (const clockStore of [h.scanner.clockStore, h.sweeper.clockStore]) {
-    const advance = clockStore.advance.bind(clockStore);
-    clockStore.advance = async (from: number, through: number) => {
-      const won = await advance(from, through);
+    afterEachCall(clockStore, 'advance', (won, from, through) => {
       if (won) for (let second = from; second <= through; second++) claimed.push(second);
-      return won;
-    };
+    });
   }
   return claimed;
 }
@@ -80,62 +94,40 @@ export function recordRetryTimes(h: Harness): Map<string, number> {
     const answered = 'history' in outcome && outcome.history.at(-1)?.statusCode !== undefined;
     if (landed && answered && outcome.status === 'PENDING' && outcome.retryAtMs !== undefined)
       retryAtById.set(id, outcome.retryAtMs);
-    return landed;
   };
   const store = h.callback.delivery.taskStore;
-  const finishDelivery = store.finishDelivery.bind(store);
-  const finishFirstAttempt = store.finishFirstAttempt.bind(store);
-  store.finishDelivery = async (...args) => note(args[0].id, args[2], await finishDelivery(...args));
-  store.finishFirstAttempt = async (...args) => note(args[0].id, args[1], await finishFirstAttempt(...args));
+  afterEachCall(store, 'finishDelivery', (landed, address, _attempt, outcome) => note(address.id, outcome, landed));
+  afterEachCall(store, 'finishFirstAttempt', (landed, address, outcome) => note(address.id, outcome, landed));
   return retryAtById;
 }
 
 /**
- * What a cancel case needs to explain a cancelled task that was called anyway: each DELETE's
- * answer, each read the callback made of the task and what it saw, and how far the wall clock
- * moved against the monotonic one during the case (the design bounds the clocks' skew, and every
- * component here shares one clock, so only a step of the machine's clock can open the window).
+ * What a cancel case needs to explain a cancelled task that was called anyway: its cancel's
+ * writes and answer, each read the callback made of it and what it saw, its calls, and how far the
+ * wall clock moved against the monotonic one during the case (every component here shares one
+ * clock, so a step of it is the one way their skew could pass the design's bound).
  */
 export function recordCancelTimeline(h: Harness) {
   const events = new Map<string, string[]>();
   const cancelLandedAtMs = new Map<string, number>();
   const answeredAtMs = new Map<string, number>();
   const clockOffsetAtStart = Date.now() - performance.now();
-  const at = () => new Date().toISOString().slice(11, 23);
-  const note = (id: string, line: string) => events.set(id, [...(events.get(id) ?? []), `${at()} ${line}`]);
+  const note = (id: string, line: string) =>
+    events.set(id, [...(events.get(id) ?? []), `${clockTime(Date.now())} ${line}`]);
   const store = h.callback.delivery.taskStore;
-  const getMany = store.getMany.bind(store);
-  store.getMany = async (addresses) => {
-    const tasks = await getMany(addresses);
-    addresses.forEach((address, index) => note(address.id, `callback read ${tasks[index]?.status ?? 'nothing'}`));
-    return tasks;
-  };
-  const get = store.get.bind(store);
-  store.get = async (address) => {
-    const task = await get(address);
-    note(address.id, `callback read ${task?.status ?? 'nothing'} (alone)`);
-    return task;
-  };
+  afterEachCall(store, 'getMany', (tasks, addresses) =>
+    addresses.forEach((address, index) => note(address.id, `callback read ${tasks[index]?.status ?? 'nothing'}`)),
+  );
+  afterEachCall(store, 'get', (task, address) =>
+    note(address.id, `callback read ${task?.status ?? 'nothing'} (alone)`),
+  );
   const api = h.api.taskStore;
-  const cancel = api.cancel.bind(api);
-  api.cancel = async (address, request) => {
-    const outcome = await cancel(address, request);
+  afterEachCall(api, 'cancel', (outcome, address) => {
     if (outcome.cancelled && !cancelLandedAtMs.has(address.id)) cancelLandedAtMs.set(address.id, Date.now());
     note(address.id, `cancel written ${JSON.stringify(outcome)}`);
-    return outcome;
-  };
-  const confirmCancel = api.confirmCancel.bind(api);
-  api.confirmCancel = async (address, cancelId) => {
-    const landed = await confirmCancel(address, cancelId);
-    note(address.id, `cancel confirmed: ${landed}`);
-    return landed;
-  };
-  const revertCancel = api.revertCancel.bind(api);
-  api.revertCancel = async (address, cancelId) => {
-    const landed = await revertCancel(address, cancelId);
-    note(address.id, `cancel undone: ${landed}`);
-    return landed;
-  };
+  });
+  afterEachCall(api, 'confirmCancel', (landed, address) => note(address.id, `cancel confirmed: ${landed}`));
+  afterEachCall(api, 'revertCancel', (landed, address) => note(address.id, `cancel undone: ${landed}`));
   return {
     answered: (id: string, status: number) => {
       answeredAtMs.set(id, Date.now());
@@ -154,12 +146,8 @@ export function recordCancelTimeline(h: Harness) {
       const called = (id: string) =>
         h.receiver.receipts
           .filter((receipt) => receipt.body.id === id)
-          .map(
-            (receipt) =>
-              `${new Date(receipt.receivedAtMs).toISOString().slice(11, 23)} called, attempt ${receipt.body.attempt}`,
-          );
-      const due = (id: string) =>
-        new Date(parseTaskId(id, h.api.shardCount)?.fireAtMs ?? 0).toISOString().slice(11, 23);
+          .map((receipt) => `${clockTime(receipt.receivedAtMs)} called, attempt ${receipt.body.attempt}`);
+      const due = (id: string) => clockTime(parseTaskId(id, h.api.shardCount)?.fireAtMs ?? 0);
       const lines = ids.map(
         (id) => `${id} (due ${due(id)}): ${[...(events.get(id) ?? []), ...called(id)].sort().join('; ')}`,
       );

@@ -7,12 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FunctionName } from '../../functions/contract/topology.js';
 import { type AwsRequest, type LocalTimer, startLocalTimer } from '../../lib/local/runtime.js';
 import { sweeperSentIds } from '../support/local-timer-fixture.js';
-import {
-  eventually,
-  ON_TIME_ON_A_BUSY_MACHINE_MS,
-  quantile,
-  startWebhookReceiver,
-} from '../support/webhook-receiver.js';
+import { eventually, quantile, startWebhookReceiver } from '../support/webhook-receiver.js';
 
 type Receiver = Awaited<ReturnType<typeof startWebhookReceiver>>;
 
@@ -75,7 +70,6 @@ describe('End to end: dense mode (tickEverySecond) in local mode', () => {
     expect(lateness.filter((ms) => ms < 0)).toEqual([]);
     console.log(`dense mode: lateness p99 ${quantile(lateness, 0.99)} ms`);
     expect(submitted.filter((task) => requests.flatMap(sweeperSentIds).includes(task.id))).toEqual([]);
-    expect(Math.max(...lateness)).toBeLessThan(ON_TIME_ON_A_BUSY_MACHINE_MS);
 
     // The index is kept by nobody: the ticker's once-a-minute plan writes are the only requests naming one of its items.
     const byFunction = (fn: FunctionName) => requests.filter((request) => request.fn === fn);

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 
 import type { ScheduleView } from '../../functions/contract/wire.js';
 import { localTimerFixture } from '../support/local-timer-fixture.js';
-import { eventually, ON_TIME_ON_A_BUSY_MACHINE_MS, quantile } from '../support/webhook-receiver.js';
+import { eventually, quantile } from '../support/webhook-receiver.js';
 
 const local = localTimerFixture({
   '/every-5s': () => 204,
@@ -51,7 +51,6 @@ describe('End to end: schedules over HTTP in local mode', () => {
       expect(lateness.filter((ms) => ms < 0)).toEqual([]);
       // Each came by its own tick, not the sweeper's catch-up.
       expect(six.filter((receipt) => local.sentBySweeper.has(receipt.body.id))).toEqual([]);
-      expect(Math.max(...lateness)).toBeLessThan(ON_TIME_ON_A_BUSY_MACHINE_MS);
       expect(six.at(-1)?.body.payload).toEqual({ auction: 42 });
       const listed = await local.api('GET', '/v1/schedules?bizId=auction-42');
       expect(listed.body.schedules).toEqual([]);

@@ -114,16 +114,6 @@ export async function settledValue<T>(
   return value;
 }
 
-/**
- * How late an end-to-end delivery may come and still count as on time. The tick path runs 0.1 to
- * 1 s late on a quiet machine, but on CI's two cores running four test files at once it has run
- * up to 9.6 s late (local mode's e2e beside four CPU hogs: p50 6.4 s), so lateness cannot tell
- * the tick path from the sweeper's catch-up, which comes SWEEPER_CATCH_UP_GRACE_SECONDS or more
- * after a missed second: `sweeperSentIds` tells them apart instead. This bound catches what no
- * path should do on any machine, such as a healthy host rested for its breaker's 30 s.
- */
-export const ON_TIME_ON_A_BUSY_MACHINE_MS = 20_000;
-
 /** The value at quantile q (0..1) of the numbers, nearest-rank. */
 export function quantile(values: readonly number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);

@@ -16,14 +16,14 @@ import { fileURLToPath } from 'node:url';
 type ChildMessage =
   { readonly ready: unknown } | { readonly failed: string } | { readonly answer: number; readonly value: unknown };
 
-/** What the parent tells an entry: stop, or answer question number `ask`. */
-type ParentMessage = 'stop' | { readonly ask: number };
+/** What the parent tells an entry: stop, or answer `question` as question number `ask`. */
+type ParentMessage = 'stop' | { readonly ask: number; readonly question: unknown };
 
 export interface LocalProcess<Ready> {
   /** What the entry reported once it was serving, such as its endpoint. */
   readonly ready: Ready;
-  /** Asks the entry for its current answer (the scale model's report). */
-  ask<Answer>(): Promise<Answer>;
+  /** Asks the entry a question (none: its current answer, such as the scale model's report). */
+  ask<Answer>(question?: unknown): Promise<Answer>;
   stop(): Promise<void>;
 }
 
@@ -110,15 +110,15 @@ export async function startLocalProcess<Ready>(besideUrl: string, name: string, 
       child.channel?.unref();
       resolve({
         ready: message.ready as Ready,
-        ask<Answer>() {
-          const question = (questions += 1);
+        ask<Answer>(question?: unknown) {
+          const asked = (questions += 1);
           return new Promise<Answer>((answered, failed) => {
             if (!child.connected) {
               failed(new Error(`${name} is no longer running`));
               return;
             }
-            waiting.set(question, { answered: (value) => answered(value as Answer), failed });
-            child.send({ ask: question } satisfies ParentMessage);
+            waiting.set(asked, { answered: (value) => answered(value as Answer), failed });
+            child.send({ ask: asked, question } satisfies ParentMessage);
           });
         },
         async stop() {
@@ -135,7 +135,7 @@ export async function startLocalProcess<Ready>(besideUrl: string, name: string, 
 /** What an entry started: what to report to the parent, its answer to a question, and how to stop it. */
 export interface Served<Ready> {
   readonly ready: Ready;
-  readonly answer?: () => unknown;
+  readonly answer?: (question: unknown) => unknown;
   stop(): Promise<void>;
 }
 
@@ -153,7 +153,7 @@ export async function serveLocalProcess<Ready>(start: () => Promise<Served<Ready
         );
         return;
       }
-      send({ answer: message.ask, value: served.answer?.() });
+      void Promise.resolve(served.answer?.(message.question)).then((value) => send({ answer: message.ask, value }));
     });
     send({ ready: served.ready });
   } catch (error) {

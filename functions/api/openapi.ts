@@ -197,7 +197,7 @@ type ScheduleListMatchesWire = Holds<SameShape<z.infer<typeof scheduleListSchema
 type ProblemMatchesWire = Holds<SameShape<z.infer<typeof problemSchema>, ApiProblem>>;
 type BatchResultMatchesWire = Holds<SameShape<z.infer<typeof batchResultSchema>, BatchResult>>;
 
-const json = (schema: z.ZodType) => ({
+const json = (schema: z.core.$ZodType) => ({
   'application/json': { schema: z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any' }) },
 });
 const problems = (...statuses: number[]) =>

@@ -306,6 +306,16 @@ const diff = (after: Record<string, number>, before: Record<string, number>): Re
       .map(([name, value]) => [name, value - (before[name] ?? 0)])
       .filter(([, value]) => (value as number) > 0),
   );
+/** What a system used between two of its measures: requests, units, callback waits, invocations, CPU and log bytes. */
+const usageBetween = (before: Measure, after: Measure) => ({
+  requests: diff(after.requests, before.requests),
+  writeUnits: after.writeUnits - before.writeUnits,
+  readUnits: after.readUnits - before.readUnits,
+  callbackWaitMs: after.callbackWaitMs - before.callbackWaitMs,
+  invocations: diff(after.invocations, before.invocations),
+  cpuMs: diff(after.cpuMs, before.cpuMs),
+  logBytes: after.logBytes - before.logBytes,
+});
 const perTask = (values: Record<string, number>, tasks: number, digits = 3) =>
   Object.fromEntries(Object.entries(values).map(([name, value]) => [name, Number((value / tasks).toFixed(digits))]));
 
@@ -382,13 +392,7 @@ async function runScenario(
   const run: MeasuredRun & { seconds: number } = {
     tasks: tasks.length,
     seconds: (Date.now() - startedAt) / 1000,
-    requests: diff(after.requests, before.requests),
-    writeUnits: after.writeUnits - before.writeUnits,
-    readUnits: after.readUnits - before.readUnits,
-    callbackWaitMs: after.callbackWaitMs - before.callbackWaitMs,
-    invocations: diff(after.invocations, before.invocations),
-    cpuMs: diff(after.cpuMs, before.cpuMs),
-    logBytes: after.logBytes - before.logBytes,
+    ...usageBetween(before, after),
   };
   return {
     system: system.name,
@@ -529,13 +533,7 @@ async function idle(): Promise<{
     run: {
       tasks: 0,
       seconds,
-      requests,
-      writeUnits: after.writeUnits - before.writeUnits,
-      readUnits: after.readUnits - before.readUnits,
-      callbackWaitMs: after.callbackWaitMs - before.callbackWaitMs,
-      invocations: diff(after.invocations, before.invocations),
-      cpuMs: diff(after.cpuMs, before.cpuMs),
-      logBytes: after.logBytes - before.logBytes,
+      ...usageBetween(before, after),
     },
   };
 }

@@ -44,7 +44,7 @@ export function outputOf(child: ChildProcess | undefined, chars = 2000): string 
 /**
  * Starts `npm start`'s entry point on `dataDir` and waits until it prints its API URL. It runs as
  * local mode's own children do from a clone (plainEntry: the same sources, bundled), not through
- * tsx as `npm start` does: ready after 2.3 CPU-s instead of 4.5, and these files start it ten times.
+ * tsx as `npm start` does: ready after 2.6-2.8 CPU-s instead of 3.2-4.5, and these files start it ten times.
  */
 export async function startLocalMode(port: number, dataDir: string, logLevel = 'ERROR'): Promise<ChildProcess> {
   const process_ = spawn(process.execPath, [await plainEntry(resolve('bin/local.ts'))], {

@@ -674,7 +674,9 @@ describe('Function: readTogether', () => {
 
     // Act
     const together = readTogether(ports, batch);
-    const outcomes = await Promise.all(batch.map(({ id }) => deliverTask(ports, id, 0, together)));
+    const outcomes = await Promise.all(
+      batch.map((delivery) => deliverTask(ports, delivery.id, 0, together.of(delivery))),
+    );
 
     // Assess
     expect(outcomes.map((outcome) => outcome.kind)).toEqual(['delivered', 'delivered', 'delivered']);
@@ -688,6 +690,22 @@ describe('Function: readTogether', () => {
     }
   });
 
+  it('reads each of two copies of one task in a batch with its own group, so the earlier copy is not held back to the later', async () => {
+    // Prepare: the scanner's copy goes at the fire time; a later copy (a restart's, a reminder's) 3 s after.
+    const task = aTask(DUE_AT_MS, 1);
+    const { ports, calls } = deliveryPorts(task, { nowMs: DUE_AT_MS - 500 });
+    const onTime = { id: task.id };
+    const later = { id: task.id, notBeforeMs: DUE_AT_MS + 3000 };
+
+    // Act
+    const outcome = await deliverTask(ports, task.id, 0, readTogether(ports, [onTime, later]).of(onTime));
+
+    // Assess: called when it went, not after the later copy's read.
+    expect(outcome.kind).toBe('delivered');
+    expect(calls[0]?.atMs).toBeGreaterThanOrEqual(task.fireAtMs);
+    expect(calls[0]?.atMs).toBeLessThan(later.notBeforeMs - FIRST_ATTEMPT_READ_AHEAD_MS);
+  });
+
   it('reads a key it was not told of on its own, when its task goes', async () => {
     // Prepare
     const task = aTask(DUE_AT_MS, 1);
@@ -695,7 +713,7 @@ describe('Function: readTogether', () => {
     const getMany = vi.spyOn(ports.taskStore, 'getMany');
 
     // Act
-    const outcome = await deliverTask(ports, task.id, 0, readTogether(ports, []));
+    const outcome = await deliverTask(ports, task.id, 0, readTogether(ports, []).of({ id: task.id }));
 
     // Assess
     expect(outcome.kind).toBe('delivered');

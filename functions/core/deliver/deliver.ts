@@ -376,11 +376,17 @@ function goingTogether(
  * order, each group takes every task that goes within FIRST_ATTEMPT_READ_AHEAD_MS of its first,
  * and is read in one `getMany` once the last of them is that close to going. A batch gathered
  * over a second (the delivery queue's batching window) is one or two reads, and no task's call
- * waits for a read that another task held back. Messages that will not read (a malformed id, one
- * that surfaced too early and goes back) are left out; a task not planned is read alone.
+ * waits for a read that another task held back. Each delivery reads with its own group, told apart
+ * by its delivery, not its task id (see goingTogether): two copies of one task's message in
+ * different groups each read when their own group goes. Messages that will not read (a malformed
+ * id, one that surfaced too early and goes back) are left out; a delivery not planned (a redriven
+ * dead letter) is read alone, when its task goes.
  */
-export function readTogether(ports: DeliveryPorts, deliveries: readonly PlannedDelivery[]): TaskReads {
-  const readerOf = new Map<string, () => Promise<Map<string, Task | undefined>>>();
+export function readTogether(
+  ports: DeliveryPorts,
+  deliveries: readonly PlannedDelivery[],
+): { of(delivery: PlannedDelivery | undefined): TaskReads } {
+  const readerOf = new Map<PlannedDelivery, () => Promise<Map<string, Task | undefined>>>();
   for (const group of goingTogether(ports, deliveries)) {
     const readAtMs = (group.at(-1)?.goesAtMs ?? 0) - FIRST_ATTEMPT_READ_AHEAD_MS;
     let read: Promise<Map<string, Task | undefined>> | undefined;
@@ -391,15 +397,15 @@ export function readTogether(ports: DeliveryPorts, deliveries: readonly PlannedD
       const tasks = await ports.taskStore.getMany(addresses);
       return new Map(addresses.map((address, index) => [address.id, tasks[index]]));
     };
-    for (const { address } of group) readerOf.set(address.id, () => (read ??= readGroup()));
+    for (const { delivery } of group) readerOf.set(delivery, () => (read ??= readGroup()));
   }
   const alone = readAlone(ports);
   return {
-    read: async (address, goesAtMs) => {
-      const reader = readerOf.get(address.id);
-      return reader ? (await reader()).get(address.id) : alone.read(address, goesAtMs);
+    of: (delivery) => {
+      const reader = delivery && readerOf.get(delivery);
+      if (!reader) return alone;
+      return { read: async (address) => (await reader()).get(address.id), receiptsOf: alone.receiptsOf };
     },
-    receiptsOf: receiptsOnce(ports),
   };
 }
 

@@ -124,6 +124,7 @@ export async function startLocalProcess<Ready>(besideUrl: string, name: string, 
       if ('answer' in message) {
         waiting.get(message.answer)?.answered(message.value);
         waiting.delete(message.answer);
+        if (waiting.size === 0) child.channel?.unref();
         return;
       }
       if ('failed' in message) {
@@ -143,6 +144,10 @@ export async function startLocalProcess<Ready>(besideUrl: string, name: string, 
               return;
             }
             waiting.set(asked, { answered: (value) => answered(value as Answer), failed });
+            // Awaiting an answer keeps this process alive until it comes: a script whose local
+            // timer has stopped may have nothing else running while it asks a kept emulator
+            // process for a fresh emulator (Node exits, code 13, on a top-level await left unsettled).
+            child.channel?.ref();
             child.send({ ask: asked, question } satisfies ParentMessage);
           });
         },

@@ -1,3 +1,7 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, ListQueuesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
@@ -29,5 +33,14 @@ describe('Function: startEmulatorProcess', () => {
     } finally {
       await Promise.all([nextDynamodb.stop(), nextSqs.stop()]);
     }
+  });
+
+  it('keeps a script alive while it waits for a kept process to answer, when nothing else would', async () => {
+    // Act: before an awaited answer held the process, Node left this script's top-level await unsettled (exit 13).
+    const script = fileURLToPath(new URL('../support/emulators-in-turn.ts', import.meta.url));
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', script], { encoding: 'utf8' });
+
+    // Assess
+    expect(stdout).toBe('done\n');
   });
 });

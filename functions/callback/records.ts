@@ -248,10 +248,12 @@ async function deliverBatch(ports: RecordPorts, records: readonly DeliveryRecord
   const receipts = receiptsTogether(ports.delivery, planned);
   const settled = await Promise.allSettled(
     records.map((record, index) =>
-      deliverRecord(ports, record, messages[index], reads.of(messages[index]), receipts.of(messages[index])).finally(() => {
-        const message = messages[index];
-        if (message) receipts.done(message);
-      }),
+      deliverRecord(ports, record, messages[index], reads.of(messages[index]), receipts.of(messages[index])).finally(
+        () => {
+          const message = messages[index];
+          if (message) receipts.done(message);
+        },
+      ),
     ),
   );
   const unrecorded = await receipts.written();

@@ -57,6 +57,13 @@ describe('Faults: local mode killed with SIGKILL', () => {
       [long, short, dead].every((id) => receiptsOf(id).length === 1),
     );
     await eventually('the dead letter to be listed', async () => (await dlq()).messages === 1, 40, 250);
+    // The kill must land on retries that wait, not on attempts still being recorded: beside a second
+    // npm test, one was killed between its call and its write and came back DELIVERING (leased).
+    const stateOf = async (id: string) =>
+      (await (await fetch(`${api}/v1/tasks/${id}`, { headers })).json()) as { status: string; attempts: number };
+    await eventually('each retry to be recorded', async () =>
+      (await Promise.all([long, short].map(stateOf))).every((task) => task.status === 'PENDING' && task.attempts === 1),
+    );
 
     // Act: kill it while one task waits five minutes, one fifteen seconds, and one sits in the DLQ.
     child.kill('SIGKILL');

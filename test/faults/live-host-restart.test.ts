@@ -136,9 +136,13 @@ describe('Faults: a live host answering 503 to some tasks, with local mode SIGKI
       const surplus = (recorded.get(id)?.attempts ?? 0) - receiptsOf(id).length;
       return surplus !== 0 && surplus !== 1;
     });
-    const alwaysNotFailed = always.filter(
-      (id) => recorded.get(id)?.status !== 'FAILED' || recorded.get(id)?.attempts !== POLICY.maxAttempts,
-    );
+    // FAILED after maxAttempts attempts, or one more where the kill cut the last one: an attempt
+    // leased and never written is counted, and the lease that follows it is an attempt of its own
+    // (beside a second npm test: attempts 1, 2, 3 and 5 recorded, four calls, attempts 5).
+    const alwaysNotFailed = always.filter((id) => {
+      const { status, attempts = 0 } = recorded.get(id) ?? {};
+      return status !== 'FAILED' || attempts < POLICY.maxAttempts || attempts > POLICY.maxAttempts + 1;
+    });
     const load = loadavg()
       .map((average) => average.toFixed(1))
       .join(' ');

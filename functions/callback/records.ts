@@ -247,14 +247,12 @@ async function deliverBatch(ports: RecordPorts, records: readonly DeliveryRecord
   const reads = readTogether(ports.delivery, planned);
   const receipts = receiptsTogether(ports.delivery, planned);
   const settled = await Promise.allSettled(
-    records.map((record, index) =>
-      deliverRecord(ports, record, messages[index], reads.of(messages[index]), receipts.of(messages[index])).finally(
-        () => {
-          const message = messages[index];
-          if (message) receipts.done(message);
-        },
-      ),
-    ),
+    records.map((record, index) => {
+      const message = messages[index];
+      return deliverRecord(ports, record, message, reads.of(message), receipts.of(message)).finally(() => {
+        if (message) receipts.done(message);
+      });
+    }),
   );
   const unrecorded = await receipts.written();
   if (unrecorded.size > 0) {

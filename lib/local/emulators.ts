@@ -37,12 +37,11 @@ export async function startEmulatorProcess(kind: EmulatorKind, dataDir?: string)
     const child = await startLocalProcess<string>(import.meta.url, 'emulator-process', [kind, dataDir]);
     return { endpoint: child.ready, cpuMs: () => ask<number>(child, 'cpuMs'), stop: () => child.stop() };
   }
-  const { child, endpoint, cpuAtStartMs } = (await freshInKept(kind)) ?? {
-    child: await startLocalProcess<string>(import.meta.url, 'emulator-process', [kind, '']),
-    cpuAtStartMs: 0,
-  };
+  const kept = await freshInKept(kind);
+  const child = kept?.child ?? (await startLocalProcess<string>(import.meta.url, 'emulator-process', [kind, '']));
+  const cpuAtStartMs = kept?.cpuAtStartMs ?? 0;
   return {
-    endpoint: endpoint ?? child.ready,
+    endpoint: kept?.endpoint ?? child.ready,
     cpuMs: async () => (await ask<number>(child, 'cpuMs')) - cpuAtStartMs,
     stop: async () => {
       try {

@@ -94,6 +94,32 @@ export function scheduleStoreContract(name: string, makeStore: () => Promise<Sch
       expect(await store.get('acme', resumed.id)).toEqual(resumed);
     });
 
+    it("pages through every schedule of the tenant in id order, counts them, and leaves out another tenant's", async () => {
+      // Prepare: ids in no particular order, and one schedule of another tenant.
+      const store = await makeStore();
+      const ids = Array.from(
+        { length: 20 },
+        (_, index) => `sch_${String((index * 7) % 20).padStart(2, '0')}23456789abcdefghj`,
+      );
+      for (const id of ids) await store.create(aSchedule({ id }));
+      await store.create(aSchedule({ id: 'sch_zz23456789abcdefghj', tenantId: 'globex' }));
+
+      // Act
+      const pages: string[][] = [];
+      let afterId: string | undefined;
+      for (let more = true; more;) {
+        const page = await store.page('acme', 6, afterId);
+        pages.push(page.schedules.map((schedule) => schedule.id));
+        afterId = page.schedules.at(-1)?.id;
+        more = page.more;
+      }
+
+      // Assess
+      expect(pages.slice(0, 3).map((page) => page.length)).toEqual([6, 6, 6]);
+      expect(pages.flat()).toEqual([...ids].sort());
+      expect(await store.count('acme')).toBe(20);
+    });
+
     it('advances only from the pending occurrence, under the revision read', async () => {
       // Prepare
       const store = await makeStore();

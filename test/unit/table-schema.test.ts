@@ -23,6 +23,8 @@ import {
   recheckFlagItem,
   scanMarkerItem,
   scheduleKey,
+  SCHEDULES_LEGACY,
+  scheduleShareOf,
   SWEEP_KEY,
   taskFromItem,
   taskKey,
@@ -164,7 +166,8 @@ describe('Module: table-schema', () => {
     expect(tenantListingKey('acme')).toEqual({ pk: 'TENANTS', sk: 'acme' });
     expect(apiKeyKey('acme', 'key-1')).toEqual({ pk: 'APIKEYS#acme', sk: 'key-1' });
     expect(bizTypeKey('acme', 'order')).toEqual({ pk: 'BIZTYPES#acme', sk: 'order' });
-    expect(scheduleKey('acme', 'sch-1')).toEqual({ pk: 'SCHEDULES#acme', sk: 'sch-1' });
+    expect(scheduleKey('acme', 'sch-1')).toEqual({ pk: `SCHEDULES#acme#${scheduleShareOf('sch-1')}`, sk: 'sch-1' });
+    expect(scheduleKey('acme', 'sch-1', SCHEDULES_LEGACY)).toEqual({ pk: 'SCHEDULES#acme', sk: 'sch-1' });
     expect(API_DELETABLE_PARTITION_PREFIXES).toEqual(['BIZTYPES#', 'SCHEDULES#']);
     expect(indexPartitionKey({ index: 'byBizId', tenantId: 'acme', bizId: 'o-1' })).toBe('acme#o-1');
     expect(indexPartitionKey({ index: 'byBizType', tenantId: 'acme', bizType: 'order', shard: 3 })).toBe(

@@ -5,6 +5,8 @@
  * and the tests read and write items through it too. Changing anything stored here breaks
  * deployed tables: attribute names and values are a wire format.
  */
+import { createHash } from 'node:crypto';
+
 import { TABLE } from '../../contract/topology.js';
 import { MAX_SHARDS, parseTaskId, type TaskAddress } from '../../core/kernel/ids.js';
 import type {
@@ -53,6 +55,7 @@ export const KEY_EXPRESSIONS = {
   itemPresent: `attribute_exists(${PK})`,
   partition: `${PK} = :pk`,
   partitionSortBetween: `${PK} = :pk AND ${SK} BETWEEN :from AND :to`,
+  partitionSortAfter: `${PK} = :pk AND ${SK} > :after`,
   /** Items of every partition whose key starts with `:prefix` (a Scan's filter: local mode's console only). */
   partitionPrefix: `begins_with(${PK}, :prefix)`,
 } as const;
@@ -769,14 +772,34 @@ export function counterKey(prefix: string, subject: CounterShare, second: number
 // ---- Schedules ------------------------------------------------------------------------
 
 /**
- * A tenant's schedules share one partition, `SCHEDULES#<tenant>`, sort key the schedule id. The
- * cap per tenant (MAX_SCHEDULES_PER_TENANT, 1,000 items of a few KB) keeps it far below a
- * partition's 10 GB, and its traffic is one read and at most one write per occurrence: a
- * thousand schedules firing every second would be about 2,000 writes a second on the partition,
- * so such a tenant is throttled before any other is touched.
+ * A tenant's schedules are spread over SCHEDULE_SHARES partitions, `SCHEDULES#<tenant>#<share>`,
+ * the share a hash of the schedule id, sort key the schedule id. Each occurrence reads its
+ * schedule and moves its chain on, a write billed at the item's size: a tenant at its cap
+ * (MAX_SCHEDULES_PER_TENANT, 1,000) whose schedules all fire every second writes some 2,000 units
+ * a second of 2 KB items, twice what one partition takes; over 8 shares each takes about 250.
+ * Schedules stored before the shares live in `SCHEDULES#<tenant>` (SCHEDULES_LEGACY), where the
+ * store still finds them.
  */
+export const SCHEDULE_SHARES = 8;
 export const SCHEDULES_PARTITION_PREFIX = 'SCHEDULES#';
-export const schedulesPartition = (tenantId: string) => tenantScoped(SCHEDULES_PARTITION_PREFIX, tenantId);
+/** Where a schedule stored before the shares lives: the tenant's one schedule partition. */
+export const SCHEDULES_LEGACY = 'legacy';
+export type ScheduleShare = number | typeof SCHEDULES_LEGACY;
+
+export function scheduleShareOf(id: string): number {
+  return createHash('sha256').update(id).digest().readUInt32BE(0) % SCHEDULE_SHARES;
+}
+
+/** Every partition a tenant's schedules may be in: the shares, then the one from before them. */
+export const SCHEDULE_PARTITIONS: readonly ScheduleShare[] = [
+  ...Array.from({ length: SCHEDULE_SHARES }, (_, share) => share),
+  SCHEDULES_LEGACY,
+];
+
+export const schedulesPartition = (tenantId: string, share: ScheduleShare) =>
+  share === SCHEDULES_LEGACY
+    ? tenantScoped(SCHEDULES_PARTITION_PREFIX, tenantId)
+    : tenantScoped(SCHEDULES_PARTITION_PREFIX, tenantId, share);
 
 /**
  * The partitions the api may delete items in: bizType settings and schedules (tasks are never
@@ -815,8 +838,9 @@ export interface NextOccurrenceItem {
   readonly atMs: number;
 }
 
-export const scheduleKey = (tenantId: string, id: string): TableKey => ({
-  [PK]: schedulesPartition(tenantId),
+/** A schedule's key: in its share, or where one stored before the shares lives. */
+export const scheduleKey = (tenantId: string, id: string, share: ScheduleShare = scheduleShareOf(id)): TableKey => ({
+  [PK]: schedulesPartition(tenantId, share),
   [SK]: id,
 });
 

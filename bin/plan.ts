@@ -22,7 +22,7 @@ import {
   type Plan,
   plan,
   PRICES,
-  tieredPerGb,
+  tieredAverage,
   total,
   TRACED_SHARE_UNDER_LOAD,
 } from '../lib/construct/plan/cost-model.js';
@@ -202,7 +202,7 @@ const costTable = (mode: CapacityMode) =>
 /** What a delivery adds for its target type, per million deliveries: a webhook's egress (priced as if every delivery were one), a queue's SendMessage, a bus's PutEvents. */
 const webhookBytes = requests.webhookRequestBytes ?? 0;
 const targetPrices = [
-  `webhook ${money((webhookBytes / 1e9) * tieredPerGb(PRICES.dataTransferOut, (webhookBytes * perDay * 30) / 1e9) * 1e6, 3)} of egress (${requests.webhookRequestBytes === undefined ? 'not measured' : `${fmt(webhookBytes)} bytes a call`})`,
+  `webhook ${money((webhookBytes / 1e9) * tieredAverage(PRICES.dataTransferOut, (webhookBytes * perDay * 30) / 1e9) * 1e6, 3)} of egress (${requests.webhookRequestBytes === undefined ? 'not measured' : `${fmt(webhookBytes)} bytes a call`})`,
   `SQS ${money(PRICES.sqsRequest * 1e6)} (SendMessage)`,
   `EventBridge ${money(PRICES.eventBridgeEvent * 1e6)} (PutEvents)`,
 ].join(', ');

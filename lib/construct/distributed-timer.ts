@@ -78,7 +78,7 @@ export interface DistributedTimerProps {
   readonly apiThrottle?: ThrottleSettings;
   /**
    * Whether the api's code also gets a Lambda function URL (`functionUrl`), a second front door
-   * to the same routes that costs nothing beyond the invocation, where the HTTP API adds $1.00 per
+   * to the same routes that costs nothing beyond the invocation, where the HTTP API adds $0.90-1.00 per
    * million requests. It authenticates by API key like the HTTP API, but has neither its stage
    * throttle (`apiThrottle`) nor its access logs. It runs on a function of its own (`urlFunction`),
    * whose reserved concurrency (`functionUrlReservedConcurrency`) bounds it, so a flood through the

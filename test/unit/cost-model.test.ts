@@ -11,7 +11,7 @@ import {
   PRICES,
   resourceInventory,
   SECONDS_PER_MONTH,
-  tieredPerGb,
+  tieredAverage,
   total,
   TRACED_SHARE_UNDER_LOAD,
 } from '../../lib/construct/plan/cost-model.js';
@@ -80,13 +80,19 @@ describe('Function: costPerTask', () => {
   });
 });
 
-describe('Function: tieredPerGb', () => {
+describe('Function: tieredAverage', () => {
   it("averages each tier's price over the GB that fall in it", () => {
     // Assess: 60 TB of Lambda logs cost $12,500 where the flat $0.50 made $30,000.
-    expect(tieredPerGb(PRICES.cloudWatch.lambdaLogs, 60_000) * 60_000).toBeCloseTo(12_500, 6);
-    expect(tieredPerGb(PRICES.cloudWatch.lambdaLogs, 5_000)).toBe(0.5);
-    expect(tieredPerGb(PRICES.dataTransferOut, 45_000) * 45_000).toBeCloseTo(10_000 * 0.09 + 35_000 * 0.085, 6);
-    expect(tieredPerGb(PRICES.dataTransferOut, 0)).toBe(0.09);
+    expect(tieredAverage(PRICES.cloudWatch.lambdaLogs, 60_000) * 60_000).toBeCloseTo(12_500, 6);
+    expect(tieredAverage(PRICES.cloudWatch.lambdaLogs, 5_000)).toBe(0.5);
+    expect(tieredAverage(PRICES.dataTransferOut, 45_000) * 45_000).toBeCloseTo(10_000 * 0.09 + 35_000 * 0.085, 6);
+    expect(tieredAverage(PRICES.dataTransferOut, 0)).toBe(0.09);
+  });
+
+  it("prices a month's HTTP API requests past the first 300 million at $0.90 a million", () => {
+    // Assess: a billion single submits a day is 30 billion requests a month.
+    expect(tieredAverage(PRICES.httpApiRequests, 30_000) * 30_000).toBeCloseTo(300 * 1.0 + 29_700 * 0.9, 6);
+    expect(tieredAverage(PRICES.httpApiRequests, 100)).toBe(1);
   });
 });
 

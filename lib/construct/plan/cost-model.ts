@@ -5,8 +5,11 @@
  * scales this is for they are noise, and leaving them out never flatters the result.
  */
 
-/** A price that falls with monthly volume: each tier's price applies up to its `upToGb` (GB = 1e9 bytes, TB = 1,000 GB). */
-export type Tiers = ReadonlyArray<{ readonly upToGb: number; readonly perGb: number }>;
+/**
+ * A price that falls with monthly volume: each tier's `price` applies up to its `upTo`, both in the
+ * tier's unit (GB of 1e9 bytes for logs and data transfer, millions for requests).
+ */
+export type Tiers = ReadonlyArray<{ readonly upTo: number; readonly price: number }>;
 
 /**
  * Published us-east-1 on-demand prices, in dollars, as checked on 2026-11-21 (PITR, Lambda's
@@ -35,16 +38,19 @@ export const PRICES = {
   },
   /** X-Ray, per trace recorded (the functions run with active tracing). */
   xrayTraceRecorded: 5.0 / 1e6,
-  /** API Gateway HTTP API, per request, for the first 300 million a month. */
-  httpApiRequest: 1.0 / 1e6,
+  /** API Gateway HTTP API, per million requests: $1.00 for a month's first 300 million, $0.90 after. */
+  httpApiRequests: [
+    { upTo: 300, price: 1.0 },
+    { upTo: Number.POSITIVE_INFINITY, price: 0.9 },
+  ] satisfies Tiers,
   /** EventBridge custom events put on a bus (64 KB chunks): an EventBridge target's PutEvents. */
   eventBridgeEvent: 1.0 / 1e6,
   /** Data transfer out to the internet (webhook calls, the API's answers), tiered by the month's volume. */
   dataTransferOut: [
-    { upToGb: 10_000, perGb: 0.09 },
-    { upToGb: 50_000, perGb: 0.085 },
-    { upToGb: 150_000, perGb: 0.07 },
-    { upToGb: Number.POSITIVE_INFINITY, perGb: 0.05 },
+    { upTo: 10_000, price: 0.09 },
+    { upTo: 50_000, price: 0.085 },
+    { upTo: 150_000, price: 0.07 },
+    { upTo: Number.POSITIVE_INFINITY, price: 0.05 },
   ] satisfies Tiers,
   /** EventBridge Scheduler, per scheduled invocation (after 14 million free a month). */
   schedulerInvocation: 1.0 / 1e6,
@@ -55,10 +61,10 @@ export const PRICES = {
     logsGb: 0.5,
     /** Lambda's logs (vended logs), tiered by the month's volume since 1 May 2025. */
     lambdaLogs: [
-      { upToGb: 10_000, perGb: 0.5 },
-      { upToGb: 30_000, perGb: 0.25 },
-      { upToGb: 50_000, perGb: 0.1 },
-      { upToGb: Number.POSITIVE_INFINITY, perGb: 0.05 },
+      { upTo: 10_000, price: 0.5 },
+      { upTo: 30_000, price: 0.25 },
+      { upTo: 50_000, price: 0.1 },
+      { upTo: Number.POSITIVE_INFINITY, price: 0.05 },
     ] satisfies Tiers,
     /** Standard-resolution alarm per month. */
     alarmMonth: 0.1,
@@ -82,18 +88,18 @@ export const MONTHLY_PRICE_BY_RESOURCE_TYPE: Readonly<Record<string, number>> = 
 
 export const SECONDS_PER_MONTH = 30 * 24 * 3600;
 
-/** The average price per GB of `monthlyGb` in a month; a volume of zero or less is priced at the first tier. */
-export function tieredPerGb(tiers: Tiers, monthlyGb: number): number {
-  const first = tiers[0]?.perGb ?? 0;
-  if (monthlyGb <= 0) return first;
+/** The average price per unit of a month's `volume`; a volume of zero or less is priced at the first tier. */
+export function tieredAverage(tiers: Tiers, volume: number): number {
+  const first = tiers[0]?.price ?? 0;
+  if (volume <= 0) return first;
   let dollars = 0;
   let from = 0;
-  for (const { upToGb, perGb } of tiers) {
-    dollars += (Math.min(monthlyGb, upToGb) - from) * perGb;
-    if (monthlyGb <= upToGb) break;
-    from = upToGb;
+  for (const { upTo, price } of tiers) {
+    dollars += (Math.min(volume, upTo) - from) * price;
+    if (volume <= upTo) break;
+    from = upTo;
   }
-  return dollars / monthlyGb;
+  return dollars / volume;
 }
 
 /**
@@ -166,7 +172,7 @@ export const COMPONENT_NAMES: Readonly<Record<keyof CostBreakdown, string>> = {
   dynamoStorage: 'DynamoDB storage: task and key items, until due and retention ends',
   pitr: 'point-in-time recovery ($0.20 per GB-month of table)',
   sqs: 'SQS: tick and delivery queues',
-  apiGateway: 'HTTP API requests ($1.00 per million)',
+  apiGateway: 'HTTP API requests (tiered: $1.00, then $0.90 per million)',
   lambda: 'Lambda requests and GB-seconds',
   logs: 'Lambda logs (tiered: $0.50, $0.25, $0.10, $0.05 per GB)',
   tracing: 'X-Ray traces',
@@ -188,7 +194,7 @@ export function perMillion(breakdown: CostBreakdown): CostBreakdown {
 /**
  * Dollars per task, by component. Provisioned capacity is priced at the average rate divided
  * by the auto scaling target utilization: the capacity paid for but not used is the price of
- * scaling on a target rather than per request. The tiered prices (logs, data transfer out) are
+ * scaling on a target rather than per request. The tiered prices (logs, data transfer out, HTTP API requests) are
  * those of `tasksPerMonth` such tasks; left at 0 they are priced at their first, dearest tier.
  */
 export function costPerTask(
@@ -202,7 +208,8 @@ export function costPerTask(
   const perUnitSecond = (hourPrice: number) => hourPrice / 3600 / targetUtilization;
   const writeUnit = mode === 'on-demand' ? dynamo.writeRequestUnit : perUnitSecond(dynamo.writeCapacityUnitHour);
   const gbMonths = (bytes: number) => (bytes / 1e9) * (usage.storedDays / 30);
-  const tiered = (tiers: Tiers, bytes: number) => (bytes / 1e9) * tieredPerGb(tiers, (bytes * tasksPerMonth) / 1e9);
+  const tiered = (tiers: Tiers, bytes: number) => (bytes / 1e9) * tieredAverage(tiers, (bytes * tasksPerMonth) / 1e9);
+  const apiRequestsPerMillion = tieredAverage(PRICES.httpApiRequests, (usage.apiRequests * tasksPerMonth) / 1e6);
   return {
     dynamoWrites: usage.dynamoWriteUnits * writeUnit,
     indexWrites: usage.indexEntries * (writeUnit + gbMonths(INDEX_ENTRY_BYTES) * dynamo.storageGbMonth),
@@ -212,7 +219,7 @@ export function costPerTask(
     dynamoStorage: gbMonths(usage.storedBytes) * dynamo.storageGbMonth,
     pitr: gbMonths(usage.storedBytes) * dynamo.pitrGbMonth,
     sqs: usage.sqsRequests * PRICES.sqsRequest,
-    apiGateway: usage.apiRequests * PRICES.httpApiRequest,
+    apiGateway: (usage.apiRequests * apiRequestsPerMillion) / 1e6,
     lambda: usage.lambdaInvocations * PRICES.lambda.request + usage.lambdaGbSeconds * PRICES.lambda.gbSecond,
     logs: tiered(PRICES.cloudWatch.lambdaLogs, usage.logBytes),
     tracing: usage.tracedInvocations * tracedShare * PRICES.xrayTraceRecorded,

@@ -83,7 +83,7 @@ export function createCallbackHandler(config: CallbackConfig, { clients, observa
       inbox,
       slowCalls: targets,
       remainingMs: () => context.getRemainingTimeInMillis(),
-      reserveMs: MAX_EARLY_WAIT_MS + config.webhookTimeoutMs + WRITES_RESERVE_MS,
+      callReserveMs: config.webhookTimeoutMs + WRITES_RESERVE_MS,
     }),
   );
 }

@@ -131,14 +131,21 @@ export interface SpareTime {
   readonly slowCalls: SlowCallWatch;
   /** Time left before the function times out. */
   readonly remainingMs: () => number;
-  /** The least time a batch from the inbox may need: the wait for its due times, a webhook's whole timeout and the writes after them. */
-  readonly reserveMs: number;
+  /** The least time a call started now may need: a webhook's whole timeout and the writes after it. */
+  readonly callReserveMs: number;
 }
 
 /** How long an invocation waits after finding the queue empty before it looks again. */
 const EMPTY_INBOX_PAUSE_MS = 250;
 /** Batches of up to ten an invocation delivers at once while held, beside its own. */
 const MAX_TAKEN_BATCHES = 10;
+/**
+ * How early a taken message may be and still be waited for, at the least: a message surfaces one
+ * to two seconds before its task goes (delaySecondsUntil), so a shorter wait would send most of
+ * them back. An invocation takes no more once less than this is left before its calls could no
+ * longer finish (SpareTime.callReserveMs).
+ */
+const TAKEN_EARLY_WAIT_MS = 2000;
 
 /**
  * Delivers the batch the event source mapping handed over. While one of its calls goes
@@ -178,7 +185,12 @@ async function deliverWhileHeld(ports: RecordPorts, spare: SpareTime, held: Prom
   let taking = 0;
   let taken = 0;
   try {
-    while (unfinished.size > 0 && spare.remainingMs() > spare.reserveMs) {
+    // Taken batches wait out no more of their messages' lead than leaves their calls time to
+    // finish: a message earlier than that goes back for its time (the 'early' outcome), as one
+    // that surfaces too early does. So the invocation serves the queue for as long as a hanging
+    // call holds it, not only while a batch's longest wait and a call would still fit.
+    const earlyWaitLeft = () => Math.min(ports.delivery.maxEarlyWaitMs, spare.remainingMs() - spare.callReserveMs);
+    while (unfinished.size > 0 && earlyWaitLeft() >= TAKEN_EARLY_WAIT_MS) {
       if (!(await slowCallInHand())) continue;
       if (taking >= MAX_TAKEN_BATCHES) {
         await Promise.race(unfinished);
@@ -191,7 +203,8 @@ async function deliverWhileHeld(ports: RecordPorts, spare: SpareTime, held: Prom
       }
       taken += records.length;
       taking += 1;
-      const batch = track(deliverTaken(ports, spare.inbox, records).finally(() => (taking -= 1)));
+      const takenPorts = { ...ports, delivery: { ...ports.delivery, maxEarlyWaitMs: earlyWaitLeft() } };
+      const batch = track(deliverTaken(takenPorts, spare.inbox, records).finally(() => (taking -= 1)));
       // A batch taken can meet the hanging host too: the next is taken once this one is done, or
       // has itself been held a slow call's time, so no hanging call holds up the tasks behind it.
       await pauseUnless(batch, spare.slowCalls.slowMs);

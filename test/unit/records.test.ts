@@ -303,7 +303,10 @@ describe('Function: deliverRecords, while a call hangs', () => {
     slowCallCounts?: () => boolean;
   }) {
     const hanging = aTask(NOW_MS - 1000, 0, { target: { type: 'http', url: 'https://hangs.example.com/timer' } });
-    const { ports, taskStore, calls } = recordPorts([hanging, ...options.queued], { ok: true, statusCode: 204 });
+    const { ports, taskStore, calls, deliveryQueue } = recordPorts([hanging, ...options.queued], {
+      ok: true,
+      statusCode: 204,
+    });
     let release = () => {};
     const hung = new Promise<void>((resolve) => {
       release = resolve;
@@ -341,11 +344,11 @@ describe('Function: deliverRecords, while a call hangs', () => {
       inbox,
       slowCalls,
       remainingMs: () => options.remainingMs ?? 30_000,
-      reserveMs: 15_000,
+      callReserveMs: 13_000,
     };
     const portsHeld: RecordPorts = { ...ports, delivery: { ...ports.delivery, targets: slowCalls } };
     const run = () => deliverRecords(portsHeld, [recordOf({ id: hanging.id }, 'm-hangs')], spare);
-    return { run, release, inbox, delivered, taskStore, calls, hanging };
+    return { run, release, inbox, delivered, taskStore, calls, hanging, deliveryQueue };
   }
 
   const otherTenantsTasks = (count: number) =>
@@ -427,6 +430,27 @@ describe('Function: deliverRecords, while a call hangs', () => {
     // Assess
     expect(held.inbox.receives).toBe(0);
     expect(held.delivered).toEqual([]);
+  });
+
+  it('sends a taken message back for its time when waiting for it would leave its call too little of the time left', async () => {
+    // Prepare: 16 s left, 13 of them a call's and its writes': a taken task may be waited for 3 s at most.
+    // (The fake clock leaps when waited on, so the task that goes now is due already.)
+    const soon = aTask(NOW_MS - 500, 1);
+    const later = aTask(NOW_MS + 3500, 2);
+    const held = heldInvocation({ queued: [soon, later], remainingMs: 16_000 });
+
+    // Act
+    const invocation = held.run();
+    await vi.waitFor(() => expect(held.inbox.deleted).toHaveLength(2), { timeout: 2000 });
+    held.release();
+    await invocation;
+
+    // Assess: the sooner task was waited for and called; the later one was not, and has a new
+    // message for its time in place of the one taken.
+    expect(held.delivered).toEqual([soon.id]);
+    expect(held.deliveryQueue.sent.map((message) => [message.id, message.notBeforeMs])).toEqual([
+      [later.id, later.fireAtMs],
+    ]);
   });
 
   it('answers for its own batch when a delete fails; the messages not deleted come back after their visibility timeout', async () => {

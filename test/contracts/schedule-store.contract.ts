@@ -2,11 +2,12 @@ import { describe, expect, it } from 'vitest';
 
 import type { Schedule, ScheduleStore } from '../../functions/core/schedules/schedules.js';
 
-const AT = Date.parse('2026-06-01T12:00:00.000Z');
-const first = { taskId: 'OCCURRENCE-1', atMs: AT + 5000 };
-const second = { taskId: 'OCCURRENCE-2', atMs: AT + 10_000 };
+export const AT = Date.parse('2026-06-01T12:00:00.000Z');
+export const first = { taskId: 'OCCURRENCE-1', atMs: AT + 5000 };
+export const second = { taskId: 'OCCURRENCE-2', atMs: AT + 10_000 };
 
-const aSchedule = (overrides: Partial<Schedule> = {}): Schedule => ({
+/** A schedule of tenant acme, its first occurrence pending; `overrides` change any part. */
+export const aSchedule = (overrides: Partial<Schedule> = {}): Schedule => ({
   id: 'sch_0123456789abcdefghjk',
   tenantId: 'acme',
   rate: '5 seconds',

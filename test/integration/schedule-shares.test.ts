@@ -13,7 +13,7 @@ import {
   SCHEDULES_LEGACY,
   scheduleToItem,
 } from '../../functions/adapters/dynamo/table-schema.js';
-import type { Schedule } from '../../functions/core/schedules/schedules.js';
+import { aSchedule, first, second } from '../contracts/schedule-store.contract.js';
 import { type Emulators, startEmulators } from '../support/emulators.js';
 
 let emulators: Emulators;
@@ -24,26 +24,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await emulators?.stop();
-});
-
-const AT = Date.parse('2026-06-01T12:00:00.000Z');
-const first = { taskId: 'OCCURRENCE-1', atMs: AT + 5000 };
-const second = { taskId: 'OCCURRENCE-2', atMs: AT + 10_000 };
-
-const aSchedule = (id: string): Schedule => ({
-  id,
-  tenantId: 'acme',
-  rate: '1 second',
-  timezone: 'UTC',
-  anchorMs: AT,
-  target: { type: 'http', url: 'https://hooks.example.com/tick' },
-  payloadJson: '{"v":1}',
-  catchUp: 'fire-once',
-  paused: false,
-  revision: 'r0',
-  createdAtMs: AT,
-  updatedAtMs: AT,
-  next: first,
 });
 
 const idOf = (index: number) => `sch_${String(index).padStart(20, '0')}`;
@@ -59,7 +39,7 @@ describe('Schedule partitions', () => {
     const { tableName, store } = await storeOnNewTable();
 
     // Act
-    for (let index = 0; index < 64; index += 1) await store.create(aSchedule(idOf(index)));
+    for (let index = 0; index < 64; index += 1) await store.create(aSchedule({ id: idOf(index) }));
 
     // Assess
     const { Items = [] } = await emulators.dynamo.send(new ScanCommand({ TableName: tableName }));
@@ -74,11 +54,11 @@ describe('Schedule partitions', () => {
   it('reads, lists, counts, advances, replaces and deletes a schedule stored before the shares, where it is', async () => {
     // Prepare: one schedule at the old key, written as an earlier version wrote it, and one new.
     const { tableName, store } = await storeOnNewTable();
-    const old = aSchedule(idOf(1));
+    const old = aSchedule({ id: idOf(1) });
     const oldKey = scheduleKey('acme', old.id, SCHEDULES_LEGACY);
     expect(oldKey.pk).toBe('SCHEDULES#acme');
     await emulators.dynamo.send(new PutCommand({ TableName: tableName, Item: { ...scheduleToItem(old), ...oldKey } }));
-    await store.create(aSchedule(idOf(2)));
+    await store.create(aSchedule({ id: idOf(2) }));
 
     // Act and assess: read, listed and counted beside the new one.
     expect(await store.get('acme', old.id)).toEqual(old);

@@ -379,8 +379,13 @@ or more fails the run, as does a p99 lateness of ${fmt(P99_LATENESS_LIMIT_MS)} m
   abandoned, so a receiver is never called twice for one attempt), and with one to three batches in
   flight that holds back every tenant until each environment's circuit breaker has learned.
 - **Constants that do not scale.** Limits are divided by ${K}; the design's own counts are not (80
-  shards, 32 occupancy slots, up to 64 counter shares a tenant). A key whose load a constant bounds
-  (a second's scanner runs, at most one per slot) weighs ${K} times as much against its limit here.
+  shards, 32 occupancy slots, up to 64 counter shares a tenant, 100 records a callback batch). A key
+  whose load a constant bounds (a second's scanner runs, at most one per slot) weighs ${K} times as
+  much against its limit here. And a callback batch is ${K} times as large a share of the load: where
+  a billion a day keeps dozens of batches in flight, each invocation's pauses (waiting out its
+  records' due times, or held by a hanging call) filled by the others', the model at ${K} keeps a
+  few at most, and at 100 one: a pause then holds up every delivery behind it. Much of (d)'s
+  lateness is this.
 - **Sparse mode.** The default occupancy index is not run at this rate; its items are held to the
   growth test (\`test/scale/hot-items.test.ts\`), which runs the defaults.
 - **What AWS does not publish.** Partition splits for heat, adaptive capacity, SQS's internal

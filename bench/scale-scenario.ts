@@ -125,6 +125,8 @@ export interface ScenarioResult {
    * that falls behind its plan keeps below the planned rate.
    */
   readonly peakAcceptedPerSecond: number;
+  /** How long submit requests took to be answered for good, retries included. */
+  readonly submitMs: { readonly p50: number; readonly p99: number; readonly max: number };
   readonly tenants: Readonly<Record<string, TenantResult>>;
   readonly model: ScaleModelReport;
   readonly lambda: Readonly<Record<string, FunctionStats>>;
@@ -159,6 +161,8 @@ export interface ScheduleResult {
   readonly created: number;
   /** Creates refused for good, or still answered 429 or 5xx after every retry. */
   readonly refused: number;
+  /** Why creates were refused: status and problem title, with counts. */
+  readonly refusedBecause: Readonly<Record<string, number>>;
   readonly api429: number;
   readonly api5xx: number;
   /** Occurrences of the created schedules due within the run. */
@@ -423,6 +427,8 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
   const isMeasured = (task: Sent) => task.dueAtMs <= measuredUntilMs;
 
   const planIndex = new Map(spec.tasks.map((task, index) => [task, index]));
+  /** How long each submit request took to be answered for good, its retries included. */
+  const submitMs: number[] = [];
   const submit = async (tasks: readonly PlannedTask[]) => {
     const tenant = tasks[0]?.tenant ?? '';
     const tally = counts.get(tenant) ?? { submitted: 0, rejected: 0, api429: 0, api5xx: 0, unsent: 0 };
@@ -436,6 +442,7 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
       ...(task.bizId !== undefined && { bizId: task.bizId }),
     }));
     const batch = spec.submit === 'batch';
+    const sentAtMs = Date.now();
     for (let attempt = 0; ; attempt += 1) {
       const response = await fetch(`${timer.apiUrl}${batch ? '/v1/tasks/batch' : '/v1/tasks'}`, {
         method: 'POST',
@@ -451,6 +458,7 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
       }
       tally.submitted += tasks.length;
       const acceptedAtMs = Date.now();
+      submitMs.push(acceptedAtMs - sentAtMs);
       const created = batch
         ? ((answer.results ?? []) as Array<{ index?: number; status: number; task?: { id: string; dueAt: string } }>)
         : [{ index: 0, status: response.status, task: answer as { id: string; dueAt: string } }];
@@ -608,6 +616,7 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
     k: options.k,
     seconds: (finishedMs - startMs) / 1000,
     peakAcceptedPerSecond: peakPerSecond([...sent.values()].map((task) => task.acceptedAtMs)),
+    submitMs: latenessOf(submitMs),
     tenants,
     model,
     lambda,
@@ -776,6 +785,9 @@ async function startTargetReaders(
   };
 }
 
+/** Schedule creates in flight at once: tenants set up their schedules one after another, not all at once. */
+const MAX_CREATES_IN_FLIGHT = 4;
+
 /** The bus EventBridge targets name; local mode's sink takes every bus. */
 const EVENT_BUS = 'scale-events';
 
@@ -795,6 +807,7 @@ function scheduleCreator(
   const planned = [...(spec.schedules ?? [])].sort((a, b) => a.createAtMs - b.createAtMs);
   const made: Array<{ readonly id: string; readonly plan: PlannedSchedule }> = [];
   const tally = { refused: 0, api429: 0, api5xx: 0 };
+  const refusedBecause: Record<string, number> = {};
   const create = async (plan: PlannedSchedule, index: number) => {
     const body = {
       rate: plan.rate,
@@ -813,7 +826,9 @@ function scheduleCreator(
         body: JSON.stringify(body),
       }).catch(() => undefined);
       const status = response?.status ?? 503;
-      const answer = response ? ((await response.json().catch(() => ({}))) as Partial<ScheduleView>) : {};
+      const answer = response
+        ? ((await response.json().catch(() => ({}))) as Partial<ScheduleView> & { title?: string; detail?: string })
+        : {};
       if ((status === 429 || status >= 500) && attempt < MAX_RETRIES) {
         if (status === 429) tally.api429 += 1;
         else tally.api5xx += 1;
@@ -821,16 +836,28 @@ function scheduleCreator(
         continue;
       }
       if ((status === 201 || status === 200) && answer.id) made.push({ id: answer.id, plan });
-      else tally.refused += 1;
+      else {
+        tally.refused += 1;
+        const reason = `${status} ${answer.detail ?? answer.title ?? ''}`.trim();
+        refusedBecause[reason] = (refusedBecause[reason] ?? 0) + 1;
+      }
       return;
     }
   };
   const created = (async () => {
     const creates: Array<Promise<void>> = [];
+    let inFlight = 0;
     for (const [index, plan] of planned.entries()) {
       const wait = context.startMs + plan.createAtMs - Date.now();
       if (wait > 0) await sleep(wait);
-      creates.push(create(plan, index));
+      // A slow API backs the creates up rather than piling retries onto the submits' share of it.
+      while (inFlight >= MAX_CREATES_IN_FLIGHT) await sleep(5);
+      inFlight += 1;
+      creates.push(
+        create(plan, index).finally(() => {
+          inFlight -= 1;
+        }),
+      );
     }
     await Promise.all(creates);
   })();
@@ -865,6 +892,7 @@ function scheduleCreator(
         planned: planned.length,
         created: made.length,
         ...tally,
+        refusedBecause,
         occurrencesDue: due.length,
         delivered: lateness.length,
         lost: due.length - lateness.length,

@@ -410,6 +410,7 @@ function steadyLines(result: ScenarioResult): string[] {
     ...(steady
       ? [
           `- steady window ${steady.fromS}–${steady.toS} s: tasks planned due per second ${perSecond(steady.plannedDuePerSecond)}; first arrivals per second ${perSecond(steady.deliveredPerSecond)} (the max is the hot second's)`,
+          `- lateness by due time (10 s spans from the start, p50/max ms): ${steady.latenessByDueSpan.map((span) => `${span.fromS} s ${ms(span.p50)}/${ms(span.max)}`).join(', ')}`,
         ]
       : []),
     ...(schedules

@@ -196,6 +196,8 @@ export interface SteadyResult {
   readonly plannedDuePerSecond: { readonly mean: number; readonly min: number; readonly max: number };
   /** Tasks whose first arrival fell in each second of the window. */
   readonly deliveredPerSecond: { readonly mean: number; readonly min: number; readonly max: number };
+  /** The measured tasks' lateness by when they fell due, in 10 s spans from the start: where lateness built up and drained. */
+  readonly latenessByDueSpan: ReadonlyArray<{ readonly fromS: number; readonly p50: number; readonly max: number }>;
 }
 
 interface RunOptions {
@@ -686,9 +688,24 @@ function steadyResult(
       max: Math.max(...counts),
     };
   };
+  const spans = new Map<number, number[]>();
+  for (const [id, task] of measured) {
+    const first = arrivals.get(id)?.[0];
+    if (!first) continue;
+    const span = Math.floor((task.dueAtMs - startMs) / 10_000) * 10;
+    const list = spans.get(span) ?? [];
+    list.push(first.receivedAtMs - task.dueAtMs);
+    spans.set(span, list);
+  }
   return {
     fromS,
     toS,
+    latenessByDueSpan: [...spans.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([spanFromS, lateness]) => {
+        const { p50, max } = latenessOf(lateness);
+        return { fromS: spanFromS, p50, max };
+      }),
     plannedDuePerSecond: perSecond(spec.tasks.map((task) => Math.round(task.dueAtMs / 1000))),
     deliveredPerSecond: perSecond(
       measured.flatMap(([id]) => {

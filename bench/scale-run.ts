@@ -218,6 +218,7 @@ function steadyState(tenants: readonly string[], seed: number): PlannedTask[] {
     submitAtMs: hotSubmitAtMs,
     dueAtMs: STEADY_HOT_SECOND_AT * 1000,
     target: targetOf(),
+    group: 'hot second',
   }));
   return [...steady, ...hot].map((task, index) => ({
     ...task,
@@ -396,7 +397,7 @@ function tenantTable(result: ScenarioResult): string {
 
 /** What only (e) has: deliveries by target, the steady window, the schedules and the receiver's host cap. */
 function steadyLines(result: ScenarioResult): string[] {
-  const { steady, schedules, receiver, byTarget } = result;
+  const { steady, schedules, receiver, byTarget, byGroup } = result;
   const targets = Object.entries(byTarget)
     .map(
       ([kind, t]) =>
@@ -405,8 +406,13 @@ function steadyLines(result: ScenarioResult): string[] {
     .join('; ');
   const perSecond = (counts: { mean: number; min: number; max: number }) =>
     `mean ${fmt(counts.mean, 1)}, min ${fmt(counts.min)}, max ${fmt(counts.max)}`;
+  const groups = Object.entries(byGroup).map(
+    ([group, t]) =>
+      `- ${group}: ${t.delivered} of ${t.dueWithinRun} delivered (lost ${t.lost}, early ${t.early}), lateness p50 ${ms(t.latenessMs.p50)} ms, p99 ${ms(t.latenessMs.p99)} ms, max ${ms(t.latenessMs.max)} ms`,
+  );
   return [
     ...(Object.keys(byTarget).length > 1 ? [`- delivered by target: ${targets}`] : []),
+    ...groups,
     ...(steady
       ? [
           `- steady window ${steady.fromS}–${steady.toS} s: tasks planned due per second ${perSecond(steady.plannedDuePerSecond)}; first arrivals per second ${perSecond(steady.deliveredPerSecond)} (the max is the hot second's)`,

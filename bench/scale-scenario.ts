@@ -36,6 +36,8 @@ export interface PlannedTask {
   readonly target?: TargetKind;
   readonly bizType?: string;
   readonly bizId?: string;
+  /** A group the report judges apart, such as a hot second laid over a steady load. */
+  readonly group?: string;
 }
 
 /** A schedule a tenant creates during the run (POST /v1/schedules), firing at a rate to its webhook. */
@@ -140,6 +142,8 @@ export interface ScenarioResult {
   readonly eventLoopDelayMs: { readonly p99: number; readonly max: number };
   /** The measured tasks by where they were delivered (webhooks of every tenant, the SQS queue, the EventBridge bus). */
   readonly byTarget: Readonly<Partial<Record<TargetKind, TargetResult>>>;
+  /** The measured tasks of each named group (PlannedTask.group), judged apart. */
+  readonly byGroup: Readonly<Record<string, TargetResult>>;
   /** The schedules' occurrences, when the scenario has schedules. */
   readonly schedules?: ScheduleResult;
   /** The receiver's concurrency per host, when it has a cap. */
@@ -238,6 +242,7 @@ interface Arrival {
 interface Sent {
   readonly tenant: string;
   readonly target: TargetKind;
+  readonly group?: string;
   readonly dueAtMs: number;
   /** When the API answered its submit. */
   readonly acceptedAtMs: number;
@@ -466,8 +471,14 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
         : [{ index: 0, status: response.status, task: answer as { id: string; dueAt: string } }];
       for (const result of created) {
         if ((result.status === 201 || result.status === 200) && result.task) {
-          const target = tasks[result.index ?? 0]?.target ?? 'http';
-          sent.set(result.task.id, { tenant, target, dueAtMs: Date.parse(result.task.dueAt), acceptedAtMs });
+          const planned = tasks[result.index ?? 0];
+          sent.set(result.task.id, {
+            tenant,
+            target: planned?.target ?? 'http',
+            ...(planned?.group !== undefined && { group: planned.group }),
+            dueAtMs: Date.parse(result.task.dueAt),
+            acceptedAtMs,
+          });
         } else tally.rejected += 1;
       }
       tally.rejected += tasks.length - created.length;
@@ -599,7 +610,8 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
     };
   }
   const measured = [...sent.entries()].filter(([, task]) => isMeasured(task) && spec.tenants[task.tenant] === 'ok');
-  const byTarget = targetResults(measured, receiver.arrivals);
+  const byTarget = resultsBy(measured, receiver.arrivals, (task) => task.target);
+  const byGroup = resultsBy(measured, receiver.arrivals, (task) => task.group);
   const steady = spec.steadyWindowMs && steadyResult(spec, startMs, measured, receiver.arrivals);
   const scheduleResult = spec.schedules && schedules.result(measuredUntilMs, receiver.occurrences);
   const latest = await Promise.all(
@@ -625,6 +637,7 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
     latest,
     eventLoopDelayMs,
     byTarget,
+    byGroup,
     ...(scheduleResult && { schedules: scheduleResult }),
     ...(receiverUsage && { receiver: receiverUsage }),
     ...(steady && { steady }),
@@ -636,15 +649,16 @@ const latenessOf = (values: readonly number[]) => {
   return { p50, p99, max };
 };
 
-/** The measured tasks of the answering tenants by where they were delivered. */
-function targetResults(
+/** The measured tasks of the answering tenants by `keyOf` (where they were delivered, their group); those without a key are left out. */
+function resultsBy(
   measured: ReadonlyArray<readonly [string, Sent]>,
   arrivals: ReadonlyMap<string, readonly Arrival[]>,
-): Partial<Record<TargetKind, TargetResult>> {
-  const kinds = [...new Set(measured.map(([, task]) => task.target))];
-  return Object.fromEntries(
+  keyOf: (task: Sent) => string | undefined,
+): Record<string, TargetResult> {
+  const kinds = [...new Set(measured.flatMap(([, task]) => keyOf(task) ?? []))];
+  return Object.fromEntries<TargetResult>(
     kinds.map((kind) => {
-      const mine = measured.filter(([, task]) => task.target === kind);
+      const mine = measured.filter(([, task]) => keyOf(task) === kind);
       const lateness = mine.flatMap(([id, task]) => {
         const first = arrivals.get(id)?.[0];
         return first ? [first.receivedAtMs - task.dueAtMs] : [];

@@ -427,7 +427,14 @@ function steadyLines(result: ScenarioResult): string[] {
                   .map(([reason, count]) => `${count} × ${reason}`)
                   .join('; ')}`
               : ''
-          }, ${schedules.api429} 429s, ${schedules.api5xx} 5xx); occurrences due within the run ${schedules.occurrencesDue}, delivered ${schedules.delivered}, lost ${schedules.lost}, early ${schedules.early}, duplicate ${schedules.duplicates}, unexpected ${schedules.unexpected}, bad signature ${schedules.badSignatures}; lateness p50 ${ms(schedules.latenessMs.p50)} ms, p99 ${ms(schedules.latenessMs.p99)} ms, max ${ms(schedules.latenessMs.max)} ms`,
+          }, ${schedules.api429} 429s, ${schedules.api5xx} 5xx); occurrences due within the run ${schedules.occurrencesDue}, delivered ${schedules.delivered}, lost ${schedules.lost}, early ${schedules.early}, duplicate ${schedules.duplicates}, unexpected ${schedules.unexpected}, bad signature ${schedules.badSignatures}; lateness p50 ${ms(schedules.latenessMs.p50)} ms, p99 ${ms(schedules.latenessMs.p99)} ms, max ${ms(schedules.latenessMs.max)} ms; by rate: ${Object.entries(
+            schedules.byRate,
+          )
+            .map(
+              ([rate, r]) =>
+                `every ${rate.replace(/^1 /, '')} ${r.delivered} of ${r.occurrencesDue} (p50 ${ms(r.latenessMs.p50)} ms, p99 ${ms(r.latenessMs.p99)} ms)`,
+            )
+            .join(', ')}`,
         ]
       : []),
     ...(receiver

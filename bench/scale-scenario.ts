@@ -180,6 +180,17 @@ export interface ScheduleResult {
   readonly unexpected: number;
   readonly badSignatures: number;
   readonly latenessMs: { readonly p50: number; readonly p99: number; readonly max: number };
+  /** The same by the schedules' rate ("1 second", "1 minute"). */
+  readonly byRate: Readonly<
+    Record<
+      string,
+      {
+        readonly occurrencesDue: number;
+        readonly delivered: number;
+        readonly latenessMs: { readonly p50: number; readonly p99: number; readonly max: number };
+      }
+    >
+  >;
 }
 
 export interface ReceiverResult {
@@ -896,9 +907,9 @@ function scheduleCreator(
   const occurrencesDue = (untilMs: number) =>
     made.flatMap(({ id, plan }) => {
       const last = Math.min(untilMs, context.startMs + plan.endAtMs);
-      const times: Array<{ key: string; atMs: number }> = [];
+      const times: Array<{ key: string; atMs: number; rate: string }> = [];
       for (let atMs = context.startMs + plan.startAtMs; atMs <= last; atMs += plan.everyMs)
-        times.push({ key: occurrenceKey(id, atMs), atMs });
+        times.push({ key: occurrenceKey(id, atMs), atMs, rate: plan.rate });
       return times;
     });
   return {
@@ -908,12 +919,19 @@ function scheduleCreator(
       const due = occurrencesDue(measuredUntilMs);
       const expected = new Set(due.map(({ key }) => key));
       const lateness: number[] = [];
+      const byRate = new Map<string, { due: number; lateness: number[] }>();
       let early = 0;
       let duplicates = 0;
-      for (const { key, atMs } of due) {
+      for (const { key, atMs, rate } of due) {
         const list = arrivals.get(key) ?? [];
         const first = list[0];
-        if (first) lateness.push(first.receivedAtMs - atMs);
+        const ofRate = byRate.get(rate) ?? { due: 0, lateness: [] };
+        byRate.set(rate, ofRate);
+        ofRate.due += 1;
+        if (first) {
+          lateness.push(first.receivedAtMs - atMs);
+          ofRate.lateness.push(first.receivedAtMs - atMs);
+        }
         if (list.some((arrival) => arrival.receivedAtMs < atMs)) early += 1;
         const firstAnswered = list.findIndex((arrival) => arrival.answered >= 200 && arrival.answered < 300);
         if (firstAnswered !== -1 && list.length > firstAnswered + 1) duplicates += 1;
@@ -932,6 +950,12 @@ function scheduleCreator(
         unexpected: all.filter(([key]) => !expected.has(key)).reduce((sum, [, list]) => sum + list.length, 0),
         badSignatures: all.reduce((sum, [, list]) => sum + list.filter((arrival) => !arrival.signatureValid).length, 0),
         latenessMs: latenessOf(lateness),
+        byRate: Object.fromEntries(
+          [...byRate].map(([rate, { due: count, lateness: late }]) => [
+            rate,
+            { occurrencesDue: count, delivered: late.length, latenessMs: latenessOf(late) },
+          ]),
+        ),
       };
     },
   };

@@ -594,13 +594,13 @@ ${STEADY_SUBMIT_END_SECONDS} s, and every task falls due 5 s to ${STEADY_MAX_DEL
 all of them come due within the run and are measured. From ${STEADY_WINDOW.fromMs / 1000} s (the ramp and the longest delay past)
 to ${STEADY_WINDOW.toMs / 1000} s (the last submits and the shortest delay), as many tasks fall due each second as are
 submitted: the report gives the planned and the delivered counts per second in that window. On top,
-${fmt(HOT_SECOND_TASKS)} tasks (the hot second of (c)) fall due at ${STEADY_HOT_SECOND_AT} s${QUICK ? ' (minute 2 in the full run; 100 s in --quick, to fall inside its shorter window)' : ', minute 2'}, submitted
-${HOT_SECOND_LEAD_SECONDS} s before in batches of two tenants. Every task carries a bizType (one of ${BIZ_TYPES.length}) and a bizId of its
+${fmt(HOT_SECOND_TASKS)} tasks (the hot second of (c)) fall due at ${STEADY_HOT_SECOND_AT} s${QUICK ? ' (minute 2 in the full run; in --quick 100 s, inside its shorter window)' : ' (minute 2)'}, submitted
+${HOT_SECOND_LEAD_SECONDS} s before in ${fmt(Math.ceil(HOT_SECOND_TASKS / BATCH_SIZE))} batches of up to 100, each one tenant's. Every task carries a bizType (one of ${BIZ_TYPES.length}) and a bizId of its
 own; ${STEADY_TARGET_SHARES.map(([kind, share]) => `${fmt(share * 100)}% go to ${kind === 'sqs' ? 'an SQS queue' : 'an EventBridge bus'}`).join(' and ')} instead of the
 tenant's webhook. The harness reads the queue straight from fauxqs (lateness by each message's
 SentTimestamp) and the local EventBridge sink's events (by their arrival); EventBridge's PutEvents
 quota (${fmt(AWS_LIMITS.eventBridge.putEventsPerSecond)} entries a second in us-east-1) is divided by k like the rest.
-${SCHEDULE_TENANT_COUNT === STEADY_TENANT_COUNT ? 'Each tenant' : `The first ${SCHEDULE_TENANT_COUNT} tenants (a sample in --quick: all ${fmt(STEADY_TENANT_COUNT)} tenants' creates in 20 s, with their retries, took the api's whole scaled reservation on this 2-core machine, and a minute's schedule fires only once or twice in a quick run) each`} create${SCHEDULE_TENANT_COUNT === STEADY_TENANT_COUNT ? 's' : ''} ${fmt(SCHEDULES_PER_TENANT)} schedules (POST /v1/schedules, at most 4 at once) in the first ${SCHEDULES_CREATED_WITHIN_MS / 1000} s: the per-tenant limit
+${SCHEDULE_TENANT_COUNT === STEADY_TENANT_COUNT ? 'Each tenant' : `The first ${SCHEDULE_TENANT_COUNT} tenants (a sample in --quick: all ${fmt(STEADY_TENANT_COUNT)} tenants' creates in 20 s, with their retries, took the api's whole scaled reservation on a 2-core machine, and a minute's schedule fires only once or twice in a quick run) each`} create${SCHEDULE_TENANT_COUNT === STEADY_TENANT_COUNT ? 's' : ''} ${fmt(SCHEDULES_PER_TENANT)} schedules (POST /v1/schedules, at most 4 at once) in the first ${SCHEDULES_CREATED_WITHIN_MS / 1000} s: the per-tenant limit
 of ${fmt(MAX_SCHEDULES_PER_TENANT)} divided by k, since a tenant's schedules share one partition key whose limit the model
 divides by k. The first ${STEADY_SECOND_SCHEDULE_TENANTS} tenants' schedules fire every second from ${SCHEDULES_FROM_SECONDS} s, the worst case of that key;
 the others' fire every minute, spread over its seconds (every tenant at one a second would be

@@ -9,6 +9,7 @@ export const { values: flags } = parseArgs({
     quick: { type: 'boolean' },
     'within-run': { type: 'string' },
     only: { type: 'string' },
+    tenants: { type: 'string' },
     'hot-second': { type: 'boolean' },
     publish: { type: 'boolean' },
     help: { type: 'boolean' },
@@ -16,7 +17,7 @@ export const { values: flags } = parseArgs({
 });
 exitWithUsageIfAsked(
   flags.help,
-  'Usage: npm run scale -- [--k N] [--quick] [--within-run SHARE] [--only a,b,c,d | --hot-second] [--publish]',
+  'Usage: npm run scale -- [--k N] [--quick] [--within-run SHARE] [--tenants N] [--only a,b,c,d,e | --hot-second] [--publish]',
 );
 if (flags.publish && (flags.only || flags['hot-second']))
-  throw new Error('--publish writes docs/scale.md from all four scenarios: drop --only and --hot-second');
+  throw new Error('--publish writes docs/scale.md from all five scenarios: drop --only and --hot-second');

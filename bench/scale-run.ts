@@ -7,6 +7,7 @@ import { format, resolveConfig } from 'prettier';
 
 import { AWS_LIMITS } from '../functions/contract/aws-limits.js';
 import { DEFAULT_SETTINGS, type TimerSettings } from '../functions/contract/topology.js';
+import { MAX_SCHEDULES_PER_TENANT } from '../functions/core/schedules/schedules.js';
 import { measuredQuotas } from '../lib/construct/plan/measured-quotas.js';
 import { fmt, markdownTable } from '../lib/construct/plan/table-format.js';
 import { tablePartitions } from '../lib/local/limits/dynamodb-throughput.js';
@@ -15,11 +16,13 @@ import { progress } from './report.js';
 import { flags } from './scale-flags.js';
 import {
   hottestFraction,
+  type PlannedSchedule,
   type PlannedTask,
   rampedAtMs,
   runScaleScenario,
   type ScenarioResult,
   type ScenarioSpec,
+  type TargetKind,
   throttledRequests,
   type WebhookBehaviour,
 } from './scale-scenario.js';
@@ -128,6 +131,135 @@ function averageRate(tenants: readonly string[], submit: 'single' | 'batch', see
 }
 
 const HEALTHY: Record<string, WebhookBehaviour> = { dev: 'ok', acme: 'ok', globex: 'ok' };
+
+/** Scenario (e)'s tenants: `dev` and 99 more, each with its own key, secret and webhook path. */
+const STEADY_TENANT_COUNT = Number(flags.tenants ?? 100);
+const STEADY_TENANTS: Record<string, WebhookBehaviour> = Object.fromEntries(
+  Array.from({ length: STEADY_TENANT_COUNT }, (_, index) => [
+    index === 0 ? 'dev' : `t${String(index).padStart(3, '0')}`,
+    'ok',
+  ]),
+);
+/**
+ * (e)'s submits rise to the average rate over a minute, not (a)-(d)'s 20 s: the callback's event
+ * source mapping starts at 5/k batches and adds 300/k a minute, and here a batch of 100 takes 1 to
+ * 3 s, so the mapping needs about a minute to reach what the full rate needs. With the 20 s ramp,
+ * deliveries outran it from 20 s in and the quick run measured that cold start's backlog
+ * throughout (p50 lateness 20 to 50 s in every span), not a steady state.
+ */
+const STEADY_RAMP_SECONDS = 60;
+/** Every task of (e) falls due 5 s to this long after it is ready, so the run sees them all come due. */
+const STEADY_MAX_DELAY_SECONDS = QUICK ? 20 : 50;
+/** (e) submits at the average rate (after the ramp) until this long after its start. */
+const STEADY_SUBMIT_END_SECONDS = QUICK ? 120 : 240;
+/**
+ * From the ramp's end plus the longest delay, every second's due tasks were submitted at the full
+ * rate; until the submits end plus the shortest delay, every second is fully covered.
+ */
+const STEADY_WINDOW = {
+  fromMs: (STEADY_RAMP_SECONDS + STEADY_MAX_DELAY_SECONDS) * 1000,
+  toMs: (STEADY_SUBMIT_END_SECONDS + 5) * 1000,
+};
+/** (e)'s hot second: minute 2 of the full run; in --quick, 100 s in, inside its shorter steady window. */
+const STEADY_HOT_SECOND_AT = QUICK ? 100 : 120;
+const STEADY_TARGET_SHARES: ReadonlyArray<readonly [TargetKind, number]> = [
+  ['sqs', 0.1],
+  ['eventbridge', 0.1],
+];
+const BIZ_TYPES = ['order.expiry', 'cart.reminder', 'invoice.due', 'trial.end', 'session.timeout'];
+/**
+ * Schedules: each tenant keeps the per-tenant limit divided by k (1,000 / k), since one tenant's
+ * schedules share a partition key whose limit the model divides by k. Those of the first
+ * STEADY_SECOND_SCHEDULE_TENANTS tenants fire every second (the SCHEDULES key's worst case at the
+ * limit); the rest every minute, their minutes spread over its seconds. Every tenant at a second
+ * would be 1,000/k × 100 occurrences a second, some nine times the task rate, which this machine does not carry.
+ */
+const SCHEDULES_PER_TENANT = Math.max(1, Math.round(MAX_SCHEDULES_PER_TENANT / K));
+/**
+ * The tenants that keep schedules. In --quick a sample of 10: with all 100, the first run's 1,000
+ * creates in 20 s (and their retries) took the api's whole scaled reservation on this machine, and
+ * its batches waited a minute to be accepted; and a minute's schedule fires once or twice in a quick run.
+ */
+const SCHEDULE_TENANT_COUNT = Math.min(STEADY_TENANT_COUNT, QUICK ? 10 : STEADY_TENANT_COUNT);
+const STEADY_SECOND_SCHEDULE_TENANTS = Math.min(2, SCHEDULE_TENANT_COUNT);
+/** Schedules fire from this long after the start, once the last is created. */
+const SCHEDULES_FROM_SECONDS = 25;
+/** The receiver's concurrency per host (each tenant's path): 100 / k, at least 4; each request takes 10 ms to answer. */
+const RECEIVER_LIMITS = { concurrencyPerHost: Math.max(4, Math.ceil(100 / K)), serviceMs: 10 };
+
+/**
+ * (e): the average rate in batches over many tenants, every task due 5 s to STEADY_MAX_DELAY_SECONDS
+ * after it is ready, so once the ramp and the longest delay are past as many tasks fall due each
+ * second as are submitted, with the hot second on top; a share of the tasks go to SQS and EventBridge.
+ */
+function steadyState(tenants: readonly string[], seed: number): PlannedTask[] {
+  const next = random(seed);
+  const count = Math.round(RATE * (STEADY_SUBMIT_END_SECONDS - STEADY_RAMP_SECONDS / 2));
+  const targetOf = (): TargetKind => {
+    let pick = next();
+    for (const [kind, share] of STEADY_TARGET_SHARES) {
+      if (pick < share) return kind;
+      pick -= share;
+    }
+    return 'http';
+  };
+  const planned = Array.from({ length: count }, (_, index) => {
+    const readyAtMs = rampedAtMs(index, RATE, STEADY_RAMP_SECONDS);
+    const tenant = tenants[Math.floor(index / BATCH_SIZE) % tenants.length] ?? '';
+    const dueAtMs = readyAtMs + 5_000 + next() * (STEADY_MAX_DELAY_SECONDS - 5) * 1000;
+    return { tenant, readyAtMs, dueAtMs, target: targetOf() };
+  });
+  const steady = planned.map((task, index) => {
+    const lastOfBatch = planned[Math.min(count - 1, Math.floor(index / BATCH_SIZE) * BATCH_SIZE + BATCH_SIZE - 1)];
+    const submitAtMs = lastOfBatch?.readyAtMs ?? task.readyAtMs;
+    return {
+      tenant: task.tenant,
+      submitAtMs,
+      dueAtMs: Math.max(task.dueAtMs, submitAtMs + 5_000),
+      target: task.target,
+    };
+  });
+  const hotSubmitAtMs = (STEADY_HOT_SECOND_AT - HOT_SECOND_LEAD_SECONDS) * 1000;
+  const hot = Array.from({ length: HOT_SECOND_TASKS }, (_, index) => ({
+    // Each hundred is one tenant's batch, from tenants the steady batches are not using then.
+    tenant: tenants[(Math.floor(index / BATCH_SIZE) + Math.floor(tenants.length / 2)) % tenants.length] ?? '',
+    submitAtMs: hotSubmitAtMs,
+    dueAtMs: STEADY_HOT_SECOND_AT * 1000,
+    target: targetOf(),
+    group: 'hot second',
+  }));
+  return [...steady, ...hot].map((task, index) => ({
+    ...task,
+    bizType: BIZ_TYPES[index % BIZ_TYPES.length] ?? '',
+    bizId: `e-${index}`,
+  }));
+}
+
+/** Schedules are created evenly over this long from the start, each tenant's taking turns with the others'. */
+const SCHEDULES_CREATED_WITHIN_MS = 20_000;
+
+/** (e)'s schedules: SCHEDULES_PER_TENANT for each of the first SCHEDULE_TENANT_COUNT tenants. */
+function steadySchedules(tenants: readonly string[], runMs: number): PlannedSchedule[] {
+  const keeping = tenants.slice(0, SCHEDULE_TENANT_COUNT);
+  const total = keeping.length * SCHEDULES_PER_TENANT;
+  return keeping.flatMap((tenant, tenantIndex) =>
+    Array.from({ length: SCHEDULES_PER_TENANT }, (_, index) => {
+      const everySecond = tenantIndex < STEADY_SECOND_SCHEDULE_TENANTS;
+      const offset = everySecond ? 0 : (tenantIndex * SCHEDULES_PER_TENANT + index) % 60;
+      return {
+        tenant,
+        rate: everySecond ? '1 second' : '1 minute',
+        everyMs: everySecond ? 1000 : 60_000,
+        createAtMs: ((index * keeping.length + tenantIndex) * SCHEDULES_CREATED_WITHIN_MS) / total,
+        startAtMs: (SCHEDULES_FROM_SECONDS + offset) * 1000,
+        endAtMs: runMs,
+        bizType: 'schedule',
+        bizId: `e-schedule-${tenant}-${index}`,
+      };
+    }),
+  );
+}
+const steadyRunMs = (STEADY_SUBMIT_END_SECONDS + STEADY_MAX_DELAY_SECONDS + 1) * 1000;
 /** The ramp's tasks take twice as long as at the full rate, so the submits end RAMP_SECONDS / 2 late. */
 const averageRunMs = (SUBMIT_SECONDS + RAMP_SECONDS / 2 + SOON_MAX_SECONDS) * 1000;
 
@@ -172,15 +304,60 @@ const allScenarios: Array<ScenarioSpec & { readonly title: string }> = [
     runMs: averageRunMs,
     drainMs: DRAIN_SECONDS * 1000,
   },
+  {
+    name: 'e',
+    title: `(e) steady state: batches at ${fmt(RATE, 1)}/s all due within the run, over ${fmt(STEADY_TENANT_COUNT)} tenants, with ${fmt(HOT_SECOND_TASKS)} due at ${STEADY_HOT_SECOND_AT} s, schedules, SQS and EventBridge targets`,
+    tenants: STEADY_TENANTS,
+    submit: 'batch',
+    tasks: steadyState(Object.keys(STEADY_TENANTS), 5),
+    runMs: steadyRunMs,
+    drainMs: DRAIN_SECONDS * 1000,
+    schedules: steadySchedules(Object.keys(STEADY_TENANTS), steadyRunMs),
+    receiver: RECEIVER_LIMITS,
+    steadyWindowMs: STEADY_WINDOW,
+  },
 ];
 const chosen = HOT_SECOND_ONLY ? ['c'] : flags.only?.split(',').map((name) => name.trim());
 const unknown = chosen?.filter((name) => !allScenarios.some((spec) => spec.name === name)) ?? [];
-if (unknown.length > 0) throw new Error(`--only: no scenario ${unknown.join(', ')}; choose from a, b, c, d`);
+if (unknown.length > 0) throw new Error(`--only: no scenario ${unknown.join(', ')}; choose from a, b, c, d, e`);
 const scenarios = chosen ? allScenarios.filter((spec) => chosen.includes(spec.name)) : allScenarios;
 
 const ms = (value: number) => (Number.isNaN(value) ? '–' : fmt(value));
 
+/** Tenants listed one a row; a scenario with more shows the first few and sums up the rest in one row. */
+const TENANT_ROWS = 5;
+
 function tenantTable(result: ScenarioResult): string {
+  const entries = Object.entries(result.tenants);
+  const shown = entries.length > TENANT_ROWS + 1 ? entries.slice(0, TENANT_ROWS) : entries;
+  const rest = entries.slice(shown.length).map(([, t]) => t);
+  const sum = (pick: (t: ScenarioResult['tenants'][string]) => number) => rest.reduce((total, t) => total + pick(t), 0);
+  const worst = (pick: (t: ScenarioResult['tenants'][string]) => number) =>
+    Math.max(...rest.map((t) => (Number.isNaN(pick(t)) ? 0 : pick(t))));
+  const othersRow =
+    rest.length === 0
+      ? []
+      : [
+          [
+            `${rest.length} others`,
+            [...new Set(rest.map((t) => t.webhook))].join(', '),
+            sum((t) => t.unsent),
+            sum((t) => t.submitted),
+            sum((t) => t.api429),
+            sum((t) => t.api5xx),
+            sum((t) => t.rejected),
+            sum((t) => t.dueWithinRun),
+            sum((t) => t.delivered),
+            sum((t) => t.lost),
+            sum((t) => t.checkedAfterRun),
+            sum((t) => t.early),
+            sum((t) => t.duplicates),
+            sum((t) => t.badSignatures),
+            sum((t) => t.attempts),
+            `≤ ${ms(worst((t) => t.latenessMs.p50))}`,
+            `≤ ${ms(worst((t) => t.latenessMs.p99))}`,
+          ],
+        ];
   return markdownTable(
     [
       'tenant',
@@ -201,26 +378,79 @@ function tenantTable(result: ScenarioResult): string {
       'p50 late ms',
       'p99 late ms',
     ],
-    Object.entries(result.tenants).map(([id, t]) => [
-      id,
-      t.webhook,
-      t.unsent,
-      t.submitted,
-      t.api429,
-      t.api5xx,
-      t.rejected,
-      t.dueWithinRun,
-      t.delivered,
-      t.lost,
-      t.checkedAfterRun,
-      t.early,
-      t.duplicates,
-      t.badSignatures,
-      t.attempts,
-      ms(t.latenessMs.p50),
-      ms(t.latenessMs.p99),
-    ]),
+    [
+      ...shown.map(([id, t]) => [
+        id,
+        t.webhook,
+        t.unsent,
+        t.submitted,
+        t.api429,
+        t.api5xx,
+        t.rejected,
+        t.dueWithinRun,
+        t.delivered,
+        t.lost,
+        t.checkedAfterRun,
+        t.early,
+        t.duplicates,
+        t.badSignatures,
+        t.attempts,
+        ms(t.latenessMs.p50),
+        ms(t.latenessMs.p99),
+      ]),
+      ...othersRow,
+    ],
   );
+}
+
+/** What only (e) has: deliveries by target, the steady window, the schedules and the receiver's host cap. */
+function steadyLines(result: ScenarioResult): string[] {
+  const { steady, schedules, receiver, byTarget, byGroup } = result;
+  const targets = Object.entries(byTarget)
+    .map(
+      ([kind, t]) =>
+        `${kind} ${t.delivered} of ${t.dueWithinRun} (lost ${t.lost}, early ${t.early}, p50 ${ms(t.latenessMs.p50)} ms, p99 ${ms(t.latenessMs.p99)} ms, max ${ms(t.latenessMs.max)} ms)`,
+    )
+    .join('; ');
+  const perSecond = (counts: { mean: number; min: number; max: number }) =>
+    `mean ${fmt(counts.mean, 1)}, min ${fmt(counts.min)}, max ${fmt(counts.max)}`;
+  const groups = Object.entries(byGroup).map(
+    ([group, t]) =>
+      `- ${group}: ${t.delivered} of ${t.dueWithinRun} delivered (lost ${t.lost}, early ${t.early}), lateness p50 ${ms(t.latenessMs.p50)} ms, p99 ${ms(t.latenessMs.p99)} ms, max ${ms(t.latenessMs.max)} ms`,
+  );
+  return [
+    ...(Object.keys(byTarget).length > 1 ? [`- delivered by target: ${targets}`] : []),
+    ...groups,
+    ...(steady
+      ? [
+          `- steady window ${steady.fromS}–${steady.toS} s: tasks planned due per second ${perSecond(steady.plannedDuePerSecond)}; first arrivals per second ${perSecond(steady.deliveredPerSecond)} (the max is the hot second's)`,
+          `- lateness by due time (10 s spans from the start, p50/max ms): ${steady.latenessByDueSpan.map((span) => `${span.fromS} s ${ms(span.p50)}/${ms(span.max)}`).join(', ')}`,
+        ]
+      : []),
+    ...(schedules
+      ? [
+          `- schedules: ${schedules.created} of ${schedules.planned} created (${schedules.refused} refused${
+            Object.keys(schedules.refusedBecause).length > 0
+              ? `: ${Object.entries(schedules.refusedBecause)
+                  .map(([reason, count]) => `${count} × ${reason}`)
+                  .join('; ')}`
+              : ''
+          }, ${schedules.api429} 429s, ${schedules.api5xx} 5xx); occurrences due within the run ${schedules.occurrencesDue}, delivered ${schedules.delivered}, lost ${schedules.lost}, early ${schedules.early}, duplicate ${schedules.duplicates}, unexpected ${schedules.unexpected}, bad signature ${schedules.badSignatures}; lateness p50 ${ms(schedules.latenessMs.p50)} ms, p99 ${ms(schedules.latenessMs.p99)} ms, max ${ms(schedules.latenessMs.max)} ms; by rate: ${Object.entries(
+            schedules.byRate,
+          )
+            .map(
+              ([rate, r]) =>
+                `every ${rate.replace(/^1 /, '')} ${r.delivered} of ${r.occurrencesDue} (p50 ${ms(r.latenessMs.p50)} ms, p99 ${ms(r.latenessMs.p99)} ms)`,
+            )
+            .join(', ')}`,
+        ]
+      : []),
+    ...(receiver
+      ? [
+          `- webhook hosts (each tenant's path one host): cap ${receiver.concurrencyPerHost} at once, ${receiver.serviceMs} ms an answer; peak ${receiver.peakConcurrency} at once, ${receiver.waited} requests waited (at most ${receiver.peakWaiting} at once, longest ${fmt(receiver.maxWaitMs)} ms)`,
+        ]
+      : []),
+  ];
 }
 
 function modelLines(result: ScenarioResult): string[] {
@@ -257,9 +487,11 @@ function modelLines(result: ScenarioResult): string[] {
         ? `${dynamodb.hottestItem.key}, ${fmt(dynamodb.hottestItem.peakRequestsPerSecond)} requests in its busiest second`
         : 'none'
     }`,
-    `- API Gateway: ${api.throttled} of ${api.requests} requests answered 429 (${fmt(api.ratePerSecond)}/s, burst ${fmt(api.burst)})`,
+    `- API Gateway: ${api.throttled} of ${api.requests} requests answered 429 (${fmt(api.ratePerSecond)}/s, burst ${fmt(api.burst)}); submits answered for good in p50 ${ms(result.submitMs.p50)} ms, p99 ${ms(result.submitMs.p99)} ms, max ${ms(result.submitMs.max)} ms (retries included), at most ${fmt(result.peakAcceptedPerSecond)} tasks accepted in one second`,
     `- Lambda: ${lambdaThrottles}`,
     `- SQS in flight: ${queues}`,
+    `- EventBridge PutEvents: ${result.model.eventBridge.throttled} of ${result.model.eventBridge.requests} requests throttled (${fmt(result.model.eventBridge.entriesPerSecond)} entries/s; busiest second ${fmt(result.model.eventBridge.peakEntriesPerSecond)})`,
+    ...steadyLines(result),
     `- this process's event loop held up: p99 ${fmt(result.eventLoopDelayMs.p99)} ms, longest ${fmt(result.eventLoopDelayMs.max)} ms`,
     `- latest deliveries (lateness, accepted how long before due): ${
       result.latest
@@ -308,11 +540,13 @@ function failures(summary: Summary): string[] {
 function summarise(results: readonly ScenarioResult[]): Summary {
   const healthy = results.flatMap((result) => Object.values(result.tenants).filter((t) => t.webhook === 'ok'));
   const all = results.flatMap((result) => Object.values(result.tenants));
+  const schedules = results.flatMap((result) => (result.schedules ? [result.schedules] : []));
+  const p99 = (latenessMs: { p99: number }) => (Number.isNaN(latenessMs.p99) ? 0 : latenessMs.p99);
   return {
     throttled: results.reduce((sum, result) => sum + throttledRequests(result), 0),
-    lost: healthy.reduce((sum, t) => sum + t.lost, 0),
-    early: all.reduce((sum, t) => sum + t.early, 0),
-    p99LatenessMs: Math.max(...healthy.map((t) => (Number.isNaN(t.latenessMs.p99) ? 0 : t.latenessMs.p99))),
+    lost: [...healthy, ...schedules].reduce((sum, t) => sum + t.lost, 0),
+    early: [...all, ...schedules].reduce((sum, t) => sum + t.early, 0),
+    p99LatenessMs: Math.max(...[...healthy, ...schedules].map((t) => p99(t.latenessMs))),
     hottestFraction: Math.max(0, ...results.map(hottestFraction)),
   };
 }
@@ -330,7 +564,7 @@ ${quotaLine} AWS's default quotas (10,000 API requests a second, 1,000 concurren
 40,000 table write units a second) do not carry a billion single submits a day: docs/limits.md says
 what to request.
 
-Each scenario runs on a fresh local timer (so the model's report is its own) with tenants \`dev\`,
+Each scenario runs on a fresh local timer (so the model's report is its own); (a) to (d) with tenants \`dev\`,
 \`acme\` and \`globex\`, each with its own API key and its own path on a local webhook receiver that
 checks every arrival's Standard Webhooks signature against that tenant's secret and compares its
 arrival with the task's \`dueAt\`. Submits answered 429 or 5xx are retried up to 5 times with
@@ -351,12 +585,38 @@ ${HOT_SECOND_LEAD_SECONDS} s later. In (d) a fourth tenant, \`hanging\`, gets a 
 its webhook never answers, so every attempt waits out the ${DEFAULT_SETTINGS.webhookTimeoutMs / 1000} s
 webhook timeout and is retried.
 
+(e) is a steady state. ${fmt(STEADY_TENANT_COUNT)} tenants (\`dev\` and ${fmt(STEADY_TENANT_COUNT - 1)} more, each with its own
+API key, secret and webhook path) submit batches of 100 at ${fmt(RATE, 1)}/s (after a ramp of ${STEADY_RAMP_SECONDS} s, longer than (a) to (d)'s: the callback's event source mapping starts at
+${fmt(MAPPING_START / K, 2)} batches and adds ${fmt(MAPPING_RAMP / K, 1)} a minute, and here a batch of 100 takes 1 to 3 s, so it needs about a
+minute to reach what the full rate needs; with a 20 s ramp the quick run measured that cold start's backlog
+throughout, p50 lateness 20 to 50 s) until
+${STEADY_SUBMIT_END_SECONDS} s, and every task falls due 5 s to ${STEADY_MAX_DELAY_SECONDS} s after it is ready, drawn uniformly, so
+all of them come due within the run and are measured. From ${STEADY_WINDOW.fromMs / 1000} s (the ramp and the longest delay past)
+to ${STEADY_WINDOW.toMs / 1000} s (the last submits and the shortest delay), as many tasks fall due each second as are
+submitted: the report gives the planned and the delivered counts per second in that window. On top,
+${fmt(HOT_SECOND_TASKS)} tasks (the hot second of (c)) fall due at ${STEADY_HOT_SECOND_AT} s${QUICK ? ' (minute 2 in the full run; in --quick 100 s, inside its shorter window)' : ' (minute 2)'}, submitted
+${HOT_SECOND_LEAD_SECONDS} s before in ${fmt(Math.ceil(HOT_SECOND_TASKS / BATCH_SIZE))} batches of up to 100, each one tenant's. Every task carries a bizType (one of ${BIZ_TYPES.length}) and a bizId of its
+own; ${STEADY_TARGET_SHARES.map(([kind, share]) => `${fmt(share * 100)}% go to ${kind === 'sqs' ? 'an SQS queue' : 'an EventBridge bus'}`).join(' and ')} instead of the
+tenant's webhook. The harness reads the queue straight from fauxqs (lateness by each message's
+SentTimestamp) and the local EventBridge sink's events (by their arrival); EventBridge's PutEvents
+quota (${fmt(AWS_LIMITS.eventBridge.putEventsPerSecond)} entries a second in us-east-1) is divided by k like the rest.
+${SCHEDULE_TENANT_COUNT === STEADY_TENANT_COUNT ? 'Each tenant' : `The first ${SCHEDULE_TENANT_COUNT} tenants (a sample in --quick: all ${fmt(STEADY_TENANT_COUNT)} tenants' creates in 20 s, with their retries, took the api's whole scaled reservation on a 2-core machine, and a minute's schedule fires only once or twice in a quick run) each`} create${SCHEDULE_TENANT_COUNT === STEADY_TENANT_COUNT ? 's' : ''} ${fmt(SCHEDULES_PER_TENANT)} schedules (POST /v1/schedules, at most 4 at once) in the first ${SCHEDULES_CREATED_WITHIN_MS / 1000} s: the per-tenant limit
+of ${fmt(MAX_SCHEDULES_PER_TENANT)} divided by k, since a tenant's schedules share one partition key whose limit the model
+divides by k. The first ${STEADY_SECOND_SCHEDULE_TENANTS} tenants' schedules fire every second from ${SCHEDULES_FROM_SECONDS} s, the worst case of that key;
+the others' fire every minute, spread over its seconds (every tenant at one a second would be
+${fmt(SCHEDULES_PER_TENANT * STEADY_TENANT_COUNT)} occurrences a second, more than this machine carries beside the tasks). Each occurrence
+is found by its schedule id and occurrence time, and judged like a task: lost, early, duplicate,
+lateness. The receiver caps each tenant's host (its path) at ${RECEIVER_LIMITS.concurrencyPerHost} requests at once (100/k, at
+least 4), each answered after ${RECEIVER_LIMITS.serviceMs} ms; requests over the cap wait their turn, and the report gives the peak.
+
 Lost: due within the run and never reached the receiver by ${DRAIN_SECONDS} s after the last measured
-due time, or accepted, due after the run, and not found by GET once it ended. Early: reached it
+due time, or accepted, due after the run, and not found by GET once it ended; in (e), also a
+schedule's occurrence due within the run that never arrived. Early: reached it
 before its \`dueAt\`. Duplicate: reached it again after it answered 2xx. Lateness: first arrival
 minus \`dueAt\`. Throttled: requests the model refused (DynamoDB, every key class and the table;
 API Gateway's 429s; invocations Lambda throttled for concurrency or new environments, listed per
-function; SQS's OverLimit receives and visibility refusals) and submits answered 5xx or refused.
+function; SQS's OverLimit receives and visibility refusals; EventBridge's PutEvents throttles) and
+submits or schedule creates answered 5xx or refused.
 The DynamoDB model hashes keys into the ${fmt(PARTITIONS)} partitions of a table holding a billion
 tasks a day for ${DEFAULT_SETTINGS.retentionDays} days; a key or partition at ${fmt(HOT_FRACTION * 100)}% of its limit
 or more fails the run, as does a p99 lateness of ${fmt(P99_LATENESS_LIMIT_MS)} ms or more.

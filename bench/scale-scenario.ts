@@ -8,18 +8,23 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
+import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+
 import type { TimerSettings } from '../functions/contract/topology.js';
 import { verifyWebhook } from '../functions/contract/webhook-signature.js';
-import type { WebhookNotification } from '../functions/contract/wire.js';
+import type { ScheduleView, Target, WebhookNotification } from '../functions/contract/wire.js';
 import { issueApiKey, newTenant } from '../functions/core/tenants/tenants.js';
 import type { Quotas } from '../lib/construct/plan/quotas.js';
 import type { FunctionStats } from '../lib/local/lambda-service.js';
 import type { ScaleModelReport } from '../lib/local/limits/scale-model.js';
-import { startLocalTimer } from '../lib/local/runtime.js';
+import { type LocalTimer, startLocalTimer } from '../lib/local/runtime.js';
 import { summarize } from './stats.js';
 
 /** How a tenant's webhook answers: at once with 204, or never (the delivery times out). */
 export type WebhookBehaviour = 'ok' | 'hang';
+
+/** Where a task is delivered: the tenant's webhook, the scenario's SQS target queue, or its EventBridge bus (the local sink). */
+export type TargetKind = 'http' | 'sqs' | 'eventbridge';
 
 export interface PlannedTask {
   readonly tenant: string;
@@ -27,6 +32,36 @@ export interface PlannedTask {
   readonly submitAtMs: number;
   /** When it falls due, from the scenario's start; rounded to a whole second, which is the service's precision. */
   readonly dueAtMs: number;
+  /** @default 'http' */
+  readonly target?: TargetKind;
+  readonly bizType?: string;
+  readonly bizId?: string;
+  /** A group the report judges apart, such as a hot second laid over a steady load. */
+  readonly group?: string;
+}
+
+/** A schedule a tenant creates during the run (POST /v1/schedules), firing at a rate to its webhook. */
+export interface PlannedSchedule {
+  readonly tenant: string;
+  /** The schedule's rate, such as "1 second" or "1 minute", and the same in milliseconds. */
+  readonly rate: string;
+  readonly everyMs: number;
+  /** When to create it, from the scenario's start. */
+  readonly createAtMs: number;
+  /** Its first occurrence, from the scenario's start (a whole second); it fires every `everyMs` after. */
+  readonly startAtMs: number;
+  /** Its last occurrence may be no later than this, from the scenario's start. */
+  readonly endAtMs: number;
+  readonly bizType?: string;
+  readonly bizId?: string;
+}
+
+/** The webhook receiver's host limit: each tenant's path stands for a host of its own. */
+export interface ReceiverLimits {
+  /** Requests one host serves at once; those over it wait in a queue for a free slot. */
+  readonly concurrencyPerHost: number;
+  /** How long the receiver takes to answer a request once it is served. */
+  readonly serviceMs: number;
 }
 
 export interface ScenarioSpec {
@@ -44,6 +79,12 @@ export interface ScenarioSpec {
    * @default all of them
    */
   readonly lookupsAfterRun?: number;
+  /** Schedules the tenants create during the run; their occurrences due within the run are measured. */
+  readonly schedules?: readonly PlannedSchedule[];
+  /** A concurrency cap per webhook host. @default none: every request is answered at once */
+  readonly receiver?: ReceiverLimits;
+  /** A window (from the start) whose deliveries per second are reported, to show a steady state. */
+  readonly steadyWindowMs?: { readonly fromMs: number; readonly toMs: number };
 }
 
 interface TenantResult {
@@ -86,6 +127,8 @@ export interface ScenarioResult {
    * that falls behind its plan keeps below the planned rate.
    */
   readonly peakAcceptedPerSecond: number;
+  /** How long submit requests took to be answered for good, retries included. */
+  readonly submitMs: { readonly p50: number; readonly p99: number; readonly max: number };
   readonly tenants: Readonly<Record<string, TenantResult>>;
   readonly model: ScaleModelReport;
   readonly lambda: Readonly<Record<string, FunctionStats>>;
@@ -97,6 +140,79 @@ export interface ScenarioResult {
    * Lambda fleet does.
    */
   readonly eventLoopDelayMs: { readonly p99: number; readonly max: number };
+  /** The measured tasks by where they were delivered (webhooks of every tenant, the SQS queue, the EventBridge bus). */
+  readonly byTarget: Readonly<Partial<Record<TargetKind, TargetResult>>>;
+  /** The measured tasks of each named group (PlannedTask.group), judged apart. */
+  readonly byGroup: Readonly<Record<string, TargetResult>>;
+  /** The schedules' occurrences, when the scenario has schedules. */
+  readonly schedules?: ScheduleResult;
+  /** The receiver's concurrency per host, when it has a cap. */
+  readonly receiver?: ReceiverResult;
+  /** Deliveries per second over the steady window, when the scenario names one. */
+  readonly steady?: SteadyResult;
+}
+
+export interface TargetResult {
+  readonly dueWithinRun: number;
+  readonly delivered: number;
+  readonly lost: number;
+  readonly early: number;
+  readonly latenessMs: { readonly p50: number; readonly p99: number; readonly max: number };
+}
+
+export interface ScheduleResult {
+  readonly planned: number;
+  readonly created: number;
+  /** Creates refused for good, or still answered 429 or 5xx after every retry. */
+  readonly refused: number;
+  /** Why creates were refused: status and problem title, with counts. */
+  readonly refusedBecause: Readonly<Record<string, number>>;
+  readonly api429: number;
+  readonly api5xx: number;
+  /** Occurrences of the created schedules due within the run. */
+  readonly occurrencesDue: number;
+  readonly delivered: number;
+  /** Due within the run and never arrived (a chain that fell behind and skipped an occurrence included). */
+  readonly lost: number;
+  readonly early: number;
+  readonly duplicates: number;
+  /** Arrivals for an occurrence that was not due within the run, or of no schedule the run created. */
+  readonly unexpected: number;
+  readonly badSignatures: number;
+  readonly latenessMs: { readonly p50: number; readonly p99: number; readonly max: number };
+  /** The same by the schedules' rate ("1 second", "1 minute"). */
+  readonly byRate: Readonly<
+    Record<
+      string,
+      {
+        readonly occurrencesDue: number;
+        readonly delivered: number;
+        readonly latenessMs: { readonly p50: number; readonly p99: number; readonly max: number };
+      }
+    >
+  >;
+}
+
+export interface ReceiverResult {
+  readonly concurrencyPerHost: number;
+  readonly serviceMs: number;
+  /** The most requests one host served at once. */
+  readonly peakConcurrency: number;
+  /** The most requests waiting for one host at once, and how many waited at all. */
+  readonly peakWaiting: number;
+  readonly waited: number;
+  readonly maxWaitMs: number;
+}
+
+export interface SteadyResult {
+  readonly fromS: number;
+  readonly toS: number;
+  /** Tasks planned to fall due in each second of the window. */
+  readonly plannedDuePerSecond: { readonly mean: number; readonly min: number; readonly max: number };
+  /** Tasks whose first arrival fell in each second of the window. */
+  readonly deliveredPerSecond: { readonly mean: number; readonly min: number; readonly max: number };
+  /** The measured tasks' lateness by when they fell due, in 10 s spans from the start: where lateness built up and drained. */
+  readonly latenessByDueSpan: ReadonlyArray<{ readonly fromS: number; readonly p50: number; readonly max: number }>;
 }
 
 interface RunOptions {
@@ -136,6 +252,8 @@ interface Arrival {
 
 interface Sent {
   readonly tenant: string;
+  readonly target: TargetKind;
+  readonly group?: string;
   readonly dueAtMs: number;
   /** When the API answered its submit. */
   readonly acceptedAtMs: number;
@@ -165,33 +283,87 @@ function readBody(request: IncomingMessage): Promise<string> {
   });
 }
 
-/** A webhook receiver: /hook/<tenant>, checking each arrival's signature with that tenant's secret. */
-async function startReceiver(tenants: Readonly<Record<string, WebhookBehaviour>>, secrets: Map<string, string>) {
+/** The key of a schedule's occurrence: its schedule and nominal time. */
+const occurrenceKey = (scheduleId: string, atMs: number) => `${scheduleId}@${atMs}`;
+
+/**
+ * A webhook receiver: /hook/<tenant>, checking each arrival's signature with that tenant's
+ * secret. Each tenant's path stands for a host of its own: with `limits`, a host serves at most
+ * `concurrencyPerHost` requests at once, each for `serviceMs`, and the rest wait their turn.
+ * Arrivals are recorded when their body is read, before any wait. SQS and EventBridge arrivals
+ * are recorded here too (`record`), so every target is counted the same way.
+ */
+async function startReceiver(
+  tenants: Readonly<Record<string, WebhookBehaviour>>,
+  secrets: Map<string, string>,
+  limits?: ReceiverLimits,
+) {
   const arrivals = new Map<string, Arrival[]>();
+  /** Occurrences of schedules, by occurrenceKey. */
+  const occurrences = new Map<string, Arrival[]>();
+  const record = (notification: WebhookNotification, arrival: Arrival) => {
+    const map = notification.scheduleId && notification.occurrence ? occurrences : arrivals;
+    const key =
+      notification.scheduleId && notification.occurrence
+        ? occurrenceKey(notification.scheduleId, Date.parse(notification.occurrence))
+        : notification.id;
+    const list = map.get(key) ?? [];
+    list.push(arrival);
+    map.set(key, list);
+  };
+  const hosts = new Map<string, { serving: number; waiting: Array<() => void> }>();
+  const usage = { peakConcurrency: 0, peakWaiting: 0, waited: 0, maxWaitMs: 0 };
+  const served = async (tenant: string) => {
+    if (!limits) return () => undefined;
+    const host = hosts.get(tenant) ?? { serving: 0, waiting: [] };
+    hosts.set(tenant, host);
+    if (host.serving < limits.concurrencyPerHost) host.serving += 1;
+    else {
+      const waitFrom = Date.now();
+      usage.waited += 1;
+      // The slot is handed over by the request leaving it, so `serving` stays as it is.
+      await new Promise<void>((resolve) => {
+        host.waiting.push(resolve);
+        usage.peakWaiting = Math.max(usage.peakWaiting, host.waiting.length);
+      });
+      usage.maxWaitMs = Math.max(usage.maxWaitMs, Date.now() - waitFrom);
+    }
+    usage.peakConcurrency = Math.max(usage.peakConcurrency, host.serving);
+    await sleep(limits.serviceMs);
+    return () => {
+      const next = host.waiting.shift();
+      if (next) next();
+      else host.serving -= 1;
+    };
+  };
   const server: Server = createServer((request, response) => {
-    void readBody(request).then((rawBody) => {
+    void readBody(request).then(async (rawBody) => {
       const receivedAtMs = Date.now();
       const tenant = (request.url ?? '').replace(/^\/hook\//, '');
       const headers = Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name, String(value)]));
       const secret = secrets.get(tenant);
       const notification = JSON.parse(rawBody) as WebhookNotification;
       const hangs = tenants[tenant] === 'hang';
-      const list = arrivals.get(notification.id) ?? [];
-      list.push({
+      record(notification, {
         receivedAtMs,
         attempt: notification.attempt,
         signatureValid: secret !== undefined && verifyWebhook(secret, headers, rawBody),
         answered: hangs ? 0 : 204,
       });
-      arrivals.set(notification.id, list);
       // A hanging webhook never answers; the caller's timeout ends the request.
-      if (!hangs) response.writeHead(204).end();
+      if (hangs) return;
+      const release = await served(tenant);
+      response.writeHead(204).end();
+      release();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: (tenant: string) => `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook/${tenant}`,
     arrivals,
+    occurrences,
+    record,
+    usage: (): ReceiverResult | undefined => limits && { ...limits, ...usage },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -258,7 +430,8 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
       secrets.set(id, tenant.signingSecrets[0]?.secret ?? '');
     }),
   );
-  const receiver = await startReceiver(spec.tenants, secrets);
+  const receiver = await startReceiver(spec.tenants, secrets, spec.receiver);
+  const targets = await startTargetReaders(timer, spec, receiver.record);
   const loopDelay = monitorEventLoopDelay({ resolution: 10 });
   loopDelay.enable();
   const counts = new Map<
@@ -272,6 +445,8 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
   const isMeasured = (task: Sent) => task.dueAtMs <= measuredUntilMs;
 
   const planIndex = new Map(spec.tasks.map((task, index) => [task, index]));
+  /** How long each submit request took to be answered for good, its retries included. */
+  const submitMs: number[] = [];
   const submit = async (tasks: readonly PlannedTask[]) => {
     const tenant = tasks[0]?.tenant ?? '';
     const tally = counts.get(tenant) ?? { submitted: 0, rejected: 0, api429: 0, api5xx: 0, unsent: 0 };
@@ -279,10 +454,13 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
       // A retried request must not create its tasks twice, as after a gateway timeout whose invocation went on.
       idempotencyKey: `${spec.name}-${planIndex.get(task)}`,
       dueAt: new Date(startMs + Math.round(task.dueAtMs / 1000) * 1000).toISOString(),
-      target: { type: 'http', url: receiver.url(tenant) },
+      target: targets.target(task.target ?? 'http') ?? { type: 'http', url: receiver.url(tenant) },
       payload: { scenario: spec.name },
+      ...(task.bizType !== undefined && { bizType: task.bizType }),
+      ...(task.bizId !== undefined && { bizId: task.bizId }),
     }));
     const batch = spec.submit === 'batch';
+    const sentAtMs = Date.now();
     for (let attempt = 0; ; attempt += 1) {
       const response = await fetch(`${timer.apiUrl}${batch ? '/v1/tasks/batch' : '/v1/tasks'}`, {
         method: 'POST',
@@ -298,12 +476,20 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
       }
       tally.submitted += tasks.length;
       const acceptedAtMs = Date.now();
+      submitMs.push(acceptedAtMs - sentAtMs);
       const created = batch
-        ? ((answer.results ?? []) as Array<{ status: number; task?: { id: string; dueAt: string } }>)
-        : [{ status: response.status, task: answer as { id: string; dueAt: string } }];
+        ? ((answer.results ?? []) as Array<{ index?: number; status: number; task?: { id: string; dueAt: string } }>)
+        : [{ index: 0, status: response.status, task: answer as { id: string; dueAt: string } }];
       for (const result of created) {
         if ((result.status === 201 || result.status === 200) && result.task) {
-          sent.set(result.task.id, { tenant, dueAtMs: Date.parse(result.task.dueAt), acceptedAtMs });
+          const planned = tasks[result.index ?? 0];
+          sent.set(result.task.id, {
+            tenant,
+            target: planned?.target ?? 'http',
+            ...(planned?.group !== undefined && { group: planned.group }),
+            dueAtMs: Date.parse(result.task.dueAt),
+            acceptedAtMs,
+          });
         } else tally.rejected += 1;
       }
       tally.rejected += tasks.length - created.length;
@@ -312,6 +498,12 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
   };
 
   const requests = toRequests(spec).sort((a, b) => (a[0]?.submitAtMs ?? 0) - (b[0]?.submitAtMs ?? 0));
+  const schedules = scheduleCreator(spec, {
+    startMs,
+    apiUrl: timer.apiUrl,
+    apiKeys,
+    url: (tenant) => receiver.url(tenant),
+  });
   let inFlight = 0;
   const submits: Array<Promise<void>> = [];
   const outstanding = () =>
@@ -352,17 +544,25 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
           }),
       );
     }
-    await Promise.all(submits);
-    // Waits until every healthy tenant's measured task has arrived, or the drain ends.
-    while (Date.now() < endMs && (Date.now() < measuredUntilMs || outstanding() > 0)) await sleep(500);
+    await Promise.all([...submits, schedules.created]);
+    // Waits until every healthy tenant's measured task and occurrence has arrived, or the drain ends.
+    while (
+      Date.now() < endMs &&
+      (Date.now() < measuredUntilMs ||
+        outstanding() > 0 ||
+        schedules.due(measuredUntilMs).some((key) => !receiver.occurrences.has(key)))
+    )
+      await sleep(500);
   } finally {
     endProgress?.();
+    await targets.stop();
   }
   const finishedMs = Date.now();
   loopDelay.disable();
   const eventLoopDelayMs = { p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 };
   const model = await scaleModel.report();
   const lambda = timer.lambdaStats().functions;
+  const receiverUsage = receiver.usage();
   await receiver.close();
   const dueAfterRun = [...sent.entries()].filter(([, task]) => !isMeasured(task));
   const checked = sampled(dueAfterRun, spec.lookupsAfterRun ?? dueAfterRun.length);
@@ -420,6 +620,11 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
       latenessMs: { p50, p99, max },
     };
   }
+  const measured = [...sent.entries()].filter(([, task]) => isMeasured(task) && spec.tenants[task.tenant] === 'ok');
+  const byTarget = resultsBy(measured, receiver.arrivals, (task) => task.target);
+  const byGroup = resultsBy(measured, receiver.arrivals, (task) => task.group);
+  const steady = spec.steadyWindowMs && steadyResult(spec, startMs, measured, receiver.arrivals);
+  const scheduleResult = spec.schedules && schedules.result(measuredUntilMs, receiver.occurrences);
   const latest = await Promise.all(
     deliveries
       .sort((a, b) => b.latenessMs - a.latenessMs)
@@ -436,11 +641,323 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
     k: options.k,
     seconds: (finishedMs - startMs) / 1000,
     peakAcceptedPerSecond: peakPerSecond([...sent.values()].map((task) => task.acceptedAtMs)),
+    submitMs: latenessOf(submitMs),
     tenants,
     model,
     lambda,
     latest,
     eventLoopDelayMs,
+    byTarget,
+    byGroup,
+    ...(scheduleResult && { schedules: scheduleResult }),
+    ...(receiverUsage && { receiver: receiverUsage }),
+    ...(steady && { steady }),
+  };
+}
+
+const latenessOf = (values: readonly number[]) => {
+  const { p50, p99, max } = summarize(values);
+  return { p50, p99, max };
+};
+
+/** The measured tasks of the answering tenants by `keyOf` (where they were delivered, their group); those without a key are left out. */
+function resultsBy(
+  measured: ReadonlyArray<readonly [string, Sent]>,
+  arrivals: ReadonlyMap<string, readonly Arrival[]>,
+  keyOf: (task: Sent) => string | undefined,
+): Record<string, TargetResult> {
+  const kinds = [...new Set(measured.flatMap(([, task]) => keyOf(task) ?? []))];
+  return Object.fromEntries<TargetResult>(
+    kinds.map((kind) => {
+      const mine = measured.filter(([, task]) => keyOf(task) === kind);
+      const lateness = mine.flatMap(([id, task]) => {
+        const first = arrivals.get(id)?.[0];
+        return first ? [first.receivedAtMs - task.dueAtMs] : [];
+      });
+      const early = mine.filter(([id, task]) =>
+        (arrivals.get(id) ?? []).some((arrival) => arrival.receivedAtMs < task.dueAtMs),
+      ).length;
+      return [
+        kind,
+        {
+          dueWithinRun: mine.length,
+          delivered: lateness.length,
+          lost: mine.length - lateness.length,
+          early,
+          latenessMs: latenessOf(lateness),
+        },
+      ];
+    }),
+  );
+}
+
+/** Planned due times and first arrivals per second over the scenario's steady window. */
+function steadyResult(
+  spec: ScenarioSpec,
+  startMs: number,
+  measured: ReadonlyArray<readonly [string, Sent]>,
+  arrivals: ReadonlyMap<string, readonly Arrival[]>,
+): SteadyResult | undefined {
+  const window = spec.steadyWindowMs;
+  if (!window) return undefined;
+  const fromS = Math.ceil(window.fromMs / 1000);
+  const toS = Math.floor(window.toMs / 1000);
+  const perSecond = (secondsFromStart: readonly number[]) => {
+    const counts = new Array<number>(Math.max(0, toS - fromS)).fill(0);
+    for (const second of secondsFromStart) {
+      if (second >= fromS && second < toS) counts[second - fromS] = (counts[second - fromS] ?? 0) + 1;
+    }
+    return {
+      mean: counts.reduce((sum, count) => sum + count, 0) / Math.max(1, counts.length),
+      min: Math.min(...counts),
+      max: Math.max(...counts),
+    };
+  };
+  const spans = new Map<number, number[]>();
+  for (const [id, task] of measured) {
+    const first = arrivals.get(id)?.[0];
+    if (!first) continue;
+    const span = Math.floor((task.dueAtMs - startMs) / 10_000) * 10;
+    const list = spans.get(span) ?? [];
+    list.push(first.receivedAtMs - task.dueAtMs);
+    spans.set(span, list);
+  }
+  return {
+    fromS,
+    toS,
+    latenessByDueSpan: [...spans.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([spanFromS, lateness]) => {
+        const { p50, max } = latenessOf(lateness);
+        return { fromS: spanFromS, p50, max };
+      }),
+    plannedDuePerSecond: perSecond(spec.tasks.map((task) => Math.round(task.dueAtMs / 1000))),
+    deliveredPerSecond: perSecond(
+      measured.flatMap(([id]) => {
+        const first = arrivals.get(id)?.[0];
+        return first ? [Math.floor((first.receivedAtMs - startMs) / 1000)] : [];
+      }),
+    ),
+  };
+}
+
+/** The scenario's SQS target queue and EventBridge bus, and readers that record what reaches them. */
+async function startTargetReaders(
+  timer: LocalTimer,
+  spec: ScenarioSpec,
+  record: (notification: WebhookNotification, arrival: Arrival) => void,
+) {
+  const kinds = new Set(spec.tasks.map((task) => task.target ?? 'http'));
+  let stopped = false;
+  const readers: Array<Promise<void>> = [];
+  let queueUrl: string | undefined;
+  if (kinds.has('sqs')) {
+    // A tenant's own queue: the harness reads it straight from fauxqs, past the model, as the tenant's consumer would.
+    const created = await timer.sqs.send(new CreateQueueCommand({ QueueName: `scale-${spec.name}-target` }));
+    queueUrl = created.QueueUrl ?? '';
+    const url = queueUrl;
+    const read = async () => {
+      while (!stopped) {
+        const received = await timer.sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: url,
+            MaxNumberOfMessages: 10,
+            WaitTimeSeconds: 1,
+            MessageSystemAttributeNames: ['SentTimestamp'],
+          }),
+        );
+        const messages = received.Messages ?? [];
+        for (const message of messages) {
+          const notification = JSON.parse(message.Body ?? '{}') as WebhookNotification;
+          const sentAt = Number(message.Attributes?.SentTimestamp);
+          // SentTimestamp is when the callback's SendMessage landed: the delivery, whenever the reader got to it.
+          const receivedAtMs = Number.isFinite(sentAt) && sentAt > 0 ? sentAt : Date.now();
+          record(notification, { receivedAtMs, attempt: notification.attempt, signatureValid: true, answered: 200 });
+        }
+        if (messages.length > 0) {
+          await timer.sqs.send(
+            new DeleteMessageBatchCommand({
+              QueueUrl: url,
+              Entries: messages.map((message, index) => ({
+                Id: String(index),
+                ReceiptHandle: message.ReceiptHandle ?? '',
+              })),
+            }),
+          );
+        }
+      }
+    };
+    readers.push(read(), read());
+  }
+  if (kinds.has('eventbridge')) {
+    let seen = 0;
+    const collect = () => {
+      for (const event of timer.eventBridgeEvents.slice(seen)) {
+        const notification = event.detail as WebhookNotification;
+        record(notification, {
+          receivedAtMs: Date.parse(event.receivedAt),
+          attempt: notification.attempt,
+          signatureValid: true,
+          answered: 200,
+        });
+      }
+      seen = timer.eventBridgeEvents.length;
+    };
+    readers.push(
+      (async () => {
+        while (!stopped) {
+          collect();
+          await sleep(250);
+        }
+        collect();
+      })(),
+    );
+  }
+  return {
+    /** The target of a task of this kind; undefined for a webhook, which is the tenant's own. */
+    target: (kind: TargetKind): Target | undefined => {
+      if (kind === 'sqs') return { type: 'sqs', queueUrl: queueUrl ?? '' };
+      if (kind === 'eventbridge') return { type: 'eventbridge', eventBusName: EVENT_BUS, detailType: 'Timer Fired' };
+      return undefined;
+    },
+    stop: async () => {
+      stopped = true;
+      await Promise.all(readers);
+    },
+  };
+}
+
+/** Schedule creates in flight at once: tenants set up their schedules one after another, not all at once. */
+const MAX_CREATES_IN_FLIGHT = 4;
+
+/** The bus EventBridge targets name; local mode's sink takes every bus. */
+const EVENT_BUS = 'scale-events';
+
+/**
+ * Creates the scenario's schedules at their planned times (POST /v1/schedules, retried as
+ * submits are), and judges their occurrences once the run is over.
+ */
+function scheduleCreator(
+  spec: ScenarioSpec,
+  context: {
+    readonly startMs: number;
+    readonly apiUrl: string;
+    readonly apiKeys: ReadonlyMap<string, string>;
+    readonly url: (tenant: string) => string;
+  },
+) {
+  const planned = [...(spec.schedules ?? [])].sort((a, b) => a.createAtMs - b.createAtMs);
+  const made: Array<{ readonly id: string; readonly plan: PlannedSchedule }> = [];
+  const tally = { refused: 0, api429: 0, api5xx: 0 };
+  const refusedBecause: Record<string, number> = {};
+  const create = async (plan: PlannedSchedule, index: number) => {
+    const body = {
+      rate: plan.rate,
+      startAt: new Date(context.startMs + plan.startAtMs).toISOString(),
+      endAt: new Date(context.startMs + plan.endAtMs).toISOString(),
+      target: { type: 'http', url: context.url(plan.tenant) },
+      payload: { scenario: spec.name, schedule: index },
+      idempotencyKey: `${spec.name}-schedule-${index}`,
+      ...(plan.bizType !== undefined && { bizType: plan.bizType }),
+      ...(plan.bizId !== undefined && { bizId: plan.bizId }),
+    };
+    for (let attempt = 0; ; attempt += 1) {
+      const response = await fetch(`${context.apiUrl}/v1/schedules`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${context.apiKeys.get(plan.tenant)}` },
+        body: JSON.stringify(body),
+      }).catch(() => undefined);
+      const status = response?.status ?? 503;
+      const answer = response
+        ? ((await response.json().catch(() => ({}))) as Partial<ScheduleView> & { title?: string; detail?: string })
+        : {};
+      if ((status === 429 || status >= 500) && attempt < MAX_RETRIES) {
+        if (status === 429) tally.api429 += 1;
+        else tally.api5xx += 1;
+        await sleep(100 * 2 ** attempt * (0.5 + Math.random()));
+        continue;
+      }
+      if ((status === 201 || status === 200) && answer.id) made.push({ id: answer.id, plan });
+      else {
+        tally.refused += 1;
+        const reason = `${status} ${answer.detail ?? answer.title ?? ''}`.trim();
+        refusedBecause[reason] = (refusedBecause[reason] ?? 0) + 1;
+      }
+      return;
+    }
+  };
+  const created = (async () => {
+    const creates: Array<Promise<void>> = [];
+    let inFlight = 0;
+    for (const [index, plan] of planned.entries()) {
+      const wait = context.startMs + plan.createAtMs - Date.now();
+      if (wait > 0) await sleep(wait);
+      // A slow API backs the creates up rather than piling retries onto the submits' share of it.
+      while (inFlight >= MAX_CREATES_IN_FLIGHT) await sleep(5);
+      inFlight += 1;
+      creates.push(
+        create(plan, index).finally(() => {
+          inFlight -= 1;
+        }),
+      );
+    }
+    await Promise.all(creates);
+  })();
+  /** Every occurrence of the created schedules due by `untilMs` (absolute), as occurrence keys with their times. */
+  const occurrencesDue = (untilMs: number) =>
+    made.flatMap(({ id, plan }) => {
+      const last = Math.min(untilMs, context.startMs + plan.endAtMs);
+      const times: Array<{ key: string; atMs: number; rate: string }> = [];
+      for (let atMs = context.startMs + plan.startAtMs; atMs <= last; atMs += plan.everyMs)
+        times.push({ key: occurrenceKey(id, atMs), atMs, rate: plan.rate });
+      return times;
+    });
+  return {
+    created,
+    due: (untilMs: number) => occurrencesDue(Math.min(untilMs, Date.now() - 1000)).map(({ key }) => key),
+    result(measuredUntilMs: number, arrivals: ReadonlyMap<string, readonly Arrival[]>): ScheduleResult {
+      const due = occurrencesDue(measuredUntilMs);
+      const expected = new Set(due.map(({ key }) => key));
+      const lateness: number[] = [];
+      const byRate = new Map<string, { due: number; lateness: number[] }>();
+      let early = 0;
+      let duplicates = 0;
+      for (const { key, atMs, rate } of due) {
+        const list = arrivals.get(key) ?? [];
+        const first = list[0];
+        const ofRate = byRate.get(rate) ?? { due: 0, lateness: [] };
+        byRate.set(rate, ofRate);
+        ofRate.due += 1;
+        if (first) {
+          lateness.push(first.receivedAtMs - atMs);
+          ofRate.lateness.push(first.receivedAtMs - atMs);
+        }
+        if (list.some((arrival) => arrival.receivedAtMs < atMs)) early += 1;
+        const firstAnswered = list.findIndex((arrival) => arrival.answered >= 200 && arrival.answered < 300);
+        if (firstAnswered !== -1 && list.length > firstAnswered + 1) duplicates += 1;
+      }
+      const all = [...arrivals.entries()];
+      return {
+        planned: planned.length,
+        created: made.length,
+        ...tally,
+        refusedBecause,
+        occurrencesDue: due.length,
+        delivered: lateness.length,
+        lost: due.length - lateness.length,
+        early,
+        duplicates,
+        unexpected: all.filter(([key]) => !expected.has(key)).reduce((sum, [, list]) => sum + list.length, 0),
+        badSignatures: all.reduce((sum, [, list]) => sum + list.filter((arrival) => !arrival.signatureValid).length, 0),
+        latenessMs: latenessOf(lateness),
+        byRate: Object.fromEntries(
+          [...byRate].map(([rate, { due: count, lateness: late }]) => [
+            rate,
+            { occurrencesDue: count, delivered: late.length, latenessMs: latenessOf(late) },
+          ]),
+        ),
+      };
+    },
   };
 }
 
@@ -513,13 +1030,15 @@ async function earlierErrors(delivery: LateDelivery, apiUrl: string, apiKey = ''
 /**
  * Requests the model refused: DynamoDB's (every key class and the table), API Gateway's 429s,
  * Lambda's throttled invocations (concurrency and new environments), SQS's OverLimit receives
- * and visibility refusals, and submits the API answered 5xx or refused for good.
+ * and visibility refusals, EventBridge's PutEvents throttles, and submits and schedule creates
+ * the API answered 5xx or refused for good.
  */
 export function throttledRequests({
   model,
   lambda,
   tenants,
-}: Pick<ScenarioResult, 'model' | 'lambda' | 'tenants'>): number {
+  schedules,
+}: Pick<ScenarioResult, 'model' | 'lambda' | 'tenants' | 'schedules'>): number {
   const dynamo = Object.values(model.dynamodb.byKeyClass).reduce((sum, usage) => sum + usage.throttles, 0);
   const { read, write } = model.dynamodb.tableThrottles;
   const invocations = Object.values(lambda).reduce((sum, stats) => sum + stats.throttles, 0);
@@ -528,7 +1047,18 @@ export function throttledRequests({
     0,
   );
   const submits = Object.values(tenants).reduce((sum, tenant) => sum + tenant.api5xx + tenant.rejected, 0);
-  return dynamo + read + write + model.api.throttled + invocations + sqs + submits;
+  const scheduleCreates = schedules ? schedules.api5xx + schedules.refused : 0;
+  return (
+    dynamo +
+    read +
+    write +
+    model.api.throttled +
+    invocations +
+    sqs +
+    model.eventBridge.throttled +
+    submits +
+    scheduleCreates
+  );
 }
 
 /** The hottest partition key's (or, in partition mode, partition's) busiest second as a fraction of its limit. */

@@ -44,6 +44,13 @@ export const AWS_LIMITS = {
     /** ...and adds at most this many a minute while messages wait. */
     mappingScaleUpPerMinute: 300,
   },
+  eventBridge: {
+    /**
+     * PutEvents per account and region, us-east-1's default (2,400 in smaller regions); counted
+     * here per entry, the stricter reading (the callback puts one entry a request, so the two agree).
+     */
+    putEventsPerSecond: 10_000,
+  },
   apiGateway: {
     /** HTTP API account-level (and so default stage) throttle: steady rate and burst. */
     requestsPerSecond: 10_000,

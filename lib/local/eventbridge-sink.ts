@@ -30,7 +30,13 @@ interface PutEventsEntry {
  * (AWS JSON 1.1), so the callback's unmodified EventBridge client talks to it through
  * AWS_ENDPOINT_URL_EVENTBRIDGE; events are kept in memory and appended to a JSON Lines file.
  */
-export async function startEventBridgeSink(options: { logFile?: string } = {}): Promise<EventBridgeSink> {
+export async function startEventBridgeSink(
+  options: {
+    logFile?: string;
+    /** The scale model's PutEvents quota: whether a request of this many entries may go on. @default always */
+    admit?: (entries: number) => boolean;
+  } = {},
+): Promise<EventBridgeSink> {
   const events: SunkEvent[] = [];
   const server: Server = createServer((request, response) => {
     const chunks: Buffer[] = [];
@@ -48,6 +54,12 @@ export async function startEventBridgeSink(options: { logFile?: string } = {}): 
         return;
       }
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { Entries?: PutEventsEntry[] };
+      if (options.admit && !options.admit(body.Entries?.length ?? 0)) {
+        // EventBridge's answer over its PutEvents quota, which the SDK retries with backoff.
+        response.writeHead(400, { 'content-type': 'application/x-amz-json-1.1' });
+        response.end(JSON.stringify({ __type: 'ThrottlingException', message: 'Rate exceeded' }));
+        return;
+      }
       const accepted = (body.Entries ?? []).map((entry) => ({
         eventId: randomUUID(),
         receivedAt: new Date().toISOString(),

@@ -225,9 +225,6 @@ async function startBackends(options: LocalTimerOptions): Promise<Backends> {
     startEmulatorProcess('dynamodb', options.dataDir),
     startEmulatorProcess('sqs'),
   ]);
-  const sink = await startEventBridgeSink(
-    options.dataDir ? { logFile: join(options.dataDir, 'eventbridge-events.jsonl') } : {},
-  );
   // Only the handlers and the event source mappings meet the model; local mode's own setup and console do not.
   const scaleModel =
     options.scaleModel &&
@@ -235,6 +232,10 @@ async function startBackends(options: LocalTimerOptions): Promise<Backends> {
       dynamodbEndpoint: localDynamo.endpoint,
       sqsEndpoint: sqsServer.endpoint,
     }));
+  const sink = await startEventBridgeSink({
+    ...(options.dataDir && { logFile: join(options.dataDir, 'eventbridge-events.jsonl') }),
+    ...(scaleModel && { admit: (entries: number) => scaleModel.putEventsThrottle.admit(entries) }),
+  });
   const { raw: rawDynamo, dynamo } = localDynamoClients(localDynamo.endpoint);
   const sqs = new SQSClient({
     region: LOCAL_REGION,

@@ -20,6 +20,7 @@ import { ApiStageThrottle, type ApiThrottleReport } from './api-throttle.js';
 import type { KeySchema } from './dynamodb-capacity.js';
 import { startDynamoThroughputProxy } from './dynamodb-proxy.js';
 import { DynamoThroughputModel, type DynamoThroughputReport } from './dynamodb-throughput.js';
+import { PutEventsThrottle, type PutEventsThrottleReport } from './put-events-throttle.js';
 import { scaledRate } from './scaled-rate.js';
 import { SqsInFlightModel, type SqsInFlightReport, startSqsInFlightProxy } from './sqs-in-flight.js';
 
@@ -52,16 +53,19 @@ export interface ScaleModelReport {
   readonly dynamodb: DynamoThroughputReport;
   readonly sqs: SqsInFlightReport;
   readonly api: ApiThrottleReport;
+  readonly eventBridge: PutEventsThrottleReport;
 }
 
 export interface RunningScaleModel extends EmulatorEndpoints {
   readonly apiThrottle: ApiStageThrottle;
+  /** EventBridge's PutEvents quota, which the local EventBridge sink applies in the handlers' process. */
+  readonly putEventsThrottle: PutEventsThrottle;
   report(): Promise<ScaleModelReport>;
   close(): Promise<void>;
 }
 
 /** What the proxies saw: the report's DynamoDB and SQS parts. */
-type ProxiesReport = Omit<ScaleModelReport, 'k' | 'api'>;
+type ProxiesReport = Omit<ScaleModelReport, 'k' | 'api' | 'eventBridge'>;
 
 /** The proxies that stand for DynamoDB's and SQS's servers, and what they saw. */
 interface LimitProxies extends EmulatorEndpoints {
@@ -113,10 +117,18 @@ function apiStageThrottle({ k, quotas, clock = systemClock }: ScaleModel): ApiSt
 export async function startScaleModel(model: ScaleModel, emulators: EmulatorEndpoints): Promise<RunningScaleModel> {
   const proxies = await startLimitProxies(model, emulators);
   const apiThrottle = apiStageThrottle(model);
+  const putEventsThrottle = new PutEventsThrottle({ k: model.k, clock: model.clock ?? systemClock });
   return {
     ...proxies,
     apiThrottle,
-    report: () => Promise.resolve({ k: model.k, ...proxies.report(), api: apiThrottle.report() }),
+    putEventsThrottle,
+    report: () =>
+      Promise.resolve({
+        k: model.k,
+        ...proxies.report(),
+        api: apiThrottle.report(),
+        eventBridge: putEventsThrottle.report(),
+      }),
   };
 }
 
@@ -134,13 +146,16 @@ export async function startScaleModelProcess(
     JSON.stringify({ model, emulators }),
   ]);
   const apiThrottle = apiStageThrottle(model);
+  const putEventsThrottle = new PutEventsThrottle({ k: model.k, clock: systemClock });
   return {
     ...child.ready,
     apiThrottle,
+    putEventsThrottle,
     report: async () => ({
       k: model.k,
       ...(await child.ask<ProxiesReport>()),
       api: apiThrottle.report(),
+      eventBridge: putEventsThrottle.report(),
     }),
     close: () => child.stop(),
   };

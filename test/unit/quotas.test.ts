@@ -50,4 +50,14 @@ describe('Function: quotasFor', () => {
     expect(quotas.tableWriteUnitsPerSecond).toBeGreaterThanOrEqual(peakUnits * 1.5);
     expect(quotas.tableWriteUnitsPerSecond).toBeGreaterThan(AWS_LIMITS.dynamodb.tableWriteUnitsPerSecond);
   });
+
+  it('asks for table write units that carry the hot second created in one second, where a create costs more than a delivery', () => {
+    // Act: as receipts make it, a delivery writes a twentieth of a unit and a create a unit.
+    const quotas = quotasFor({ ...billionADay, writeUnitsPerTask: 1.05, deliveryWriteUnitsPerTask: 0.05 });
+
+    // Assess: 20,000 creates on top of the peak wave of 23,148, with half again of headroom.
+    const peakUnits = 20_000 * 1 + (1e9 / 86_400) * SUBMIT_PEAK_TO_AVERAGE * 1;
+    expect(quotas.tableWriteUnitsPerSecond).toBeGreaterThanOrEqual(peakUnits * 1.5);
+    expect(quotas.tableWriteUnitsPerSecond).toBeLessThan(peakUnits * 1.5 + 10_000);
+  });
 });

@@ -56,10 +56,13 @@ export function quotasFor(input: QuotaInput): Quotas {
     roundUp(reserved + QUEUES.delivery.consumer.maxConcurrency + AWS_LIMITS.lambda.unreservedConcurrencyMinimum, 500),
     ACCOUNT_CONCURRENCY,
   );
-  // The busiest second takes its deliveries' writes and a wave of creates at once.
+  // The busiest second takes a wave of creates and, at once, either the hot second's deliveries or
+  // its creates: the tasks due in one second are often made in one (a flash sale's orders, each
+  // timed to close unpaid), and a create costs far more than a delivery, whose outcome is a receipt.
+  const createUnits = input.writeUnitsPerTask - input.deliveryWriteUnitsPerTask;
   const peakWriteUnits =
-    input.peakPerSecond * input.deliveryWriteUnitsPerTask +
-    averageTasks * SUBMIT_PEAK_TO_AVERAGE * (input.writeUnitsPerTask - input.deliveryWriteUnitsPerTask);
+    input.peakPerSecond * Math.max(input.deliveryWriteUnitsPerTask, createUnits) +
+    averageTasks * SUBMIT_PEAK_TO_AVERAGE * createUnits;
   return {
     apiThrottle: { rateLimit, burstLimit: roundUp(rateLimit / 2, 1000) },
     apiReservedConcurrency,

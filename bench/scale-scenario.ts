@@ -16,6 +16,7 @@ import type { ScheduleView, Target, WebhookNotification } from '../functions/con
 import { issueApiKey, newTenant } from '../functions/core/tenants/tenants.js';
 import type { Quotas } from '../lib/construct/plan/quotas.js';
 import type { FunctionStats } from '../lib/local/lambda-service.js';
+import { SHARD_KEY_CLASSES } from '../lib/local/limits/dynamodb-throughput.js';
 import type { ScaleModelReport } from '../lib/local/limits/scale-model.js';
 import { type LocalTimer, startLocalTimer } from '../lib/local/runtime.js';
 import { summarize } from './stats.js';
@@ -1062,7 +1063,16 @@ export function throttledRequests({
 }
 
 /** The hottest partition key's (or, in partition mode, partition's) busiest second as a fraction of its limit. */
-export function hottestFraction({ model }: Pick<ScenarioResult, 'model'>): number {
-  const { hottestKey, collisions } = model.dynamodb;
-  return Math.max(hottestKey?.fractionOfLimit ?? 0, collisions?.hottestFractionOfLimit ?? 0);
+/**
+ * The hottest key's or partition's busiest second as a fraction of its limit. Without
+ * `shardKeys`, keys of SHARD_KEY_CLASSES are left out, keys and partitions alike: what one of them
+ * takes in a second is set by the design's shard count, which the model does not divide by k.
+ */
+export function hottestFraction({ model }: Pick<ScenarioResult, 'model'>, shardKeys = true): number {
+  const { hottestKey, hottestKeyByClass, collisions, limits } = model.dynamodb;
+  if (shardKeys) return Math.max(hottestKey?.fractionOfLimit ?? 0, collisions?.hottestFractionOfLimit ?? 0);
+  const byClass = Object.entries(hottestKeyByClass)
+    .filter(([keyClass]) => !SHARD_KEY_CLASSES.has(keyClass))
+    .map(([, peak]) => Math.max(peak.read / limits.partitionRead, peak.write / limits.partitionWrite));
+  return Math.max(0, ...byClass, collisions?.hottestUnshardedFractionOfLimit ?? 0);
 }

@@ -87,6 +87,8 @@ export interface PartitionCollisions {
   readonly partitions: number;
   /** The busiest partition's peak second as a fraction of its limit: at or above the hottest key's. */
   readonly hottestFractionOfLimit: number;
+  /** The same, counting only keys outside SHARD_KEY_CLASSES. */
+  readonly hottestUnshardedFractionOfLimit: number;
   /** Partition-seconds in which two or more keys spent units. */
   readonly sharedSeconds: number;
   /** The most keys that spent units in one partition in one second, and the most units such a shared partition took. */
@@ -220,6 +222,14 @@ interface PartitionSecond {
 
 type Refusal = 'partition' | 'table';
 
+/**
+ * Key classes with one key per task shard and second (the tasks' buckets, and the byBizType index,
+ * keyed by the task's shard): what they take in a second is set by the design's 80 shards, which a
+ * 1/k model does not divide, against a limit it does. Their counts mean something at k ≤ 10 only;
+ * beyond it the partitions are also judged without them (PartitionCollisions).
+ */
+export const SHARD_KEY_CLASSES: ReadonlySet<string> = new Set(['B', 'index:byBizType']);
+
 /** A partition key's class: the text before its first '#', or `index:<name>` for an index's keys. */
 function classOf(id: string): string {
   const ref = partitionRef(id);
@@ -242,6 +252,8 @@ export class DynamoThroughputModel {
   private readonly firstReads = new Map<string, FirstRead>();
   /** In partition mode, the partitions' meters, which hold the limit, and each one's keys this second. */
   private readonly partitions?: Record<Kind, WindowMeter>;
+  /** The partitions again, charged only by keys outside SHARD_KEY_CLASSES. */
+  private readonly unshardedPartitions?: Record<Kind, WindowMeter>;
   private readonly partitionSeconds = new Map<string, PartitionSecond>();
   private collisions = {
     sharedSeconds: 0,
@@ -259,6 +271,10 @@ export class DynamoThroughputModel {
     };
     if (options.partitions !== undefined) {
       this.partitions = {
+        read: new WindowMeter(this.keys.read.limit),
+        write: new WindowMeter(this.keys.write.limit),
+      };
+      this.unshardedPartitions = {
         read: new WindowMeter(this.keys.read.limit),
         write: new WindowMeter(this.keys.write.limit),
       };
@@ -329,6 +345,8 @@ export class DynamoThroughputModel {
     if (!meter) return;
     const partition = this.partitionOf(charge.ref);
     meter.charge(partition, charge.units, now, requests);
+    if (!SHARD_KEY_CLASSES.has(classOf(id)))
+      this.unshardedPartitions?.[kind].charge(partition, charge.units, now, requests);
     this.noteShared(kind, partition, id, charge.units, now);
   }
 
@@ -461,9 +479,9 @@ export class DynamoThroughputModel {
     return { unitsPerStartByClass, startsByFunction };
   }
 
-  private hottestPartitionFraction(): number {
+  private hottestPartitionFraction(partitions = this.partitions): number {
     const fractions = (['read', 'write'] as const).flatMap((kind) => {
-      const meter = this.partitions?.[kind];
+      const meter = partitions?.[kind];
       return meter ? [...meter.readings().values()].map((reading) => reading.peakUnitsPerSecond / meter.limit) : [];
     });
     return Math.max(0, ...fractions);
@@ -537,6 +555,7 @@ export class DynamoThroughputModel {
         collisions: {
           partitions: this.options.partitions,
           hottestFractionOfLimit: this.hottestPartitionFraction(),
+          hottestUnshardedFractionOfLimit: this.hottestPartitionFraction(this.unshardedPartitions),
           ...this.collisions,
         },
       }),

@@ -109,6 +109,24 @@ describe('Class: DynamoThroughputModel', () => {
     expect(collisions?.busiestShared?.keys).toHaveLength(2);
   });
 
+  it('reports the busiest partition again without the task-shard keys, whose load the model does not divide by k', () => {
+    // Prepare: one partition, at k = 100 10 write units a second.
+    const clock = new ManualClock(1_000_000);
+    const model = new DynamoThroughputModel({ k: 100, clock, partitions: 1 });
+    const unit = (value: string, index?: string) => ({ ref: { table: 't', value, ...(index && { index }) }, units: 1 });
+
+    // Act: 5 units on a bucket key, 3 on the byBizType index, 2 on a tenant's rate counter.
+    for (let i = 0; i < 5; i++) model.admit('write', 't', [unit('B#1#0')]);
+    for (let i = 0; i < 3; i++) model.admit('write', 't', [unit('acme#pay#0', 'byBizType')]);
+    for (let i = 0; i < 2; i++) model.admit('write', 't', [unit('RATE#acme#0')]);
+
+    // Assess: the table's partition took 7 of its 10 units (the index has partitions of its own), 2 of them unsharded.
+    expect(model.report().collisions).toMatchObject({
+      hottestFractionOfLimit: 0.7,
+      hottestUnshardedFractionOfLimit: 0.2,
+    });
+  });
+
   it('sizes a table’s partitions by its bytes at 10 GB each or its throughput, whichever needs more', () => {
     // Act
     const billionADay = tablePartitions({ bytes: 30e12, writeUnitsPerSecond: 100_000, readUnitsPerSecond: 40_000 });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 
 import { format, resolveConfig } from 'prettier';
 
+import { SCHEDULE_SHARES } from '../functions/adapters/dynamo/table-schema.js';
 import { AWS_LIMITS } from '../functions/contract/aws-limits.js';
 import { DEFAULT_SETTINGS, type TimerSettings } from '../functions/contract/topology.js';
 import { MAX_SCHEDULES_PER_TENANT } from '../functions/core/schedules/schedules.js';
@@ -169,7 +170,7 @@ const STEADY_TARGET_SHARES: ReadonlyArray<readonly [TargetKind, number]> = [
 const BIZ_TYPES = ['order.expiry', 'cart.reminder', 'invoice.due', 'trial.end', 'session.timeout'];
 /**
  * Schedules: each tenant keeps the per-tenant limit divided by k (1,000 / k), since one tenant's
- * schedules share a partition key whose limit the model divides by k. Those of the first
+ * schedules share its schedule partition keys (SCHEDULE_SHARES), whose limit the model divides by k. Those of the first
  * STEADY_SECOND_SCHEDULE_TENANTS tenants fire every second (the SCHEDULES key's worst case at the
  * limit); the rest every minute, their minutes spread over its seconds. Every tenant at a second
  * would be 1,000/k × 100 occurrences a second, some nine times the task rate, which this machine does not carry.
@@ -615,8 +616,8 @@ tenant's webhook. The harness reads the queue straight from fauxqs (lateness by 
 SentTimestamp) and the local EventBridge sink's events (by their arrival); EventBridge's PutEvents
 quota (${fmt(AWS_LIMITS.eventBridge.putEventsPerSecond)} entries a second in us-east-1) is divided by k like the rest.
 ${SCHEDULE_TENANT_COUNT === STEADY_TENANT_COUNT ? 'Each tenant' : `The first ${SCHEDULE_TENANT_COUNT} tenants (a sample in --quick: all ${fmt(STEADY_TENANT_COUNT)} tenants' creates in 20 s, with their retries, took the api's whole scaled reservation on a 2-core machine, and a minute's schedule fires only once or twice in a quick run) each`} create${SCHEDULE_TENANT_COUNT === STEADY_TENANT_COUNT ? 's' : ''} ${fmt(SCHEDULES_PER_TENANT)} schedules (POST /v1/schedules, at most 4 at once) in the first ${SCHEDULES_CREATED_WITHIN_MS / 1000} s: the per-tenant limit
-of ${fmt(MAX_SCHEDULES_PER_TENANT)} divided by k, since a tenant's schedules share one partition key whose limit the model
-divides by k. The first ${STEADY_SECOND_SCHEDULE_TENANTS} tenants' schedules fire every second from ${SCHEDULES_FROM_SECONDS} s, the worst case of that key;
+of ${fmt(MAX_SCHEDULES_PER_TENANT)} divided by k, since a tenant's schedules share its ${SCHEDULE_SHARES} schedule partition keys, whose limit
+the model divides by k. The first ${STEADY_SECOND_SCHEDULE_TENANTS} tenants' schedules fire every second from ${SCHEDULES_FROM_SECONDS} s, the worst case of that key;
 the others' fire every minute, spread over its seconds (every tenant at one a second would be
 ${fmt(SCHEDULES_PER_TENANT * STEADY_TENANT_COUNT)} occurrences a second, more than this machine carries beside the tasks). Each occurrence
 is found by its schedule id and occurrence time, and judged like a task: lost, early, duplicate,

@@ -30,9 +30,16 @@ import {
 export class DynamoScheduleStore implements ScheduleStore {
   constructor(private readonly options: TableOptions) {}
 
-  /** Makes a write conditional on the schedule being there at its share's key, then at its old key. */
-  private async inShareOrLegacy(tenantId: string, id: string, write: (key: TableKey) => Promise<boolean>) {
-    return (await write(scheduleKey(tenantId, id))) || write(scheduleKey(tenantId, id, SCHEDULES_LEGACY));
+  /**
+   * Makes `request` at the schedule's key in its share, and again at its old key when the first
+   * found nothing there: no item read or deleted, or a write's condition on the item failed.
+   */
+  private async inShareOrLegacy<Found>(
+    tenantId: string,
+    id: string,
+    request: (key: TableKey) => Promise<Found>,
+  ): Promise<Found> {
+    return (await request(scheduleKey(tenantId, id))) || request(scheduleKey(tenantId, id, SCHEDULES_LEGACY));
   }
 
   create(schedule: Schedule): Promise<boolean> {
@@ -54,7 +61,7 @@ export class DynamoScheduleStore implements ScheduleStore {
           new GetCommand({ TableName: this.options.tableName, Key: key, ConsistentRead: true }),
         )
       ).Item as ScheduleItem | undefined;
-    const item = (await read(scheduleKey(tenantId, id))) ?? (await read(scheduleKey(tenantId, id, SCHEDULES_LEGACY)));
+    const item = await this.inShareOrLegacy(tenantId, id, read);
     return item ? scheduleFromItem(item) : undefined;
   }
 
@@ -166,8 +173,7 @@ export class DynamoScheduleStore implements ScheduleStore {
           new DeleteCommand({ TableName: this.options.tableName, Key: key, ReturnValues: 'ALL_OLD' }),
         )
       ).Attributes as ScheduleItem | undefined;
-    const item =
-      (await remove(scheduleKey(tenantId, id))) ?? (await remove(scheduleKey(tenantId, id, SCHEDULES_LEGACY)));
+    const item = await this.inShareOrLegacy(tenantId, id, remove);
     return item ? scheduleFromItem(item) : undefined;
   }
 }

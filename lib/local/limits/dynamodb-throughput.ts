@@ -232,7 +232,10 @@ export const SHARD_KEY_CLASSES: ReadonlySet<string> = new Set(['B', 'index:byBiz
 
 /** A partition key's class: the text before its first '#', or `index:<name>` for an index's keys. */
 function classOf(id: string): string {
-  const ref = partitionRef(id);
+  return classOfRef(partitionRef(id));
+}
+
+function classOfRef(ref: PartitionKeyRef): string {
   return ref.index === undefined ? keyClass(ref.value) : `index:${ref.index}`;
 }
 
@@ -345,7 +348,7 @@ export class DynamoThroughputModel {
     if (!meter) return;
     const partition = this.partitionOf(charge.ref);
     meter.charge(partition, charge.units, now, requests);
-    if (!SHARD_KEY_CLASSES.has(classOf(id)))
+    if (!SHARD_KEY_CLASSES.has(classOfRef(charge.ref)))
       this.unshardedPartitions?.[kind].charge(partition, charge.units, now, requests);
     this.noteShared(kind, partition, id, charge.units, now);
   }

@@ -32,6 +32,8 @@ const HOT_SECOND_ONLY = flags['hot-second'] ?? false;
 const K = Number(flags.k ?? (HOT_SECOND_ONLY ? 10 : 100));
 const QUICK = flags.quick ?? false;
 const TASKS_PER_DAY = 1e9;
+/** The tasks due in the busiest second, at full scale. */
+const PEAK_PER_SECOND = 20_000;
 const RATE = TASKS_PER_DAY / 86_400 / K;
 /** How long tasks are submitted for, in scenarios (a), (b) and (d). */
 const SUBMIT_SECONDS = QUICK ? 30 : 120;
@@ -46,7 +48,7 @@ const RAMP_SECONDS = 20;
 const WITHIN_RUN_SHARE = Number(flags['within-run'] ?? 0.3);
 /** The "few minutes" delays run from 5 s to this, so the last of them falls due this long after submits end. */
 const SOON_MAX_SECONDS = QUICK ? 30 : 120;
-const HOT_SECOND_TASKS = Math.max(1, Math.round(20_000 / K));
+const HOT_SECOND_TASKS = Math.max(1, Math.round(PEAK_PER_SECOND / K));
 /** The hot second falls due this long after its first submit, time enough to submit it all. */
 const HOT_SECOND_LEAD_SECONDS = QUICK ? 15 : 30;
 /** Deliveries may arrive this long after the last measured due time before the missing ones count as lost. */
@@ -60,7 +62,11 @@ const log = (line: string) => process.stderr.write(`${line}\n`);
  * reservation and raised quotas are the ones a deployer following the plan would have.
  */
 const benchReport = JSON.parse(await readFile('docs/benchmarks.json', 'utf8')) as BenchReport;
-const QUOTAS = measuredQuotas(benchReport, { perDay: TASKS_PER_DAY, peakPerSecond: 20_000, tasksPerApiRequest: 1 });
+const QUOTAS = measuredQuotas(benchReport, {
+  perDay: TASKS_PER_DAY,
+  peakPerSecond: PEAK_PER_SECOND,
+  tasksPerApiRequest: 1,
+});
 /**
  * The deployment's settings: dense mode, as a billion a day is priced (`npm run bench:requests`
  * measures it) and as docs/configuration.md advises above about 230,000 single submits a day. The
@@ -533,7 +539,7 @@ const HOT_FRACTION = 0.9;
 const JUDGE_SHARD_KEYS = K <= 10;
 const SHARD_COUNT = SETTINGS.shardCount ?? DEFAULT_SETTINGS.shardCount;
 const SHARD_KEY_FRACTION_AT_FULL_SCALE =
-  (20_000 * Math.ceil(TASK_BYTES / 1024)) / SHARD_COUNT / AWS_LIMITS.dynamodb.partitionWriteUnitsPerSecond;
+  (PEAK_PER_SECOND * Math.ceil(TASK_BYTES / 1024)) / SHARD_COUNT / AWS_LIMITS.dynamodb.partitionWriteUnitsPerSecond;
 /** On time, by invariant 3. */
 const P99_LATENESS_LIMIT_MS = 1000;
 const { mappingInitialConcurrency: MAPPING_START, mappingScaleUpPerMinute: MAPPING_RAMP } = AWS_LIMITS.lambda;
@@ -637,7 +643,7 @@ tasks a day for ${DEFAULT_SETTINGS.retentionDays} days; a key or partition at ${
 or more fails the run, as does a p99 lateness of ${fmt(P99_LATENESS_LIMIT_MS)} ms or more. Task-shard keys (the buckets'
 \`B#\` keys and the byBizType index's) take what the design's ${SHARD_COUNT} shards deal them, a constant the model
 does not divide by k: they are judged measured at k ≤ 10, and above it at full scale from the hot second
-(20,000 creates in one second dealt over the shards), the partitions then judged without them.
+(${fmt(PEAK_PER_SECOND)} creates in one second dealt over the shards), the partitions then judged without them.
 
 ## What the model leaves out
 
@@ -706,7 +712,7 @@ const markdown = [
   '## Results',
   '',
   ...results.map((result, index) => scenarioMarkdown(result, scenarios[index]?.title ?? result.name)),
-  `Summary: throttled ${summary.throttled}, lost ${summary.lost}, early ${summary.early}, worst p99 lateness ${fmt(summary.p99LatenessMs)} ms, hottest key ${fmt(summary.hottestFraction * 100)}% of its limit${JUDGE_SHARD_KEYS ? '' : ` (task-shard keys, B and byBizType, judged at full scale: ${fmt(SHARD_KEY_FRACTION_AT_FULL_SCALE * 100)}% in the hot second, ${fmt(20_000 / SHARD_COUNT)} creates on each of ${SHARD_COUNT} shards; measured, they are listed above)`}.`,
+  `Summary: throttled ${summary.throttled}, lost ${summary.lost}, early ${summary.early}, worst p99 lateness ${fmt(summary.p99LatenessMs)} ms, hottest key ${fmt(summary.hottestFraction * 100)}% of its limit${JUDGE_SHARD_KEYS ? '' : ` (task-shard keys, B and byBizType, judged at full scale: ${fmt(SHARD_KEY_FRACTION_AT_FULL_SCALE * 100)}% in the hot second, ${fmt(PEAK_PER_SECOND / SHARD_COUNT)} creates on each of ${SHARD_COUNT} shards; measured, they are listed above)`}.`,
   '',
 ].join('\n');
 await mkdir('reports', { recursive: true });

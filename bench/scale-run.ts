@@ -80,9 +80,9 @@ const TASK_BYTES = (storedTasks ? storedTasks.bytes / storedTasks.items : 1024) 
 const PARTITIONS = tablePartitions({
   bytes: TASKS_PER_DAY * DEFAULT_SETTINGS.retentionDays * TASK_BYTES,
   writeUnitsPerSecond: QUOTAS.tableWriteUnitsPerSecond,
-  readUnitsPerSecond: AWS_LIMITS.dynamodb.tableReadUnitsPerSecond,
+  readUnitsPerSecond: QUOTAS.tableReadUnitsPerSecond,
 });
-const quotaLine = `Deployment as \`npm run plan -- --per-day 1e9 --peak 20000\` sizes it for single submits: API stage throttle ${fmt(QUOTAS.apiThrottle.rateLimit)}/s (burst ${fmt(QUOTAS.apiThrottle.burstLimit)}), api reserved concurrency ${fmt(QUOTAS.apiReservedConcurrency)}, and AWS quotas raised to ${fmt(QUOTAS.apiGatewayRequestsPerSecond)} API requests/s, ${fmt(QUOTAS.lambdaConcurrency)} concurrent executions and ${fmt(QUOTAS.tableWriteUnitsPerSecond)} table write units/s; all divided by k.`;
+const quotaLine = `Deployment as \`npm run plan -- --per-day 1e9 --peak 20000\` sizes it for single submits: API stage throttle ${fmt(QUOTAS.apiThrottle.rateLimit)}/s (burst ${fmt(QUOTAS.apiThrottle.burstLimit)}), api reserved concurrency ${fmt(QUOTAS.apiReservedConcurrency)}, and AWS quotas raised to ${fmt(QUOTAS.apiGatewayRequestsPerSecond)} API requests/s, ${fmt(QUOTAS.lambdaConcurrency)} concurrent executions, ${fmt(QUOTAS.tableWriteUnitsPerSecond)} table write units/s and ${fmt(QUOTAS.tableReadUnitsPerSecond)} table read units/s; all divided by k.`;
 
 /** A seeded generator (mulberry32), so two runs submit the same plan. */
 function random(seed: number): () => number {

@@ -272,6 +272,11 @@ const lines = [
         ...quotas.map((q) => fmt(q.tableWriteUnitsPerSecond)),
         fmt(AWS_LIMITS.dynamodb.tableWriteUnitsPerSecond),
       ],
+      [
+        'table read request units/s at the busiest second (quota to request)',
+        ...quotas.map((q) => fmt(q.tableReadUnitsPerSecond)),
+        fmt(AWS_LIMITS.dynamodb.tableReadUnitsPerSecond),
+      ],
     ],
   ),
   '',

@@ -4,7 +4,7 @@ import { AWS_LIMITS } from '../../functions/contract/aws-limits.js';
 import { ACCOUNT_CONCURRENCY, FUNCTIONS, QUEUES } from '../../functions/contract/topology.js';
 import { type QuotaInput, quotasFor, SUBMIT_PEAK_TO_AVERAGE } from '../../lib/construct/plan/quotas.js';
 
-/** A billion timers a day as the bench measures a task: three write units, two of them when it is delivered. */
+/** A billion timers a day as the bench measures a task: three write units, two of them when it is delivered, and half a read unit. */
 const billionADay: QuotaInput = {
   perDay: 1e9,
   peakPerSecond: 20_000,
@@ -12,6 +12,7 @@ const billionADay: QuotaInput = {
   apiSecondsPerRequest: 0.08,
   writeUnitsPerTask: 3,
   deliveryWriteUnitsPerTask: 2,
+  readUnitsPerTask: 0.5,
 };
 
 describe('Function: quotasFor', () => {
@@ -24,6 +25,7 @@ describe('Function: quotasFor', () => {
     expect(quotas.apiReservedConcurrency).toBe(FUNCTIONS.api.reservedConcurrency);
     expect(quotas.apiGatewayRequestsPerSecond).toBe(AWS_LIMITS.apiGateway.requestsPerSecond);
     expect(quotas.lambdaConcurrency).toBe(ACCOUNT_CONCURRENCY);
+    expect(quotas.tableReadUnitsPerSecond).toBe(AWS_LIMITS.dynamodb.tableReadUnitsPerSecond);
   });
 
   it('sizes the stage throttle, the api reservation and the raised quotas for single submits at their daily peak', () => {
@@ -59,5 +61,15 @@ describe('Function: quotasFor', () => {
     const peakUnits = 20_000 * 1 + (1e9 / 86_400) * SUBMIT_PEAK_TO_AVERAGE * 1;
     expect(quotas.tableWriteUnitsPerSecond).toBeGreaterThanOrEqual(peakUnits * 1.5);
     expect(quotas.tableWriteUnitsPerSecond).toBeLessThan(peakUnits * 1.5 + 10_000);
+  });
+
+  it("asks for table read units that carry the hot second's reads on top of a busy second's deliveries", () => {
+    // Act: a task read twice when it falls due (its scan's share and its read before the call).
+    const quotas = quotasFor({ ...billionADay, readUnitsPerTask: 1.5 });
+
+    // Assess: (20,000 + 23,148) tasks × 1.5 units = 64,722, with half again of headroom: over AWS's default 40,000.
+    const peakUnits = (20_000 + (1e9 / 86_400) * SUBMIT_PEAK_TO_AVERAGE) * 1.5;
+    expect(quotas.tableReadUnitsPerSecond).toBeGreaterThanOrEqual(peakUnits * 1.5);
+    expect(quotas.tableReadUnitsPerSecond).toBeLessThan(peakUnits * 1.5 + 10_000);
   });
 });

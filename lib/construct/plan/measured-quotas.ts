@@ -95,6 +95,7 @@ export function measuredQuotas(
     ...options,
     apiSecondsPerRequest: secondsPerInvocation(reference.run, 'api', costOptions.webhookMs),
     writeUnitsPerTask: usage.dynamoWriteUnits,
+    readUnitsPerTask: usage.dynamoReadUnits,
     // The updates a task's own item takes in the second it is delivered, as the full bench's run measured them.
     deliveryWriteUnitsPerTask: Math.round((reference.run.requests['DynamoDB.UpdateItem'] ?? 0) / reference.tasks),
   });

@@ -26,6 +26,8 @@ export interface QuotaInput {
   readonly writeUnitsPerTask: number;
   /** Of those, the ones spent in the second the task is delivered (the outcome). */
   readonly deliveryWriteUnitsPerTask: number;
+  /** DynamoDB read units a task spends over its life, nearly all when it falls due (its scan, its read before the call). */
+  readonly readUnitsPerTask: number;
 }
 
 export interface Quotas {
@@ -39,6 +41,8 @@ export interface Quotas {
   readonly lambdaConcurrency: number;
   /** The on-demand table's write request units a second at the busiest second (the default quota is 40,000). */
   readonly tableWriteUnitsPerSecond: number;
+  /** The on-demand table's read request units a second at the busiest second (the default quota is 40,000). */
+  readonly tableReadUnitsPerSecond: number;
 }
 
 const roundUp = (value: number, step: number) => Math.ceil(value / step) * step;
@@ -63,6 +67,8 @@ export function quotasFor(input: QuotaInput): Quotas {
   const peakWriteUnits =
     input.peakPerSecond * Math.max(input.deliveryWriteUnitsPerTask, createUnits) +
     averageTasks * SUBMIT_PEAK_TO_AVERAGE * createUnits;
+  // A task's reads come when it falls due: the hot second's, on top of a busy second's deliveries.
+  const peakReadUnits = (input.peakPerSecond + averageTasks * SUBMIT_PEAK_TO_AVERAGE) * input.readUnitsPerTask;
   return {
     apiThrottle: { rateLimit, burstLimit: roundUp(rateLimit / 2, 1000) },
     apiReservedConcurrency,
@@ -71,6 +77,10 @@ export function quotasFor(input: QuotaInput): Quotas {
     tableWriteUnitsPerSecond: Math.max(
       roundUp(peakWriteUnits * HEADROOM, 10_000),
       AWS_LIMITS.dynamodb.tableWriteUnitsPerSecond,
+    ),
+    tableReadUnitsPerSecond: Math.max(
+      roundUp(peakReadUnits * HEADROOM, 10_000),
+      AWS_LIMITS.dynamodb.tableReadUnitsPerSecond,
     ),
   };
 }

@@ -55,6 +55,8 @@ export interface DynamoThroughputOptions {
   readonly schema?: KeySchema;
   /** The table's on-demand write quota, before k divides it. @default AWS_LIMITS.dynamodb.tableWriteUnitsPerSecond */
   readonly tableWriteUnitsPerSecond?: number;
+  /** The table's on-demand read quota, before k divides it. @default AWS_LIMITS.dynamodb.tableReadUnitsPerSecond */
+  readonly tableReadUnitsPerSecond?: number;
   /**
    * How many partitions the table has (see `tablePartitions`); keys hash into them and share
    * each one's limit. @default every key its own partition
@@ -283,7 +285,7 @@ export class DynamoThroughputModel {
       };
     }
     this.tables = {
-      read: new WindowMeter(scaledRate(limits.tableReadUnitsPerSecond, k)),
+      read: new WindowMeter(scaledRate(options.tableReadUnitsPerSecond ?? limits.tableReadUnitsPerSecond, k)),
       write: new WindowMeter(scaledRate(options.tableWriteUnitsPerSecond ?? limits.tableWriteUnitsPerSecond, k)),
     };
   }

@@ -80,7 +80,10 @@ export async function startLimitProxies(model: ScaleModel, emulators: EmulatorEn
     k: model.k,
     clock,
     ...(model.schema && { schema: model.schema }),
-    ...(model.quotas && { tableWriteUnitsPerSecond: model.quotas.tableWriteUnitsPerSecond }),
+    ...(model.quotas && {
+      tableWriteUnitsPerSecond: model.quotas.tableWriteUnitsPerSecond,
+      tableReadUnitsPerSecond: model.quotas.tableReadUnitsPerSecond,
+    }),
     ...(model.partitions !== undefined && { partitions: model.partitions }),
   });
   const sqs = new SqsInFlightModel({ k: model.k, clock });

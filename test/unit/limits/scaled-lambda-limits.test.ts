@@ -52,6 +52,7 @@ describe('Function: scaledLambdaLimits', () => {
       apiGatewayRequestsPerSecond: 35_000,
       lambdaConcurrency: 3500,
       tableWriteUnitsPerSecond: 100_000,
+      tableReadUnitsPerSecond: 40_000,
     };
 
     // Act

@@ -7,11 +7,12 @@ import { format, resolveConfig } from 'prettier';
 
 import { SCHEDULE_SHARES } from '../functions/adapters/dynamo/table-schema.js';
 import { AWS_LIMITS } from '../functions/contract/aws-limits.js';
-import { DEFAULT_SETTINGS, type TimerSettings } from '../functions/contract/topology.js';
+import { DEFAULT_SETTINGS, type FunctionName, type TimerSettings } from '../functions/contract/topology.js';
 import { MAX_SCHEDULES_PER_TENANT } from '../functions/core/schedules/schedules.js';
 import { measuredQuotas } from '../lib/construct/plan/measured-quotas.js';
 import { fmt, markdownTable } from '../lib/construct/plan/table-format.js';
-import { tablePartitions } from '../lib/local/limits/dynamodb-throughput.js';
+import { SHARD_KEY_CLASSES, tablePartitions } from '../lib/local/limits/dynamodb-throughput.js';
+import { scaledLambdaLimits } from '../lib/local/limits/scale-model.js';
 import type { BenchReport } from './render.js';
 import { progress } from './report.js';
 import { flags } from './scale-flags.js';
@@ -82,6 +83,8 @@ const PARTITIONS = tablePartitions({
   writeUnitsPerSecond: QUOTAS.tableWriteUnitsPerSecond,
   readUnitsPerSecond: QUOTAS.tableReadUnitsPerSecond,
 });
+/** How long an invocation holds its concurrency in the model, where the plan sizes it by a cloud duration rather than this machine's. */
+const cloudDurationMs = (fn: string) => scaledLambdaLimits(K, QUOTAS).cloudDurationMs?.[fn as FunctionName];
 const quotaLine = `Deployment as \`npm run plan -- --per-day 1e9 --peak 20000\` sizes it for single submits: API stage throttle ${fmt(QUOTAS.apiThrottle.rateLimit)}/s (burst ${fmt(QUOTAS.apiThrottle.burstLimit)}), api reserved concurrency ${fmt(QUOTAS.apiReservedConcurrency)}, and AWS quotas raised to ${fmt(QUOTAS.apiGatewayRequestsPerSecond)} API requests/s, ${fmt(QUOTAS.lambdaConcurrency)} concurrent executions, ${fmt(QUOTAS.tableWriteUnitsPerSecond)} table write units/s and ${fmt(QUOTAS.tableReadUnitsPerSecond)} table read units/s; all divided by k.`;
 
 /** A seeded generator (mulberry32), so two runs submit the same plan. */
@@ -467,7 +470,11 @@ function modelLines(result: ScenarioResult): string[] {
   const lambdaThrottles = Object.entries(result.lambda)
     .map(
       ([fn, stats]) =>
-        `${fn} ${stats.throttles} throttled (${stats.scalingThrottles} for new environments), ${stats.timeouts} timed out, peak ${stats.peakConcurrency}, mean ${fmt(stats.invocations && stats.durationMs / stats.invocations)} ms`,
+        `${fn} ${stats.throttles} throttled (${stats.scalingThrottles} for new environments), ${stats.timeouts} timed out, peak ${stats.peakConcurrency}${
+          cloudDurationMs(fn) === undefined
+            ? ''
+            : ` at ${fmt(cloudDurationMs(fn) ?? 0)} ms an invocation (this machine: peak ${stats.machinePeakConcurrency})`
+        }, mean ${fmt(stats.invocations && stats.durationMs / stats.invocations)} ms`,
     )
     .join('; ');
   const queues = Object.entries(sqs.queues)
@@ -477,7 +484,14 @@ function modelLines(result: ScenarioResult): string[] {
     )
     .join(', ');
   return [
-    `- DynamoDB throttled requests by key class: ${classes.map(([name, usage]) => `${name} ${usage.throttles}`).join(', ')}; table ${dynamodb.tableThrottles.read} reads and ${dynamodb.tableThrottles.write} writes (limits per key ${fmt(dynamodb.limits.partitionWrite)} WCU/s, ${fmt(dynamodb.limits.partitionRead)} RCU/s)`,
+    `- DynamoDB throttled requests by key class: ${classes.map(([name, usage]) => `${name} ${usage.throttles}`).join(', ')}; table ${dynamodb.tableThrottles.read} reads and ${dynamodb.tableThrottles.write} writes (limits per key ${fmt(dynamodb.limits.partitionWrite)} WCU/s, ${fmt(dynamodb.limits.partitionRead)} RCU/s)${
+      JUDGE_SHARD_KEYS
+        ? ''
+        : `; over their limit and let through, task-shard keys being judged at full scale above k = 10: ${classes
+            .filter(([name]) => SHARD_KEY_CLASSES.has(name))
+            .map(([name, usage]) => `${name} ${usage.overLimit}`)
+            .join(', ')}`
+    }`,
     `- table's busiest second: ${fmt(dynamodb.tablePeakUnitsPerSecond.write, 1)} of ${fmt(dynamodb.limits.tableWrite)} write units, ${fmt(dynamodb.tablePeakUnitsPerSecond.read, 1)} of ${fmt(dynamodb.limits.tableRead)} read units`,
     `- hottest partition key: ${
       hottest
@@ -650,9 +664,12 @@ does not divide by k: they are judged measured at k ≤ 10, and above it at full
 - **Lambda's separate machines.** Local mode runs every function on one Node.js event loop, beside
   the load and the receivers, on a machine of ${cpus().length} cores. A pause of that loop (a garbage collection,
   a busy second) holds every invocation at once, and the requests that queued meanwhile start
-  together: a burst of concurrency no fleet of separate environments would see. The api's
-  throttles in (a), if any, are most likely such bursts: its average concurrency (the run's rate
-  times its mean duration) is a fraction of its reservation.
+  together: a burst of concurrency no fleet of separate environments would see. So an api
+  invocation holds its share of the reservation (and asks for a new environment) for the
+  ${fmt(QUOTAS.apiSecondsPerRequest * 1000)} ms the plan sizes the reservation with (its measured CPU at Lambda's share of a vCPU,
+  and its calls at cloud latencies), not for what this machine took; the machine's own peak is
+  shown beside it. The other functions' concurrency is this machine's: the scanner's and the
+  sweeper's invocations come one a tick, and the callback's are the mapping's to cap.
 - **The cloud's latencies.** Every DynamoDB and SQS call goes through the model's proxy to dynalite or
   fauxqs on the same cores: milliseconds to tens of milliseconds, against about 6 and 12 ms in the
   cloud, so invocations last longer, and hold more concurrency, than the plan assumes.
@@ -686,6 +703,7 @@ for (const spec of scenarios) {
     k: K,
     quotas: QUOTAS,
     partitions: PARTITIONS,
+    shardKeysLimited: JUDGE_SHARD_KEYS,
     settings: SETTINGS,
     showProgress: (status) => progress(`scenario ${spec.name}`, status),
   });

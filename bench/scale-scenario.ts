@@ -222,6 +222,8 @@ interface RunOptions {
   readonly quotas?: Quotas;
   /** The table's partitions, for the model's partition mode. @default every key its own */
   readonly partitions?: number;
+  /** Whether task-shard keys are held to their limit (see ScaleModel). @default true */
+  readonly shardKeysLimited?: boolean;
   /** The deployment's settings. @default the construct's defaults */
   readonly settings?: Partial<TimerSettings>;
   /** Shows a progress bar that reads `status` (bench/report.ts's `progress`); returns what ends it. */
@@ -409,6 +411,7 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
       k: options.k,
       ...(options.quotas && { quotas: options.quotas }),
       ...(options.partitions !== undefined && { partitions: options.partitions }),
+      ...(options.shardKeysLimited !== undefined && { shardKeysLimited: options.shardKeysLimited }),
     },
   });
   const scaleModel = timer.scaleModel;

@@ -48,9 +48,14 @@ export interface FunctionStats {
   readonly throttles: number;
   /** Of the throttles, those refused because the function had added its environments for the last 10 s. */
   readonly scalingThrottles: number;
-  /** Invocations running now, and the most there have been at once. */
+  /**
+   * Invocations running now, and the most there have been at once: for a function given a cloud
+   * duration, those started within that duration, whatever this machine took to run them.
+   */
   readonly concurrency: number;
   readonly peakConcurrency: number;
+  /** The most invocations this machine ran at once; the peak above when no cloud duration is given. */
+  readonly machinePeakConcurrency: number;
   /** Milliseconds the finished invocations ran, in all: the duration Lambda bills and concurrency is made of. */
   readonly durationMs: number;
   /** Execution environments started: the cold starts. */
@@ -114,6 +119,16 @@ export interface LambdaServiceOptions {
    * and no room to add one is throttled. @default AWS_LIMITS.lambda.newEnvironmentsPer10Seconds
    */
   readonly newEnvironmentsPer10Seconds?: number;
+  /**
+   * How long an invocation of these functions lasts in the cloud (a scale model's, from the plan).
+   * Concurrency is invocations a second times their duration, and this machine's durations are
+   * its own: every function runs on one event loop, beside the emulators, so a pause of that loop
+   * holds every invocation at once and the requests that queued meanwhile start together, a burst
+   * no fleet of separate environments sees. For these functions an invocation holds its share of
+   * the reservation, and asks for a new environment, as if it lasted this long; the machine's own
+   * concurrency is reported apart (`machinePeakConcurrency`).
+   */
+  readonly cloudDurationMs?: Partial<Record<FunctionName, number>>;
   /** Told of each invocation that threw or timed out, as Lambda writes it to the function's log. */
   readonly onError: (fn: FunctionName, error: unknown) => void;
 }
@@ -192,6 +207,7 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
         scalingThrottles: 0,
         concurrency: 0,
         peakConcurrency: 0,
+        machinePeakConcurrency: 0,
         durationMs: 0,
         environments: 0,
       },
@@ -221,6 +237,10 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
     counters[fn].concurrency -= 1;
     if (limits[fn].reservedConcurrency === undefined) unreservedRunning -= 1;
   };
+  /** Invocations running on this machine now, per function. */
+  const running = new Map<FunctionName, number>(names.map((fn) => [fn, 0]));
+  /** For a function with a cloud duration: the environments the cloud would have started, the most its concurrency has been. */
+  const cloudEnvironments = new Map<FunctionName, number>(names.map((fn) => [fn, 0]));
 
   const run = async <R>(fn: FunctionName, handler: AnyHandler, event: unknown): Promise<InvokeResult<R>> => {
     const timeoutMs = limits[fn].timeoutSeconds * 1000;
@@ -265,13 +285,25 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
         counter.throttles += 1;
         return { outcome: 'throttled' };
       }
+      const cloudDurationMs = options.cloudDurationMs?.[fn];
       const warm = idle.get(fn)?.pop();
-      if (!warm && !environmentRate.get(fn)?.take(performance.now())) {
+      // A new environment is asked for when none is warm: here, or, for a function with a cloud
+      // duration, when its concurrency outgrows the environments the cloud would have started.
+      const newEnvironment =
+        cloudDurationMs === undefined ? !warm : counter.concurrency > (cloudEnvironments.get(fn) ?? 0);
+      if (newEnvironment && !environmentRate.get(fn)?.take(performance.now())) {
+        if (warm) idle.get(fn)?.push(warm);
         release(fn);
         counter.throttles += 1;
         counter.scalingThrottles += 1;
         return { outcome: 'throttled' };
       }
+      if (cloudDurationMs !== undefined) {
+        cloudEnvironments.set(fn, Math.max(cloudEnvironments.get(fn) ?? 0, counter.concurrency));
+        setTimeout(() => release(fn), cloudDurationMs).unref();
+      }
+      running.set(fn, (running.get(fn) ?? 0) + 1);
+      counter.machinePeakConcurrency = Math.max(counter.machinePeakConcurrency, running.get(fn) ?? 0);
       counter.invocations += 1;
       const startedMs = performance.now();
       if (!warm) counter.environments += 1;
@@ -298,7 +330,8 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
         // Work the first invocation left running belongs to the environment, no longer to its start.
         context.starting = false;
         // A timed-out invocation gives its concurrency back now, as Lambda ends its environment.
-        release(fn);
+        if (cloudDurationMs === undefined) release(fn);
+        running.set(fn, (running.get(fn) ?? 0) - 1);
         counter.durationMs += performance.now() - startedMs;
       }
     },

@@ -332,6 +332,7 @@ function startInvokers(
     ...(lambdaLimits && {
       accountConcurrency: lambdaLimits.accountConcurrency,
       newEnvironmentsPer10Seconds: lambdaLimits.newEnvironmentsPer10Seconds,
+      ...(lambdaLimits.cloudDurationMs && { cloudDurationMs: lambdaLimits.cloudDurationMs }),
       limits: Object.fromEntries(
         Object.entries(lambdaLimits.reservedConcurrency).map(([fn, reservedConcurrency]) => [
           fn,

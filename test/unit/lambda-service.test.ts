@@ -56,9 +56,35 @@ describe('Service: local Lambda', () => {
       scalingThrottles: 0,
       concurrency: 0,
       peakConcurrency: 3,
+      machinePeakConcurrency: 3,
       durationMs: expect.any(Number),
       environments: 3,
     });
+  });
+
+  it('holds a function given a cloud duration to its reservation by the invocations started within that duration, not by how long they ran here', async () => {
+    // Prepare: 2 reserved, an invocation lasting 50 ms in the cloud; here the first two hang.
+    const api = heldHandler();
+    const lambda = createLambdaService({
+      handlers: sharedEnvironments({ api: api.handler }),
+      limits: { api: { reservedConcurrency: 2 } },
+      cloudDurationMs: { api: 50 },
+      onError: noErrors,
+    });
+
+    // Act: two start, a third at once is over the reservation; 60 ms later two more run though the first two still hang.
+    const first = [lambda.invoke('api', {}), lambda.invoke('api', {})];
+    const third = await lambda.invoke('api', {});
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    const later = [lambda.invoke('api', {}), lambda.invoke('api', {})];
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    api.releaseAll();
+    const ran = await Promise.all([...first, ...later]);
+
+    // Assess
+    expect(third.outcome).toBe('throttled');
+    expect(ran.map((result) => result.outcome)).toEqual(['ok', 'ok', 'ok', 'ok']);
+    expect(lambda.stats().api).toMatchObject({ throttles: 1, peakConcurrency: 2, machinePeakConcurrency: 4 });
   });
 
   it("throttles a cold start past the function's new environments per 10 s, while a warm environment still runs", async () => {

@@ -35,6 +35,8 @@ export interface Quotas {
   readonly apiThrottle: { readonly rateLimit: number; readonly burstLimit: number };
   /** The api function's reserved concurrency (the construct's `apiReservedConcurrency`). */
   readonly apiReservedConcurrency: number;
+  /** The seconds one api invocation lasts in the cloud, which the reservation is sized for. */
+  readonly apiSecondsPerRequest: number;
   /** API Gateway's regional request quota the stage throttle needs (the default is 10,000 a second). */
   readonly apiGatewayRequestsPerSecond: number;
   /** Lambda's concurrent executions the reservations and mappings need (the default is 1,000). */
@@ -72,6 +74,7 @@ export function quotasFor(input: QuotaInput): Quotas {
   return {
     apiThrottle: { rateLimit, burstLimit: roundUp(rateLimit / 2, 1000) },
     apiReservedConcurrency,
+    apiSecondsPerRequest: input.apiSecondsPerRequest,
     apiGatewayRequestsPerSecond: Math.max(rateLimit, AWS_LIMITS.apiGateway.requestsPerSecond),
     lambdaConcurrency,
     tableWriteUnitsPerSecond: Math.max(

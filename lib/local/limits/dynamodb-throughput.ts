@@ -62,6 +62,13 @@ export interface DynamoThroughputOptions {
    * each one's limit. @default every key its own partition
    */
   readonly partitions?: number;
+  /**
+   * Whether keys of SHARD_KEY_CLASSES are held to their limit. A 1/k model above k = 10 puts a
+   * handful of tasks on each (the design's shard count is not divided by k), so what one takes in
+   * a second is noise; there they are metered, and what went over their limit is counted apart
+   * (`KeyClassUsage.overLimit`), not refused. @default true
+   */
+  readonly shardKeysLimited?: boolean;
 }
 
 /** DynamoDB splits a partition past 10 GB of items... */
@@ -167,6 +174,8 @@ export interface KeyClassUsage {
   readonly readUnits: number;
   readonly writeUnits: number;
   readonly throttles: number;
+  /** Requests over their key's limit that were not refused (see `shardKeysLimited`). */
+  readonly overLimit: number;
 }
 
 export interface HottestKey extends PartitionKeyRef {
@@ -260,6 +269,8 @@ export class DynamoThroughputModel {
   /** The partitions again, charged only by keys outside SHARD_KEY_CLASSES. */
   private readonly unshardedPartitions?: Record<Kind, WindowMeter>;
   private readonly partitionSeconds = new Map<string, PartitionSecond>();
+  /** By key class, requests over their key's limit that were let through (see `shardKeysLimited`). */
+  private readonly overLimit = new Map<string, number>();
   private collisions = {
     sharedSeconds: 0,
     mostKeysInOneSecond: 0,
@@ -302,13 +313,15 @@ export class DynamoThroughputModel {
     const now = this.options.clock.now();
     const keys = this.keys[kind];
     const tableUnits = unkeyedUnits + charges.reduce((sum, charge) => sum + this.tableShare(charge), 0);
-    const over = charges.find(
+    const shardKeysLimited = this.options.shardKeysLimited ?? true;
+    const limited = shardKeysLimited
+      ? charges
+      : charges.filter((charge) => !SHARD_KEY_CLASSES.has(classOfRef(charge.ref)));
+    const partitions = shardKeysLimited ? this.partitions : this.unshardedPartitions;
+    const over = limited.find(
       (charge) =>
         !keys.fits(partitionId(charge.ref), charge.units, now) ||
-        !(
-          this.partitions?.[kind].fits(this.partitionOf(charge.ref), this.unitsInPartition(charges, charge), now) ??
-          true
-        ),
+        !(partitions?.[kind].fits(this.partitionOf(charge.ref), this.unitsInPartition(limited, charge), now) ?? true),
     );
     if (over) {
       keys.throttled(partitionId(over.ref), now);
@@ -318,7 +331,13 @@ export class DynamoThroughputModel {
       this.tables[kind].throttled(table, now);
       return 'table';
     }
-    for (const charge of charges) this.chargeKey(kind, charge, now, 1);
+    for (const charge of charges) {
+      if (!limited.includes(charge) && !keys.fits(partitionId(charge.ref), charge.units, now)) {
+        const name = classOfRef(charge.ref);
+        this.overLimit.set(name, (this.overLimit.get(name) ?? 0) + 1);
+      }
+      this.chargeKey(kind, charge, now, 1);
+    }
     this.tables[kind].charge(table, tableUnits, now);
     return undefined;
   }
@@ -504,7 +523,14 @@ export class DynamoThroughputModel {
         const name = classOf(id);
         const ids = keysByClass.get(name) ?? new Set<string>();
         keysByClass.set(name, ids.add(id));
-        const usage = (byKeyClass[name] ??= { keys: 0, requests: 0, readUnits: 0, writeUnits: 0, throttles: 0 });
+        const usage = (byKeyClass[name] ??= {
+          keys: 0,
+          requests: 0,
+          readUnits: 0,
+          writeUnits: 0,
+          throttles: 0,
+          overLimit: this.overLimit.get(name) ?? 0,
+        });
         usage.keys = ids.size;
         usage.requests += reading.requests;
         usage.throttles += reading.throttles;

@@ -41,6 +41,8 @@ export interface ScaleModel {
    * @default every key its own partition
    */
   readonly partitions?: number;
+  /** Whether task-shard keys are held to their limit (`DynamoThroughputOptions.shardKeysLimited`). @default true */
+  readonly shardKeysLimited?: boolean;
 }
 
 export interface EmulatorEndpoints {
@@ -85,6 +87,7 @@ export async function startLimitProxies(model: ScaleModel, emulators: EmulatorEn
       tableReadUnitsPerSecond: model.quotas.tableReadUnitsPerSecond,
     }),
     ...(model.partitions !== undefined && { partitions: model.partitions }),
+    ...(model.shardKeysLimited !== undefined && { shardKeysLimited: model.shardKeysLimited }),
   });
   const sqs = new SqsInFlightModel({ k: model.k, clock });
   const [dynamoProxy, sqsProxy] = await Promise.all([
@@ -173,6 +176,8 @@ interface ScaledLambdaLimits {
   readonly newEnvironmentsPer10Seconds: number;
   /** An SQS mapping's start and ramp (5, then 300 a minute), divided by k and left fractional for the mapping to accumulate. */
   readonly mappingScaling: SqsScaling;
+  /** How long an api invocation lasts in the cloud, as the plan sized its reservation (see LambdaServiceOptions). */
+  readonly cloudDurationMs?: Partial<Record<FunctionName, number>>;
 }
 
 /**
@@ -182,7 +187,9 @@ interface ScaledLambdaLimits {
  * ramps are rates too, divided by k without rounding: a mapping's 5 + 300 a minute, which takes
  * some 70 s to reach a hot second's 350 batches at any k, and 1,000 new environments per 10 s.
  * Rounding a reservation up to one must not eat the unreserved pool the other functions share,
- * so the account keeps its scaled unreserved minimum beside the reservations.
+ * so the account keeps its scaled unreserved minimum beside the reservations. With the plan's
+ * quotas, an api invocation holds its reservation for the duration the plan sized it with, not
+ * for what this machine took (LambdaServiceOptions.cloudDurationMs).
  */
 export function scaledLambdaLimits(k: number, quotas?: Quotas): ScaledLambdaLimits {
   const scale = (limit: number) => Math.max(1, Math.floor(scaledRate(limit, k)));
@@ -208,5 +215,6 @@ export function scaledLambdaLimits(k: number, quotas?: Quotas): ScaledLambdaLimi
     ),
     reservedConcurrency,
     maxConcurrency: scale,
+    ...(quotas && { cloudDurationMs: { api: quotas.apiSecondsPerRequest * 1000 } }),
   };
 }

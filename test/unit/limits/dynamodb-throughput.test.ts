@@ -127,6 +127,25 @@ describe('Class: DynamoThroughputModel', () => {
     });
   });
 
+  it('lets task-shard keys over their limit through when told they are not held to it, and counts them, while other keys are still refused', () => {
+    // Prepare: k = 100 leaves 10 write units a second per key and per partition; two partitions.
+    const clock = new ManualClock(1_000_000);
+    const model = new DynamoThroughputModel({ k: 100, clock, partitions: 2, shardKeysLimited: false });
+    const unit = (value: string) => ({ ref: { table: 't', value }, units: 1 });
+
+    // Act: 12 units on a bucket key and 12 on a tenant's rate counter.
+    const bucket = Array.from({ length: 12 }, () => model.admit('write', 't', [unit('B#1#0')]));
+    const rate = Array.from({ length: 12 }, () => model.admit('write', 't', [unit('RATE#acme#0')]));
+
+    // Assess
+    expect(bucket.every((refusal) => refusal === undefined)).toBe(true);
+    expect(rate.filter((refusal) => refusal === 'partition')).toHaveLength(2);
+    expect(model.report().byKeyClass).toMatchObject({
+      B: { throttles: 0, overLimit: 2 },
+      RATE: { throttles: 2, overLimit: 0 },
+    });
+  });
+
   it('sizes a table’s partitions by its bytes at 10 GB each or its throughput, whichever needs more', () => {
     // Act
     const billionADay = tablePartitions({ bytes: 30e12, writeUnitsPerSecond: 100_000, readUnitsPerSecond: 40_000 });
@@ -184,7 +203,14 @@ describe('Class: DynamoThroughputModel', () => {
     const report = model.report();
 
     // Assess
-    expect(report.byKeyClass.B).toEqual({ keys: 1, requests: 12, readUnits: 0, writeUnits: 10, throttles: 2 });
+    expect(report.byKeyClass.B).toEqual({
+      keys: 1,
+      requests: 12,
+      readUnits: 0,
+      writeUnits: 10,
+      throttles: 2,
+      overLimit: 0,
+    });
     expect(report.byKeyClass.CLOCK).toMatchObject({ requests: 1, readUnits: 1 });
     expect(report.hottestKeyByClass.CLOCK).toEqual({ read: 1, write: 0 });
     expect(report.byKeyClass['index:byBizId']).toMatchObject({ writeUnits: 1 });

@@ -49,6 +49,7 @@ describe('Function: scaledLambdaLimits', () => {
     const quotas = {
       apiThrottle: { rateLimit: 35_000, burstLimit: 18_000 },
       apiReservedConcurrency: 2750,
+      apiSecondsPerRequest: 0.076,
       apiGatewayRequestsPerSecond: 35_000,
       lambdaConcurrency: 3500,
       tableWriteUnitsPerSecond: 100_000,
@@ -62,5 +63,7 @@ describe('Function: scaledLambdaLimits', () => {
     expect(limits.reservedConcurrency.api).toBe(27);
     expect(limits.reservedConcurrency.scanner).toBe(1);
     expect(limits.accountConcurrency).toBe(35);
+    // An api invocation holds its share for as long as the plan sized it with, whatever this machine takes.
+    expect(limits.cloudDurationMs).toEqual({ api: 76 });
   });
 });

@@ -487,7 +487,7 @@ function modelLines(result: ScenarioResult): string[] {
     `- DynamoDB throttled requests by key class: ${classes.map(([name, usage]) => `${name} ${usage.throttles}`).join(', ')}; table ${dynamodb.tableThrottles.read} reads and ${dynamodb.tableThrottles.write} writes (limits per key ${fmt(dynamodb.limits.partitionWrite)} WCU/s, ${fmt(dynamodb.limits.partitionRead)} RCU/s)${
       JUDGE_SHARD_KEYS
         ? ''
-        : `; over their limit and let through, task-shard keys being judged at full scale above k = 10: ${classes
+        : `; over their limit and let through, keys a design constant spreads being judged at full scale above k = 10: ${classes
             .filter(([name]) => SHARD_KEY_CLASSES.has(name))
             .map(([name, usage]) => `${name} ${usage.overLimit}`)
             .join(', ')}`
@@ -544,16 +544,36 @@ interface Summary {
 /** A key or partition this close to its limit fails the verdict: at 100% with no throttle the model was lucky. */
 const HOT_FRACTION = 0.9;
 /**
- * Task-shard keys (SHARD_KEY_CLASSES) are measured at k ≤ 10, where a hot second puts enough tasks
- * on each for their counts to mean something (issue 23's item 6). Beyond it they are judged from
- * arithmetic at full scale: the hot second created in one second (as a flash sale makes it) puts
- * its share of 20,000 creates on each task key, and as many index entries on each byBizType key
- * when one bizType takes them all.
+ * Keys a design constant spreads (SHARD_KEY_CLASSES) are measured at k ≤ 10, where a hot second
+ * puts enough tasks on each for their counts to mean something (issue 23's item 6). Beyond it they
+ * are judged from arithmetic at full scale: the hot second created in one second (as a flash sale
+ * makes it) puts its share of 20,000 creates on each task key, and as many index entries on each
+ * byBizType key when one bizType takes them all; a tenant's schedules at their limit, every one
+ * firing every second, write their shares (scheduleShareFractionAtFullScale).
  */
 const JUDGE_SHARD_KEYS = K <= 10;
 const SHARD_COUNT = SETTINGS.shardCount ?? DEFAULT_SETTINGS.shardCount;
 const SHARD_KEY_FRACTION_AT_FULL_SCALE =
   (PEAK_PER_SECOND * Math.ceil(TASK_BYTES / 1024)) / SHARD_COUNT / AWS_LIMITS.dynamodb.partitionWriteUnitsPerSecond;
+/**
+ * A tenant's schedule shares at full scale: MAX_SCHEDULES_PER_TENANT schedules firing every
+ * second, each occurrence writing its schedule once (at the write units the run's SCHEDULES keys
+ * took per occurrence delivered or schedule created), over SCHEDULE_SHARES keys.
+ */
+function scheduleShareFractionAtFullScale(results: readonly ScenarioResult[]): number {
+  const measured = results.flatMap((result) => {
+    const keys = result.model.dynamodb.byKeyClass.SCHEDULES;
+    return keys && result.schedules
+      ? [{ units: keys.writeUnits, writes: result.schedules.delivered + result.schedules.created }]
+      : [];
+  });
+  const writes = measured.reduce((sum, { writes: count }) => sum + count, 0);
+  if (writes === 0) return 0;
+  const unitsPerWrite = measured.reduce((sum, { units }) => sum + units, 0) / writes;
+  return (
+    (MAX_SCHEDULES_PER_TENANT * unitsPerWrite) / SCHEDULE_SHARES / AWS_LIMITS.dynamodb.partitionWriteUnitsPerSecond
+  );
+}
 /** On time, by invariant 3. */
 const P99_LATENESS_LIMIT_MS = 1000;
 const { mappingInitialConcurrency: MAPPING_START, mappingScaleUpPerMinute: MAPPING_RAMP } = AWS_LIMITS.lambda;
@@ -581,6 +601,7 @@ function summarise(results: readonly ScenarioResult[]): Summary {
     p99LatenessMs: Math.max(...[...healthy, ...schedules].map((t) => p99(t.latenessMs))),
     hottestFraction: Math.max(
       JUDGE_SHARD_KEYS ? 0 : SHARD_KEY_FRACTION_AT_FULL_SCALE,
+      JUDGE_SHARD_KEYS ? 0 : scheduleShareFractionAtFullScale(results),
       ...results.map((result) => hottestFraction(result, JUDGE_SHARD_KEYS)),
     ),
   };
@@ -655,9 +676,12 @@ submits or schedule creates answered 5xx or refused.
 The DynamoDB model hashes keys into the ${fmt(PARTITIONS)} partitions of a table holding a billion
 tasks a day for ${DEFAULT_SETTINGS.retentionDays} days; a key or partition at ${fmt(HOT_FRACTION * 100)}% of its limit
 or more fails the run, as does a p99 lateness of ${fmt(P99_LATENESS_LIMIT_MS)} ms or more. Task-shard keys (the buckets'
-\`B#\` keys and the byBizType index's) take what the design's ${SHARD_COUNT} shards deal them, a constant the model
-does not divide by k: they are judged measured at k ≤ 10, and above it at full scale from the hot second
-(${fmt(PEAK_PER_SECOND)} creates in one second dealt over the shards), the partitions then judged without them.
+\`B#\` keys and the byBizType index's) take what the design's ${SHARD_COUNT} shards deal them, and a tenant's
+\`SCHEDULES#\` keys what its ${SCHEDULE_SHARES} shares hold, constants the model does not divide by k: at 1/100 a
+handful of tasks or schedules falls on each, and one more in a second is a tenth of its limit. They are judged
+measured at k ≤ 10, and above it at full scale, from the hot second (${fmt(PEAK_PER_SECOND)} creates in one second
+dealt over the shards) and from a tenant's ${fmt(MAX_SCHEDULES_PER_TENANT)} schedules all firing every second; there the
+model meters them but does not refuse them, and the partitions are judged without them.
 
 ## What the model leaves out
 
@@ -730,7 +754,7 @@ const markdown = [
   '## Results',
   '',
   ...results.map((result, index) => scenarioMarkdown(result, scenarios[index]?.title ?? result.name)),
-  `Summary: throttled ${summary.throttled}, lost ${summary.lost}, early ${summary.early}, worst p99 lateness ${fmt(summary.p99LatenessMs)} ms, hottest key ${fmt(summary.hottestFraction * 100)}% of its limit${JUDGE_SHARD_KEYS ? '' : ` (task-shard keys, B and byBizType, judged at full scale: ${fmt(SHARD_KEY_FRACTION_AT_FULL_SCALE * 100)}% in the hot second, ${fmt(PEAK_PER_SECOND / SHARD_COUNT)} creates on each of ${SHARD_COUNT} shards; measured, they are listed above)`}.`,
+  `Summary: throttled ${summary.throttled}, lost ${summary.lost}, early ${summary.early}, worst p99 lateness ${fmt(summary.p99LatenessMs)} ms, hottest key ${fmt(summary.hottestFraction * 100)}% of its limit${JUDGE_SHARD_KEYS ? '' : ` (task-shard keys, B and byBizType, judged at full scale: ${fmt(SHARD_KEY_FRACTION_AT_FULL_SCALE * 100)}% in the hot second, ${fmt(PEAK_PER_SECOND / SHARD_COUNT)} creates on each of ${SHARD_COUNT} shards; a tenant's schedule shares at ${fmt(scheduleShareFractionAtFullScale(results) * 100)}% with ${fmt(MAX_SCHEDULES_PER_TENANT)} schedules firing every second over ${SCHEDULE_SHARES} shares; measured, they are listed above)`}.`,
   '',
 ].join('\n');
 await mkdir('reports', { recursive: true });

@@ -234,12 +234,14 @@ interface PartitionSecond {
 type Refusal = 'partition' | 'table';
 
 /**
- * Key classes with one key per task shard and second (the tasks' buckets, and the byBizType index,
- * keyed by the task's shard): what they take in a second is set by the design's 80 shards, which a
- * 1/k model does not divide, against a limit it does. Their counts mean something at k ≤ 10 only;
- * beyond it the partitions are also judged without them (PartitionCollisions).
+ * Key classes spread over a count the design fixes: one key per task shard and second (the tasks'
+ * buckets, and the byBizType index, keyed by the task's shard), and one per schedule share of a
+ * tenant (8). What one takes in a second is set by that count, which a 1/k model does not divide,
+ * against a limit it does: at 1/100 a handful of tasks or schedules falls on each, and one more in
+ * a second is a tenth of its limit. Their counts mean something at k ≤ 10 only; beyond it the
+ * partitions are also judged without them (PartitionCollisions).
  */
-export const SHARD_KEY_CLASSES: ReadonlySet<string> = new Set(['B', 'index:byBizType']);
+export const SHARD_KEY_CLASSES: ReadonlySet<string> = new Set(['B', 'index:byBizType', 'SCHEDULES']);
 
 /** A partition key's class: the text before its first '#', or `index:<name>` for an index's keys. */
 function classOf(id: string): string {

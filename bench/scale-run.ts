@@ -688,11 +688,11 @@ model meters them but does not refuse them, and the partitions are judged withou
 - **Lambda's separate machines.** Local mode runs every function on one Node.js event loop, beside
   the load and the receivers, on a machine of ${cpus().length} cores. A pause of that loop (a garbage collection,
   a busy second) holds every invocation at once, and the requests that queued meanwhile start
-  together: a burst of concurrency no fleet of separate environments would see. So an api
-  invocation holds its share of the reservation (and asks for a new environment) for the
+  together: a burst of concurrency no fleet of separate environments would see. So the api's
+  concurrency is counted as a rate: the invocations started in each second times the
   ${fmt(QUOTAS.apiSecondsPerRequest * 1000)} ms the plan sizes the reservation with (its measured CPU at Lambda's share of a vCPU,
-  and its calls at cloud latencies), not for what this machine took; the machine's own peak is
-  shown beside it. The other functions' concurrency is this machine's: the scanner's and the
+  and its calls at cloud latencies), not the invocations this machine had running; the
+  machine's own peak is shown beside it. The other functions' concurrency is this machine's: the scanner's and the
   sweeper's invocations come one a tick, and the callback's are the mapping's to cap.
 - **The cloud's latencies.** Every DynamoDB and SQS call goes through the model's proxy to dynalite or
   fauxqs on the same cores: milliseconds to tens of milliseconds, against about 6 and 12 ms in the

@@ -124,9 +124,11 @@ export interface LambdaServiceOptions {
    * Concurrency is invocations a second times their duration, and this machine's durations are
    * its own: every function runs on one event loop, beside the emulators, so a pause of that loop
    * holds every invocation at once and the requests that queued meanwhile start together, a burst
-   * no fleet of separate environments sees. For these functions an invocation holds its share of
-   * the reservation, and asks for a new environment, as if it lasted this long; the machine's own
-   * concurrency is reported apart (`machinePeakConcurrency`).
+   * no fleet of separate environments sees. For these functions concurrency is a rate: the
+   * invocations started in the current second times this duration, held to the reservation (or
+   * the unreserved pool), a stall moving starts within their second but not adding to them; a new
+   * environment is asked for when that outgrows the environments the cloud would have started. The
+   * machine's own concurrency is reported apart (`machinePeakConcurrency`).
    */
   readonly cloudDurationMs?: Partial<Record<FunctionName, number>>;
   /** Told of each invocation that threw or timed out, as Lambda writes it to the function's log. */
@@ -224,9 +226,28 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
     ]),
   );
 
+  /** For a function with a cloud duration: its starts in the current second, and the environments the cloud would have started. */
+  const cloudLoads = new Map<FunctionName, { second: number; starts: number; environments: number }>();
+  const cloudLoad = (fn: FunctionName) => {
+    const second = Math.floor(performance.now() / 1000);
+    const load = cloudLoads.get(fn) ?? { second, starts: 0, environments: 0 };
+    if (load.second !== second) Object.assign(load, { second, starts: 0 });
+    cloudLoads.set(fn, load);
+    return load;
+  };
   const admit = (fn: FunctionName): boolean => {
     const limit = limits[fn].reservedConcurrency;
     const counter = counters[fn];
+    const cloudDurationMs = options.cloudDurationMs?.[fn];
+    if (cloudDurationMs !== undefined) {
+      const load = cloudLoad(fn);
+      const concurrency = Math.ceil(((load.starts + 1) * cloudDurationMs) / 1000);
+      if (concurrency > (limit ?? unreservedPool)) return false;
+      load.starts += 1;
+      counter.concurrency = concurrency;
+      counter.peakConcurrency = Math.max(counter.peakConcurrency, concurrency);
+      return true;
+    }
     if (limit !== undefined ? counter.concurrency >= limit : unreservedRunning >= unreservedPool) return false;
     if (limit === undefined) unreservedRunning += 1;
     counter.concurrency += 1;
@@ -234,13 +255,12 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
     return true;
   };
   const release = (fn: FunctionName) => {
+    if (options.cloudDurationMs?.[fn] !== undefined) return;
     counters[fn].concurrency -= 1;
     if (limits[fn].reservedConcurrency === undefined) unreservedRunning -= 1;
   };
   /** Invocations running on this machine now, per function. */
   const running = new Map<FunctionName, number>(names.map((fn) => [fn, 0]));
-  /** For a function with a cloud duration: the environments the cloud would have started, the most its concurrency has been. */
-  const cloudEnvironments = new Map<FunctionName, number>(names.map((fn) => [fn, 0]));
 
   const run = async <R>(fn: FunctionName, handler: AnyHandler, event: unknown): Promise<InvokeResult<R>> => {
     const timeoutMs = limits[fn].timeoutSeconds * 1000;
@@ -285,23 +305,20 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
         counter.throttles += 1;
         return { outcome: 'throttled' };
       }
-      const cloudDurationMs = options.cloudDurationMs?.[fn];
+      const cloud = options.cloudDurationMs?.[fn] === undefined ? undefined : cloudLoad(fn);
       const warm = idle.get(fn)?.pop();
       // A new environment is asked for when none is warm: here, or, for a function with a cloud
       // duration, when its concurrency outgrows the environments the cloud would have started.
-      const newEnvironment =
-        cloudDurationMs === undefined ? !warm : counter.concurrency > (cloudEnvironments.get(fn) ?? 0);
+      const newEnvironment = cloud ? counter.concurrency > cloud.environments : !warm;
       if (newEnvironment && !environmentRate.get(fn)?.take(performance.now())) {
         if (warm) idle.get(fn)?.push(warm);
+        if (cloud) cloud.starts -= 1;
         release(fn);
         counter.throttles += 1;
         counter.scalingThrottles += 1;
         return { outcome: 'throttled' };
       }
-      if (cloudDurationMs !== undefined) {
-        cloudEnvironments.set(fn, Math.max(cloudEnvironments.get(fn) ?? 0, counter.concurrency));
-        setTimeout(() => release(fn), cloudDurationMs).unref();
-      }
+      if (cloud) cloud.environments = Math.max(cloud.environments, counter.concurrency);
       running.set(fn, (running.get(fn) ?? 0) + 1);
       counter.machinePeakConcurrency = Math.max(counter.machinePeakConcurrency, running.get(fn) ?? 0);
       counter.invocations += 1;
@@ -330,7 +347,7 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
         // Work the first invocation left running belongs to the environment, no longer to its start.
         context.starting = false;
         // A timed-out invocation gives its concurrency back now, as Lambda ends its environment.
-        if (cloudDurationMs === undefined) release(fn);
+        release(fn);
         running.set(fn, (running.get(fn) ?? 0) - 1);
         counter.durationMs += performance.now() - startedMs;
       }

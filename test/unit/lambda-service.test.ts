@@ -62,29 +62,29 @@ describe('Service: local Lambda', () => {
     });
   });
 
-  it('holds a function given a cloud duration to its reservation by the invocations started within that duration, not by how long they ran here', async () => {
-    // Prepare: 2 reserved, an invocation lasting 50 ms in the cloud; here the first two hang.
+  it('holds a function given a cloud duration to its reservation by its starts a second times that duration, not by how long they ran here', async () => {
+    // Prepare: 2 reserved, an invocation lasting 400 ms in the cloud, so 5 starts a second; here they all hang.
     const api = heldHandler();
     const lambda = createLambdaService({
       handlers: sharedEnvironments({ api: api.handler }),
       limits: { api: { reservedConcurrency: 2 } },
-      cloudDurationMs: { api: 50 },
+      cloudDurationMs: { api: 400 },
       onError: noErrors,
     });
+    const second = () => new Promise((resolve) => setTimeout(resolve, 1000 - (performance.now() % 1000) + 5));
 
-    // Act: two start, a third at once is over the reservation; 60 ms later two more run though the first two still hang.
-    const first = [lambda.invoke('api', {}), lambda.invoke('api', {})];
-    const third = await lambda.invoke('api', {});
-    await new Promise((resolve) => setTimeout(resolve, 60));
-    const later = [lambda.invoke('api', {}), lambda.invoke('api', {})];
+    // Act: six start at once, early in a second; in the next second, five more, though the first still hang.
+    await second();
+    const first = Array.from({ length: 6 }, () => lambda.invoke('api', {}));
+    await second();
+    const later = Array.from({ length: 5 }, () => lambda.invoke('api', {}));
     await new Promise((resolve) => setTimeout(resolve, 10));
     api.releaseAll();
-    const ran = await Promise.all([...first, ...later]);
+    const outcomes = (await Promise.all([...first, ...later])).map((result) => result.outcome);
 
     // Assess
-    expect(third.outcome).toBe('throttled');
-    expect(ran.map((result) => result.outcome)).toEqual(['ok', 'ok', 'ok', 'ok']);
-    expect(lambda.stats().api).toMatchObject({ throttles: 1, peakConcurrency: 2, machinePeakConcurrency: 4 });
+    expect(outcomes).toEqual([...Array(5).fill('ok'), 'throttled', ...Array(5).fill('ok')]);
+    expect(lambda.stats().api).toMatchObject({ throttles: 1, peakConcurrency: 2, machinePeakConcurrency: 10 });
   });
 
   it("throttles a cold start past the function's new environments per 10 s, while a warm environment still runs", async () => {

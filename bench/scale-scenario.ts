@@ -222,7 +222,7 @@ interface RunOptions {
   readonly quotas?: Quotas;
   /** The table's partitions, for the model's partition mode. @default every key its own */
   readonly partitions?: number;
-  /** Whether task-shard keys are held to their limit (see ScaleModel). @default true */
+  /** Whether keys of SHARD_KEY_CLASSES (task shards, schedule shares) are held to their limit (see ScaleModel). @default true */
   readonly shardKeysLimited?: boolean;
   /** The deployment's settings. @default the construct's defaults */
   readonly settings?: Partial<TimerSettings>;

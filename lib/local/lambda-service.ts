@@ -50,7 +50,7 @@ export interface FunctionStats {
   readonly scalingThrottles: number;
   /**
    * Invocations running now, and the most there have been at once: for a function given a cloud
-   * duration, those started within that duration, whatever this machine took to run them.
+   * duration, its starts in the current second times that duration, whatever this machine took.
    */
   readonly concurrency: number;
   readonly peakConcurrency: number;
@@ -228,6 +228,8 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
 
   /** For a function with a cloud duration: its starts in the current second, and the environments the cloud would have started. */
   const cloudLoads = new Map<FunctionName, { second: number; starts: number; environments: number }>();
+  const cloudConcurrency = (fn: FunctionName, starts: number) =>
+    Math.ceil((starts * (options.cloudDurationMs?.[fn] ?? 0)) / 1000);
   const cloudLoad = (fn: FunctionName) => {
     const second = Math.floor(performance.now() / 1000);
     const load = cloudLoads.get(fn) ?? { second, starts: 0, environments: 0 };
@@ -238,10 +240,9 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
   const admit = (fn: FunctionName): boolean => {
     const limit = limits[fn].reservedConcurrency;
     const counter = counters[fn];
-    const cloudDurationMs = options.cloudDurationMs?.[fn];
-    if (cloudDurationMs !== undefined) {
+    if (options.cloudDurationMs?.[fn] !== undefined) {
       const load = cloudLoad(fn);
-      const concurrency = Math.ceil(((load.starts + 1) * cloudDurationMs) / 1000);
+      const concurrency = cloudConcurrency(fn, load.starts + 1);
       if (concurrency > (limit ?? unreservedPool)) return false;
       load.starts += 1;
       counter.concurrency = concurrency;
@@ -312,7 +313,10 @@ export function createLambdaService(options: LambdaServiceOptions): LambdaServic
       const newEnvironment = cloud ? counter.concurrency > cloud.environments : !warm;
       if (newEnvironment && !environmentRate.get(fn)?.take(performance.now())) {
         if (warm) idle.get(fn)?.push(warm);
-        if (cloud) cloud.starts -= 1;
+        if (cloud) {
+          cloud.starts -= 1;
+          counter.concurrency = cloudConcurrency(fn, cloud.starts);
+        }
         release(fn);
         counter.throttles += 1;
         counter.scalingThrottles += 1;

@@ -41,7 +41,7 @@ export interface ScaleModel {
    * @default every key its own partition
    */
   readonly partitions?: number;
-  /** Whether task-shard keys are held to their limit (`DynamoThroughputOptions.shardKeysLimited`). @default true */
+  /** Whether keys of SHARD_KEY_CLASSES (task shards, schedule shares) are held to their limit (`DynamoThroughputOptions.shardKeysLimited`). @default true */
   readonly shardKeysLimited?: boolean;
 }
 

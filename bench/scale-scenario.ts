@@ -1065,7 +1065,6 @@ export function throttledRequests({
   );
 }
 
-/** The hottest partition key's (or, in partition mode, partition's) busiest second as a fraction of its limit. */
 /**
  * The hottest key's or partition's busiest second as a fraction of its limit. Without
  * `shardKeys`, keys of SHARD_KEY_CLASSES are left out, keys and partitions alike: what one of them

@@ -589,7 +589,7 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
       const arrivals = receiver.arrivals.get(taskId) ?? [];
       attempts += arrivals.length;
       badSignatures += arrivals.filter((arrival) => !arrival.signatureValid).length;
-      early += arrivals.some((arrival) => arrival.receivedAtMs < task.dueAtMs) ? 1 : 0;
+      early += arrivedEarly(arrivals, task) ? 1 : 0;
       const firstAnswered = arrivals.findIndex((arrival) => arrival.answered >= 200 && arrival.answered < 300);
       if (firstAnswered !== -1 && arrivals.length > firstAnswered + 1) duplicates += 1;
     }
@@ -598,17 +598,17 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
       const first = receiver.arrivals.get(taskId)?.[0];
       if (!first) lost += 1;
       else if (webhook === 'ok') {
-        lateness.push(first.receivedAtMs - task.dueAtMs);
+        const latenessMs = first.receivedAtMs - task.dueAtMs;
+        lateness.push(latenessMs);
         deliveries.push({
           tenant: id,
           taskId,
           leadMs: task.dueAtMs - task.acceptedAtMs,
-          latenessMs: first.receivedAtMs - task.dueAtMs,
+          latenessMs,
           attempt: first.attempt,
         });
       }
     }
-    const { p50, p99, max } = summarize(lateness);
     const tally = counts.get(id) ?? { submitted: 0, rejected: 0, api429: 0, api5xx: 0, unsent: 0 };
     tenants[id] = {
       webhook,
@@ -621,7 +621,7 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
       duplicates,
       badSignatures,
       attempts,
-      latenessMs: { p50, p99, max },
+      latenessMs: latenessOf(lateness),
     };
   }
   const measured = [...sent.entries()].filter(([, task]) => isMeasured(task) && spec.tenants[task.tenant] === 'ok');
@@ -664,6 +664,20 @@ const latenessOf = (values: readonly number[]) => {
   return { p50, p99, max };
 };
 
+/** How long after its due time a task's first arrival came; undefined when none came. */
+function firstLatenessMs(
+  arrivals: ReadonlyMap<string, readonly Arrival[]>,
+  id: string,
+  task: Sent,
+): number | undefined {
+  const first = arrivals.get(id)?.[0];
+  return first === undefined ? undefined : first.receivedAtMs - task.dueAtMs;
+}
+
+/** Whether any arrival of a task came before its due time. */
+const arrivedEarly = (arrivals: readonly Arrival[], task: Sent) =>
+  arrivals.some((arrival) => arrival.receivedAtMs < task.dueAtMs);
+
 /** The measured tasks of the answering tenants by `keyOf` (where they were delivered, their group); those without a key are left out. */
 function resultsBy(
   measured: ReadonlyArray<readonly [string, Sent]>,
@@ -674,13 +688,8 @@ function resultsBy(
   return Object.fromEntries<TargetResult>(
     kinds.map((kind) => {
       const mine = measured.filter(([, task]) => keyOf(task) === kind);
-      const lateness = mine.flatMap(([id, task]) => {
-        const first = arrivals.get(id)?.[0];
-        return first ? [first.receivedAtMs - task.dueAtMs] : [];
-      });
-      const early = mine.filter(([id, task]) =>
-        (arrivals.get(id) ?? []).some((arrival) => arrival.receivedAtMs < task.dueAtMs),
-      ).length;
+      const lateness = mine.flatMap(([id, task]) => firstLatenessMs(arrivals, id, task) ?? []);
+      const early = mine.filter(([id, task]) => arrivedEarly(arrivals.get(id) ?? [], task)).length;
       return [
         kind,
         {
@@ -719,11 +728,11 @@ function steadyResult(
   };
   const spans = new Map<number, number[]>();
   for (const [id, task] of measured) {
-    const first = arrivals.get(id)?.[0];
-    if (!first) continue;
+    const lateness = firstLatenessMs(arrivals, id, task);
+    if (lateness === undefined) continue;
     const span = Math.floor((task.dueAtMs - startMs) / 10_000) * 10;
     const list = spans.get(span) ?? [];
-    list.push(first.receivedAtMs - task.dueAtMs);
+    list.push(lateness);
     spans.set(span, list);
   }
   return {

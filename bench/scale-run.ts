@@ -7,7 +7,7 @@ import { format, resolveConfig } from 'prettier';
 
 import { SCHEDULE_SHARES } from '../functions/adapters/dynamo/table-schema.js';
 import { AWS_LIMITS } from '../functions/contract/aws-limits.js';
-import { DEFAULT_SETTINGS, type FunctionName, type TimerSettings } from '../functions/contract/topology.js';
+import { DEFAULT_SETTINGS, type TimerSettings } from '../functions/contract/topology.js';
 import { MAX_SCHEDULES_PER_TENANT } from '../functions/core/schedules/schedules.js';
 import { measuredQuotas } from '../lib/construct/plan/measured-quotas.js';
 import { fmt, markdownTable } from '../lib/construct/plan/table-format.js';
@@ -83,8 +83,8 @@ const PARTITIONS = tablePartitions({
   writeUnitsPerSecond: QUOTAS.tableWriteUnitsPerSecond,
   readUnitsPerSecond: QUOTAS.tableReadUnitsPerSecond,
 });
-/** How long an invocation holds its concurrency in the model, where the plan sizes it by a cloud duration rather than this machine's. */
-const cloudDurationMs = (fn: string) => scaledLambdaLimits(K, QUOTAS).cloudDurationMs?.[fn as FunctionName];
+/** How long an invocation lasts in the model, by function, where the plan sizes it by a cloud duration rather than this machine's. */
+const CLOUD_DURATION_MS: Partial<Record<string, number>> = scaledLambdaLimits(K, QUOTAS).cloudDurationMs ?? {};
 const quotaLine = `Deployment as \`npm run plan -- --per-day 1e9 --peak 20000\` sizes it for single submits: API stage throttle ${fmt(QUOTAS.apiThrottle.rateLimit)}/s (burst ${fmt(QUOTAS.apiThrottle.burstLimit)}), api reserved concurrency ${fmt(QUOTAS.apiReservedConcurrency)}, and AWS quotas raised to ${fmt(QUOTAS.apiGatewayRequestsPerSecond)} API requests/s, ${fmt(QUOTAS.lambdaConcurrency)} concurrent executions, ${fmt(QUOTAS.tableWriteUnitsPerSecond)} table write units/s and ${fmt(QUOTAS.tableReadUnitsPerSecond)} table read units/s; all divided by k.`;
 
 /** A seeded generator (mulberry32), so two runs submit the same plan. */
@@ -471,9 +471,9 @@ function modelLines(result: ScenarioResult): string[] {
     .map(
       ([fn, stats]) =>
         `${fn} ${stats.throttles} throttled (${stats.scalingThrottles} for new environments), ${stats.timeouts} timed out, peak ${stats.peakConcurrency}${
-          cloudDurationMs(fn) === undefined
+          CLOUD_DURATION_MS[fn] === undefined
             ? ''
-            : ` at ${fmt(cloudDurationMs(fn) ?? 0)} ms an invocation (this machine: peak ${stats.machinePeakConcurrency})`
+            : ` at ${fmt(CLOUD_DURATION_MS[fn])} ms an invocation (this machine: peak ${stats.machinePeakConcurrency})`
         }, mean ${fmt(stats.invocations && stats.durationMs / stats.invocations)} ms`,
     )
     .join('; ');
@@ -658,7 +658,7 @@ SentTimestamp) and the local EventBridge sink's events (by their arrival); Event
 quota (${fmt(AWS_LIMITS.eventBridge.putEventsPerSecond)} entries a second in us-east-1) is divided by k like the rest.
 ${SCHEDULE_TENANT_COUNT === STEADY_TENANT_COUNT ? 'Each tenant' : `The first ${SCHEDULE_TENANT_COUNT} tenants (a sample in --quick: all ${fmt(STEADY_TENANT_COUNT)} tenants' creates in 20 s, with their retries, took the api's whole scaled reservation on a 2-core machine, and a minute's schedule fires only once or twice in a quick run) each`} create${SCHEDULE_TENANT_COUNT === STEADY_TENANT_COUNT ? 's' : ''} ${fmt(SCHEDULES_PER_TENANT)} schedules (POST /v1/schedules, at most 4 at once) in the first ${SCHEDULES_CREATED_WITHIN_MS / 1000} s: the per-tenant limit
 of ${fmt(MAX_SCHEDULES_PER_TENANT)} divided by k, since a tenant's schedules share its ${SCHEDULE_SHARES} schedule partition keys, whose limit
-the model divides by k. The first ${STEADY_SECOND_SCHEDULE_TENANTS} tenants' schedules fire every second from ${SCHEDULES_FROM_SECONDS} s, the worst case of that key;
+the model divides by k. The first ${STEADY_SECOND_SCHEDULE_TENANTS} tenants' schedules fire every second from ${SCHEDULES_FROM_SECONDS} s, the worst case of those keys;
 the others' fire every minute, spread over its seconds (every tenant at one a second would be
 ${fmt(SCHEDULES_PER_TENANT * STEADY_TENANT_COUNT)} occurrences a second, more than this machine carries beside the tasks). Each occurrence
 is found by its schedule id and occurrence time, and judged like a task: lost, early, duplicate,

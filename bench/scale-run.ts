@@ -26,8 +26,8 @@ import {
   type ScenarioSpec,
   type TargetKind,
   throttledRequests,
-  type WebhookBehaviour,
 } from './scale-scenario.js';
+import type { WebhookBehaviour } from './webhook-receiver.js';
 const HOT_SECOND_ONLY = flags['hot-second'] ?? false;
 
 const K = Number(flags.k ?? (HOT_SECOND_ONLY ? 10 : 100));
@@ -686,7 +686,7 @@ model meters them but does not refuse them, and the partitions are judged withou
 ## What the model leaves out
 
 - **Lambda's separate machines.** Local mode runs every function on one Node.js event loop, beside
-  the load and the receivers, on a machine of ${cpus().length} cores. A pause of that loop (a garbage collection,
+  the load (the webhook receivers have a process of their own, as the emulators do), on a machine of ${cpus().length} cores. A pause of that loop (a garbage collection,
   a busy second) holds every invocation at once, and the requests that queued meanwhile start
   together: a burst of concurrency no fleet of separate environments would see. So the api's
   concurrency is counted as a rate: the invocations started in each second times the

@@ -4,14 +4,11 @@
  * tasks submitted at planned times, and every arrival checked against its signature and due
  * time. Each scenario gets a fresh local timer, so the model's report is the scenario's own.
  */
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 
 import type { TimerSettings } from '../functions/contract/topology.js';
-import { verifyWebhook } from '../functions/contract/webhook-signature.js';
 import type { ScheduleView, Target, WebhookNotification } from '../functions/contract/wire.js';
 import { issueApiKey, newTenant } from '../functions/core/tenants/tenants.js';
 import type { Quotas } from '../lib/construct/plan/quotas.js';
@@ -20,9 +17,14 @@ import { SHARD_KEY_CLASSES } from '../lib/local/limits/dynamodb-throughput.js';
 import type { ScaleModelReport } from '../lib/local/limits/scale-model.js';
 import { type LocalTimer, startLocalTimer } from '../lib/local/runtime.js';
 import { summarize } from './stats.js';
-
-/** How a tenant's webhook answers: at once with 204, or never (the delivery times out). */
-export type WebhookBehaviour = 'ok' | 'hang';
+import {
+  type Arrival,
+  occurrenceKey,
+  type ReceiverLimits,
+  type ReceiverResult,
+  startReceiver,
+  type WebhookBehaviour,
+} from './webhook-receiver.js';
 
 /** Where a task is delivered: the tenant's webhook, the scenario's SQS target queue, or its EventBridge bus (the local sink). */
 export type TargetKind = 'http' | 'sqs' | 'eventbridge';
@@ -55,14 +57,6 @@ export interface PlannedSchedule {
   readonly endAtMs: number;
   readonly bizType?: string;
   readonly bizId?: string;
-}
-
-/** The webhook receiver's host limit: each tenant's path stands for a host of its own. */
-export interface ReceiverLimits {
-  /** Requests one host serves at once; those over it wait in a queue for a free slot. */
-  readonly concurrencyPerHost: number;
-  /** How long the receiver takes to answer a request once it is served. */
-  readonly serviceMs: number;
 }
 
 export interface ScenarioSpec {
@@ -194,17 +188,6 @@ export interface ScheduleResult {
   >;
 }
 
-export interface ReceiverResult {
-  readonly concurrencyPerHost: number;
-  readonly serviceMs: number;
-  /** The most requests one host served at once. */
-  readonly peakConcurrency: number;
-  /** The most requests waiting for one host at once, and how many waited at all. */
-  readonly peakWaiting: number;
-  readonly waited: number;
-  readonly maxWaitMs: number;
-}
-
 export interface SteadyResult {
   readonly fromS: number;
   readonly toS: number;
@@ -245,14 +228,6 @@ const MAX_RETRIES = 8;
  */
 const MAX_SUBMIT_LAG_MS = 5_000;
 
-interface Arrival {
-  readonly receivedAtMs: number;
-  /** The attempt the notification says it is. */
-  readonly attempt: number;
-  readonly signatureValid: boolean;
-  readonly answered: number;
-}
-
 interface Sent {
   readonly tenant: string;
   readonly target: TargetKind;
@@ -276,104 +251,6 @@ export interface LateDelivery {
 
 /** Late deliveries a scenario lists. */
 const LATEST_LISTED = 5;
-
-function readBody(request: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    request.on('error', reject);
-  });
-}
-
-/** The key of a schedule's occurrence: its schedule and nominal time. */
-const occurrenceKey = (scheduleId: string, atMs: number) => `${scheduleId}@${atMs}`;
-
-/**
- * A webhook receiver: /hook/<tenant>, checking each arrival's signature with that tenant's
- * secret. Each tenant's path stands for a host of its own: with `limits`, a host serves at most
- * `concurrencyPerHost` requests at once, each for `serviceMs`, and the rest wait their turn.
- * Arrivals are recorded when their body is read, before any wait. SQS and EventBridge arrivals
- * are recorded here too (`record`), so every target is counted the same way.
- */
-async function startReceiver(
-  tenants: Readonly<Record<string, WebhookBehaviour>>,
-  secrets: Map<string, string>,
-  limits?: ReceiverLimits,
-) {
-  const arrivals = new Map<string, Arrival[]>();
-  /** Occurrences of schedules, by occurrenceKey. */
-  const occurrences = new Map<string, Arrival[]>();
-  const record = (notification: WebhookNotification, arrival: Arrival) => {
-    const map = notification.scheduleId && notification.occurrence ? occurrences : arrivals;
-    const key =
-      notification.scheduleId && notification.occurrence
-        ? occurrenceKey(notification.scheduleId, Date.parse(notification.occurrence))
-        : notification.id;
-    const list = map.get(key) ?? [];
-    list.push(arrival);
-    map.set(key, list);
-  };
-  const hosts = new Map<string, { serving: number; waiting: Array<() => void> }>();
-  const usage = { peakConcurrency: 0, peakWaiting: 0, waited: 0, maxWaitMs: 0 };
-  const served = async (tenant: string) => {
-    if (!limits) return () => undefined;
-    const host = hosts.get(tenant) ?? { serving: 0, waiting: [] };
-    hosts.set(tenant, host);
-    if (host.serving < limits.concurrencyPerHost) host.serving += 1;
-    else {
-      const waitFrom = Date.now();
-      usage.waited += 1;
-      // The slot is handed over by the request leaving it, so `serving` stays as it is.
-      await new Promise<void>((resolve) => {
-        host.waiting.push(resolve);
-        usage.peakWaiting = Math.max(usage.peakWaiting, host.waiting.length);
-      });
-      usage.maxWaitMs = Math.max(usage.maxWaitMs, Date.now() - waitFrom);
-    }
-    usage.peakConcurrency = Math.max(usage.peakConcurrency, host.serving);
-    await sleep(limits.serviceMs);
-    return () => {
-      const next = host.waiting.shift();
-      if (next) next();
-      else host.serving -= 1;
-    };
-  };
-  const server: Server = createServer((request, response) => {
-    void readBody(request).then(async (rawBody) => {
-      const receivedAtMs = Date.now();
-      const tenant = (request.url ?? '').replace(/^\/hook\//, '');
-      const headers = Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name, String(value)]));
-      const secret = secrets.get(tenant);
-      const notification = JSON.parse(rawBody) as WebhookNotification;
-      const hangs = tenants[tenant] === 'hang';
-      record(notification, {
-        receivedAtMs,
-        attempt: notification.attempt,
-        signatureValid: secret !== undefined && verifyWebhook(secret, headers, rawBody),
-        answered: hangs ? 0 : 204,
-      });
-      // A hanging webhook never answers; the caller's timeout ends the request.
-      if (hangs) return;
-      const release = await served(tenant);
-      response.writeHead(204).end();
-      release();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: (tenant: string) => `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook/${tenant}`,
-    arrivals,
-    occurrences,
-    record,
-    usage: (): ReceiverResult | undefined => limits && { ...limits, ...usage },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -566,8 +443,7 @@ export async function runScaleScenario(spec: ScenarioSpec, options: RunOptions):
   const eventLoopDelayMs = { p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 };
   const model = await scaleModel.report();
   const lambda = timer.lambdaStats().functions;
-  const receiverUsage = receiver.usage();
-  await receiver.close();
+  const receiverUsage = await receiver.close();
   const dueAfterRun = [...sent.entries()].filter(([, task]) => !isMeasured(task));
   const checked = sampled(dueAfterRun, spec.lookupsAfterRun ?? dueAfterRun.length);
   const missing = await missingAfterRun(checked, timer.apiUrl, apiKeys);

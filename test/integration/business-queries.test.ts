@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 
 import { DynamoBizTypeStore } from '../../functions/adapters/dynamo/biz-type-store.js';
 import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
@@ -12,19 +12,18 @@ import { systemClock } from '../../functions/core/kernel/task.js';
 import { cachedBizTypeDirectory } from '../../functions/core/submit/biz-types.js';
 import { encodeCursor } from '../../functions/core/submit/task-listing.js';
 import { issueApiKey, keyringOf, newTenant } from '../../functions/core/tenants/tenants.js';
-import { type Emulators, startEmulators } from '../support/emulators.js';
+import { emulatorsFixture } from '../support/emulators-fixture.js';
 import { testTargetRules } from '../support/target-rules.js';
 
 const BUCKETS = 1000;
 const SHARDS = 4;
 const TARGET = { type: 'http', url: 'https://hooks.example.com/timer' };
 
-let emulators: Emulators;
+const emulators = emulatorsFixture();
 let api: ApiPorts;
 const keys: Record<string, string> = {};
 
 beforeAll(async () => {
-  emulators = await startEmulators();
   const { dynamo, tableName } = emulators;
   const tenantStore = new DynamoTenantStore({ client: dynamo, tableName });
   const bizTypeStore = new DynamoBizTypeStore({ client: dynamo, tableName });
@@ -55,10 +54,6 @@ beforeAll(async () => {
     horizonDays: DEFAULT_SETTINGS.maxHorizonDays,
     targetRules: testTargetRules(false),
   };
-});
-
-afterAll(async () => {
-  await emulators.stop();
 });
 
 async function call(

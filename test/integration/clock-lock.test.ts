@@ -1,21 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
 import { claimSeconds, MAX_CLAIM_SECONDS } from '../../functions/core/kernel/clock.js';
 import type { DeliveryMessage } from '../../functions/core/kernel/task.js';
 import { runScanner } from '../../functions/core/scan/scan.js';
 import { ManualClock } from '../support/clock.js';
-import { type Emulators, startEmulators } from '../support/emulators.js';
+import { emulatorsFixture } from '../support/emulators-fixture.js';
 
-let emulators: Emulators;
-
-beforeAll(async () => {
-  emulators = await startEmulators();
-});
-
-afterAll(async () => {
-  await emulators.stop();
-});
+const emulators = emulatorsFixture();
 
 describe('Invariant 4: one scanner per second (conditional write on CLOCK, real dynalite)', () => {
   it('gives each second of a backlog to exactly one of many racing scanners', async () => {

@@ -10,7 +10,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
 import { deliverRecords } from '../../functions/callback/records.js';
@@ -19,7 +19,7 @@ import { parseTaskId, type TaskAddress, taskAddress } from '../../functions/core
 import { withReceipts } from '../../functions/core/kernel/receipts.js';
 import type { Task } from '../../functions/core/kernel/task.js';
 import { encodeDeliveryBody } from '../../functions/core/kernel/task-kernel.js';
-import { type Emulators, startEmulators } from '../support/emulators.js';
+import { emulatorsFixture } from '../support/emulators-fixture.js';
 import {
   aTask,
   DELIVERY_SETTINGS,
@@ -30,15 +30,7 @@ import {
   ManualClock,
 } from '../unit/fakes.js';
 
-let emulators: Emulators;
-
-beforeAll(async () => {
-  emulators = await startEmulators();
-});
-
-afterAll(async () => {
-  await emulators.stop();
-});
+const emulators = emulatorsFixture();
 
 const TASKS = 100;
 

@@ -1,18 +1,10 @@
 /** Dense mode's once-a-minute plan on dynalite: duplicate ticker runs racing over the real conditional semantics. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { EverySecondOccupancy } from '../../functions/adapters/dynamo/occupancy-index.js';
-import { type Emulators, startEmulators } from '../support/emulators.js';
+import { emulatorsFixture } from '../support/emulators-fixture.js';
 
-let emulators: Emulators;
-
-beforeAll(async () => {
-  emulators = await startEmulators();
-});
-
-afterAll(async () => {
-  await emulators?.stop();
-});
+const emulators = emulatorsFixture();
 
 const MINUTE = 29_666_667;
 

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { DynamoOccupancyIndex } from '../../functions/adapters/dynamo/occupancy-index.js';
 import { taskNameTexts } from '../../functions/adapters/dynamo/table-schema.js';
@@ -9,17 +9,10 @@ import { scanRange } from '../../functions/core/scan/scan.js';
 import type { NewTask } from '../../functions/core/submit/schemas.js';
 import { type SubmitResult, submitTasks } from '../../functions/core/submit/submit.js';
 import { ManualClock } from '../support/clock.js';
-import { drainBodies, type Emulators, startEmulators } from '../support/emulators.js';
+import { drainBodies } from '../support/emulators.js';
+import { emulatorsFixture } from '../support/emulators-fixture.js';
 
-let emulators: Emulators;
-
-beforeAll(async () => {
-  emulators = await startEmulators();
-});
-
-afterAll(async () => {
-  await emulators.stop();
-});
+const emulators = emulatorsFixture();
 
 const createdIds = (result: SubmitResult) =>
   result.outcomes.flatMap((outcome) => (outcome.kind === 'created' ? [outcome.task.id] : []));

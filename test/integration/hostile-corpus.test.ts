@@ -6,7 +6,7 @@
  */
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 
 import { DynamoBizTypeStore } from '../../functions/adapters/dynamo/biz-type-store.js';
 import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
@@ -21,12 +21,12 @@ import { systemClock } from '../../functions/core/kernel/task.js';
 import { cachedBizTypeDirectory } from '../../functions/core/submit/biz-types.js';
 import { LIMITS } from '../../functions/core/submit/schemas.js';
 import { cachedTenantDirectory, issueApiKey, newTenant } from '../../functions/core/tenants/tenants.js';
-import { type Emulators, startEmulators } from '../support/emulators.js';
+import { emulatorsFixture } from '../support/emulators-fixture.js';
 import { testTargetRules } from '../support/target-rules.js';
 
 const SHARDS = 4;
 
-let emulators: Emulators;
+const emulators = emulatorsFixture();
 let ports: ApiPorts;
 let apiKey = '';
 let revokedKey = '';
@@ -36,7 +36,6 @@ let ownSchedule = '';
 let otherTenantsSchedule = '';
 
 beforeAll(async () => {
-  emulators = await startEmulators();
   const options = { client: emulators.dynamo, tableName: emulators.tableName };
   const tenantStore = new DynamoTenantStore(options);
   const delivery = await emulators.createQueue('corpus-delivery');
@@ -78,10 +77,6 @@ beforeAll(async () => {
   ownSchedule = String(JSON.parse(schedule.body).id);
   const theirSchedule = await call({ routeKey: 'POST /v1/schedules', body: SCHEDULE }, `Bearer ${globex.apiKey}`);
   otherTenantsSchedule = String(JSON.parse(theirSchedule.body).id);
-});
-
-afterAll(async () => {
-  await emulators?.stop();
 });
 
 const VALID = { delaySeconds: 60, target: { type: 'http', url: 'https://hooks.example.com/timer' } } as const;

@@ -1,5 +1,5 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
 import { DynamoIdempotencyStore } from '../../functions/adapters/dynamo/idempotency-store.js';
@@ -11,18 +11,10 @@ import { applyBizType } from '../../functions/core/submit/biz-types.js';
 import { parseTaskRequest } from '../../functions/core/submit/schemas.js';
 import { type SubmitOutcome, submitTasks } from '../../functions/core/submit/submit.js';
 import { ManualClock } from '../support/clock.js';
-import { type Emulators, startEmulators } from '../support/emulators.js';
+import { emulatorsFixture } from '../support/emulators-fixture.js';
 import { FakeDeliveryQueue, FakeTickQueue } from '../unit/fakes.js';
 
-let emulators: Emulators;
-
-beforeAll(async () => {
-  emulators = await startEmulators();
-});
-
-afterAll(async () => {
-  await emulators.stop();
-});
+const emulators = emulatorsFixture();
 
 const NOW_MS = 1_800_000_000_400;
 const TENANT = 'acme';

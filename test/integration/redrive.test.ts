@@ -1,18 +1,11 @@
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { DELIVERY_MAX_RECEIVE_COUNT, QUEUES } from '../../functions/contract/topology.js';
-import { drainBodies, type Emulators, startEmulators } from '../support/emulators.js';
+import { drainBodies } from '../support/emulators.js';
+import { emulatorsFixture } from '../support/emulators-fixture.js';
 
-let emulators: Emulators;
-
-beforeAll(async () => {
-  emulators = await startEmulators();
-});
-
-afterAll(async () => {
-  await emulators.stop();
-});
+const emulators = emulatorsFixture();
 
 describe('Queue: delivery queue redrive (fauxqs)', () => {
   it('moves a message that keeps failing to the DLQ after maxReceiveCount receives', async () => {

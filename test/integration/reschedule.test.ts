@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { taskNameTexts } from '../../functions/adapters/dynamo/table-schema.js';
 import type { DynamoTaskStore } from '../../functions/adapters/dynamo/task-store.js';
@@ -7,21 +7,13 @@ import { newTaskId, taskAddress } from '../../functions/core/kernel/ids.js';
 import { systemClock, type Task } from '../../functions/core/kernel/task.js';
 import { rescheduleTask } from '../../functions/core/submit/reschedule.js';
 import type { SubmitPorts } from '../../functions/core/submit/submit.js';
-import { type Emulators, startEmulators } from '../support/emulators.js';
+import { emulatorsFixture } from '../support/emulators-fixture.js';
 import { fakeTenantDirectory, TENANT_ID } from '../unit/fakes.js';
 
 const BUCKETS = 1000;
 const SHARDS = 4;
 
-let emulators: Emulators;
-
-beforeAll(async () => {
-  emulators = await startEmulators();
-});
-
-afterAll(async () => {
-  await emulators.stop();
-});
+const emulators = emulatorsFixture();
 
 /** The reschedule and delivery paths over the real store; the target records each task id it is called for. */
 function pipeline(taskStore: DynamoTaskStore = emulators.stores({ bucketCount: BUCKETS }).taskStore) {

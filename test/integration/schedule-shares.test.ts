@@ -4,7 +4,7 @@
  * read, listed, counted, changed in place and deleted.
  */
 import { GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { DynamoScheduleStore } from '../../functions/adapters/dynamo/schedule-store.js';
 import {
@@ -14,17 +14,9 @@ import {
   scheduleToItem,
 } from '../../functions/adapters/dynamo/table-schema.js';
 import { aSchedule, first, second } from '../contracts/schedule-store.contract.js';
-import { type Emulators, startEmulators } from '../support/emulators.js';
+import { emulatorsFixture } from '../support/emulators-fixture.js';
 
-let emulators: Emulators;
-
-beforeAll(async () => {
-  emulators = await startEmulators();
-});
-
-afterAll(async () => {
-  await emulators?.stop();
-});
+const emulators = emulatorsFixture();
 
 const idOf = (index: number) => `sch_${String(index).padStart(20, '0')}`;
 

@@ -3,25 +3,17 @@ import type { AddressInfo } from 'node:net';
 
 import { GetQueueAttributesCommand, type ReceiveMessageRequest, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { QUEUES } from '../../functions/contract/topology.js';
 import { createLambdaService, sharedEnvironments } from '../../lib/local/lambda-service.js';
 import { QueueCallError, sqsJsonQueue } from '../../lib/local/mapping-queue.js';
 import { SQS_SCALING, type SqsEventSource, startSqsEventSource } from '../../lib/local/queue-poller.js';
-import { type Emulators, startEmulators } from '../support/emulators.js';
+import { emulatorsFixture } from '../support/emulators-fixture.js';
 import { eventually, quantile } from '../support/webhook-receiver.js';
 
-let emulators: Emulators;
+const emulators = emulatorsFixture();
 let queues = 0;
-
-beforeAll(async () => {
-  emulators = await startEmulators();
-});
-
-afterAll(async () => {
-  await emulators?.stop();
-});
 
 async function queueWith(count: number, visibilityTimeoutSeconds: number) {
   const queue = await emulators.createQueue(`event-source-${++queues}`, {

@@ -1,5 +1,5 @@
 /** The Dynamo adapters on dynalite, each case on a table of its own, held to the contracts their fakes also meet. */
-import { afterAll, beforeAll } from 'vitest';
+import {} from 'vitest';
 
 import { DynamoBizTypeStore } from '../../functions/adapters/dynamo/biz-type-store.js';
 import { DynamoClockStore } from '../../functions/adapters/dynamo/clock-store.js';
@@ -16,17 +16,9 @@ import { occupancyIndexContract } from '../contracts/occupancy-index.contract.js
 import { rateLimiterContract, requestCounterContract } from '../contracts/request-counter.contract.js';
 import { scheduleStoreContract } from '../contracts/schedule-store.contract.js';
 import { taskStoreContract } from '../contracts/task-store.contract.js';
-import { type Emulators, startEmulators } from '../support/emulators.js';
+import { emulatorsFixture } from '../support/emulators-fixture.js';
 
-let emulators: Emulators;
-
-beforeAll(async () => {
-  emulators = await startEmulators();
-});
-
-afterAll(async () => {
-  await emulators?.stop();
-});
+const emulators = emulatorsFixture();
 
 const table = async () => ({ client: emulators.dynamo, tableName: await emulators.newTable() });
 

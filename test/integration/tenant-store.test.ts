@@ -1,25 +1,20 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 
 import { DynamoRequestCounter } from '../../functions/adapters/dynamo/request-counter.js';
 import { tenantKey, tenantListingKey, tenantToItem } from '../../functions/adapters/dynamo/table-schema.js';
 import { DynamoTenantStore } from '../../functions/adapters/dynamo/tenant-store.js';
 import { newApiKey, newKeyring, newTenant, withRotatedSecret } from '../../functions/core/tenants/tenants.js';
-import { type Emulators, startEmulators } from '../support/emulators.js';
+import { emulatorsFixture } from '../support/emulators-fixture.js';
 
-let emulators: Emulators;
+const emulators = emulatorsFixture();
 let store: DynamoTenantStore;
 let counter: DynamoRequestCounter;
 
 beforeAll(async () => {
-  emulators = await startEmulators();
   const options = { client: emulators.clients().dynamo, tableName: emulators.tableName };
   store = new DynamoTenantStore(options);
   counter = new DynamoRequestCounter(options);
-});
-
-afterAll(async () => {
-  await emulators.stop();
 });
 
 const NOW_MS = Date.UTC(2026, 10, 21, 12);

@@ -69,11 +69,32 @@ const QUOTAS = measuredQuotas(benchReport, {
   tasksPerApiRequest: 1,
 });
 /**
- * The deployment's settings: dense mode, as a billion a day is priced (`npm run bench:requests`
- * measures it) and as docs/configuration.md advises above about 230,000 single submits a day. The
- * sparse occupancy index's items are watched for growth by test/scale/hot-items.test.ts.
+ * Keys a design constant spreads (SHARD_KEY_CLASSES) are measured at k ≤ 10, where a hot second
+ * puts enough tasks on each for their counts to mean something (issue 23's item 6). Beyond it they
+ * are judged from arithmetic at full scale: the hot second created in one second (as a flash sale
+ * makes it) puts its share of 20,000 creates on each task key, and as many index entries on each
+ * byBizType key when one bizType takes them all; a tenant's schedules at their limit, every one
+ * firing every second, write their shares (scheduleShareFractionAtFullScale).
  */
-const SETTINGS: Partial<TimerSettings> = { tickEverySecond: true };
+const JUDGE_SHARD_KEYS = K <= 10;
+/** The deployment's shards, over which the hot second's creates are judged at full scale. */
+const SHARD_COUNT = DEFAULT_SETTINGS.shardCount;
+/**
+ * The shards the model runs with. Where shard keys are measured, the deployment's: a key's load
+ * and its limit are then both divided by k. Above k = 10, where they are judged at full scale
+ * instead, the shards are divided by k too (1 at 1/100): the scanner Queries every shard of every
+ * second, 80 Queries a second whatever the load, so with the deployment's shards the model's
+ * scanner made its full-scale rate of requests, and read units (at least one a Query), for a
+ * hundredth of the tasks, on the event loop every function shares.
+ */
+const MODEL_SHARD_COUNT = JUDGE_SHARD_KEYS ? SHARD_COUNT : Math.max(1, Math.round(SHARD_COUNT / K));
+/**
+ * The deployment's settings: dense mode, as a billion a day is priced (`npm run bench:requests`
+ * measures it) and as docs/configuration.md advises above about 230,000 single submits a day, on
+ * MODEL_SHARD_COUNT shards. The sparse occupancy index's items are watched for growth by
+ * test/scale/hot-items.test.ts.
+ */
+const SETTINGS: Partial<TimerSettings> = { tickEverySecond: true, shardCount: MODEL_SHARD_COUNT };
 /** A stored task's bytes as the long-horizon bench measured them, plus DynamoDB's 100 bytes of overhead. */
 const storedTasks = benchReport.longHorizon.storage.byKind.B;
 const TASK_BYTES = (storedTasks ? storedTasks.bytes / storedTasks.items : 1024) + 100;
@@ -502,6 +523,10 @@ function modelLines(result: ScenarioResult): string[] {
       dynamodb.collisions
         ? `busiest at ${fmt(dynamodb.collisions.hottestFractionOfLimit * 100)}% of its limit; ${dynamodb.collisions.sharedSeconds} partition-seconds shared by two or more keys, at most ${dynamodb.collisions.mostKeysInOneSecond} keys in one, the busiest shared one ${fmt(dynamodb.collisions.peakSharedUnitsPerSecond, 1)} units/s (${dynamodb.collisions.busiestShared?.keys.join(', ') ?? ''})`
         : 'every key its own'
+    }${
+      JUDGE_SHARD_KEYS
+        ? ''
+        : `; without the task-shard keys (judged at full scale, see the summary), the hottest key or partition is at ${fmt(hottestFraction(result, false) * 100)}%`
     }`,
     `- hottest item: ${
       dynamodb.hottestItem
@@ -543,16 +568,6 @@ interface Summary {
 
 /** A key or partition this close to its limit fails the verdict: at 100% with no throttle the model was lucky. */
 const HOT_FRACTION = 0.9;
-/**
- * Keys a design constant spreads (SHARD_KEY_CLASSES) are measured at k ≤ 10, where a hot second
- * puts enough tasks on each for their counts to mean something (issue 23's item 6). Beyond it they
- * are judged from arithmetic at full scale: the hot second created in one second (as a flash sale
- * makes it) puts its share of 20,000 creates on each task key, and as many index entries on each
- * byBizType key when one bizType takes them all; a tenant's schedules at their limit, every one
- * firing every second, write their shares (scheduleShareFractionAtFullScale).
- */
-const JUDGE_SHARD_KEYS = K <= 10;
-const SHARD_COUNT = SETTINGS.shardCount ?? DEFAULT_SETTINGS.shardCount;
 const SHARD_KEY_FRACTION_AT_FULL_SCALE =
   (PEAK_PER_SECOND * Math.ceil(TASK_BYTES / 1024)) / SHARD_COUNT / AWS_LIMITS.dynamodb.partitionWriteUnitsPerSecond;
 /**
@@ -681,7 +696,13 @@ or more fails the run, as does a p99 lateness of ${fmt(P99_LATENESS_LIMIT_MS)} m
 handful of tasks or schedules falls on each, and one more in a second is a tenth of its limit. They are judged
 measured at k ≤ 10, and above it at full scale, from the hot second (${fmt(PEAK_PER_SECOND)} creates in one second
 dealt over the shards) and from a tenant's ${fmt(MAX_SCHEDULES_PER_TENANT)} schedules all firing every second; there the
-model meters them but does not refuse them, and the partitions are judged without them.
+model meters them but does not refuse them, and the partitions are judged without them.${
+  JUDGE_SHARD_KEYS
+    ? ''
+    : ` There, too, the
+model runs ${SHARD_COUNT}/k shards (${MODEL_SHARD_COUNT} at 1/${K}): the scanner Queries every shard of every second, so
+with ${SHARD_COUNT} it made the deployment's full rate of Queries, and their read units, for 1/k of the tasks.`
+}
 
 ## What the model leaves out
 

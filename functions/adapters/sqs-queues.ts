@@ -123,7 +123,29 @@ export class SqsBatchQueue<T> {
   }
 }
 
-export function sqsDeliveryQueue(sqs: SQSClient, queueUrl: string): DeliveryQueue {
+/**
+ * The delivery queue, and the express queue beside it for messages marked `express` (their task
+ * goes too soon for the delivery queue's batching window); the callback consumes both alike. A
+ * caller with one queue (a test, a tool) leaves `expressQueueUrl` out and sends both kinds to it.
+ */
+export function sqsDeliveryQueue(sqs: SQSClient, queueUrl: string, expressQueueUrl = queueUrl): DeliveryQueue {
+  const delivery = deliveryMessages(sqs, queueUrl);
+  const express = deliveryMessages(sqs, expressQueueUrl);
+  return {
+    async send(messages) {
+      const [urgent, rest] = [
+        messages.filter((message) => message.express),
+        messages.filter((message) => !message.express),
+      ];
+      await Promise.all([
+        ...(urgent.length > 0 ? [express.send(urgent)] : []),
+        ...(rest.length > 0 ? [delivery.send(rest)] : []),
+      ]);
+    },
+  };
+}
+
+function deliveryMessages(sqs: SQSClient, queueUrl: string): SqsBatchQueue<DeliveryMessage> {
   return new SqsBatchQueue<DeliveryMessage>(sqs, queueUrl, (message) => ({
     body: encodeDeliveryBody({
       id: message.id,

@@ -62,7 +62,7 @@ export function createApiHandler(config: ApiConfig, { clients, observability }: 
   const ports: ApiPorts = {
     ...tableStores(config.table, clients.dynamo, config.retentionDays),
     occupancy: occupancyIndex(config, clients.dynamo),
-    deliveryQueue: sqsDeliveryQueue(clients.sqs, config.deliveryQueueUrl),
+    deliveryQueue: sqsDeliveryQueue(clients.sqs, config.deliveryQueueUrl, config.expressQueueUrl),
     tickQueue: sqsTickQueue(clients.sqs, config.tickQueueUrl),
     clock: systemClock,
     placement: newPlacement(),

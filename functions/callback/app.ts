@@ -36,7 +36,7 @@ const WRITES_RESERVE_MS = 5_000;
 export function createCallbackHandler(config: CallbackConfig, { clients, observability }: HandlerDeps) {
   const { logger, metrics } = observability;
   const stores = tableStores(config.table, clients.dynamo, config.retentionDays);
-  const deliveryQueue = sqsDeliveryQueue(clients.sqs, config.deliveryQueueUrl);
+  const deliveryQueue = sqsDeliveryQueue(clients.sqs, config.deliveryQueueUrl, config.expressQueueUrl);
   // One breaker per instance, living as long as it: it remembers which webhook hosts are down
   // across invocations, so a tenant's dead receiver is not called (and waited on) for every task.
   const breaker = new HostBreaker(systemClock);

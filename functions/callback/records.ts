@@ -3,7 +3,7 @@ import type { LogAttributes } from '@aws-lambda-powertools/logger/types';
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 
-import { METRICS, QUEUES } from '../contract/topology.js';
+import { METRICS } from '../contract/topology.js';
 import {
   deliverTask,
   type DeliveryOutcome,
@@ -15,7 +15,6 @@ import {
   type TaskReads,
 } from '../core/deliver/deliver.js';
 import type { SlowCallWatch } from '../core/deliver/slow-calls.js';
-import { parseTaskId } from '../core/kernel/ids.js';
 import type { DeliveryQueue } from '../core/kernel/task.js';
 import { decodeDeliveryBody, type ReceivedMessage, reminderMessage } from '../core/kernel/task-kernel.js';
 import { systemTimer } from '../core/kernel/timers.js';
@@ -79,30 +78,21 @@ async function deliverRecord(
   message: ReceivedMessage | undefined,
   reads: TaskReads,
   receipts: ReceiptWrites,
-): Promise<DeliveryOutcome | undefined> {
+): Promise<void> {
+  const { metrics } = ports;
   if (message === undefined) {
     ports.logger.error('delivery message without a task id dropped', {
       messageId: record.messageId,
       body: record.body.slice(0, 200),
     });
-    return undefined;
+    return;
   }
   const { id } = message;
+  const { logger, debug } = recordLogger(ports.logger, id);
   const outcome: DeliveryOutcome = message.redriven
     ? await redeliverDeadLetter(ports.delivery, id, receipts)
     : await deliverTask(ports.delivery, id, message.notBeforeMs, reads, receipts);
-  await settle(ports, id, outcome, {
-    messageId: record.messageId,
-    receiveCount: record.attributes.ApproximateReceiveCount,
-  });
-  return outcome;
-}
-
-/** Counts and logs what came of a delivery, and gives a task that must come back a new message. */
-async function settle(ports: RecordPorts, id: string, outcome: DeliveryOutcome, fields: LogAttributes): Promise<void> {
-  const { metrics } = ports;
-  const { logger, debug } = recordLogger(ports.logger, id);
-  const facts = { taskId: id, ...fields };
+  const facts = { taskId: id, messageId: record.messageId, receiveCount: record.attributes.ApproximateReceiveCount };
   switch (outcome.kind) {
     case 'delivered':
       metrics.addMetric(METRICS.tasksDelivered, MetricUnit.Count, 1);
@@ -146,41 +136,6 @@ async function settle(ports: RecordPorts, id: string, outcome: DeliveryOutcome, 
   }
 }
 
-/**
- * A schedule's occurrence stores its successor when it fires (schedules.ts), and the successor's
- * message, sent then, waits out the delivery mapping's batching window before an invocation gets
- * it: a successor due sooner than that (a schedule firing every second) would be late by the
- * write and the window at every step, and its schedule would fall ever further behind. So the
- * invocation that stored it delivers it itself, when it is due within this long.
- */
-const IN_HAND_WITHIN_MS = (QUEUES.delivery.consumer.maxBatchingWindowSeconds + 1) * 1000;
-
-/**
- * Delivers an occurrence's successor that is due within IN_HAND_WITHIN_MS, if the invocation may
- * still wait that long and call (`mayWaitMs`). Its own message still comes: the lease lets only
- * one of the two attempt it, and it is what brings the successor if this invocation dies first,
- * so a failure here is only logged. Once, not down the chain: the step that goes by message next
- * starts on time, so lateness does not add up, and an invocation that carried a chain further
- * would hold a share of the mapping's concurrency, which every tenant's deliveries share. In the
- * full scale model, with per-second chains behind, going on down the chain while successors were
- * already due made the callback's invocations last 3.7 s on average (2.9 s with that capped at
- * 2 s) against 1.8 s once, and every tenant's tasks waited behind them.
- */
-async function deliverSuccessorInHand(ports: RecordPorts, id: string, mayWaitMs: () => number): Promise<void> {
-  const location = parseTaskId(id, ports.delivery.shardCount);
-  if (!location) return;
-  const waitMs = location.fireAtMs - ports.delivery.clock.now();
-  if (waitMs > IN_HAND_WITHIN_MS || waitMs > mayWaitMs()) return;
-  try {
-    await settle(ports, id, await deliverTask(ports.delivery, id), { inHand: true });
-  } catch (error) {
-    ports.logger.warn("delivering a schedule's next occurrence in hand failed; its own message brings it", {
-      taskId: id,
-      error: error as Error,
-    });
-  }
-}
-
 /** A message the invocation received itself, with what deleting it takes. */
 export type InboxMessage = DeliveryRecord & { readonly receiptHandle: string };
 
@@ -202,9 +157,6 @@ export interface SpareTime {
   /** The least time a call started now may need: a webhook's whole timeout and the writes after it. */
   readonly callReserveMs: number;
 }
-
-/** How long the invocation may still wait before a call it starts could no longer finish. */
-const callTimeLeft = (spare: SpareTime) => () => spare.remainingMs() - spare.callReserveMs;
 
 /** How long an invocation waits after finding the queue empty before it looks again. */
 const EMPTY_INBOX_PAUSE_MS = 250;
@@ -233,7 +185,7 @@ export async function deliverRecords(
   records: readonly DeliveryRecord[],
   spare?: SpareTime,
 ): Promise<SQSBatchResponse> {
-  const batch = deliverBatch(ports, records, spare && callTimeLeft(spare));
+  const batch = deliverBatch(ports, records);
   if (spare) await deliverWhileHeld(ports, spare, batch);
   return batch;
 }
@@ -260,7 +212,7 @@ async function deliverWhileHeld(ports: RecordPorts, spare: SpareTime, held: Prom
     // finish: a message earlier than that goes back for its time (the 'early' outcome), as one
     // that surfaces too early does. So the invocation serves the queue for as long as a hanging
     // call holds it, not only while a batch's longest wait and a call would still fit.
-    const earlyWaitLeft = () => Math.min(ports.delivery.maxEarlyWaitMs, callTimeLeft(spare)());
+    const earlyWaitLeft = () => Math.min(ports.delivery.maxEarlyWaitMs, spare.remainingMs() - spare.callReserveMs);
     while (unfinished.size > 0 && earlyWaitLeft() >= TAKEN_EARLY_WAIT_MS) {
       if (!(await slowCallInHand())) continue;
       if (taking >= MAX_TAKEN_BATCHES) {
@@ -275,7 +227,7 @@ async function deliverWhileHeld(ports: RecordPorts, spare: SpareTime, held: Prom
       taken += records.length;
       taking += 1;
       const takenPorts = { ...ports, delivery: { ...ports.delivery, maxEarlyWaitMs: earlyWaitLeft() } };
-      const batch = track(deliverTaken(takenPorts, spare, records).finally(() => (taking -= 1)));
+      const batch = track(deliverTaken(takenPorts, spare.inbox, records).finally(() => (taking -= 1)));
       // A batch taken can meet the hanging host too: the next is taken once this one is done, or
       // has itself been held a slow call's time, so no hanging call holds up the tasks behind it.
       await pauseUnless(batch, spare.slowCalls.slowMs);
@@ -290,11 +242,11 @@ async function deliverWhileHeld(ports: RecordPorts, spare: SpareTime, held: Prom
 }
 
 /** Delivers messages the invocation took and deletes those done with; never throws, as what is not deleted comes back. */
-async function deliverTaken(ports: RecordPorts, spare: SpareTime, records: readonly InboxMessage[]): Promise<void> {
+async function deliverTaken(ports: RecordPorts, inbox: DeliveryInbox, records: readonly InboxMessage[]): Promise<void> {
   try {
-    const { batchItemFailures } = await deliverBatch(ports, records, callTimeLeft(spare));
+    const { batchItemFailures } = await deliverBatch(ports, records);
     const unfinished = new Set(batchItemFailures.map((failure) => failure.itemIdentifier));
-    await spare.inbox.delete(records.filter((record) => !unfinished.has(record.messageId)));
+    await inbox.delete(records.filter((record) => !unfinished.has(record.messageId)));
   } catch (error) {
     ports.logger.error(
       'messages taken while a call was slow not deleted; they come back after their visibility timeout',
@@ -321,14 +273,9 @@ function pauseUnless(settled: Promise<unknown>, ms: number): Promise<unknown> {
  * has lapsed; that is what the queue's maxReceiveCount counts. First attempts answered 2xx are
  * recorded in receipts, one per group of records read together (see receiptsTogether); a record
  * whose receipt could not be stored is reported too, so its task is delivered again rather than
- * left looking undelivered. Given how long the invocation may still wait and call (`mayWaitMs`), a
- * record whose occurrence stored a successor due soon delivers that too (deliverSuccessorInHand).
+ * left looking undelivered.
  */
-async function deliverBatch(
-  ports: RecordPorts,
-  records: readonly DeliveryRecord[],
-  mayWaitMs?: () => number,
-): Promise<SQSBatchResponse> {
+async function deliverBatch(ports: RecordPorts, records: readonly DeliveryRecord[]): Promise<SQSBatchResponse> {
   ports.metrics.addMetric(METRICS.deliveryBatchSize, MetricUnit.Count, records.length);
   const messages = records.map((record) => decodeDeliveryBody(record.body));
   // A redriven dead letter is revived before it is read, so it reads alone, after its revive.
@@ -336,16 +283,11 @@ async function deliverBatch(
   const reads = readTogether(ports.delivery, planned);
   const receipts = receiptsTogether(ports.delivery, planned);
   const settled = await Promise.allSettled(
-    records.map(async (record, index) => {
+    records.map((record, index) => {
       const message = messages[index];
-      const outcome = await deliverRecord(ports, record, message, reads.of(message), receipts.of(message)).finally(
-        () => {
-          if (message) receipts.done(message);
-        },
-      );
-      if (outcome?.successorId !== undefined && mayWaitMs) {
-        await deliverSuccessorInHand(ports, outcome.successorId, mayWaitMs);
-      }
+      return deliverRecord(ports, record, message, reads.of(message), receipts.of(message)).finally(() => {
+        if (message) receipts.done(message);
+      });
     }),
   );
   const unrecorded = await receipts.written();

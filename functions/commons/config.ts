@@ -144,6 +144,7 @@ const READERS = {
   shardCount,
   tickQueueUrl: required,
   deliveryQueueUrl: required,
+  expressQueueUrl: required,
   deliveryDlqUrl: required,
   lookaheadSeconds: integer,
   maxAttempts: integer,

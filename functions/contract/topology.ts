@@ -11,6 +11,7 @@ export const ENV = {
   tableName: 'TIMER_TABLE_NAME',
   tickQueueUrl: 'TIMER_TICK_QUEUE_URL',
   deliveryQueueUrl: 'TIMER_DELIVERY_QUEUE_URL',
+  expressQueueUrl: 'TIMER_EXPRESS_QUEUE_URL',
   deliveryDlqUrl: 'TIMER_DELIVERY_DLQ_URL',
   bucketCount: 'TIMER_BUCKET_COUNT',
   shardCount: 'TIMER_SHARD_COUNT',
@@ -145,6 +146,7 @@ const FUNCTION_SPECS = {
       ...coreEnv,
       ...allowListEnv,
       ENV.deliveryQueueUrl,
+      ENV.expressQueueUrl,
       ENV.tickQueueUrl,
       ENV.lookaheadSeconds,
       ENV.allowInsecureTargets,
@@ -169,7 +171,7 @@ const FUNCTION_SPECS = {
     // A scan takes well under a second unless its second is hot, so 50 covers a backlog of fifty
     // seconds scanned at once (a restart's catch-up) and leaves 950 of the account's 1,000 unreserved.
     reservedConcurrency: 50,
-    env: [...coreEnv, ENV.deliveryQueueUrl, ENV.lookaheadSeconds, ENV.tickEverySecond],
+    env: [...coreEnv, ENV.deliveryQueueUrl, ENV.expressQueueUrl, ENV.lookaheadSeconds, ENV.tickEverySecond],
   },
   callback: {
     entry: 'functions/callback/handler.ts',
@@ -179,6 +181,7 @@ const FUNCTION_SPECS = {
       ...coreEnv,
       ...allowListEnv,
       ENV.deliveryQueueUrl,
+      ENV.expressQueueUrl,
       ENV.deliveryDlqUrl,
       // A schedule's occurrence stores its successor as the api stores a task: index, tick, late-arrival hand-off.
       ENV.tickQueueUrl,
@@ -199,6 +202,7 @@ const FUNCTION_SPECS = {
     env: [
       ...coreEnv,
       ENV.deliveryQueueUrl,
+      ENV.expressQueueUrl,
       ENV.sweepMaxSecondsPerRun,
       ENV.sweepGraceSeconds,
       ENV.overdueGraceSeconds,
@@ -270,12 +274,26 @@ export const QUEUES = {
     // A batch is held until its latest task's due time. Batches of 10 (no window) held about a
     // second each carried some 10 tasks a second per instance: 1,000 instances, the most a mapping
     // runs, were below a billion a day's average of 11,600 a second. Batches of up to 100,
-    // gathered for up to a second, carry some 60 each, so 600 carry about 36,000 a second and a
+    // gathered for up to a second, carry some 60 each, so 450 carry about 27,000 a second and a
     // 20,000-task second needs some 350. Messages surface a second earlier to pay for the window
     // (task-kernel.ts's delaySecondsUntil). The api (200) and the scanner (50) have reservations, leaving
-    // 750 unreserved; the cap leaves 150 of those to the ticker and the sweeper and to headroom,
-    // however deep a delivery surge runs.
-    consumer: { fn: 'callback', batchSize: 100, maxBatchingWindowSeconds: 1, maxConcurrency: 600 },
+    // 750 unreserved; this cap and the express queue's (200) leave 100 of those to the ticker and
+    // the sweeper and to headroom, however deep a delivery surge runs.
+    consumer: { fn: 'callback', batchSize: 100, maxBatchingWindowSeconds: 1, maxConcurrency: 450 },
+  },
+  // Messages whose task goes sooner than a delivery-queue message can bring it on time
+  // (task-kernel.ts's goesExpress): a schedule's next occurrence a second away, a late arrival, a
+  // retry due now. On the delivery queue they waited out its batching window behind messages
+  // surfaced for later tasks, so a per-second schedule fell seconds behind at every busy minute
+  // (quick scale model: p50 2-23 s late). Here the mapping invokes as soon as one is there, in
+  // batches of up to ten (one receive), each held a second or so at most: the cap carries some
+  // 2,000 such messages a second, two tenants' 1,000 per-second schedules each (the scale model's
+  // steady state; at its 1/100, a cap of 1 carried half of them and the chains ran 3.5 s late).
+  express: {
+    name: 'express',
+    visibilityTimeoutSeconds: 6 * FUNCTIONS.callback.timeoutSeconds,
+    retentionSeconds: 14 * 24 * 3600,
+    consumer: { fn: 'callback', batchSize: 10, maxBatchingWindowSeconds: 0, maxConcurrency: 200 },
   },
   deliveryDlq: {
     name: 'delivery-dlq',

@@ -22,7 +22,7 @@ export function createScannerHandler(config: ScannerConfig, { clients, observabi
   const ports = {
     ...tableStores(config.table, clients.dynamo),
     occupancy: occupancyIndex(config, clients.dynamo),
-    deliveryQueue: sqsDeliveryQueue(clients.sqs, config.deliveryQueueUrl),
+    deliveryQueue: sqsDeliveryQueue(clients.sqs, config.deliveryQueueUrl, config.expressQueueUrl),
     clock: systemClock,
     lookaheadSeconds: config.lookaheadSeconds,
   };

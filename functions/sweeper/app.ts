@@ -18,7 +18,7 @@ export function createSweeperHandler(config: SweeperConfig, { clients, observabi
   const ports = {
     ...tableStores(config.table, clients.dynamo),
     occupancy: occupancyIndex(config, clients.dynamo),
-    deliveryQueue: sqsDeliveryQueue(clients.sqs, config.deliveryQueueUrl),
+    deliveryQueue: sqsDeliveryQueue(clients.sqs, config.deliveryQueueUrl, config.expressQueueUrl),
     clock: systemClock,
   };
   const settings = {

@@ -117,7 +117,7 @@ export interface DistributedTimerProps {
    * Lambda's default quota of 1,000 concurrent executions and carries some 6,000 tasks a second;
    * raise it only after raising that quota (docs/limits.md), or deliveries take the pool the
    * ticker and sweeper need.
-   * @default QUEUES.delivery.consumer.maxConcurrency — 600
+   * @default QUEUES.delivery.consumer.maxConcurrency — 450
    */
   readonly deliveryMaxConcurrency?: number;
   /**

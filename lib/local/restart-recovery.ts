@@ -41,7 +41,7 @@ export interface RestoredMessages {
 export async function restoreLostMessages(
   dynamo: DynamoDBDocumentClient,
   sqs: SQSClient,
-  queueUrls: { delivery: string; deliveryDlq: string },
+  queueUrls: { delivery: string; express: string; deliveryDlq: string },
 ): Promise<RestoredMessages> {
   const table = { client: dynamo, tableName: LOCAL_TABLE_NAME };
   const clock = await new DynamoClockStore(table).read();
@@ -56,7 +56,7 @@ export async function restoreLostMessages(
   const tasks = items.map((task) => asReceiptsShow(task, receipted, Number.POSITIVE_INFINITY));
   const failed = tasks.filter((task) => task.status === 'FAILED');
   const lost = tasks.filter((task) => hadQueuedMessage(task, clock.cursor)).map((task) => lostTaskMessage(task, nowMs));
-  if (lost.length > 0) await sqsDeliveryQueue(sqs, queueUrls.delivery).send(lost);
+  if (lost.length > 0) await sqsDeliveryQueue(sqs, queueUrls.delivery, queueUrls.express).send(lost);
   if (failed.length > 0) {
     await new SqsDeadLetterQueue(sqs, queueUrls.deliveryDlq).sendMany(
       failed.map((task) => ({ id: task.id, attempt: task.attempts, error: task.lastError ?? '' })),

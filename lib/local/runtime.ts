@@ -251,6 +251,10 @@ async function startBackends(options: LocalTimerOptions): Promise<Backends> {
       dlqArn: deliveryDlq.arn,
       maxReceiveCount: DELIVERY_MAX_RECEIVE_COUNT,
     }),
+    express: await createQueue(sqs, QUEUES.express, {
+      dlqArn: deliveryDlq.arn,
+      maxReceiveCount: DELIVERY_MAX_RECEIVE_COUNT,
+    }),
     deliveryDlq,
   };
   return {
@@ -280,6 +284,7 @@ function localEnvironment(
     [ENV.tableName]: LOCAL_TABLE_NAME,
     [ENV.tickQueueUrl]: queues.tick.url,
     [ENV.deliveryQueueUrl]: queues.delivery.url,
+    [ENV.expressQueueUrl]: queues.express.url,
     [ENV.deliveryDlqUrl]: queues.deliveryDlq.url,
     // Any account will do: local allow-lists stay unset (any target), so no bus name becomes an ARN to check.
     [ENV.awsAccount]: '000000000000',
@@ -300,6 +305,7 @@ async function recoverQueues(backends: Backends, settings: TimerSettings): Promi
   const { dynamo, sqs, queues } = backends;
   const restored = await restoreLostMessages(dynamo, sqs, {
     delivery: queues.delivery.url,
+    express: queues.express.url,
     deliveryDlq: queues.deliveryDlq.url,
   });
   await requeueLostTicks(dynamo, queues.tick.url, sqs, settings);

@@ -151,17 +151,18 @@ describe('Construct: DistributedTimer', () => {
     // Assess
     const statements = statementsOfRole(template, logicalIdOf(stack, timer.callbackRole));
     expect(statements.flatMap(actionsOf)).not.toContain('events:PutEvents');
-    // Only the service's own queues: retries go back to the delivery queue, dead letters to the DLQ,
-    // and a schedule's next occurrence may need a tick.
+    // Only the service's own queues: retries go back to the delivery queue (or the express queue,
+    // when due at once), dead letters to the DLQ, and a schedule's next occurrence may need a tick.
     const sends = statements.filter((statement) => actionsOf(statement).includes('sqs:SendMessage'));
     expect(sends.map((statement) => statement.Resource)).toEqual(
       expect.arrayContaining([
         { 'Fn::GetAtt': [logicalIdOf(stack, timer.queues.delivery), 'Arn'] },
+        { 'Fn::GetAtt': [logicalIdOf(stack, timer.queues.express), 'Arn'] },
         { 'Fn::GetAtt': [logicalIdOf(stack, timer.queues.deliveryDlq), 'Arn'] },
         { 'Fn::GetAtt': [logicalIdOf(stack, timer.queues.tick), 'Arn'] },
       ]),
     );
-    expect(sends).toHaveLength(3);
+    expect(sends).toHaveLength(4);
     template.hasResourceProperties('AWS::Lambda::Function', {
       Environment: { Variables: Match.objectLike({ [ENV.allowedQueueArns]: '', [ENV.allowedEventBusArns]: '' }) },
     });

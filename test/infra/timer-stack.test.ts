@@ -337,10 +337,10 @@ describe('Stack: TimerStack', () => {
       statementActions(statement).some((action) => action === 'events:PutEvents' || action === 'sqs:SendMessage'),
     );
 
-    // Assess: the service's own queues aside (retries go back to the delivery queue, dead letters to
-    // the DLQ, a schedule's next occurrence may need a tick), the targets are the parameters' lists, each in a policy that exists only while its
+    // Assess: the service's own queues aside (retries go back to the delivery or express queue, dead
+    // letters to the DLQ, a schedule's next occurrence may need a tick), the targets are the parameters' lists, each in a policy that exists only while its
     // list is not empty (a statement with no resources is invalid).
-    const ownQueues = ['DeliveryQueue', 'DeliveryDlqQueue', 'TickQueue'].map((name) =>
+    const ownQueues = ['DeliveryQueue', 'ExpressQueue', 'DeliveryDlqQueue', 'TickQueue'].map((name) =>
       JSON.stringify({ 'Fn::GetAtt': [idOf('AWS::SQS::Queue', name), 'Arn'] }),
     );
     expect(targetStatements.filter((statement) => !ownQueues.includes(JSON.stringify(statement.Resource)))).toEqual([

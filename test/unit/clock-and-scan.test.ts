@@ -581,7 +581,7 @@ describe('Function: sweep', () => {
       overdueCheckLagSeconds: 0,
       errors: [],
     });
-    expect(ports.deliveryQueue.sent).toEqual([{ id: lost.id, delaySeconds: 0 }]);
+    expect(ports.deliveryQueue.sent).toEqual([{ id: lost.id, delaySeconds: 0, express: true }]);
     expect(clockStore.markers.get(NOW_SECOND - 10)).toBe(1);
     expect(clockStore.markers.has(NOW_SECOND - 4)).toBe(false);
     expect(clockStore.watermarks.swept).toBe(NOW_SECOND - 5);
@@ -742,7 +742,7 @@ describe('Function: sweep', () => {
     // Assess
     expect(report.caughtUp).toBe(1);
     expect(report.lagSeconds).toBe(50);
-    expect(ports.deliveryQueue.sent).toEqual([{ id: missed.id, delaySeconds: 0 }]);
+    expect(ports.deliveryQueue.sent).toEqual([{ id: missed.id, delaySeconds: 0, express: true }]);
     expect(clockStore.state?.cursor).toBe(NOW_SECOND - 9);
   });
 
@@ -787,7 +787,7 @@ describe('Function: sweep', () => {
 
       // Assess
       expect(report.overdue).toBe(1);
-      expect(ports.deliveryQueue.sent).toEqual([{ id: lost.id, delaySeconds: 0 }]);
+      expect(ports.deliveryQueue.sent).toEqual([{ id: lost.id, delaySeconds: 0, express: true }]);
       expect(clockStore.watermarks.overdueChecked).toBe(NOW_SECOND - 60);
     });
 
@@ -814,7 +814,7 @@ describe('Function: sweep', () => {
 
       // Assess
       expect(report.overdue).toBe(1);
-      expect(ports.deliveryQueue.sent).toEqual([{ id: lost.id, delaySeconds: 0 }]);
+      expect(ports.deliveryQueue.sent).toEqual([{ id: lost.id, delaySeconds: 0, express: true }]);
     });
 
     it('enqueues every stranded task of a second whose receipts cannot be read, rather than none', async () => {
@@ -878,8 +878,8 @@ describe('Function: sweep', () => {
       const seconds = new Set(listDue.mock.calls.map(([second]) => second));
       expect(seconds).toEqual(new Set([flagged, scannedBusy, NOW_SECOND - 90]));
       expect(ports.deliveryQueue.sent).toEqual([
-        { id: lost.id, delaySeconds: 0 },
-        { id: enqueuedByTheApi.id, delaySeconds: 0 },
+        { id: lost.id, delaySeconds: 0, express: true },
+        { id: enqueuedByTheApi.id, delaySeconds: 0, express: true },
       ]);
     });
 
@@ -953,7 +953,7 @@ describe('Function: sweep', () => {
 
       // Assess
       expect(report).toMatchObject({ caughtUp: 1, lagSeconds: 50, errors: [] });
-      expect(ports.deliveryQueue.sent).toEqual([{ id: missed.id, delaySeconds: 0 }]);
+      expect(ports.deliveryQueue.sent).toEqual([{ id: missed.id, delaySeconds: 0, express: true }]);
     });
 
     it('finds a lost late arrival the api enqueued itself, in a second whose scan sent nothing and that nobody flagged', async () => {
@@ -968,7 +968,7 @@ describe('Function: sweep', () => {
 
       // Assess
       expect(report.overdue).toBe(1);
-      expect(ports.deliveryQueue.sent).toEqual([{ id: enqueuedByTheApi.id, delaySeconds: 0 }]);
+      expect(ports.deliveryQueue.sent).toEqual([{ id: enqueuedByTheApi.id, delaySeconds: 0, express: true }]);
       expect(clockStore.watermarks.overdueChecked).toBe(NOW_SECOND - 60);
     });
   });

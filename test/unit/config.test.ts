@@ -14,6 +14,7 @@ const RESOURCES = {
   [ENV.tableName]: 'timer-tasks',
   [ENV.tickQueueUrl]: 'https://sqs.eu-west-1.amazonaws.com/123456789012/timer-tick',
   [ENV.deliveryQueueUrl]: 'https://sqs.eu-west-1.amazonaws.com/123456789012/timer-delivery',
+  [ENV.expressQueueUrl]: 'https://sqs.eu-west-1.amazonaws.com/123456789012/timer-express',
   [ENV.deliveryDlqUrl]: 'https://sqs.eu-west-1.amazonaws.com/123456789012/timer-delivery-dlq',
   [ENV.awsAccount]: '123456789012',
   [ENV.awsPartition]: 'aws',
@@ -68,6 +69,7 @@ describe('Function: config loaders', () => {
     // Assess
     expect(config).toMatchObject({
       deliveryQueueUrl: RESOURCES[ENV.deliveryQueueUrl],
+      expressQueueUrl: RESOURCES[ENV.expressQueueUrl],
       tickQueueUrl: RESOURCES[ENV.tickQueueUrl],
       lookaheadSeconds: DEFAULT_SETTINGS.lookaheadSeconds,
       allowInsecureTargets: false,

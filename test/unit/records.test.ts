@@ -21,7 +21,6 @@ import {
   ManualClock,
 } from './fakes.js';
 import { sqsRecord } from './handlers/setup.js';
-import { scheduleWorld, START } from './schedule-world.js';
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -471,86 +470,3 @@ describe('Function: deliverRecords, while a call hangs', () => {
 });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-describe("Function: deliverRecords, a schedule's next occurrence due sooner than its message can come", () => {
-  /** A callback invocation over the schedule world, `remainingMs` before its timeout, with calls needing 13 s. */
-  function invocation(w: ReturnType<typeof scheduleWorld>, remainingMs: number) {
-    const ports: RecordPorts = {
-      delivery: w.delivery,
-      deliveryQueue: w.occurrences.deliveryQueue,
-      logger: new Logger({ serviceName: 'unit', logLevel: 'SILENT' }),
-      metrics: new Metrics({ namespace: 'unit' }),
-    };
-    const spare: SpareTime = {
-      inbox: { receive: async () => [], delete: async () => undefined },
-      slowCalls: new SlowCallWatch(w.delivery.targets, 60_000),
-      remainingMs: () => remainingMs,
-      callReserveMs: 13_000,
-    };
-    return (taskId: string) => deliverRecords(ports, [recordOf({ id: taskId })], spare);
-  }
-  const occurrenceTimes = (w: ReturnType<typeof scheduleWorld>) =>
-    w.calls.map((call) => [Date.parse(String(call.notification.occurrence)) - START, call.atMs - START]);
-
-  it('delivers the successor a per-second occurrence stored, on time, in the invocation that stored it', async () => {
-    // Prepare
-    const w = scheduleWorld();
-    const schedule = await w.create({ rate: '1 second' });
-    w.clock.set(schedule.next?.atMs ?? 0);
-
-    // Act
-    await invocation(w, 30_000)(schedule.next?.taskId ?? '');
-
-    // Assess: the first (at 1 s) and its successor (at 2 s), each at its time; the one after is
-    // stored and left to its message.
-    expect(occurrenceTimes(w)).toEqual([
-      [1000, 1000],
-      [2000, 2000],
-    ]);
-    expect(w.pending(schedule.id).map((task) => task.occurrence?.atMs)).toEqual([START + 3000]);
-  });
-
-  it('delivers one successor in hand, not the chain after it, even when the chain has fallen behind', async () => {
-    // Prepare: the first occurrence (at 1 s) comes 3.5 s late.
-    const w = scheduleWorld();
-    const schedule = await w.create({ rate: '1 second' });
-    w.clock.set((schedule.next?.atMs ?? 0) + 3500);
-
-    // Act
-    await invocation(w, 30_000)(schedule.next?.taskId ?? '');
-
-    // Assess: the one at 2 s at once; the one at 3 s is left to its message, which the lease lets only one attempt.
-    expect(occurrenceTimes(w)).toEqual([
-      [1000, 4500],
-      [2000, 4500],
-    ]);
-    expect(w.pending(schedule.id).map((task) => task.occurrence?.atMs)).toEqual([START + 3000]);
-  });
-
-  it('leaves the successor to its message when the invocation could not wait for it and still call', async () => {
-    // Prepare
-    const w = scheduleWorld();
-    const schedule = await w.create({ rate: '1 second' });
-    w.clock.set(schedule.next?.atMs ?? 0);
-
-    // Act: 13.5 s left, of which a call needs 13.
-    await invocation(w, 13_500)(schedule.next?.taskId ?? '');
-
-    // Assess
-    expect(occurrenceTimes(w)).toEqual([[1000, 1000]]);
-    expect(w.pending(schedule.id).map((task) => task.occurrence?.atMs)).toEqual([START + 2000]);
-  });
-
-  it('leaves a successor its message brings in time to that message', async () => {
-    // Prepare
-    const w = scheduleWorld();
-    const schedule = await w.create({ rate: '5 seconds' });
-    w.clock.set(schedule.next?.atMs ?? 0);
-
-    // Act
-    await invocation(w, 30_000)(schedule.next?.taskId ?? '');
-
-    // Assess
-    expect(occurrenceTimes(w)).toEqual([[5000, 5000]]);
-  });
-});

@@ -20,6 +20,7 @@ import {
 } from '../../functions/adapters/sqs-queues.js';
 
 const QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/timer-delivery';
+const EXPRESS_QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/timer-express';
 const sqsMock = mockClient(SQSClient);
 const sqs = new SQSClient({ region: 'us-east-1' });
 
@@ -114,6 +115,25 @@ describe('Function: sqsDeliveryQueue', () => {
 
     // Assess
     expect(batches()[0]).toEqual([{ Id: '0', MessageBody: '{"id":"T1"}', DelaySeconds: 3 }]);
+  });
+
+  it('sends the messages marked express to the express queue and the rest to the delivery queue', async () => {
+    // Act
+    await sqsDeliveryQueue(sqs, QUEUE_URL, EXPRESS_QUEUE_URL).send([
+      { id: 'T1', delaySeconds: 1 },
+      { id: 'T2', delaySeconds: 0, express: true },
+    ]);
+
+    // Assess
+    const sentTo = sqsMock
+      .commandCalls(SendMessageBatchCommand)
+      .map((call) => [call.args[0].input.QueueUrl, call.args[0].input.Entries?.map((entry) => entry.MessageBody)]);
+    expect(sentTo.sort()).toEqual(
+      [
+        [EXPRESS_QUEUE_URL, ['{"id":"T2"}']],
+        [QUEUE_URL, ['{"id":"T1"}']],
+      ].sort(),
+    );
   });
 
   it('carries the time a message must wait for, so a wait longer than SQS can delay is a chain of messages', async () => {

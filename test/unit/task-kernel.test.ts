@@ -9,6 +9,7 @@ import {
   encodeDeliveryBody,
   namedTaskId,
   newPendingTask,
+  reminderMessage,
 } from '../../functions/core/kernel/task-kernel.js';
 import { occurrenceTaskId } from '../../functions/core/schedules/schedules.js';
 import { DELIVERY_SETTINGS, TENANT_ID } from './fakes.js';
@@ -99,6 +100,20 @@ describe('Delivery message', () => {
     expect(due.delaySeconds).toBeLessThanOrEqual(30);
     expect(held).toMatchObject({ notBeforeMs: START + 90_000 });
     expect(held.delaySeconds).toBeGreaterThan(due.delaySeconds);
+  });
+
+  it('takes the express queue when its task goes before the delivery queue could bring it, and only then', () => {
+    // Act
+    const scanned = deliveryMessageFor({ id: 'T1', fireAtMs: START + 2_000 }, START);
+    const nextOccurrence = deliveryMessageFor({ id: 'T2', fireAtMs: START + 1_000 }, START);
+    const overdue = deliveryMessageFor({ id: 'T3', fireAtMs: START - 5_000 }, START);
+    const retryNow = reminderMessage('T4', START + 500, START);
+    const retryLater = reminderMessage('T5', START + 30_000, START);
+
+    // Assess
+    expect([scanned, nextOccurrence, overdue, retryNow, retryLater].map((message) => message.express === true)).toEqual(
+      [false, true, true, true, false],
+    );
   });
 
   it('reads back what it writes, tells a redriven dead letter by its error, and refuses a body that names no task', () => {

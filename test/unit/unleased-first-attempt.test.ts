@@ -252,7 +252,7 @@ describe('Function: cancelTask, against a first attempt that takes no lease', ()
     // Assess
     expect(skipped).toEqual<DeliveryOutcome>({ kind: 'skipped', reason: 'not-claimable' });
     expect(outcome).toEqual({ cancelled: false, reason: 'too-late', status: 'PENDING' });
-    expect(deliveryQueue.sent).toEqual([{ id: task.id, delaySeconds: 0 }]);
+    expect(deliveryQueue.sent).toEqual([{ id: task.id, delaySeconds: 0, express: true }]);
 
     // Act: the message comes back to the callback.
     const delivering = deliverTask(callback, task.id);

@@ -88,13 +88,7 @@ export interface DeliveryPorts {
   readonly maxEarlyWaitMs: number;
 }
 
-/**
- * What came of a delivery, and, for a schedule's occurrence that moved its schedule on, the
- * successor it stored (`successorId`), which may be due sooner than a message can bring it.
- */
-export type DeliveryOutcome = AttemptOutcome & { readonly successorId?: string };
-
-type AttemptOutcome =
+export type DeliveryOutcome =
   | { readonly kind: 'delivered'; readonly attempt: number; readonly latenessMs: number }
   | {
       readonly kind: 'skipped';
@@ -594,11 +588,9 @@ async function leasedAttempt(ports: DeliveryPorts, address: TaskAddress, goesAtM
       return { kind: 'skipped', reason: 'reschedule-abandoned' };
     }
   }
-  let successor: Pick<DeliveryOutcome, 'successorId'> = {};
   if (task.occurrence !== undefined) {
     // Before the call, under the lease: a crash after it brings the message back to this step.
-    const { verdict, successorId } = await advanceSchedule(ports.occurrences, task);
-    if (successorId !== undefined) successor = { successorId };
+    const verdict = await advanceSchedule(ports.occurrences, task);
     if (verdict === 'schedule-not-yet-stored') {
       await release();
       return { kind: 'deferred', retryAfterSeconds: ports.backoffBaseSeconds };
@@ -611,14 +603,13 @@ async function leasedAttempt(ports: DeliveryPorts, address: TaskAddress, goesAtM
         lastError: OCCURRENCE_SKIPS[verdict],
         expiresAtSeconds: expiryAfter(nowMs, ports.retentionDays),
       });
-      return { kind: 'skipped', reason: verdict, ...successor };
+      return { kind: 'skipped', reason: verdict };
     }
   }
-  const outcome = await attempt(ports, task, goesAtMs, number, {
-    record: (recorded) => taskStore.finishDelivery(address, number, recorded),
+  return attempt(ports, task, goesAtMs, number, {
+    record: (outcome) => taskStore.finishDelivery(address, number, outcome),
     giveBack: release,
   });
-  return { ...outcome, ...successor };
 }
 
 /** Calls the target within the task's callback rate, and records what came of it. */

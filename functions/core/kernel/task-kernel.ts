@@ -314,6 +314,21 @@ export function delaySecondsUntil(goesAtMs: number, nowMs: number): number {
 }
 
 /**
+ * How long a message sent now may take to reach a callback invocation through the delivery
+ * queue: its mapping's batching window, and the receive and dispatch after it.
+ */
+const DELIVERY_QUEUE_REACH_MS = DELIVERY_GATHER_SECONDS * 1000 + 200;
+
+/**
+ * Whether a message for a task that goes at `goesAtMs` must take the express queue: sent now to
+ * the delivery queue it could reach the callback only after that time. A schedule's next
+ * occurrence a second away is the common case; the scan's messages, sent a lookahead ahead, are not.
+ */
+export function goesExpress(goesAtMs: number, nowMs: number): boolean {
+  return goesAtMs - nowMs < DELIVERY_QUEUE_REACH_MS;
+}
+
+/**
  * A task's delivery message, as the scan, the late-arrival hand-off and local mode's requeue send
  * it: it surfaces just before the task goes, at its fire time or at `notBeforeMs` when that is
  * later (a retry's backoff, a lease still running), which it then carries.
@@ -324,6 +339,7 @@ export function deliveryMessageFor(task: DueTask, nowMs: number, notBeforeMs = t
     id: task.id,
     delaySeconds: delaySecondsUntil(goesAtMs, nowMs),
     ...(goesAtMs > task.fireAtMs && { notBeforeMs: goesAtMs }),
+    ...(goesExpress(goesAtMs, nowMs) && { express: true }),
   };
 }
 
@@ -335,7 +351,7 @@ export function deliveryMessageFor(task: DueTask, nowMs: number, notBeforeMs = t
  */
 export function reminderMessage(id: string, atMs: number, nowMs: number): DeliveryMessage {
   const delaySeconds = Math.min(MAX_DELAY_SECONDS, Math.max(0, Math.ceil((atMs - nowMs) / 1000)));
-  return { id, notBeforeMs: atMs, delaySeconds };
+  return { id, notBeforeMs: atMs, delaySeconds, ...(goesExpress(atMs, nowMs) && { express: true }) };
 }
 
 /**

@@ -563,6 +563,11 @@ export interface DeliveryMessage {
    * message on again, delayed, until the time comes, without reading the task.
    */
   readonly notBeforeMs?: number;
+  /**
+   * Set when its task goes too soon for the delivery queue to bring it on time: the adapter sends
+   * it to the express queue instead (see goesExpress in task-kernel.ts).
+   */
+  readonly express?: true;
 }
 
 export interface DeliveryQueue {

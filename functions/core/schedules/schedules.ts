@@ -193,12 +193,6 @@ async function storeOccurrence(ports: OccurrencePorts, schedule: Schedule, next:
  */
 export type OccurrenceVerdict = 'fire' | 'schedule-changed' | 'occurrence-missed' | 'schedule-not-yet-stored';
 
-/** What advancing from an occurrence came to: its verdict, and the successor it made sure is stored, if any. */
-export interface OccurrenceAdvance {
-  readonly verdict: OccurrenceVerdict;
-  readonly successorId?: string;
-}
-
 /**
  * Whether the create or change that stored `task` as its schedule's next occurrence can still be
  * running and about to write the schedule: an api call lasts at most its function's timeout, on a
@@ -212,27 +206,24 @@ const ADVANCE_ROUNDS = 3;
 
 /**
  * Steps 2 to 4 of the chain (see the top of this file) for an occurrence that holds its lease:
- * whether it may fire, and the successor it made sure is stored first. An occurrence missed in an
+ * whether it may fire, having made sure its successor is stored first. An occurrence missed in an
  * outage (see `isMissed`) of a `skip` schedule does not fire on its first attempt, but still moves
  * the chain on; a retry of one that was attempted fires as any retry does.
  */
-export async function advanceSchedule(ports: OccurrencePorts, task: Task): Promise<OccurrenceAdvance> {
+export async function advanceSchedule(ports: OccurrencePorts, task: Task): Promise<OccurrenceVerdict> {
   const occurrence = task.occurrence;
-  if (!occurrence) return { verdict: 'fire' };
+  if (!occurrence) return 'fire';
   for (let round = 0; round < ADVANCE_ROUNDS; round++) {
     let schedule = await ports.scheduleStore.get(task.tenantId, occurrence.scheduleId);
     if (schedule?.revision !== occurrence.revision) {
       // A schedule of another revision written after this occurrence was stored superseded it; one
       // written before (or none) may be about to be replaced by the call that stored it.
       const supersededSince = schedule !== undefined && schedule.updatedAtMs > task.createdAtMs + CLOCK_SKEW_MS;
-      return {
-        verdict:
-          !supersededSince && scheduleWriteMayStillLand(task, ports.clock.now())
-            ? 'schedule-not-yet-stored'
-            : 'schedule-changed',
-      };
+      return !supersededSince && scheduleWriteMayStillLand(task, ports.clock.now())
+        ? 'schedule-not-yet-stored'
+        : 'schedule-changed';
     }
-    if (schedule.paused) return { verdict: 'schedule-changed' };
+    if (schedule.paused) return 'schedule-changed';
     const nowMs = ports.clock.now();
     if (schedule.next?.taskId === task.id) {
       const next = nextAt(schedule, successorOf(recurrenceOf(schedule), occurrence.atMs, nowMs), ports);
@@ -240,12 +231,12 @@ export async function advanceSchedule(ports: OccurrencePorts, task: Task): Promi
       if (!(await ports.scheduleStore.advance(task.tenantId, schedule.id, schedule.revision, task.id, next))) continue;
       schedule = { ...schedule, ...(next ? { next } : { next: undefined }), advancedFrom: task.id };
     }
-    const successor = schedule.advancedFrom === task.id ? schedule.next : undefined;
-    if (successor) await storeOccurrence(ports, schedule, successor);
+    if (schedule.advancedFrom === task.id && schedule.next) await storeOccurrence(ports, schedule, schedule.next);
     // Claimed means attempts counts this one: 1 is the first.
     const firstAttempt = task.attempts <= 1;
-    const missed = schedule.catchUp === 'skip' && firstAttempt && isMissed(occurrence.atMs, nowMs);
-    return { verdict: missed ? 'occurrence-missed' : 'fire', ...(successor && { successorId: successor.taskId }) };
+    return schedule.catchUp === 'skip' && firstAttempt && isMissed(occurrence.atMs, nowMs)
+      ? 'occurrence-missed'
+      : 'fire';
   }
   throw new Error(`schedule ${occurrence.scheduleId} kept changing while occurrence ${task.id} advanced it`);
 }

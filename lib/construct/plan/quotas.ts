@@ -58,8 +58,9 @@ export function quotasFor(input: QuotaInput): Quotas {
     FUNCTIONS.api.reservedConcurrency ?? 0,
   );
   const reserved = apiReservedConcurrency + (FUNCTIONS.scanner.reservedConcurrency ?? 0);
+  const mappingCaps = QUEUES.delivery.consumer.maxConcurrency + QUEUES.express.consumer.maxConcurrency;
   const lambdaConcurrency = Math.max(
-    roundUp(reserved + QUEUES.delivery.consumer.maxConcurrency + AWS_LIMITS.lambda.unreservedConcurrencyMinimum, 500),
+    roundUp(reserved + mappingCaps + AWS_LIMITS.lambda.unreservedConcurrencyMinimum, 500),
     ACCOUNT_CONCURRENCY,
   );
   // The busiest second takes a wave of creates and, at once, either the hot second's deliveries or

@@ -62,7 +62,7 @@ export interface TimerPipelineProps {
 }
 
 /**
- * The path a task takes: the tick, delivery and dead-letter queues, the five functions with a
+ * The path a task takes: the tick, delivery, express and dead-letter queues, the five functions with a
  * role and log group each, their least-privilege grants, the SQS event sources and the
  * per-minute schedules. Queue settings, batch sizes, timeouts, schedules and environment names
  * come from functions/contract/topology.ts. A part of `DistributedTimer` that adds its resources
@@ -96,6 +96,7 @@ export class TimerPipeline {
     this.queues = {
       tick: queue('tick'),
       delivery: queue('delivery', { queue: deliveryDlq, maxReceiveCount: DELIVERY_MAX_RECEIVE_COUNT }),
+      express: queue('express', { queue: deliveryDlq, maxReceiveCount: DELIVERY_MAX_RECEIVE_COUNT }),
       deliveryDlq,
     };
     acknowledgeNagRule(
@@ -110,6 +111,7 @@ export class TimerPipeline {
       [ENV.tableName]: props.table.tableName,
       [ENV.tickQueueUrl]: this.queues.tick.queueUrl,
       [ENV.deliveryQueueUrl]: this.queues.delivery.queueUrl,
+      [ENV.expressQueueUrl]: this.queues.express.queueUrl,
       [ENV.deliveryDlqUrl]: this.queues.deliveryDlq.queueUrl,
       [ENV.bucketCount]: props.bucketCount,
       [ENV.shardCount]: props.shardCount,
@@ -291,9 +293,12 @@ export class TimerPipeline {
       'dynamodb:Query',
       'dynamodb:BatchGetItem',
     );
-    this.queues.delivery.grantSendMessages(api);
-    this.queues.delivery.grantSendMessages(scanner);
-    this.queues.delivery.grantSendMessages(sweeper);
+    // Each sender of delivery messages sends those whose task goes too soon to the express queue;
+    // the callback sends a retry, or any task that must come back later, a new delayed message.
+    for (const sender of [api, scanner, sweeper, callback]) {
+      this.queues.delivery.grantSendMessages(sender);
+      this.queues.express.grantSendMessages(sender);
+    }
     this.queues.tick.grantSendMessages(ticker);
     // The api ticks seconds it adds to a minute the ticker already planned; the ticker marks minutes planned.
     this.queues.tick.grantSendMessages(api);
@@ -301,8 +306,6 @@ export class TimerPipeline {
     this.queues.tick.grantSendMessages(callback);
     onTable(ticker, 'dynamodb:UpdateItem');
     this.queues.deliveryDlq.grantSendMessages(callback);
-    // A retry, or any task that must come back later, gets a new delayed message rather than a hidden one.
-    this.queues.delivery.grantSendMessages(callback);
   }
 
   /**

@@ -25,7 +25,7 @@ import { createApiHandler } from '../../../functions/api/app.js';
 import { loadConfig } from '../../../functions/commons/config.js';
 import { newTaskId, parseTaskId } from '../../../functions/core/kernel/ids.js';
 import { newApiKey, newKeyring, newTenant } from '../../../functions/core/tenants/tenants.js';
-import { DELIVERY_QUEUE_URL, handlerEnv, lambdaContext, SHARD_COUNT, TABLE_NAME, unitHandler } from './setup.js';
+import { EXPRESS_QUEUE_URL, handlerEnv, lambdaContext, SHARD_COUNT, TABLE_NAME, unitHandler } from './setup.js';
 
 // The api resolves webhook hosts at submit; this machine has no DNS, so hooks.example.com gets a public address here.
 vi.spyOn(dns, 'lookup').mockImplementation((async () => [{ address: '93.184.215.14', family: 4 }]) as never);
@@ -306,7 +306,7 @@ describe('Function: api handler', () => {
     expect(response.statusCode).toBe(201);
     const batches = sqsMock.commandCalls(SendMessageBatchCommand).map((batch) => batch.args[0].input);
     expect(batches).toHaveLength(1);
-    expect(batches[0]?.QueueUrl).toBe(DELIVERY_QUEUE_URL);
+    expect(batches[0]?.QueueUrl).toBe(EXPRESS_QUEUE_URL);
     expect(batches[0]?.Entries?.map((entry) => entry.MessageBody)).toEqual([JSON.stringify({ id: response.json.id })]);
   });
 

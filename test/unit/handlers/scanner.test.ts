@@ -16,7 +16,7 @@ import { bucketOf, newTaskId } from '../../../functions/core/kernel/ids.js';
 import { createScannerHandler } from '../../../functions/scanner/app.js';
 import {
   BUCKET_COUNT,
-  DELIVERY_QUEUE_URL,
+  EXPRESS_QUEUE_URL,
   handlerEnv,
   lambdaContext,
   LOOKAHEAD_SECONDS,
@@ -93,7 +93,8 @@ describe('Function: scanner handler', () => {
     expect(clock.cursor()).toBeGreaterThan(second + LOOKAHEAD_SECONDS);
     const sends = sqsMock.commandCalls(SendMessageBatchCommand);
     expect(sends).toHaveLength(1);
-    expect(sends[0]?.args[0].input.QueueUrl).toBe(DELIVERY_QUEUE_URL);
+    // The second scanned is due now, too soon for the delivery queue's batching window.
+    expect(sends[0]?.args[0].input.QueueUrl).toBe(EXPRESS_QUEUE_URL);
     expect(sends[0]?.args[0].input.Entries?.map((entry) => JSON.parse(entry.MessageBody ?? '{}').id)).toEqual(
       due.map((task) => task.id),
     );

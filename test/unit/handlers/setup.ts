@@ -27,6 +27,7 @@ export const BACKOFF_BASE_SECONDS = 5;
 export const SWEEP_GRACE_SECONDS = 5;
 export const TICK_QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/timer-tick';
 export const DELIVERY_QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/timer-delivery';
+export const EXPRESS_QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/timer-express';
 export const DELIVERY_DLQ_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/timer-delivery-dlq';
 
 /**
@@ -48,6 +49,7 @@ export function handlerEnv(): Environment {
     [ENV.tableName]: TABLE_NAME,
     [ENV.tickQueueUrl]: TICK_QUEUE_URL,
     [ENV.deliveryQueueUrl]: DELIVERY_QUEUE_URL,
+    [ENV.expressQueueUrl]: EXPRESS_QUEUE_URL,
     [ENV.deliveryDlqUrl]: DELIVERY_DLQ_URL,
     // The stack passes these from Stack.of(this); the api checks SQS and EventBridge targets against them.
     [ENV.awsAccount]: '123456789012',

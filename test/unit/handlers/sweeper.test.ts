@@ -14,7 +14,7 @@ import { occupancyKey, taskPartitionKey, taskSecondRange } from '../../../functi
 import { loadConfig } from '../../../functions/commons/config.js';
 import { bucketOf, newTaskId } from '../../../functions/core/kernel/ids.js';
 import { createSweeperHandler } from '../../../functions/sweeper/app.js';
-import { BUCKET_COUNT, DELIVERY_QUEUE_URL, handlerEnv, lambdaContext, TABLE_NAME, unitHandler } from './setup.js';
+import { BUCKET_COUNT, EXPRESS_QUEUE_URL, handlerEnv, lambdaContext, TABLE_NAME, unitHandler } from './setup.js';
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 const sqsMock = mockClient(SQSClient);
@@ -77,7 +77,7 @@ describe('Function: sweeper handler', () => {
     const sends = sqsMock.commandCalls(SendMessageBatchCommand).map((call) => call.args[0].input);
     expect(sends).toEqual([
       {
-        QueueUrl: DELIVERY_QUEUE_URL,
+        QueueUrl: EXPRESS_QUEUE_URL,
         Entries: [{ Id: '0', MessageBody: JSON.stringify({ id: lost.id }), DelaySeconds: 0 }],
       },
     ]);

@@ -11,7 +11,7 @@ describe('Function: scaledLambdaLimits', () => {
     // Assess
     expect(limits.accountConcurrency).toBe(ACCOUNT_CONCURRENCY / 10);
     expect(limits.reservedConcurrency.scanner).toBe(Math.floor((FUNCTIONS.scanner.reservedConcurrency ?? 0) / 10));
-    expect(limits.maxConcurrency(QUEUES.delivery.consumer?.maxConcurrency ?? 0)).toBe(60);
+    expect(limits.maxConcurrency(QUEUES.delivery.consumer?.maxConcurrency ?? 0)).toBe(45);
     expect(limits.maxConcurrency(25)).toBe(2);
   });
 

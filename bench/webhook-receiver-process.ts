@@ -11,6 +11,7 @@
  */
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 import { verifyWebhook } from '../functions/contract/webhook-signature.js';
 import type { WebhookNotification } from '../functions/contract/wire.js';
@@ -19,8 +20,6 @@ import type { ReceivedArrival, ReceiverQuestion, ReceiverSetup, ReceiverUsage } 
 
 const setup = JSON.parse(process.argv[2] ?? '{}') as ReceiverSetup;
 const { tenants, secrets, limits } = setup;
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function readBody(request: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {

@@ -5,6 +5,8 @@
  * the scenario's progress checks, never a measured lateness. SQS and EventBridge arrivals are
  * recorded here too (`record`), so every target is counted the same way.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
+
 import type { WebhookNotification } from '../functions/contract/wire.js';
 import { startLocalProcess } from '../lib/local/local-process.js';
 
@@ -63,8 +65,6 @@ const ARRIVALS_POLL_MS = 100;
 
 /** The key of a schedule's occurrence: its schedule and nominal time. */
 export const occurrenceKey = (scheduleId: string, atMs: number) => `${scheduleId}@${atMs}`;
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Starts the receiver for `tenants` (each signing with its secret in `secrets`), once it is serving. */
 export async function startReceiver(

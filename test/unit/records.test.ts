@@ -469,4 +469,132 @@ describe('Function: deliverRecords, while a call hangs', () => {
   });
 });
 
+describe('Function: deliverRecords, when its queue has a backlog', () => {
+  /**
+   * A batch of `batched` tasks from a queue whose mapping hands out ten at most, with `queued`
+   * more waiting in it. `held`: the batch's calls go unanswered until released, as a batch waiting
+   * for its due times is held. An empty long poll takes 20 ms here (a second on SQS).
+   */
+  function backloggedInvocation(batched: number, queued: number, options: { keepsListening?: boolean } = {}) {
+    const inBatch = Array.from({ length: batched }, (_, index) => aTask(NOW_MS - 1000, index % 4));
+    const waiting = Array.from({ length: queued }, (_, index) => aTask(NOW_MS - 500, index % 4));
+    const { ports, calls } = recordPorts([...inBatch, ...waiting], { ok: true, statusCode: 204 });
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const batchIds = new Set(inBatch.map((task) => task.id));
+    const answering = ports.delivery.targets;
+    const targets = {
+      dispatch: async (...call: Parameters<typeof answering.dispatch>) => {
+        if (options.keepsListening && batchIds.has(call[1].id)) await released;
+        return answering.dispatch(...call);
+      },
+    };
+    const queue = waiting.map((task, index) => ({
+      ...recordOf({ id: task.id }, `q-${index}`),
+      receiptHandle: `handle-${index}`,
+    }));
+    const source = {
+      waits: [] as number[],
+      deleted: [] as string[],
+      async receive(waitSeconds: number) {
+        source.waits.push(waitSeconds);
+        const received = queue.splice(0, 10);
+        if (received.length === 0 && waitSeconds > 0) await sleep(20);
+        return received;
+      },
+      async delete(messages: readonly InboxMessage[]) {
+        source.deleted.push(...messages.map((message) => message.receiptHandle));
+      },
+    };
+    const unusedInbox = {
+      receive: async () => expect.fail('a batch with no slow call took from the slow-call inbox'),
+      delete: async () => undefined,
+    };
+    const spare: SpareTime = {
+      inbox: unusedInbox,
+      slowCalls: new SlowCallWatch(targets, 60_000),
+      remainingMs: () => 30_000,
+      callReserveMs: 13_000,
+      source: { inbox: source, fullBatch: 10, keepsListening: options.keepsListening },
+    };
+    const records = inBatch.map((task, index) => recordOf({ id: task.id }, `m-${index}`));
+    const heldPorts: RecordPorts = { ...ports, delivery: { ...ports.delivery, targets: spare.slowCalls } };
+    return { run: () => deliverRecords(heldPorts, records, spare), source, calls, release };
+  }
+
+  it('takes more of its queue when the mapping handed it a full batch, until a receive comes back short', async () => {
+    // Prepare: a full batch of ten, and 25 more waiting: receives of 10, 10 and 5.
+    const invocation = backloggedInvocation(10, 25);
+
+    // Act
+    const result = await invocation.run();
+
+    // Assess: all 35 called once; the 25 taken deleted by the invocation, its own batch answered for.
+    expect(result).toEqual({ batchItemFailures: [] });
+    expect(invocation.calls).toHaveLength(35);
+    expect(invocation.source.waits).toEqual([0, 0, 0]);
+    expect(invocation.source.deleted).toHaveLength(25);
+  });
+
+  it('takes at most ten receives beside its batch, leaving the rest of a deep backlog to other invocations', async () => {
+    // Prepare
+    const invocation = backloggedInvocation(10, 200);
+
+    // Act
+    await invocation.run();
+
+    // Assess
+    expect(invocation.source.waits).toHaveLength(10);
+    expect(invocation.calls).toHaveLength(110);
+  });
+
+  it('takes nothing when the batch was not full: the queue had no more waiting, and a receive would be paid for nothing', async () => {
+    // Prepare
+    const invocation = backloggedInvocation(9, 5);
+
+    // Act
+    await invocation.run();
+
+    // Assess
+    expect(invocation.source.waits).toEqual([]);
+    expect(invocation.calls).toHaveLength(9);
+  });
+
+  it('listens to the express queue while its batch waits, delivering what arrives, and stops once it holds nothing', async () => {
+    // Prepare: a batch of two still waiting, and 25 more tasks arriving in the queue.
+    const invocation = backloggedInvocation(2, 25, { keepsListening: true });
+
+    // Act
+    const run = invocation.run();
+    await vi.waitFor(() => expect(invocation.calls).toHaveLength(25), { timeout: 2000 });
+    const receivesWhileHeld = invocation.source.waits.length;
+    invocation.release();
+    const result = await run;
+
+    // Assess: all taken while the batch was held, by long polls, and deleted; the listening ended with the batch.
+    expect(result).toEqual({ batchItemFailures: [] });
+    expect(invocation.calls).toHaveLength(27);
+    expect(invocation.source.deleted).toHaveLength(25);
+    expect(new Set(invocation.source.waits)).toEqual(new Set([1]));
+    expect(invocation.source.waits.length - receivesWhileHeld).toBeLessThanOrEqual(1);
+  });
+
+  it('does not listen when its batch is done at once: a long poll would only hold the invocation', async () => {
+    // Prepare: an express batch of tasks due already, answered at once.
+    const invocation = backloggedInvocation(2, 5);
+    const listening = backloggedInvocation(2, 5, { keepsListening: true });
+    listening.release();
+
+    // Act
+    await invocation.run();
+    await listening.run();
+
+    // Assess
+    expect(listening.source.waits).toEqual([]);
+    expect(listening.calls).toHaveLength(2);
+  });
+});
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

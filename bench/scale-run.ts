@@ -466,7 +466,7 @@ function steadyLines(result: ScenarioResult): string[] {
                   .map(([reason, count]) => `${count} × ${reason}`)
                   .join('; ')}`
               : ''
-          }, ${schedules.api429} 429s, ${schedules.api5xx} 5xx); occurrences due within the run ${schedules.occurrencesDue}, delivered ${schedules.delivered}, lost ${schedules.lost}, early ${schedules.early}, duplicate ${schedules.duplicates}, unexpected ${schedules.unexpected}, bad signature ${schedules.badSignatures}; lateness p50 ${ms(schedules.latenessMs.p50)} ms, p99 ${ms(schedules.latenessMs.p99)} ms, max ${ms(schedules.latenessMs.max)} ms; by rate: ${Object.entries(
+          }, ${schedules.api429} 429s, ${schedules.api5xx} 5xx); occurrences due within the run ${schedules.occurrencesDue} (${schedules.beforeCreated} more planned fell before their schedule's create was answered), delivered ${schedules.delivered}, lost ${schedules.lost}, early ${schedules.early}, duplicate ${schedules.duplicates}, unexpected ${schedules.unexpected}, bad signature ${schedules.badSignatures}; lateness p50 ${ms(schedules.latenessMs.p50)} ms, p99 ${ms(schedules.latenessMs.p99)} ms, max ${ms(schedules.latenessMs.max)} ms; by rate: ${Object.entries(
             schedules.byRate,
           )
             .map(
@@ -474,6 +474,13 @@ function steadyLines(result: ScenarioResult): string[] {
                 `every ${rate.replace(/^1 /, '')} ${r.delivered} of ${r.occurrencesDue} (p50 ${ms(r.latenessMs.p50)} ms, p99 ${ms(r.latenessMs.p99)} ms)`,
             )
             .join(', ')}`,
+          ...(schedules.lostSample.length > 0
+            ? [
+                `- lost occurrences (s from the start: due, its schedule's create answered): ${schedules.lostSample
+                  .map((lost) => `every ${lost.rate.replace(/^1 /, '')} ${lost.dueS}/${lost.createdS}`)
+                  .join(', ')}`,
+              ]
+            : []),
         ]
       : []),
     ...(receiver
@@ -677,7 +684,9 @@ the model divides by k. The first ${STEADY_SECOND_SCHEDULE_TENANTS} tenants' sch
 the others' fire every minute, spread over its seconds (every tenant at one a second would be
 ${fmt(SCHEDULES_PER_TENANT * STEADY_TENANT_COUNT)} occurrences a second, more than this machine carries beside the tasks). Each occurrence
 is found by its schedule id and occurrence time, and judged like a task: lost, early, duplicate,
-lateness. The receiver caps each tenant's host (its path) at ${RECEIVER_LIMITS.concurrencyPerHost} requests at once (100/k, at
+lateness. A schedule fires from its creation on, so occurrences are due from the first one its
+create's answer names; those planned before it (a create answered after its startAt) are counted apart.
+The receiver caps each tenant's host (its path) at ${RECEIVER_LIMITS.concurrencyPerHost} requests at once (100/k, at
 least 4), each answered after ${RECEIVER_LIMITS.serviceMs} ms; requests over the cap wait their turn, and the report gives the peak.
 
 Lost: due within the run and never reached the receiver by ${DRAIN_SECONDS} s after the last measured

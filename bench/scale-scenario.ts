@@ -164,8 +164,13 @@ export interface ScheduleResult {
   readonly refusedBecause: Readonly<Record<string, number>>;
   readonly api429: number;
   readonly api5xx: number;
-  /** Occurrences of the created schedules due within the run. */
+  /**
+   * Occurrences of the created schedules due within the run, from the first one each create's
+   * answer named: a schedule fires from its creation on, never for a time before it.
+   */
   readonly occurrencesDue: number;
+  /** Planned occurrences (from each plan's startAt) that fell before their schedule's create was answered. */
+  readonly beforeCreated: number;
   readonly delivered: number;
   /** Due within the run and never arrived (a chain that fell behind and skipped an occurrence included). */
   readonly lost: number;
@@ -175,6 +180,8 @@ export interface ScheduleResult {
   readonly unexpected: number;
   readonly badSignatures: number;
   readonly latenessMs: { readonly p50: number; readonly p99: number; readonly max: number };
+  /** Up to ten lost occurrences, seconds from the run's start: when each was due, and when its schedule's create was answered. */
+  readonly lostSample: ReadonlyArray<{ readonly rate: string; readonly dueS: number; readonly createdS: number }>;
   /** The same by the schedules' rate ("1 second", "1 minute"). */
   readonly byRate: Readonly<
     Record<
@@ -736,7 +743,12 @@ function scheduleCreator(
   },
 ) {
   const planned = [...(spec.schedules ?? [])].sort((a, b) => a.createAtMs - b.createAtMs);
-  const made: Array<{ readonly id: string; readonly plan: PlannedSchedule }> = [];
+  const made: Array<{
+    readonly id: string;
+    readonly plan: PlannedSchedule;
+    readonly createdAtMs: number;
+    readonly firstAtMs: number;
+  }> = [];
   const tally = { refused: 0, api429: 0, api5xx: 0 };
   const refusedBecause: Record<string, number> = {};
   const create = async (plan: PlannedSchedule, index: number) => {
@@ -766,7 +778,13 @@ function scheduleCreator(
         await sleep(100 * 2 ** attempt * (0.5 + Math.random()));
         continue;
       }
-      if ((status === 201 || status === 200) && answer.id) made.push({ id: answer.id, plan });
+      if ((status === 201 || status === 200) && answer.id)
+        made.push({
+          id: answer.id,
+          plan,
+          createdAtMs: Date.now(),
+          firstAtMs: Date.parse(answer.nextOccurrences?.[0] ?? '') || Number.NaN,
+        });
       else {
         tally.refused += 1;
         const reason = `${status} ${answer.detail ?? answer.title ?? ''}`.trim();
@@ -792,28 +810,45 @@ function scheduleCreator(
     }
     await Promise.all(creates);
   })();
-  /** Every occurrence of the created schedules due by `untilMs` (absolute), as occurrence keys with their times. */
-  const occurrencesDue = (untilMs: number) =>
-    made.flatMap(({ id, plan }) => {
+  /** Every occurrence of the created schedules from their plans' startAt to `untilMs` (absolute), with their times. */
+  const occurrencesPlanned = (untilMs: number) =>
+    made.flatMap(({ id, plan, createdAtMs, firstAtMs }) => {
       const last = Math.min(untilMs, context.startMs + plan.endAtMs);
-      const times: Array<{ key: string; atMs: number; rate: string }> = [];
+      const times: Array<{ key: string; atMs: number; rate: string; createdAtMs: number; beforeCreated: boolean }> = [];
       for (let atMs = context.startMs + plan.startAtMs; atMs <= last; atMs += plan.everyMs)
-        times.push({ key: occurrenceKey(id, atMs), atMs, rate: plan.rate });
+        times.push({
+          key: occurrenceKey(id, atMs),
+          atMs,
+          rate: plan.rate,
+          createdAtMs,
+          beforeCreated: atMs < firstAtMs,
+        });
       return times;
     });
+  const occurrencesDue = (untilMs: number) =>
+    occurrencesPlanned(untilMs).filter((occurrence) => !occurrence.beforeCreated);
   return {
     created,
     due: (untilMs: number) => occurrencesDue(Math.min(untilMs, Date.now() - 1000)).map(({ key }) => key),
     result(measuredUntilMs: number, arrivals: ReadonlyMap<string, readonly Arrival[]>): ScheduleResult {
-      const due = occurrencesDue(measuredUntilMs);
+      const fromStartAt = occurrencesPlanned(measuredUntilMs);
+      const due = fromStartAt.filter((occurrence) => !occurrence.beforeCreated);
       const expected = new Set(due.map(({ key }) => key));
       const lateness: number[] = [];
       const byRate = new Map<string, { due: number; lateness: number[] }>();
       let early = 0;
       let duplicates = 0;
-      for (const { key, atMs, rate } of due) {
+      const lostSample: ScheduleResult['lostSample'][number][] = [];
+      const sinceStartS = (ms: number) => Math.round(ms - context.startMs) / 1000;
+      for (const { key, atMs, rate, createdAtMs } of due) {
         const list = arrivals.get(key) ?? [];
         const first = list[0];
+        if (!first && lostSample.length < 10)
+          lostSample.push({
+            rate,
+            dueS: sinceStartS(atMs),
+            createdS: sinceStartS(createdAtMs),
+          });
         const ofRate = byRate.get(rate) ?? { due: 0, lateness: [] };
         byRate.set(rate, ofRate);
         ofRate.due += 1;
@@ -832,6 +867,7 @@ function scheduleCreator(
         ...tally,
         refusedBecause,
         occurrencesDue: due.length,
+        beforeCreated: fromStartAt.length - due.length,
         delivered: lateness.length,
         lost: due.length - lateness.length,
         early,
@@ -839,6 +875,7 @@ function scheduleCreator(
         unexpected: all.filter(([key]) => !expected.has(key)).reduce((sum, [, list]) => sum + list.length, 0),
         badSignatures: all.reduce((sum, [, list]) => sum + list.filter((arrival) => !arrival.signatureValid).length, 0),
         latenessMs: latenessOf(lateness),
+        lostSample,
         byRate: Object.fromEntries(
           [...byRate].map(([rate, { due: count, lateness: late }]) => [
             rate,

@@ -279,10 +279,11 @@ async function deliverWhileHeld(
         await pauseUnless(Promise.race(unfinished), EMPTY_INBOX_PAUSE_MS);
         continue;
       }
-      const batch = take(spare.inbox, records);
-      // A batch taken can meet the hanging host too: the next is taken once this one is done, or
-      // has itself been held a slow call's time, so no hanging call holds up the tasks behind it.
-      await pauseUnless(batch, spare.slowCalls.slowMs);
+      // The next is taken at once, up to MAX_TAKEN_BATCHES in hand: a taken batch waits for its
+      // tasks' due times (messages surface a second or two early), so waiting for it to end or to
+      // be slow itself took ten messages a half second, fewer than the queue brought while the
+      // hanging call held the invocation (quick scale (d), healthy tenants' p99 1.1-1.3 s; 325-360 ms after).
+      void take(spare.inbox, records);
     }
   } catch (error) {
     ports.logger.error('receiving more messages failed; the batches in hand go on', {

@@ -301,6 +301,7 @@ describe('Function: deliverRecords, while a call hangs', () => {
     remainingMs?: number;
     failDelete?: boolean;
     slowCallCounts?: () => boolean;
+    slowMs?: number;
   }) {
     const hanging = aTask(NOW_MS - 1000, 0, { target: { type: 'http', url: 'https://hangs.example.com/timer' } });
     const { ports, taskStore, calls, deliveryQueue } = recordPorts([hanging, ...options.queued], {
@@ -321,7 +322,7 @@ describe('Function: deliverRecords, while a call hangs', () => {
           return answering.dispatch(target, notification, sender);
         },
       },
-      20,
+      options.slowMs ?? 20,
       options.slowCallCounts,
     );
     const queue = options.queued.map((task, index) => ({
@@ -388,6 +389,24 @@ describe('Function: deliverRecords, while a call hangs', () => {
     // Assess: every other task was delivered while both hanging calls were open; all 22 taken were deleted.
     expect(held.delivered).toEqual(expect.arrayContaining(behind.map((task) => task.id)));
     expect(held.inbox.deleted).toHaveLength(22);
+  });
+
+  it('takes the next batch at once while the taken ones are still in hand, so a held invocation keeps up with the queue', async () => {
+    // Prepare: 30 more of the hanging host's tasks, so every batch taken stays in hand; a call is slow after 1 s.
+    const queued = Array.from({ length: 30 }, (_, index) =>
+      aTask(NOW_MS - 1000, index % 4, { target: { type: 'http', url: 'https://hangs.example.com/timer' } }),
+    );
+    const held = heldInvocation({ queued, slowMs: 1000 });
+
+    // Act
+    const invocation = held.run();
+    await vi.waitFor(() => expect(held.inbox.receives).toBeGreaterThan(0), { timeout: 3000 });
+
+    // Assess: all three batches taken well before any of them has been in hand a slow call's time.
+    await vi.waitFor(() => expect(held.inbox.receives).toBeGreaterThanOrEqual(3), { timeout: 500 });
+    held.release();
+    await invocation;
+    expect(held.inbox.deleted).toHaveLength(30);
   });
 
   it('takes nothing from the queue when no call is slow', async () => {

@@ -82,12 +82,12 @@ async function deleteReceived(sqs: SQSClient, queueUrl: string, receiptHandles: 
  */
 export function sqsInbox(sqs: SQSClient, queueUrl: string) {
   return {
-    async receive(waitSeconds: number) {
+    async receive() {
       const received = await sqs.send(
         new ReceiveMessageCommand({
           QueueUrl: queueUrl,
           MaxNumberOfMessages: SQS_BATCH_LIMIT,
-          WaitTimeSeconds: waitSeconds,
+          WaitTimeSeconds: 0,
           MessageSystemAttributeNames: ['ApproximateReceiveCount'],
         }),
       );

@@ -6,7 +6,7 @@ import { WebhookClient } from '../adapters/webhook-client.js';
 import type { CallbackConfig } from '../commons/config.js';
 import { type HandlerDeps, instrumented } from '../commons/lambda-chain.js';
 import { occupancyIndex, tableStores } from '../commons/stores.js';
-import { DELIVERY_LEASE_MS, MAX_EARLY_WAIT_MS, QUEUES, WEBHOOK_CONNECT_TIMEOUT_MS } from '../contract/topology.js';
+import { DELIVERY_LEASE_MS, MAX_EARLY_WAIT_MS, WEBHOOK_CONNECT_TIMEOUT_MS } from '../contract/topology.js';
 import type { DeliveryPorts } from '../core/deliver/deliver.js';
 import { guardedByHostBreaker, HostBreaker } from '../core/deliver/host-breaker.js';
 import { SlowCallWatch } from '../core/deliver/slow-calls.js';
@@ -28,10 +28,6 @@ const SLOW_CALL_MS = 500;
  * minutes late.
  */
 const WRITES_RESERVE_MS = 5_000;
-
-/** A queue's name, the last part of both its URL and its ARN: which of the two queues a batch came from. */
-const queueNameOf = (urlOrArn: string) =>
-  urlOrArn.slice(Math.max(urlOrArn.lastIndexOf('/'), urlOrArn.lastIndexOf(':')) + 1);
 
 /**
  * Delivers each record of the batch and reports only those that must come back; the
@@ -62,17 +58,6 @@ export function createCallbackHandler(config: CallbackConfig, { clients, observa
     (target, sender) => breaker.unansweredIsNews(target, sender),
   );
   const inbox = sqsInbox(clients.sqs, config.deliveryQueueUrl);
-  const sources = new Map([
-    [queueNameOf(config.deliveryQueueUrl), { inbox, fullBatch: QUEUES.delivery.consumer.batchSize }],
-    [
-      queueNameOf(config.expressQueueUrl),
-      {
-        inbox: sqsInbox(clients.sqs, config.expressQueueUrl),
-        fullBatch: QUEUES.express.consumer.batchSize,
-        keepsListening: true,
-      },
-    ],
-  ]);
   const ports: DeliveryPorts = {
     ...stores,
     occurrences: {
@@ -99,7 +84,6 @@ export function createCallbackHandler(config: CallbackConfig, { clients, observa
       slowCalls: targets,
       remainingMs: () => context.getRemainingTimeInMillis(),
       callReserveMs: config.webhookTimeoutMs + WRITES_RESERVE_MS,
-      source: sources.get(queueNameOf(event.Records[0]?.eventSourceARN ?? '')),
     }),
   );
 }

@@ -3,7 +3,6 @@ import type { LogAttributes } from '@aws-lambda-powertools/logger/types';
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 
-import { AWS_LIMITS } from '../contract/aws-limits.js';
 import { METRICS } from '../contract/topology.js';
 import {
   deliverTask,
@@ -140,13 +139,10 @@ async function deliverRecord(
 /** A message the invocation received itself, with what deleting it takes. */
 export type InboxMessage = DeliveryRecord & { readonly receiptHandle: string };
 
-/** More of a queue's messages, taken by the invocation itself (see `deliverRecords`). */
+/** More of the delivery queue's messages, taken by the invocation itself (see `deliverRecords`). */
 export interface DeliveryInbox {
-  /**
-   * Up to ten visible messages, hidden for the queue's visibility timeout; none when the queue
-   * looks empty, or stays so for `waitSeconds` (a long poll, answered as soon as one arrives).
-   */
-  receive(waitSeconds: number): Promise<InboxMessage[]>;
+  /** Up to ten visible messages, hidden for the queue's visibility timeout; none when the queue looks empty. */
+  receive(): Promise<InboxMessage[]>;
   /** Deletes messages done with; those it could not delete come back after their visibility timeout. */
   delete(messages: readonly InboxMessage[]): Promise<void>;
 }
@@ -160,22 +156,11 @@ export interface SpareTime {
   readonly remainingMs: () => number;
   /** The least time a call started now may need: a webhook's whole timeout and the writes after it. */
   readonly callReserveMs: number;
-  /**
-   * The queue the batch came from, and the most records its mapping hands over at once: a batch
-   * that full says more messages are waiting than the mapping's invocations are taking.
-   * `keepsListening`, the express queue's: every batch waits for its tasks' due times, so the
-   * invocation listens to its queue for as long as it holds tasks.
-   */
-  readonly source?: { readonly inbox: DeliveryInbox; readonly fullBatch: number; readonly keepsListening?: boolean };
 }
 
-/** A listening invocation's long poll: answered at once when a message arrives, so it costs a request, not lateness. */
-const LISTEN_SECONDS = 1;
-/** A batch still in hand after this long is waiting for its due times, and its invocation listens meanwhile. */
-const LISTEN_AFTER_MS = 100;
 /** How long an invocation waits after finding the queue empty before it looks again. */
 const EMPTY_INBOX_PAUSE_MS = 250;
-/** Batches of up to ten an invocation delivers at once while held, or takes from a backlog, beside its own. */
+/** Batches of up to ten an invocation delivers at once while held, beside its own. */
 const MAX_TAKEN_BATCHES = 10;
 /**
  * How early a taken message may be and still be waited for, at the least: a message surfaces one
@@ -194,16 +179,6 @@ const TAKEN_EARLY_WAIT_MS = 2000;
  * would wait behind it (invariant 9). A message taken this way and not finished (a crash, a
  * receipt not stored, a failed delete) comes back after the queue's visibility timeout, as one
  * from the mapping does. Only a slow call starts this, so an ordinary batch makes no extra request.
- *
- * A batch as full as the mapping hands out says its queue has a backlog: the invocation also takes
- * up to ten more receives of that queue at once, stopping at the first that is not full. Its tasks
- * are mostly waiting for their due times, so it carries up to eleven times the tasks for the same
- * held time, where the mapping's capped concurrency alone left the queue's messages waiting for a
- * free invocation. An express invocation, whose batch waits up to a second (a schedule's next
- * occurrence) and comes in batches of ten at most, goes further: while it holds tasks it
- * long-polls its queue and takes what arrives, so a steady stream of such tasks is carried by a few
- * invocations listening, not by one held invocation per ten tasks (a per-second schedule's
- * occurrences were late by the wait for a free one: quick scale model, p99 1.8-2.6 s).
  */
 export async function deliverRecords(
   ports: RecordPorts,
@@ -211,16 +186,11 @@ export async function deliverRecords(
   spare?: SpareTime,
 ): Promise<SQSBatchResponse> {
   const batch = deliverBatch(ports, records);
-  if (spare) await deliverWhileHeld(ports, spare, batch, records.length >= (spare.source?.fullBatch ?? Infinity));
+  if (spare) await deliverWhileHeld(ports, spare, batch);
   return batch;
 }
 
-async function deliverWhileHeld(
-  ports: RecordPorts,
-  spare: SpareTime,
-  held: Promise<unknown>,
-  backlogged: boolean,
-): Promise<void> {
+async function deliverWhileHeld(ports: RecordPorts, spare: SpareTime, held: Promise<unknown>): Promise<void> {
   const unfinished = new Set<Promise<unknown>>();
   const track = (work: Promise<unknown>) => {
     const forget = () => {
@@ -243,68 +213,49 @@ async function deliverWhileHeld(
     // that surfaces too early does. So the invocation serves the queue for as long as a hanging
     // call holds it, not only while a batch's longest wait and a call would still fit.
     const earlyWaitLeft = () => Math.min(ports.delivery.maxEarlyWaitMs, spare.remainingMs() - spare.callReserveMs);
-    const takenPorts = () => ({ ...ports, delivery: { ...ports.delivery, maxEarlyWaitMs: earlyWaitLeft() } });
-    const take = (inbox: DeliveryInbox, records: readonly InboxMessage[]) => {
-      taken += records.length;
-      taking += 1;
-      return track(deliverTaken(takenPorts(), inbox, records).finally(() => (taking -= 1)));
-    };
-    const { source } = spare;
-    if (source?.keepsListening) {
-      // A batch done within moments (tasks due already) does not hold the invocation for a listen.
-      await pauseUnless(Promise.race(unfinished), LISTEN_AFTER_MS);
-      while (unfinished.size > 0 && earlyWaitLeft() >= TAKEN_EARLY_WAIT_MS) {
-        if (taking >= MAX_TAKEN_BATCHES) {
-          await Promise.race(unfinished);
-          continue;
-        }
-        const records = await source.inbox.receive(LISTEN_SECONDS);
-        if (records.length > 0) void take(source.inbox, records);
-      }
-    } else if (source && backlogged) {
-      for (let receives = 0; receives < MAX_TAKEN_BATCHES && earlyWaitLeft() >= TAKEN_EARLY_WAIT_MS; receives += 1) {
-        const records = await source.inbox.receive(0);
-        if (records.length > 0) void take(source.inbox, records);
-        if (records.length < AWS_LIMITS.sqs.batchEntries) break;
-      }
-    }
     while (unfinished.size > 0 && earlyWaitLeft() >= TAKEN_EARLY_WAIT_MS) {
       if (!(await slowCallInHand())) continue;
       if (taking >= MAX_TAKEN_BATCHES) {
         await Promise.race(unfinished);
         continue;
       }
-      const records = await spare.inbox.receive(0);
+      const records = await spare.inbox.receive();
       if (records.length === 0) {
         await pauseUnless(Promise.race(unfinished), EMPTY_INBOX_PAUSE_MS);
         continue;
       }
+      taken += records.length;
+      taking += 1;
+      const takenPorts = { ...ports, delivery: { ...ports.delivery, maxEarlyWaitMs: earlyWaitLeft() } };
+      void track(deliverTaken(takenPorts, spare.inbox, records).finally(() => (taking -= 1)));
       // The next is taken at once, up to MAX_TAKEN_BATCHES in hand: a taken batch waits for its
       // tasks' due times (messages surface a second or two early), so waiting for it to end or to
       // be slow itself took ten messages a half second, fewer than the queue brought while the
       // hanging call held the invocation (quick scale (d), healthy tenants' p99 1.1-1.3 s; 325-360 ms after).
-      void take(spare.inbox, records);
     }
   } catch (error) {
-    ports.logger.error('receiving more messages failed; the batches in hand go on', {
+    ports.logger.error('receiving more messages while a call was slow failed; the batches in hand go on', {
       error: error as Error,
     });
   }
   await Promise.all(unfinished);
-  if (taken > 0) ports.logger.info('delivered more messages than the batch: a backlog, or a call was slow', { taken });
+  if (taken > 0) ports.logger.info('delivered more messages while a call was slow', { taken });
 }
 
-/** Delivers messages the invocation took beside its batch and deletes those done with; never throws, as what is not deleted comes back. */
+/** Delivers messages the invocation took and deletes those done with; never throws, as what is not deleted comes back. */
 async function deliverTaken(ports: RecordPorts, inbox: DeliveryInbox, records: readonly InboxMessage[]): Promise<void> {
   try {
     const { batchItemFailures } = await deliverBatch(ports, records);
     const unfinished = new Set(batchItemFailures.map((failure) => failure.itemIdentifier));
     await inbox.delete(records.filter((record) => !unfinished.has(record.messageId)));
   } catch (error) {
-    ports.logger.error('messages taken beside the batch not deleted; they come back after their visibility timeout', {
-      error: error as Error,
-      messageIds: records.map((record) => record.messageId),
-    });
+    ports.logger.error(
+      'messages taken while a call was slow not deleted; they come back after their visibility timeout',
+      {
+        error: error as Error,
+        messageIds: records.map((record) => record.messageId),
+      },
+    );
   }
 }
 

@@ -171,7 +171,7 @@ describe('Function: sqsInbox', () => {
     const inbox = sqsInbox(sqs, QUEUE_URL);
 
     // Act
-    const received = await inbox.receive(0);
+    const received = await inbox.receive();
     await inbox.delete(received);
 
     // Assess: a wait would hold the invocation after its own batch is done.

@@ -4,7 +4,6 @@ import type { AddressInfo } from 'node:net';
 
 import {
   ChangeMessageVisibilityCommand,
-  ReceiveMessageCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
   SQSClient,
@@ -24,7 +23,6 @@ import {
   BACKOFF_BASE_SECONDS,
   BUCKET_COUNT,
   DELIVERY_QUEUE_URL,
-  EXPRESS_QUEUE_URL,
   handlerEnv,
   lambdaContext,
   sqsRecord,
@@ -42,16 +40,14 @@ const handler = await unitHandler(
 const TENANT = newTenant('acme', Date.now());
 const SIGNING_SECRET = TENANT.signingSecrets[0]?.secret ?? '';
 
-/** A real webhook receiver: /fail answers 500, /slow 204 after 300 ms, anything else 204 at once. */
+/** A real webhook receiver: /ok answers 204, anything else 500. */
 const received: Array<{ path: string; headers: IncomingHttpHeaders; body: string }> = [];
 const receiver = createServer((request, response) => {
   const chunks: Buffer[] = [];
   request.on('data', (chunk: Buffer) => chunks.push(chunk));
   request.on('end', () => {
     received.push({ path: request.url ?? '', headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
-    const answer = () => response.writeHead(request.url === '/fail' ? 500 : 204).end();
-    if (request.url === '/slow') setTimeout(answer, 300);
-    else answer();
+    response.writeHead(request.url === '/ok' ? 204 : 500).end();
   });
 });
 let receiverUrl = '';
@@ -212,42 +208,5 @@ describe('Function: callback handler', () => {
     expect(
       ddbMock.commandCalls(GetCommand).filter((call) => call.args[0].input.Key?.pk !== tenantKey(TENANT.id).pk),
     ).toEqual([]);
-  });
-  it('listens to the express queue, not the delivery queue, while an express batch is held', async () => {
-    // Prepare: one express task whose receiver takes 300 ms to answer; the express queue stays empty.
-    sqsMock.on(ReceiveMessageCommand).callsFake(async () => {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      return { Messages: [] };
-    });
-    const record = {
-      ...dueTask('/slow', 'm-slow').record,
-      eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:timer-express',
-    };
-
-    // Act
-    const result = await handler({ Records: [record] }, lambdaContext(30_000));
-
-    // Assess: the invocation long-polled the express queue while it held the task.
-    expect(result).toEqual({ batchItemFailures: [] });
-    expect(received.map((request) => request.path)).toEqual(['/slow']);
-    const receives = sqsMock.commandCalls(ReceiveMessageCommand).map((call) => call.args[0].input);
-    expect(receives.length).toBeGreaterThan(0);
-    for (const receive of receives) expect(receive).toMatchObject({ QueueUrl: EXPRESS_QUEUE_URL, WaitTimeSeconds: 1 });
-  });
-
-  it("takes nothing more when a batch from the delivery queue is short of its mapping's hundred", async () => {
-    // Prepare
-    sqsMock.on(ReceiveMessageCommand).resolves({ Messages: [] });
-    const records = Array.from({ length: 10 }, (_, index) => ({
-      ...dueTask('/ok', `m-${index}`).record,
-      eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:timer-delivery',
-    }));
-
-    // Act
-    await handler({ Records: records }, lambdaContext(30_000));
-
-    // Assess
-    expect(received).toHaveLength(10);
-    expect(sqsMock.commandCalls(ReceiveMessageCommand)).toHaveLength(0);
   });
 });

@@ -169,7 +169,7 @@ export interface ScheduleResult {
    * answer named: a schedule fires from its creation on, never for a time before it.
    */
   readonly occurrencesDue: number;
-  /** Planned occurrences (from each plan's startAt) that fell before their schedule's create was answered. */
+  /** Planned occurrences (from each plan's startAt) before both their schedule's create was answered and the first it named. */
   readonly beforeCreated: number;
   readonly delivered: number;
   /** Due within the run and never arrived (a chain that fell behind and skipped an occurrence included). */
@@ -821,7 +821,9 @@ function scheduleCreator(
           atMs,
           rate: plan.rate,
           createdAtMs,
-          beforeCreated: atMs < firstAtMs,
+          // Before the first occurrence the service named, and before its answer came: one after
+          // the answer is due whatever the service named, so a first named too late is caught as lost.
+          beforeCreated: atMs < Math.min(firstAtMs, createdAtMs),
         });
       return times;
     });

@@ -231,7 +231,7 @@ async function deliverWhileHeld(ports: RecordPorts, spare: SpareTime, held: Prom
       // The next is taken at once, up to MAX_TAKEN_BATCHES in hand: a taken batch waits for its
       // tasks' due times (messages surface a second or two early), so waiting for it to end or to
       // be slow itself took ten messages a half second, fewer than the queue brought while the
-      // hanging call held the invocation (quick scale (d), healthy tenants' p99 1.1-1.3 s; 325-360 ms after).
+      // hanging call held the invocation (quick scale (d), healthy tenants' p99 1.1-1.3 s; 325-580 ms after).
     }
   } catch (error) {
     ports.logger.error('receiving more messages while a call was slow failed; the batches in hand go on', {

@@ -228,7 +228,8 @@ export type FunctionEnvName<F extends FunctionName> = (typeof FUNCTIONS)[F]['env
  * and takes anonymous requests, so this is its bound: a flood through it is throttled here and
  * never takes the concurrency the HTTP API's api function needs. 50 carries some 1,000 requests a
  * second at 50 ms each, the HTTP API stage's default rate; with it, the reservations (api, scanner,
- * URL) leave 700 of the account's 1,000, room for the delivery mapping's 600 and the other functions.
+ * URL) leave 700 of the account's 1,000: the callback's two mappings (450 and 200) and 50 for the
+ * ticker and the sweeper.
  */
 export const FUNCTION_URL = { fn: 'api', reservedConcurrency: 50 } as const satisfies {
   readonly fn: FunctionName;

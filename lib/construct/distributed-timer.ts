@@ -112,11 +112,11 @@ export interface DistributedTimerProps {
    */
   readonly tableBilling?: Billing;
   /**
-   * The most delivery batches (of up to 10 tasks, each held about a second) the callback runs at
-   * once: its SQS event source mapping's maximum concurrency, 2 to 1,000. The default suits
-   * Lambda's default quota of 1,000 concurrent executions and carries some 6,000 tasks a second;
-   * raise it only after raising that quota (docs/limits.md), or deliveries take the pool the
-   * ticker and sweeper need.
+   * The most delivery batches (of up to 100 tasks gathered for up to a second, each held until its
+   * latest task is due) the callback runs at once: its SQS event source mapping's maximum
+   * concurrency, 2 to 1,000. The default, with the express mapping's 200, suits Lambda's default
+   * quota of 1,000 concurrent executions and carries some 27,000 tasks a second; raise it only
+   * after raising that quota (docs/limits.md), or deliveries take the pool the ticker and sweeper need.
    * @default QUEUES.delivery.consumer.maxConcurrency — 450
    */
   readonly deliveryMaxConcurrency?: number;

@@ -827,14 +827,14 @@ function scheduleCreator(
         });
       return times;
     });
-  const occurrencesDue = (untilMs: number) =>
-    occurrencesPlanned(untilMs).filter((occurrence) => !occurrence.beforeCreated);
+  const dueAmong = (planned: ReturnType<typeof occurrencesPlanned>) =>
+    planned.filter((occurrence) => !occurrence.beforeCreated);
   return {
     created,
-    due: (untilMs: number) => occurrencesDue(Math.min(untilMs, Date.now() - 1000)).map(({ key }) => key),
+    due: (untilMs: number) => dueAmong(occurrencesPlanned(Math.min(untilMs, Date.now() - 1000))).map(({ key }) => key),
     result(measuredUntilMs: number, arrivals: ReadonlyMap<string, readonly Arrival[]>): ScheduleResult {
       const fromStartAt = occurrencesPlanned(measuredUntilMs);
-      const due = fromStartAt.filter((occurrence) => !occurrence.beforeCreated);
+      const due = dueAmong(fromStartAt);
       const expected = new Set(due.map(({ key }) => key));
       const lateness: number[] = [];
       const byRate = new Map<string, { due: number; lateness: number[] }>();
